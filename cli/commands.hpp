@@ -1,0 +1,14 @@
+// The subcommands of the `filkit` tool. Each lives in its own file as an options struct plus
+// setup_<command>(app) (declares the flags) and run_<command>(options) (calls the library,
+// writes the outputs). run_<command> is what the tests call in-process.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace filkit::cli {
+
+/// Registers every subcommand on `app`.
+void setup_all_commands(CLI::App& app);
+
+
+}  // namespace filkit::cli

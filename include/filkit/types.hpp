@@ -1,0 +1,19 @@
+// Common types of filkit: matrices with one example a row, and the version string.
+#pragma once
+
+#include <Eigen/Dense>
+
+#include <string>
+
+namespace filkit {
+
+/// A dense matrix with one example a row (row-major, so a row is contiguous).
+using RowMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using Eigen::Index;
+using Eigen::MatrixXd;
+using Eigen::VectorXd;
+
+/// The library version ("0.1.0"), recorded in every output.
+std::string version();
+
+}  // namespace filkit
