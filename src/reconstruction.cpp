@@ -1,0 +1,265 @@
+#include "filkit/reconstruction.hpp"
+
+#include "glm_loss.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+
+namespace filkit {
+
+namespace {
+
+constexpr Index kTrialsPerBlock = 32;   // columns of each GEMM: enough to run at BLAS-3 speed
+constexpr Index kBlocksPerWave = 16;    // blocks reduced together; fixed so sums never depend on threads
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+void check_attack_inputs(const Model& model, const Dataset& train) {
+  if (model.kind == ModelKind::kSoftmax)
+    throw std::invalid_argument("GLM attack: needs a binary model (logistic or least squares), not softmax");
+  if (!model.intercept)
+    throw std::invalid_argument("GLM attack: the model needs an intercept (its coordinate is the divisor "
+                                "B_i[0]); fit with an intercept");
+  if (train.d() != model.input_dim() || train.n() != model.n_train)
+    throw std::invalid_argument("GLM attack: the model was fitted on " + std::to_string(model.n_train) + " x " +
+                                std::to_string(model.input_dim()) + " data, given " + std::to_string(train.n()) +
+                                " x " + std::to_string(train.d()));
+}
+
+std::vector<Index> checked_rows(const std::vector<Index>& rows, Index n, const std::string& what) {
+  if (rows.empty()) {
+    std::vector<Index> all(static_cast<std::size_t>(n));
+    for (Index i = 0; i < n; ++i) all[static_cast<std::size_t>(i)] = i;
+    return all;
+  }
+  for (Index i : rows)
+    if (i < 0 || i >= n)
+      throw std::invalid_argument(what + ": row " + std::to_string(i) + " is outside 0.." + std::to_string(n - 1));
+  return rows;
+}
+
+VectorXd coded_targets(const Model& model, const Dataset& train) {
+  FitOptions coding;
+  coding.kind = model.kind;
+  coding.regression = model.regression;
+  return model_targets(train, coding);
+}
+
+// dl/da of every example at every column of scores (n x T).
+MatrixXd loss_derivatives(ModelKind kind, const MatrixXd& scores, const VectorXd& target) {
+  MatrixXd r(scores.rows(), scores.cols());
+  for (Index c = 0; c < scores.cols(); ++c)
+    for (Index i = 0; i < scores.rows(); ++i) r(i, c) = detail::scalar_loss(kind, scores(i, c), target(i)).first;
+  return r;
+}
+
+// grad F at every column of W (p x T): X~^T r + n lambda W.
+MatrixXd objective_gradients(const detail::Design& design, const MatrixXd& r, const MatrixXd& W, double penalty) {
+  MatrixXd g = design.transpose_times(r);
+  g.noalias() += penalty * W;
+  return g;
+}
+
+// What one block of trials contributes; summed over blocks in a fixed order.
+struct BlockTotals {
+  VectorXd mse_sum;
+  Eigen::VectorXi guarded;
+  RowMatrix reconstruction_sum;
+  Eigen::VectorXi reconstruction_count;
+
+  static BlockTotals zero(Index attacked, Index kept, Index d) {
+    return {VectorXd::Zero(attacked), Eigen::VectorXi::Zero(attacked), RowMatrix::Zero(kept, d),
+            Eigen::VectorXi::Zero(kept)};
+  }
+  void add(const BlockTotals& other) {
+    mse_sum += other.mse_sum;
+    guarded += other.guarded;
+    reconstruction_sum += other.reconstruction_sum;
+    reconstruction_count += other.reconstruction_count;
+  }
+};
+
+// Everything the trials share, computed once.
+struct AttackSetup {
+  const Model& model;
+  const Dataset& train;
+  detail::Design design;
+  VectorXd target;
+  std::vector<Index> rows;
+  RowMatrix attacked;       // features of `rows`
+  VectorXd squared_norms;   // ||x_i||^2 of `rows`
+  std::vector<Index> kept;
+  double penalty;
+  double sigma;
+  double guard;
+  std::uint64_t seed;
+};
+
+BlockTotals run_block(const AttackSetup& setup, Index first_trial, Index count) {
+  const Index p = setup.model.weights.rows(), d = setup.train.d();
+  const auto m = static_cast<Index>(setup.rows.size());
+  MatrixXd W(p, count);
+  for (Index c = 0; c < count; ++c)
+    W.col(c) = perturb_output(setup.model, setup.sigma, trial_seed(setup.seed, first_trial + c)).weights.col(0);
+  const MatrixXd r = loss_derivatives(setup.model.kind, setup.design.times(W), setup.target);
+  const MatrixXd g = objective_gradients(setup.design, r, W, setup.penalty);
+  const MatrixXd g_features = g.bottomRows(d);
+  // x_i . g_{1:} for every attacked example and trial, for ||g_0 x_i - g_{1:}||^2 expanded.
+  const MatrixXd cross = setup.attacked * g_features;
+  const VectorXd g_norm2 = g_features.colwise().squaredNorm().transpose();
+
+  BlockTotals totals = BlockTotals::zero(m, static_cast<Index>(setup.kept.size()), d);
+  for (Index k = 0; k < m; ++k) {
+    const Index i = setup.rows[static_cast<std::size_t>(k)];
+    for (Index c = 0; c < count; ++c) {
+      const double g0 = g(0, c), divisor = r(i, c) - g0;
+      const double numerator =
+          std::max(0.0, g0 * g0 * setup.squared_norms(k) - 2.0 * g0 * cross(k, c) + g_norm2(c));
+      const double mse = numerator / (divisor * divisor * static_cast<double>(d));
+      if (std::abs(divisor) < setup.guard || !std::isfinite(mse)) ++totals.guarded(k);
+      else totals.mse_sum(k) += mse;
+    }
+  }
+  for (std::size_t k = 0; k < setup.kept.size(); ++k) {
+    const Index i = setup.kept[k];
+    for (Index c = 0; c < count; ++c) {
+      const double divisor = r(i, c) - g(0, c);
+      const VectorXd x_hat = (r(i, c) * setup.train.X.row(i).transpose() - g_features.col(c)) / divisor;
+      if (std::abs(divisor) < setup.guard || !x_hat.allFinite()) continue;
+      totals.reconstruction_sum.row(static_cast<Index>(k)) += x_hat.transpose();
+      ++totals.reconstruction_count(static_cast<Index>(k));
+    }
+  }
+  return totals;
+}
+
+AttackSetup make_setup(const Model& model, const Dataset& train, const GlmAttackOptions& options) {
+  AttackSetup setup{model,
+                    train,
+                    detail::Design(train.X, true),
+                    coded_targets(model, train),
+                    checked_rows(options.rows, train.n(), "GlmAttackOptions.rows"),
+                    RowMatrix(),
+                    VectorXd(),
+                    options.keep_reconstructions,
+                    static_cast<double>(train.n()) * model.l2,
+                    options.sigma,
+                    options.divisor_guard,
+                    options.seed};
+  checked_rows(setup.kept, train.n(), "GlmAttackOptions.keep_reconstructions");
+  setup.attacked.resize(static_cast<Index>(setup.rows.size()), train.d());
+  for (std::size_t k = 0; k < setup.rows.size(); ++k) setup.attacked.row(static_cast<Index>(k)) = train.X.row(setup.rows[k]);
+  setup.squared_norms = setup.attacked.rowwise().squaredNorm();
+  return setup;
+}
+
+}  // namespace
+
+std::uint64_t trial_seed(std::uint64_t seed, Index trial) {
+  // SplitMix64 (Steele, Lea and Flood 2014) of the seed advanced by `trial + 1` golden-ratio steps.
+  std::uint64_t z = seed + 0x9E3779B97F4A7C15ULL * (static_cast<std::uint64_t>(trial) + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+void GlmAttackOptions::validate() const {
+  if (!(sigma >= 0.0) || !std::isfinite(sigma))
+    throw std::invalid_argument("GlmAttackOptions.sigma = " + std::to_string(sigma) + ": must be finite and >= 0");
+  if (trials < 1)
+    throw std::invalid_argument("GlmAttackOptions.trials = " + std::to_string(trials) + ": must be >= 1");
+  if (!(divisor_guard >= 0.0 && divisor_guard <= 1e-3)) {
+    std::ostringstream message;
+    message << "GlmAttackOptions.divisor_guard = " << divisor_guard << ": must lie in [0, 1e-3]";
+    throw std::invalid_argument(message.str());
+  }
+  for (Index i : rows)
+    if (i < 0) throw std::invalid_argument("GlmAttackOptions.rows: negative row " + std::to_string(i));
+  for (Index i : keep_reconstructions)
+    if (i < 0) throw std::invalid_argument("GlmAttackOptions.keep_reconstructions: negative row " + std::to_string(i));
+}
+
+GlmReconstruction glm_attack(const Model& released, const Dataset& train, const std::vector<Index>& rows) {
+  check_attack_inputs(released, train);
+  GlmReconstruction result;
+  result.rows = checked_rows(rows, train.n(), "GLM attack");
+  const detail::Design design(train.X, true);
+  const MatrixXd w = released.weights;
+  const MatrixXd r = loss_derivatives(released.kind, design.times(w), coded_targets(released, train));
+  const VectorXd g = objective_gradients(design, r, w, static_cast<double>(train.n()) * released.l2).col(0);
+  const auto m = static_cast<Index>(result.rows.size());
+  result.x_hat.resize(m, train.d());
+  result.divisor.resize(m);
+  for (Index k = 0; k < m; ++k) {
+    const Index i = result.rows[static_cast<std::size_t>(k)];
+    result.divisor(k) = r(i, 0) - g(0);  // B_i[0]
+    result.x_hat.row(k) = (r(i, 0) * train.X.row(i) - g.tail(train.d()).transpose()) / result.divisor(k);
+  }
+  return result;
+}
+
+VectorXd linearised_attack_mse(const Model& model, const Dataset& train, double sigma, const std::vector<Index>& rows) {
+  check_attack_inputs(model, train);
+  const std::vector<Index> chosen = checked_rows(rows, train.n(), "linearised attack MSE");
+  const Index d = train.d();
+  // ||[x, -I] H||_F^2 = ||x||^2 ||H_0||^2 - 2 x.(H_{1:} H_0) + ||H_{1:}||_F^2, H_0 = row 0 of H.
+  const MatrixXd H = hessian(model, train);
+  const VectorXd h0 = H.row(0).transpose();
+  const VectorXd cross = H.bottomRows(d) * h0;
+  const double h0_norm2 = h0.squaredNorm(), rest_norm2 = H.bottomRows(d).squaredNorm();
+  const VectorXd target = coded_targets(model, train);
+  const VectorXd scores = detail::Design(train.X, true).times(model.weights).col(0);
+  VectorXd prediction(static_cast<Index>(chosen.size()));
+  for (std::size_t k = 0; k < chosen.size(); ++k) {
+    const Index i = chosen[k];
+    const double r = detail::scalar_loss(model.kind, scores(i), target(i)).first;
+    const double frobenius2 =
+        std::max(0.0, train.X.row(i).squaredNorm() * h0_norm2 - 2.0 * train.X.row(i).dot(cross) + rest_norm2);
+    prediction(static_cast<Index>(k)) = sigma * sigma * frobenius2 / (static_cast<double>(d) * r * r);
+  }
+  return prediction;
+}
+
+GlmAttackResult evaluate_glm_attack(const Model& model, const Dataset& train, const GlmAttackOptions& options,
+                                    const TrialProgress& progress) {
+  options.validate();
+  check_attack_inputs(model, train);
+  const AttackSetup setup = make_setup(model, train, options);
+  const auto m = static_cast<Index>(setup.rows.size());
+  const auto kept = static_cast<Index>(setup.kept.size());
+
+  BlockTotals sum = BlockTotals::zero(m, kept, train.d());
+
+  const Index blocks = (options.trials + kTrialsPerBlock - 1) / kTrialsPerBlock;
+  for (Index wave = 0; wave < blocks; wave += kBlocksPerWave) {
+    const Index wave_blocks = std::min(kBlocksPerWave, blocks - wave);
+    std::vector<BlockTotals> totals(static_cast<std::size_t>(wave_blocks));
+#pragma omp parallel for schedule(dynamic, 1)
+    for (Index b = 0; b < wave_blocks; ++b) {
+      const Index first = (wave + b) * kTrialsPerBlock;
+      totals[static_cast<std::size_t>(b)] = run_block(setup, first, std::min(kTrialsPerBlock, options.trials - first));
+    }
+    for (const BlockTotals& block : totals) sum.add(block);
+    if (progress) progress(std::min(options.trials, (wave + wave_blocks) * kTrialsPerBlock), options.trials);
+  }
+
+  GlmAttackResult result;
+  result.rows = setup.rows;
+  result.trials = options.trials;
+  result.guarded = sum.guarded;
+  const VectorXd valid = (options.trials - sum.guarded.array()).cast<double>();
+  result.mean_mse = (valid.array() > 0).select(sum.mse_sum.array() / valid.array(), kNaN);
+  result.total_guarded = sum.guarded.cast<Index>().sum();
+  result.examples_all_guarded = (valid.array() == 0).count();
+  result.reconstruction_rows = setup.kept;
+  result.reconstructions = RowMatrix::Constant(kept, train.d(), kNaN);
+  for (Index k = 0; k < kept; ++k)
+    if (sum.reconstruction_count(k) > 0)
+      result.reconstructions.row(k) = sum.reconstruction_sum.row(k) / static_cast<double>(sum.reconstruction_count(k));
+  result.linearised_mse = linearised_attack_mse(model, train, options.sigma, setup.rows);
+  return result;
+}
+
+}  // namespace filkit
