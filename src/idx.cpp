@@ -57,16 +57,18 @@ IdxFile read_idx(const std::string& path, std::uint32_t magic, const std::string
   IdxFile idx{{}, read_maybe_gzipped(path), 0};
   const std::size_t n_dims = magic & 0xFFu;
   const std::size_t header_bytes = 4 * (1 + n_dims);
-  if (idx.content.size() < header_bytes) {
+  const auto fail_header = [&] {
     throw std::invalid_argument("'" + path + "' is not an " + kind + " file: expected a " +
                                 std::to_string(header_bytes) + "-byte IDX header, found " +
                                 std::to_string(idx.content.size()) + " bytes");
-  }
+  };
+  if (idx.content.size() < 4) fail_header();
   const std::uint32_t found = big_endian_u32(idx.content, 0);
   if (found != magic) {
     throw std::invalid_argument("'" + path + "' is not an " + kind + " file: expected magic number " +
                                 hex(magic) + ", found " + hex(found));
   }
+  if (idx.content.size() < header_bytes) fail_header();
   Index expected = 1;
   bool overflow = false;  // only a corrupt header declares more than 2^63 bytes
   for (std::size_t k = 0; k < n_dims; ++k) {
