@@ -41,7 +41,15 @@ std::string read_maybe_gzipped(const std::string& path) {
       int code = 0;
       throw std::invalid_argument("'" + path + "' is corrupt: " + gzerror(file.get(), &code));
     }
-    if (got == 0) return content;
+    if (got == 0) {
+      // gzread reports a stream cut short only through gzerror, as Z_BUF_ERROR.
+      int code = Z_OK;
+      gzerror(file.get(), &code);
+      if (code == Z_BUF_ERROR) {
+        throw std::invalid_argument("'" + path + "' is truncated: its gzip stream ends early");
+      }
+      return content;
+    }
     content.append(chunk.data(), static_cast<std::size_t>(got));
   }
 }

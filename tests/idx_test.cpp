@@ -70,12 +70,14 @@ TEST(IdxReader, RejectsBytesBeyondTheDeclaredData) {
   EXPECT_INVALID_ARGUMENT(read_idx_labels(path), path, "longer than its header says");
 }
 
-TEST(IdxReader, RejectsCorruptGzipStream) {
+TEST(IdxReader, RejectsTruncatedGzipStream) {
   TempDir dir;
   testing::write_gzip(dir.file("images.gz"), three_images());
   const std::string gz = testing::read_bytes(dir.file("images.gz"));
-  const std::string path = dir.write("cut.gz", gz.substr(0, gz.size() - 12));
-  EXPECT_INVALID_ARGUMENT(read_idx_images(path), path);
+  for (std::size_t cut : {3, 12}) {  // inside the trailer, inside the compressed data
+    const std::string path = dir.write("cut.gz", gz.substr(0, gz.size() - cut));
+    EXPECT_INVALID_ARGUMENT(read_idx_images(path), path, "truncated");
+  }
 }
 
 TEST(IdxReader, RejectsMissingFile) {
