@@ -4,11 +4,17 @@
 #include "filkit/data.hpp"
 
 #include <gtest/gtest.h>
+#include <zlib.h>
 
+#include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace filkit::testing {
 
@@ -59,6 +65,128 @@ inline Dataset random_classification(Index n, Index d, int classes, unsigned see
   }
   data.source = "random_classification";
   return data;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Binary fixtures of the data loaders, written byte by byte so that the tests need no numpy.
+
+/// Expects `statement` to throw std::invalid_argument whose message contains every one of
+/// `fragments`.
+#define EXPECT_INVALID_ARGUMENT(statement, ...)                                        \
+  do {                                                                                  \
+    try {                                                                               \
+      statement;                                                                        \
+      ADD_FAILURE() << "expected std::invalid_argument from " #statement;               \
+    } catch (const std::invalid_argument& error) {                                      \
+      for (const std::string& fragment : std::vector<std::string>{__VA_ARGS__}) {       \
+        EXPECT_NE(std::string(error.what()).find(fragment), std::string::npos)          \
+            << "message: " << error.what() << "\nlacks: " << fragment;                 \
+      }                                                                                 \
+    }                                                                                   \
+  } while (false)
+
+inline std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+inline std::string big_endian_u32(std::uint32_t value) {
+  return {static_cast<char>(value >> 24), static_cast<char>(value >> 16),
+          static_cast<char>(value >> 8), static_cast<char>(value)};
+}
+
+inline std::string little_endian(std::uint64_t value, int bytes) {
+  std::string out;
+  for (int k = 0; k < bytes; ++k) out += static_cast<char>(value >> (8 * k));
+  return out;
+}
+
+/// An IDX file: magic number, big-endian dimensions, then the bytes.
+inline std::string idx_bytes(std::uint32_t magic, const std::vector<std::uint32_t>& dims,
+                             const std::string& data) {
+  std::string out = big_endian_u32(magic);
+  for (std::uint32_t dim : dims) out += big_endian_u32(dim);
+  return out + data;
+}
+
+/// Writes `content` gzip-compressed to `path`.
+inline void write_gzip(const std::string& path, const std::string& content) {
+  gzFile file = gzopen(path.c_str(), "wb");
+  ASSERT_NE(file, nullptr);
+  ASSERT_EQ(gzwrite(file, content.data(), static_cast<unsigned>(content.size())),
+            static_cast<int>(content.size()));
+  gzclose(file);
+}
+
+/// The raw little-endian bytes of `values` (the host is little-endian, as filkit requires).
+template <class T>
+std::string raw_bytes(const std::vector<T>& values) {
+  std::string out(values.size() * sizeof(T), '\0');
+  std::memcpy(out.data(), values.data(), out.size());
+  return out;
+}
+
+/// A .npy file with header dict {'descr': descr, 'fortran_order': ..., 'shape': shape}
+/// (shape spelled as Python does, e.g. "(2, 3)" or "(4,)"), padded to 64 bytes as numpy does.
+inline std::string npy_bytes(const std::string& descr, const std::string& shape,
+                             const std::string& data, int major_version = 1,
+                             bool fortran_order = false) {
+  std::string header = "{'descr': '" + descr + "', 'fortran_order': " +
+                       (fortran_order ? "True" : "False") + ", 'shape': " + shape + ", }";
+  const std::size_t prefix = major_version == 1 ? 10 : 12;
+  header += std::string(63 - (prefix + header.size()) % 64, ' ') + "\n";
+  return std::string("\x93NUMPY", 6) + static_cast<char>(major_version) + '\0' +
+         little_endian(header.size(), major_version == 1 ? 2 : 4) + header + data;
+}
+
+/// A float64 C-order .npy of a rows x cols matrix (cols = 0: a 1-D array of `rows` values).
+inline std::string npy_f8(const std::vector<double>& values, std::size_t rows, std::size_t cols = 0) {
+  const std::string shape = cols == 0 ? "(" + std::to_string(rows) + ",)"
+                                      : "(" + std::to_string(rows) + ", " + std::to_string(cols) + ")";
+  return npy_bytes("<f8", shape, raw_bytes(values));
+}
+
+/// `data` compressed as a raw deflate stream (no zlib header), as zip archives hold it.
+inline std::string raw_deflate(const std::string& data) {
+  z_stream stream{};
+  if (deflateInit2(&stream, Z_BEST_COMPRESSION, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+    throw std::runtime_error("deflateInit2 failed");
+  }
+  std::string out(deflateBound(&stream, static_cast<uLong>(data.size())), '\0');
+  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  stream.avail_in = static_cast<uInt>(data.size());
+  stream.next_out = reinterpret_cast<Bytef*>(out.data());
+  stream.avail_out = static_cast<uInt>(out.size());
+  deflate(&stream, Z_FINISH);
+  out.resize(stream.total_out);
+  deflateEnd(&stream);
+  return out;
+}
+
+/// A zip archive of (name, content) members, stored (method 0) or deflated (method 8).
+inline std::string zip_bytes(const std::vector<std::pair<std::string, std::string>>& members,
+                             bool deflated) {
+  std::string archive, directory;
+  for (const auto& [name, content] : members) {
+    const std::string payload = deflated ? raw_deflate(content) : content;
+    const auto crc = crc32(0L, reinterpret_cast<const Bytef*>(content.data()),
+                           static_cast<uInt>(content.size()));
+    // version, flags, method, time, date, crc, compressed size, size
+    const std::string common = little_endian(20, 2) + little_endian(0, 2) +
+                               little_endian(deflated ? 8 : 0, 2) + little_endian(0, 4) +
+                               little_endian(crc, 4) + little_endian(payload.size(), 4) +
+                               little_endian(content.size(), 4) + little_endian(name.size(), 2) +
+                               little_endian(0, 2);
+    directory += little_endian(0x02014b50, 4) + little_endian(20, 2) + common +
+                 little_endian(0, 2) + little_endian(0, 2) + little_endian(0, 2) +
+                 little_endian(0, 4) + little_endian(archive.size(), 4) + name;
+    archive += little_endian(0x04034b50, 4) + common + name + payload;
+  }
+  const std::string end = little_endian(0x06054b50, 4) + little_endian(0, 4) +
+                          little_endian(members.size(), 2) + little_endian(members.size(), 2) +
+                          little_endian(directory.size(), 4) + little_endian(archive.size(), 4) +
+                          little_endian(0, 2);
+  return archive + directory + end;
 }
 
 }  // namespace filkit::testing

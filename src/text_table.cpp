@@ -1,0 +1,33 @@
+#include "filkit/data.hpp"
+
+#include <stdexcept>
+
+namespace filkit {
+
+std::string to_string(ColumnType type) {
+  switch (type) {
+    case ColumnType::kInferred: return "inferred";
+    case ColumnType::kNumeric: return "numeric";
+    case ColumnType::kNominal: return "nominal";
+    case ColumnType::kString: return "string";
+  }
+  throw std::invalid_argument("unknown ColumnType " + std::to_string(static_cast<int>(type)));
+}
+
+TextTable TextTable::select_rows(const std::vector<Index>& indices) const {
+  TextTable selected{header, {}, {}, types, source};
+  selected.rows.reserve(indices.size());
+  selected.lines.reserve(indices.size());
+  for (Index i : indices) {
+    if (i < 0 || i >= static_cast<Index>(rows.size())) {
+      throw std::invalid_argument("select_rows: row " + std::to_string(i) + " outside 0.." +
+                                  std::to_string(static_cast<Index>(rows.size()) - 1) + " of " +
+                                  source);
+    }
+    selected.rows.push_back(rows[static_cast<std::size_t>(i)]);
+    selected.lines.push_back(lines[static_cast<std::size_t>(i)]);
+  }
+  return selected;
+}
+
+}  // namespace filkit
