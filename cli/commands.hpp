@@ -11,6 +11,8 @@ namespace filkit::cli {
 void setup_all_commands(CLI::App& app);
 
 void setup_measure(CLI::App& app);
+void setup_bound(CLI::App& app);
+void setup_reconstruct(CLI::App& app);
 
 
 }  // namespace filkit::cli

@@ -5,7 +5,6 @@
 #include <limits>
 #include <sstream>
 #include <stdexcept>
-#include <vector>
 
 namespace filkit {
 
@@ -23,14 +22,6 @@ void require_diameters(const VectorXd& diameters, const std::string& name) {
   if (diameters.size() == 0) throw std::invalid_argument(name + ": no coordinates given");
   for (Index i = 0; i < diameters.size(); ++i)
     require_positive(diameters(i), name + "[" + std::to_string(i) + "]");
-}
-
-double interpolated_quantile(const std::vector<double>& sorted, double level) {
-  const double position = level * static_cast<double>(sorted.size() - 1);
-  const std::size_t below = static_cast<std::size_t>(std::floor(position));
-  const std::size_t above = std::min(below + 1, sorted.size() - 1);
-  const double fraction = position - static_cast<double>(below);
-  return sorted[below] + fraction * (sorted[above] - sorted[below]);
 }
 
 }  // namespace
@@ -92,28 +83,10 @@ NormCheck check_norm_assumption(const RowMatrix& X, bool intercept, double bound
   return check;
 }
 
-BoundQuantiles bound_quantiles(const VectorXd& values) {
-  std::vector<double> sorted;
-  sorted.reserve(static_cast<std::size_t>(values.size()));
-  for (Index i = 0; i < values.size(); ++i)
-    if (!std::isnan(values(i))) sorted.push_back(values(i));
-  if (sorted.empty()) {
-    const double nan = std::numeric_limits<double>::quiet_NaN();
-    return {nan, nan, nan, nan, nan, nan, nan};
-  }
-  std::sort(sorted.begin(), sorted.end());
-  return {sorted.front(),
-          interpolated_quantile(sorted, 0.05),
-          interpolated_quantile(sorted, 0.25),
-          interpolated_quantile(sorted, 0.5),
-          interpolated_quantile(sorted, 0.75),
-          interpolated_quantile(sorted, 0.95),
-          sorted.back()};
-}
-
 void ReconstructionBoundOptions::validate() const {
   require_positive(sigma, "ReconstructionBoundOptions.sigma");
   require_positive(norm_bound, "ReconstructionBoundOptions.norm_bound");
+  require_positive(diameter, "ReconstructionBoundOptions.diameter");
   if (diameters.size() > 0) require_diameters(diameters, "ReconstructionBoundOptions.diameters");
 }
 
@@ -125,7 +98,7 @@ ReconstructionBounds reconstruction_bounds(const Model& model, const Dataset& tr
                                 "1-Lipschitz loss, i.e. binary logistic regression; the model is " +
                                 to_string(model.kind));
   const VectorXd diameters =
-      options.diameters.size() ? options.diameters : VectorXd::Ones(train.d());
+      options.diameters.size() ? options.diameters : VectorXd::Constant(train.d(), options.diameter);
   if (diameters.size() != train.d())
     throw std::invalid_argument("ReconstructionBoundOptions.diameters has " +
                                 std::to_string(diameters.size()) + " entries; the data have " +

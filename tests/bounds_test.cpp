@@ -84,19 +84,6 @@ TEST(NormCheck, CountsRowsOutsideTheBallIncludingTheIntercept) {
   EXPECT_EQ(loose.message(), "");
 }
 
-TEST(BoundQuantiles, InterpolateBetweenOrderStatisticsAndIgnoreNan) {
-  VectorXd values(6);
-  values << 5.0, std::nan(""), 1.0, 4.0, 2.0, 3.0;
-  const BoundQuantiles q = bound_quantiles(values);
-  EXPECT_EQ(q.min, 1.0);
-  EXPECT_EQ(q.max, 5.0);
-  EXPECT_DOUBLE_EQ(q.median, 3.0);
-  EXPECT_DOUBLE_EQ(q.q25, 2.0);
-  EXPECT_DOUBLE_EQ(q.q05, 1.2);   // numpy.quantile([1..5], 0.05)
-  EXPECT_DOUBLE_EQ(q.q95, 4.8);
-  EXPECT_TRUE(std::isnan(bound_quantiles(VectorXd::Constant(2, std::nan(""))).median));
-}
-
 TEST(ReconstructionBounds, DfilAndFilBoundsMatchTheDenseJacobian) {
   const Dataset data = random_classification(60, 5, 2, 11);
   const Model model = tight_logistic(data, 1e-2, true);
@@ -147,6 +134,12 @@ TEST(ReconstructionBounds, ReportsRdpSharesAndTheNormAssumption) {
   EXPECT_EQ(bounds.perfect_privacy_mse, 1.0);
   EXPECT_DOUBLE_EQ(bounds.share_dfil_bound_above_line, share_at_or_above(bounds.dfil_bound, 1.0));
   EXPECT_TRUE(bounds.norm_check.satisfied()) << "rows projected into the unit ball";
+  options.diameter = 2.0;  // every coordinate ranges over an interval of length 2
+  const ReconstructionBounds wider = reconstruction_bounds(model, data, options);
+  EXPECT_DOUBLE_EQ(wider.rdp_mse_bound, 4.0 * bounds.rdp_mse_bound);
+  EXPECT_EQ(wider.perfect_privacy_mse, 4.0);
+  EXPECT_EQ(wider.dfil_bound, bounds.dfil_bound) << "Cramer-Rao does not depend on the domain";
+  options.diameter = 1.0;
   EXPECT_EQ(bounds.rdp_epsilon_at_data_norm, bounds.rdp_epsilon);
   // Rows scaled by 3: the stated eps no longer holds; at the data's norm it is 9x larger at most.
   data.X *= 3.0;
@@ -169,6 +162,10 @@ TEST(ReconstructionBounds, InvalidOptionsThrowNamingTheField) {
   options = ReconstructionBoundOptions();
   options.diameters = VectorXd::Ones(2);
   expect_invalid_argument_naming([&] { reconstruction_bounds(model, data, options); }, "ReconstructionBoundOptions.diameters");
+  options.diameters = VectorXd();
+  options.diameter = 0.0;
+  expect_invalid_argument_naming([&] { options.validate(); }, "ReconstructionBoundOptions.diameter");
+  options.diameter = 1.0;
   options.diameters = VectorXd::Zero(3);
   expect_invalid_argument_naming([&] { options.validate(); }, "ReconstructionBoundOptions.diameters[0]");
   FitOptions squares;

@@ -62,19 +62,14 @@ struct NormCheck {
 };
 NormCheck check_norm_assumption(const RowMatrix& X, bool intercept, double bound = 1.0);
 
-/// Order statistics of a set of per-example bounds (NaNs ignored; all NaN if nothing is left).
-struct BoundQuantiles {
-  double min = 0.0, q05 = 0.0, q25 = 0.0, median = 0.0, q75 = 0.0, q95 = 0.0, max = 0.0;
-};
-/// Quantiles by linear interpolation between order statistics (numpy's default).
-BoundQuantiles bound_quantiles(const VectorXd& values);
-
 /// Settings of the reconstruction bounds of one output-perturbed model.
 struct ReconstructionBoundOptions {
   /// Standard deviation of the output perturbation, finite and > 0.
   double sigma = 1e-2;
-  /// Range of each private coordinate (diam_i of Theorem 1); empty = 1 for every feature
-  /// (pixels in [0,1]); else one finite positive value per feature.
+  /// Range of every private coordinate (diam_i of Theorem 1) when `diameters` is empty; default
+  /// 1 (pixels in [0,1]). Finite and > 0.
+  double diameter = 1.0;
+  /// Per-coordinate ranges: empty, or one finite positive value per feature.
   VectorXd diameters;
   /// R of the norm assumption ||x~|| <= R under which the RDP epsilon is stated, > 0. The
   /// paper's eps = 4 / (n lambda sigma)^2 is R = 1.
