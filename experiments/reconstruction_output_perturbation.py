@@ -16,7 +16,7 @@ intercept, lambda = 1e-2; labels public.
 
 Outputs go to ${FILKIT_OUT:-/tmp/filkit-experiments}/reconstruction_output_perturbation/: the
 per-example CSVs and JSON summaries of every run, histogram.csv and scatter.csv per dataset,
-reconstructions as CSV and as a PGM picture (top: originals, bottom: reconstructions), and
+reconstructions as CSV and as a PNG picture (top: originals, bottom: reconstructions), and
 summary.json / summary.md with every number beside the paper's.
 
 Usage: experiments/reconstruction_output_perturbation.py [--trials 10000] [--datasets mnist,fashion-mnist]
@@ -30,7 +30,9 @@ import math
 import os
 import subprocess
 import sys
+import struct
 import time
+import zlib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BINARY = os.path.join(ROOT, os.environ.get("FILKIT_BUILD_DIR", "build"), "filkit")
@@ -68,23 +70,28 @@ def write_csv(path, header, rows):
         writer.writerows(rows)
 
 
-def write_pgm(path, rows):
-    """Originals (kind 0) on the top row, mean reconstructions (kind 1, clipped to [0,1]) below."""
+def write_png(path, rows):
+    """Originals (kind 0) on the top row, mean reconstructions (kind 1, clipped to [0,1]) below,
+    as an 8-bit greyscale PNG (zlib + struct: no imaging library needed)."""
     images = {0: [], 1: []}
     for row in rows:
         images[int(row["kind"])].append([float(row["x%d" % j]) for j in range(784)])
-    columns = len(images[0])
-    width, height = 30 * columns, 60
-    pixels = [[0] * width for _ in range(height)]
+    width, height = 30 * len(images[0]), 60
+    pixels = [bytearray(width) for _ in range(height)]
     for kind in (0, 1):
         for c, image in enumerate(images[kind]):
             for j, value in enumerate(image):
                 value = 0.0 if math.isnan(value) else min(1.0, max(0.0, value))
                 pixels[30 * kind + 1 + j // 28][30 * c + 1 + j % 28] = int(round(255 * value))
-    with open(path, "w") as f:
-        f.write("P2\n%d %d\n255\n" % (width, height))
-        for line in pixels:
-            f.write(" ".join(map(str, line)) + "\n")
+
+    def chunk(kind, data):
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body) & 0xFFFFFFFF)
+
+    raw = b"".join(b"\x00" + bytes(line) for line in pixels)  # filter type 0 on every scanline
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)) +
+                chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b""))
 
 
 def bound_run(name, dataset, out, extra):
@@ -137,7 +144,7 @@ def experiment(dataset, trials, out):
     rows = read_rows(prefix + ".csv")
     write_csv(os.path.join(out, "%s-scatter.csv" % dataset), ["index", "dfil_bound", "attack_mse", "linearised_mse"],
               [(r["index"], r["dfil_bound"], r["attack_mse"], r["linearised_mse"]) for r in rows])
-    write_pgm(prefix + "-reconstructions.pgm", read_rows(prefix + "-reconstructions.csv"))
+    write_png(prefix + "-reconstructions.png", read_rows(prefix + "-reconstructions.csv"))
     mse = {int(r["index"]): float(r["attack_mse"]) for r in rows}
     attack = summary["attack"]
     result["b"] = {

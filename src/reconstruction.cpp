@@ -88,50 +88,71 @@ struct AttackSetup {
   detail::Design design;
   VectorXd target;
   std::vector<Index> rows;
-  RowMatrix attacked;       // features of `rows`
+  bool all_rows;
+  RowMatrix selected;       // features of `rows` unless all_rows (no copy of X then)
   VectorXd squared_norms;   // ||x_i||^2 of `rows`
   std::vector<Index> kept;
   double penalty;
-  double sigma;
-  double guard;
-  std::uint64_t seed;
+  GlmAttackOptions options;
+
+  const RowMatrix& attacked() const { return all_rows ? train.X : selected; }
 };
 
-BlockTotals run_block(const AttackSetup& setup, Index first_trial, Index count) {
-  const Index p = setup.model.weights.rows(), d = setup.train.d();
-  const auto m = static_cast<Index>(setup.rows.size());
-  MatrixXd W(p, count);
-  for (Index c = 0; c < count; ++c)
-    W.col(c) = perturb_output(setup.model, setup.sigma, trial_seed(setup.seed, first_trial + c)).weights.col(0);
-  const MatrixXd r = loss_derivatives(setup.model.kind, setup.design.times(W), setup.target);
-  const MatrixXd g = objective_gradients(setup.design, r, W, setup.penalty);
-  const MatrixXd g_features = g.bottomRows(d);
-  // x_i . g_{1:} for every attacked example and trial, for ||g_0 x_i - g_{1:}||^2 expanded.
-  const MatrixXd cross = setup.attacked * g_features;
-  const VectorXd g_norm2 = g_features.colwise().squaredNorm().transpose();
+// The trials of one block released together: r (n x T) and g = grad F (p x T).
+struct BlockGradients {
+  MatrixXd r, g;
+};
 
-  BlockTotals totals = BlockTotals::zero(m, static_cast<Index>(setup.kept.size()), d);
-  for (Index k = 0; k < m; ++k) {
+BlockGradients block_gradients(const AttackSetup& setup, Index first_trial, Index count) {
+  MatrixXd W(setup.model.weights.rows(), count);
+  for (Index c = 0; c < count; ++c)
+    W.col(c) = perturb_output(setup.model, setup.options.sigma, trial_seed(setup.options.seed, first_trial + c))
+                   .weights.col(0);
+  BlockGradients block;
+  block.r = loss_derivatives(setup.model.kind, setup.design.times(W), setup.target);
+  block.g = objective_gradients(setup.design, block.r, W, setup.penalty);
+  return block;
+}
+
+// Squared errors ||x_hat_i - x_i||^2 / d = ||g_0 x_i - g_{1:}||^2 / (d (r_i - g_0)^2), the norm
+// expanded so that one GEMM gives x_i . g_{1:} for every example and trial.
+void accumulate_errors(const AttackSetup& setup, const BlockGradients& block, BlockTotals& totals) {
+  const Index d = setup.train.d();
+  const MatrixXd g_features = block.g.bottomRows(d);
+  const MatrixXd cross = setup.attacked() * g_features;
+  const VectorXd g_norm2 = g_features.colwise().squaredNorm().transpose();
+  for (Index k = 0; k < static_cast<Index>(setup.rows.size()); ++k) {
     const Index i = setup.rows[static_cast<std::size_t>(k)];
-    for (Index c = 0; c < count; ++c) {
-      const double g0 = g(0, c), divisor = r(i, c) - g0;
-      const double numerator =
-          std::max(0.0, g0 * g0 * setup.squared_norms(k) - 2.0 * g0 * cross(k, c) + g_norm2(c));
+    for (Index c = 0; c < block.g.cols(); ++c) {
+      const double g0 = block.g(0, c), divisor = block.r(i, c) - g0;
+      const double numerator = std::max(0.0, g0 * g0 * setup.squared_norms(k) - 2.0 * g0 * cross(k, c) + g_norm2(c));
       const double mse = numerator / (divisor * divisor * static_cast<double>(d));
-      if (std::abs(divisor) < setup.guard || !std::isfinite(mse)) ++totals.guarded(k);
+      if (std::abs(divisor) < setup.options.divisor_guard || !std::isfinite(mse)) ++totals.guarded(k);
       else totals.mse_sum(k) += mse;
     }
   }
+}
+
+void accumulate_reconstructions(const AttackSetup& setup, const BlockGradients& block, BlockTotals& totals) {
+  const Index d = setup.train.d();
   for (std::size_t k = 0; k < setup.kept.size(); ++k) {
     const Index i = setup.kept[k];
-    for (Index c = 0; c < count; ++c) {
-      const double divisor = r(i, c) - g(0, c);
-      const VectorXd x_hat = (r(i, c) * setup.train.X.row(i).transpose() - g_features.col(c)) / divisor;
-      if (std::abs(divisor) < setup.guard || !x_hat.allFinite()) continue;
+    for (Index c = 0; c < block.g.cols(); ++c) {
+      const double divisor = block.r(i, c) - block.g(0, c);
+      const VectorXd x_hat = (block.r(i, c) * setup.train.X.row(i).transpose() - block.g.col(c).tail(d)) / divisor;
+      if (std::abs(divisor) < setup.options.divisor_guard || !x_hat.allFinite()) continue;
       totals.reconstruction_sum.row(static_cast<Index>(k)) += x_hat.transpose();
       ++totals.reconstruction_count(static_cast<Index>(k));
     }
   }
+}
+
+BlockTotals run_block(const AttackSetup& setup, Index first_trial, Index count) {
+  const BlockGradients block = block_gradients(setup, first_trial, count);
+  BlockTotals totals =
+      BlockTotals::zero(static_cast<Index>(setup.rows.size()), static_cast<Index>(setup.kept.size()), setup.train.d());
+  accumulate_errors(setup, block, totals);
+  accumulate_reconstructions(setup, block, totals);
   return totals;
 }
 
@@ -141,17 +162,19 @@ AttackSetup make_setup(const Model& model, const Dataset& train, const GlmAttack
                     detail::Design(train.X, true),
                     coded_targets(model, train),
                     checked_rows(options.rows, train.n(), "GlmAttackOptions.rows"),
+                    options.rows.empty(),
                     RowMatrix(),
                     VectorXd(),
                     options.keep_reconstructions,
                     static_cast<double>(train.n()) * model.l2,
-                    options.sigma,
-                    options.divisor_guard,
-                    options.seed};
-  checked_rows(setup.kept, train.n(), "GlmAttackOptions.keep_reconstructions");
-  setup.attacked.resize(static_cast<Index>(setup.rows.size()), train.d());
-  for (std::size_t k = 0; k < setup.rows.size(); ++k) setup.attacked.row(static_cast<Index>(k)) = train.X.row(setup.rows[k]);
-  setup.squared_norms = setup.attacked.rowwise().squaredNorm();
+                    options};
+  checked_rows(setup.kept, train.n(), "GlmAttackOptions.keep_reconstructions");  // validation only
+  if (!setup.all_rows) {
+    setup.selected.resize(static_cast<Index>(setup.rows.size()), train.d());
+    for (std::size_t k = 0; k < setup.rows.size(); ++k)
+      setup.selected.row(static_cast<Index>(k)) = train.X.row(setup.rows[k]);
+  }
+  setup.squared_norms = setup.attacked().rowwise().squaredNorm();
   return setup;
 }
 
