@@ -10,5 +10,6 @@ namespace filkit::cli {
 /// Registers every subcommand on `app`.
 void setup_all_commands(CLI::App& app);
 
+void setup_accountant(CLI::App& app);
 
 }  // namespace filkit::cli
