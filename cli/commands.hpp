@@ -11,6 +11,6 @@ namespace filkit::cli {
 void setup_all_commands(CLI::App& app);
 
 void setup_measure(CLI::App& app);
-
+void setup_accountant(CLI::App& app);
 
 }  // namespace filkit::cli
