@@ -25,7 +25,7 @@ TextTable TextTable::select_rows(const std::vector<Index>& indices) const {
                                   source);
     }
     selected.rows.push_back(rows[static_cast<std::size_t>(i)]);
-    selected.lines.push_back(lines[static_cast<std::size_t>(i)]);
+    if (!lines.empty()) selected.lines.push_back(lines[static_cast<std::size_t>(i)]);
   }
   return selected;
 }

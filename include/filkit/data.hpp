@@ -93,7 +93,8 @@ struct TextTable {
   std::vector<std::string> header;
   std::vector<std::vector<std::string>> rows;
   std::vector<Index> lines;        ///< 1-based line of `source` where each row starts
-  std::vector<ColumnType> types;   ///< one per column
+                                   ///< (empty in a hand-built table: errors then name rows)
+  std::vector<ColumnType> types;   ///< one per column (empty in a hand-built table: inferred)
   std::string source;
 
   /// The rows `rows` (indices into this table's rows), with their line numbers.
