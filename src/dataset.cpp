@@ -16,6 +16,7 @@ std::string position(Index row, Index column) {
 }
 
 void check_finite(const Dataset& data) {
+  if (data.X.allFinite() && data.y.allFinite()) return;
   for (Index i = 0; i < data.n(); ++i) {
     for (Index j = 0; j < data.d(); ++j) {
       if (!std::isfinite(data.X(i, j))) {
@@ -110,6 +111,7 @@ Dataset Dataset::select_rows(const std::vector<Index>& rows) const {
 }
 
 TrainTestIndices shuffle_split(Index n, double test_fraction, std::uint64_t seed) {
+  if (n < 0) throw std::invalid_argument("shuffle_split: n = " + std::to_string(n) + " must be >= 0");
   if (!(test_fraction >= 0.0 && test_fraction < 1.0)) {
     throw std::invalid_argument("test_fraction = " + detail::format_number(test_fraction) +
                                 " must be in [0, 1)");

@@ -118,7 +118,11 @@ void PreprocessOptions::validate() const {
     throw std::invalid_argument("pca_components = " + std::to_string(pca_components) +
                                 " must be >= 0 (0 = no PCA)");
   }
-  to_string(row_scaling);  // throws for a value outside the enum
+  if (row_scaling != RowScaling::kNone && row_scaling != RowScaling::kGlobalMax &&
+      row_scaling != RowScaling::kUnitBall) {
+    throw std::invalid_argument("row_scaling = " + std::to_string(static_cast<int>(row_scaling)) +
+                                " is not a RowScaling value");
+  }
 }
 
 Preprocessor Preprocessor::fit(const Dataset& train, const PreprocessOptions& options) {
