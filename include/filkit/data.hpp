@@ -85,6 +85,7 @@ enum class ColumnType {
   kString,    ///< ARFF string: free text, treated as categorical
 };
 std::string to_string(ColumnType type);  // "inferred", "numeric", "nominal", "string"
+ColumnType column_type_from_string(const std::string& name);  // throws std::invalid_argument
 
 /// A table as strings: header and rows, every row the header's width. Cells keep their text
 /// (unquoted, surrounding blanks trimmed); whether a cell is missing is decided by
