@@ -1,6 +1,5 @@
 #include "filkit/preprocessing.hpp"
 
-#include <algorithm>
 #include <stdexcept>
 
 namespace filkit {
