@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(
   build-essential cmake pkg-config
-  libeigen3-dev libcli11-dev nlohmann-json3-dev zlib1g-dev
+  libeigen3-dev libcli11-dev nlohmann-json3-dev zlib1g-dev liblbfgspp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-numpy python3-pybind11 python3-pytest python3-dev
   dataset-fashion-mnist
