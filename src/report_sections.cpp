@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 #include <set>
 
@@ -27,11 +28,18 @@ double median_of(std::vector<double> values) {
   return values.size() % 2 ? values[m] : 0.5 * (values[m - 1] + values[m]);
 }
 
+// 3 significant digits, for titles where space is short.
+std::string format_short(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.3g", value);
+  return buffer;
+}
+
 // A vertical line at x with a label, for thresholds drawn over histograms.
 std::string vertical_line(double x, const std::string& label, const std::string& colour) {
   return "set arrow from " + format_number(x) + ", graph 0 to " + format_number(x) +
          ", graph 1 nohead lw 2 dt 2 lc rgb '" + colour + "'\nset label " + gnuplot_string(label) + " at " +
-         format_number(x) + ", graph 0.95 offset 0.5,0 textcolor rgb '" + colour + "'\n";
+         format_number(x) + ", graph 0.95 right offset -0.5,0 textcolor rgb '" + colour + "'\n";
 }
 
 // "class 3" for relabelled class k when settings.classes names the originals, else "label k".
@@ -69,7 +77,7 @@ void eta_histogram_by_class(const Input& input, Plotter& plotter, Section& secti
   const std::string data = plotter.data(section.id + "-eta-histogram.dat", rows_text(rows));
   plotter.plot(section, "eta-histogram", "Per-example FIL eta of the training examples, one histogram per class.",
                "datafile = " + data + "\n" + std::string(log_x ? "set logscale x\n" : "") +
-                   "set xlabel 'eta (per-example FIL)'\nset ylabel 'training examples'\n" + plots);
+                   "set xlabel 'eta (per-example FIL)'\nset ylabel 'training examples'\nset yrange [0:*]\n" + plots);
 }
 
 // The raw training images in the order load_dataset gives them, re-loaded from the summary's
@@ -123,11 +131,11 @@ void image_grid(const RowMatrix& images, const std::vector<std::size_t>& rows, c
         plotter.data(section.id + "-" + name + "-" + std::to_string(k) + ".dat", rows_text(pixels));
     // Appends, not "#" + std::to_string(i): GCC 12 warns falsely (-Wrestrict) on the latter.
     std::string title = "#";
-    title.append(std::to_string(i)).append(" eta ").append(format_number(eta[i])).append("\n");
+    title.append(std::to_string(i)).append("\neta ").append(format_short(eta[i])).append("\n");
     title.append(class_name(input.summary, static_cast<int>(label[i])));
     body += "set title " + gnuplot_string(title) + " noenhanced\nplot " + data + " matrix with image\n";
   }
-  plotter.plot(section, name, caption, body + "unset multiplot", 1100, 230);
+  plotter.plot(section, name, caption, body + "unset multiplot", 1100, 260);
 }
 
 void extreme_eta_images(const Input& input, Plotter& plotter, Section& section) {
@@ -198,7 +206,7 @@ void dfil_with_bound(const Input& input, Plotter& plotter, Section& section) {
   plotter.plot(section, "dfil-bound",
                "Left: per-example dFIL. Right: its Cramer-Rao bound 1/dFIL^2 on the MSE of any unbiased "
                "reconstruction of the example (median " + format_number(median_bound) + ").",
-               "set multiplot layout 1,2\nset logscale x\nunset key\nset ylabel 'training examples'\n"
+               "set multiplot layout 1,2\nset logscale x\nunset key\nset ylabel 'training examples'\nset yrange [0:*]\n"
                "set xlabel 'dFIL'\nplot " + dfil_data + " using 1:2 with histeps lw 2 lc rgb '#1f77b4'\n"
                "set xlabel 'MSE bound 1/dFIL^2'\n" + vertical_line(median_bound, "median", "#d62728") +
                "plot " + bound_data + " using 1:2 with histeps lw 2 lc rgb '#2ca02c'\nunset multiplot",
@@ -223,19 +231,28 @@ void bound_histogram(const Input& input, Plotter& plotter, Section& section) {
     section.notes.push_back(figure + ": skipped, no positive finite dfil_bound in " + input.table_path);
     return;
   }
+  // The x range covers the histogram and both threshold lines, which may lie outside the data.
+  double lo = rows.front()[0], hi = rows.back()[0];
   std::string lines;
-  if (const auto rdp = number_at(input.summary, "rdp.mse_bound"); rdp && *rdp > 0)
+  if (const auto rdp = number_at(input.summary, "rdp.mse_bound"); rdp && *rdp > 0) {
     lines += vertical_line(*rdp, "RDP bound", "#d62728");
-  else section.notes.push_back(figure + ": no RDP bound line, the summary lacks a positive rdp.mse_bound");
-  if (const auto line = number_at(input.summary, "perfect_privacy_mse"); line && *line > 0)
+    lo = std::min(lo, *rdp), hi = std::max(hi, *rdp);
+  } else {
+    section.notes.push_back(figure + ": no RDP bound line, the summary lacks a positive rdp.mse_bound");
+  }
+  if (const auto line = number_at(input.summary, "perfect_privacy_mse"); line && *line > 0) {
     lines += vertical_line(*line, "perfect privacy", "#555555");
-  else section.notes.push_back(figure + ": no perfect-privacy line, the summary lacks perfect_privacy_mse");
+    lo = std::min(lo, *line), hi = std::max(hi, *line);
+  } else {
+    section.notes.push_back(figure + ": no perfect-privacy line, the summary lacks perfect_privacy_mse");
+  }
+  lines += "set xrange [" + format_number(lo / 2) + ":" + format_number(hi * 2) + "]\n";
   const std::string data = plotter.data(section.id + "-bounds.dat", rows_text(rows));
   plotter.plot(section, "bound-histogram",
                "Per-example lower bounds on the reconstruction MSE (log scale), against the (2, eps)-RDP bound of "
                "the whole release and the MSE of guessing with no information (perfect privacy).",
-               "datafile = " + data + "\nset logscale x\nset key top left\nset xlabel 'MSE lower bound'\n"
-               "set ylabel 'training examples'\n" + lines + plots);
+               "datafile = " + data + "\nset logscale x\nset key below\nset xlabel 'MSE lower bound'\n"
+               "set ylabel 'training examples'\nset yrange [0:*]\n" + lines + plots);
 }
 
 void attack_against_bound(const Input& input, Plotter& plotter, Section& section) {
@@ -263,7 +280,7 @@ void attack_against_bound(const Input& input, Plotter& plotter, Section& section
                "Realised MSE of the GLM reconstruction attack against each example's predicted dFIL bound "
                "(log-log). The bound holds for unbiased attackers where points lie above the line MSE = bound.",
                "set logscale xy\nset xrange " + range + "\nset yrange " + range +
-                   "\nset key top left\nset xlabel 'predicted MSE bound 1/dFIL^2'\nset ylabel 'attack MSE'\nplot " +
+                   "\nset key bottom right\nset xlabel 'predicted MSE bound 1/dFIL^2'\nset ylabel 'attack MSE'\nplot " +
                    data + " using 1:2 with points pt 7 ps 0.5 title 'examples', x with lines lw 2 lc rgb '#d62728' "
                    "title 'MSE = bound'" + extra);
 }
@@ -386,12 +403,12 @@ void dpsgd_section(const std::vector<const Input*>& inputs, Plotter& plotter, Se
   std::string plots = "plot " + plotter.data(section.id + "-max.dat", rows_text(as_rows(at_max))) +
                       " with points pt 7 ps 0.8 lc rgb '#1f77b4' title 'at the largest dFIL', " +
                       plotter.data(section.id + "-max-front.dat", rows_text(as_rows(pareto_front(at_max)))) +
-                      " with steps lw 2 lc rgb '#1f77b4' title 'Pareto front (largest dFIL)'";
+                      " with fsteps lw 2 lc rgb '#1f77b4' title 'Pareto front (largest dFIL)'";
   if (!at_median.empty())
     plots += ", " + plotter.data(section.id + "-median.dat", rows_text(as_rows(at_median))) +
              " with points pt 6 ps 0.8 lc rgb '#ff7f0e' title 'at the median dFIL', " +
              plotter.data(section.id + "-median-front.dat", rows_text(as_rows(pareto_front(at_median)))) +
-             " with steps lw 2 dt 2 lc rgb '#ff7f0e' title 'Pareto front (median dFIL)'";
+             " with fsteps lw 2 dt 2 lc rgb '#ff7f0e' title 'Pareto front (median dFIL)'";
   plotter.plot(section, "accuracy-vs-bound",
                "Test accuracy against the reconstruction MSE bound 1/dFIL^2 of every checkpoint of every DP-SGD "
                "run, with the Pareto fronts: the best accuracy reached at each privacy level.",
@@ -425,7 +442,7 @@ void irfil_section(const Input& input, Plotter& plotter, Section& section) {
       const std::string data = plotter.data(section.id + "-before-after.dat", rows_text(hist));
       plotter.plot(section, "eta-before-after", "eta of every training example before and after IRFIL.",
                    std::string(spans_decades(before) ? "set logscale x\n" : "") +
-                       "set xlabel 'eta'\nset ylabel 'training examples'\nplot " + data +
+                       "set xlabel 'eta'\nset ylabel 'training examples'\nset yrange [0:*]\nplot " + data +
                        " using 1:2 with histeps lw 2 title 'before', '' using 1:3 with histeps lw 2 title 'after'");
     }
   } else {
