@@ -28,6 +28,15 @@ double median_of(std::vector<double> values) {
   return values.size() % 2 ? values[m] : 0.5 * (values[m - 1] + values[m]);
 }
 
+// The numbers of a JSON array (NaN for null or other entries; empty if not an array), so that a
+// malformed field skips a figure instead of failing the report.
+std::vector<double> numbers_of(const nlohmann::json& list) {
+  std::vector<double> values;
+  if (list.is_array())
+    for (const nlohmann::json& v : list) values.push_back(v.is_number() ? v.get<double>() : std::nan(""));
+  return values;
+}
+
 // 3 significant digits, for titles where space is short.
 std::string format_short(double value) {
   char buffer[32];
@@ -44,7 +53,8 @@ std::string vertical_line(double x, const std::string& label, const std::string&
 
 // "class 3" for relabelled class k when settings.classes names the originals, else "label k".
 std::string class_name(const nlohmann::json& summary, int k) {
-  const nlohmann::json classes = summary.value("settings", nlohmann::json::object()).value("classes", nlohmann::json());
+  const nlohmann::json settings = summary.value("settings", nlohmann::json::object());
+  const nlohmann::json classes = settings.is_object() ? settings.value("classes", nlohmann::json()) : nlohmann::json();
   if (classes.is_array() && k >= 0 && static_cast<std::size_t>(k) < classes.size() && classes[k].is_number())
     return "class " + classes[k].dump();
   return "label " + std::to_string(k);
@@ -85,7 +95,7 @@ void eta_histogram_by_class(const Input& input, Plotter& plotter, Section& secti
 std::optional<RowMatrix> training_images(const Input& input, std::size_t rows, Section& section) {
   const std::string figure = "highest/lowest-eta images";
   const nlohmann::json settings = input.summary.value("settings", nlohmann::json::object());
-  if (!settings.contains("data") || !settings["data"].is_string()) {
+  if (!settings.is_object() || !settings.contains("data") || !settings["data"].is_string()) {
     section.notes.push_back(figure + ": skipped, the summary has no settings.data");
     return std::nullopt;
   }
@@ -435,8 +445,7 @@ void irfil_section(const Input& input, Plotter& plotter, Section& section) {
                      "pt 5 title 'mean of eta'");
   }
   if (input.summary.contains("eta_before") && input.summary.contains("eta_after")) {
-    const auto before = input.summary["eta_before"].get<std::vector<double>>();
-    const auto after = input.summary["eta_after"].get<std::vector<double>>();
+    const auto before = numbers_of(input.summary["eta_before"]), after = numbers_of(input.summary["eta_after"]);
     const auto hist = histogram({before, after}, spans_decades(before));
     if (!hist.empty()) {
       const std::string data = plotter.data(section.id + "-before-after.dat", rows_text(hist));
