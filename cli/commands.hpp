@@ -12,5 +12,6 @@ void setup_all_commands(CLI::App& app);
 
 void setup_measure(CLI::App& app);
 void setup_accountant(CLI::App& app);
+void setup_report(CLI::App& app);
 
 }  // namespace filkit::cli

@@ -12,6 +12,7 @@ APT_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-numpy python3-pybind11 python3-pytest python3-dev
   dataset-fashion-mnist
+  gnuplot-nox chromium fonts-dejavu-core
 )
 if ! command -v npm > /dev/null; then APT_PACKAGES+=(npm); fi
 

@@ -187,6 +187,7 @@ nlohmann::json MeasureResult::summary(const MeasureOptions& options) const {
       {"classes", options.data.classes},
       {"target", options.data.target},
       {"regression", options.data.regression},
+      {"test_fraction", options.data.test_fraction},
       {"preprocessing", preprocessor.to_json()},
       {"model", to_string(options.fit.kind)},
       {"l2", options.fit.l2},
