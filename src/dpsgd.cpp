@@ -3,6 +3,7 @@
 #include "filkit/clipped_gradient.hpp"
 #include "filkit/io.hpp"
 #include "filkit/jacobian_estimators.hpp"
+#include "filkit/summary.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -409,21 +410,15 @@ nlohmann::json to_json(const DpSgdOptions& options) {
 
 namespace {
 
-double median_of(VectorXd values) {
-  std::sort(values.data(), values.data() + values.size());
-  const Index n = values.size();
-  return n % 2 ? values(n / 2) : 0.5 * (values(n / 2 - 1) + values(n / 2));
-}
-
-/// Median and max of a per-example quantity and the MSE bound of its median and max.
+/// Summary statistics of a per-example quantity with the MSE bounds 1/v^2 of its median and max
+/// (null when not computed).
 nlohmann::json leakage_summary(const VectorXd& values) {
   if (values.size() == 0 || values.hasNaN()) return nullptr;
-  const double median = median_of(values), max = values.maxCoeff();
-  return {{"median", median},
-          {"max", max},
-          {"mean", values.mean()},
-          {"mse_bound_at_median", 1.0 / (median * median)},
-          {"mse_bound_at_max", 1.0 / (max * max)}};
+  const Summary s = summarize(values);
+  nlohmann::json json = s.to_json();
+  json["mse_bound_at_median"] = 1.0 / (s.median * s.median);
+  json["mse_bound_at_max"] = 1.0 / (s.max * s.max);
+  return json;
 }
 
 }  // namespace
@@ -440,8 +435,9 @@ nlohmann::json DpSgdResult::summary(const DpSgdOptions& options) const {
                                 {"test_accuracy", c.mean_test_accuracy()},
                                 {"train_accuracy_per_run", c.train_accuracy},
                                 {"test_accuracy_per_run", c.test_accuracy}});
-  return {{"version", version()},
-          {"options", to_json(options)},
+  return {{"filkit_version", version()},
+          {"seed", options.seed},
+          {"settings", {{"dpsgd", to_json(options)}}},
           {"n", n},
           {"num_classes", num_classes},
           {"private_dims", private_dims},
