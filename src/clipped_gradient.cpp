@@ -116,9 +116,14 @@ ClippedGlmGradient::ClippedGlmGradient(const ClippedGradientStep& step, const Ei
   h_.resize(step.private_dims());
   h_.head(d) = r_.squaredNorm() * x_ + design_norm2_ * (step.feature_weights() * (M_ * r_));
   if (step.label() == LabelPrivacy::kPrivate) h_.tail(K) = -design_norm2_ * r_;
+}
 
-  const MatrixXd clipped = design_row_ * (f_ * r_).transpose();  // p x K
-  clipped_ = Eigen::Map<const VectorXd>(clipped.data(), clipped.size());
+const VectorXd& ClippedGlmGradient::clipped_gradient() const {
+  if (clipped_.size() == 0) {
+    const MatrixXd clipped = design_row_ * (f_ * r_).transpose();  // p x K
+    clipped_ = Eigen::Map<const VectorXd>(clipped.data(), clipped.size());
+  }
+  return clipped_;
 }
 
 double ClippedGlmGradient::jacobian_trace() const {

@@ -80,7 +80,8 @@ class ClippedGlmGradient : public JacobianOperator {
   /// `x`: the d features; `label`: step.label_vector(y) or any real values of that size.
   ClippedGlmGradient(const ClippedGradientStep& step, const Eigen::Ref<const VectorXd>& x, const VectorXd& label);
 
-  const VectorXd& clipped_gradient() const { return clipped_; }  ///< g~ (p K)
+  /// g~ (p K), built on first use (training needs only f r: the batch sum is one product).
+  const VectorXd& clipped_gradient() const;
   double gradient_norm() const { return gradient_norm_; }          ///< ||g||
   double clip_factor() const { return f_; }                        ///< f(||g||)
   /// The residual r (K): g = vec(x~ r^T); g~ = vec(x~ (f r)^T).
@@ -93,7 +94,7 @@ class ClippedGlmGradient : public JacobianOperator {
   /// G~ as a dense p K x d_z matrix (tests; O(p K d_z)).
   MatrixXd dense_jacobian() const;
 
-  Index rows() const override { return clipped_.size(); }
+  Index rows() const override { return design_row_.size() * r_.size(); }
   Index cols() const override { return step_->private_dims(); }
   VectorXd apply(const VectorXd& v) const override;
   VectorXd apply_transpose(const VectorXd& u) const override;
@@ -102,10 +103,11 @@ class ClippedGlmGradient : public JacobianOperator {
   const MatrixXd& mixing() const;  // U (K x d_z), built on first use
 
   const ClippedGradientStep* step_;
-  VectorXd x_, design_row_, r_, h_, clipped_;
+  VectorXd x_, design_row_, r_, h_;
   MatrixXd M_;  // dr/dscores (K x K)
   double design_norm2_ = 0.0, gradient_norm_ = 0.0, f_ = 1.0, beta_ = 0.0;
   mutable MatrixXd mixing_;
+  mutable VectorXd clipped_;
 };
 
 }  // namespace filkit
