@@ -11,7 +11,7 @@ namespace filkit::cli {
 void setup_all_commands(CLI::App& app);
 
 void setup_measure(CLI::App& app);
+void setup_accountant(CLI::App& app);
 void setup_dpsgd(CLI::App& app);
-
 
 }  // namespace filkit::cli
