@@ -123,7 +123,8 @@ void print_summary(std::ostream& out, const DpSgdCommandOptions& options, const 
       << options.runs << " run(s)\n";
   out << "  " << std::setw(7) << "step" << std::setw(8) << "epoch" << std::setw(10) << "test acc" << std::setw(13)
       << "median dFIL" << std::setw(11) << "max dFIL" << std::setw(13) << "median eta" << std::setw(11) << "max eta"
-      << std::setw(14) << "1/maxdFIL^2" << "\n";
+      << std::setw(14) << "1/maxdFIL^2" << std::setw(11) << "RDP eps" << std::setw(11) << "eps2" << std::setw(11)
+      << "RDP bound" << "\n";
   for (const DpSgdCheckpoint& c : t.checkpoints) {
     const Summary dfil = summarize(c.dfil(t.private_dims));
     const VectorXd eta = c.eta();
@@ -132,7 +133,9 @@ void print_summary(std::ostream& out, const DpSgdCommandOptions& options, const 
         << std::setprecision(4) << std::setw(10) << c.mean_test_accuracy() << std::scientific << std::setprecision(3)
         << std::setw(13) << dfil.median << std::setw(11) << dfil.max << std::setw(13)
         << (has_eta ? summarize(eta).median : std::nan("")) << std::setw(11) << (has_eta ? eta.maxCoeff() : std::nan("")) << std::setw(14)
-        << 1.0 / (dfil.max * dfil.max) << std::defaultfloat << "\n";
+        << 1.0 / (dfil.max * dfil.max) << std::setw(11) << c.privacy.eps << std::setw(11) << c.rdp_order2
+        << std::setw(11) << c.rdp_mse_bound() << std::defaultfloat << "\n";
+    if (!c.privacy.warning.empty()) out << "  note: " << c.privacy.warning << "\n";
   }
   out << "  seconds:";
   for (const auto& [stage, seconds] : result.seconds) out << " " << stage << " " << std::setprecision(3) << seconds;

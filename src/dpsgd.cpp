@@ -105,6 +105,8 @@ double step_epsilon(double noise_multiplier, double delta) {
   return soft_clip_norm_bound() * 2.0 * std::sqrt(2.0 * std::log(1.25 / delta)) / noise_multiplier;
 }
 
+double rdp_noise_multiplier(double noise_multiplier) { return noise_multiplier / soft_clip_norm_bound(); }
+
 double subsampling_kappa(double q, double noise_multiplier, double delta) {
   if (!(q > 0.0 && q <= 1.0)) throw std::invalid_argument("subsampling_kappa: q = " + format_double(q) + ": must be in (0, 1]");
   require_positive("noise_multiplier", noise_multiplier);
@@ -127,6 +129,8 @@ double mean_of(const std::vector<double>& values) {
   return values.empty() ? std::numeric_limits<double>::quiet_NaN() : sum / values.size();
 }
 }  // namespace
+
+double DpSgdCheckpoint::rdp_mse_bound() const { return 1.0 / (4.0 * std::expm1(rdp_order2)); }
 
 double DpSgdCheckpoint::mean_test_accuracy() const { return mean_of(test_accuracy); }
 double DpSgdCheckpoint::mean_train_accuracy() const { return mean_of(train_accuracy); }
@@ -375,6 +379,11 @@ DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOp
         options.runs > 1 ? VectorXd((variance / (runs - 1)).cwiseSqrt()) : VectorXd::Zero(n);
     checkpoint.fisher_spectral = sums[c].spectral / runs;
     checkpoint.times_sampled = sums[c].sampled / runs;
+    RdpAccountant accountant;
+    accountant.compose(result.sampling_rate, rdp_noise_multiplier(options.noise_multiplier), steps[c]);
+    checkpoint.privacy = accountant.get_privacy_spent(options.rdp_delta);
+    checkpoint.rdp_order2 = static_cast<double>(steps[c]) *
+                            subsampled_gaussian_rdp(result.sampling_rate, rdp_noise_multiplier(options.noise_multiplier), {2.0})[0];
   }
   result.seconds["evaluation"] = evaluation_seconds;
   result.seconds["training"] = seconds_since(start) - evaluation_seconds;
@@ -431,6 +440,15 @@ nlohmann::json DpSgdResult::summary(const DpSgdOptions& options) const {
                                 {"dfil", leakage_summary(c.dfil(private_dims))},
                                 {"eta", leakage_summary(c.eta())},
                                 {"times_sampled_mean", c.times_sampled.mean()},
+                                {"rdp",
+                                 {{"eps", c.privacy.eps},
+                                  {"delta", c.privacy.delta},
+                                  {"optimal_order", c.privacy.optimal_order},
+                                  {"order_status", to_string(c.privacy.status)},
+                                  {"warning", c.privacy.warning},
+                                  {"noise_multiplier", rdp_noise_multiplier(options.noise_multiplier)},
+                                  {"order2_eps", c.rdp_order2},
+                                  {"mse_bound", c.rdp_mse_bound()}}},
                                 {"train_accuracy", c.mean_train_accuracy()},
                                 {"test_accuracy", c.mean_test_accuracy()},
                                 {"train_accuracy_per_run", c.train_accuracy},

@@ -76,6 +76,9 @@ TEST(DpSgdCommand, WritesPerExampleTableAndSummaryThatMatchTheLibrary) {
   EXPECT_EQ(summary["checkpoints"][0]["step"], 16);
   const VectorXd dfil = result.training.final_checkpoint().dfil(result.training.private_dims);
   EXPECT_NEAR(summary["checkpoints"][1]["dfil"]["max"].get<double>(), dfil.maxCoeff(), 1e-15);
+  EXPECT_NEAR(summary["checkpoints"][1]["rdp"]["eps"].get<double>(), result.training.final_checkpoint().privacy.eps,
+              1e-15);
+  EXPECT_GT(summary["checkpoints"][1]["rdp"]["mse_bound"].get<double>(), 0.0);
   EXPECT_TRUE(summary.contains("filkit_version"));
   EXPECT_TRUE(summary["seconds"].contains("training"));
   EXPECT_TRUE(summary["settings"].contains("preprocessing"));
@@ -119,6 +122,7 @@ TEST(DpSgdBinary, PrintsHelpAndTheSummaryTable) {
   const auto job = run(std::string(binary) + " dpsgd --data " + data + " --batch-size 16 --steps 20 --epochs 1");
   EXPECT_EQ(job.first, 0) << job.second;
   EXPECT_NE(job.second.find("median dFIL"), std::string::npos) << job.second;
+  EXPECT_NE(job.second.find("RDP eps"), std::string::npos) << job.second;
   const auto bad = run(std::string(binary) + " dpsgd --data " + data + " --batch-size 16 --steps 20 --clip 0");
   EXPECT_NE(bad.first, 0);
   EXPECT_NE(bad.second.find("clip_norm"), std::string::npos) << bad.second;

@@ -39,6 +39,28 @@ TEST(Kappa, MatchesHandComputedValues) {
   EXPECT_THROW(subsampling_kappa(0.1, 1.0, 1.0), std::invalid_argument);
 }
 
+TEST(DpSgd, ReportsTheRdpOfTheSameRunWithTheGeluClipSensitivity) {
+  const Dataset train = random_classification(100, 3, 2, 2);
+  DpSgdOptions options = small_options();  // q = 0.2, sigma = 1, T = 60
+  options.report_epochs = {3.0};            // step 15
+  const DpSgdResult result = train_dpsgd(train, Dataset(), options);
+  const double s = options.noise_multiplier / soft_clip_norm_bound();
+  for (const DpSgdCheckpoint& c : result.checkpoints) {
+    // Order 2 of the sampled Gaussian in closed form: log(1 + q^2 (e^{1/s^2} - 1)) per step.
+    const double order2 = c.step * std::log1p(0.2 * 0.2 * std::expm1(1.0 / (s * s)));
+    EXPECT_NEAR(c.rdp_order2, order2, 1e-12 * order2);
+    EXPECT_NEAR(c.rdp_mse_bound(), 1.0 / (4.0 * std::expm1(order2)), 1e-12);
+    RdpAccountant reference;
+    reference.compose(0.2, s, c.step);
+    EXPECT_DOUBLE_EQ(c.privacy.eps, reference.get_privacy_spent(1e-5).eps);
+  }
+  EXPECT_LT(result.checkpoints[0].privacy.eps, result.checkpoints[1].privacy.eps);
+  // The unscaled noise multiplier would understate the privacy loss.
+  RdpAccountant unscaled;
+  unscaled.compose(0.2, options.noise_multiplier, options.steps);
+  EXPECT_LT(unscaled.get_privacy_spent(1e-5).eps, result.final_checkpoint().privacy.eps);
+}
+
 TEST(DpSgdOptions, InvalidValuesThrowNamingTheField) {
   const std::vector<std::pair<std::string, std::function<void(DpSgdOptions&)>>> cases = {
       {"kind", [](DpSgdOptions& o) { o.kind = ModelKind::kLeastSquares; }},

@@ -32,6 +32,7 @@
 // traces. Traces add exactly, so dFIL is exact given the run.
 #pragma once
 
+#include "filkit/accounting.hpp"
 #include "filkit/data.hpp"
 #include "filkit/fil.hpp"
 #include "filkit/models.hpp"
@@ -139,9 +140,16 @@ struct DpSgdCheckpoint {
   VectorXd times_sampled;
   std::vector<double> train_accuracy;  ///< one per run
   std::vector<double> test_accuracy;   ///< one per run; NaN without test data
-  // TODO(accountant): the RDP eps of this run (sampled Gaussian mechanism with noise multiplier
-  // sigma / 1.11524 over `step` steps at rate q) and the (2, eps)-RDP of the whole run with its
-  // MSE bound 1 / (4 (e^eps2 - 1)), once include/filkit/accounting.hpp is on main.
+  /// (eps, delta)-DP of the run so far by the RDP accountant (accounting.hpp): `step` steps of
+  /// the sampled Gaussian mechanism at rate q with noise multiplier sigma / 1.11524 (the GELU
+  /// clip bounds ||g~|| by 1.11524 C), delta = rdp_delta, Opacus's order grid. The accountant
+  /// assumes Poisson sampling; for fixed-size batches this is the usual approximation (Opacus,
+  /// TF Privacy and the paper's code do the same).
+  PrivacySpent privacy;
+  /// The (2, eps2)-RDP of the run so far: RDP at order 2 times `step`.
+  double rdp_order2 = 0.0;
+  /// Theorem 1's unbiased reconstruction MSE bound for data in [0, 1]^d: 1 / (4 (e^eps2 - 1)).
+  double rdp_mse_bound() const;
 
   /// dFIL eta_bar_i = sqrt(Tr(I_i) / d_z).
   VectorXd dfil(Index private_dims) const;
@@ -178,6 +186,8 @@ struct DpSgdResult {
 /// kappa of the per-step FIM for sampling rate q in (0, 1], noise multiplier sigma > 0 and
 /// failure probability delta in (0, 1): q / (q + (1 - q) e^{-eps0}), eps0 = step_epsilon(...).
 double subsampling_kappa(double q, double noise_multiplier, double delta);
+/// The noise multiplier the RDP accountant sees: sigma / soft_clip_norm_bound().
+double rdp_noise_multiplier(double noise_multiplier);
 /// eps0 = soft_clip_norm_bound() * 2 sqrt(2 ln(1.25/delta)) / sigma: one step of the Gaussian
 /// mechanism on soft-clipped gradients is (eps0, delta)-DP (Dwork and Roth 2014, Theorem A.1).
 double step_epsilon(double noise_multiplier, double delta);
