@@ -6,6 +6,7 @@ void setup_all_commands(CLI::App& app) {
   setup_measure(app);
   setup_accountant(app);
   setup_report(app);
+  setup_dpsgd(app);
 }
 
 }  // namespace filkit::cli

@@ -13,5 +13,6 @@ void setup_all_commands(CLI::App& app);
 void setup_measure(CLI::App& app);
 void setup_accountant(CLI::App& app);
 void setup_report(CLI::App& app);
+void setup_dpsgd(CLI::App& app);
 
 }  // namespace filkit::cli
