@@ -141,3 +141,35 @@ def subsampled_gaussian_rdp(q: float, noise_multiplier: float, orders: Optional[
 def rdp_orders(grid: str = "opacus") -> List[float]: ...
 def noise_multiplier_for_epsilon(target_eps: float, delta: float, q: float, steps: int,
                                  orders: Optional[Any] = None) -> Tuple[float, PrivacySpent]: ...
+
+class DpSgdCheckpoint:
+    step: int
+    epoch: float
+    fisher_trace: FloatArray
+    fisher_trace_standard_error: FloatArray
+    fisher_spectral: FloatArray
+    times_sampled: FloatArray
+    train_accuracy: List[float]
+    test_accuracy: List[float]
+    privacy: PrivacySpent
+    rdp_order2: float
+    def rdp_mse_bound(self) -> float: ...
+    def dfil(self, private_dims: int) -> FloatArray: ...
+    def eta(self) -> FloatArray: ...
+
+class DpSgdResult:
+    n: int
+    num_classes: int
+    private_dims: int
+    sampling_rate: float
+    step_epsilon: float
+    kappa: float
+    run_seeds: List[int]
+    checkpoints: List[DpSgdCheckpoint]
+    models: List[Model]
+    seconds: Dict[str, float]
+    @property
+    def final_checkpoint(self) -> DpSgdCheckpoint: ...
+
+def train_dpsgd(train: Dataset, test: Dataset, **options: Any) -> Tuple[DpSgdResult, Dict[str, Any]]: ...
+def subsampling_kappa(q: float, noise_multiplier: float, delta: float) -> float: ...

@@ -12,6 +12,7 @@ void bind_models(pybind11::module_& m);
 void bind_fil(pybind11::module_& m);
 void bind_measure(pybind11::module_& m);
 void bind_accounting(pybind11::module_& m);
+void bind_dpsgd(pybind11::module_& m);
 
 /// nlohmann::json -> a Python object (through the json module: summaries are small).
 pybind11::object json_to_python(const std::string& dumped);

@@ -12,6 +12,7 @@ PYBIND11_MODULE(_filkit, m) {
   filkit::python::bind_fil(m);
   filkit::python::bind_measure(m);
   filkit::python::bind_accounting(m);
+  filkit::python::bind_dpsgd(m);
 }
 
 namespace filkit::python {
