@@ -4,6 +4,9 @@ namespace filkit::cli {
 
 void setup_all_commands(CLI::App& app) {
   setup_measure(app);
+  setup_accountant(app);
+  setup_report(app);
+  setup_dpsgd(app);
   setup_bound(app);
   setup_reconstruct(app);
 }

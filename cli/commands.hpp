@@ -11,8 +11,10 @@ namespace filkit::cli {
 void setup_all_commands(CLI::App& app);
 
 void setup_measure(CLI::App& app);
+void setup_accountant(CLI::App& app);
+void setup_report(CLI::App& app);
+void setup_dpsgd(CLI::App& app);
 void setup_bound(CLI::App& app);
 void setup_reconstruct(CLI::App& app);
-
 
 }  // namespace filkit::cli

@@ -91,6 +91,10 @@ void add_model_flags(CLI::App& command, ModelFlags& flags) {
   command.add_option("--tolerance", flags.tolerance,
                      "Newton stops at ||grad F|| <= tolerance * max(1, ||grad F(0)||)")
       ->capture_default_str();
+  command.add_option("--solver", flags.solver,
+                     "auto (Newton up to 2000 parameters, else L-BFGS), newton or lbfgs")
+      ->check(CLI::IsMember({"auto", "newton", "lbfgs"}))
+      ->capture_default_str();
 }
 
 FitOptions to_fit_options(const ModelFlags& flags, bool regression) {
@@ -100,6 +104,7 @@ FitOptions to_fit_options(const ModelFlags& flags, bool regression) {
   options.intercept = flags.intercept;
   options.regression = regression;
   options.gradient_tolerance = flags.tolerance;
+  options.solver = solver_from_string(flags.solver);
   return options;
 }
 

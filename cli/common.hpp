@@ -34,12 +34,13 @@ void add_data_flags(CLI::App& command, DataFlags& flags);
 DataOptions to_data_options(const DataFlags& flags, std::uint64_t seed);
 PreprocessOptions to_preprocess_options(const DataFlags& flags);
 
-/// --model, --l2, --intercept, --tolerance.
+/// --model, --l2, --intercept, --tolerance, --solver.
 struct ModelFlags {
   std::string model = "logistic";
   double l2 = 8e-4;
   bool intercept = false;
   double tolerance = 1e-10;
+  std::string solver = "auto";
 };
 void add_model_flags(CLI::App& command, ModelFlags& flags);
 FitOptions to_fit_options(const ModelFlags& flags, bool regression);

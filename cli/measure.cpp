@@ -1,7 +1,10 @@
 #include "measure.hpp"
 
+#include "report.hpp"
+
 #include "filkit/summary.hpp"
 
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -35,6 +38,9 @@ void setup_measure(CLI::App& app) {
                       "CSV of the released weights w' = w* + N(0, sigma^2 I), seeded by --seed");
   add_run_flags(*command, options->run,
                 "Per-example CSV: index, label, eta, dfil, Cramer-Rao bounds, loss, gradient norm");
+  command->add_option("--report", options->report,
+                      "Also write a report here: figures and report.html (as `filkit report`); the summary and "
+                      "table go here too unless --json/--out name them");
   command->callback([options] { run_measure(*options, std::cout); });
 }
 
@@ -89,6 +95,21 @@ void print_summary(std::ostream& out, const MeasureCommandOptions& options, cons
   out << "\n";
 }
 
+// The report reads the outputs from disk, like `filkit report` would, so both draw the same.
+void write_measure_report(const MeasureCommandOptions& options, const MeasureResult& result,
+                          const MeasureOptions& measure_options, std::ostream& out) {
+  std::filesystem::create_directories(options.report);
+  const std::filesystem::path dir(options.report);
+  ReportOptions report;
+  report.out_dir = options.report;
+  report.inputs = {options.run.json.empty() ? (dir / "summary.json").string() : options.run.json};
+  report.tables = {options.run.out.empty() ? (dir / "per-example.csv").string() : options.run.out};
+  if (options.run.json.empty()) write_json(report.inputs[0], result.summary(measure_options));
+  if (options.run.out.empty()) write_table(report.tables[0], result.table_header(), result.table_rows());
+  const ReportResult written = write_report(report);
+  if (!options.run.quiet) print_report_result(written, out);
+}
+
 }  // namespace
 
 MeasureResult run_measure(const MeasureCommandOptions& options, std::ostream& out) {
@@ -106,6 +127,7 @@ MeasureResult run_measure(const MeasureCommandOptions& options, std::ostream& ou
     }());
   }
   if (!options.run.quiet) print_summary(out, options, result);
+  if (!options.report.empty()) write_measure_report(options, result, measure_options, out);
   return result;
 }
 

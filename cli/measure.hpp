@@ -19,6 +19,7 @@ struct MeasureCommandOptions {
   std::string attribute;          ///< NAME or COLS
   std::vector<std::string> subsets;
   std::string release_out;        ///< CSV of the released weights w'
+  std::string report;             ///< report directory (figures + report.html); empty = none
 };
 
 void setup_measure(CLI::App& app);

@@ -117,18 +117,23 @@ MeasureOptions default_measure_options() {
 MeasureResult measure(const MeasureOptions& options) {
   options.validate();
   MeasureResult result;
+  // Stages: load, preprocess, fit, FIL (the long ones on raw pixels are fit and FIL).
+  Progress progress("measure", 4, !options.progress);
   auto start = Clock::now();
   const DatasetSplit raw = load_dataset(options.data);
   result.seconds["load"] = seconds_since(start);
+  progress.advance();
 
   start = Clock::now();
   result.data = preprocess(raw, options.preprocess, &result.preprocessor);
   result.seconds["preprocess"] = seconds_since(start);
+  progress.advance();
   const Dataset& train = result.data.train;
 
   start = Clock::now();
   result.model = fit(train, options.fit);
   result.seconds["fit"] = seconds_since(start);
+  progress.advance();
 
   start = Clock::now();
   result.sigma = composed_sigma(std::vector<double>(static_cast<std::size_t>(options.releases), options.fil.sigma));
@@ -146,6 +151,7 @@ MeasureResult measure(const MeasureOptions& options) {
   for (const std::string& spec : options.subsets)
     result.groups.push_back({spec, fil.subset(group_rows(spec, train), whole)});
   result.seconds["fil"] = seconds_since(start);
+  progress.finish();
 
   result.loss = per_example_loss(result.model, train);
   result.release = perturb_output(result.model, options.fil.sigma, options.seed);
@@ -181,6 +187,7 @@ nlohmann::json MeasureResult::summary(const MeasureOptions& options) const {
       {"classes", options.data.classes},
       {"target", options.data.target},
       {"regression", options.data.regression},
+      {"test_fraction", options.data.test_fraction},
       {"preprocessing", preprocessor.to_json()},
       {"model", to_string(options.fit.kind)},
       {"l2", options.fit.l2},

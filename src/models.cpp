@@ -3,6 +3,7 @@
 #include "glm_loss.hpp"
 
 #include <Eigen/Cholesky>
+#include <LBFGS.h>
 
 #include <cmath>
 #include <random>
@@ -26,6 +27,22 @@ ModelKind model_kind_from_string(const std::string& name) {
   if (name == "softmax") return ModelKind::kSoftmax;
   throw std::invalid_argument("unknown model '" + name +
                               "': expected least-squares, logistic or softmax");
+}
+
+std::string to_string(Solver solver) {
+  switch (solver) {
+    case Solver::kAuto: return "auto";
+    case Solver::kNewton: return "newton";
+    case Solver::kLbfgs: return "lbfgs";
+  }
+  return "unknown";
+}
+
+Solver solver_from_string(const std::string& name) {
+  if (name == "auto") return Solver::kAuto;
+  if (name == "newton") return Solver::kNewton;
+  if (name == "lbfgs") return Solver::kLbfgs;
+  throw std::invalid_argument("unknown solver '" + name + "': expected auto, newton or lbfgs");
 }
 
 void FitOptions::validate() const {
@@ -188,6 +205,44 @@ Model newton(const Dataset& data, const FitOptions& options, Model model, const 
   return model;
 }
 
+Model lbfgs(const Dataset& data, const FitOptions& options, Model model, const VectorXd& omega) {
+  const detail::GlmObjective objective(model, data, omega);
+  VectorXd w = model.flat();
+  const double scale = std::max(1.0, objective.gradient(VectorXd::Zero(w.size())).norm());
+  LBFGSpp::LBFGSParam<double> parameters;
+  parameters.epsilon = options.gradient_tolerance * scale;
+  parameters.epsilon_rel = 0.0;
+  parameters.max_iterations = 100 * options.max_iterations;
+  LBFGSpp::LBFGSSolver<double> solver(parameters);
+  auto value_and_gradient = [&objective](const VectorXd& x, VectorXd& gradient) {
+    gradient = objective.gradient(x);
+    return objective.value(x);
+  };
+  double value = 0.0;
+  try {
+    model.iterations = solver.minimize(value_and_gradient, w, value);
+  } catch (const std::exception& error) {
+    // The line search gives up once F is flat to rounding; accept if the gradient is already
+    // within reach of the tolerance, as Newton does.
+    if (!(objective.gradient(w).norm() <= 1e3 * parameters.epsilon))
+      throw std::runtime_error(to_string(options.kind) + " regression (L-BFGS) did not converge: " + error.what());
+  }
+  model.gradient_norm = objective.gradient(w).norm();
+  if (model.gradient_norm > 1e3 * parameters.epsilon)
+    throw std::runtime_error(to_string(options.kind) + " regression (L-BFGS) did not converge in " +
+                             std::to_string(parameters.max_iterations) + " iterations (gradient norm " +
+                             std::to_string(model.gradient_norm) + ")");
+  model.set_flat(w);
+  if (options.l2 == 0.0) reject_separable(objective, w, options);
+  return model;
+}
+
+Model minimise(const Dataset& data, const FitOptions& options, Model start, const VectorXd& omega) {
+  const bool use_lbfgs = options.solver == Solver::kLbfgs ||
+                         (options.solver == Solver::kAuto && start.weights.size() > kNewtonMaxParams);
+  return use_lbfgs ? lbfgs(data, options, std::move(start), omega) : newton(data, options, std::move(start), omega);
+}
+
 }  // namespace
 
 VectorXd model_targets(const Dataset& data, const FitOptions& options) {
@@ -218,7 +273,7 @@ Model fit(const Dataset& data, const FitOptions& options, const VectorXd& omega)
   const VectorXd weights = checked_omega(omega, data.n());
   model_targets(data, options);  // domain check before any work
   if (options.kind == ModelKind::kLeastSquares) return fit_least_squares(data, options, weights);
-  return newton(data, options, empty_model(data, options), weights);
+  return minimise(data, options, empty_model(data, options), weights);
 }
 
 Model refit(const Dataset& data, const FitOptions& options, const Model& start, const VectorXd& omega) {
@@ -228,7 +283,7 @@ Model refit(const Dataset& data, const FitOptions& options, const Model& start, 
   Model model = empty_model(data, options);
   if (start.weights.rows() == model.weights.rows() && start.weights.cols() == model.weights.cols())
     model.weights = start.weights;
-  return newton(data, options, model, weights);
+  return minimise(data, options, model, weights);
 }
 
 MatrixXd hessian(const Model& model, const Dataset& data, const VectorXd& omega) {

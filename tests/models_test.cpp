@@ -81,6 +81,20 @@ TEST(Newton, ReachesTheGradientToleranceForLogisticAndSoftmax) {
   EXPECT_EQ(refit(binary, options_for(ModelKind::kLogistic, 1e-3, true), logistic).iterations, 0);
 }
 
+TEST(Lbfgs, ReachesTheSameMinimiserAsNewton) {
+  const Dataset multi = random_classification(300, 6, 4, 12);
+  FitOptions options = options_for(ModelKind::kSoftmax, 1e-3, true);
+  options.gradient_tolerance = 1e-10;
+  options.solver = Solver::kNewton;
+  const Model newton = fit(multi, options);
+  options.solver = Solver::kLbfgs;
+  const Model lbfgs = fit(multi, options);
+  EXPECT_LT((newton.weights - lbfgs.weights).norm(), 1e-7 * newton.weights.norm());
+  EXPECT_LT(lbfgs.gradient_norm, 1e-6);
+  EXPECT_EQ(solver_from_string("lbfgs"), Solver::kLbfgs);
+  EXPECT_THROW(solver_from_string("bfgs"), std::invalid_argument);
+}
+
 TEST(Fit, RejectsLabelsOutsideTheModelDomain) {
   Dataset data = random_classification(20, 3, 3, 7);  // labels 0..2
   EXPECT_THROW(fit(data, options_for(ModelKind::kLogistic, 1e-2)), std::invalid_argument);

@@ -3,7 +3,8 @@
 //   F(w) = sum_i omega_i * l(w.x_i, y_i) + (n*lambda/2) * ||w||^2,   n = number of examples,
 //
 // least squares (l = (a - y)^2 / 2, binary targets coded -1/+1; exact Cholesky solve), binary
-// logistic regression (Newton with Cholesky and a backtracking line search) and multinomial
+// logistic regression (Newton with Cholesky and a backtracking line search; L-BFGS for many
+// parameters) and multinomial
 // (softmax) logistic regression (parameters d x K flattened column by column, same Newton solver).
 //
 // An optional intercept is a constant 1 prepended to every row: a public coordinate, regularised
@@ -23,6 +24,17 @@ enum class ModelKind { kLeastSquares, kLogistic, kSoftmax };
 std::string to_string(ModelKind kind);                   // "least-squares", "logistic", "softmax"
 ModelKind model_kind_from_string(const std::string& name);  // throws std::invalid_argument
 
+/// How logistic and softmax regression are minimised.
+enum class Solver {
+  kAuto,    ///< Newton up to kNewtonMaxParams parameters, L-BFGS above
+  kNewton,  ///< Newton with a Cholesky solve of the full Hessian and a backtracking line search
+  kLbfgs,   ///< L-BFGS (LBFGS++), for many parameters (e.g. softmax on raw pixels)
+};
+std::string to_string(Solver solver);                // "auto", "newton", "lbfgs"
+Solver solver_from_string(const std::string& name);  // throws std::invalid_argument
+/// Above this many parameters kAuto uses L-BFGS: a Newton step's O(p^3) Cholesky then dominates.
+constexpr Index kNewtonMaxParams = 2000;
+
 /// Settings of one fit.
 struct FitOptions {
   ModelKind kind = ModelKind::kLogistic;
@@ -35,8 +47,10 @@ struct FitOptions {
   bool regression = false;
   /// Newton stops when ||grad F|| <= gradient_tolerance * max(1, ||grad F(0)||). Range (0, 1e-3].
   double gradient_tolerance = 1e-10;
-  /// Newton iteration limit (>= 1); reaching it is an error (std::runtime_error).
+  /// Newton iteration limit (>= 1; L-BFGS gets 100 times as many); reaching it is an error
+  /// (std::runtime_error).
   int max_iterations = 100;
+  Solver solver = Solver::kAuto;
   void validate() const;
 };
 
@@ -50,7 +64,7 @@ struct Model {
   Index n_train = 0;          ///< the n in n*lambda
   Index num_classes = 2;      ///< K for softmax, 2 for the binary models (1 for regression)
   MatrixXd weights;           ///< p x K
-  int iterations = 0;         ///< Newton iterations (0 for the closed form)
+  int iterations = 0;         ///< Newton or L-BFGS iterations (0 for the closed form)
   double gradient_norm = 0.0; ///< ||grad F(w*)|| at the returned solution
 
   Index input_dim() const { return weights.rows() - (intercept ? 1 : 0); }

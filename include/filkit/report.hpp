@@ -1,0 +1,58 @@
+// Reports: PNG figures drawn by gnuplot and one self-contained HTML page (figures embedded as
+// base64 data URIs) from the JSON summaries and per-example CSV tables the commands write.
+//
+// Each summary is read by its "command" field, one report section per input:
+//   measure      eta histograms by class; the 8 highest- and lowest-eta training images (image
+//                datasets, re-loaded from settings.data / settings.classes in training order);
+//                eta against loss and gradient norm; dFIL with its Cramer-Rao bound 1/dFIL^2
+//                (FIL paper, Hannun et al. 2021, sections 3-4 and figures 2-4).
+//   bound        histogram of the per-example dFIL bound 1/dFIL^2 against the RDP bound and the
+//                perfect-privacy line (Guo et al. 2022, Theorems 1-2).
+//   reconstruct  the bound's figures and the attack MSE against its dFIL bound, log-log, with the
+//                line MSE = bound.
+//   dpsgd        test accuracy against the MSE bound 1/dFIL^2 (at the largest and the median
+//                dFIL) of every checkpoint of every dpsgd input, with the Pareto fronts (one
+//                figure for all dpsgd inputs; Guo et al. 2022, figure 5).
+//   irfil        std (and mean) of eta per IRFIL iteration; eta before/after (FIL paper figure 7).
+//   attack       attribute-inference accuracy per eta group at each sigma, and accuracy and
+//                release MSE against mean eta (FIL paper figures 6-7); also drawn for attack
+//                results nested in an irfil summary.
+// A figure whose inputs lack a field is skipped with a note in the report; it never fails the
+// report. Unknown commands get a section saying so.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace filkit {
+
+struct ReportOptions {
+  /// Summary JSON files (each with a "command" field), one section each, in this order.
+  std::vector<std::string> inputs;
+  /// Per-example CSV tables: the k-th belongs to the k-th input; an empty path, or fewer tables
+  /// than inputs, leaves an input without one (its per-example figures are skipped with a note).
+  std::vector<std::string> tables;
+  /// Directory of report.html and the PNG figures; created if missing.
+  std::string out_dir;
+  /// The gnuplot executable (searched on PATH unless it contains a '/').
+  std::string gnuplot = "gnuplot";
+  /// Re-load the raw images of image datasets for the highest/lowest-eta grids.
+  bool images = true;
+  /// Throws std::invalid_argument naming the field: no inputs, more tables than inputs, empty
+  /// out_dir or gnuplot.
+  void validate() const;
+};
+
+struct ReportResult {
+  std::string html;                  ///< path of report.html
+  std::vector<std::string> figures;  ///< paths of the PNG figures, in report order
+  std::vector<std::string> notes;    ///< figures skipped and why (also shown in the report)
+};
+
+/// Reads the inputs, draws the figures and writes report.html. Every file is written atomically
+/// (to a temporary name beside it, then renamed). Throws std::invalid_argument naming the file
+/// for unreadable or malformed inputs (or a summary without "command"), std::runtime_error
+/// naming the command when gnuplot is missing or fails.
+ReportResult write_report(const ReportOptions& options);
+
+}  // namespace filkit

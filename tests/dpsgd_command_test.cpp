@@ -1,0 +1,132 @@
+// The DP-SGD job and the `filkit dpsgd` command: in-process and once as a binary.
+#include "dpsgd.hpp"
+
+#include "test_util.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace filkit {
+namespace {
+
+using testing::TempDir;
+
+std::string write_npz(const TempDir& dir, const Dataset& data) {
+  std::vector<double> x(data.X.data(), data.X.data() + data.X.size()), y(data.y.data(), data.y.data() + data.y.size());
+  const std::string bytes = testing::zip_bytes(
+      {{"X.npy", testing::npy_f8(x, static_cast<std::size_t>(data.n()), static_cast<std::size_t>(data.d()))},
+       {"y.npy", testing::npy_f8(y, static_cast<std::size_t>(data.n()))}},
+      false);
+  return dir.write("small.npz", bytes);
+}
+
+cli::DpSgdCommandOptions small_job(const std::string& path) {
+  cli::DpSgdCommandOptions options;
+  options.data.data = path;
+  options.batch_size = 25;
+  options.steps = 40;
+  options.step_size = 0.5;
+  options.runs = 2;
+  options.epochs = {2.0};
+  options.run.quiet = true;
+  options.run.seed = 5;
+  return options;
+}
+
+std::vector<std::string> read_lines(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+TEST(DpSgdCommand, WritesPerExampleTableAndSummaryThatMatchTheLibrary) {
+  const TempDir dir;
+  cli::DpSgdCommandOptions options = small_job(write_npz(dir, testing::random_classification(250, 5, 3, 3)));
+  options.model = "softmax";
+  options.label = "private";
+  options.run.out = dir.file("dpsgd.csv");
+  options.run.json = dir.file("summary.json");
+  std::ostringstream printed;
+  const DpSgdJobResult result = cli::run_dpsgd(options, printed);
+  EXPECT_TRUE(printed.str().empty()) << "--quiet prints nothing";
+
+  // The same numbers as a direct library call on the same split.
+  const DpSgdResult direct = train_dpsgd(result.data.train, result.data.test, cli::to_dpsgd_job_options(options).dpsgd);
+  EXPECT_EQ(direct.final_checkpoint().fisher_trace, result.training.final_checkpoint().fisher_trace);
+  EXPECT_EQ(result.training.private_dims, 5 + 3);
+
+  const std::vector<std::string> lines = read_lines(options.run.out);
+  ASSERT_EQ(static_cast<Index>(lines.size()), 2 * result.data.train.n() + 1);  // steps 16 and 40
+  EXPECT_EQ(lines[0],
+            "step,epoch,index,label,times_sampled,eta,dfil,attribute_mse_bound,example_mse_bound,fisher_trace,"
+            "fisher_trace_standard_error");
+  const nlohmann::json summary = nlohmann::json::parse(std::ifstream(options.run.json));
+  EXPECT_EQ(summary["command"], "dpsgd");
+  EXPECT_EQ(summary["n"], 200);
+  EXPECT_EQ(summary["d"], 5);
+  EXPECT_EQ(summary["seed"], 5);
+  EXPECT_EQ(summary["settings"]["dpsgd"]["sampling"], "uniform");
+  EXPECT_EQ(summary["settings"]["dpsgd"]["runs"], 2);
+  EXPECT_EQ(summary["run_seeds"].size(), 2u);
+  ASSERT_EQ(summary["checkpoints"].size(), 2u);
+  EXPECT_EQ(summary["checkpoints"][0]["step"], 16);
+  const VectorXd dfil = result.training.final_checkpoint().dfil(result.training.private_dims);
+  EXPECT_NEAR(summary["checkpoints"][1]["dfil"]["max"].get<double>(), dfil.maxCoeff(), 1e-15);
+  EXPECT_NEAR(summary["checkpoints"][1]["rdp"]["eps"].get<double>(), result.training.final_checkpoint().privacy.eps,
+              1e-15);
+  EXPECT_GT(summary["checkpoints"][1]["rdp"]["mse_bound"].get<double>(), 0.0);
+  EXPECT_TRUE(summary.contains("filkit_version"));
+  EXPECT_TRUE(summary["seconds"].contains("training"));
+  EXPECT_TRUE(summary["settings"].contains("preprocessing"));
+}
+
+TEST(DpSgdCommand, BadOptionsNameTheField) {
+  const TempDir dir;
+  cli::DpSgdCommandOptions options = small_job(write_npz(dir, testing::random_classification(60, 3, 2, 4)));
+  options.sigma = -1.0;
+  std::ostringstream printed;
+  try {
+    cli::run_dpsgd(options, printed);
+    ADD_FAILURE() << "accepted sigma = -1";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_NE(std::string(error.what()).find("noise_multiplier"), std::string::npos) << error.what();
+  }
+  options = small_job(options.data.data);
+  options.batch_size = 1000;
+  EXPECT_THROW(cli::run_dpsgd(options, printed), std::invalid_argument);
+}
+
+TEST(DpSgdBinary, PrintsHelpAndTheSummaryTable) {
+  const char* binary = std::getenv("FILKIT_BINARY");
+  if (binary == nullptr) GTEST_SKIP() << "FILKIT_BINARY not set";
+  const TempDir dir;
+  const std::string data = write_npz(dir, testing::random_classification(80, 3, 2, 6));
+  auto run = [](const std::string& command) {
+    std::string output;
+    FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+    char buffer[4096];
+    while (std::fgets(buffer, sizeof buffer, pipe)) output += buffer;
+    const int status = pclose(pipe);
+    return std::make_pair(status, output);
+  };
+  const auto help = run(std::string(binary) + " dpsgd --help");
+  EXPECT_EQ(help.first, 0);
+  for (const char* flag : {"--data", "--model", "--batch-size", "--sampling", "--steps", "--step-size", "--clip",
+                           "--sigma", "--momentum", "--kappa", "--trace", "--spectral", "--runs", "--epochs", "--out",
+                           "--json", "--seed"})
+    EXPECT_NE(help.second.find(flag), std::string::npos) << flag;
+  const auto job = run(std::string(binary) + " dpsgd --data " + data + " --batch-size 16 --steps 20 --epochs 1");
+  EXPECT_EQ(job.first, 0) << job.second;
+  EXPECT_NE(job.second.find("median dFIL"), std::string::npos) << job.second;
+  EXPECT_NE(job.second.find("RDP eps"), std::string::npos) << job.second;
+  const auto bad = run(std::string(binary) + " dpsgd --data " + data + " --batch-size 16 --steps 20 --clip 0");
+  EXPECT_NE(bad.first, 0);
+  EXPECT_NE(bad.second.find("clip_norm"), std::string::npos) << bad.second;
+}
+
+}  // namespace
+}  // namespace filkit
