@@ -81,6 +81,8 @@ void Plotter::plot(Section& section, const std::string& name, const std::string&
   out << "set terminal " << terminal_ << " size " << width << "," << height << "\n"
       << "set output " << gnuplot_string(png.string()) << "\n"
       << "set grid lc rgb '#dddddd'\nset key top right\n"
+      // Short tick labels: the default prints rounding noise on log axes ("1000000000.0025635").
+      << "set format x '%g'\nset format y '%g'\n"
       << body << "\nunset output\n";
   if (!out.flush()) throw std::runtime_error("cannot write '" + script.string() + "'");
   run(script);
