@@ -4,6 +4,8 @@ namespace filkit::cli {
 
 void setup_all_commands(CLI::App& app) {
   setup_measure(app);
+  setup_irfil(app);
+  setup_attack(app);
 }
 
 }  // namespace filkit::cli
