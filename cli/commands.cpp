@@ -4,6 +4,7 @@ namespace filkit::cli {
 
 void setup_all_commands(CLI::App& app) {
   setup_measure(app);
+  setup_accountant(app);
   setup_irfil(app);
   setup_attack(app);
 }

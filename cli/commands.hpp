@@ -11,6 +11,7 @@ namespace filkit::cli {
 void setup_all_commands(CLI::App& app);
 
 void setup_measure(CLI::App& app);
+void setup_accountant(CLI::App& app);
 void setup_irfil(CLI::App& app);
 void setup_attack(CLI::App& app);
 

@@ -48,7 +48,11 @@ if [ ! -f "$cache/income.csv" ]; then
 fi
 
 build="${FILKIT_BUILD_DIR:-build}"
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DPython_EXECUTABLE=/usr/bin/python3 > /dev/null
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DFILKIT_BUILD_PYTHON=ON -DPython_EXECUTABLE=/usr/bin/python3 > /dev/null
 cmake --build "$build" -j"$(nproc)" 2>&1 | grep -E "error|warning|Error" || true
 test -x "$build/filkit" || { echo "setup: the build failed" >&2; exit 1; }
-echo "setup: built $build/filkit" >&2
+# Make `import filkit` work under /usr/bin/python3 by pointing a .pth file at the built package.
+site_packages=$(/usr/bin/python3 -c 'import site; print(site.getsitepackages()[0])')
+mkdir -p "$site_packages"
+echo "$(cd "$build" && pwd)/python" > "$site_packages/filkit.pth"
+echo "setup: built $build/filkit and the Python module (import filkit)" >&2

@@ -128,7 +128,8 @@ TextTable read_arff(const std::string& path) {
   TextTable table;
   bool in_data = false;
   Index line_number = 0;
-  for (std::size_t start = 0; start < content.size();) {
+  const std::size_t after_bom = content.starts_with("\xEF\xBB\xBF") ? 3 : 0;
+  for (std::size_t start = after_bom; start < content.size();) {
     const std::size_t end = std::min(content.find('\n', start), content.size());
     const std::string_view line = detail::trim(std::string_view(content).substr(start, end - start));
     start = end + 1;

@@ -2,6 +2,7 @@
 
 #include "loader_util.hpp"
 
+#include <algorithm>
 #include <set>
 #include <stdexcept>
 

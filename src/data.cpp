@@ -86,7 +86,7 @@ Dataset load_idx_part(const Builtin& builtin, const std::string& dir, const std:
   std::vector<Index> rows;
   for (Index i = 0; i < labels.size(); ++i) {
     if (labels(i) >= static_cast<double>(builtin.class_names.size())) {
-      throw std::invalid_argument("'" + labels_path + "': label " + std::to_string(labels(i)) +
+      throw std::invalid_argument("'" + labels_path + "': label " + detail::format_number(labels(i)) +
                                   " of example " + std::to_string(i) + " is not a class 0..9");
     }
     if (classes.empty() || std::find(classes.begin(), classes.end(), labels(i)) != classes.end()) {
@@ -124,11 +124,6 @@ DatasetSplit load_table(const TextTable& table, const DataOptions& options) {
   const TextTable train = table.select_rows(parts.train);
   const TabularEncoder encoder = TabularEncoder::fit(train, tabular);
   return {encoder.transform(train), encoder.transform(table.select_rows(parts.test))};
-}
-
-std::string format_label(double label) {
-  const bool integral = label == std::floor(label) && std::abs(label) < 1e15;
-  return integral ? std::to_string(static_cast<long long>(label)) : std::to_string(label);
 }
 
 const NpyArray& npz_array(const std::map<std::string, NpyArray>& arrays, const std::string& name,
@@ -173,7 +168,7 @@ void index_npz_classes(DatasetSplit& split) {
     for (double& label : data->y) {
       const auto found = std::lower_bound(classes.begin(), classes.end(), label);
       if (label != std::floor(label) || found == classes.end() || *found != label) {
-        throw std::invalid_argument(data->source + ": label " + format_label(label) +
+        throw std::invalid_argument(data->source + ": label " + detail::format_number(label) +
                                     (label != std::floor(label)
                                          ? " is not an integer class (set regression for real targets)"
                                          : " does not occur in the training labels"));
@@ -181,7 +176,12 @@ void index_npz_classes(DatasetSplit& split) {
       label = static_cast<double>(found - classes.begin());
     }
   }
-  for (double value : classes) split.train.class_names.push_back(format_label(value));
+  if (classes.size() < 2) {
+    throw std::invalid_argument(split.train.source + ": the training labels hold " +
+                                std::to_string(classes.size()) +
+                                " class; classification needs at least two (or set regression)");
+  }
+  for (double value : classes) split.train.class_names.push_back(detail::format_number(value));
   split.test.class_names = split.train.class_names;
 }
 
@@ -196,6 +196,10 @@ DatasetSplit load_npz(const std::string& path, const DataOptions& options) {
   const Dataset all = npz_dataset(arrays, "X", "y", path);
   if (has_x_test) {
     split = {all, npz_dataset(arrays, "X_test", "y_test", path)};
+    if (split.test.d() != all.d()) {
+      throw std::invalid_argument("'" + path + "': X has " + std::to_string(all.d()) +
+                                  " columns but X_test has " + std::to_string(split.test.d()));
+    }
   } else {
     const TrainTestIndices parts = shuffle_split(all.n(), options.test_fraction, options.seed);
     split = {all.select_rows(parts.train), all.select_rows(parts.test)};
@@ -252,7 +256,7 @@ void DataOptions::validate() const {
                                 ") or a .csv, .arff or .npz file");
   }
   if (!(test_fraction >= 0.0 && test_fraction < 1.0)) {
-    throw std::invalid_argument("test_fraction = " + std::to_string(test_fraction) +
+    throw std::invalid_argument("test_fraction = " + detail::format_number(test_fraction) +
                                 " must be in [0, 1)");
   }
   if (regression && !classes.empty()) {

@@ -16,6 +16,7 @@ std::string position(Index row, Index column) {
 }
 
 void check_finite(const Dataset& data) {
+  if (data.X.allFinite() && data.y.allFinite()) return;
   for (Index i = 0; i < data.n(); ++i) {
     for (Index j = 0; j < data.d(); ++j) {
       if (!std::isfinite(data.X(i, j))) {
@@ -34,7 +35,7 @@ void check_labels(const Dataset& data) {
     const double label = data.y(i);
     if (label < 0 || label >= classes || label != std::floor(label)) {
       throw std::invalid_argument(data.source + ": y(" + std::to_string(i) + ") = " +
-                                  std::to_string(label) + " is not a class index 0.." +
+                                  detail::format_number(label) + " is not a class index 0.." +
                                   std::to_string(data.class_names.size() - 1));
     }
   }
@@ -110,8 +111,9 @@ Dataset Dataset::select_rows(const std::vector<Index>& rows) const {
 }
 
 TrainTestIndices shuffle_split(Index n, double test_fraction, std::uint64_t seed) {
+  if (n < 0) throw std::invalid_argument("shuffle_split: n = " + std::to_string(n) + " must be >= 0");
   if (!(test_fraction >= 0.0 && test_fraction < 1.0)) {
-    throw std::invalid_argument("test_fraction = " + std::to_string(test_fraction) +
+    throw std::invalid_argument("test_fraction = " + detail::format_number(test_fraction) +
                                 " must be in [0, 1)");
   }
   const auto n_test = std::min<Index>(std::llround(test_fraction * static_cast<double>(n)),

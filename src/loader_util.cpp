@@ -2,6 +2,8 @@
 
 #include <cctype>
 #include <charconv>
+#include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
@@ -37,6 +39,16 @@ std::optional<double> parse_number(std::string_view text) {
   const auto [stop, error] = std::from_chars(text.data(), end, value);
   if (error != std::errc() || stop != end || text.empty()) return std::nullopt;
   return value;
+}
+
+std::string format_number(double value) {
+  char buffer[32];
+  if (value == std::floor(value) && std::abs(value) < 1e15) {
+    std::snprintf(buffer, sizeof buffer, "%lld", static_cast<long long>(value));
+  } else {
+    std::snprintf(buffer, sizeof buffer, "%g", value);
+  }
+  return buffer;
 }
 
 std::string quoted_list(const std::vector<std::string>& names) {

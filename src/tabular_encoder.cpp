@@ -26,8 +26,30 @@ std::size_t column_index(const TextTable& table, const std::string& name, const 
 }
 
 [[noreturn]] void fail_at(const TextTable& table, std::size_t row, const std::string& what) {
-  throw std::invalid_argument("'" + table.source + "' line " + std::to_string(table.lines[row]) +
-                              ": " + what);
+  const std::string where = row < table.lines.size() ? "line " + std::to_string(table.lines[row])
+                                                     : "row " + std::to_string(row + 1);
+  throw std::invalid_argument("'" + table.source + "' " + where + ": " + what);
+}
+
+// Tables built by hand may leave `lines` and `types` empty; anything else must fit the header.
+void check_shape(const TextTable& table) {
+  const auto fail = [&](const std::string& what) {
+    throw std::invalid_argument("malformed table '" + table.source + "': " + what);
+  };
+  if (!table.lines.empty() && table.lines.size() != table.rows.size()) {
+    fail(std::to_string(table.lines.size()) + " line numbers for " +
+         std::to_string(table.rows.size()) + " rows");
+  }
+  if (!table.types.empty() && table.types.size() != table.header.size()) {
+    fail(std::to_string(table.types.size()) + " column types for " +
+         std::to_string(table.header.size()) + " columns");
+  }
+  for (std::size_t i = 0; i < table.rows.size(); ++i) {
+    if (table.rows[i].size() != table.header.size()) {
+      fail_at(table, i, std::to_string(table.rows[i].size()) + " cells, but the header has " +
+                            std::to_string(table.header.size()) + " columns");
+    }
+  }
 }
 
 // The value of a numeric cell; non-numbers, NaN and Inf are errors naming the line.
@@ -134,7 +156,7 @@ std::vector<std::size_t> usable_rows(const TextTable& table, const ColumnPositio
 bool treat_as_categorical(const TextTable& table, const std::vector<std::size_t>& rows,
                           std::size_t column, const TabularOptions& options) {
   if (contains(options.categorical, table.header[column])) return true;
-  const ColumnType type = table.types[column];
+  const ColumnType type = table.types.empty() ? ColumnType::kInferred : table.types[column];
   if (type == ColumnType::kNominal || type == ColumnType::kString) return true;
   if (type == ColumnType::kNumeric) return false;
   return std::any_of(rows.begin(), rows.end(), [&](std::size_t i) {
@@ -232,10 +254,10 @@ Index level_of(const TextTable& table, std::size_t row, std::size_t column, cons
 
 // Encodes rows of one table with a fitted encoder's columns, found by name in that table.
 struct RowEncoder {
-  RowEncoder(const TextTable& table, const TabularOptions& options,
-             const std::vector<TabularEncoder::Column>& columns,
-             const std::vector<std::string>& classes)
-      : table(table), options(options), columns(columns), classes(index_levels(classes)) {
+  RowEncoder(const TextTable& rows, const TabularOptions& settings,
+             const std::vector<TabularEncoder::Column>& fitted_columns,
+             const std::vector<std::string>& class_levels)
+      : table(rows), options(settings), columns(fitted_columns), classes(index_levels(class_levels)) {
     positions.target = column_index(table, options.target, "the target");
     for (const auto& column : columns) {
       positions.features.push_back(column_index(table, column.name, "a training column"));
@@ -275,6 +297,7 @@ struct RowEncoder {
 
 TabularEncoder TabularEncoder::fit(const TextTable& train, const TabularOptions& options) {
   options.validate();
+  check_shape(train);
   for (const auto& name : options.categorical) column_index(train, name, "listed as categorical");
   for (const auto& name : options.drop) column_index(train, name, "listed in drop");
   ColumnPositions positions;
@@ -301,6 +324,7 @@ TabularEncoder TabularEncoder::fit(const TextTable& train, const TabularOptions&
 }
 
 Dataset TabularEncoder::transform(const TextTable& table) const {
+  check_shape(table);
   const RowEncoder encoder(table, options_, columns_, classes_);
   const std::vector<std::size_t> rows = usable_rows(table, encoder.positions, options_);
   Dataset data;

@@ -14,6 +14,15 @@ std::string to_string(ColumnType type) {
   throw std::invalid_argument("unknown ColumnType " + std::to_string(static_cast<int>(type)));
 }
 
+ColumnType column_type_from_string(const std::string& name) {
+  for (ColumnType type : {ColumnType::kInferred, ColumnType::kNumeric, ColumnType::kNominal,
+                          ColumnType::kString}) {
+    if (to_string(type) == name) return type;
+  }
+  throw std::invalid_argument("column type '" + name +
+                              "' must be one of 'inferred', 'numeric', 'nominal', 'string'");
+}
+
 TextTable TextTable::select_rows(const std::vector<Index>& indices) const {
   TextTable selected{header, {}, {}, types, source};
   selected.rows.reserve(indices.size());
@@ -25,7 +34,7 @@ TextTable TextTable::select_rows(const std::vector<Index>& indices) const {
                                   source);
     }
     selected.rows.push_back(rows[static_cast<std::size_t>(i)]);
-    selected.lines.push_back(lines[static_cast<std::size_t>(i)]);
+    if (!lines.empty()) selected.lines.push_back(lines[static_cast<std::size_t>(i)]);
   }
   return selected;
 }

@@ -57,6 +57,13 @@ TEST(ArffReader, MakesNominalAttributesCategoricalAndNumericOnesStandardised) {
   EXPECT_EQ(data.class_names, (std::vector<std::string>{"no", "yes"}));
 }
 
+TEST(ArffReader, AcceptsCrlfLineEndsAndAByteOrderMark) {
+  TempDir dir;
+  const TextTable table =
+      read_arff(dir.write("w.arff", "\xEF\xBB\xBF@relation r\r\n@attribute a {x,y}\r\n@data\r\ny\r\n"));
+  EXPECT_EQ(table.rows, (std::vector<std::vector<std::string>>{{"y"}}));
+}
+
 TEST(ArffReader, RejectsUndeclaredNominalValueNamingLineAndLevels) {
   TempDir dir;
   const std::string path = dir.write("bad.arff", "@relation r\n@attribute a {x,y}\n@data\nx\nz\n");

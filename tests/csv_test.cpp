@@ -81,5 +81,13 @@ TEST(TextTable, SelectRowsKeepsLineNumbers) {
   EXPECT_INVALID_ARGUMENT(table.select_rows({3}), "row 3");
 }
 
+TEST(ColumnType, RoundTripsThroughStrings) {
+  for (ColumnType type : {ColumnType::kInferred, ColumnType::kNumeric, ColumnType::kNominal,
+                          ColumnType::kString}) {
+    EXPECT_EQ(column_type_from_string(to_string(type)), type);
+  }
+  EXPECT_INVALID_ARGUMENT(column_type_from_string("date"), "'date'", "'nominal'");
+}
+
 }  // namespace
 }  // namespace filkit

@@ -58,7 +58,7 @@ TEST(Dataset, ValidateRejectsShapeMismatchNonFiniteValuesAndBadLabels) {
   EXPECT_INVALID_ARGUMENT(data.validate(), "row 1, column 0", "not finite");
   data = three_rows();
   data.y(0) = 3;
-  EXPECT_INVALID_ARGUMENT(data.validate(), "y(0)", "not a class index 0..2");
+  EXPECT_INVALID_ARGUMENT(data.validate(), "y(0) = 3 is not a class index 0..2");
   data = three_rows();
   data.attributes[1].columns = {2};
   EXPECT_INVALID_ARGUMENT(data.validate(), "attribute 'b'", "column 2");
@@ -240,6 +240,14 @@ TEST(LoadDataset, RejectsNpzProblemsNamingTheArray) {
   EXPECT_INVALID_ARGUMENT(load_dataset(options), "no array 'X'", "'data'");
   options.data = dir.write("d.npz", zip_bytes({{"X.npy", npy_f8({1, 2}, 2, 1)}, {"y.npy", npy_f8({0, 1, 1}, 3)}}, false));
   EXPECT_INVALID_ARGUMENT(load_dataset(options), "X has 2 rows but y has 3");
+  options.data = dir.write("e.npz", zip_bytes({{"X.npy", npy_f8({1, 2}, 2, 1)}, {"y.npy", npy_f8({4, 4}, 2)}}, false));
+  EXPECT_INVALID_ARGUMENT(load_dataset(options), "1 class", "at least two");
+  options.data = dir.write("f.npz", zip_bytes({{"X.npy", npy_f8({1, 2}, 2, 1)},
+                                               {"y.npy", npy_f8({0, 1}, 2)},
+                                               {"X_test.npy", npy_f8({1, 2}, 1, 2)},
+                                               {"y_test.npy", npy_f8({0}, 1)}},
+                                              false));
+  EXPECT_INVALID_ARGUMENT(load_dataset(options), "X has 1 columns but X_test has 2");
 }
 
 TEST(LoadDataset, RejectsNpyFilesAndUnknownNames) {

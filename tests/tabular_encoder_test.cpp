@@ -187,6 +187,17 @@ TEST(TabularEncoder, RejectsSingleClassTarget) {
   EXPECT_INVALID_ARGUMENT(TabularEncoder::fit(t, target("y")), "single class", "at least two");
 }
 
+TEST(TabularEncoder, AcceptsHandBuiltTablesWithoutLinesOrTypes) {
+  TextTable bare;
+  bare.header = {"x", "y"};
+  bare.rows = {{"1", "a"}, {"2", "b"}, {"z", "a"}};
+  bare.source = "bare";
+  const Dataset data = TabularEncoder::fit(bare, target("y")).transform(bare);
+  EXPECT_EQ(data.feature_names, (std::vector<std::string>{"x=1", "x=2"}));
+  bare.rows.push_back({"1"});
+  EXPECT_INVALID_ARGUMENT(TabularEncoder::fit(bare, target("y")), "row 4", "1 cells");
+}
+
 TEST(TabularOptions, ValidateNamesTheConflict) {
   EXPECT_INVALID_ARGUMENT(TabularOptions().validate(), "target is empty");
   TabularOptions options = target("y");

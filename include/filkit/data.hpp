@@ -85,6 +85,7 @@ enum class ColumnType {
   kString,    ///< ARFF string: free text, treated as categorical
 };
 std::string to_string(ColumnType type);  // "inferred", "numeric", "nominal", "string"
+ColumnType column_type_from_string(const std::string& name);  // throws std::invalid_argument
 
 /// A table as strings: header and rows, every row the header's width. Cells keep their text
 /// (unquoted, surrounding blanks trimmed); whether a cell is missing is decided by
@@ -93,7 +94,8 @@ struct TextTable {
   std::vector<std::string> header;
   std::vector<std::vector<std::string>> rows;
   std::vector<Index> lines;        ///< 1-based line of `source` where each row starts
-  std::vector<ColumnType> types;   ///< one per column
+                                   ///< (empty in a hand-built table: errors then name rows)
+  std::vector<ColumnType> types;   ///< one per column (empty in a hand-built table: inferred)
   std::string source;
 
   /// The rows `rows` (indices into this table's rows), with their line numbers.

@@ -1,0 +1,18 @@
+// The pybind11 bindings of filkit, one file per library concept; module.cpp calls each bind_*.
+// Exceptions map as pybind11 does by default: std::invalid_argument -> ValueError,
+// std::runtime_error -> RuntimeError, with the library's message.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+namespace filkit::python {
+
+void bind_data(pybind11::module_& m);
+void bind_models(pybind11::module_& m);
+void bind_fil(pybind11::module_& m);
+void bind_measure(pybind11::module_& m);
+
+/// nlohmann::json -> a Python object (through the json module: summaries are small).
+pybind11::object json_to_python(const std::string& dumped);
+
+}  // namespace filkit::python

@@ -1,0 +1,104 @@
+#include "bindings.hpp"
+
+#include "filkit/data.hpp"
+#include "filkit/preprocessing.hpp"
+
+#include <pybind11/eigen.h>
+#include <pybind11/stl.h>
+
+namespace py = pybind11;
+
+namespace filkit::python {
+
+namespace {
+
+Dataset make_dataset(const Eigen::Ref<const RowMatrix>& X, const Eigen::Ref<const VectorXd>& y,
+                     const std::string& source) {
+  if (X.rows() != y.size())
+    throw std::invalid_argument("Dataset: X has " + std::to_string(X.rows()) + " rows but y has " +
+                                std::to_string(y.size()) + " values");
+  Dataset data;
+  data.X = X;
+  data.y = y;
+  data.source = source;
+  data.validate();
+  return data;
+}
+
+}  // namespace
+
+void bind_data(py::module_& m) {
+  py::class_<AttributeColumns>(m, "AttributeColumns", "The columns of X that encode one source attribute.")
+      .def_readonly("name", &AttributeColumns::name)
+      .def_readonly("columns", &AttributeColumns::columns)
+      .def_readonly("levels", &AttributeColumns::levels)
+      .def_readonly("dropped_level", &AttributeColumns::dropped_level)
+      .def_readonly("categorical", &AttributeColumns::categorical);
+
+  py::class_<Dataset>(m, "Dataset", "X (n x d, one example a row) and targets y (class indices or values).")
+      .def(py::init(&make_dataset), py::arg("X"), py::arg("y"), py::arg("source") = "numpy",
+           "A dataset from NumPy arrays (copied once into the library's row-major storage).")
+      .def_property_readonly("X", [](const Dataset& d) -> const RowMatrix& { return d.X; },
+                             py::return_value_policy::reference_internal, "Features, n x d (read-only view)")
+      .def_property_readonly("y", [](const Dataset& d) -> const VectorXd& { return d.y; },
+                             py::return_value_policy::reference_internal, "Targets, n (read-only view)")
+      .def_property_readonly("n", &Dataset::n)
+      .def_property_readonly("d", &Dataset::d)
+      .def_readonly("feature_names", &Dataset::feature_names)
+      .def_readonly("attributes", &Dataset::attributes)
+      .def_readonly("class_names", &Dataset::class_names)
+      .def_readonly("source", &Dataset::source)
+      .def("attribute", &Dataset::attribute, py::arg("name"), py::return_value_policy::reference_internal)
+      .def("select_rows", &Dataset::select_rows, py::arg("rows"))
+      .def("__repr__", [](const Dataset& d) {
+        return "<filkit.Dataset n=" + std::to_string(d.n()) + " d=" + std::to_string(d.d()) + " source='" +
+               d.source + "'>";
+      });
+
+  py::class_<DatasetSplit>(m, "DatasetSplit", "A train/test pair.")
+      .def(py::init([](Dataset train, Dataset test) { return DatasetSplit{std::move(train), std::move(test)}; }),
+           py::arg("train"), py::arg("test"))
+      .def_readonly("train", &DatasetSplit::train)
+      .def_readonly("test", &DatasetSplit::test);
+
+  m.def(
+      "load_dataset",
+      [](const std::string& data, const std::vector<int>& classes, const std::string& target, bool regression,
+         double test_fraction, std::uint64_t seed, const std::string& missing) {
+        DataOptions options;
+        options.data = data;
+        options.classes = classes;
+        options.target = target;
+        options.regression = regression;
+        options.test_fraction = test_fraction;
+        options.seed = seed;
+        options.missing_policy = missing_policy_from_string(missing);
+        return load_dataset(options);
+      },
+      py::arg("data") = "fashion-mnist", py::arg("classes") = std::vector<int>{}, py::arg("target") = "",
+      py::arg("regression") = false, py::arg("test_fraction") = 0.2, py::arg("seed") = 0,
+      py::arg("missing") = "drop",
+      "Load a built-in dataset (fashion-mnist, mnist) or a .csv/.arff/.npz file and its train/test split. "
+      "Pixels stay raw (0..255); see preprocess().");
+  m.def("builtin_dataset_names", &builtin_dataset_names);
+
+  m.def(
+      "preprocess",
+      [](const DatasetSplit& split, bool scale_pixels, const std::string& row_scaling, Index pca,
+         bool scale_after_pca) {
+        PreprocessOptions options;
+        options.scale_pixels = scale_pixels;
+        options.row_scaling = row_scaling_from_string(row_scaling);
+        options.pca_components = pca;
+        options.scale_after_pca = scale_after_pca;
+        Preprocessor fitted;
+        DatasetSplit result = preprocess(split, options, &fitted);
+        return py::make_tuple(std::move(result), json_to_python(fitted.to_json().dump()));
+      },
+      py::arg("split"), py::arg("scale_pixels") = false, py::arg("row_scaling") = "none", py::arg("pca") = 0,
+      py::arg("scale_after_pca") = false,
+      "Fit preprocessing on split.train and apply it to both parts: pixels /255, row scaling "
+      "(none, global-max, unit-ball), PCA to `pca` dimensions. Returns (split, record).");
+}
+
+}  // namespace filkit::python
