@@ -51,7 +51,8 @@ void setup_attack(CLI::App& app) {
   command->add_option("--weights-column", options->weights_column, "Column of --weights to use")
       ->capture_default_str();
   command->add_option("--examples-out", options->examples_out,
-                      "Per-example CSV: index, level, group, sigma, eta, prior_correct, white/black-box accuracy");
+                      "Per-example CSV: index, level, group, sigma, eta, nearest_shift (white-box margin), prior_correct, "
+                      "white/black-box accuracy");
   add_run_flags(*command, options->run,
                 "CSV by sigma and eta group (-1 = all): eta, prior, white-box and black-box accuracy, release MSE");
   command->callback([options] { run_attack(*options, std::cout); });

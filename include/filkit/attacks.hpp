@@ -146,6 +146,9 @@ struct AttackResult {
   AttributeCandidates candidates;
   std::vector<Index> examples;        ///< the attacked training examples (m)
   VectorXd eta;                       ///< their attribute-level eta at sigma = 1 (eta scales as 1/sigma)
+  /// White-box margin of each attacked example: min over wrong levels v of ||f(D with v) - w*||,
+  /// the finite-change counterpart of eta (which is first order); NaN without the white-box attack.
+  VectorXd nearest_shift;
   std::vector<int> group;             ///< each attacked example's eta group 0..groups-1 (0 = lowest)
   std::vector<double> group_eta;      ///< mean eta (sigma = 1) of each group
   double prior_accuracy = 0.0;
@@ -165,8 +168,8 @@ struct AttackResult {
   /// white_box_std, black_box, black_box_std, train_mse, test_mse, train_accuracy, test_accuracy.
   std::vector<std::string> table_header() const;
   std::vector<std::vector<double>> table_rows() const;
-  /// One row per (attacked example, sigma): index, level, group, eta, prior_correct,
-  /// white_box_accuracy, black_box_accuracy.
+  /// One row per (attacked example, sigma): index, level, group, sigma, eta (at that sigma),
+  /// nearest_shift, prior_correct, white_box_accuracy, black_box_accuracy.
   std::vector<std::string> example_header() const;
   std::vector<std::vector<double>> example_rows() const;
 };
