@@ -128,6 +128,12 @@ TEST(TabularDatasets, OptionsThatTheDatasetDefinesAreRejected) {
   EXPECT_INVALID_ARGUMENT(tabular_dataset_file("income"), "unknown", "income-regression");
 }
 
+TEST(TabularTask, RoundTripsThroughStrings) {
+  for (TabularTask task : {TabularTask::kRegression, TabularTask::kClassification})
+    EXPECT_EQ(tabular_task_from_string(to_string(task)), task);
+  EXPECT_INVALID_ARGUMENT(tabular_task_from_string("ranking"), "ranking", "regression");
+}
+
 TEST(TabularDatasets, TestRowsWithLevelsUnseenInTrainingAreLeftOut) {
   const TempDir dir;
   std::string csv = kIncomeHeader;

@@ -38,7 +38,8 @@
 namespace filkit {
 
 enum class TabularTask { kRegression, kClassification };
-std::string to_string(TabularTask task);  // "regression", "classification"
+std::string to_string(TabularTask task);                     // "regression", "classification"
+TabularTask tabular_task_from_string(const std::string& name);  // throws std::invalid_argument
 
 /// One built-in tabular dataset and the task it poses.
 struct TabularDatasetInfo {
