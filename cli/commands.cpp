@@ -9,6 +9,8 @@ void setup_all_commands(CLI::App& app) {
   setup_dpsgd(app);
   setup_bound(app);
   setup_reconstruct(app);
+  setup_irfil(app);
+  setup_attack(app);
 }
 
 }  // namespace filkit::cli

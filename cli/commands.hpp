@@ -16,5 +16,7 @@ void setup_report(CLI::App& app);
 void setup_dpsgd(CLI::App& app);
 void setup_bound(CLI::App& app);
 void setup_reconstruct(CLI::App& app);
+void setup_irfil(CLI::App& app);
+void setup_attack(CLI::App& app);
 
 }  // namespace filkit::cli

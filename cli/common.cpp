@@ -19,7 +19,8 @@ bool is_builtin(const std::string& data) {
 
 void add_data_flags(CLI::App& command, DataFlags& flags) {
   command.add_option("--data", flags.data,
-                     "A built-in dataset (fashion-mnist, mnist) or a file: .csv/.arff (with --target) or .npz "
+                     "A built-in dataset (fashion-mnist, mnist; tabular: income-regression, income-classification, "
+                     "credit-g) or a file: .csv/.arff (with --target) or .npz "
                      "(arrays X, y, optional X_test, y_test)")
       ->capture_default_str();
   command.add_option("--classes", flags.classes,
@@ -81,8 +82,9 @@ PreprocessOptions to_preprocess_options(const DataFlags& flags) {
 }
 
 void add_model_flags(CLI::App& command, ModelFlags& flags) {
-  command.add_option("--model", flags.model, "least-squares, logistic or softmax")
-      ->check(CLI::IsMember({"least-squares", "logistic", "softmax"}))
+  command.add_option("--model", flags.model,
+                     "least-squares, logistic or softmax; auto = least-squares for a regression, else logistic")
+      ->check(CLI::IsMember({"auto", "least-squares", "logistic", "softmax"}))
       ->capture_default_str();
   command.add_option("--l2", flags.l2, "L2 strength lambda of the penalty (n*lambda/2)||w||^2, >= 0")
       ->check(CLI::NonNegativeNumber)
@@ -99,7 +101,8 @@ void add_model_flags(CLI::App& command, ModelFlags& flags) {
 
 FitOptions to_fit_options(const ModelFlags& flags, bool regression) {
   FitOptions options;
-  options.kind = model_kind_from_string(flags.model);
+  if (flags.model == "auto") options.kind = regression ? ModelKind::kLeastSquares : ModelKind::kLogistic;
+  else options.kind = model_kind_from_string(flags.model);
   options.l2 = flags.l2;
   options.intercept = flags.intercept;
   options.regression = regression;

