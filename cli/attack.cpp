@@ -32,7 +32,7 @@ void setup_attack(CLI::App& app) {
       ->delimiter(',')
       ->check(CLI::IsMember({"white-box", "black-box"}))
       ->capture_default_str();
-  command->add_option("--solver", options->solver,
+  command->add_option("--white-box-solver", options->solver,
                       "White-box candidate minimisers: update (rank-2 updates / chord Newton) or refit (naive)")
       ->check(CLI::IsMember({"update", "refit"}))
       ->capture_default_str();

@@ -432,7 +432,7 @@ TEST(AttackBinary, HelpListsTheFlags) {
   char buffer[4096];
   while (std::fgets(buffer, sizeof buffer, pipe)) output += buffer;
   EXPECT_EQ(pclose(pipe), 0);
-  for (const char* flag : {"--attribute", "--sigmas", "--trials", "--attacks", "--solver", "--examples",
+  for (const char* flag : {"--attribute", "--sigmas", "--trials", "--attacks", "--white-box-solver", "--examples",
                            "--compare-naive", "--groups", "--weights", "--examples-out", "--out", "--json"})
     EXPECT_NE(output.find(flag), std::string::npos) << flag;
 }
