@@ -173,3 +173,63 @@ class DpSgdResult:
 
 def train_dpsgd(train: Dataset, test: Dataset, **options: Any) -> Tuple[DpSgdResult, Dict[str, Any]]: ...
 def subsampling_kappa(q: float, noise_multiplier: float, delta: float) -> float: ...
+
+class IrfilResult:
+    weights: List[FloatArray]
+    eta_before: FloatArray
+    eta_after: FloatArray
+    model: Model
+    @property
+    def summary(self) -> Dict[str, Any]: ...
+
+def irfil(train: Dataset, test: Dataset, model: str = "logistic", l2: float = 8e-4, intercept: bool = False,
+          regression: bool = False, sigma: float = 1.0, label: str = "private", iterations: int = 10,
+          weighting: str = "example", min_weight: float = 0.0, max_weight: float = ...,
+          attribute_columns: Sequence[int] = ...) -> IrfilResult: ...
+
+class AttackResult:
+    examples: List[int]
+    eta: FloatArray
+    prior_accuracy: float
+    model: Model
+    @property
+    def summary(self) -> Dict[str, Any]: ...
+
+def attribute_inference(train: Dataset, test: Dataset, attribute: str, model: str = "least-squares",
+                        l2: float = 1e-3, intercept: bool = True, regression: bool = True,
+                        sigmas: Sequence[float] = ..., trials: int = 20, seed: int = 0, white_box: bool = True,
+                        black_box: bool = True, max_examples: int = 0, groups: int = 10,
+                        weights: Optional[npt.ArrayLike] = ...) -> AttackResult: ...
+
+class ReconstructionBounds:
+    rdp_epsilon: float
+    rdp_epsilon_at_data_norm: float
+    rdp_mse_bound: float
+    rdp_mse_bound_at_data_norm: float
+    perfect_privacy_mse: float
+    fil: PerExampleFil
+    dfil_bound: FloatArray
+    fil_bound: FloatArray
+    share_dfil_bound_above_line: float
+    share_fil_bound_above_line: float
+    @property
+    def max_row_norm(self) -> float: ...
+
+def reconstruction_bounds(model: Model, train: Dataset, sigma: float = 1e-2, diameter: float = 1.0,
+                          norm_bound: float = 1.0) -> ReconstructionBounds: ...
+def output_perturbation_rdp_epsilon(n: int, l2: float, sigma: float, norm_bound: float = 1.0) -> float: ...
+def rdp_mse_bound(epsilon: float, diameter: float = 1.0) -> float: ...
+
+class GlmAttackResult:
+    rows: List[int]
+    mean_mse: FloatArray
+    guarded: npt.NDArray[np.int32]
+    linearised_mse: FloatArray
+    total_guarded: int
+    trials: int
+    reconstruction_rows: List[int]
+    reconstructions: FloatArray
+
+def glm_reconstruction_attack(model: Model, train: Dataset, sigma: float = 1e-5, trials: int = 10000,
+                              seed: int = 0, rows: Sequence[int] = ...,
+                              keep_reconstructions: Sequence[int] = ...) -> GlmAttackResult: ...

@@ -13,6 +13,7 @@ void bind_fil(pybind11::module_& m);
 void bind_measure(pybind11::module_& m);
 void bind_accounting(pybind11::module_& m);
 void bind_dpsgd(pybind11::module_& m);
+void bind_leakage(pybind11::module_& m);  // IRFIL, attacks, reconstruction bounds and attack
 
 /// nlohmann::json -> a Python object (through the json module: summaries are small).
 pybind11::object json_to_python(const std::string& dumped);

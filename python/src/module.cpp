@@ -13,6 +13,7 @@ PYBIND11_MODULE(_filkit, m) {
   filkit::python::bind_measure(m);
   filkit::python::bind_accounting(m);
   filkit::python::bind_dpsgd(m);
+  filkit::python::bind_leakage(m);
 }
 
 namespace filkit::python {
