@@ -14,15 +14,6 @@ namespace {
 
 using testing::TempDir;
 
-std::string write_npz(const TempDir& dir, const Dataset& data) {
-  std::vector<double> x(data.X.data(), data.X.data() + data.X.size()), y(data.y.data(), data.y.data() + data.y.size());
-  const std::string bytes = testing::zip_bytes(
-      {{"X.npy", testing::npy_f8(x, static_cast<std::size_t>(data.n()), static_cast<std::size_t>(data.d()))},
-       {"y.npy", testing::npy_f8(y, static_cast<std::size_t>(data.n()))}},
-      false);
-  return dir.write("small.npz", bytes);
-}
-
 cli::DpSgdCommandOptions small_job(const std::string& path) {
   cli::DpSgdCommandOptions options;
   options.data.data = path;
@@ -45,7 +36,7 @@ std::vector<std::string> read_lines(const std::string& path) {
 
 TEST(DpSgdCommand, WritesPerExampleTableAndSummaryThatMatchTheLibrary) {
   const TempDir dir;
-  cli::DpSgdCommandOptions options = small_job(write_npz(dir, testing::random_classification(250, 5, 3, 3)));
+  cli::DpSgdCommandOptions options = small_job(testing::write_npz_dataset(dir, testing::random_classification(250, 5, 3, 3)));
   options.model = "softmax";
   options.label = "private";
   options.run.out = dir.file("dpsgd.csv");
@@ -86,7 +77,7 @@ TEST(DpSgdCommand, WritesPerExampleTableAndSummaryThatMatchTheLibrary) {
 
 TEST(DpSgdCommand, BadOptionsNameTheField) {
   const TempDir dir;
-  cli::DpSgdCommandOptions options = small_job(write_npz(dir, testing::random_classification(60, 3, 2, 4)));
+  cli::DpSgdCommandOptions options = small_job(testing::write_npz_dataset(dir, testing::random_classification(60, 3, 2, 4)));
   options.sigma = -1.0;
   std::ostringstream printed;
   try {
@@ -104,15 +95,8 @@ TEST(DpSgdBinary, PrintsHelpAndTheSummaryTable) {
   const char* binary = std::getenv("FILKIT_BINARY");
   if (binary == nullptr) GTEST_SKIP() << "FILKIT_BINARY not set";
   const TempDir dir;
-  const std::string data = write_npz(dir, testing::random_classification(80, 3, 2, 6));
-  auto run = [](const std::string& command) {
-    std::string output;
-    FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-    char buffer[4096];
-    while (std::fgets(buffer, sizeof buffer, pipe)) output += buffer;
-    const int status = pclose(pipe);
-    return std::make_pair(status, output);
-  };
+  const std::string data = testing::write_npz_dataset(dir, testing::random_classification(80, 3, 2, 6));
+  const auto run = testing::run_command;
   const auto help = run(std::string(binary) + " dpsgd --help");
   EXPECT_EQ(help.first, 0);
   for (const char* flag : {"--data", "--model", "--batch-size", "--sampling", "--steps", "--step-size", "--clip",

@@ -18,16 +18,6 @@ namespace {
 
 using testing::TempDir;
 
-// A small .npz dataset (X, y) written with the test fixtures.
-std::string write_npz(const TempDir& dir, const Dataset& data) {
-  std::vector<double> x(data.X.data(), data.X.data() + data.X.size()), y(data.y.data(), data.y.data() + data.y.size());
-  const std::string bytes = testing::zip_bytes(
-      {{"X.npy", testing::npy_f8(x, static_cast<std::size_t>(data.n()), static_cast<std::size_t>(data.d()))},
-       {"y.npy", testing::npy_f8(y, static_cast<std::size_t>(data.n()))}},
-      false);
-  return dir.write("small.npz", bytes);
-}
-
 cli::MeasureCommandOptions small_job(const std::string& path) {
   cli::MeasureCommandOptions options;
   options.data.data = path;
@@ -48,7 +38,7 @@ std::vector<std::string> read_lines(const std::string& path) {
 TEST(MeasureCommand, WritesPerExampleTableAndSummaryThatMatchTheLibrary) {
   const TempDir dir;
   const Dataset data = testing::random_classification(250, 5, 2, 3);
-  cli::MeasureCommandOptions options = small_job(write_npz(dir, data));
+  cli::MeasureCommandOptions options = small_job(testing::write_npz_dataset(dir, data));
   options.run.out = dir.file("fil.csv");
   options.run.json = dir.file("summary.json");
   options.release_out = dir.file("release.csv");
@@ -86,7 +76,7 @@ TEST(MeasureCommand, WritesPerExampleTableAndSummaryThatMatchTheLibrary) {
 
 TEST(MeasureCommand, ComposedReleasesGrowFilBySqrtOfTheirNumber) {
   const TempDir dir;
-  cli::MeasureCommandOptions options = small_job(write_npz(dir, testing::random_classification(120, 4, 2, 4)));
+  cli::MeasureCommandOptions options = small_job(testing::write_npz_dataset(dir, testing::random_classification(120, 4, 2, 4)));
   std::ostringstream printed;
   const MeasureResult one = cli::run_measure(options, printed);
   options.releases = 4;
@@ -96,7 +86,7 @@ TEST(MeasureCommand, ComposedReleasesGrowFilBySqrtOfTheirNumber) {
 
 TEST(MeasureCommand, NamesTheFileAndLineOfABadRowFile) {
   const TempDir dir;
-  cli::MeasureCommandOptions options = small_job(write_npz(dir, testing::random_classification(60, 3, 2, 5)));
+  cli::MeasureCommandOptions options = small_job(testing::write_npz_dataset(dir, testing::random_classification(60, 3, 2, 5)));
   const std::string rows = dir.write("rows.txt", "1\n2\nthree\n");
   options.subsets = {"rows=" + rows};
   std::ostringstream printed;
@@ -117,15 +107,8 @@ TEST(MeasureBinary, PrintsHelpAndTheSummaryTable) {
   const char* binary = std::getenv("FILKIT_BINARY");
   if (binary == nullptr) GTEST_SKIP() << "FILKIT_BINARY not set";
   const TempDir dir;
-  const std::string data = write_npz(dir, testing::random_classification(80, 3, 2, 6));
-  auto run = [](const std::string& command) {
-    std::string output;
-    FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-    char buffer[4096];
-    while (std::fgets(buffer, sizeof buffer, pipe)) output += buffer;
-    const int status = pclose(pipe);
-    return std::make_pair(status, output);
-  };
+  const std::string data = testing::write_npz_dataset(dir, testing::random_classification(80, 3, 2, 6));
+  const auto run = testing::run_command;
   const auto help = run(std::string(binary) + " measure --help");
   EXPECT_EQ(help.first, 0);
   for (const char* flag : {"--data", "--classes", "--pca", "--scale", "--model", "--l2", "--intercept", "--sigma",

@@ -17,15 +17,6 @@ namespace {
 
 using testing::TempDir;
 
-std::string write_npz(const TempDir& dir, const Dataset& data) {
-  std::vector<double> x(data.X.data(), data.X.data() + data.X.size()), y(data.y.data(), data.y.data() + data.y.size());
-  const std::string bytes = testing::zip_bytes(
-      {{"X.npy", testing::npy_f8(x, static_cast<std::size_t>(data.n()), static_cast<std::size_t>(data.d()))},
-       {"y.npy", testing::npy_f8(y, static_cast<std::size_t>(data.n()))}},
-      false);
-  return dir.write("small.npz", bytes);
-}
-
 cli::BoundCommandOptions small_bound(const std::string& path) {
   cli::BoundCommandOptions options;
   options.data.data = path;
@@ -45,7 +36,7 @@ std::vector<std::string> read_lines(const std::string& path) {
 
 TEST(BoundCommand, WritesPerExampleBoundsAndASummaryThatMatchTheLibrary) {
   const TempDir dir;
-  cli::BoundCommandOptions options = small_bound(write_npz(dir, testing::random_classification(250, 5, 2, 41)));
+  cli::BoundCommandOptions options = small_bound(testing::write_npz_dataset(dir, testing::random_classification(250, 5, 2, 41)));
   options.run.out = dir.file("bounds.csv");
   options.run.json = dir.file("summary.json");
   std::ostringstream printed;
@@ -82,7 +73,7 @@ TEST(BoundCommand, WritesPerExampleBoundsAndASummaryThatMatchTheLibrary) {
 
 TEST(BoundCommand, AcceptsPerCoordinateDiametersFromAFile) {
   const TempDir dir;
-  cli::BoundCommandOptions options = small_bound(write_npz(dir, testing::random_classification(60, 3, 2, 42)));
+  cli::BoundCommandOptions options = small_bound(testing::write_npz_dataset(dir, testing::random_classification(60, 3, 2, 42)));
   options.diameter = dir.write("diameters.txt", "1, 2\n3\n");
   const BoundJobResult result = cli::run_bound(options, std::cout);
   EXPECT_DOUBLE_EQ(result.bounds.perfect_privacy_mse, 14.0 / 3.0);
@@ -97,7 +88,7 @@ TEST(BoundCommand, AcceptsPerCoordinateDiametersFromAFile) {
 TEST(ReconstructCommand, WritesAttackMsesAndReconstructionsThatMatchTheLibrary) {
   const TempDir dir;
   cli::ReconstructCommandOptions options;
-  options.bound = small_bound(write_npz(dir, testing::random_classification(250, 4, 2, 43)));
+  options.bound = small_bound(testing::write_npz_dataset(dir, testing::random_classification(250, 4, 2, 43)));
   options.bound.sigma = 1e-3;
   options.bound.run.out = dir.file("attack.csv");
   options.bound.run.json = dir.file("summary.json");
@@ -134,7 +125,7 @@ TEST(ReconstructCommand, WritesAttackMsesAndReconstructionsThatMatchTheLibrary) 
 TEST(ReconstructCommand, RejectsAModelWithoutInterceptAndAMissingOutputFile) {
   const TempDir dir;
   cli::ReconstructCommandOptions options;
-  options.bound = small_bound(write_npz(dir, testing::random_classification(60, 3, 2, 44)));
+  options.bound = small_bound(testing::write_npz_dataset(dir, testing::random_classification(60, 3, 2, 44)));
   options.trials = 2;
   options.save_reconstructions = "1";
   std::ostringstream printed;
@@ -152,33 +143,25 @@ TEST(ReconstructCommand, RejectsAModelWithoutInterceptAndAMissingOutputFile) {
   EXPECT_THROW(cli::run_reconstruct(options, printed), std::invalid_argument);
 }
 
-std::pair<int, std::string> run_binary(const std::string& command) {
-  std::string output;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  char buffer[4096];
-  while (std::fgets(buffer, sizeof buffer, pipe)) output += buffer;
-  const int status = pclose(pipe);
-  return {status, output};
-}
 
 TEST(ReconstructionBinary, PrintsHelpTheSummaryAndWarnings) {
   const char* binary = std::getenv("FILKIT_BINARY");
   if (binary == nullptr) GTEST_SKIP() << "FILKIT_BINARY not set";
   const TempDir dir;
-  const std::string data = write_npz(dir, testing::random_classification(80, 3, 2, 45));
-  const auto help = run_binary(std::string(binary) + " reconstruct --help");
+  const std::string data = testing::write_npz_dataset(dir, testing::random_classification(80, 3, 2, 45));
+  const auto help = testing::run_command(std::string(binary) + " reconstruct --help");
   EXPECT_EQ(help.first, 0);
   for (const char* flag : {"--data", "--l2", "--intercept", "--sigma", "--diameter", "--norm-bound", "--trials",
                            "--rows", "--save-reconstructions", "--reconstructions-out", "--out", "--json", "--seed"})
     EXPECT_NE(help.second.find(flag), std::string::npos) << flag;
-  const auto bound = run_binary(std::string(binary) + " bound --data " + data);
+  const auto bound = testing::run_command(std::string(binary) + " bound --data " + data);
   EXPECT_EQ(bound.first, 0) << bound.second;
   EXPECT_NE(bound.second.find("(2, eps)-RDP: eps = "), std::string::npos) << bound.second;
   EXPECT_NE(bound.second.find("warning: "), std::string::npos) << bound.second;
-  const auto attack = run_binary(std::string(binary) + " reconstruct --quiet --trials 8 --data " + data);
+  const auto attack = testing::run_command(std::string(binary) + " reconstruct --quiet --trials 8 --data " + data);
   EXPECT_EQ(attack.first, 0) << attack.second;
   EXPECT_EQ(attack.second.find("GLM attack"), std::string::npos) << "--quiet: no summary, no progress";
-  const auto bad = run_binary(std::string(binary) + " reconstruct --trials 0 --data " + data);
+  const auto bad = testing::run_command(std::string(binary) + " reconstruct --trials 0 --data " + data);
   EXPECT_NE(bad.first, 0);
 }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -250,6 +251,27 @@ inline std::string zip_bytes(const std::vector<std::pair<std::string, std::strin
                           little_endian(directory.size(), 4) + little_endian(archive.size(), 4) +
                           little_endian(0, 2);
   return archive + directory + end;
+}
+
+/// A small .npz dataset (float64 arrays X and y) written into `dir`; returns its path.
+inline std::string write_npz_dataset(const TempDir& dir, const Dataset& data, const std::string& name = "small.npz") {
+  const std::vector<double> x(data.X.data(), data.X.data() + data.X.size());
+  const std::vector<double> y(data.y.data(), data.y.data() + data.y.size());
+  const std::string bytes = zip_bytes(
+      {{"X.npy", npy_f8(x, static_cast<std::size_t>(data.n()), static_cast<std::size_t>(data.d()))},
+       {"y.npy", npy_f8(y, static_cast<std::size_t>(data.n()))}},
+      false);
+  return dir.write(name, bytes);
+}
+
+/// Runs a shell command with stderr joined to stdout: (exit status, output).
+inline std::pair<int, std::string> run_command(const std::string& command) {
+  std::string output;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return {-1, "popen failed"};
+  char buffer[4096];
+  while (std::fgets(buffer, sizeof buffer, pipe)) output += buffer;
+  return {pclose(pipe), output};
 }
 
 }  // namespace filkit::testing
