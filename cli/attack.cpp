@@ -1,4 +1,5 @@
 #include "attack.hpp"
+#include "report.hpp"
 
 #include "filkit/irfil.hpp"
 
@@ -55,7 +56,11 @@ void setup_attack(CLI::App& app) {
                       "white/black-box accuracy");
   add_run_flags(*command, options->run,
                 "CSV by sigma and eta group (-1 = all): eta, prior, white-box and black-box accuracy, release MSE");
-  command->callback([options] { run_attack(*options, std::cout); });
+  auto report = std::make_shared<std::string>();
+  add_report_flag(*command, *report);
+  command->callback([options, report] {
+    run_with_report(*report, options->run, [&] { run_attack(*options, std::cout); }, std::cout);
+  });
 }
 
 namespace {

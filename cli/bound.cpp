@@ -1,4 +1,5 @@
 #include "bound.hpp"
+#include "report.hpp"
 
 #include "filkit/summary.hpp"
 
@@ -92,7 +93,11 @@ void setup_bound(CLI::App& app) {
       "Guo et al. 2022. Defaults: their setting, MNIST 0 vs 1, pixels / 255, intercept, lambda = sigma = 1e-2 "
       "(use --intercept=false to drop the intercept).");
   add_bound_flags(*command, *options, "Per-example CSV: index, label, eta, dfil, fil_bound, dfil_bound");
-  command->callback([options] { run_bound(*options, std::cout); });
+  auto report = std::make_shared<std::string>();
+  add_report_flag(*command, *report);
+  command->callback([options, report] {
+    run_with_report(*report, options->run, [&] { run_bound(*options, std::cout); }, std::cout);
+  });
 }
 
 BoundJobOptions to_bound_job_options(const BoundCommandOptions& options) {

@@ -1,4 +1,5 @@
 #include "dpsgd.hpp"
+#include "report.hpp"
 
 #include "filkit/summary.hpp"
 
@@ -78,7 +79,11 @@ void setup_dpsgd(CLI::App& app) {
   add_accounting_flags(*command, *options);
   add_run_flags(*command, options->run,
                 "Per-example CSV at every reported step: eta, dFIL, their MSE bounds, times sampled");
-  command->callback([options] { run_dpsgd(*options, std::cout); });
+  auto report = std::make_shared<std::string>();
+  add_report_flag(*command, *report);
+  command->callback([options, report] {
+    run_with_report(*report, options->run, [&] { run_dpsgd(*options, std::cout); }, std::cout);
+  });
 }
 
 DpSgdJobOptions to_dpsgd_job_options(const DpSgdCommandOptions& options) {

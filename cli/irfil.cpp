@@ -1,4 +1,5 @@
 #include "irfil.hpp"
+#include "report.hpp"
 
 #include "filkit/attacks.hpp"
 #include "task.hpp"
@@ -42,7 +43,11 @@ void setup_irfil(CLI::App& app) {
                       "CSV of the training weights of every iteration: index, label, iteration_0..iteration_T");
   add_run_flags(*command, options->run,
                 "Per-example CSV: index, label, weight (final), eta_before, eta_after");
-  command->callback([options] { run_irfil(*options, std::cout); });
+  auto report = std::make_shared<std::string>();
+  add_report_flag(*command, *report);
+  command->callback([options, report] {
+    run_with_report(*report, options->run, [&] { run_irfil(*options, std::cout); }, std::cout);
+  });
 }
 
 namespace {

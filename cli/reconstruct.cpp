@@ -1,4 +1,5 @@
 #include "reconstruct.hpp"
+#include "report.hpp"
 
 #include "filkit/measure.hpp"
 
@@ -38,7 +39,11 @@ void setup_reconstruct(CLI::App& app) {
   command->add_option("--divisor-guard", options->divisor_guard,
                       "A trial with |B_i[0]| below this (or a non-finite error) is excluded and counted")
       ->capture_default_str();
-  command->callback([options] { run_reconstruct(*options, std::cout); });
+  auto report = std::make_shared<std::string>();
+  add_report_flag(*command, *report);
+  command->callback([options, report] {
+    run_with_report(*report, options->bound.run, [&] { run_reconstruct(*options, std::cout); }, std::cout);
+  });
 }
 
 ReconstructJobOptions to_reconstruct_job_options(const ReconstructCommandOptions& options) {

@@ -1,5 +1,7 @@
 #include "report.hpp"
 
+#include <filesystem>
+
 #include <iostream>
 #include <memory>
 
@@ -39,6 +41,28 @@ ReportResult run_report(const ReportCommandOptions& options, std::ostream& out) 
 void print_report_result(const ReportResult& result, std::ostream& out) {
   out << "filkit report: wrote " << result.html << " (" << result.figures.size() << " figures)\n";
   for (const std::string& note : result.notes) out << "  note: " << note << "\n";
+}
+
+void add_report_flag(CLI::App& command, std::string& dir) {
+  command.add_option("--report", dir,
+                     "Also write a report here: figures and report.html (as `filkit report`); the summary and "
+                     "table go here too unless --json/--out name them");
+}
+
+void run_with_report(const std::string& dir, RunFlags& run, const std::function<void()>& command,
+                     std::ostream& out) {
+  if (dir.empty()) return command();
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path directory(dir);
+  if (run.json.empty()) run.json = (directory / "summary.json").string();
+  if (run.out.empty()) run.out = (directory / "per-example.csv").string();
+  command();
+  ReportOptions report;
+  report.out_dir = dir;
+  report.inputs = {run.json};
+  report.tables = {run.out};
+  const ReportResult written = write_report(report);
+  if (!run.quiet) print_report_result(written, out);
 }
 
 }  // namespace filkit::cli

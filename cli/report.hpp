@@ -1,10 +1,13 @@
 // `filkit report`: figures and a self-contained HTML report from the other commands' outputs.
 #pragma once
 
+#include "common.hpp"
+
 #include "filkit/report.hpp"
 
 #include <CLI/CLI.hpp>
 
+#include <functional>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -24,5 +27,13 @@ void setup_report(CLI::App& app);
 ReportResult run_report(const ReportCommandOptions& options, std::ostream& out);
 /// Prints "filkit report: wrote DIR/report.html (N figures)" and one line per skipped figure.
 void print_report_result(const ReportResult& result, std::ostream& out);
+
+/// `--report DIR` for a command whose outputs are its --json summary and --out table.
+void add_report_flag(CLI::App& command, std::string& dir);
+/// Runs `command`; with a report directory, empty --json/--out first default into it
+/// (summary.json, per-example.csv) and the report is drawn from those files afterwards, as
+/// `filkit report` would draw it.
+void run_with_report(const std::string& dir, RunFlags& run, const std::function<void()>& command,
+                     std::ostream& out);
 
 }  // namespace filkit::cli

@@ -305,3 +305,31 @@ TEST(ReportBinary, WritesTheReportAndNamesItsDirectory) {
 
 }  // namespace
 }  // namespace filkit
+
+namespace filkit {
+namespace {
+
+TEST(RunWithReport, RoutesTheOutputsIntoTheDirectoryAndDrawsTheReport) {
+  const testing::TempDir dir;
+  cli::MeasureCommandOptions options;
+  options.data.data = testing::write_npz_dataset(dir, testing::random_classification(90, 3, 2, 8));
+  options.data.scale = "none";
+  options.model.l2 = 1e-2;
+  options.run.quiet = true;
+  const std::string report_dir = dir.file("report");
+  std::ostringstream printed;
+  cli::run_with_report(report_dir, options.run, [&] { cli::run_measure(options, printed); }, printed);
+  EXPECT_EQ(options.run.json, report_dir + "/summary.json");
+  EXPECT_TRUE(std::filesystem::exists(report_dir + "/summary.json"));
+  EXPECT_TRUE(std::filesystem::exists(report_dir + "/per-example.csv"));
+  EXPECT_TRUE(std::filesystem::exists(report_dir + "/report.html"));
+  // Without a directory the command just runs.
+  cli::RunFlags untouched;
+  bool ran = false;
+  cli::run_with_report("", untouched, [&] { ran = true; }, printed);
+  EXPECT_TRUE(ran);
+  EXPECT_TRUE(untouched.json.empty());
+}
+
+}  // namespace
+}  // namespace filkit
