@@ -1,5 +1,6 @@
 #include "task.hpp"
 
+#include "filkit/pipeline.hpp"
 #include "filkit/tabular_datasets.hpp"
 
 #include <stdexcept>
@@ -15,8 +16,9 @@ LoadedTask load_task(const DataFlags& data, const ModelFlags& model, std::uint64
   const TabularDatasetInfo* builtin = find_tabular_dataset(data.data);
   const bool regression = data.regression || (builtin != nullptr && builtin->task == TabularTask::kRegression);
   LoadedTask task;
-  task.data = preprocess(load_dataset(to_data_options(data, seed)), to_preprocess_options(data),
-                         &task.preprocessor);
+  PreparedData prepared = load_and_preprocess(to_data_options(data, seed), to_preprocess_options(data));
+  task.data = std::move(prepared.data);
+  task.preprocessor = std::move(prepared.preprocessor);
   task.fit = to_fit_options(model, regression);
   return task;
 }

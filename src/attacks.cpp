@@ -1,4 +1,5 @@
 #include "filkit/attacks.hpp"
+#include "filkit/pipeline.hpp"
 
 #include "filkit/fil.hpp"
 #include "filkit/io.hpp"
@@ -23,10 +24,6 @@ namespace filkit {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 std::string number(double value) {
   std::ostringstream out;

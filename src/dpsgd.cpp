@@ -1,4 +1,5 @@
 #include "filkit/dpsgd.hpp"
+#include "filkit/pipeline.hpp"
 
 #include "filkit/clipped_gradient.hpp"
 #include "filkit/io.hpp"
@@ -304,10 +305,6 @@ std::vector<Index> checkpoint_steps(const DpSgdOptions& options, Index n) {
   std::sort(steps.begin(), steps.end());
   steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
   return steps;
-}
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 }  // namespace

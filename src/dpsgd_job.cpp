@@ -1,13 +1,8 @@
 #include "filkit/dpsgd_job.hpp"
 
-#include <chrono>
+#include "filkit/pipeline.hpp"
 
 namespace filkit {
-
-namespace {
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-}  // namespace
 
 void DpSgdJobOptions::validate() const {
   data.validate();
@@ -18,12 +13,10 @@ void DpSgdJobOptions::validate() const {
 DpSgdJobResult run_dpsgd_job(const DpSgdJobOptions& options) {
   options.validate();
   DpSgdJobResult result;
-  auto start = Clock::now();
-  const DatasetSplit raw = load_dataset(options.data);
-  result.seconds["load"] = seconds_since(start);
-  start = Clock::now();
-  result.data = preprocess(raw, options.preprocess, &result.preprocessor);
-  result.seconds["preprocess"] = seconds_since(start);
+  PreparedData prepared = load_and_preprocess(options.data, options.preprocess);
+  result.data = std::move(prepared.data);
+  result.preprocessor = std::move(prepared.preprocessor);
+  result.seconds = std::move(prepared.seconds);
   result.training = train_dpsgd(result.data.train, result.data.test, options.dpsgd, options.progress);
   for (const auto& [stage, seconds] : result.training.seconds) result.seconds[stage] = seconds;
   return result;

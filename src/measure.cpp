@@ -1,6 +1,7 @@
 #include "filkit/measure.hpp"
 
 #include "filkit/io.hpp"
+#include "filkit/pipeline.hpp"
 #include "filkit/summary.hpp"
 
 #include <chrono>
@@ -14,10 +15,6 @@ namespace filkit {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 std::vector<Index> read_row_file(const std::string& path, Index n) {
   std::ifstream in(path);
@@ -119,18 +116,14 @@ MeasureResult measure(const MeasureOptions& options) {
   MeasureResult result;
   // Stages: load, preprocess, fit, FIL (the long ones on raw pixels are fit and FIL).
   Progress progress("measure", 4, !options.progress);
-  auto start = Clock::now();
-  const DatasetSplit raw = load_dataset(options.data);
-  result.seconds["load"] = seconds_since(start);
-  progress.advance();
-
-  start = Clock::now();
-  result.data = preprocess(raw, options.preprocess, &result.preprocessor);
-  result.seconds["preprocess"] = seconds_since(start);
-  progress.advance();
+  PreparedData prepared = load_and_preprocess(options.data, options.preprocess);
+  result.data = std::move(prepared.data);
+  result.preprocessor = std::move(prepared.preprocessor);
+  result.seconds = std::move(prepared.seconds);
+  progress.advance(2);
   const Dataset& train = result.data.train;
 
-  start = Clock::now();
+  auto start = Clock::now();
   result.model = fit(train, options.fit);
   result.seconds["fit"] = seconds_since(start);
   progress.advance();

@@ -1,4 +1,5 @@
 #include "filkit/reconstruction_jobs.hpp"
+#include "filkit/pipeline.hpp"
 
 #include "filkit/io.hpp"
 #include "filkit/summary.hpp"
@@ -13,7 +14,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 nlohmann::json number_or_null(double value) {
   return std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(nullptr);
@@ -102,18 +102,14 @@ BoundJobResult run_bound_job(const BoundJobOptions& options) {
   options.validate();
   BoundJobResult result;
   Progress stages("filkit bound: load, preprocess, fit, FIL", 4, !options.progress);
-  auto start = Clock::now();
-  const DatasetSplit raw = load_dataset(options.data);
-  result.seconds["load"] = seconds_since(start);
-  stages.advance();
-
-  start = Clock::now();
-  result.data = preprocess(raw, options.preprocess, &result.preprocessor);
-  result.seconds["preprocess"] = seconds_since(start);
-  stages.advance();
+  PreparedData prepared = load_and_preprocess(options.data, options.preprocess);
+  result.data = std::move(prepared.data);
+  result.preprocessor = std::move(prepared.preprocessor);
+  result.seconds = std::move(prepared.seconds);
+  stages.advance(2);
   const Dataset& train = result.data.train;
 
-  start = Clock::now();
+  auto start = Clock::now();
   result.model = fit(train, options.fit);
   result.seconds["fit"] = seconds_since(start);
   stages.advance();

@@ -27,13 +27,6 @@ cli::DpSgdCommandOptions small_job(const std::string& path) {
   return options;
 }
 
-std::vector<std::string> read_lines(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
 TEST(DpSgdCommand, WritesPerExampleTableAndSummaryThatMatchTheLibrary) {
   const TempDir dir;
   cli::DpSgdCommandOptions options = small_job(testing::write_npz_dataset(dir, testing::random_classification(250, 5, 3, 3)));
@@ -50,7 +43,7 @@ TEST(DpSgdCommand, WritesPerExampleTableAndSummaryThatMatchTheLibrary) {
   EXPECT_EQ(direct.final_checkpoint().fisher_trace, result.training.final_checkpoint().fisher_trace);
   EXPECT_EQ(result.training.private_dims, 5 + 3);
 
-  const std::vector<std::string> lines = read_lines(options.run.out);
+  const std::vector<std::string> lines = testing::read_lines(options.run.out);
   ASSERT_EQ(static_cast<Index>(lines.size()), 2 * result.data.train.n() + 1);  // steps 16 and 40
   EXPECT_EQ(lines[0],
             "step,epoch,index,label,times_sampled,eta,dfil,attribute_mse_bound,example_mse_bound,fisher_trace,"

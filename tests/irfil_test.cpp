@@ -225,13 +225,6 @@ std::string write_table_csv(const TempDir& dir, bool regression) {
   return dir.write(regression ? "regression.csv" : "classes.csv", csv.str());
 }
 
-std::vector<std::string> read_lines(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
 TEST(IrfilCommand, WritesWeightsEtaHistoryAndSummary) {
   const TempDir dir;
   cli::IrfilCommandOptions options;
@@ -252,10 +245,10 @@ TEST(IrfilCommand, WritesWeightsEtaHistoryAndSummary) {
   EXPECT_TRUE(printed.str().empty());
   EXPECT_EQ(result.iterations.size(), 5u);
 
-  const std::vector<std::string> lines = read_lines(options.run.out);
+  const std::vector<std::string> lines = testing::read_lines(options.run.out);
   ASSERT_EQ(lines.size(), 121u);  // 120 training rows (20% held out) and the header
   EXPECT_EQ(lines[0], "index,label,weight,eta_before,eta_after");
-  EXPECT_EQ(read_lines(options.history_out)[0], "index,label,iteration_0,iteration_1,iteration_2,iteration_3,iteration_4");
+  EXPECT_EQ(testing::read_lines(options.history_out)[0], "index,label,iteration_0,iteration_1,iteration_2,iteration_3,iteration_4");
   const VectorXd final_weights = read_example_weights(options.run.out, "weight", 120);
   EXPECT_LT((final_weights - result.weights.back()).cwiseAbs().maxCoeff(), 1e-15);
   EXPECT_EQ(read_example_weights(options.history_out, "iteration_2", 120), result.weights[2]);

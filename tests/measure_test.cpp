@@ -28,13 +28,6 @@ cli::MeasureCommandOptions small_job(const std::string& path) {
   return options;
 }
 
-std::vector<std::string> read_lines(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
 TEST(MeasureCommand, WritesPerExampleTableAndSummaryThatMatchTheLibrary) {
   const TempDir dir;
   const Dataset data = testing::random_classification(250, 5, 2, 3);
@@ -53,7 +46,7 @@ TEST(MeasureCommand, WritesPerExampleTableAndSummaryThatMatchTheLibrary) {
   const PerExampleFil direct = FisherInformationLoss(model, result.data.train).per_example();
   EXPECT_LT((direct.eta - result.fil.eta).norm(), 1e-12 * direct.eta.norm());
 
-  const std::vector<std::string> lines = read_lines(options.run.out);
+  const std::vector<std::string> lines = testing::read_lines(options.run.out);
   ASSERT_EQ(static_cast<Index>(lines.size()), result.data.train.n() + 1);
   EXPECT_EQ(lines[0], "index,label,eta,dfil,attribute_mse_bound,example_mse_bound,loss,gradient_norm,attribute_eta");
   const nlohmann::json summary = nlohmann::json::parse(std::ifstream(options.run.json));
@@ -69,9 +62,9 @@ TEST(MeasureCommand, WritesPerExampleTableAndSummaryThatMatchTheLibrary) {
   EXPECT_TRUE(summary["seconds"].contains("fil"));
 
   // The release is seeded: the same seed gives the same w'.
-  const std::vector<std::string> first = read_lines(options.release_out);
+  const std::vector<std::string> first = testing::read_lines(options.release_out);
   cli::run_measure(options, printed);
-  EXPECT_EQ(read_lines(options.release_out), first);
+  EXPECT_EQ(testing::read_lines(options.release_out), first);
 }
 
 TEST(MeasureCommand, ComposedReleasesGrowFilBySqrtOfTheirNumber) {

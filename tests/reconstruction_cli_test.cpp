@@ -27,13 +27,6 @@ cli::BoundCommandOptions small_bound(const std::string& path) {
   return options;
 }
 
-std::vector<std::string> read_lines(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
 TEST(BoundCommand, WritesPerExampleBoundsAndASummaryThatMatchTheLibrary) {
   const TempDir dir;
   cli::BoundCommandOptions options = small_bound(testing::write_npz_dataset(dir, testing::random_classification(250, 5, 2, 41)));
@@ -52,7 +45,7 @@ TEST(BoundCommand, WritesPerExampleBoundsAndASummaryThatMatchTheLibrary) {
   const ReconstructionBounds direct = reconstruction_bounds(model, train, bound_options);
   EXPECT_LT((direct.dfil_bound - result.bounds.dfil_bound).norm(), 1e-10 * direct.dfil_bound.norm());
 
-  const std::vector<std::string> lines = read_lines(options.run.out);
+  const std::vector<std::string> lines = testing::read_lines(options.run.out);
   ASSERT_EQ(lines.size(), 201u);
   EXPECT_EQ(lines[0], "index,label,eta,dfil,fil_bound,dfil_bound");
   const nlohmann::json summary = nlohmann::json::parse(std::ifstream(options.run.json));
@@ -107,11 +100,11 @@ TEST(ReconstructCommand, WritesAttackMsesAndReconstructionsThatMatchTheLibrary) 
   const GlmAttackResult direct = evaluate_glm_attack(result.bound.model, result.bound.data.train, attack);
   EXPECT_EQ(direct.mean_mse, result.attack.mean_mse);
 
-  const std::vector<std::string> lines = read_lines(options.bound.run.out);
+  const std::vector<std::string> lines = testing::read_lines(options.bound.run.out);
   ASSERT_EQ(lines.size(), 4u);
   EXPECT_EQ(lines[0], "index,label,eta,dfil,fil_bound,dfil_bound,attack_mse,linearised_mse,guarded_trials");
   EXPECT_EQ(lines[2].substr(0, 2), "3,");
-  const std::vector<std::string> saved = read_lines(options.reconstructions_out);
+  const std::vector<std::string> saved = testing::read_lines(options.reconstructions_out);
   ASSERT_EQ(saved.size(), 3u);
   EXPECT_EQ(saved[0], "index,label,kind,attack_mse,x0,x1,x2,x3");
   EXPECT_EQ(saved[1].substr(0, 2), "3,");

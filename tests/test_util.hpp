@@ -264,6 +264,14 @@ inline std::string write_npz_dataset(const TempDir& dir, const Dataset& data, co
   return dir.write(name, bytes);
 }
 
+/// The lines of a text file (empty if it cannot be read).
+inline std::vector<std::string> read_lines(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
 /// Runs a shell command with stderr joined to stdout: (exit status, output).
 inline std::pair<int, std::string> run_command(const std::string& command) {
   std::string output;
