@@ -7,6 +7,8 @@
 #include "filkit/summary.hpp"
 #include "glm_loss.hpp"
 
+#include "seeding.hpp"
+
 #include <Eigen/Cholesky>
 
 #include <algorithm>
@@ -434,12 +436,9 @@ std::vector<int> eta_groups(const VectorXd& eta, int groups) {
   return group;
 }
 
-// splitmix64: independent, well-mixed seeds for the trials' generators.
+// Independent, well-mixed seeds for the trials' generators (the splitmix64 sequence from seed).
 std::uint64_t trial_seed(std::uint64_t seed, int trial) {
-  std::uint64_t z = seed + 0x9E3779B97F4A7C15ULL * (static_cast<std::uint64_t>(trial) + 1);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
+  return splitmix64(seed + 0x9E3779B97F4A7C15ULL * static_cast<std::uint64_t>(trial));
 }
 
 // One noise draw's outcome at one sigma.

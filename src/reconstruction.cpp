@@ -2,6 +2,8 @@
 
 #include "glm_loss.hpp"
 
+#include "seeding.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -181,11 +183,8 @@ AttackSetup make_setup(const Model& model, const Dataset& train, const GlmAttack
 }  // namespace
 
 std::uint64_t trial_seed(std::uint64_t seed, Index trial) {
-  // SplitMix64 (Steele, Lea and Flood 2014) of the seed advanced by `trial + 1` golden-ratio steps.
-  std::uint64_t z = seed + 0x9E3779B97F4A7C15ULL * (static_cast<std::uint64_t>(trial) + 1);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
+  // The seed advanced by `trial + 1` golden-ratio steps, mixed.
+  return splitmix64(seed + 0x9E3779B97F4A7C15ULL * static_cast<std::uint64_t>(trial));
 }
 
 void GlmAttackOptions::validate() const {
