@@ -39,6 +39,12 @@ void add_data_flags(CLI::App& command, DataFlags& flags) {
                      "Files without a test split: share of rows held out (seeded by --seed)")
       ->check(CLI::Range(0.0, 0.99))
       ->capture_default_str();
+  command.add_option("--train-size", flags.train_size,
+                     "Keep a random subset of this many training examples (drawn with --seed; 0 = all)")
+      ->capture_default_str();
+  command.add_option("--test-size", flags.test_size,
+                     "Keep a random subset of this many test examples (drawn with --seed; 0 = all)")
+      ->capture_default_str();
   command.add_option("--pca", flags.pca,
                      "PCA to K dimensions fitted on the training split; 0 = none; auto = 20 for built-in datasets, "
                      "none for files")
@@ -67,6 +73,8 @@ DataOptions to_data_options(const DataFlags& flags, std::uint64_t seed) {
   options.regression = flags.regression;
   options.missing_policy = missing_policy_from_string(flags.missing);
   options.test_fraction = flags.test_fraction;
+  options.train_size = flags.train_size;
+  options.test_size = flags.test_size;
   options.seed = seed;
   return options;
 }

@@ -28,6 +28,8 @@ struct DataFlags {
   std::string pca = "auto";  ///< "auto" = 20 for built-ins and none for files; "0" = none
   std::string scale = "global-max";
   std::string pixel_scale = "auto";  ///< divide by 255: "auto" = for built-in images; on; off
+  Index train_size = 0;  ///< random subset of the training split (0 = all)
+  Index test_size = 0;   ///< random subset of the test split (0 = all)
 };
 void add_data_flags(CLI::App& command, DataFlags& flags);
 /// The library options these flags mean (validated by the library).

@@ -14,7 +14,17 @@ namespace filkit::cli {
 struct DpSgdCommandOptions {
   DataFlags data = default_data_flags();
   RunFlags run;
-  std::string model = "logistic";     ///< logistic or softmax
+  std::string model = "logistic";     ///< logistic, softmax, mlp or cnn
+  std::string engine = "auto";        ///< closed-form, torch, or auto (closed form for GLMs)
+  std::vector<Index> hidden = {128};  ///< mlp widths
+  Index chunk = 100;                  ///< networks: examples differentiated together
+  std::string optimizer = "sgd";      ///< sgd or adam
+  double adam_beta1 = 0.9;
+  double adam_beta2 = 0.999;
+  double adam_epsilon = 1e-8;
+  std::string checkpoint;             ///< state file for resuming
+  Index checkpoint_every = 0;
+  Index stop_after = 0;
   bool intercept = false;
   std::string label = "public";       ///< private or public
   Index batch_size = 600;
@@ -28,9 +38,9 @@ struct DpSgdCommandOptions {
   double init_scale = 0.0;
   std::string kappa = "amplified";    ///< amplified or one
   double kappa_delta = 1e-5;
-  std::string trace = "exact";        ///< exact, coordinates or gaussian
-  std::string spectral = "exact";     ///< exact, power-iteration or none
-  int probes = 50;
+  std::string trace = "auto";         ///< exact, coordinates, gaussian, or auto (GLMs exact, networks gaussian)
+  std::string spectral = "auto";      ///< exact, power-iteration, none, or auto (GLMs exact, networks none)
+  std::string probes = "auto";        ///< a count, or auto (GLMs 50, networks 1 a step)
   int power_iterations = 20;
   int runs = 1;
   std::vector<double> epochs;

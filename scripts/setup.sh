@@ -11,6 +11,7 @@ APT_PACKAGES=(
   build-essential cmake pkg-config
   libeigen3-dev libcli11-dev nlohmann-json3-dev zlib1g-dev liblbfgspp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libtorch-dev
   python3-numpy python3-pybind11 python3-pytest python3-dev
   dataset-fashion-mnist
   gnuplot-nox chromium fonts-dejavu-core
@@ -57,7 +58,8 @@ if [ ! -f "$weka_examples/credit-g.arff" ] && [ -f "$weka_examples/credit-g.arff
 fi
 
 build="${FILKIT_BUILD_DIR:-build}"
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DFILKIT_BUILD_PYTHON=ON -DPython_EXECUTABLE=/usr/bin/python3 > /dev/null
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DFILKIT_BUILD_PYTHON=ON -DFILKIT_WITH_TORCH=ON \
+  -DPython_EXECUTABLE=/usr/bin/python3 > /dev/null
 cmake --build "$build" -j"$(nproc)" 2>&1 | grep -E "error|warning|Error" || true
 test -x "$build/filkit" || { echo "setup: the build failed" >&2; exit 1; }
 # Make `import filkit` work under /usr/bin/python3 by pointing a .pth file at the built package.

@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
+#include <numeric>
+#include <random>
 #include <stdexcept>
 
 namespace filkit {
@@ -255,6 +257,9 @@ void DataOptions::validate() const {
                                 detail::quoted_list(builtin_dataset_names()) +
                                 ") or a .csv, .arff or .npz file");
   }
+  if (train_size < 0 || test_size < 0)
+    throw std::invalid_argument("train_size = " + std::to_string(train_size) + ", test_size = " +
+                                std::to_string(test_size) + ": must be >= 0 (0 keeps all)");
   if (!(test_fraction >= 0.0 && test_fraction < 1.0)) {
     throw std::invalid_argument("test_fraction = " + detail::format_number(test_fraction) +
                                 " must be in [0, 1)");
@@ -302,6 +307,27 @@ std::string builtin_dataset_dir(const std::string& name) {
       "it, or set FILKIT_DATA_DIR to a directory holding " + name + "/");
 }
 
+Dataset random_subset(const Dataset& data, Index size, unsigned long long seed) {
+  if (size <= 0 || size >= data.n()) return data;
+  std::vector<Index> order(data.n());
+  std::iota(order.begin(), order.end(), Index{0});
+  std::mt19937_64 rng(seed);
+  for (Index j = 0; j < size; ++j) {  // partial Fisher-Yates
+    std::uniform_int_distribution<Index> pick(j, data.n() - 1);
+    std::swap(order[j], order[pick(rng)]);
+  }
+  order.resize(size);
+  std::sort(order.begin(), order.end());
+  Dataset subset = data;
+  subset.X.resize(size, data.d());
+  subset.y.resize(size);
+  for (Index i = 0; i < size; ++i) {
+    subset.X.row(i) = data.X.row(order[i]);
+    subset.y(i) = data.y(order[i]);
+  }
+  return subset;
+}
+
 DatasetSplit load_dataset(const DataOptions& options) {
   options.validate();
   DatasetSplit split = load_source(options);
@@ -310,6 +336,8 @@ DatasetSplit load_dataset(const DataOptions& options) {
     split.test = select_classes(split.test, options.classes);
     check_classes_present(split.train, options.classes);
   }
+  split.train = random_subset(split.train, options.train_size, options.seed);
+  split.test = random_subset(split.test, options.test_size, options.seed ^ 0x5bd1e995ULL);
   split.train.validate();
   split.test.validate();
   return split;

@@ -30,6 +30,9 @@ nlohmann::json DpSgdJobResult::summary(const DpSgdJobOptions& options) const {
   json["settings"]["data"] = options.data.data;
   json["settings"]["source"] = data.train.source;
   json["settings"]["classes"] = options.data.classes;
+  json["settings"]["train_size"] = options.data.train_size;
+  json["settings"]["test_size"] = options.data.test_size;
+  json["settings"]["data_seed"] = options.data.seed;
   json["settings"]["preprocessing"] = preprocessor.to_json();
   json["seconds"] = seconds;
   return json;

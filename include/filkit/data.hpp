@@ -211,6 +211,11 @@ struct DataOptions {
   bool regression = false;               ///< CSV/ARFF/npz: real-valued target
   double test_fraction = 0.2;  ///< CSV/ARFF/npz without a test split: share held out, [0, 1)
   unsigned long long seed = 0;  ///< seed of that train/test split (see shuffle_split)
+  /// Keep a uniformly random subset of this many training (test) examples, drawn with `seed` and
+  /// kept in their original order, after class selection; 0 keeps all. For quick runs of
+  /// expensive jobs (networks); larger than the split keeps all.
+  Index train_size = 0;
+  Index test_size = 0;
   /// Throws std::invalid_argument naming the field, value and rule (empty data, test_fraction
   /// outside [0, 1), negative or repeated classes, classes with regression).
   void validate() const;
@@ -235,5 +240,9 @@ std::string builtin_dataset_dir(const std::string& name);
 /// class_names (if any) are reordered to match. Throws std::invalid_argument for negative or
 /// repeated classes and labels beyond class_names. Empty `classes` returns the data unchanged.
 Dataset select_classes(const Dataset& data, const std::vector<int>& classes);
+
+/// A uniformly random subset of `size` rows (all rows if size <= 0 or size >= n), in their
+/// original order, drawn with `seed`.
+Dataset random_subset(const Dataset& data, Index size, unsigned long long seed);
 
 }  // namespace filkit

@@ -35,12 +35,15 @@
 #include "filkit/accounting.hpp"
 #include "filkit/data.hpp"
 #include "filkit/fil.hpp"
+#include "filkit/jacobian_estimators.hpp"
 #include "filkit/models.hpp"
+#include "filkit/networks.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,27 +65,21 @@ enum class SubsamplingFactor {
 std::string to_string(SubsamplingFactor factor);                    // "amplified", "one"
 SubsamplingFactor subsampling_factor_from_string(const std::string& name);
 
-/// How Tr(G^T G) of each sampled example is obtained at each step.
-enum class TraceMethod {
-  kExact,        ///< the closed form (O(K d) per example)
-  kCoordinates,  ///< `probes` random coordinates (the paper's estimator for networks)
-  kGaussian,     ///< `probes` Gaussian (Hutchinson) probes
+/// How the released noisy gradient moves the parameters (post-processing: no effect on accounting).
+enum class Optimizer {
+  kSgd,   ///< v = momentum v + u, w -= rho v  (u: the noisy averaged gradient plus weight decay)
+  kAdam,  ///< Adam (Kingma and Ba 2015) on u, bias-corrected, step size rho
 };
-std::string to_string(TraceMethod method);                // "exact", "coordinates", "gaussian"
-TraceMethod trace_method_from_string(const std::string& name);
-
-/// How ||G||_2 of each sampled example is obtained at each step.
-enum class SpectralMethod {
-  kExact,           ///< a (1 + 2K)-dimensional eigenproblem (O(d K^2) per example)
-  kPowerIteration,  ///< `power_iterations` products with G and G^T (the paper's estimator)
-  kNone,            ///< not computed: eta is reported as NaN
-};
-std::string to_string(SpectralMethod method);  // "exact", "power-iteration", "none"
-SpectralMethod spectral_method_from_string(const std::string& name);
+std::string to_string(Optimizer optimizer);  // "sgd", "adam"
+Optimizer optimizer_from_string(const std::string& name);
 
 struct DpSgdOptions {
-  /// logistic (y in {0,1}) or softmax (y in {0..K-1}, K = largest label + 1).
+  /// logistic (y in {0,1}) or softmax (y in {0..K-1}, K = largest label + 1), in closed form;
+  /// ignored when `network` is set.
   ModelKind kind = ModelKind::kLogistic;
+  /// A network trained through LibTorch (networks.hpp) instead of the closed-form GLM: the
+  /// softmax network (the GLM by autodiff), a tanh MLP or the paper's ConvNet. Labels public.
+  std::optional<NetworkOptions> network;
   /// Prepend a public constant-1 coordinate (its weight is trained like the others).
   bool intercept = false;
   /// Whether the label is a private coordinate (logistic: y as a real number; softmax: the
@@ -99,11 +96,17 @@ struct DpSgdOptions {
   double clip_norm = 1.0;
   /// sigma: noise multiplier (noise std sigma C on the sum), > 0. Paper: 0.2..10.
   double noise_multiplier = 1.0;
-  /// Momentum mass in [0, 1). Paper: 0.5.
+  Optimizer optimizer = Optimizer::kSgd;
+  /// Momentum mass in [0, 1) (sgd). Paper: 0.5.
   double momentum = 0.0;
+  /// Adam's moment decay rates in [0, 1) and its epsilon > 0.
+  double adam_beta1 = 0.9;
+  double adam_beta2 = 0.999;
+  double adam_epsilon = 1e-8;
   /// Weight decay >= 0 added to the averaged noisy gradient (times w).
   double weight_decay = 0.0;
-  /// w_0 ~ N(0, init_scale^2 I), drawn independently of the data; 0 (default) starts at zero.
+  /// GLMs and the softmax network: w_0 ~ N(0, init_scale^2 I), drawn independently of the data; 0
+  /// (default) starts at zero. The mlp and cnn start from PyTorch's default initialisation.
   double init_scale = 0.0;
   SubsamplingFactor subsampling = SubsamplingFactor::kAmplified;
   /// delta of the per-step (eps0, delta)-DP guarantee behind kappa, in (0, 1). Paper: 1e-5.
@@ -123,6 +126,15 @@ struct DpSgdOptions {
   std::vector<double> report_epochs;
   /// delta of the (eps, delta)-DP guarantee reported from the RDP accountant, in (0, 1).
   double rdp_delta = 1e-5;
+
+  /// Resuming long runs. With a path, the whole state (parameters, optimiser, generators,
+  /// accountants, the runs done) is written there atomically every `checkpoint_every` steps (0:
+  /// only when stopping early), and a later call with the same settings and data resumes from it,
+  /// giving the same numbers as an uninterrupted run. The file is removed when the job finishes.
+  std::string checkpoint_path;
+  Index checkpoint_every = 0;
+  /// Stop (saving the state) after this many steps in this call; 0 runs to the end.
+  Index stop_after = 0;
   void validate() const;
 };
 
@@ -169,9 +181,21 @@ struct DpSgdResult {
   std::vector<std::uint64_t> run_seeds;
   /// In increasing step order; the last is the final step T.
   std::vector<DpSgdCheckpoint> checkpoints;
-  /// The final model of each run (evaluate with accuracy(), predict()).
+  /// GLMs: the final model of each run (evaluate with accuracy(), predict()); empty for networks.
   std::vector<Model> models;
   std::map<std::string, double> seconds;  ///< wall time: "training" (with accounting), "evaluation"
+  /// The final parameters of each run (GLMs: W column by column; networks: networks.hpp's order).
+  std::vector<VectorXd> parameters;
+  Index parameter_count = 0;
+  /// Networks: one line a layer.
+  std::string architecture;
+  /// False when the call stopped early (stop_after) and saved its state to checkpoint_path: then
+  /// only the fields above the checkpoints are set.
+  bool complete = true;
+  /// Steps done over all runs, including those of earlier calls.
+  Index steps_done = 0;
+  /// Whether this call resumed from a checkpoint file.
+  bool resumed = false;
 
   const DpSgdCheckpoint& final_checkpoint() const { return checkpoints.back(); }
   /// Settings, derived constants, seeds, per-checkpoint summaries (median / max of eta and dFIL

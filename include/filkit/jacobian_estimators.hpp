@@ -18,8 +18,28 @@
 #include "filkit/types.hpp"
 
 #include <random>
+#include <string>
 
 namespace filkit {
+
+/// How Tr(G^T G) of each sampled example is obtained at each step.
+enum class TraceMethod {
+  kExact,        ///< the closed form for GLMs; every coordinate's Jacobian-vector product for networks
+  kCoordinates,  ///< `probes` random coordinates (the paper's estimator for networks)
+  kGaussian,     ///< `probes` Gaussian (Hutchinson) probes
+};
+std::string to_string(TraceMethod method);                // "exact", "coordinates", "gaussian"
+TraceMethod trace_method_from_string(const std::string& name);
+
+/// How ||G||_2 of each sampled example is obtained at each step.
+enum class SpectralMethod {
+  kExact,           ///< GLMs: a (1 + 2K)-dimensional eigenproblem; networks: the dense G^T G
+  kPowerIteration,  ///< `power_iterations` products with G and G^T (the paper's estimator)
+  kNone,            ///< not computed: eta is reported as NaN
+};
+std::string to_string(SpectralMethod method);  // "exact", "power-iteration", "none"
+SpectralMethod spectral_method_from_string(const std::string& name);
+
 
 /// A linear map G: R^cols -> R^rows given by its products.
 class JacobianOperator {

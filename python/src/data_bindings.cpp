@@ -64,7 +64,7 @@ void bind_data(py::module_& m) {
   m.def(
       "load_dataset",
       [](const std::string& data, const std::vector<int>& classes, const std::string& target, bool regression,
-         double test_fraction, std::uint64_t seed, const std::string& missing) {
+         double test_fraction, std::uint64_t seed, const std::string& missing, Index train_size, Index test_size) {
         DataOptions options;
         options.data = data;
         options.classes = classes;
@@ -73,13 +73,16 @@ void bind_data(py::module_& m) {
         options.test_fraction = test_fraction;
         options.seed = seed;
         options.missing_policy = missing_policy_from_string(missing);
+        options.train_size = train_size;
+        options.test_size = test_size;
         return load_dataset(options);
       },
       py::arg("data") = "fashion-mnist", py::arg("classes") = std::vector<int>{}, py::arg("target") = "",
       py::arg("regression") = false, py::arg("test_fraction") = 0.2, py::arg("seed") = 0,
-      py::arg("missing") = "drop",
+      py::arg("missing") = "drop", py::arg("train_size") = 0, py::arg("test_size") = 0,
       "Load a built-in dataset (fashion-mnist, mnist) or a .csv/.arff/.npz file and its train/test split. "
-      "Pixels stay raw (0..255); see preprocess().");
+      "Pixels stay raw (0..255); see preprocess(). train_size/test_size > 0 keep a random subset drawn with "
+      "seed (the CLI's --train-size/--test-size with the same --seed give the same rows).");
   m.def("builtin_dataset_names", &builtin_dataset_names);
 
   m.def(

@@ -30,3 +30,29 @@ def test_dfil_scales_as_one_over_sigma_and_runs_are_seeded():
     assert low.final_checkpoint.dfil(d_z).shape == (train.n,)
     with pytest.raises(ValueError, match="unknown option"):
         filkit.train_dpsgd(train, test, sigma=1.0)
+
+
+@pytest.mark.skipif(not filkit.networks_available(), reason="built without LibTorch")
+def test_network_products_match_finite_differences_and_train():
+    net = filkit.Network("mlp", 6, 3, hidden=[5])
+    rng = np.random.default_rng(0)
+    w = net.initial_parameters(seed=1)
+    X = rng.uniform(size=(4, 6))
+    y = np.array([0.0, 1.0, 2.0, 1.0])
+    V = rng.normal(size=(4, 6))
+    h = 1e-5
+    fd = (net.clipped_gradients(w, X + h * V, y, 0.3) - net.clipped_gradients(w, X - h * V, y, 0.3)) / (2 * h)
+    np.testing.assert_allclose(net.jacobian_vector_products(w, X, y, 0.3, V), fd, rtol=1e-6, atol=1e-10)
+    _, trace, _ = net.account_batch(w, X, y, 0.3, trace="exact")
+    columns = []  # G e_k of every example by central differences
+    for k in range(6):
+        E = np.zeros_like(X)
+        E[:, k] = h
+        columns.append((net.clipped_gradients(w, X + E, y, 0.3) - net.clipped_gradients(w, X - E, y, 0.3)) / (2 * h))
+    np.testing.assert_allclose(trace, sum(np.square(c).sum(axis=1) for c in columns), rtol=1e-6)
+    train = filkit.Dataset(rng.uniform(size=(30, 6)), (np.arange(30) % 3).astype(float))
+    result, summary = filkit.train_dpsgd(train, train, network="mlp", hidden=[4], batch_size=10, steps=3,
+                                         trace="gaussian", probes=1, spectral="none", seed=2)
+    assert result.parameter_count == net.parameter_count - (6 * 5 + 5 + 5 * 3 + 3) + (6 * 4 + 4 + 4 * 3 + 3)
+    assert summary["settings"]["dpsgd"]["network"]["architecture"] == "mlp"
+    assert len(result.models) == 0 and len(result.parameters) == 1
