@@ -1,4 +1,5 @@
-// Private SGD (DP-SGD) for logistic and softmax regression with per-example Fisher information
+// Private SGD (DP-SGD) for logistic and softmax regression (G in closed form) and for smooth
+// networks (networks.hpp: G probed through LibTorch) with per-example Fisher information
 // accounting: Algorithm 1 of Guo, Karrer, Chaudhuri, van der Maaten, "Bounding training data
 // reconstruction in private (deep) learning", ICML 2022 (SPEC.md section 6).
 //
@@ -7,9 +8,9 @@
 // each per-example gradient smoothly (clipped_gradient.hpp: g~ = g / (GELU(||g||/C - 1) + 1),
 // ||g~|| <= 1.11524 C) and releases the noisy sum:
 //   u_t = (sum_{i in B_t} g~_i + N(0, sigma^2 C^2 I)) / B + weight_decay * w_{t-1},
-//   v_t = momentum * v_{t-1} + u_t,   w_t = w_{t-1} - rho * v_t      (v_0 = 0; jax momentum).
-// Momentum and weight decay are post-processing of the released sums, so they change nothing
-// in the accounting below.
+//   v_t = momentum * v_{t-1} + u_t,   w_t = w_{t-1} - rho * v_t      (v_0 = 0; jax momentum),
+// or Adam on u_t. The optimiser and weight decay are post-processing of the released sums, so
+// they change nothing in the accounting below.
 //
 // Accounting (Theorems 3 and 4). The noisy sum's FIM about a batch member z, given the past, is
 //   I_t(z) = G_t^T G_t / (sigma C)^2,   G_t = d g~(z; w_{t-1}) / dz   (p x d_z, exact for GLMs).
@@ -190,7 +191,7 @@ struct DpSgdResult {
   /// Networks: one line a layer.
   std::string architecture;
   /// False when the call stopped early (stop_after) and saved its state to checkpoint_path: then
-  /// only the fields above the checkpoints are set.
+  /// checkpoints, models and parameters are empty.
   bool complete = true;
   /// Steps done over all runs, including those of earlier calls.
   Index steps_done = 0;
