@@ -11,7 +11,10 @@
 // and everything is batched across examples. Per-example gradients come from one backward pass
 // of the summed loss to every layer's pre-activations z_l (B x out): since example b's loss depends
 // only on its own row, row b of dL/dz_l is example b's own, and its weight gradient is the outer
-// product of that row with the layer's input (unfolded into patches for convolutions). Every
+// product of that row with the layer's input (unfolded into patches for convolutions; for dense
+// layers the product is never formed: its norm, its inner product with a probe and the batch sum
+// come from the two factors, which halves the cost on a CPU, where the elementwise work on B x p
+// tensors dominates). Every
 // operation is differentiable again, so the clipped per-example gradients of a batch, their VJPs
 // and their JVPs are each one batched pass, with no per-example backward.
 //

@@ -75,21 +75,62 @@ struct Layer {
   std::int64_t parameter_count() const { return has_parameters() ? weight_size() + (bias ? out : 0) : 0; }
 };
 
-/// A B x p matrix of per-example parameter vectors kept as its column blocks (one a weight or bias).
-using Blocks = std::vector<Tensor>;
+/// Rows b of one weight's or bias's per-example gradients: stored (B x size), or, for a dense
+/// layer's weight, as the outer products left_b right_b^T (B x out and B x in) that are never
+/// formed. On a CPU the elementwise work on B x p tensors, not the network, dominates the cost, so
+/// norms (||l||^2 ||r||^2), inner products (l^T U r) and batch sums (L^T R) use the factors.
+struct GradientBlock {
+  Tensor block, left, right;
 
-Tensor concatenate(const Blocks& blocks) { return at::cat(blocks, 1); }
-
-/// sum_b <blocks row b, U row b> for U (B x p), without concatenating the blocks.
-Tensor contract(const Blocks& blocks, const Tensor& U) {
-  Tensor total = at::zeros({}, kDouble);
-  std::int64_t offset = 0;
-  for (const Tensor& block : blocks) {
-    total = total + (block * U.narrow(1, offset, block.size(1))).sum();
-    offset += block.size(1);
+  std::int64_t size() const { return block.defined() ? block.size(1) : left.size(1) * right.size(1); }
+  Tensor materialize() const {
+    return block.defined() ? block : at::bmm(left.unsqueeze(2), right.unsqueeze(1)).reshape({left.size(0), size()});
   }
-  return total;
-}
+  Tensor squared_norms() const {  // B
+    return block.defined() ? block.pow(2).sum(1) : left.pow(2).sum(1) * right.pow(2).sum(1);
+  }
+  Tensor inner_products(const Tensor& U) const {  // B: <row b, U row b>, U B x size
+    if (block.defined()) return (block * U).sum(1);
+    const Tensor Ur = at::bmm(U.reshape({left.size(0), left.size(1), right.size(1)}), right.unsqueeze(2));
+    return (left * Ur.squeeze(2)).sum(1);
+  }
+  Tensor weighted_sum(const Tensor& weights) const {  // size: sum_b weights_b row_b
+    if (block.defined()) return at::mv(block.t(), weights);
+    return at::mm((left * weights.unsqueeze(1)).t(), right).reshape({-1});
+  }
+};
+
+/// Per-example gradients g_b (B x p as blocks in parameter order) and their clipped versions
+/// g~_b = factor_b g_b.
+struct ClippedGradients {
+  std::vector<GradientBlock> blocks;
+  Tensor factor;  // B
+
+  /// sum_b <g~_b, U_b> for U (B x p).
+  Tensor contract(const Tensor& U) const {
+    Tensor inner = at::zeros({factor.size(0)}, kDouble);
+    std::int64_t offset = 0;
+    for (const GradientBlock& block : blocks) {
+      inner = inner + block.inner_products(U.narrow(1, offset, block.size()));
+      offset += block.size();
+    }
+    return (factor * inner).sum();
+  }
+  /// sum_b g~_b (p), detached.
+  Tensor batch_sum() const {
+    std::vector<Tensor> sums;
+    const Tensor f = factor.detach();
+    for (const GradientBlock& block : blocks) sums.push_back(block.weighted_sum(f).detach());
+    return at::cat(sums);
+  }
+  /// g~ (B x p) or, unclipped, g.
+  Tensor materialize(bool clipped = true) const {
+    std::vector<Tensor> parts;
+    for (const GradientBlock& block : blocks) parts.push_back(block.materialize());
+    const Tensor g = at::cat(parts, 1);
+    return clipped ? g * factor.unsqueeze(1) : g;
+  }
+};
 
 /// The records of one forward pass needed for per-example gradients: for every layer with
 /// parameters, its input (dense: B x in; conv: the unfolded patches, B x in k^2 x L) and its
@@ -198,15 +239,15 @@ struct Network::Impl {
     return pass;
   }
 
-  /// Per-example gradients of the cross-entropy as a differentiable function of x, one block
-  /// (B x block size) a weight or bias, in parameter order. They are never concatenated inside a
-  /// graph: on a CPU the elementwise work on B x p tensors, not the network, dominates the cost.
-  Blocks gradients(const Tensor& w, const Tensor& x, const Tensor& labels, bool create_graph) const {
+  /// Per-example gradients of the cross-entropy as a differentiable function of x, and their
+  /// clip factors f_b = 1 / (GELU(||g_b||/C - 1) + 1), GELU in JAX's tanh form
+  /// (clipped_gradient.hpp); C <= 0 leaves them unclipped (f = 1).
+  ClippedGradients gradients(const Tensor& w, const Tensor& x, const Tensor& labels, double C,
+                             bool create_graph) const {
     const ForwardPass pass = forward(w, x);
     const Tensor loss = -at::log_softmax(pass.logits, 1).gather(1, labels.view({-1, 1})).sum();
     const std::vector<Tensor> dz = torch::autograd::grad({loss}, pass.preactivations, {}, true, create_graph);
-    std::vector<Tensor> parts;
-    const std::int64_t B = x.size(0);
+    ClippedGradients g;
     std::size_t l = 0;
     for (const Layer& layer : layers) {
       if (!layer.has_parameters()) continue;
@@ -214,30 +255,23 @@ struct Network::Impl {
       const Tensor& grad = dz[l];
       ++l;
       if (layer.type == Layer::Type::kDense) {
-        parts.push_back(at::bmm(grad.unsqueeze(2), input.unsqueeze(1)).reshape({B, layer.weight_size()}));
-        if (layer.bias) parts.push_back(grad);
+        g.blocks.push_back({Tensor(), grad, input});
+        if (layer.bias) g.blocks.push_back({grad});
       } else {
-        parts.push_back(at::bmm(grad, input.transpose(1, 2)).reshape({B, layer.weight_size()}));
-        if (layer.bias) parts.push_back(grad.sum(2));
+        g.blocks.push_back({at::bmm(grad, input.transpose(1, 2)).reshape({x.size(0), layer.weight_size()})});
+        if (layer.bias) g.blocks.push_back({grad.sum(2)});
       }
     }
-    return parts;
-  }
-
-  /// g~ = g / (GELU(||g||/C - 1) + 1) row by row, GELU in JAX's tanh form (clipped_gradient.hpp).
-  static Blocks clip(const Blocks& g, double C) {
-    Tensor squared_norm = at::zeros({g.front().size(0), 1}, kDouble);
-    for (const Tensor& block : g) squared_norm = squared_norm + block.pow(2).sum(1, /*keepdim=*/true);
+    if (C <= 0.0) {
+      g.factor = at::ones({x.size(0)}, kDouble);
+      return g;
+    }
+    Tensor squared_norm = at::zeros({x.size(0)}, kDouble);
+    for (const GradientBlock& block : g.blocks) squared_norm = squared_norm + block.squared_norms();
     const Tensor t = at::sqrt(squared_norm) / C - 1.0;
     const Tensor gelu = 0.5 * t * (1.0 + at::tanh(std::sqrt(2.0 / M_PI) * (t + 0.044715 * t * t * t)));
-    const Tensor factor = 1.0 / (gelu + 1.0);  // B x 1
-    Blocks clipped;
-    for (const Tensor& block : g) clipped.push_back(block * factor);
-    return clipped;
-  }
-
-  Blocks clipped_gradients(const Tensor& w, const Tensor& x, const Tensor& labels, double C) const {
-    return clip(gradients(w, x, labels, /*create_graph=*/true), C);
+    g.factor = 1.0 / (gelu + 1.0);
+    return g;
   }
 
   void check_shapes(const VectorXd& w, const RowMatrix& X, const VectorXd& y, const char* what) const {
@@ -296,20 +330,18 @@ void Network::Impl::account_chunk(const Tensor& w, const Tensor& x_data, const T
                                   NetworkBatchAccounting& result) const {
   const std::int64_t B = x_data.size(0);
   const Tensor x = x_data.detach().requires_grad_(true);
-  const Blocks clipped = clipped_gradients(w, x, labels, C);
-  Blocks sums;
-  for (const Tensor& block : clipped) sums.push_back(block.detach().sum(0, /*keepdim=*/true));
-  result.clipped_sum += to_vector(concatenate(sums));
+  const ClippedGradients clipped = gradients(w, x, labels, C, /*create_graph=*/true);
+  result.clipped_sum += to_vector(clipped.batch_sum());
 
   // H(U) = G^T U with its graph (U a dummy of zeros): G v = dH/dU contracted with v.
   const bool needs_jvp = request.trace != TraceMethod::kGaussian || request.spectral != SpectralMethod::kNone;
   Tensor U, H;
   if (needs_jvp) {
     U = at::zeros({B, p}, kDouble).requires_grad_(true);
-    H = gradient_of(contract(clipped, U), x, /*create_graph=*/true);
+    H = gradient_of(clipped.contract(U), x, /*create_graph=*/true);
   }
   auto jvp = [&](const Tensor& V) { return gradient_of((H * V).sum(), U); };
-  auto vjp = [&](const Tensor& W) { return gradient_of(contract(clipped, W), x); };
+  auto vjp = [&](const Tensor& W) { return gradient_of(clipped.contract(W), x); };
 
   std::vector<at::Generator> generators = example_generators(seed, first, B);
   Tensor trace = at::zeros({B}, kDouble), spectral = at::full({B}, std::nan(""), kDouble);
@@ -438,43 +470,51 @@ double Network::accuracy(const VectorXd& w, const RowMatrix& X, const VectorXd& 
 MatrixXd Network::gradients(const VectorXd& w, const RowMatrix& X, const VectorXd& y) const {
   impl_->check_shapes(w, X, y, "gradients");
   const Tensor x = to_tensor(X).requires_grad_(true);
-  return to_row_matrix(concatenate(impl_->gradients(to_tensor(w), x, to_labels(y), /*create_graph=*/false)));
+  return to_row_matrix(impl_->gradients(to_tensor(w), x, to_labels(y), 0.0, /*create_graph=*/false).materialize(false));
 }
 
 MatrixXd Network::clipped_gradients(const VectorXd& w, const RowMatrix& X, const VectorXd& y, double clip_norm) const {
   impl_->check_shapes(w, X, y, "clipped_gradients");
+  if (!(clip_norm > 0.0) || !std::isfinite(clip_norm))
+    throw std::invalid_argument("Network::clipped_gradients: clip_norm must be finite and > 0");
   const Tensor x = to_tensor(X).requires_grad_(true);
-  return to_row_matrix(concatenate(Impl::clip(impl_->gradients(to_tensor(w), x, to_labels(y), false), clip_norm)));
+  return to_row_matrix(impl_->gradients(to_tensor(w), x, to_labels(y), clip_norm, /*create_graph=*/false).materialize());
 }
 
 MatrixXd Network::jacobian_vector_products(const VectorXd& w, const RowMatrix& X, const VectorXd& y, double clip_norm,
                                            const RowMatrix& V) const {
   impl_->check_shapes(w, X, y, "jacobian_vector_products");
+  if (!(clip_norm > 0.0) || !std::isfinite(clip_norm))
+    throw std::invalid_argument("Network::jacobian_vector_products: clip_norm must be finite and > 0");
   if (V.rows() != X.rows() || V.cols() != impl_->d)
     throw std::invalid_argument("Network::jacobian_vector_products: tangents must be " + std::to_string(X.rows()) +
                                 " x " + std::to_string(impl_->d));
   const Tensor x = to_tensor(X).requires_grad_(true);
-  const Blocks clipped = impl_->clipped_gradients(to_tensor(w), x, to_labels(y), clip_norm);
+  const ClippedGradients clipped = impl_->gradients(to_tensor(w), x, to_labels(y), clip_norm, true);
   const Tensor U = at::zeros({X.rows(), impl_->p}, kDouble).requires_grad_(true);
-  const Tensor H = gradient_of(contract(clipped, U), x, /*create_graph=*/true);
+  const Tensor H = gradient_of(clipped.contract(U), x, /*create_graph=*/true);
   return to_row_matrix(gradient_of((H * to_tensor(V)).sum(), U));
 }
 
 MatrixXd Network::vector_jacobian_products(const VectorXd& w, const RowMatrix& X, const VectorXd& y, double clip_norm,
                                            const RowMatrix& U) const {
   impl_->check_shapes(w, X, y, "vector_jacobian_products");
+  if (!(clip_norm > 0.0) || !std::isfinite(clip_norm))
+    throw std::invalid_argument("Network::vector_jacobian_products: clip_norm must be finite and > 0");
   if (U.rows() != X.rows() || U.cols() != impl_->p)
     throw std::invalid_argument("Network::vector_jacobian_products: cotangents must be " + std::to_string(X.rows()) +
                                 " x " + std::to_string(impl_->p));
   const Tensor x = to_tensor(X).requires_grad_(true);
-  const Blocks clipped = impl_->clipped_gradients(to_tensor(w), x, to_labels(y), clip_norm);
-  return to_row_matrix(gradient_of(contract(clipped, to_tensor(U)), x));
+  const ClippedGradients clipped = impl_->gradients(to_tensor(w), x, to_labels(y), clip_norm, true);
+  return to_row_matrix(gradient_of(clipped.contract(to_tensor(U)), x));
 }
 
 NetworkBatchAccounting Network::account_batch(const VectorXd& w, const RowMatrix& X, const VectorXd& y,
                                               double clip_norm, const NetworkAccountingRequest& request,
                                               std::uint64_t seed) const {
   impl_->check_shapes(w, X, y, "account_batch");
+  if (!(clip_norm > 0.0) || !std::isfinite(clip_norm))
+    throw std::invalid_argument("Network::account_batch: clip_norm must be finite and > 0");
   if (request.probes < 1 || request.power_iterations < 1)
     throw std::invalid_argument("Network::account_batch: probes and power_iterations must be >= 1");
   NetworkBatchAccounting result;
