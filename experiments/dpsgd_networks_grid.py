@@ -1,0 +1,383 @@
+#!/usr/bin/env python3
+"""Accuracy vs reconstruction MSE lower bounds of DP-SGD on the paper's MNIST ConvNet, over a
+reduced grid of (sigma, C, rho): figure 5 (left) of Guo et al., "Bounding training data
+reconstruction in private (deep) learning" (ICML 2022), on MNIST and Fashion-MNIST.
+
+For every setting `filkit dpsgd --model cnn` trains the ConvNet (conv 16 8x8/2, tanh, avgpool,
+conv 32 4x4/2, tanh, avgpool, dense 32, tanh, dense 10; all 10 classes, pixels in [0, 1], labels
+public, momentum 0.5, uniform batches) on a random subset of the training set and accounts every
+training example's dFIL (Algorithm 1; Tr(G^T G) by one Gaussian probe per example and step, no
+spectral norm). Per setting and per reported step T (the final step and, with --epochs, earlier
+epochs of the same run) this script tabulates
+
+  test accuracy;
+  RDP bound  (Theorem 1): MSE >= 1 / (4 (e^eps2 - 1)), eps2 the (2, eps2)-RDP of the run so far;
+  dFIL bound (Theorem 2): MSE >= 1 / dFIL^2 at the largest and at the median dFIL of the data;
+
+marks the Pareto front of each bound (no other point has both higher accuracy and a higher bound),
+draws figure 5 with gnuplot (log y; the paper's perfect-privacy line at MSE = 1: guessing any point
+of [0,1]^784 has per-coordinate MSE <= 1) and, for the setting with the best final test accuracy, a
+montage of the 8 highest- and 8 lowest-dFIL training images (the lowest among examples sampled at
+least once: with one run an example never sampled has dFIL 0).
+
+Usage:
+  experiments/dpsgd_networks_grid.py                      # both datasets, the default grid (2 cores)
+  experiments/dpsgd_networks_grid.py --datasets mnist --settings 1:1:0.1,2:1:0.1
+  experiments/dpsgd_networks_grid.py --quick              # a ~1 minute smoke test
+Settings are sigma:C:rho triples. Runs whose JSON summary exists are reused (--force reruns them).
+Needs build/filkit (or --binary / $FILKIT_BINARY), build/python (the filkit module, for the images;
+or --python-path) and gnuplot. Outputs go to
+${FILKIT_OUT:-/tmp/filkit-experiments}/dpsgd_networks_grid/<dataset>_n<N>_B<B>_T<T>_seed<S>/.
+"""
+import argparse
+import concurrent.futures
+import csv
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+# sigma:C:rho, from the paper's grid. At T = 250, q = 0.02 sigma spans the RDP bound from vacuous (0.2, 0.5:
+# eps2 = 14, bound 2e-7) past the perfect-privacy line (1: bound 0.89) to private (2: 6.7, 5: 49). C = 8,
+# rho = 0.1 learns fastest in 250 steps of the values tried (a one-epoch pilot at sigma = 1: test accuracy
+# 0.73, against 0.66 for C = 4, 0.47 for C = 32 with rho = 0.03, 0.41 for C = 1); C = 1 at sigma = 1 shows
+# that the dFIL bound, unlike the RDP bound, depends on C.
+DEFAULT_SETTINGS = "0.2:8:0.1,0.5:8:0.1,1:8:0.1,2:8:0.1,5:8:0.1,1:1:0.1"
+QUICK = {"train_size": 600, "test_size": 500, "batch_size": 100, "steps": 12, "epochs": "1",
+         "settings": "1:1:0.1,5:1:0.1"}
+SERIES = (("rdp_bound", "RDP (Theorem 1)", "#1f77b4"),
+          ("max_dfil_bound", "max dFIL (Theorem 2)", "#d62728"),
+          ("median_dfil_bound", "median dFIL (Theorem 2)", "#ff7f0e"))
+PERFECT_PRIVACY = 1.0  # the paper's line: a blind guess in [0,1]^d has per-coordinate MSE <= 1
+
+
+def parse_settings(text):
+    settings = []
+    for item in text.split(","):
+        parts = item.strip().split(":")
+        if len(parts) != 3:
+            raise SystemExit(f"--settings: '{item}' is not sigma:C:rho")
+        sigma, clip, rho = (float(p) for p in parts)
+        settings.append({"sigma": sigma, "clip": clip, "step_size": rho})
+    return settings
+
+
+def number(x):
+    return "%g" % x
+
+
+def pareto_front(rows, key):
+    """Indices of rows not dominated in (test accuracy, bound): nobody has both higher."""
+    front = set()
+    for i, a in enumerate(rows):
+        dominated = any(b["test_accuracy"] >= a["test_accuracy"] and b[key] >= a[key] and
+                        (b["test_accuracy"] > a["test_accuracy"] or b[key] > a[key]) for b in rows)
+        if not dominated:
+            front.add(i)
+    return front
+
+
+def run_setting(args, dataset, setting, out_dir, epochs):
+    name = "sigma{}_C{}_rho{}".format(number(setting["sigma"]), number(setting["clip"]),
+                                      number(setting["step_size"]))
+    summary_path = os.path.join(out_dir, name + ".json")
+    table_path = os.path.join(out_dir, name + ".csv")
+    command = [args.binary, "dpsgd", "--model", "cnn", "--data", dataset,
+               "--train-size", str(args.train_size), "--test-size", str(args.test_size),
+               "--seed", str(args.seed), "--batch-size", str(args.batch_size), "--steps", str(args.steps),
+               "--step-size", number(setting["step_size"]), "--momentum", number(args.momentum),
+               "--clip", number(setting["clip"]), "--sigma", number(setting["sigma"]),
+               "--trace", "gaussian", "--probes", str(args.probes), "--spectral", "none",
+               "--json", summary_path, "--out", table_path, "--quiet"]
+    if epochs:
+        command += ["--epochs", ",".join(number(e) for e in epochs)]
+    command += ["--threads", str(args.threads)]
+    wall = None
+    if args.force or not (os.path.exists(summary_path) and os.path.exists(table_path)):
+        start = time.time()
+        with open(os.path.join(out_dir, name + ".log"), "w") as log:
+            result = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT)
+        wall = time.time() - start
+        if result.returncode != 0:
+            with open(os.path.join(out_dir, name + ".log")) as log:
+                sys.stderr.write(log.read())
+            raise SystemExit(f"filkit dpsgd failed (exit {result.returncode}): {' '.join(command)}")
+        with open(os.path.join(out_dir, name + ".wall_seconds"), "w") as f:
+            f.write("%.1f\n" % wall)
+    elif os.path.exists(os.path.join(out_dir, name + ".wall_seconds")):
+        with open(os.path.join(out_dir, name + ".wall_seconds")) as f:
+            wall = float(f.read())
+    with open(summary_path) as f:
+        summary = json.load(f)
+    rows = []
+    final_step = summary["checkpoints"][-1]["step"]
+    for checkpoint in summary["checkpoints"]:
+        dfil, rdp = checkpoint["dfil"], checkpoint["rdp"]
+        rows.append({"dataset": dataset, "setting": name, "sigma": setting["sigma"], "clip": setting["clip"],
+                     "step_size": setting["step_size"], "steps": checkpoint["step"],
+                     "epoch": round(checkpoint["epoch"], 4), "final": int(checkpoint["step"] == final_step),
+                     "test_accuracy": checkpoint["test_accuracy"],
+                     "train_accuracy": checkpoint["train_accuracy"],
+                     "rdp_eps": rdp["eps"], "rdp_order": rdp["optimal_order"], "rdp2_eps": rdp["order2_eps"],
+                     "rdp_bound": rdp["mse_bound"],
+                     "max_dfil": dfil["max"], "median_dfil": dfil["median"],
+                     "max_dfil_bound": dfil["mse_bound_at_max"], "median_dfil_bound": dfil["mse_bound_at_median"],
+                     "times_sampled_mean": checkpoint["times_sampled_mean"],
+                     "wall_seconds": wall if checkpoint["step"] == final_step else None})
+    return name, command, summary, rows
+
+
+def write_csv(path, rows):
+    with open(path + ".tmp", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    os.replace(path + ".tmp", path)
+
+
+def gnuplot(script_path):
+    result = subprocess.run(["gnuplot", script_path], cwd=os.path.dirname(script_path),
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        raise SystemExit(f"gnuplot {script_path} failed:\n{result.stderr}")
+    if result.stderr.strip():
+        sys.stderr.write(result.stderr)
+
+
+def plot_figure5(out_dir, dataset, rows, meta):
+    """Figure 5: test accuracy vs MSE lower bound (log), RDP / max dFIL / median dFIL, Pareto fronts."""
+    values = [r[key] for r in rows for key, _, _ in SERIES if r[key] > 0 and math.isfinite(r[key])]
+    top = max(values + [PERFECT_PRIVACY]) * 5
+    floor = max(min(values + [PERFECT_PRIVACY]) / 5, top * 1e-14)
+    clipped = 0
+    plots = []
+    for key, title, colour in SERIES:
+        points = sorted(rows, key=lambda r: r["test_accuracy"])
+        with open(os.path.join(out_dir, f"figure5_{key}.dat"), "w") as f:
+            f.write("# test_accuracy bound(clamped to the plot floor) bound setting steps pareto\n")
+            for r in points:
+                value = r[key] if math.isfinite(r[key]) else top
+                clipped += value < floor
+                f.write(f"{r['test_accuracy']:.6g} {max(value, floor):.6g} {r[key]:.6g} {r['setting']} "
+                        f"{r['steps']} {r['pareto_' + key]}\n")
+        with open(os.path.join(out_dir, f"figure5_{key}_front.dat"), "w") as f:
+            for r in points:
+                if r["pareto_" + key]:
+                    f.write(f"{r['test_accuracy']:.6g} {max(r[key], floor):.6g}\n")
+        plots.append(f"'figure5_{key}.dat' using 1:2 with points pt 7 ps 1.1 lc rgb '{colour}' title '{title}'")
+        plots.append(f"'figure5_{key}_front.dat' using 1:2 with lines dt 2 lw 2 lc rgb '{colour}' "
+                     "title 'Pareto front'")
+    plots.append(f"{PERFECT_PRIVACY} with lines dt 3 lw 2 lc rgb 'black' title 'perfect privacy (MSE = 1)'")
+    accuracies = [r["test_accuracy"] for r in rows]
+    low, high = min(accuracies), max(accuracies)
+    pad = max(0.01, (high - low) * 0.05)
+    name = {"mnist": "MNIST", "fashion-mnist": "Fashion-MNIST"}.get(dataset, dataset)
+    title = (f"{name} ConvNet DP-SGD: n = {meta['train_size']}, B = {meta['batch_size']}, "
+             f"T <= {meta['steps']}, momentum {number(meta['momentum'])}, 1 run")
+    if clipped:
+        title += f"\\n({clipped} bounds below {floor:.0e} drawn at the bottom edge)"
+    script = os.path.join(out_dir, "figure5.gp")
+    with open(script, "w") as f:
+        f.write(f"""set terminal pngcairo size 1000,700 enhanced font 'Sans,12'
+set output 'figure5.png'
+set title "{title}"
+set xlabel 'test accuracy'
+set ylabel 'MSE lower bound'
+set logscale y
+set format y '10^{{%L}}'
+set xrange [{low - pad:.4f}:{min(1.0, high + pad):.4f}]
+set yrange [{floor:.3g}:{top:.3g}]
+set grid
+set key outside right top
+plot {', '.join(plots)}
+""")
+    gnuplot(script)
+    return os.path.join(out_dir, "figure5.png")
+
+
+def plot_montage(out_dir, dataset, rows, args):
+    """The 8 highest- and 8 lowest-dFIL training images of the best-accuracy setting (final step)."""
+    sys.path.insert(0, args.python_path)
+    import filkit  # noqa: E402 (the build's module)
+    best = max((r for r in rows if r["final"]), key=lambda r: r["test_accuracy"])
+    table = os.path.join(out_dir, best["setting"] + ".csv")
+    with open(table, newline="") as f:
+        examples = [r for r in csv.DictReader(f) if int(float(r["step"])) == best["steps"]]
+    split = filkit.load_dataset(dataset, train_size=args.train_size, test_size=args.test_size, seed=args.seed)
+    X, y = np.asarray(split.train.X), np.asarray(split.train.y)
+    if len(examples) != X.shape[0]:
+        raise SystemExit(f"{table}: {len(examples)} examples at step {best['steps']}, the Python loader gives "
+                         f"{X.shape[0]} training rows")
+    mismatched = [r for r in examples if int(float(r["label"])) != int(y[int(float(r["index"]))])]
+    if mismatched:
+        raise SystemExit(f"{table}: {len(mismatched)} labels differ from filkit.load_dataset's rows (first: "
+                         f"index {mismatched[0]['index']}); the CLI's and Python's subsets disagree")
+    sampled = [r for r in examples if float(r["times_sampled"]) > 0]
+    never = len(examples) - len(sampled)
+    by_dfil = sorted(sampled, key=lambda r: float(r["dfil"]), reverse=True)
+    chosen = [by_dfil[:8], by_dfil[-8:][::-1]]
+    side, gap, label_rows = 28, 4, 16
+    width = 8 * side + 7 * gap
+    height = 2 * (label_rows + side) + gap
+    canvas = np.ones((height, width))  # white background; digits drawn dark on white
+    labels, listing = [], []
+    for row, group in enumerate(chosen):
+        top = row * (label_rows + side + gap) + label_rows
+        for col, r in enumerate(group):
+            index = int(float(r["index"]))
+            left = col * (side + gap)
+            canvas[top:top + side, left:left + side] = 1.0 - X[index].reshape(side, side) / 255.0
+            labels.append((left + side / 2 - 0.5, top - 9, f"dFIL {float(r['dfil']):.3g}"))
+            labels.append((left + side / 2 - 0.5, top - 3,
+                           f"#{index} y={int(float(r['label']))} k={int(float(r['times_sampled']))}"))
+            listing.append({"row": "highest" if row == 0 else "lowest", "index": index, "label": r["label"],
+                            "dfil": r["dfil"], "times_sampled": r["times_sampled"],
+                            "mse_bound": r["example_mse_bound"]})
+    np.savetxt(os.path.join(out_dir, "montage.dat"), canvas, fmt="%.4f")
+    write_csv(os.path.join(out_dir, "montage_examples.csv"), listing)
+    name = {"mnist": "MNIST", "fashion-mnist": "Fashion-MNIST"}.get(dataset, dataset)
+    title = (f"{name}, {best['setting'].replace('_', ', ')}, T = {best['steps']} (test acc. "
+             f"{best['test_accuracy']:.3f}): top 8 highest dFIL, bottom 8 lowest dFIL among the "
+             f"{len(sampled)} examples sampled at least once ({never} never sampled: dFIL 0)\\n"
+             "k = times sampled; dFIL sums over the k steps that sampled the example (1 run)")
+    script = os.path.join(out_dir, "montage.gp")
+    with open(script, "w") as f:
+        f.write(f"""set terminal pngcairo size {width * 6},{height * 6 + 90} enhanced font 'Sans,11'
+set output 'montage.png'
+set title "{title}" font 'Sans,12'
+unset key
+unset tics
+unset border
+unset colorbox
+set size ratio -1
+set palette gray
+set cbrange [0:1]
+set xrange [-0.5:{width - 0.5}]
+set yrange [{height - 0.5}:-0.5]
+""")
+        for x, yy, text in labels:
+            f.write(f"set label \"{text}\" at {x:.1f},{yy:.1f} center font 'Sans,10'\n")
+        f.write("plot 'montage.dat' matrix with image\n")
+    gnuplot(script)
+    return os.path.join(out_dir, "montage.png"), best
+
+
+def dataset_dir(args, dataset):
+    return os.path.join(args.out_root, f"{dataset}_n{args.train_size}_B{args.batch_size}_T{args.steps}_seed{args.seed}")
+
+
+def run_grid(args, datasets):
+    """Every (dataset, setting) run, --jobs at a time; returns {dataset: [(name, command, summary, rows)]}."""
+    epochs = [float(e) for e in args.epochs.split(",")] if args.epochs else []
+    settings = parse_settings(args.settings)
+    tasks = [(dataset, k, setting) for dataset in datasets for k, setting in enumerate(settings)]
+    for dataset in datasets:
+        os.makedirs(dataset_dir(args, dataset), exist_ok=True)
+    start = time.time()
+
+    def task(item):
+        dataset, k, setting = item
+        print(f"[{time.time() - start:5.0f} s] start {dataset} {k + 1}/{len(settings)}: sigma {number(setting['sigma'])}, "
+              f"C {number(setting['clip'])}, rho {number(setting['step_size'])}", file=sys.stderr, flush=True)
+        result = run_setting(args, dataset, setting, dataset_dir(args, dataset), epochs)
+        final = result[3][-1]
+        print(f"[{time.time() - start:5.0f} s] done  {dataset} {result[0]}: test acc {final['test_accuracy']:.4f}",
+              file=sys.stderr, flush=True)
+        return result
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        results = list(pool.map(task, tasks))
+    by_dataset = {dataset: [] for dataset in datasets}
+    for (dataset, _, _), result in zip(tasks, results):
+        by_dataset[dataset].append(result)
+    return by_dataset
+
+
+def analyse_dataset(args, dataset, results):
+    meta = {"dataset": dataset, "train_size": args.train_size, "test_size": args.test_size, "seed": args.seed,
+            "batch_size": args.batch_size, "steps": args.steps, "epochs": args.epochs, "momentum": args.momentum,
+            "probes": args.probes, "trace": "gaussian", "spectral": "none", "runs": 1, "model": "cnn",
+            "threads": args.threads, "jobs": args.jobs}
+    out_dir = dataset_dir(args, dataset)
+    rows, runs = [], []
+    for name, command, summary, setting_rows in results:
+        rows += setting_rows
+        runs.append({"setting": name, "command": command, "seed": summary["seed"], "run_seeds": summary["run_seeds"],
+                     "filkit_version": summary["filkit_version"], "parameter_count": summary["parameter_count"],
+                     "n": summary["n"], "sampling_rate": summary["sampling_rate"], "kappa": summary["kappa"],
+                     "seconds": summary["seconds"], "wall_seconds": setting_rows[-1]["wall_seconds"]})
+    for key, _, _ in SERIES:
+        front = pareto_front(rows, key)
+        for i, row in enumerate(rows):
+            row["pareto_" + key] = int(i in front)
+    write_csv(os.path.join(out_dir, "results.csv"), rows)
+    figure = plot_figure5(out_dir, dataset, rows, meta)
+    montage, best = plot_montage(out_dir, dataset, rows, args)
+    with open(os.path.join(out_dir, "results.json.tmp"), "w") as f:
+        json.dump({"meta": meta, "runs": runs, "rows": rows, "figure5": figure, "montage": montage,
+                   "montage_setting": best["setting"], "perfect_privacy_mse": PERFECT_PRIVACY}, f, indent=1)
+    os.replace(os.path.join(out_dir, "results.json.tmp"), os.path.join(out_dir, "results.json"))
+
+    print(f"\n{dataset}: ConvNet, n = {args.train_size}, test {args.test_size}, B = {args.batch_size}, "
+          f"momentum {number(args.momentum)}, seed {args.seed}; {out_dir}")
+    print(f"{'sigma':>5} {'C':>3} {'rho':>5} {'T':>4} {'test acc':>8} {'eps2':>9} {'RDP bound':>10} "
+          f"{'1/maxdFIL^2':>11} {'1/meddFIL^2':>11} {'sec':>5} front")
+    for row in sorted(rows, key=lambda r: r["test_accuracy"]):
+        marks = "".join(c if row["pareto_" + k] else "." for c, k in
+                        (("R", "rdp_bound"), ("M", "max_dfil_bound"), ("m", "median_dfil_bound")))
+        seconds = "%5.0f" % row["wall_seconds"] if row["wall_seconds"] else "    -"
+        print(f"{number(row['sigma']):>5} {number(row['clip']):>3} {number(row['step_size']):>5} {row['steps']:>4} "
+              f"{row['test_accuracy']:8.4f} {row['rdp2_eps']:9.3g} {row['rdp_bound']:10.3g} "
+              f"{row['max_dfil_bound']:11.3g} {row['median_dfil_bound']:11.3g} {seconds} {marks}")
+    print("front: R = RDP bound, M = max-dFIL bound, m = median-dFIL bound on its Pareto front; "
+          "sec = wall time of the run (with --jobs runs share the cores)")
+    print(f"figures: {figure}, {montage}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--datasets", default="mnist,fashion-mnist", help="comma-separated: mnist, fashion-mnist")
+    parser.add_argument("--settings", default=DEFAULT_SETTINGS, help=f"sigma:C:rho,... (default {DEFAULT_SETTINGS})")
+    parser.add_argument("--train-size", type=int, default=10000, help="random training subset (default 10000)")
+    parser.add_argument("--test-size", type=int, default=2000, help="random test subset (default 2000)")
+    parser.add_argument("--batch-size", type=int, default=200)
+    parser.add_argument("--steps", type=int, default=250, help="T (default 250: 5 epochs of 10000 at B = 200)")
+    parser.add_argument("--epochs", default="1,2,3,4",
+                        help="also report at these epochs of every run (more T on the same plot; '' for none)")
+    parser.add_argument("--momentum", type=float, default=0.5)
+    parser.add_argument("--probes", type=int, default=1, help="Gaussian probes of Tr(G^T G) per example and step")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the subsets, batches, noise and probes")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="threads of each filkit run (default 1: a second thread does not speed the ConvNet "
+                             "accounting up and slows it ~10x when the cores are busy; 0 = all cores)")
+    parser.add_argument("--jobs", type=int, default=2, help="runs at a time (default 2: one per core)")
+    parser.add_argument("--quick", action="store_true", help="a tiny grid (about a minute): a smoke test")
+    parser.add_argument("--force", action="store_true", help="rerun settings whose outputs exist")
+    parser.add_argument("--binary", default=os.environ.get("FILKIT_BINARY", os.path.join(ROOT, "build", "filkit")))
+    parser.add_argument("--python-path", default=os.path.join(ROOT, "build", "python"),
+                        help="directory holding the filkit Python module")
+    parser.add_argument("--out-root", default=os.path.join(os.environ.get("FILKIT_OUT", "/tmp/filkit-experiments"),
+                                                           "dpsgd_networks_grid"))
+    args = parser.parse_args()
+    if args.quick:
+        for key, value in QUICK.items():
+            setattr(args, key, value)
+    if shutil.which("gnuplot") is None:
+        raise SystemExit("gnuplot is needed for the figures")
+    start = time.time()
+    datasets = [d.strip() for d in args.datasets.split(",")]
+    for dataset, results in run_grid(args, datasets).items():
+        analyse_dataset(args, dataset, results)
+    print(f"total {time.time() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
