@@ -30,16 +30,4 @@ void NetworkOptions::validate() const {
   if (chunk < 1) throw std::invalid_argument("NetworkOptions.chunk = " + std::to_string(chunk) + ": must be >= 1");
 }
 
-NetworkExampleJacobian::NetworkExampleJacobian(const Network& network, const VectorXd& w, const VectorXd& x, double y,
-                                               double clip_norm)
-    : network_(network), w_(w), x_(x.transpose()), y_(VectorXd::Constant(1, y)), clip_norm_(clip_norm) {}
-
-VectorXd NetworkExampleJacobian::apply(const VectorXd& v) const {
-  return network_.jacobian_vector_products(w_, x_, y_, clip_norm_, RowMatrix(v.transpose())).row(0).transpose();
-}
-
-VectorXd NetworkExampleJacobian::apply_transpose(const VectorXd& u) const {
-  return network_.vector_jacobian_products(w_, x_, y_, clip_norm_, RowMatrix(u.transpose())).row(0).transpose();
-}
-
 }  // namespace filkit

@@ -129,22 +129,4 @@ class Network {
   std::unique_ptr<Impl> impl_;
 };
 
-/// One example's G = d g~ / dx as an operator (one JVP or VJP per product): the one-example-at-a-
-/// time baseline and a bridge to jacobian_estimators.hpp. Holds references that must outlive it.
-class NetworkExampleJacobian : public JacobianOperator {
- public:
-  NetworkExampleJacobian(const Network& network, const VectorXd& w, const VectorXd& x, double y, double clip_norm);
-  Index rows() const override { return network_.parameter_count(); }
-  Index cols() const override { return network_.input_dim(); }
-  VectorXd apply(const VectorXd& v) const override;
-  VectorXd apply_transpose(const VectorXd& u) const override;
-
- private:
-  const Network& network_;
-  const VectorXd& w_;
-  RowMatrix x_;
-  VectorXd y_;
-  double clip_norm_;
-};
-
 }  // namespace filkit
