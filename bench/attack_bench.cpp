@@ -6,8 +6,8 @@
 // independent of installed datasets. The least-squares update attacks every example (its one-off
 // cost, H^-1, is shared by all of them, as in a real run), the logistic update 512 (its cost is
 // per candidate), the naive refit 16; the counter candidates_per_second compares them.
-#include "filkit/attacks.hpp"
-#include "filkit/models.hpp"
+#include "filkit/leakage/attribute_inference.hpp"
+#include "filkit/models/glm.hpp"
 
 #include <benchmark/benchmark.h>
 

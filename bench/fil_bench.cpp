@@ -2,8 +2,8 @@
 // naive baseline (dense J_i = -H^{-1} B_i and its SVD, example by example), at d = 20 (PCA) and
 // d = 784 (raw MNIST pixels), n = 12665 (MNIST 0 vs 1). Synthetic data of the same shape keep the
 // benchmark independent of installed datasets. Peak resident memory is reported as a counter.
-#include "filkit/fil.hpp"
-#include "filkit/models.hpp"
+#include "filkit/leakage/fil.hpp"
+#include "filkit/models/glm.hpp"
 
 #include <Eigen/SVD>
 #include <benchmark/benchmark.h>

@@ -6,8 +6,8 @@
 // needs no dataset. The naive path is timed on a few examples only: one 785 x 784 JacobiSVD takes
 // tens of seconds, so JacobiSVD runs on 2 examples and the faster BDCSVD on 50; compare the
 // `examples_per_second` counters.
-#include "filkit/fil.hpp"
-#include "filkit/reconstruction.hpp"
+#include "filkit/leakage/fil.hpp"
+#include "filkit/leakage/glm_reconstruction.hpp"
 
 #include <Eigen/SVD>
 #include <benchmark/benchmark.h>

@@ -1,9 +1,9 @@
 #include "accountant.hpp"
 
 #include "commands.hpp"
-#include "filkit/accounting.hpp"
-#include "filkit/io.hpp"
-#include "filkit/types.hpp"
+#include "filkit/dpsgd/rdp_accountant.hpp"
+#include "filkit/base/io.hpp"
+#include "filkit/base/types.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -1,7 +1,7 @@
 #include "attack.hpp"
 #include "report.hpp"
 
-#include "filkit/irfil.hpp"
+#include "filkit/leakage/irfil.hpp"
 
 #include <algorithm>
 #include <iomanip>

@@ -5,7 +5,7 @@
 #include "common.hpp"
 #include "task.hpp"
 
-#include "filkit/attacks.hpp"
+#include "filkit/leakage/attribute_inference.hpp"
 
 #include <iosfwd>
 #include <string>

@@ -1,7 +1,7 @@
 #include "bound.hpp"
 #include "report.hpp"
 
-#include "filkit/summary.hpp"
+#include "filkit/base/summary.hpp"
 
 #include <cstdlib>
 #include <fstream>

@@ -4,7 +4,7 @@
 
 #include "common.hpp"
 
-#include "filkit/reconstruction_jobs.hpp"
+#include "filkit/jobs/bound_reconstruct.hpp"
 
 #include <iosfwd>
 #include <map>

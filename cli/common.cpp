@@ -1,7 +1,7 @@
 #include "common.hpp"
 
-#include "filkit/io.hpp"
-#include "filkit/measure.hpp"
+#include "filkit/base/io.hpp"
+#include "filkit/jobs/measure.hpp"
 
 #include <omp.h>
 

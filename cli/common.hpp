@@ -2,9 +2,10 @@
 // command spells a setting the same way and maps it onto the library's options the same way.
 #pragma once
 
-#include "filkit/data.hpp"
-#include "filkit/models.hpp"
-#include "filkit/preprocessing.hpp"
+#include "filkit/data/dataset.hpp"
+#include "filkit/data/load.hpp"
+#include "filkit/models/glm.hpp"
+#include "filkit/data/preprocessing.hpp"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>

@@ -1,7 +1,7 @@
 #include "dpsgd.hpp"
 #include "report.hpp"
 
-#include "filkit/summary.hpp"
+#include "filkit/base/summary.hpp"
 
 #include <cmath>
 #include <iomanip>

@@ -4,7 +4,7 @@
 
 #include "common.hpp"
 
-#include "filkit/dpsgd_job.hpp"
+#include "filkit/jobs/dpsgd.hpp"
 
 #include <iosfwd>
 #include <string>

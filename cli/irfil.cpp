@@ -1,7 +1,7 @@
 #include "irfil.hpp"
 #include "report.hpp"
 
-#include "filkit/attacks.hpp"
+#include "filkit/leakage/attribute_inference.hpp"
 #include "task.hpp"
 
 #include <cmath>

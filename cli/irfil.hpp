@@ -4,7 +4,7 @@
 #include "common.hpp"
 #include "task.hpp"
 
-#include "filkit/irfil.hpp"
+#include "filkit/leakage/irfil.hpp"
 
 #include <iosfwd>
 #include <limits>

@@ -1,7 +1,7 @@
 // filkit: Fisher information loss of trained models. main only wires up the subcommands.
 #include "commands.hpp"
 
-#include "filkit/types.hpp"
+#include "filkit/base/types.hpp"
 
 #include <exception>
 #include <iostream>

@@ -2,7 +2,7 @@
 
 #include "report.hpp"
 
-#include "filkit/summary.hpp"
+#include "filkit/base/summary.hpp"
 
 #include <filesystem>
 #include <iomanip>

@@ -3,7 +3,7 @@
 
 #include "common.hpp"
 
-#include "filkit/measure.hpp"
+#include "filkit/jobs/measure.hpp"
 
 #include <iosfwd>
 

@@ -1,7 +1,7 @@
 #include "reconstruct.hpp"
 #include "report.hpp"
 
-#include "filkit/measure.hpp"
+#include "filkit/jobs/measure.hpp"
 
 #include <iostream>
 #include <memory>

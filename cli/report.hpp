@@ -3,7 +3,7 @@
 
 #include "common.hpp"
 
-#include "filkit/report.hpp"
+#include "filkit/report/report.hpp"
 
 #include <CLI/CLI.hpp>
 

@@ -1,7 +1,7 @@
 #include "task.hpp"
 
-#include "filkit/pipeline.hpp"
-#include "filkit/tabular_datasets.hpp"
+#include "filkit/data/pipeline.hpp"
+#include "filkit/data/tabular_datasets.hpp"
 
 #include <stdexcept>
 

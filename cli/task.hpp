@@ -6,9 +6,9 @@
 
 #include "common.hpp"
 
-#include "filkit/data.hpp"
-#include "filkit/models.hpp"
-#include "filkit/preprocessing.hpp"
+#include "filkit/data/dataset.hpp"
+#include "filkit/models/glm.hpp"
+#include "filkit/data/preprocessing.hpp"
 
 #include <nlohmann/json.hpp>
 

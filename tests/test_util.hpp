@@ -1,7 +1,7 @@
 // Shared helpers of the test suite: small synthetic datasets, temporary files, tolerances.
 #pragma once
 
-#include "filkit/data.hpp"
+#include "filkit/data/dataset.hpp"
 
 #include <gtest/gtest.h>
 #include <zlib.h>

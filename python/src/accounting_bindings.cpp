@@ -1,6 +1,6 @@
 #include "bindings.hpp"
 
-#include "filkit/accounting.hpp"
+#include "filkit/dpsgd/rdp_accountant.hpp"
 
 #include <pybind11/stl.h>
 

@@ -1,7 +1,8 @@
 #include "bindings.hpp"
 
-#include "filkit/data.hpp"
-#include "filkit/preprocessing.hpp"
+#include "filkit/data/dataset.hpp"
+#include "filkit/data/load.hpp"
+#include "filkit/data/preprocessing.hpp"
 
 #include <pybind11/eigen.h>
 #include <pybind11/stl.h>

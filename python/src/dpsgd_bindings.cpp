@@ -1,7 +1,7 @@
 #include "bindings.hpp"
 
-#include "filkit/dpsgd.hpp"
-#include "filkit/networks.hpp"
+#include "filkit/dpsgd/training.hpp"
+#include "filkit/dpsgd/networks.hpp"
 
 #include <pybind11/eigen.h>
 #include <pybind11/stl.h>

@@ -1,6 +1,6 @@
 #include "bindings.hpp"
 
-#include "filkit/fil.hpp"
+#include "filkit/leakage/fil.hpp"
 
 #include <pybind11/eigen.h>
 #include <pybind11/stl.h>

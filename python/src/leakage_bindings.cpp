@@ -1,10 +1,10 @@
 // IRFIL, attribute inference, reconstruction bounds and the GLM reconstruction attack.
 #include "bindings.hpp"
 
-#include "filkit/attacks.hpp"
-#include "filkit/bounds.hpp"
-#include "filkit/irfil.hpp"
-#include "filkit/reconstruction.hpp"
+#include "filkit/leakage/attribute_inference.hpp"
+#include "filkit/leakage/bounds.hpp"
+#include "filkit/leakage/irfil.hpp"
+#include "filkit/leakage/glm_reconstruction.hpp"
 
 #include <pybind11/eigen.h>
 #include <pybind11/stl.h>

@@ -1,6 +1,6 @@
 #include "bindings.hpp"
 
-#include "filkit/measure.hpp"
+#include "filkit/jobs/measure.hpp"
 
 #include <pybind11/eigen.h>
 #include <pybind11/stl.h>

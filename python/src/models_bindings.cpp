@@ -1,6 +1,6 @@
 #include "bindings.hpp"
 
-#include "filkit/models.hpp"
+#include "filkit/models/glm.hpp"
 
 #include <pybind11/eigen.h>
 #include <pybind11/stl.h>

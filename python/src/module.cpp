@@ -1,6 +1,6 @@
 #include "bindings.hpp"
 
-#include "filkit/types.hpp"
+#include "filkit/base/types.hpp"
 
 namespace py = pybind11;
 

@@ -1,0 +1,27 @@
+// Summary statistics of per-example quantities (eta, dFIL, losses), as reported in every output.
+#pragma once
+
+#include "filkit/base/types.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace filkit {
+
+struct Summary {
+  Index count = 0;
+  double mean = 0.0;
+  double std = 0.0;  ///< sample standard deviation (n - 1 denominator); 0 for one value
+  double min = 0.0;
+  double median = 0.0;
+  double max = 0.0;
+  nlohmann::json to_json() const;
+};
+
+/// Mean, sample std, min, median (mean of the two middle values for even counts) and max.
+/// Throws std::invalid_argument for an empty vector.
+Summary summarize(const VectorXd& values);
+
+/// The q-quantile (0 <= q <= 1) by linear interpolation between order statistics (numpy's default).
+double quantile(const VectorXd& values, double q);
+
+}  // namespace filkit

@@ -1,0 +1,74 @@
+// A supervised dataset (X, y and its column map), train/test splits, and row selections.
+//
+// Loaders (data/idx.hpp, data/text_table.hpp, data/npy.hpp, data/load.hpp) produce Datasets; every
+// one throws std::invalid_argument naming the file (and line, for text formats) when the input is
+// malformed.
+#pragma once
+
+#include "filkit/base/types.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace filkit {
+
+/// column, or a one-hot block of a categorical attribute (last level dropped, so the dropped
+/// level is the all-zero pattern).
+struct AttributeColumns {
+  std::string name;                  ///< source column name, e.g. "SEX"
+  std::vector<Index> columns;        ///< indices into X's columns
+  std::vector<std::string> levels;   ///< for one-hot blocks: the level of each column, in order
+  std::string dropped_level;         ///< for one-hot blocks: the level encoded as all zeros
+  bool categorical = false;
+};
+
+/// A supervised dataset: X (n x d, one example a row) and targets y (n).
+/// For classification y holds class indices 0..K-1 as doubles; for regression real values.
+struct Dataset {
+  RowMatrix X;
+  VectorXd y;
+  std::vector<std::string> feature_names;     ///< d names (may be empty for images)
+  std::vector<AttributeColumns> attributes;   ///< column map (may be empty for images)
+  std::vector<std::string> class_names;       ///< K names for classification (may be empty)
+  std::string source;                         ///< where it came from, recorded in outputs
+  Index dropped_rows = 0;  ///< source rows left out for missing values (tabular data only)
+
+  Index n() const { return X.rows(); }
+  Index d() const { return X.cols(); }
+  /// Throws std::invalid_argument if shapes disagree, any value is NaN/Inf, a column index of
+  /// `attributes` is out of range, or (with class_names) a label is not an index 0..K-1.
+  void validate() const;
+  /// The attribute with this name, or throws std::invalid_argument listing the known names.
+  const AttributeColumns& attribute(const std::string& name) const;
+  /// Rows `rows` of this dataset, in that order (same columns and column map). Throws
+  /// std::invalid_argument if an index is outside 0..n-1.
+  Dataset select_rows(const std::vector<Index>& rows) const;
+};
+
+/// A train/test pair; `test` may be empty (0 rows).
+struct DatasetSplit {
+  Dataset train;
+  Dataset test;
+};
+
+/// Row indices of a seeded random train/test split of n rows, each part in increasing order.
+struct TrainTestIndices {
+  std::vector<Index> train;
+  std::vector<Index> test;
+};
+/// Holds out round(test_fraction * n) rows chosen by a Fisher-Yates shuffle driven by
+/// std::mt19937_64(seed) with bitmask rejection sampling, so the split is the same on every
+/// platform and standard library. test_fraction in [0, 1); at least one row stays in train.
+TrainTestIndices shuffle_split(Index n, double test_fraction, std::uint64_t seed);
+
+/// Keeps the rows labelled with one of `classes` and relabels them 0..K-1 in the order given;
+/// class_names (if any) are reordered to match. Throws std::invalid_argument for negative or
+/// repeated classes and labels beyond class_names. Empty `classes` returns the data unchanged.
+Dataset select_classes(const Dataset& data, const std::vector<int>& classes);
+
+/// A uniformly random subset of `size` rows (all rows if size <= 0 or size >= n), in their
+/// original order, drawn with `seed`.
+Dataset random_subset(const Dataset& data, Index size, unsigned long long seed);
+
+}  // namespace filkit

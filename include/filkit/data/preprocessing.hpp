@@ -1,0 +1,67 @@
+// Preprocessing, each step optional and recorded: pixel scaling to [0,1], row-norm scaling
+// (global-max as the FIL paper's scripts, or per-row unit-ball projection), and PCA fitted on
+// the training split only.
+#pragma once
+
+#include "filkit/data/dataset.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace filkit {
+
+/// How rows are brought inside the unit ball.
+enum class RowScaling {
+  kNone,       ///< leave rows as they are
+  kGlobalMax,  ///< divide every row by the largest row norm of the training split
+  kUnitBall,   ///< project each row with norm > 1 onto the unit sphere
+};
+std::string to_string(RowScaling scaling);        // "none", "global-max", "unit-ball"
+RowScaling row_scaling_from_string(const std::string& name);  // throws std::invalid_argument
+
+struct PreprocessOptions {
+  bool scale_pixels = false;      ///< divide by 255 (images); default off, on for built-ins in the CLI
+  RowScaling row_scaling = RowScaling::kNone;  ///< default none
+  Index pca_components = 0;       ///< 0 = no PCA (default); else 1..d
+  /// Order as in the FIL paper's scripts: pixels -> row scaling -> PCA (centred on the training
+  /// mean). When `scale_after_pca` the row scaling is applied after PCA instead.
+  bool scale_after_pca = false;
+  /// Throws std::invalid_argument naming the field, value and rule (pca_components >= 0, a
+  /// known row_scaling). The bound pca_components <= d is checked by Preprocessor::fit.
+  void validate() const;
+};
+
+/// The fitted preprocessing: statistics of the training split, applied identically to test.
+///
+/// PCA: with the training rows x_i (after the steps before PCA) and their mean m, the
+/// covariance C = sum_i (x_i - m)(x_i - m)^T / (n - 1) is diagonalised; the components are the
+/// eigenvectors of the k largest eigenvalues (the explained variances), each signed so that
+/// its largest-magnitude entry is positive. A row x becomes W^T (x - m).
+struct Preprocessor {
+  PreprocessOptions options;
+  Index input_dimension = 0;     ///< d of the data it was fitted on; apply() requires the same
+  double global_max_norm = 1.0;  ///< the training split's largest row norm (global-max)
+  VectorXd pca_mean;             ///< d
+  MatrixXd pca_components;       ///< d x k, orthonormal columns, by decreasing variance
+  VectorXd pca_variances;        ///< k explained variances
+  double pca_total_variance = 0.0;  ///< trace of C: all d variances, for explained ratios
+
+  /// Throws std::invalid_argument for invalid options, pca_components > d, fewer than 2 rows
+  /// for PCA, or all-zero training rows with global-max scaling.
+  static Preprocessor fit(const Dataset& train, const PreprocessOptions& options);
+  /// The data transformed with the fitted statistics; after PCA, feature_names become
+  /// "pc1".."pck" and the column map is cleared. Throws std::invalid_argument if the data's
+  /// dimension differs from input_dimension (an empty dataset is accepted as it is).
+  Dataset apply(const Dataset& data) const;
+  Index output_dimension() const;
+  /// The settings and fitted scalars (not the components): every option, the effective order
+  /// of the steps, input/output dimension, global_max_norm, PCA variances and total variance.
+  nlohmann::json to_json() const;
+};
+
+/// Fits on `split.train`, applies to both parts.
+DatasetSplit preprocess(const DatasetSplit& split, const PreprocessOptions& options,
+                        Preprocessor* fitted = nullptr);
+
+}  // namespace filkit

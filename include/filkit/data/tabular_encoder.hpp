@@ -1,0 +1,73 @@
+// Encoding a text table into (X, y): one-hot categorical columns, standardised numeric ones,
+// fitted on the training rows only.
+#pragma once
+
+#include "filkit/data/dataset.hpp"
+#include "filkit/data/text_table.hpp"
+
+#include <string>
+#include <vector>
+
+namespace filkit {
+
+/// What to do with a row that has a missing cell in a used column.
+enum class MissingPolicy {
+  kDrop,   ///< leave the row out (counted in Dataset::dropped_rows)
+  kLevel,  ///< categorical columns: "<missing>" becomes a level of its own; a missing numeric
+           ///< cell is an error; a row with a missing target is still left out
+};
+std::string to_string(MissingPolicy policy);                       // "drop", "level"
+MissingPolicy missing_policy_from_string(const std::string& name);  // throws std::invalid_argument
+
+/// How a table is turned into (X, y).
+struct TabularOptions {
+  std::string target;                      ///< target column name (required)
+  std::vector<std::string> categorical;    ///< columns to treat as categorical even if numeric;
+                                           ///< non-numeric columns are always categorical
+  std::vector<std::string> drop;           ///< columns to ignore
+  bool target_categorical = true;          ///< classification (class indices) vs regression
+  std::vector<std::string> missing = {"", "NA", "?"};  ///< spellings of a missing value
+  MissingPolicy missing_policy = MissingPolicy::kDrop;  ///< default: drop incomplete rows
+  /// Throws std::invalid_argument if the target is empty, dropped, or categorical for regression.
+  void validate() const;
+};
+
+/// The level name a missing categorical cell gets under MissingPolicy::kLevel.
+inline const std::string kMissingLevel = "<missing>";
+
+/// An encoder fitted on training rows: levels of each categorical column (one-hot, last level
+/// dropped), mean and standard deviation of each numeric column, target classes.
+/// Applying it to test rows uses the training statistics; unseen levels are an error.
+///
+/// Levels are sorted numerically when all of them are numbers, else lexicographically;
+/// kMissingLevel, when present, is last and so is the dropped (all-zero) level. Numeric
+/// columns become (x - mean) / scale with the training mean and population standard deviation
+/// (scale 1 when that is 0). Output columns follow the table's column order; feature names are
+/// "age" for numeric columns and "SEX=Male" for one-hot columns.
+class TabularEncoder {
+ public:
+  /// Throws std::invalid_argument for unknown column names (listing the available ones),
+  /// non-numeric or NaN/Inf cells in numeric columns, no complete rows, or fewer than two
+  /// target classes.
+  static TabularEncoder fit(const TextTable& train, const TabularOptions& options);
+  /// Encodes `table` (columns found by name). Throws std::invalid_argument naming the column,
+  /// value and line for unseen levels or classes, non-numeric or NaN/Inf numeric cells.
+  Dataset transform(const TextTable& table) const;
+
+  struct Column {
+    std::string name;
+    bool categorical = false;
+    std::vector<std::string> levels;  // categorical: levels seen in training, the last dropped
+    double mean = 0.0, scale = 1.0;   // numeric: standardisation
+  };
+  const std::vector<Column>& columns() const { return columns_; }
+  const std::vector<std::string>& classes() const { return classes_; }
+  const TabularOptions& options() const { return options_; }
+
+ private:
+  TabularOptions options_;
+  std::vector<Column> columns_;        // feature columns in output order
+  std::vector<std::string> classes_;   // target levels (classification)
+};
+
+}  // namespace filkit

@@ -1,0 +1,50 @@
+// Text tables: CSV with a header row, and ARFF (Weka's attribute-relation file format), read as
+// strings; data/tabular_encoder.hpp turns them into Datasets.
+#pragma once
+
+#include "filkit/base/types.hpp"
+
+#include <string>
+#include <vector>
+
+namespace filkit {
+
+/// What a table's header declares about a column's values.
+enum class ColumnType {
+  kInferred,  ///< CSV: numeric if every non-missing training cell is a number, else categorical
+  kNumeric,   ///< ARFF numeric/real/integer: cells are numbers or missing
+  kNominal,   ///< ARFF {a,b,...}: cells are declared levels or missing; always categorical
+  kString,    ///< ARFF string: free text, treated as categorical
+};
+std::string to_string(ColumnType type);  // "inferred", "numeric", "nominal", "string"
+ColumnType column_type_from_string(const std::string& name);  // throws std::invalid_argument
+
+/// A table as strings: header and rows, every row the header's width. Cells keep their text
+/// (unquoted, surrounding blanks trimmed); whether a cell is missing is decided by
+/// TabularOptions::missing, so the reader's missing marker ("?" in ARFF) is stored as is.
+struct TextTable {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+  std::vector<Index> lines;        ///< 1-based line of `source` where each row starts
+                                   ///< (empty in a hand-built table: errors then name rows)
+  std::vector<ColumnType> types;   ///< one per column (empty in a hand-built table: inferred)
+  std::string source;
+
+  /// The rows `rows` (indices into this table's rows), with their line numbers.
+  TextTable select_rows(const std::vector<Index>& rows) const;
+};
+
+/// A CSV file with a header row. Cells may be quoted ("a,b", doubled quotes "" for a quote,
+/// line breaks inside quotes); blank lines are skipped; a UTF-8 byte order mark is ignored.
+/// Errors name the file and line: ragged rows, unterminated quotes, empty or duplicate header
+/// names. Every column type is kInferred.
+TextTable read_csv(const std::string& path);
+
+/// An ARFF file: `@relation`, `@attribute <name> numeric|real|integer|string|{a,b,...}`,
+/// `@data` then comma-separated rows; `%` starts a comment line; names and values may be quoted
+/// with ' or " (backslash escapes the next character); `?` marks a missing value. Nominal
+/// cells must be declared levels and numeric cells numbers (else an error naming the line).
+/// Sparse rows ({i v, ...}) and date/relational attributes are rejected.
+TextTable read_arff(const std::string& path);
+
+}  // namespace filkit

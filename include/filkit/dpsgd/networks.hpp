@@ -1,0 +1,132 @@
+// Smooth neural networks for private SGD with Fisher information accounting (SPEC.md section 6;
+// Guo, Karrer, Chaudhuri, van der Maaten, ICML 2022, Section 6.2), differentiated by LibTorch.
+//
+// For an example z = (x, y) with private pixels x (d_z = d) and a public label y, private SGD
+// releases the smoothly clipped gradient g~(x) = f(||g||) g, g = grad_w l(x, y; w)
+// (clipped_gradient.hpp), and the accountant needs G = d g~ / d x (p x d), a second derivative.
+// G is never formed: it is contracted with probes,
+//   G^T u  (vector-Jacobian product): one reverse pass through the graph of g~ about x;
+//   G v    (Jacobian-vector product):  the double-backward trick: H(U) = G^T U is built once with
+//          its own graph (U a dummy p-vector), then G v = d <H(U), v> / dU, one reverse pass;
+// and everything is batched across examples. Per-example gradients come from one backward pass
+// of the summed loss to every layer's pre-activations z_l (B x out): since example b's loss depends
+// only on its own row, row b of dL/dz_l is example b's own, and its weight gradient is the outer
+// product of that row with the layer's input (unfolded into patches for convolutions; for dense
+// layers the product is never formed: its norm, its inner product with a probe and the batch sum
+// come from the two factors, which halves the cost on a CPU, where the elementwise work on B x p
+// tensors dominates). Every
+// operation is differentiable again, so the clipped per-example gradients of a batch, their VJPs
+// and their JVPs are each one batched pass, with no per-example backward.
+//
+// Architectures (smooth: tanh and average pooling, so that G exists everywhere):
+//   softmax: x -> W x~ (K x p, x~ = [1, x] with an intercept), parameters in the GLM's order, so the
+//            autodiff accountant can be checked against the closed form of clipped_gradient.hpp;
+//   mlp:     dense + tanh for each hidden width, then dense to K;
+//   cnn:     the reconstruction paper's MNIST ConvNet on s x s single-channel images (d = s^2):
+//            conv 16 8x8 stride 2 pad 2, tanh, avgpool 2x2 stride 1, conv 32 4x4 stride 2, tanh,
+//            avgpool 2x2 stride 1, dense 32, tanh, dense K (26,010 parameters for 28x28, K = 10).
+// Parameters are one flat vector: layer by layer, each weight (row-major: out x in, or
+// out x (in_channels * k * k) for a convolution) followed by its bias.
+//
+// LibTorch is optional (CMake FILKIT_WITH_TORCH, turned on by scripts/setup.sh); without it a
+// Network cannot be constructed (std::runtime_error naming the option), and nothing else changes.
+#pragma once
+
+#include "filkit/dpsgd/jacobian_estimators.hpp"
+#include "filkit/base/types.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace filkit {
+
+enum class NetworkArchitecture { kSoftmax, kMlp, kCnn };
+std::string to_string(NetworkArchitecture architecture);  // "softmax", "mlp", "cnn"
+NetworkArchitecture network_architecture_from_string(const std::string& name);
+
+struct NetworkOptions {
+  NetworkArchitecture architecture = NetworkArchitecture::kCnn;
+  /// Widths of the MLP's hidden layers (each >= 1, at least one layer).
+  std::vector<Index> hidden = {128};
+  /// softmax only: a constant-1 coordinate, as the GLM's intercept.
+  bool intercept = false;
+  /// Examples differentiated together (>= 1): larger is faster until memory runs out; the results
+  /// do not depend on it.
+  Index chunk = 100;
+  void validate() const;
+};
+
+/// Whether this build has LibTorch (FILKIT_WITH_TORCH).
+bool networks_available();
+
+/// What the accountant asks of each example of a batch.
+struct NetworkAccountingRequest {
+  TraceMethod trace = TraceMethod::kCoordinates;
+  SpectralMethod spectral = SpectralMethod::kPowerIteration;
+  int probes = 50;            ///< per example, for an estimated trace
+  int power_iterations = 20;  ///< per example, for power iteration
+};
+
+/// The clipped gradients of a batch and their accounting.
+struct NetworkBatchAccounting {
+  VectorXd clipped_sum;  ///< sum over the batch of g~ (p)
+  VectorXd trace;        ///< Tr(G_b^T G_b) (exact or estimated), one per example
+  VectorXd spectral;     ///< ||G_b||_2^2 (exact or estimated), NaN when not requested
+};
+
+/// A smooth network with its per-example clipped gradients and their Jacobians about the input.
+/// All inputs are Eigen (one example a row); LibTorch stays inside the implementation.
+class Network {
+ public:
+  /// `input_dim` d >= 1, `num_classes` K >= 2. Throws std::invalid_argument for bad options or
+  /// shapes (a cnn needs d = s^2 with s >= 14), std::runtime_error without LibTorch.
+  Network(const NetworkOptions& options, Index input_dim, Index num_classes);
+  ~Network();
+  Network(Network&&) noexcept;
+  Network& operator=(Network&&) noexcept;
+
+  const NetworkOptions& options() const;
+  Index input_dim() const;
+  Index num_classes() const;
+  Index parameter_count() const;
+  /// One line a layer with its output shape and parameter count.
+  std::string describe() const;
+
+  /// PyTorch's default initialisation (each weight and bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)))
+  /// for mlp and cnn, drawn from `rng` in parameter order; zeros for softmax.
+  VectorXd initial_parameters(std::mt19937_64& rng) const;
+
+  /// Class scores (B x K) of the rows of X at parameters w.
+  MatrixXd logits(const VectorXd& w, const RowMatrix& X) const;
+  /// Fraction of rows whose largest score is at their label.
+  double accuracy(const VectorXd& w, const RowMatrix& X, const VectorXd& y) const;
+
+  /// Per-example gradients of the cross-entropy (B x p), unclipped: g_b = grad_w l(x_b, y_b; w).
+  MatrixXd gradients(const VectorXd& w, const RowMatrix& X, const VectorXd& y) const;
+  /// Per-example clipped gradients g~_b (B x p), clip norm C > 0.
+  MatrixXd clipped_gradients(const VectorXd& w, const RowMatrix& X, const VectorXd& y, double clip_norm) const;
+  /// Row b: G_b V_b (B x p), V one tangent of size d a row.
+  MatrixXd jacobian_vector_products(const VectorXd& w, const RowMatrix& X, const VectorXd& y, double clip_norm,
+                                    const RowMatrix& V) const;
+  /// Row b: G_b^T U_b (B x d), U one cotangent of size p a row.
+  MatrixXd vector_jacobian_products(const VectorXd& w, const RowMatrix& X, const VectorXd& y, double clip_norm,
+                                    const RowMatrix& U) const;
+
+  /// The batch's clipped-gradient sum and each member's Tr(G^T G) and ||G||_2^2, in chunks of
+  /// options().chunk examples. Estimates draw their probes from a generator seeded with `seed`:
+  ///   coordinates:  d ||G e_k||^2, k uniform per example and probe (JVPs);
+  ///   gaussian:     ||G^T u||^2, u ~ N(0, I_p) per example and probe (VJPs: Tr(G G^T) = Tr(G^T G),
+  ///                 the same variance 2 ||G^T G||_F^2 as input-side probes at half the cost);
+  ///   exact:        all d coordinates (d JVPs); the spectral norm then from the dense G^T G;
+  ///   power iteration: `power_iterations` products with G and G^T from a Gaussian start.
+  NetworkBatchAccounting account_batch(const VectorXd& w, const RowMatrix& X, const VectorXd& y, double clip_norm,
+                                       const NetworkAccountingRequest& request, std::uint64_t seed) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace filkit

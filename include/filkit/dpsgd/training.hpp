@@ -1,0 +1,230 @@
+// Private SGD (DP-SGD) for logistic and softmax regression (G in closed form) and for smooth
+// networks (networks.hpp: G probed through LibTorch) with per-example Fisher information
+// accounting: Algorithm 1 of Guo, Karrer, Chaudhuri, van der Maaten, "Bounding training data
+// reconstruction in private (deep) learning", ICML 2022 (SPEC.md section 6).
+//
+// Training. Step t draws a batch B_t (uniformly without replacement, |B_t| = B, q = B/n; or
+// Poisson sampling, each example with probability q, normalised by the expected size B), clips
+// each per-example gradient smoothly (clipped_gradient.hpp: g~ = g / (GELU(||g||/C - 1) + 1),
+// ||g~|| <= 1.11524 C) and releases the noisy sum:
+//   u_t = (sum_{i in B_t} g~_i + N(0, sigma^2 C^2 I)) / B + weight_decay * w_{t-1},
+//   v_t = momentum * v_{t-1} + u_t,   w_t = w_{t-1} - rho * v_t      (v_0 = 0; jax momentum),
+// or Adam on u_t. The optimiser and weight decay are post-processing of the released sums, so
+// they change nothing in the accounting below.
+//
+// Accounting (Theorems 3 and 4). The noisy sum's FIM about a batch member z, given the past, is
+//   I_t(z) = G_t^T G_t / (sigma C)^2,   G_t = d g~(z; w_{t-1}) / dz   (p x d_z, exact for GLMs).
+// Per example the accountant adds kappa I_t(z) over the steps that sampled it,
+//   kappa = q / (q + (1 - q) e^{-eps0}),   eps0 = 1.11524 * 2 sqrt(2 ln(1.25/delta)) / sigma
+// (eps0 makes one step (eps0, delta)-DP; with probability <= T delta the amplified bound fails and
+// kappa = 1, the `SubsamplingFactor::kOne` option, is the safe one). The realised sum is an
+// unbiased estimate of an upper bound on the FIM of the final model; `runs` independent runs
+// average it. The paper rounds 1.11524 to 1.115 in eps0; we use the exact maximum so that the
+// step's DP guarantee is not overstated (kappa changes by < 2e-4 relative). Theorem 4 is proved
+// for fixed-size batches; the same mixture argument gives it for Poisson sampling.
+//
+// Reported per example (label public by default, as in the paper: only x is private):
+//   dFIL  eta_bar = sqrt(Tr(I) / d_z)        -> unbiased reconstruction MSE >= 1 / eta_bar^2;
+//   eta   = sqrt(sum_t kappa ||G_t||_2^2) / (sigma C) >= ||I||_2^(1/2)
+//                                             -> variance of any unbiased coordinate estimate >= 1/eta^2.
+// eta is the sum of the per-step spectral norms, an upper bound on the spectral norm of the
+// accumulated FIM: the exact norm needs the d_z x d_z FIM of every example (12665 x 784^2 doubles
+// for MNIST 0/1), and the paper too reports per-step spectral norms (by power iteration) and
+// traces. Traces add exactly, so dFIL is exact given the run.
+#pragma once
+
+#include "filkit/dpsgd/rdp_accountant.hpp"
+#include "filkit/data/dataset.hpp"
+#include "filkit/models/label_privacy.hpp"
+#include "filkit/dpsgd/jacobian_estimators.hpp"
+#include "filkit/models/glm.hpp"
+#include "filkit/dpsgd/networks.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace filkit {
+
+/// How each step's batch is drawn.
+enum class BatchSampling {
+  kUniform,  ///< a uniformly random subset of exactly B examples (the paper's Algorithm 1)
+  kPoisson,  ///< each example independently with probability q = B/n (the RDP analysis's model)
+};
+std::string to_string(BatchSampling sampling);                // "uniform", "poisson"
+BatchSampling batch_sampling_from_string(const std::string& name);  // throws std::invalid_argument
+
+/// The factor kappa of the per-step FIM.
+enum class SubsamplingFactor {
+  kAmplified,  ///< kappa = q / (q + (1 - q) e^{-eps0}) (Theorem 4, Equation 3)
+  kOne,        ///< kappa = 1 (Theorem 4, Equation 2: holds with probability 1)
+};
+std::string to_string(SubsamplingFactor factor);                    // "amplified", "one"
+SubsamplingFactor subsampling_factor_from_string(const std::string& name);
+
+/// How the released noisy gradient moves the parameters (post-processing: no effect on accounting).
+enum class Optimizer {
+  kSgd,   ///< v = momentum v + u, w -= rho v  (u: the noisy averaged gradient plus weight decay)
+  kAdam,  ///< Adam (Kingma and Ba 2015) on u, bias-corrected, step size rho
+};
+std::string to_string(Optimizer optimizer);  // "sgd", "adam"
+Optimizer optimizer_from_string(const std::string& name);
+
+struct DpSgdOptions {
+  /// logistic (y in {0,1}) or softmax (y in {0..K-1}, K = largest label + 1), in closed form;
+  /// ignored when `network` is set.
+  ModelKind kind = ModelKind::kLogistic;
+  /// A network trained through LibTorch (networks.hpp) instead of the closed-form GLM: the
+  /// softmax network (the GLM by autodiff), a tanh MLP or the paper's ConvNet. Labels public.
+  std::optional<NetworkOptions> network;
+  /// Prepend a public constant-1 coordinate (its weight is trained like the others).
+  bool intercept = false;
+  /// Whether the label is a private coordinate (logistic: y as a real number; softmax: the
+  /// one-hot vector). Default public, as in the paper.
+  LabelPrivacy label = LabelPrivacy::kPublic;
+  /// B: batch size (uniform) or expected batch size (Poisson); 1 <= B <= n. Paper: 600.
+  Index batch_size = 600;
+  BatchSampling sampling = BatchSampling::kUniform;
+  /// T: number of steps, >= 1. Paper: 1000..5000.
+  Index steps = 1000;
+  /// rho: step size, > 0. Paper: 0.01, 0.03, 0.1.
+  double step_size = 0.1;
+  /// C: clip norm, > 0. Paper: 1..32.
+  double clip_norm = 1.0;
+  /// sigma: noise multiplier (noise std sigma C on the sum), > 0. Paper: 0.2..10.
+  double noise_multiplier = 1.0;
+  Optimizer optimizer = Optimizer::kSgd;
+  /// Momentum mass in [0, 1) (sgd). Paper: 0.5.
+  double momentum = 0.0;
+  /// Adam's moment decay rates in [0, 1) and its epsilon > 0.
+  double adam_beta1 = 0.9;
+  double adam_beta2 = 0.999;
+  double adam_epsilon = 1e-8;
+  /// Weight decay >= 0 added to the averaged noisy gradient (times w).
+  double weight_decay = 0.0;
+  /// GLMs and the softmax network: w_0 ~ N(0, init_scale^2 I), drawn independently of the data; 0
+  /// (default) starts at zero. The mlp and cnn start from PyTorch's default initialisation.
+  double init_scale = 0.0;
+  SubsamplingFactor subsampling = SubsamplingFactor::kAmplified;
+  /// delta of the per-step (eps0, delta)-DP guarantee behind kappa, in (0, 1). Paper: 1e-5.
+  double kappa_delta = 1e-5;
+  TraceMethod trace = TraceMethod::kExact;
+  SpectralMethod spectral = SpectralMethod::kExact;
+  /// Probes per example and step of the estimated trace, >= 1. Paper: 50.
+  int probes = 50;
+  /// Power iterations per example and step, >= 1. Paper: 20.
+  int power_iterations = 20;
+  /// Independent training runs whose accountants are averaged, >= 1. Paper: 10.
+  int runs = 1;
+  /// Seed of everything random: run r uses a seed derived from (seed, r), recorded in the result.
+  std::uint64_t seed = 0;
+  /// Epochs (multiples of n/B steps, > 0) at which to report besides the final step T; each must
+  /// give a step <= T (rounded to the nearest step, at least 1).
+  std::vector<double> report_epochs;
+  /// delta of the (eps, delta)-DP guarantee reported from the RDP accountant, in (0, 1).
+  double rdp_delta = 1e-5;
+
+  /// Resuming long runs. With a path, the whole state (parameters, optimiser, generators,
+  /// accountants, the runs done) is written there atomically every `checkpoint_every` steps (0:
+  /// only when stopping early), and a later call with the same settings and data resumes from it,
+  /// giving the same numbers as an uninterrupted run. The file is removed when the job finishes.
+  std::string checkpoint_path;
+  Index checkpoint_every = 0;
+  /// Stop (saving the state) after this many steps in this call; 0 runs to the end.
+  Index stop_after = 0;
+  void validate() const;
+};
+
+/// The state of the accountant (averaged over runs) and of the models at one step.
+struct DpSgdCheckpoint {
+  Index step = 0;
+  double epoch = 0.0;  ///< step * B / n
+  /// Tr(I_i): sum over sampled steps of kappa Tr(G^T G) / (sigma C)^2, mean over runs.
+  VectorXd fisher_trace;
+  /// Standard error of that mean over runs (0 for one run).
+  VectorXd fisher_trace_standard_error;
+  /// sum over sampled steps of kappa ||G||_2^2 / (sigma C)^2, mean over runs (>= ||I_i||_2).
+  VectorXd fisher_spectral;
+  /// How many steps sampled each example, mean over runs.
+  VectorXd times_sampled;
+  std::vector<double> train_accuracy;  ///< one per run
+  std::vector<double> test_accuracy;   ///< one per run; NaN without test data
+  /// (eps, delta)-DP of the run so far by the RDP accountant (accounting.hpp): `step` steps of
+  /// the sampled Gaussian mechanism at rate q with noise multiplier sigma / 1.11524 (the GELU
+  /// clip bounds ||g~|| by 1.11524 C), delta = rdp_delta, Opacus's order grid. The accountant
+  /// assumes Poisson sampling; for fixed-size batches this is the usual approximation (Opacus,
+  /// TF Privacy and the paper's code do the same).
+  PrivacySpent privacy;
+  /// The (2, eps2)-RDP of the run so far: RDP at order 2 times `step`.
+  double rdp_order2 = 0.0;
+  /// Theorem 1's unbiased reconstruction MSE bound for data in [0, 1]^d: 1 / (4 (e^eps2 - 1)).
+  double rdp_mse_bound() const;
+
+  /// dFIL eta_bar_i = sqrt(Tr(I_i) / d_z).
+  VectorXd dfil(Index private_dims) const;
+  /// eta_i = sqrt(fisher_spectral_i) (NaN when not computed).
+  VectorXd eta() const;
+  double mean_test_accuracy() const;
+  double mean_train_accuracy() const;
+};
+
+struct DpSgdResult {
+  Index n = 0;              ///< training examples
+  Index num_classes = 2;    ///< K (2 for logistic)
+  Index private_dims = 0;   ///< d_z
+  double sampling_rate = 0.0;  ///< q = B / n
+  double step_epsilon = 0.0;   ///< eps0 of one step
+  double kappa = 1.0;
+  std::vector<std::uint64_t> run_seeds;
+  /// In increasing step order; the last is the final step T.
+  std::vector<DpSgdCheckpoint> checkpoints;
+  /// GLMs: the final model of each run (evaluate with accuracy(), predict()); empty for networks.
+  std::vector<Model> models;
+  std::map<std::string, double> seconds;  ///< wall time: "training" (with accounting), "evaluation"
+  /// The final parameters of each run (GLMs: W column by column; networks: networks.hpp's order).
+  std::vector<VectorXd> parameters;
+  Index parameter_count = 0;
+  /// Networks: one line a layer.
+  std::string architecture;
+  /// False when the call stopped early (stop_after) and saved its state to checkpoint_path: then
+  /// checkpoints, models and parameters are empty.
+  bool complete = true;
+  /// Steps done over all runs, including those of earlier calls.
+  Index steps_done = 0;
+  /// Whether this call resumed from a checkpoint file.
+  bool resumed = false;
+
+  const DpSgdCheckpoint& final_checkpoint() const { return checkpoints.back(); }
+  /// Settings, derived constants, seeds, per-checkpoint summaries (median / max of eta and dFIL
+  /// and their MSE bounds, accuracies), timings and the version.
+  nlohmann::json summary(const DpSgdOptions& options) const;
+  /// One row per (checkpoint, example): step, epoch, index, label, times sampled, eta, dFIL,
+  /// 1/eta^2, 1/dFIL^2, the trace and its standard error.
+  std::vector<std::string> table_header() const;
+  std::vector<std::vector<double>> table_rows(const Dataset& train) const;
+};
+
+/// kappa of the per-step FIM for sampling rate q in (0, 1], noise multiplier sigma > 0 and
+/// failure probability delta in (0, 1): q / (q + (1 - q) e^{-eps0}), eps0 = step_epsilon(...).
+double subsampling_kappa(double q, double noise_multiplier, double delta);
+/// The noise multiplier the RDP accountant sees: sigma / soft_clip_norm_bound().
+double rdp_noise_multiplier(double noise_multiplier);
+/// eps0 = soft_clip_norm_bound() * 2 sqrt(2 ln(1.25/delta)) / sigma: one step of the Gaussian
+/// mechanism on soft-clipped gradients is (eps0, delta)-DP (Dwork and Roth 2014, Theorem A.1).
+double step_epsilon(double noise_multiplier, double delta);
+
+/// Trains `options.runs` models on `train` by DP-SGD with FIL accounting; `test` (possibly
+/// empty) gives test accuracy. Results do not depend on the number of threads. Throws
+/// std::invalid_argument for invalid options (naming the field), labels outside the model's
+/// domain, or a batch size above n.
+DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOptions& options,
+                        bool progress = false);
+
+/// Every setting of the options, for the JSON outputs.
+nlohmann::json to_json(const DpSgdOptions& options);
+
+}  // namespace filkit

@@ -1,0 +1,183 @@
+// Attribute-inference attacks on an output-perturbed GLM, used to validate FIL (SPEC.md section 4;
+// FIL paper section 6.4, figures 6 and 7). The adversary wants the value v of one categorical
+// attribute of training example i (a one-hot block of X, the dropped level being all zeros) and
+// sees the released model w' = w* + b, b ~ N(0, sigma^2 I):
+//
+//   prior      argmax_v p(v): the most frequent level in the training set.
+//   black-box  argmax_v p(v) pi(prediction(w', x_i with v), y_i)      (Fredrikson et al. 2014)
+//              least squares: pi = N(w'.x; y_i, s^2), s^2 = sum_j (w'.x_j - y_j)^2 / (n - p), the
+//              residual variance of w' on the training set (targets as the model codes them);
+//              logistic: pi = P(y_i | prediction) from w''s confusion matrix on the training set,
+//              counts plus one (so an unseen cell is unlikely, not impossible).
+//              p(v) is the level's share of the training set.
+//   white-box  argmin_v ||w' - f(D with x_i's attribute set to v)||   (the FIL threat model: the
+//              adversary knows everything but the attribute, and how the model was trained,
+//              including the example weights omega)
+//
+// The candidate minimisers f(D with v) do not depend on the noise: they are computed once and
+// reused by every trial and sigma, stored as shifts f(D with v) - w* (the true level's is 0).
+// Least squares (solver kUpdate): changing x_i to x_i' changes H = X^T W X + n lambda I by
+// omega_i (x' x'^T - x x^T) and X^T W t by omega_i t_i (x' - x), so with A = H^-1 and
+// U = [x, x'], C = omega_i diag(-1, 1), Woodbury gives
+//   f(D with v) - w* = omega_i t_i (A x' - A x) - A U (I + C U^T A U)^-1 C U^T A b',
+//   A b' = w* + omega_i t_i (A x' - A x),
+// O(p^2) per example (A x) and O(p k) per candidate (A x' = A x + A[:, block] (v - x_block)).
+// Logistic (kUpdate): chord Newton from w* with H(w*) corrected for the changed example by the
+// same rank-2 Woodbury form, an exact gradient (O(n p)) each step, to the fit's gradient
+// tolerance; a candidate whose gradient stops halving at every step (the changed Hessian is
+// far from H(w*): small n, near-separable data) falls back to refit() (counted). kRefit is the
+// naive reference: a full refit per candidate (least squares: a new Cholesky solve; logistic:
+// Newton warm-started from w*).
+#pragma once
+
+#include "filkit/data/dataset.hpp"
+#include "filkit/models/glm.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace filkit {
+
+/// The attribute `spec` of `data`: a name from its column map, or comma-separated column indices
+/// ("3,4,5"; levels are then named after the columns, "none" for all zeros). Throws
+/// std::invalid_argument for unknown names or columns outside X.
+AttributeColumns find_attribute(const Dataset& data, const std::string& spec);
+
+/// The levels of a categorical attribute as patterns of its columns, and each training
+/// example's level.
+struct AttributeCandidates {
+  std::string name;
+  std::vector<Index> columns;       ///< the attribute's columns in X
+  MatrixXd patterns;                ///< K x |columns|: row k = level k (scaled one-hot; last row 0)
+  std::vector<std::string> levels;  ///< K names, the dropped (all-zero) level last
+  std::vector<Index> truth;         ///< each training example's level, 0..K-1
+  VectorXd prior;                   ///< K: share of the training set at each level
+  Index mode = 0;                   ///< the most frequent level (ties: the first)
+  Index num_levels() const { return patterns.rows(); }
+};
+
+/// Reads the candidates from the training data. Every row's block must be all zeros or one entry
+/// equal to the block's common nonzero value (1, or 1/scale after global-max row scaling).
+/// Throws std::invalid_argument otherwise (a numeric attribute, unit-ball scaling, PCA).
+AttributeCandidates attribute_candidates(const Dataset& train, const AttributeColumns& attribute);
+
+enum class WhiteBoxSolver { kUpdate, kRefit };
+std::string to_string(WhiteBoxSolver solver);                        // "update", "refit"
+WhiteBoxSolver white_box_solver_from_string(const std::string& name);  // throws std::invalid_argument
+
+/// f(D with x_e's attribute at level k) - w* for every attacked example e and level k.
+struct CandidateMinimisers {
+  std::vector<Index> examples;  ///< attacked training examples
+  Index levels = 0;             ///< K
+  MatrixXd shifts;              ///< (m K) x p, row e K + k; zero at the true level
+  VectorXd squared_norms;       ///< ||shift||^2 of every row
+  Index fallback_refits = 0;    ///< logistic kUpdate: candidates that needed a full refit
+  double seconds = 0.0;
+};
+
+/// Computes the candidate minimisers of `model` (fitted on `train` with `omega`, empty = 1).
+/// Parallel over examples (OpenMP); the result does not depend on the thread count.
+/// Throws std::invalid_argument for softmax models or shape mismatches; std::runtime_error if a
+/// refit fails or a Woodbury system is singular.
+CandidateMinimisers candidate_minimisers(const Model& model, const Dataset& train, const VectorXd& omega,
+                                         const AttributeCandidates& candidates, const std::vector<Index>& examples,
+                                         const FitOptions& options, WhiteBoxSolver solver, bool progress = false);
+
+/// White-box guesses for noise b = w' - w*: argmin_k ||b - shift_{e,k}|| for every attacked
+/// example (ties: the lower level).
+std::vector<Index> white_box_guesses(const CandidateMinimisers& minimisers, const VectorXd& noise);
+
+/// Black-box guesses of every attacked example's level from a released model (see the header
+/// comment for pi). `released` must be least squares or logistic.
+std::vector<Index> black_box_guesses(const Model& released, const Dataset& train,
+                                     const AttributeCandidates& candidates, const std::vector<Index>& examples);
+
+struct AttackOptions {
+  /// How the attacked model was trained (least squares or logistic); the white-box adversary
+  /// retrains the same way.
+  FitOptions fit;
+  /// Noise scales of the release, each > 0.
+  std::vector<double> sigmas = {1e-4, 1e-3, 1e-2, 1e-1, 1.0};
+  /// Noise draws per sigma (>= 1). Draw t is the same standard normal vector z_t at every sigma
+  /// (b = sigma z_t), from std::mt19937_64 seeded by a hash of (seed, t).
+  int trials = 20;
+  std::uint64_t seed = 0;
+  bool white_box = true;
+  bool black_box = true;
+  WhiteBoxSolver solver = WhiteBoxSolver::kUpdate;
+  /// Attack a seeded random subset of this many training examples; 0 = all.
+  Index max_examples = 0;
+  /// Also compute the candidate minimisers of the first this many attacked examples by the naive
+  /// refit, timing it and recording the largest difference (0 = skip; needs solver kUpdate).
+  Index naive_examples = 0;
+  /// Quantile groups of the attribute-level eta (10 = deciles), >= 1.
+  int groups = 10;
+  bool progress = false;
+  /// Throws std::invalid_argument naming the field, value and rule.
+  void validate() const;
+};
+
+/// Accuracy of the attacks at one noise scale: shares of attacked examples whose level was
+/// guessed, averaged over trials (std over trials).
+struct SigmaAccuracy {
+  double sigma = 0.0;
+  double eta_mean = 0.0;  ///< mean attribute-level eta of the attacked examples at this sigma
+  double white_box = 0.0, white_box_std = 0.0, black_box = 0.0, black_box_std = 0.0;
+  std::vector<double> white_box_by_group, black_box_by_group;
+  /// The released model, averaged over trials: MSE (mean_squared_error) and accuracy (NaN for
+  /// regression) on the training and test sets.
+  double train_mse = 0.0, test_mse = 0.0, train_accuracy = 0.0, test_accuracy = 0.0;
+};
+
+/// The naive refit timed against the update path on the same examples.
+struct NaiveComparison {
+  Index examples = 0;
+  double seconds = 0.0;               ///< naive refits of those examples
+  double fast_seconds = 0.0;          ///< the update path on the same examples (its share of the total)
+  double estimated_seconds_all = 0.0; ///< seconds * m / examples
+  double max_difference = 0.0;        ///< max |shift difference| / max(1, ||w*||)
+};
+
+struct AttackResult {
+  AttributeCandidates candidates;
+  std::vector<Index> examples;        ///< the attacked training examples (m)
+  VectorXd eta;                       ///< their attribute-level eta at sigma = 1 (eta scales as 1/sigma)
+  /// White-box margin of each attacked example: min over wrong levels v of ||f(D with v) - w*||,
+  /// the finite-change counterpart of eta (which is first order); NaN without the white-box attack.
+  VectorXd nearest_shift;
+  std::vector<int> group;             ///< each attacked example's eta group 0..groups-1 (0 = lowest)
+  std::vector<double> group_eta;      ///< mean eta (sigma = 1) of each group
+  double prior_accuracy = 0.0;
+  std::vector<double> prior_by_group;
+  std::vector<SigmaAccuracy> sigmas;
+  /// m x S: share of trials in which each attacked example's level was guessed (NaN for an
+  /// attack not run).
+  MatrixXd white_box_correct, black_box_correct;
+  Model model;                        ///< w*
+  double train_mse = 0.0, test_mse = 0.0, train_accuracy = 0.0, test_accuracy = 0.0;  ///< of w*
+  Index fallback_refits = 0;
+  NaiveComparison naive;
+  std::map<std::string, double> seconds;  ///< fit, fil, candidates, trials
+
+  nlohmann::json to_json() const;
+  /// One row per (sigma, group): sigma, group (-1 = all examples), eta_mean, prior, white_box,
+  /// white_box_std, black_box, black_box_std, train_mse, test_mse, train_accuracy, test_accuracy.
+  std::vector<std::string> table_header() const;
+  std::vector<std::vector<double>> table_rows() const;
+  /// One row per (attacked example, sigma): index, level, group, sigma, eta (at that sigma),
+  /// nearest_shift, prior_correct, white_box_accuracy, black_box_accuracy.
+  std::vector<std::string> example_header() const;
+  std::vector<std::vector<double>> example_rows() const;
+};
+
+/// Fits the model (with `omega`, empty = 1) and runs the attacks on `attribute` at every sigma.
+/// Trials run in parallel; results do not depend on the thread count. Throws
+/// std::invalid_argument for bad options or data, std::runtime_error for numerical failure.
+AttackResult attribute_inference(const Dataset& train, const Dataset& test, const AttributeColumns& attribute,
+                                 const AttackOptions& options, const VectorXd& omega = VectorXd());
+
+}  // namespace filkit

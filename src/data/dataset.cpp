@@ -1,0 +1,166 @@
+#include "filkit/data/dataset.hpp"
+
+#include "base/parsing.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <stdexcept>
+
+namespace filkit {
+
+namespace {
+
+std::string position(Index row, Index column) {
+  return "(row " + std::to_string(row) + ", column " + std::to_string(column) + ")";
+}
+
+void check_finite(const Dataset& data) {
+  if (data.X.allFinite() && data.y.allFinite()) return;
+  for (Index i = 0; i < data.n(); ++i) {
+    for (Index j = 0; j < data.d(); ++j) {
+      if (!std::isfinite(data.X(i, j))) {
+        throw std::invalid_argument(data.source + ": X" + position(i, j) + " is not finite");
+      }
+    }
+    if (!std::isfinite(data.y(i))) {
+      throw std::invalid_argument(data.source + ": y(" + std::to_string(i) + ") is not finite");
+    }
+  }
+}
+
+void check_labels(const Dataset& data) {
+  const auto classes = static_cast<double>(data.class_names.size());
+  for (Index i = 0; i < data.n(); ++i) {
+    const double label = data.y(i);
+    if (label < 0 || label >= classes || label != std::floor(label)) {
+      throw std::invalid_argument(data.source + ": y(" + std::to_string(i) + ") = " +
+                                  detail::format_number(label) + " is not a class index 0.." +
+                                  std::to_string(data.class_names.size() - 1));
+    }
+  }
+}
+
+void check_attributes(const Dataset& data) {
+  for (const auto& attribute : data.attributes) {
+    for (Index column : attribute.columns) {
+      if (column < 0 || column >= data.d()) {
+        throw std::invalid_argument(data.source + ": attribute '" + attribute.name +
+                                    "' refers to column " + std::to_string(column) +
+                                    " outside 0.." + std::to_string(data.d() - 1));
+      }
+    }
+  }
+}
+
+// Uniform in [0, bound) without modulo bias or library-defined distributions: draw masked bits
+// until they fall below the bound (fewer than two draws on average).
+std::uint64_t uniform_below(std::mt19937_64& rng, std::uint64_t bound) {
+  std::uint64_t mask = bound - 1;
+  for (int shift = 1; shift < 64; shift *= 2) mask |= mask >> shift;
+  for (;;) {
+    const std::uint64_t draw = rng() & mask;
+    if (draw < bound) return draw;
+  }
+}
+
+}  // namespace
+
+void Dataset::validate() const {
+  if (y.size() != n()) {
+    throw std::invalid_argument(source + ": X has " + std::to_string(n()) + " rows but y has " +
+                                std::to_string(y.size()) + " entries");
+  }
+  if (!feature_names.empty() && static_cast<Index>(feature_names.size()) != d()) {
+    throw std::invalid_argument(source + ": " + std::to_string(feature_names.size()) +
+                                " feature names for " + std::to_string(d()) + " columns");
+  }
+  check_finite(*this);
+  check_attributes(*this);
+  if (!class_names.empty()) check_labels(*this);
+}
+
+const AttributeColumns& Dataset::attribute(const std::string& name) const {
+  for (const auto& candidate : attributes) {
+    if (candidate.name == name) return candidate;
+  }
+  std::vector<std::string> known;
+  for (const auto& candidate : attributes) known.push_back(candidate.name);
+  throw std::invalid_argument("unknown attribute '" + name + "' in " + source + "; known: " +
+                              (known.empty() ? "none" : detail::quoted_list(known)));
+}
+
+Dataset Dataset::select_rows(const std::vector<Index>& rows) const {
+  Dataset selected;
+  selected.feature_names = feature_names;
+  selected.attributes = attributes;
+  selected.class_names = class_names;
+  selected.source = source;
+  selected.dropped_rows = dropped_rows;
+  selected.X.resize(static_cast<Index>(rows.size()), d());
+  selected.y.resize(static_cast<Index>(rows.size()));
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    if (rows[k] < 0 || rows[k] >= n()) {
+      throw std::invalid_argument("select_rows: row " + std::to_string(rows[k]) + " outside 0.." +
+                                  std::to_string(n() - 1) + " of " + source);
+    }
+    selected.X.row(static_cast<Index>(k)) = X.row(rows[k]);
+    selected.y(static_cast<Index>(k)) = y(rows[k]);
+  }
+  return selected;
+}
+
+TrainTestIndices shuffle_split(Index n, double test_fraction, std::uint64_t seed) {
+  if (n < 0) throw std::invalid_argument("shuffle_split: n = " + std::to_string(n) + " must be >= 0");
+  if (!(test_fraction >= 0.0 && test_fraction < 1.0)) {
+    throw std::invalid_argument("test_fraction = " + detail::format_number(test_fraction) +
+                                " must be in [0, 1)");
+  }
+  const auto n_test = std::min<Index>(std::llround(test_fraction * static_cast<double>(n)),
+                                      std::max<Index>(n - 1, 0));
+  std::vector<Index> order(static_cast<std::size_t>(n));
+  for (Index i = 0; i < n; ++i) order[static_cast<std::size_t>(i)] = i;
+  std::mt19937_64 rng(seed);
+  for (Index i = n - 1; i > 0; --i) {
+    const auto j = static_cast<Index>(uniform_below(rng, static_cast<std::uint64_t>(i) + 1));
+    std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(j)]);
+  }
+  TrainTestIndices split;
+  split.test.assign(order.begin(), order.begin() + n_test);
+  split.train.assign(order.begin() + n_test, order.end());
+  std::sort(split.test.begin(), split.test.end());
+  std::sort(split.train.begin(), split.train.end());
+  return split;
+}
+
+Dataset select_classes(const Dataset& data, const std::vector<int>& classes) {
+  if (classes.empty()) return data;
+  const auto known = static_cast<int>(data.class_names.size());
+  for (std::size_t k = 0; k < classes.size(); ++k) {
+    if (classes[k] < 0 || (known > 0 && classes[k] >= known)) {
+      throw std::invalid_argument("class " + std::to_string(classes[k]) + " is not a label of " +
+                                  data.source + " (labels 0.." + std::to_string(known - 1) + ")");
+    }
+    if (std::find(classes.begin(), classes.begin() + static_cast<long>(k), classes[k]) !=
+        classes.begin() + static_cast<long>(k)) {
+      throw std::invalid_argument("class " + std::to_string(classes[k]) + " is listed twice");
+    }
+  }
+  std::vector<Index> rows;
+  std::vector<double> labels;
+  for (Index i = 0; i < data.n(); ++i) {
+    const auto position = std::find(classes.begin(), classes.end(), data.y(i));
+    if (position == classes.end()) continue;
+    rows.push_back(i);
+    labels.push_back(static_cast<double>(position - classes.begin()));
+  }
+  Dataset selected = data.select_rows(rows);
+  selected.y = Eigen::Map<const VectorXd>(labels.data(), static_cast<Index>(labels.size()));
+  if (known > 0) {
+    selected.class_names.clear();
+    for (int label : classes) selected.class_names.push_back(data.class_names[label]);
+  }
+  return selected;
+}
+
+}  // namespace filkit

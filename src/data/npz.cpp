@@ -1,0 +1,164 @@
+#include "filkit/data/dataset.hpp"
+#include "filkit/data/npy.hpp"
+
+#include "base/parsing.hpp"
+#include "data/npy_format.hpp"
+
+#include <zlib.h>
+
+#include <cstdio>
+#include <stdexcept>
+
+namespace filkit {
+
+namespace {
+
+constexpr std::uint32_t kEndOfDirectory = 0x06054b50;
+constexpr std::uint32_t kDirectoryEntry = 0x02014b50;
+constexpr std::uint32_t kLocalHeader = 0x04034b50;
+constexpr std::size_t kEndOfDirectorySize = 22;
+constexpr std::size_t kDirectoryEntrySize = 46;
+constexpr std::size_t kLocalHeaderSize = 30;
+
+// Bounds-checked little-endian reads from a zip archive held in memory.
+class ZipBytes {
+ public:
+  ZipBytes(std::string bytes, std::string path) : bytes_(std::move(bytes)), path_(std::move(path)) {}
+
+  std::uint32_t u16(std::size_t offset) const { return read(offset, 2); }
+  std::uint32_t u32(std::size_t offset) const { return read(offset, 4); }
+  std::string_view view(std::size_t offset, std::size_t size) const {
+    if (offset > bytes_.size() || bytes_.size() - offset < size) fail("it is truncated");
+    return std::string_view(bytes_).substr(offset, size);
+  }
+  std::size_t size() const { return bytes_.size(); }
+  const std::string& path() const { return path_; }
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw std::invalid_argument("'" + path_ + "' is not a readable .npz (zip) archive: " + what);
+  }
+
+ private:
+  std::uint32_t read(std::size_t offset, std::size_t width) const {
+    const std::string_view field = view(offset, width);
+    std::uint32_t value = 0;
+    for (std::size_t k = 0; k < width; ++k) {
+      value |= static_cast<std::uint32_t>(static_cast<unsigned char>(field[k])) << (8 * k);
+    }
+    return value;
+  }
+
+  std::string bytes_;
+  std::string path_;
+};
+
+struct Member {
+  std::string name;
+  std::uint32_t flags = 0, method = 0, crc = 0;
+  std::size_t compressed_size = 0, size = 0, local_offset = 0;
+};
+
+// The end-of-central-directory record sits in the last 22 bytes plus up to 64 KiB of comment.
+std::size_t find_end_of_directory(const ZipBytes& zip) {
+  if (zip.size() < kEndOfDirectorySize) zip.fail("it is too short to be a zip archive");
+  const std::size_t last = zip.size() - kEndOfDirectorySize;
+  const std::size_t first = last > 0xFFFF ? last - 0xFFFF : 0;
+  for (std::size_t offset = last + 1; offset-- > first;) {
+    if (zip.u32(offset) == kEndOfDirectory) return offset;
+  }
+  zip.fail("no end-of-central-directory record found");
+}
+
+std::vector<Member> read_directory(const ZipBytes& zip) {
+  const std::size_t end = find_end_of_directory(zip);
+  const std::size_t count = zip.u16(end + 10);
+  std::size_t offset = zip.u32(end + 16);
+  if (count == 0xFFFF || offset == 0xFFFFFFFF) zip.fail("ZIP64 archives are not supported");
+  std::vector<Member> members;
+  for (std::size_t k = 0; k < count; ++k) {
+    if (zip.u32(offset) != kDirectoryEntry) zip.fail("corrupt central directory");
+    Member member;
+    member.flags = zip.u16(offset + 8);
+    member.method = zip.u16(offset + 10);
+    member.crc = zip.u32(offset + 16);
+    member.compressed_size = zip.u32(offset + 20);
+    member.size = zip.u32(offset + 24);
+    member.local_offset = zip.u32(offset + 42);
+    const std::size_t name_length = zip.u16(offset + 28);
+    member.name = std::string(zip.view(offset + kDirectoryEntrySize, name_length));
+    if (member.size == 0xFFFFFFFF || member.compressed_size == 0xFFFFFFFF ||
+        member.local_offset == 0xFFFFFFFF) {
+      zip.fail("member '" + member.name + "' uses ZIP64 sizes, which are not supported");
+    }
+    offset += kDirectoryEntrySize + name_length + zip.u16(offset + 30) + zip.u16(offset + 32);
+    members.push_back(std::move(member));
+  }
+  return members;
+}
+
+std::string inflate_raw(std::string_view compressed, std::size_t size, const std::string& where) {
+  z_stream stream{};
+  if (inflateInit2(&stream, -MAX_WBITS) != Z_OK) throw std::runtime_error("zlib inflateInit2 failed");
+  std::string out(size, '\0');
+  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
+  stream.avail_in = static_cast<uInt>(compressed.size());
+  stream.next_out = reinterpret_cast<Bytef*>(out.data());
+  stream.avail_out = static_cast<uInt>(size);
+  const int status = inflate(&stream, Z_FINISH);
+  const std::string message = stream.msg != nullptr ? stream.msg : "wrong size";
+  const uLong produced = stream.total_out;
+  inflateEnd(&stream);
+  if (status != Z_STREAM_END || produced != size) {
+    throw std::invalid_argument(where + " does not inflate to its recorded " + std::to_string(size) +
+                                " bytes (zlib: " + message + ")");
+  }
+  return out;
+}
+
+// The uncompressed bytes of a member, checked against its CRC-32.
+std::string member_bytes(const ZipBytes& zip, const Member& member) {
+  const std::string where = "member '" + member.name + "' of '" + zip.path() + "'";
+  if (zip.u32(member.local_offset) != kLocalHeader) zip.fail("corrupt local header of " + where);
+  if (member.flags & 1u) zip.fail(where + " is encrypted");
+  // The local header's extra field may differ from the central directory's (numpy writes ZIP64
+  // extras there), so its own lengths locate the data.
+  const std::size_t data = member.local_offset + kLocalHeaderSize + zip.u16(member.local_offset + 26) +
+                           zip.u16(member.local_offset + 28);
+  const std::string_view stored = zip.view(data, member.compressed_size);
+  std::string bytes;
+  if (member.method == 0) {
+    if (member.compressed_size != member.size) zip.fail(where + " is stored with two different sizes");
+    bytes = std::string(stored);
+  } else if (member.method == 8) {
+    bytes = inflate_raw(stored, member.size, where);
+  } else {
+    zip.fail(where + " uses compression method " + std::to_string(member.method) +
+             "; supported: 0 (stored) and 8 (deflate)");
+  }
+  const auto crc = crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size()));
+  if (crc != member.crc) {
+    char message[64];
+    std::snprintf(message, sizeof message, " (stored 0x%08X, computed 0x%08X)", member.crc,
+                  static_cast<unsigned>(crc));
+    zip.fail(where + " fails its CRC-32 check" + message);
+  }
+  return bytes;
+}
+
+}  // namespace
+
+std::map<std::string, NpyArray> read_npz(const std::string& path) {
+  const ZipBytes zip(detail::read_file_bytes(path), path);
+  std::map<std::string, NpyArray> arrays;
+  for (const Member& member : read_directory(zip)) {
+    if (!member.name.ends_with(".npy")) zip.fail("member '" + member.name + "' is not an .npy array");
+    const std::string name = member.name.substr(0, member.name.size() - 4);
+    const std::string where = path + ":" + member.name;
+    if (!arrays.emplace(name, detail::parse_npy(member_bytes(zip, member), where)).second) {
+      zip.fail("member '" + member.name + "' appears twice");
+    }
+  }
+  return arrays;
+}
+
+}  // namespace filkit

@@ -1,0 +1,347 @@
+#include "filkit/data/dataset.hpp"
+#include "filkit/data/text_table.hpp"
+#include "filkit/data/tabular_encoder.hpp"
+
+#include "base/parsing.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <stdexcept>
+#include <unordered_map>
+
+namespace filkit {
+
+namespace {
+
+bool contains(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+std::size_t column_index(const TextTable& table, const std::string& name, const std::string& role) {
+  const auto found = std::find(table.header.begin(), table.header.end(), name);
+  if (found == table.header.end()) {
+    throw std::invalid_argument("'" + table.source + "' has no column '" + name + "' (" + role +
+                                "); available: " + detail::quoted_list(table.header));
+  }
+  return static_cast<std::size_t>(found - table.header.begin());
+}
+
+[[noreturn]] void fail_at(const TextTable& table, std::size_t row, const std::string& what) {
+  const std::string where = row < table.lines.size() ? "line " + std::to_string(table.lines[row])
+                                                     : "row " + std::to_string(row + 1);
+  throw std::invalid_argument("'" + table.source + "' " + where + ": " + what);
+}
+
+// Tables built by hand may leave `lines` and `types` empty; anything else must fit the header.
+void check_shape(const TextTable& table) {
+  const auto fail = [&](const std::string& what) {
+    throw std::invalid_argument("malformed table '" + table.source + "': " + what);
+  };
+  if (!table.lines.empty() && table.lines.size() != table.rows.size()) {
+    fail(std::to_string(table.lines.size()) + " line numbers for " +
+         std::to_string(table.rows.size()) + " rows");
+  }
+  if (!table.types.empty() && table.types.size() != table.header.size()) {
+    fail(std::to_string(table.types.size()) + " column types for " +
+         std::to_string(table.header.size()) + " columns");
+  }
+  for (std::size_t i = 0; i < table.rows.size(); ++i) {
+    if (table.rows[i].size() != table.header.size()) {
+      fail_at(table, i, std::to_string(table.rows[i].size()) + " cells, but the header has " +
+                            std::to_string(table.header.size()) + " columns");
+    }
+  }
+}
+
+// The value of a numeric cell; non-numbers, NaN and Inf are errors naming the line.
+double numeric_cell(const TextTable& table, std::size_t row, std::size_t column) {
+  const std::string& cell = table.rows[row][column];
+  const auto value = detail::parse_number(cell);
+  if (!value) fail_at(table, row, "column '" + table.header[column] + "' is numeric, found '" + cell + "'");
+  if (!std::isfinite(*value)) {
+    fail_at(table, row, "column '" + table.header[column] + "' holds '" + cell +
+                            "'; NaN and Inf are not allowed");
+  }
+  return *value;
+}
+
+// Numerically when every level is a number ("2" before "10"), else lexicographically; the
+// missing level last, so that it is the dropped (all-zero) one.
+void sort_levels(std::vector<std::string>& levels) {
+  const auto missing = std::remove(levels.begin(), levels.end(), kMissingLevel);
+  const bool had_missing = missing != levels.end();
+  levels.erase(missing, levels.end());
+  const bool numeric = std::all_of(levels.begin(), levels.end(),
+                                   [](const std::string& l) { return detail::parse_number(l); });
+  if (numeric) {
+    std::sort(levels.begin(), levels.end(), [](const std::string& a, const std::string& b) {
+      const double x = *detail::parse_number(a), y = *detail::parse_number(b);
+      return x != y ? x < y : a < b;
+    });
+  } else {
+    std::sort(levels.begin(), levels.end());
+  }
+  if (had_missing) levels.push_back(kMissingLevel);
+}
+
+// Where the encoder's columns are in one particular table (found by name).
+struct ColumnPositions {
+  std::size_t target = 0;
+  std::vector<std::size_t> features;
+};
+
+}  // namespace
+
+std::string to_string(MissingPolicy policy) {
+  switch (policy) {
+    case MissingPolicy::kDrop: return "drop";
+    case MissingPolicy::kLevel: return "level";
+  }
+  throw std::invalid_argument("unknown MissingPolicy " + std::to_string(static_cast<int>(policy)));
+}
+
+MissingPolicy missing_policy_from_string(const std::string& name) {
+  if (name == "drop") return MissingPolicy::kDrop;
+  if (name == "level") return MissingPolicy::kLevel;
+  throw std::invalid_argument("missing_policy = '" + name + "' must be 'drop' or 'level'");
+}
+
+void TabularOptions::validate() const {
+  if (target.empty()) throw std::invalid_argument("target is empty; name the target column");
+  if (contains(drop, target)) {
+    throw std::invalid_argument("target = '" + target + "' is also in drop; it cannot be both");
+  }
+  if (!target_categorical && contains(categorical, target)) {
+    throw std::invalid_argument("target = '" + target +
+                                "' is listed as categorical but target_categorical is false "
+                                "(regression needs a numeric target)");
+  }
+  for (const auto& name : categorical) {
+    if (contains(drop, name)) {
+      throw std::invalid_argument("column '" + name + "' is in both categorical and drop");
+    }
+  }
+}
+
+namespace {
+
+bool is_missing(const std::string& cell, const TabularOptions& options) {
+  return contains(options.missing, cell);
+}
+
+// A numeric feature cell; a missing one reaches here only under MissingPolicy::kLevel.
+double numeric_feature(const TextTable& table, std::size_t row, std::size_t column,
+                       const TabularOptions& options) {
+  if (is_missing(table.rows[row][column], options)) {
+    fail_at(table, row, "numeric column '" + table.header[column] +
+                            "' has a missing value; missing_policy 'level' applies to "
+                            "categorical columns only (use 'drop' or fill the value)");
+  }
+  return numeric_cell(table, row, column);
+}
+
+// The rows that are encoded: target present and, under kDrop, every feature present.
+std::vector<std::size_t> usable_rows(const TextTable& table, const ColumnPositions& positions,
+                                     const TabularOptions& options) {
+  std::vector<std::size_t> rows;
+  for (std::size_t i = 0; i < table.rows.size(); ++i) {
+    const auto& row = table.rows[i];
+    if (is_missing(row[positions.target], options)) continue;
+    const bool complete = std::none_of(positions.features.begin(), positions.features.end(),
+                                       [&](std::size_t j) { return is_missing(row[j], options); });
+    if (complete || options.missing_policy == MissingPolicy::kLevel) rows.push_back(i);
+  }
+  return rows;
+}
+
+bool treat_as_categorical(const TextTable& table, const std::vector<std::size_t>& rows,
+                          std::size_t column, const TabularOptions& options) {
+  if (contains(options.categorical, table.header[column])) return true;
+  const ColumnType type = table.types.empty() ? ColumnType::kInferred : table.types[column];
+  if (type == ColumnType::kNominal || type == ColumnType::kString) return true;
+  if (type == ColumnType::kNumeric) return false;
+  return std::any_of(rows.begin(), rows.end(), [&](std::size_t i) {
+    const std::string& cell = table.rows[i][column];
+    return !is_missing(cell, options) && !detail::parse_number(cell);
+  });
+}
+
+std::vector<std::string> sorted_levels(const TextTable& table, const std::vector<std::size_t>& rows,
+                                       std::size_t column, const TabularOptions& options) {
+  std::set<std::string> seen;
+  for (std::size_t i : rows) {
+    const std::string& cell = table.rows[i][column];
+    seen.insert(is_missing(cell, options) ? kMissingLevel : cell);
+  }
+  std::vector<std::string> levels(seen.begin(), seen.end());
+  sort_levels(levels);
+  return levels;
+}
+
+TabularEncoder::Column fit_column(const TextTable& table, const std::vector<std::size_t>& rows,
+                                  std::size_t column, const TabularOptions& options) {
+  TabularEncoder::Column fitted;
+  fitted.name = table.header[column];
+  fitted.categorical = treat_as_categorical(table, rows, column, options);
+  if (fitted.categorical) {
+    fitted.levels = sorted_levels(table, rows, column, options);
+    return fitted;
+  }
+  double sum = 0.0, sum_squares = 0.0;
+  for (std::size_t i : rows) sum += numeric_feature(table, i, column, options);
+  const double n = static_cast<double>(rows.size());
+  fitted.mean = sum / n;
+  for (std::size_t i : rows) {
+    const double deviation = numeric_cell(table, i, column) - fitted.mean;
+    sum_squares += deviation * deviation;
+  }
+  const double deviation = std::sqrt(sum_squares / n);
+  fitted.scale = deviation > 0.0 ? deviation : 1.0;
+  return fitted;
+}
+
+std::vector<std::string> fit_classes(const TextTable& table, const std::vector<std::size_t>& rows,
+                                     std::size_t target, const TabularOptions& options) {
+  std::vector<std::string> classes = sorted_levels(table, rows, target, options);
+  if (classes.size() < 2) {
+    throw std::invalid_argument("target '" + table.header[target] + "' of '" + table.source +
+                                "' has the single class " + detail::quoted_list(classes) +
+                                " in the training rows; classification needs at least two");
+  }
+  return classes;
+}
+
+// Feature names and the column map of the encoded X.
+void describe_columns(const std::vector<TabularEncoder::Column>& columns, Dataset& data) {
+  Index next = 0;
+  for (const auto& column : columns) {
+    AttributeColumns attribute;
+    attribute.name = column.name;
+    attribute.categorical = column.categorical;
+    if (!column.categorical) {
+      attribute.columns.push_back(next++);
+      data.feature_names.push_back(column.name);
+    } else {
+      attribute.dropped_level = column.levels.back();
+      for (std::size_t l = 0; l + 1 < column.levels.size(); ++l) {
+        attribute.columns.push_back(next++);
+        attribute.levels.push_back(column.levels[l]);
+        data.feature_names.push_back(column.name + "=" + column.levels[l]);
+      }
+    }
+    data.attributes.push_back(std::move(attribute));
+  }
+}
+
+using LevelIndex = std::unordered_map<std::string, Index>;
+
+LevelIndex index_levels(const std::vector<std::string>& levels) {
+  LevelIndex index;
+  for (std::size_t l = 0; l < levels.size(); ++l) index.emplace(levels[l], static_cast<Index>(l));
+  return index;
+}
+
+Index level_of(const TextTable& table, std::size_t row, std::size_t column, const LevelIndex& levels,
+               const TabularOptions& options, const std::string& role) {
+  const std::string& cell = table.rows[row][column];
+  const std::string level = is_missing(cell, options) ? kMissingLevel : cell;
+  const auto found = levels.find(level);
+  if (found == levels.end()) {
+    fail_at(table, row, role + " '" + level + "' of column '" + table.header[column] +
+                            "' was not seen in the training rows");
+  }
+  return found->second;
+}
+
+// Encodes rows of one table with a fitted encoder's columns, found by name in that table.
+struct RowEncoder {
+  RowEncoder(const TextTable& rows, const TabularOptions& settings,
+             const std::vector<TabularEncoder::Column>& fitted_columns,
+             const std::vector<std::string>& class_levels)
+      : table(rows), options(settings), columns(fitted_columns), classes(index_levels(class_levels)) {
+    positions.target = column_index(table, options.target, "the target");
+    for (const auto& column : columns) {
+      positions.features.push_back(column_index(table, column.name, "a training column"));
+      levels.push_back(index_levels(column.levels));
+    }
+  }
+
+  // Writes standardised numbers and one-hot blocks into `out` (zero on entry).
+  void encode_features(std::size_t row, const std::vector<AttributeColumns>& attributes,
+                       RowMatrix::RowXpr out) const {
+    for (std::size_t c = 0; c < columns.size(); ++c) {
+      const auto& output = attributes[c].columns;
+      const std::size_t j = positions.features[c];
+      if (!columns[c].categorical) {
+        out(output[0]) = (numeric_feature(table, row, j, options) - columns[c].mean) / columns[c].scale;
+        continue;
+      }
+      const auto level = static_cast<std::size_t>(level_of(table, row, j, levels[c], options, "level"));
+      if (level < output.size()) out(output[level]) = 1.0;  // the dropped level stays all-zero
+    }
+  }
+
+  double encode_target(std::size_t row) const {
+    if (!options.target_categorical) return numeric_cell(table, row, positions.target);
+    return static_cast<double>(level_of(table, row, positions.target, classes, options, "class"));
+  }
+
+  const TextTable& table;
+  const TabularOptions& options;
+  const std::vector<TabularEncoder::Column>& columns;
+  ColumnPositions positions;
+  std::vector<LevelIndex> levels;
+  LevelIndex classes;
+};
+
+}  // namespace
+
+TabularEncoder TabularEncoder::fit(const TextTable& train, const TabularOptions& options) {
+  options.validate();
+  check_shape(train);
+  for (const auto& name : options.categorical) column_index(train, name, "listed as categorical");
+  for (const auto& name : options.drop) column_index(train, name, "listed in drop");
+  ColumnPositions positions;
+  positions.target = column_index(train, options.target, "the target");
+  for (std::size_t j = 0; j < train.header.size(); ++j) {
+    if (j != positions.target && !contains(options.drop, train.header[j])) {
+      positions.features.push_back(j);
+    }
+  }
+  const std::vector<std::size_t> rows = usable_rows(train, positions, options);
+  if (rows.empty()) {
+    throw std::invalid_argument("no training row of '" + train.source +
+                                "' has the target and every used column present");
+  }
+  TabularEncoder encoder;
+  encoder.options_ = options;
+  for (std::size_t j : positions.features) {
+    encoder.columns_.push_back(fit_column(train, rows, j, options));
+  }
+  if (options.target_categorical) {
+    encoder.classes_ = fit_classes(train, rows, positions.target, options);
+  }
+  return encoder;
+}
+
+Dataset TabularEncoder::transform(const TextTable& table) const {
+  check_shape(table);
+  const RowEncoder encoder(table, options_, columns_, classes_);
+  const std::vector<std::size_t> rows = usable_rows(table, encoder.positions, options_);
+  Dataset data;
+  data.source = table.source;
+  data.dropped_rows = static_cast<Index>(table.rows.size() - rows.size());
+  describe_columns(columns_, data);
+  data.X = RowMatrix::Zero(static_cast<Index>(rows.size()),
+                           static_cast<Index>(data.feature_names.size()));
+  data.y.resize(static_cast<Index>(rows.size()));
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    encoder.encode_features(rows[r], data.attributes, data.X.row(static_cast<Index>(r)));
+    data.y(static_cast<Index>(r)) = encoder.encode_target(rows[r]);
+  }
+  if (options_.target_categorical) data.class_names = classes_;
+  return data;
+}
+
+}  // namespace filkit

@@ -1,0 +1,534 @@
+// The Network of networks.hpp on LibTorch: batched per-example clipped gradients and their
+// Jacobian-vector and vector-Jacobian products about the input (the only translation unit that
+// includes LibTorch, which is slow to compile).
+#include "filkit/dpsgd/networks.hpp"
+
+#include "base/seeding.hpp"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Parallel.h>
+#include <torch/csrc/autograd/autograd.h>
+
+#include <omp.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+
+namespace filkit {
+
+namespace {
+
+using at::Tensor;
+
+const at::TensorOptions kDouble = at::TensorOptions().dtype(at::kDouble);
+
+Tensor to_tensor(const RowMatrix& X) {
+  return at::from_blob(const_cast<double*>(X.data()), {X.rows(), X.cols()}, kDouble).clone();
+}
+
+Tensor to_tensor(const VectorXd& v) { return at::from_blob(const_cast<double*>(v.data()), {v.size()}, kDouble).clone(); }
+
+Tensor to_labels(const VectorXd& y) {
+  Tensor labels = at::empty({y.size()}, at::TensorOptions().dtype(at::kLong));
+  for (Index i = 0; i < y.size(); ++i) labels[i] = static_cast<std::int64_t>(y(i));
+  return labels;
+}
+
+RowMatrix to_row_matrix(const Tensor& t) {
+  const Tensor c = t.detach().contiguous();
+  RowMatrix m(c.size(0), c.size(1));
+  std::memcpy(m.data(), c.data_ptr<double>(), sizeof(double) * m.size());
+  return m;
+}
+
+VectorXd to_vector(const Tensor& t) {
+  const Tensor c = t.detach().contiguous();
+  VectorXd v(c.numel());
+  std::memcpy(v.data(), c.data_ptr<double>(), sizeof(double) * v.size());
+  return v;
+}
+
+/// Gradients of `output` (a scalar) about `input`; zeros where `input` does not reach it.
+Tensor gradient_of(const Tensor& output, const Tensor& input, bool create_graph = false) {
+  const Tensor g = torch::autograd::grad({output}, {input}, {}, /*retain_graph=*/true, create_graph,
+                                         /*allow_unused=*/true)[0];
+  return g.defined() ? g : at::zeros_like(input);
+}
+
+struct Layer {
+  enum class Type { kDense, kConv, kTanh, kAvgPool, kFlatten };
+  Type type;
+  std::int64_t in = 0, out = 0;  // dense: features; conv: channels
+  std::int64_t kernel = 0, stride = 1, padding = 0;
+  bool bias = true;
+  std::int64_t offset = 0;                 // of the weight in the flat parameters
+  std::vector<std::int64_t> output_shape;  // of one example
+  std::int64_t weight_size() const {
+    return type == Type::kDense ? out * in : type == Type::kConv ? out * in * kernel * kernel : 0;
+  }
+  std::int64_t fan_in() const { return type == Type::kConv ? in * kernel * kernel : in; }
+  bool has_parameters() const { return type == Type::kDense || type == Type::kConv; }
+  std::int64_t parameter_count() const { return has_parameters() ? weight_size() + (bias ? out : 0) : 0; }
+};
+
+/// Rows b of one weight's or bias's per-example gradients: stored (B x size), or, for a dense
+/// layer's weight, as the outer products left_b right_b^T (B x out and B x in) that are never
+/// formed. On a CPU the elementwise work on B x p tensors, not the network, dominates the cost, so
+/// norms (||l||^2 ||r||^2), inner products (l^T U r) and batch sums (L^T R) use the factors.
+struct GradientBlock {
+  Tensor block, left, right;
+
+  std::int64_t size() const { return block.defined() ? block.size(1) : left.size(1) * right.size(1); }
+  Tensor materialize() const {
+    return block.defined() ? block : at::bmm(left.unsqueeze(2), right.unsqueeze(1)).reshape({left.size(0), size()});
+  }
+  Tensor squared_norms() const {  // B
+    return block.defined() ? block.pow(2).sum(1) : left.pow(2).sum(1) * right.pow(2).sum(1);
+  }
+  Tensor inner_products(const Tensor& U) const {  // B: <row b, U row b>, U B x size
+    if (block.defined()) return (block * U).sum(1);
+    const Tensor Ur = at::bmm(U.reshape({left.size(0), left.size(1), right.size(1)}), right.unsqueeze(2));
+    return (left * Ur.squeeze(2)).sum(1);
+  }
+  Tensor weighted_sum(const Tensor& weights) const {  // size: sum_b weights_b row_b
+    if (block.defined()) return at::mv(block.t(), weights);
+    return at::mm((left * weights.unsqueeze(1)).t(), right).reshape({-1});
+  }
+};
+
+/// Per-example gradients g_b (B x p as blocks in parameter order) and their clipped versions
+/// g~_b = factor_b g_b.
+struct ClippedGradients {
+  std::vector<GradientBlock> blocks;
+  Tensor factor;  // B
+
+  /// sum_b <g~_b, U_b> for U (B x p).
+  Tensor contract(const Tensor& U) const {
+    Tensor inner = at::zeros({factor.size(0)}, kDouble);
+    std::int64_t offset = 0;
+    for (const GradientBlock& block : blocks) {
+      inner = inner + block.inner_products(U.narrow(1, offset, block.size()));
+      offset += block.size();
+    }
+    return (factor * inner).sum();
+  }
+  /// sum_b g~_b (p), detached.
+  Tensor batch_sum() const {
+    std::vector<Tensor> sums;
+    const Tensor f = factor.detach();
+    for (const GradientBlock& block : blocks) sums.push_back(block.weighted_sum(f).detach());
+    return at::cat(sums);
+  }
+  /// g~ (B x p) or, unclipped, g.
+  Tensor materialize(bool clipped = true) const {
+    std::vector<Tensor> parts;
+    for (const GradientBlock& block : blocks) parts.push_back(block.materialize());
+    const Tensor g = at::cat(parts, 1);
+    return clipped ? g * factor.unsqueeze(1) : g;
+  }
+};
+
+/// The records of one forward pass needed for per-example gradients: for every layer with
+/// parameters, its input (dense: B x in; conv: the unfolded patches, B x in k^2 x L) and its
+/// pre-activation (dense: B x out; conv: B x out x L).
+struct ForwardPass {
+  Tensor logits;
+  std::vector<Tensor> inputs, preactivations;
+};
+
+}  // namespace
+
+struct Network::Impl {
+  NetworkOptions options;
+  Index d = 0, K = 0, p = 0;
+  std::int64_t side = 0;  // cnn
+  std::vector<Layer> layers;
+
+  void add(Layer layer, const std::vector<std::int64_t>& shape) {
+    layer.offset = p;
+    layer.output_shape = shape;
+    p += layer.parameter_count();
+    layers.push_back(layer);
+  }
+
+  void build() {
+    using T = Layer::Type;
+    switch (options.architecture) {
+      case NetworkArchitecture::kSoftmax: {
+        const std::int64_t in = d + (options.intercept ? 1 : 0);
+        add({T::kDense, in, K, 0, 1, 0, /*bias=*/false}, {K});
+        break;
+      }
+      case NetworkArchitecture::kMlp: {
+        std::int64_t in = d;
+        for (Index width : options.hidden) {
+          add({T::kDense, in, width}, {width});
+          add({T::kTanh}, {width});
+          in = width;
+        }
+        add({T::kDense, in, K}, {K});
+        break;
+      }
+      case NetworkArchitecture::kCnn: {
+        side = std::llround(std::sqrt(static_cast<double>(d)));
+        if (side * side != d)
+          throw std::invalid_argument("cnn: the input must be a square single-channel image, but d = " +
+                                      std::to_string(d) + " is not a square (use --pca 0 --scale none on image data)");
+        auto conv_side = [](std::int64_t s, std::int64_t k, std::int64_t stride, std::int64_t pad) {
+          return (s + 2 * pad - k) / stride + 1;
+        };
+        const std::int64_t s1 = conv_side(side, 8, 2, 2), s2 = s1 - 1, s3 = conv_side(s2, 4, 2, 0), s4 = s3 - 1;
+        if (s1 < 1 || s2 < 1 || s3 < 1 || s4 < 1)
+          throw std::invalid_argument("cnn: images of side " + std::to_string(side) +
+                                      " are too small for the ConvNet (side >= 16 needed)");
+        add({T::kConv, 1, 16, 8, 2, 2}, {16, s1, s1});
+        add({T::kTanh}, {16, s1, s1});
+        add({T::kAvgPool, 0, 0, 2, 1, 0}, {16, s2, s2});
+        add({T::kConv, 16, 32, 4, 2, 0}, {32, s3, s3});
+        add({T::kTanh}, {32, s3, s3});
+        add({T::kAvgPool, 0, 0, 2, 1, 0}, {32, s4, s4});
+        add({T::kFlatten}, {32 * s4 * s4});
+        add({T::kDense, 32 * s4 * s4, 32}, {32});
+        add({T::kTanh}, {32});
+        add({T::kDense, 32, K}, {K});
+        break;
+      }
+    }
+  }
+
+  ForwardPass forward(const Tensor& w, const Tensor& x) const {
+    using T = Layer::Type;
+    const std::int64_t B = x.size(0);
+    ForwardPass pass;
+    Tensor a = x;
+    if (options.architecture == NetworkArchitecture::kCnn) a = x.reshape({B, 1, side, side});
+    if (options.intercept) a = at::cat({at::ones({B, 1}, kDouble), x}, 1);
+    for (const Layer& layer : layers) {
+      switch (layer.type) {
+        case T::kDense: {
+          const Tensor W = w.narrow(0, layer.offset, layer.weight_size()).view({layer.out, layer.in});
+          Tensor z = at::matmul(a, W.t());
+          if (layer.bias) z = z + w.narrow(0, layer.offset + layer.weight_size(), layer.out);
+          pass.inputs.push_back(a);
+          pass.preactivations.push_back(z);
+          a = z;
+          break;
+        }
+        case T::kConv: {
+          const Tensor patches = at::im2col(a, {layer.kernel, layer.kernel}, {1, 1}, {layer.padding, layer.padding},
+                                            {layer.stride, layer.stride});  // B x in k^2 x L
+          const Tensor W = w.narrow(0, layer.offset, layer.weight_size()).view({layer.out, layer.fan_in()});
+          // (B L x in k^2) times (in k^2 x out) as one GEMM, rather than B small ones.
+          Tensor z = at::matmul(patches.transpose(1, 2), W.t()).transpose(1, 2);  // B x out x L
+          if (layer.bias) z = z + w.narrow(0, layer.offset + layer.weight_size(), layer.out).view({1, layer.out, 1});
+          pass.inputs.push_back(patches);
+          pass.preactivations.push_back(z);
+          a = z.view({B, layer.out, layer.output_shape[1], layer.output_shape[2]});
+          break;
+        }
+        case T::kTanh: a = at::tanh(a); break;
+        case T::kAvgPool: a = at::avg_pool2d(a, {layer.kernel, layer.kernel}, {layer.stride, layer.stride}); break;
+        case T::kFlatten: a = a.reshape({B, -1}); break;
+      }
+    }
+    pass.logits = a;
+    return pass;
+  }
+
+  /// Per-example gradients of the cross-entropy as a differentiable function of x, and their
+  /// clip factors f_b = 1 / (GELU(||g_b||/C - 1) + 1), GELU in JAX's tanh form
+  /// (clipped_gradient.hpp); C <= 0 leaves them unclipped (f = 1).
+  ClippedGradients gradients(const Tensor& w, const Tensor& x, const Tensor& labels, double C,
+                             bool create_graph) const {
+    const ForwardPass pass = forward(w, x);
+    const Tensor loss = -at::log_softmax(pass.logits, 1).gather(1, labels.view({-1, 1})).sum();
+    const std::vector<Tensor> dz = torch::autograd::grad({loss}, pass.preactivations, {}, true, create_graph);
+    ClippedGradients g;
+    std::size_t l = 0;
+    for (const Layer& layer : layers) {
+      if (!layer.has_parameters()) continue;
+      const Tensor& input = pass.inputs[l];
+      const Tensor& grad = dz[l];
+      ++l;
+      if (layer.type == Layer::Type::kDense) {
+        g.blocks.push_back({Tensor(), grad, input});
+        if (layer.bias) g.blocks.push_back({grad});
+      } else {
+        g.blocks.push_back({at::bmm(grad, input.transpose(1, 2)).reshape({x.size(0), layer.weight_size()})});
+        if (layer.bias) g.blocks.push_back({grad.sum(2)});
+      }
+    }
+    if (C <= 0.0) {
+      g.factor = at::ones({x.size(0)}, kDouble);
+      return g;
+    }
+    Tensor squared_norm = at::zeros({x.size(0)}, kDouble);
+    for (const GradientBlock& block : g.blocks) squared_norm = squared_norm + block.squared_norms();
+    const Tensor t = at::sqrt(squared_norm) / C - 1.0;
+    const Tensor gelu = 0.5 * t * (1.0 + at::tanh(std::sqrt(2.0 / M_PI) * (t + 0.044715 * t * t * t)));
+    g.factor = 1.0 / (gelu + 1.0);
+    return g;
+  }
+
+  void check_shapes(const VectorXd& w, const RowMatrix& X, const VectorXd& y, const char* what) const {
+    if (w.size() != p)
+      throw std::invalid_argument(std::string("Network::") + what + ": " + std::to_string(w.size()) +
+                                  " parameters, the network has " + std::to_string(p));
+    if (X.cols() != d)
+      throw std::invalid_argument(std::string("Network::") + what + ": inputs have " + std::to_string(X.cols()) +
+                                  " features, the network takes " + std::to_string(d));
+    if (y.size() != X.rows())
+      throw std::invalid_argument(std::string("Network::") + what + ": " + std::to_string(y.size()) + " labels for " +
+                                  std::to_string(X.rows()) + " inputs");
+    for (Index i = 0; i < y.size(); ++i)
+      if (!(y(i) >= 0 && y(i) < K && y(i) == std::floor(y(i))))
+        throw std::invalid_argument(std::string("Network::") + what + ": label " + std::to_string(y(i)) + " of row " +
+                                    std::to_string(i) + " is not a class index in [0, " + std::to_string(K) + ")");
+  }
+
+  void account_chunk(const Tensor& w, const Tensor& x, const Tensor& labels, double C,
+                     const NetworkAccountingRequest& request, std::uint64_t seed, Index first,
+                     NetworkBatchAccounting& result) const;
+};
+
+namespace {
+
+/// One generator per example (seeded by its position in the batch), so that estimates do not
+/// depend on how the batch is cut into chunks.
+std::vector<at::Generator> example_generators(std::uint64_t seed, Index first, Index count) {
+  std::vector<at::Generator> generators;
+  for (Index b = 0; b < count; ++b)
+    generators.push_back(at::make_generator<at::CPUGeneratorImpl>(
+        splitmix64(seed ^ splitmix64(static_cast<std::uint64_t>(first + b)))));
+  return generators;
+}
+
+Tensor gaussian_rows(std::vector<at::Generator>& generators, std::int64_t size) {
+  const Tensor rows = at::empty({static_cast<std::int64_t>(generators.size()), size}, kDouble);
+  at::parallel_for(0, rows.size(0), 1, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t b = begin; b < end; ++b) rows[b].normal_(0.0, 1.0, generators[b]);
+  });
+  return rows;
+}
+
+Tensor coordinate_rows(std::vector<at::Generator>& generators, std::int64_t size) {
+  std::vector<Tensor> rows;
+  for (at::Generator& g : generators) rows.push_back(at::randint(size, {1}, g, at::TensorOptions().dtype(at::kLong)));
+  return at::stack(rows);  // B x 1
+}
+
+Tensor squared_row_norms(const Tensor& t) { return t.pow(2).sum(1); }
+
+}  // namespace
+
+void Network::Impl::account_chunk(const Tensor& w, const Tensor& x_data, const Tensor& labels, double C,
+                                  const NetworkAccountingRequest& request, std::uint64_t seed, Index first,
+                                  NetworkBatchAccounting& result) const {
+  const std::int64_t B = x_data.size(0);
+  const Tensor x = x_data.detach().requires_grad_(true);
+  const ClippedGradients clipped = gradients(w, x, labels, C, /*create_graph=*/true);
+  result.clipped_sum += to_vector(clipped.batch_sum());
+
+  // H(U) = G^T U with its graph (U a dummy of zeros): G v = dH/dU contracted with v.
+  const bool needs_jvp = request.trace != TraceMethod::kGaussian || request.spectral != SpectralMethod::kNone;
+  Tensor U, H;
+  if (needs_jvp) {
+    U = at::zeros({B, p}, kDouble).requires_grad_(true);
+    H = gradient_of(clipped.contract(U), x, /*create_graph=*/true);
+  }
+  auto jvp = [&](const Tensor& V) { return gradient_of((H * V).sum(), U); };
+  auto vjp = [&](const Tensor& W) { return gradient_of(clipped.contract(W), x); };
+
+  std::vector<at::Generator> generators = example_generators(seed, first, B);
+  Tensor trace = at::zeros({B}, kDouble), spectral = at::full({B}, std::nan(""), kDouble);
+  const bool exact_spectral = request.spectral == SpectralMethod::kExact;
+  std::vector<Tensor> columns;  // G e_k, kept only for the exact spectral norm
+  if (request.trace == TraceMethod::kExact || exact_spectral) {
+    Tensor exact_trace = at::zeros({B}, kDouble);
+    for (Index k = 0; k < d; ++k) {
+      const Tensor column = gradient_of(H.select(1, k).sum(), U);
+      exact_trace += squared_row_norms(column);
+      if (exact_spectral) columns.push_back(column);
+    }
+    if (request.trace == TraceMethod::kExact) trace = exact_trace;
+  }
+  if (request.trace == TraceMethod::kCoordinates) {
+    for (int j = 0; j < request.probes; ++j) {
+      const Tensor k = coordinate_rows(generators, d);
+      trace += static_cast<double>(d) * squared_row_norms(gradient_of(H.gather(1, k).sum(), U));
+    }
+    trace /= request.probes;
+  } else if (request.trace == TraceMethod::kGaussian) {
+    for (int j = 0; j < request.probes; ++j) trace += squared_row_norms(vjp(gaussian_rows(generators, p)));
+    trace /= request.probes;
+  }
+  if (exact_spectral) {
+    const Tensor G = at::stack(columns, 2);  // B x p x d
+    spectral = at::linalg_eigvalsh(at::bmm(G.transpose(1, 2), G)).select(1, d - 1).clamp_min(0.0);
+  } else if (request.spectral == SpectralMethod::kPowerIteration) {
+    Tensor v = gaussian_rows(generators, d);
+    v = v / at::norm(v, 2, {1}, true);
+    for (int it = 0; it < request.power_iterations; ++it) {
+      const Tensor Gv = jvp(v);
+      spectral = squared_row_norms(Gv);
+      if (it + 1 == request.power_iterations) break;
+      const Tensor next = vjp(Gv);
+      const Tensor norms = at::norm(next, 2, {1}, true);
+      v = at::where(norms > 0, next / norms.clamp_min(std::numeric_limits<double>::min()), v);
+    }
+  }
+  result.trace.segment(first, B) = to_vector(trace);
+  result.spectral.segment(first, B) = to_vector(spectral);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+bool networks_available() { return true; }
+
+Network::Network(const NetworkOptions& options, Index input_dim, Index num_classes) : impl_(std::make_unique<Impl>()) {
+  options.validate();
+  if (input_dim < 1) throw std::invalid_argument("Network: input_dim = " + std::to_string(input_dim) + ": must be >= 1");
+  if (num_classes < 2)
+    throw std::invalid_argument("Network: num_classes = " + std::to_string(num_classes) + ": must be >= 2");
+  impl_->options = options;
+  impl_->d = input_dim;
+  impl_->K = num_classes;
+  impl_->build();
+  // LibTorch's own thread pool follows OpenMP's setting (--threads).
+  at::set_num_threads(omp_get_max_threads());
+}
+
+Network::~Network() = default;
+Network::Network(Network&&) noexcept = default;
+Network& Network::operator=(Network&&) noexcept = default;
+
+const NetworkOptions& Network::options() const { return impl_->options; }
+Index Network::input_dim() const { return impl_->d; }
+Index Network::num_classes() const { return impl_->K; }
+Index Network::parameter_count() const { return impl_->p; }
+
+std::string Network::describe() const {
+  static const char* kNames[] = {"dense", "conv", "tanh", "avgpool", "flatten"};
+  std::ostringstream out;
+  for (const Layer& layer : impl_->layers) {
+    out << kNames[static_cast<int>(layer.type)];
+    if (layer.type == Layer::Type::kConv || layer.type == Layer::Type::kAvgPool)
+      out << " " << layer.kernel << "x" << layer.kernel << " stride " << layer.stride;
+    if (layer.padding > 0) out << " pad " << layer.padding;
+    out << " -> [";
+    for (std::size_t i = 0; i < layer.output_shape.size(); ++i) out << (i ? "x" : "") << layer.output_shape[i];
+    out << "]";
+    if (layer.has_parameters()) out << ", " << layer.parameter_count() << " parameters";
+    out << "\n";
+  }
+  out << "total " << impl_->p << " parameters\n";
+  return out.str();
+}
+
+VectorXd Network::initial_parameters(std::mt19937_64& rng) const {
+  VectorXd w = VectorXd::Zero(impl_->p);
+  if (impl_->options.architecture == NetworkArchitecture::kSoftmax) return w;
+  for (const Layer& layer : impl_->layers) {
+    if (!layer.has_parameters()) continue;
+    const double bound = 1.0 / std::sqrt(static_cast<double>(layer.fan_in()));
+    std::uniform_real_distribution<double> uniform(-bound, bound);
+    for (std::int64_t i = 0; i < layer.parameter_count(); ++i) w(layer.offset + i) = uniform(rng);
+  }
+  return w;
+}
+
+MatrixXd Network::logits(const VectorXd& w, const RowMatrix& X) const {
+  impl_->check_shapes(w, X, VectorXd::Zero(X.rows()), "logits");
+  at::NoGradGuard no_grad;
+  const Tensor weights = to_tensor(w);
+  MatrixXd scores(X.rows(), impl_->K);
+  constexpr Index kRows = 2000;
+  for (Index start = 0; start < X.rows(); start += kRows) {
+    const Index rows = std::min(kRows, X.rows() - start);
+    scores.middleRows(start, rows) = to_row_matrix(impl_->forward(weights, to_tensor(RowMatrix(X.middleRows(start, rows)))).logits);
+  }
+  return scores;
+}
+
+double Network::accuracy(const VectorXd& w, const RowMatrix& X, const VectorXd& y) const {
+  impl_->check_shapes(w, X, y, "accuracy");
+  if (X.rows() == 0) return std::numeric_limits<double>::quiet_NaN();
+  const MatrixXd scores = logits(w, X);
+  Index correct = 0;
+  for (Index i = 0; i < X.rows(); ++i) {
+    Index best = 0;
+    scores.row(i).maxCoeff(&best);
+    correct += best == static_cast<Index>(y(i));
+  }
+  return static_cast<double>(correct) / X.rows();
+}
+
+MatrixXd Network::gradients(const VectorXd& w, const RowMatrix& X, const VectorXd& y) const {
+  impl_->check_shapes(w, X, y, "gradients");
+  const Tensor x = to_tensor(X).requires_grad_(true);
+  return to_row_matrix(impl_->gradients(to_tensor(w), x, to_labels(y), 0.0, /*create_graph=*/false).materialize(false));
+}
+
+MatrixXd Network::clipped_gradients(const VectorXd& w, const RowMatrix& X, const VectorXd& y, double clip_norm) const {
+  impl_->check_shapes(w, X, y, "clipped_gradients");
+  if (!(clip_norm > 0.0) || !std::isfinite(clip_norm))
+    throw std::invalid_argument("Network::clipped_gradients: clip_norm must be finite and > 0");
+  const Tensor x = to_tensor(X).requires_grad_(true);
+  return to_row_matrix(impl_->gradients(to_tensor(w), x, to_labels(y), clip_norm, /*create_graph=*/false).materialize());
+}
+
+MatrixXd Network::jacobian_vector_products(const VectorXd& w, const RowMatrix& X, const VectorXd& y, double clip_norm,
+                                           const RowMatrix& V) const {
+  impl_->check_shapes(w, X, y, "jacobian_vector_products");
+  if (!(clip_norm > 0.0) || !std::isfinite(clip_norm))
+    throw std::invalid_argument("Network::jacobian_vector_products: clip_norm must be finite and > 0");
+  if (V.rows() != X.rows() || V.cols() != impl_->d)
+    throw std::invalid_argument("Network::jacobian_vector_products: tangents must be " + std::to_string(X.rows()) +
+                                " x " + std::to_string(impl_->d));
+  const Tensor x = to_tensor(X).requires_grad_(true);
+  const ClippedGradients clipped = impl_->gradients(to_tensor(w), x, to_labels(y), clip_norm, true);
+  const Tensor U = at::zeros({X.rows(), impl_->p}, kDouble).requires_grad_(true);
+  const Tensor H = gradient_of(clipped.contract(U), x, /*create_graph=*/true);
+  return to_row_matrix(gradient_of((H * to_tensor(V)).sum(), U));
+}
+
+MatrixXd Network::vector_jacobian_products(const VectorXd& w, const RowMatrix& X, const VectorXd& y, double clip_norm,
+                                           const RowMatrix& U) const {
+  impl_->check_shapes(w, X, y, "vector_jacobian_products");
+  if (!(clip_norm > 0.0) || !std::isfinite(clip_norm))
+    throw std::invalid_argument("Network::vector_jacobian_products: clip_norm must be finite and > 0");
+  if (U.rows() != X.rows() || U.cols() != impl_->p)
+    throw std::invalid_argument("Network::vector_jacobian_products: cotangents must be " + std::to_string(X.rows()) +
+                                " x " + std::to_string(impl_->p));
+  const Tensor x = to_tensor(X).requires_grad_(true);
+  const ClippedGradients clipped = impl_->gradients(to_tensor(w), x, to_labels(y), clip_norm, true);
+  return to_row_matrix(gradient_of(clipped.contract(to_tensor(U)), x));
+}
+
+NetworkBatchAccounting Network::account_batch(const VectorXd& w, const RowMatrix& X, const VectorXd& y,
+                                              double clip_norm, const NetworkAccountingRequest& request,
+                                              std::uint64_t seed) const {
+  impl_->check_shapes(w, X, y, "account_batch");
+  if (!(clip_norm > 0.0) || !std::isfinite(clip_norm))
+    throw std::invalid_argument("Network::account_batch: clip_norm must be finite and > 0");
+  if (request.probes < 1 || request.power_iterations < 1)
+    throw std::invalid_argument("Network::account_batch: probes and power_iterations must be >= 1");
+  NetworkBatchAccounting result;
+  result.clipped_sum = VectorXd::Zero(impl_->p);
+  result.trace = VectorXd::Zero(X.rows());
+  result.spectral = VectorXd::Constant(X.rows(), std::numeric_limits<double>::quiet_NaN());
+  const Tensor weights = to_tensor(w);
+  const Index chunk = impl_->options.chunk;
+  for (Index start = 0; start < X.rows(); start += chunk) {
+    const Index rows = std::min(chunk, X.rows() - start);
+    impl_->account_chunk(weights, to_tensor(RowMatrix(X.middleRows(start, rows))), to_labels(y.segment(start, rows)),
+                         clip_norm, request, seed, start, result);
+  }
+  return result;
+}
+
+}  // namespace filkit

@@ -1,0 +1,127 @@
+#include "filkit/leakage/bounds.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+
+namespace filkit {
+
+namespace {
+
+void require_positive(double value, const std::string& name) {
+  if (!(value > 0.0) || !std::isfinite(value)) {
+    std::ostringstream message;
+    message << name << " = " << value << ": must be finite and > 0";
+    throw std::invalid_argument(message.str());
+  }
+}
+
+void require_diameters(const VectorXd& diameters, const std::string& name) {
+  if (diameters.size() == 0) throw std::invalid_argument(name + ": no coordinates given");
+  for (Index i = 0; i < diameters.size(); ++i)
+    require_positive(diameters(i), name + "[" + std::to_string(i) + "]");
+}
+
+}  // namespace
+
+double output_perturbation_rdp_epsilon(Index n, double l2, double sigma, double norm_bound) {
+  if (n < 1) throw std::invalid_argument("RDP epsilon: n = " + std::to_string(n) + ": must be >= 1");
+  require_positive(l2, "RDP epsilon: lambda (l2)");
+  require_positive(sigma, "RDP epsilon: sigma");
+  require_positive(norm_bound, "RDP epsilon: norm bound R");
+  const double sensitivity_over_sigma = 2.0 * norm_bound / (static_cast<double>(n) * l2 * sigma);
+  return sensitivity_over_sigma * sensitivity_over_sigma;
+}
+
+double rdp_mse_bound(double epsilon, const VectorXd& diameters) {
+  if (!(epsilon >= 0.0) || std::isnan(epsilon))
+    throw std::invalid_argument("RDP MSE bound: epsilon = " + std::to_string(epsilon) + ": must be >= 0");
+  require_diameters(diameters, "RDP MSE bound: diameters");
+  const double mean_square = diameters.squaredNorm() / static_cast<double>(diameters.size());
+  return mean_square / (4.0 * std::expm1(epsilon));
+}
+
+double rdp_mse_bound(double epsilon, double diameter) {
+  return rdp_mse_bound(epsilon, VectorXd::Constant(1, diameter));
+}
+
+double perfect_privacy_mse(const VectorXd& diameters) {
+  require_diameters(diameters, "perfect-privacy line: diameters");
+  return diameters.squaredNorm() / static_cast<double>(diameters.size());
+}
+
+double share_at_or_above(const VectorXd& bounds, double line) {
+  if (bounds.size() == 0) return std::numeric_limits<double>::quiet_NaN();
+  return static_cast<double>((bounds.array() >= line).count()) / static_cast<double>(bounds.size());
+}
+
+std::string NormCheck::message() const {
+  if (satisfied()) return "";
+  std::ostringstream out;
+  out << violations << " design row(s) have norm > " << bound << " (largest " << max_norm << ", row "
+      << worst_row << "): the RDP guarantee eps = 4 R^2/(n lambda sigma)^2 is stated for R = " << bound
+      << " and does not hold for these data; at their norm it is the larger eps_at_data_norm";
+  return out.str();
+}
+
+NormCheck check_norm_assumption(const RowMatrix& X, bool intercept, double bound) {
+  require_positive(bound, "norm check: bound R");
+  NormCheck check;
+  check.bound = bound;
+  const double constant = intercept ? 1.0 : 0.0;
+  const double threshold = bound * (1.0 + 1e-12);
+  for (Index i = 0; i < X.rows(); ++i) {
+    const double norm = std::sqrt(constant + X.row(i).squaredNorm());
+    if (norm > check.max_norm || check.worst_row < 0) {
+      check.max_norm = norm;
+      check.worst_row = i;
+    }
+    if (norm > threshold) ++check.violations;
+  }
+  return check;
+}
+
+void ReconstructionBoundOptions::validate() const {
+  require_positive(sigma, "ReconstructionBoundOptions.sigma");
+  require_positive(norm_bound, "ReconstructionBoundOptions.norm_bound");
+  require_positive(diameter, "ReconstructionBoundOptions.diameter");
+  if (diameters.size() > 0) require_diameters(diameters, "ReconstructionBoundOptions.diameters");
+}
+
+ReconstructionBounds reconstruction_bounds(const Model& model, const Dataset& train,
+                                           const ReconstructionBoundOptions& options) {
+  options.validate();
+  if (model.kind != ModelKind::kLogistic)
+    throw std::invalid_argument("reconstruction bounds: the RDP guarantee of output perturbation needs a "
+                                "1-Lipschitz loss, i.e. binary logistic regression; the model is " +
+                                to_string(model.kind));
+  const VectorXd diameters =
+      options.diameters.size() ? options.diameters : VectorXd::Constant(train.d(), options.diameter);
+  if (diameters.size() != train.d())
+    throw std::invalid_argument("ReconstructionBoundOptions.diameters has " +
+                                std::to_string(diameters.size()) + " entries; the data have " +
+                                std::to_string(train.d()) + " features");
+
+  ReconstructionBounds bounds;
+  bounds.norm_check = check_norm_assumption(train.X, model.intercept, options.norm_bound);
+  bounds.rdp_epsilon = output_perturbation_rdp_epsilon(train.n(), model.l2, options.sigma, options.norm_bound);
+  bounds.rdp_mse_bound = rdp_mse_bound(bounds.rdp_epsilon, diameters);
+  // The guarantee that actually holds for these data uses their largest row norm (never less
+  // than the stated R, so it is only ever weaker).
+  const double data_norm = std::max(options.norm_bound, bounds.norm_check.max_norm);
+  bounds.rdp_epsilon_at_data_norm = output_perturbation_rdp_epsilon(train.n(), model.l2, options.sigma, data_norm);
+  bounds.rdp_mse_bound_at_data_norm = rdp_mse_bound(bounds.rdp_epsilon_at_data_norm, diameters);
+  bounds.perfect_privacy_mse = perfect_privacy_mse(diameters);
+
+  const FisherInformationLoss fil(model, train, VectorXd(), FilOptions{options.sigma, LabelPrivacy::kPublic, true});
+  bounds.fil = fil.per_example();
+  bounds.dfil_bound = bounds.fil.example_mse_bound();
+  bounds.fil_bound = bounds.fil.attribute_mse_bound();
+  bounds.share_dfil_bound_above_line = share_at_or_above(bounds.dfil_bound, bounds.perfect_privacy_mse);
+  bounds.share_fil_bound_above_line = share_at_or_above(bounds.fil_bound, bounds.perfect_privacy_mse);
+  return bounds;
+}
+
+}  // namespace filkit

@@ -1,0 +1,287 @@
+#include "filkit/leakage/glm_reconstruction.hpp"
+
+#include "models/glm_loss.hpp"
+
+#include "base/seeding.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+
+namespace filkit {
+
+namespace {
+
+constexpr Index kTrialsPerBlock = 32;   // columns of each GEMM: enough to run at BLAS-3 speed
+constexpr Index kBlocksPerWave = 16;    // blocks reduced together; fixed so sums never depend on threads
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+void check_attack_inputs(const Model& model, const Dataset& train) {
+  if (model.kind == ModelKind::kSoftmax)
+    throw std::invalid_argument("GLM attack: needs a binary model (logistic or least squares), not softmax");
+  if (!model.intercept)
+    throw std::invalid_argument("GLM attack: the model needs an intercept (its coordinate is the divisor "
+                                "B_i[0]); fit with an intercept");
+  if (train.d() != model.input_dim() || train.n() != model.n_train)
+    throw std::invalid_argument("GLM attack: the model was fitted on " + std::to_string(model.n_train) + " x " +
+                                std::to_string(model.input_dim()) + " data, given " + std::to_string(train.n()) +
+                                " x " + std::to_string(train.d()));
+}
+
+std::vector<Index> checked_rows(const std::vector<Index>& rows, Index n, const std::string& what) {
+  if (rows.empty()) {
+    std::vector<Index> all(static_cast<std::size_t>(n));
+    for (Index i = 0; i < n; ++i) all[static_cast<std::size_t>(i)] = i;
+    return all;
+  }
+  for (Index i : rows)
+    if (i < 0 || i >= n)
+      throw std::invalid_argument(what + ": row " + std::to_string(i) + " is outside 0.." + std::to_string(n - 1));
+  return rows;
+}
+
+VectorXd coded_targets(const Model& model, const Dataset& train) {
+  FitOptions coding;
+  coding.kind = model.kind;
+  coding.regression = model.regression;
+  return model_targets(train, coding);
+}
+
+// dl/da of every example at every column of scores (n x T).
+MatrixXd loss_derivatives(ModelKind kind, const MatrixXd& scores, const VectorXd& target) {
+  MatrixXd r(scores.rows(), scores.cols());
+  for (Index c = 0; c < scores.cols(); ++c)
+    for (Index i = 0; i < scores.rows(); ++i) r(i, c) = detail::scalar_loss(kind, scores(i, c), target(i)).first;
+  return r;
+}
+
+// grad F at every column of W (p x T): X~^T r + n lambda W.
+MatrixXd objective_gradients(const detail::Design& design, const MatrixXd& r, const MatrixXd& W, double penalty) {
+  MatrixXd g = design.transpose_times(r);
+  g.noalias() += penalty * W;
+  return g;
+}
+
+// What one block of trials contributes; summed over blocks in a fixed order.
+struct BlockTotals {
+  VectorXd mse_sum;
+  Eigen::VectorXi guarded;
+  RowMatrix reconstruction_sum;
+  Eigen::VectorXi reconstruction_count;
+
+  static BlockTotals zero(Index attacked, Index kept, Index d) {
+    return {VectorXd::Zero(attacked), Eigen::VectorXi::Zero(attacked), RowMatrix::Zero(kept, d),
+            Eigen::VectorXi::Zero(kept)};
+  }
+  void add(const BlockTotals& other) {
+    mse_sum += other.mse_sum;
+    guarded += other.guarded;
+    reconstruction_sum += other.reconstruction_sum;
+    reconstruction_count += other.reconstruction_count;
+  }
+};
+
+// Everything the trials share, computed once.
+struct AttackSetup {
+  const Model& model;
+  const Dataset& train;
+  detail::Design design;
+  VectorXd target;
+  std::vector<Index> rows;
+  bool all_rows;
+  RowMatrix selected;       // features of `rows` unless all_rows (no copy of X then)
+  VectorXd squared_norms;   // ||x_i||^2 of `rows`
+  std::vector<Index> kept;
+  double penalty;
+  GlmAttackOptions options;
+
+  const RowMatrix& attacked() const { return all_rows ? train.X : selected; }
+};
+
+// The trials of one block released together: r (n x T) and g = grad F (p x T).
+struct BlockGradients {
+  MatrixXd r, g;
+};
+
+BlockGradients block_gradients(const AttackSetup& setup, Index first_trial, Index count) {
+  MatrixXd W(setup.model.weights.rows(), count);
+  for (Index c = 0; c < count; ++c)
+    W.col(c) = perturb_output(setup.model, setup.options.sigma, trial_seed(setup.options.seed, first_trial + c))
+                   .weights.col(0);
+  BlockGradients block;
+  block.r = loss_derivatives(setup.model.kind, setup.design.times(W), setup.target);
+  block.g = objective_gradients(setup.design, block.r, W, setup.penalty);
+  return block;
+}
+
+// Squared errors ||x_hat_i - x_i||^2 / d = ||g_0 x_i - g_{1:}||^2 / (d (r_i - g_0)^2), the norm
+// expanded so that one GEMM gives x_i . g_{1:} for every example and trial.
+void accumulate_errors(const AttackSetup& setup, const BlockGradients& block, BlockTotals& totals) {
+  const Index d = setup.train.d();
+  const MatrixXd g_features = block.g.bottomRows(d);
+  const MatrixXd cross = setup.attacked() * g_features;
+  const VectorXd g_norm2 = g_features.colwise().squaredNorm().transpose();
+  for (Index k = 0; k < static_cast<Index>(setup.rows.size()); ++k) {
+    const Index i = setup.rows[static_cast<std::size_t>(k)];
+    for (Index c = 0; c < block.g.cols(); ++c) {
+      const double g0 = block.g(0, c), divisor = block.r(i, c) - g0;
+      const double numerator = std::max(0.0, g0 * g0 * setup.squared_norms(k) - 2.0 * g0 * cross(k, c) + g_norm2(c));
+      const double mse = numerator / (divisor * divisor * static_cast<double>(d));
+      if (std::abs(divisor) < setup.options.divisor_guard || !std::isfinite(mse)) ++totals.guarded(k);
+      else totals.mse_sum(k) += mse;
+    }
+  }
+}
+
+void accumulate_reconstructions(const AttackSetup& setup, const BlockGradients& block, BlockTotals& totals) {
+  const Index d = setup.train.d();
+  for (std::size_t k = 0; k < setup.kept.size(); ++k) {
+    const Index i = setup.kept[k];
+    for (Index c = 0; c < block.g.cols(); ++c) {
+      const double divisor = block.r(i, c) - block.g(0, c);
+      const VectorXd x_hat = (block.r(i, c) * setup.train.X.row(i).transpose() - block.g.col(c).tail(d)) / divisor;
+      if (std::abs(divisor) < setup.options.divisor_guard || !x_hat.allFinite()) continue;
+      totals.reconstruction_sum.row(static_cast<Index>(k)) += x_hat.transpose();
+      ++totals.reconstruction_count(static_cast<Index>(k));
+    }
+  }
+}
+
+BlockTotals run_block(const AttackSetup& setup, Index first_trial, Index count) {
+  const BlockGradients block = block_gradients(setup, first_trial, count);
+  BlockTotals totals =
+      BlockTotals::zero(static_cast<Index>(setup.rows.size()), static_cast<Index>(setup.kept.size()), setup.train.d());
+  accumulate_errors(setup, block, totals);
+  accumulate_reconstructions(setup, block, totals);
+  return totals;
+}
+
+AttackSetup make_setup(const Model& model, const Dataset& train, const GlmAttackOptions& options) {
+  AttackSetup setup{model,
+                    train,
+                    detail::Design(train.X, true),
+                    coded_targets(model, train),
+                    checked_rows(options.rows, train.n(), "GlmAttackOptions.rows"),
+                    options.rows.empty(),
+                    RowMatrix(),
+                    VectorXd(),
+                    options.keep_reconstructions,
+                    static_cast<double>(train.n()) * model.l2,
+                    options};
+  checked_rows(setup.kept, train.n(), "GlmAttackOptions.keep_reconstructions");  // validation only
+  if (!setup.all_rows) {
+    setup.selected.resize(static_cast<Index>(setup.rows.size()), train.d());
+    for (std::size_t k = 0; k < setup.rows.size(); ++k)
+      setup.selected.row(static_cast<Index>(k)) = train.X.row(setup.rows[k]);
+  }
+  setup.squared_norms = setup.attacked().rowwise().squaredNorm();
+  return setup;
+}
+
+}  // namespace
+
+std::uint64_t trial_seed(std::uint64_t seed, Index trial) {
+  // The seed advanced by `trial + 1` golden-ratio steps, mixed.
+  return splitmix64(seed + 0x9E3779B97F4A7C15ULL * static_cast<std::uint64_t>(trial));
+}
+
+void GlmAttackOptions::validate() const {
+  if (!(sigma >= 0.0) || !std::isfinite(sigma))
+    throw std::invalid_argument("GlmAttackOptions.sigma = " + std::to_string(sigma) + ": must be finite and >= 0");
+  if (trials < 1)
+    throw std::invalid_argument("GlmAttackOptions.trials = " + std::to_string(trials) + ": must be >= 1");
+  if (!(divisor_guard >= 0.0 && divisor_guard <= 1e-3)) {
+    std::ostringstream message;
+    message << "GlmAttackOptions.divisor_guard = " << divisor_guard << ": must lie in [0, 1e-3]";
+    throw std::invalid_argument(message.str());
+  }
+  for (Index i : rows)
+    if (i < 0) throw std::invalid_argument("GlmAttackOptions.rows: negative row " + std::to_string(i));
+  for (Index i : keep_reconstructions)
+    if (i < 0) throw std::invalid_argument("GlmAttackOptions.keep_reconstructions: negative row " + std::to_string(i));
+}
+
+GlmReconstruction glm_attack(const Model& released, const Dataset& train, const std::vector<Index>& rows) {
+  check_attack_inputs(released, train);
+  GlmReconstruction result;
+  result.rows = checked_rows(rows, train.n(), "GLM attack");
+  const detail::Design design(train.X, true);
+  const MatrixXd w = released.weights;
+  const MatrixXd r = loss_derivatives(released.kind, design.times(w), coded_targets(released, train));
+  const VectorXd g = objective_gradients(design, r, w, static_cast<double>(train.n()) * released.l2).col(0);
+  const auto m = static_cast<Index>(result.rows.size());
+  result.x_hat.resize(m, train.d());
+  result.divisor.resize(m);
+  for (Index k = 0; k < m; ++k) {
+    const Index i = result.rows[static_cast<std::size_t>(k)];
+    result.divisor(k) = r(i, 0) - g(0);  // B_i[0]
+    result.x_hat.row(k) = (r(i, 0) * train.X.row(i) - g.tail(train.d()).transpose()) / result.divisor(k);
+  }
+  return result;
+}
+
+VectorXd linearised_attack_mse(const Model& model, const Dataset& train, double sigma, const std::vector<Index>& rows) {
+  check_attack_inputs(model, train);
+  const std::vector<Index> chosen = checked_rows(rows, train.n(), "linearised attack MSE");
+  const Index d = train.d();
+  // ||[x, -I] H||_F^2 = ||x||^2 ||H_0||^2 - 2 x.(H_{1:} H_0) + ||H_{1:}||_F^2, H_0 = row 0 of H.
+  const MatrixXd H = hessian(model, train);
+  const VectorXd h0 = H.row(0).transpose();
+  const VectorXd cross = H.bottomRows(d) * h0;
+  const double h0_norm2 = h0.squaredNorm(), rest_norm2 = H.bottomRows(d).squaredNorm();
+  const VectorXd target = coded_targets(model, train);
+  const VectorXd scores = detail::Design(train.X, true).times(model.weights).col(0);
+  VectorXd prediction(static_cast<Index>(chosen.size()));
+  for (std::size_t k = 0; k < chosen.size(); ++k) {
+    const Index i = chosen[k];
+    const double r = detail::scalar_loss(model.kind, scores(i), target(i)).first;
+    const double frobenius2 =
+        std::max(0.0, train.X.row(i).squaredNorm() * h0_norm2 - 2.0 * train.X.row(i).dot(cross) + rest_norm2);
+    prediction(static_cast<Index>(k)) = sigma * sigma * frobenius2 / (static_cast<double>(d) * r * r);
+  }
+  return prediction;
+}
+
+GlmAttackResult evaluate_glm_attack(const Model& model, const Dataset& train, const GlmAttackOptions& options,
+                                    const TrialProgress& progress) {
+  options.validate();
+  check_attack_inputs(model, train);
+  const AttackSetup setup = make_setup(model, train, options);
+  const auto m = static_cast<Index>(setup.rows.size());
+  const auto kept = static_cast<Index>(setup.kept.size());
+
+  BlockTotals sum = BlockTotals::zero(m, kept, train.d());
+
+  const Index blocks = (options.trials + kTrialsPerBlock - 1) / kTrialsPerBlock;
+  for (Index wave = 0; wave < blocks; wave += kBlocksPerWave) {
+    const Index wave_blocks = std::min(kBlocksPerWave, blocks - wave);
+    std::vector<BlockTotals> totals(static_cast<std::size_t>(wave_blocks));
+#pragma omp parallel for schedule(dynamic, 1)
+    for (Index b = 0; b < wave_blocks; ++b) {
+      const Index first = (wave + b) * kTrialsPerBlock;
+      totals[static_cast<std::size_t>(b)] = run_block(setup, first, std::min(kTrialsPerBlock, options.trials - first));
+    }
+    for (const BlockTotals& block : totals) sum.add(block);
+    if (progress) progress(std::min(options.trials, (wave + wave_blocks) * kTrialsPerBlock), options.trials);
+  }
+
+  GlmAttackResult result;
+  result.rows = setup.rows;
+  result.trials = options.trials;
+  result.guarded = sum.guarded;
+  const VectorXd valid = (options.trials - sum.guarded.array()).cast<double>();
+  result.mean_mse = (valid.array() > 0).select(sum.mse_sum.array() / valid.array(), kNaN);
+  result.total_guarded = sum.guarded.cast<Index>().sum();
+  result.examples_all_guarded = (valid.array() == 0).count();
+  result.reconstruction_rows = setup.kept;
+  result.reconstructions = RowMatrix::Constant(kept, train.d(), kNaN);
+  for (Index k = 0; k < kept; ++k)
+    if (sum.reconstruction_count(k) > 0)
+      result.reconstructions.row(k) = sum.reconstruction_sum.row(k) / static_cast<double>(sum.reconstruction_count(k));
+  result.linearised_mse = linearised_attack_mse(model, train, options.sigma, setup.rows);
+  return result;
+}
+
+}  // namespace filkit

@@ -1,0 +1,205 @@
+#include "filkit/leakage/irfil.hpp"
+#include "filkit/data/text_table.hpp"
+
+#include "filkit/base/io.hpp"
+#include "base/parsing.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+namespace filkit {
+
+std::string to_string(IrfilWeighting weighting) {
+  switch (weighting) {
+    case IrfilWeighting::kExample: return "example";
+    case IrfilWeighting::kClass: return "class";
+    case IrfilWeighting::kHybrid: return "hybrid";
+  }
+  throw std::invalid_argument("unknown IrfilWeighting " + std::to_string(static_cast<int>(weighting)));
+}
+
+IrfilWeighting irfil_weighting_from_string(const std::string& name) {
+  if (name == "example") return IrfilWeighting::kExample;
+  if (name == "class") return IrfilWeighting::kClass;
+  if (name == "hybrid") return IrfilWeighting::kHybrid;
+  throw std::invalid_argument("weighting = '" + name + "': expected example, class or hybrid");
+}
+
+namespace {
+
+std::string number(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+
+}  // namespace
+
+void IrfilOptions::validate() const {
+  fit.validate();
+  fil.validate();
+  if (iterations < 0)
+    throw std::invalid_argument("IrfilOptions.iterations = " + std::to_string(iterations) + ": must be >= 0");
+  if (!(min_weight >= 0.0) || !std::isfinite(min_weight))
+    throw std::invalid_argument("IrfilOptions.min_weight = " + number(min_weight) + ": must be finite and >= 0");
+  if (!(max_weight > min_weight))
+    throw std::invalid_argument("IrfilOptions.max_weight = " + number(max_weight) +
+                                ": must be greater than min_weight = " + number(min_weight));
+}
+
+VectorXd irfil_update(const VectorXd& u, const VectorXd& eta, double min_weight, double max_weight) {
+  if (u.size() != eta.size())
+    throw std::invalid_argument("irfil_update: " + std::to_string(u.size()) + " weights but " +
+                                std::to_string(eta.size()) + " eta values");
+  for (Index i = 0; i < eta.size(); ++i)
+    if (!(eta(i) > 0.0) || !std::isfinite(eta(i)))
+      throw std::runtime_error("IRFIL: example " + std::to_string(i) + " has eta = " + number(eta(i)) +
+                               "; the update divides by eta, which must be finite and > 0");
+  const VectorXd ratio = u.cwiseQuotient(eta);
+  const VectorXd normalised = (static_cast<double>(u.size()) / ratio.sum()) * ratio;
+  return normalised.cwiseMax(min_weight).cwiseMin(max_weight);
+}
+
+VectorXd irfil_training_weights(const VectorXd& u, const VectorXd& labels, IrfilWeighting weighting) {
+  if (weighting == IrfilWeighting::kExample) return u;
+  if (labels.size() != u.size())
+    throw std::invalid_argument("irfil_training_weights: " + std::to_string(u.size()) + " weights but " +
+                                std::to_string(labels.size()) + " labels");
+  std::map<double, std::pair<double, Index>> classes;  // label -> (sum of u, count)
+  for (Index i = 0; i < u.size(); ++i) {
+    auto& [sum, count] = classes[labels(i)];
+    sum += u(i);
+    ++count;
+  }
+  VectorXd omega(u.size());
+  for (Index i = 0; i < u.size(); ++i) {
+    const auto& [sum, count] = classes[labels(i)];
+    const double class_mean = sum / static_cast<double>(count);
+    omega(i) = weighting == IrfilWeighting::kClass ? class_mean : u(i) * class_mean;
+  }
+  return omega;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void check_data(const Dataset& train, const IrfilOptions& options) {
+  if (options.weighting != IrfilWeighting::kExample && options.fit.regression)
+    throw std::invalid_argument("IrfilOptions.weighting = '" + to_string(options.weighting) +
+                                "' averages weights over classes, but the task is a regression; use 'example'");
+  for (Index j : options.attribute_columns)
+    if (j < 0 || j >= train.d())
+      throw std::invalid_argument("IrfilOptions.attribute_columns: column " + std::to_string(j) + " is outside 0.." +
+                                  std::to_string(train.d() - 1));
+}
+
+VectorXd driving_eta(const Model& model, const Dataset& train, const VectorXd& omega, const IrfilOptions& options) {
+  const FisherInformationLoss fil(model, train, omega, options.fil);
+  if (options.attribute_columns.empty()) return fil.per_example().eta;
+  return fil.per_example_selection(CoordinateSelection::columns(options.attribute_columns));
+}
+
+IrfilIteration evaluate(int t, const Model& model, const Dataset& train, const Dataset& test, const VectorXd& eta,
+                        const VectorXd& u, const VectorXd& omega, const IrfilOptions& options) {
+  IrfilIteration record;
+  record.iteration = t;
+  record.eta = summarize(eta);
+  record.weight_min = omega.minCoeff();
+  record.weight_max = omega.maxCoeff();
+  record.clamped = (u.array() <= options.min_weight).count() + (u.array() >= options.max_weight).count();
+  const bool classification = !model.regression;
+  record.train_accuracy = classification ? accuracy(model, train) : std::nan("");
+  record.test_accuracy = classification && test.n() > 0 ? accuracy(model, test) : std::nan("");
+  record.train_mse = mean_squared_error(model, train);
+  record.test_mse = test.n() > 0 ? mean_squared_error(model, test) : std::nan("");
+  record.fit_iterations = model.iterations;
+  return record;
+}
+
+}  // namespace
+
+IrfilResult irfil(const Dataset& train, const Dataset& test, const IrfilOptions& options) {
+  options.validate();
+  check_data(train, options);
+  IrfilResult result;
+  Progress progress("irfil", options.iterations + 1, !options.progress);
+  VectorXd u = VectorXd::Ones(train.n());
+  for (int t = 0; t <= options.iterations; ++t) {
+    const auto start = Clock::now();
+    const VectorXd omega = irfil_training_weights(u, train.y, options.weighting);
+    // Warm start from the previous iterate: consecutive weightings differ little.
+    result.model = t == 0 ? fit(train, options.fit, omega) : refit(train, options.fit, result.model, omega);
+    const VectorXd eta = driving_eta(result.model, train, omega, options);
+    result.iterations.push_back(evaluate(t, result.model, train, test, eta, u, omega, options));
+    result.iterations.back().seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    result.weights.push_back(omega);
+    if (t == 0) result.eta_before = eta;
+    result.eta_after = eta;
+    if (t < options.iterations) u = irfil_update(u, eta, options.min_weight, options.max_weight);
+    progress.advance();
+  }
+  progress.finish();
+  return result;
+}
+
+namespace {
+nlohmann::json number_or_null(double value) {
+  return std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(nullptr);
+}
+std::vector<double> to_vector(const VectorXd& v) { return {v.data(), v.data() + v.size()}; }
+}  // namespace
+
+nlohmann::json IrfilResult::to_json() const {
+  nlohmann::json list = nlohmann::json::array();
+  for (const IrfilIteration& it : iterations) {
+    list.push_back({{"iteration", it.iteration},
+                    {"eta", it.eta.to_json()},
+                    {"weight_min", it.weight_min},
+                    {"weight_max", it.weight_max},
+                    {"clamped", it.clamped},
+                    {"train_accuracy", number_or_null(it.train_accuracy)},
+                    {"test_accuracy", number_or_null(it.test_accuracy)},
+                    {"train_mse", number_or_null(it.train_mse)},
+                    {"test_mse", number_or_null(it.test_mse)},
+                    {"fit_iterations", it.fit_iterations},
+                    {"seconds", it.seconds}});
+  }
+  return {{"iterations", list},
+          {"final_weights", to_vector(weights.back())},
+          {"eta_before", to_vector(eta_before)},
+          {"eta_after", to_vector(eta_after)}};
+}
+
+VectorXd read_example_weights(const std::string& path, const std::string& column, Index n) {
+  const TextTable table = read_csv(path);
+  const auto find = [&](const std::string& name) {
+    return static_cast<std::size_t>(std::find(table.header.begin(), table.header.end(), name) - table.header.begin());
+  };
+  const std::size_t j = find(column), index = find("index");
+  if (j == table.header.size())
+    throw std::invalid_argument("'" + path + "' has no column '" + column + "'; its columns: " +
+                                detail::quoted_list(table.header));
+  if (static_cast<Index>(table.rows.size()) != n)
+    throw std::invalid_argument("'" + path + "' has " + std::to_string(table.rows.size()) + " rows but the training set has " +
+                                std::to_string(n) + " examples");
+  VectorXd omega(n);
+  for (std::size_t row = 0; row < table.rows.size(); ++row) {
+    const std::string where = "'" + path + "' line " + std::to_string(table.lines[row]) + ": ";
+    const auto value = detail::parse_number(table.rows[row][j]);
+    if (!value || !std::isfinite(*value) || *value < 0.0)
+      throw std::invalid_argument(where + "column '" + column + "' holds '" + table.rows[row][j] +
+                                  "'; a weight is a finite number >= 0");
+    if (index < table.header.size() && detail::parse_number(table.rows[row][index]) != static_cast<double>(row))
+      throw std::invalid_argument(where + "index '" + table.rows[row][index] + "' should be " + std::to_string(row) +
+                                  "; the rows must list the training examples in order");
+    omega(static_cast<Index>(row)) = *value;
+  }
+  return omega;
+}
+
+}  // namespace filkit

@@ -1,0 +1,369 @@
+#include "filkit/models/glm.hpp"
+
+#include "models/glm_loss.hpp"
+
+#include <Eigen/Cholesky>
+#include <LBFGS.h>
+
+#include <cmath>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+
+namespace filkit {
+
+std::string to_string(ModelKind kind) {
+  switch (kind) {
+    case ModelKind::kLeastSquares: return "least-squares";
+    case ModelKind::kLogistic: return "logistic";
+    case ModelKind::kSoftmax: return "softmax";
+  }
+  return "unknown";
+}
+
+ModelKind model_kind_from_string(const std::string& name) {
+  if (name == "least-squares") return ModelKind::kLeastSquares;
+  if (name == "logistic") return ModelKind::kLogistic;
+  if (name == "softmax") return ModelKind::kSoftmax;
+  throw std::invalid_argument("unknown model '" + name +
+                              "': expected least-squares, logistic or softmax");
+}
+
+std::string to_string(Solver solver) {
+  switch (solver) {
+    case Solver::kAuto: return "auto";
+    case Solver::kNewton: return "newton";
+    case Solver::kLbfgs: return "lbfgs";
+  }
+  return "unknown";
+}
+
+Solver solver_from_string(const std::string& name) {
+  if (name == "auto") return Solver::kAuto;
+  if (name == "newton") return Solver::kNewton;
+  if (name == "lbfgs") return Solver::kLbfgs;
+  throw std::invalid_argument("unknown solver '" + name + "': expected auto, newton or lbfgs");
+}
+
+void FitOptions::validate() const {
+  if (!(l2 >= 0.0) || !std::isfinite(l2))
+    throw std::invalid_argument("FitOptions.l2 = " + std::to_string(l2) + ": must be finite and >= 0");
+  if (!(gradient_tolerance > 0.0 && gradient_tolerance <= 1e-3))
+    throw std::invalid_argument("FitOptions.gradient_tolerance = " + std::to_string(gradient_tolerance) +
+                                ": must lie in (0, 1e-3]");
+  if (max_iterations < 1)
+    throw std::invalid_argument("FitOptions.max_iterations = " + std::to_string(max_iterations) +
+                                ": must be >= 1");
+  if (regression && kind != ModelKind::kLeastSquares)
+    throw std::invalid_argument("FitOptions.regression: only least squares fits a real-valued target");
+}
+
+VectorXd Model::flat() const { return Eigen::Map<const VectorXd>(weights.data(), weights.size()); }
+
+void Model::set_flat(const VectorXd& w) {
+  if (w.size() != weights.size())
+    throw std::invalid_argument("Model::set_flat: expected " + std::to_string(weights.size()) +
+                                " parameters, got " + std::to_string(w.size()));
+  weights = Eigen::Map<const MatrixXd>(w.data(), weights.rows(), weights.cols());
+}
+
+VectorXd design_row(const Model& model, const Eigen::Ref<const VectorXd>& x) {
+  if (!model.intercept) return x;
+  VectorXd row(x.size() + 1);
+  row << 1.0, x;
+  return row;
+}
+
+namespace {
+
+void check_finite(const Dataset& data) {
+  for (Index i = 0; i < data.n(); ++i) {
+    if (!data.X.row(i).allFinite())
+      throw std::invalid_argument("data '" + data.source + "': row " + std::to_string(i) +
+                                  " has a NaN or infinite feature");
+    if (!std::isfinite(data.y(i)))
+      throw std::invalid_argument("data '" + data.source + "': label of row " + std::to_string(i) +
+                                  " is NaN or infinite");
+  }
+}
+
+Index infer_num_classes(const Dataset& data) {
+  Index classes = static_cast<Index>(data.class_names.size());
+  if (data.n() > 0) classes = std::max<Index>(classes, static_cast<Index>(data.y.maxCoeff()) + 1);
+  return std::max<Index>(classes, 2);
+}
+
+VectorXd checked_omega(const VectorXd& omega, Index n) {
+  if (omega.size() == 0) return VectorXd::Ones(n);
+  if (omega.size() != n)
+    throw std::invalid_argument("example weights: expected " + std::to_string(n) + " values, got " +
+                                std::to_string(omega.size()));
+  for (Index i = 0; i < n; ++i)
+    if (!std::isfinite(omega(i)) || omega(i) < 0.0)
+      throw std::invalid_argument("example weight " + std::to_string(i) + " = " +
+                                  std::to_string(omega(i)) + ": must be finite and >= 0");
+  return omega;
+}
+
+Model empty_model(const Dataset& data, const FitOptions& options) {
+  Model model;
+  model.kind = options.kind;
+  model.intercept = options.intercept;
+  model.regression = options.regression;
+  model.l2 = options.l2;
+  model.n_train = data.n();
+  model.num_classes = options.kind == ModelKind::kSoftmax ? infer_num_classes(data)
+                      : options.regression                 ? 1
+                                                           : 2;
+  const Index p = data.d() + (options.intercept ? 1 : 0);
+  model.weights = MatrixXd::Zero(p, options.kind == ModelKind::kSoftmax ? model.num_classes : 1);
+  return model;
+}
+
+std::runtime_error singular_hessian_error(const FitOptions& options) {
+  std::ostringstream message;
+  message << "the Hessian H = X^T W X + n*lambda*I is singular or numerically so (lambda = "
+          << options.l2 << ")";
+  if (options.l2 == 0.0) message << ": features are collinear; set a positive L2 strength (--l2, e.g. 1e-4)";
+  else message << "; increase the L2 strength (--l2)";
+  return std::runtime_error(message.str());
+}
+
+// Cholesky of H with a conditioning check: an LLT that "succeeds" on a numerically singular
+// matrix would give a meaningless solution and FIL.
+Eigen::LLT<MatrixXd> factorise(const MatrixXd& H, const FitOptions& options) {
+  Eigen::LLT<MatrixXd> llt(H);
+  if (llt.info() != Eigen::Success || !(llt.rcond() > 1e-14)) throw singular_hessian_error(options);
+  return llt;
+}
+
+Model fit_least_squares(const Dataset& data, const FitOptions& options, const VectorXd& omega) {
+  Model model = empty_model(data, options);
+  const VectorXd target = model_targets(data, options);
+  const detail::Design design(data.X, options.intercept);
+  MatrixXd H = design.weighted_gram(omega);
+  H.diagonal().array() += static_cast<double>(data.n()) * options.l2;
+  const VectorXd rhs = design.transpose_times(VectorXd(omega.cwiseProduct(target)));
+  model.weights.col(0) = factorise(H, options).solve(rhs);
+  model.gradient_norm = objective_gradient(model, data, omega).norm();
+  return model;
+}
+
+// Without a penalty, separable data have no finite minimiser: Newton still "converges" because
+// the gradient vanishes as ||w|| grows. Every example fitted to certainty exposes it.
+void reject_separable(const detail::GlmObjective& objective, const VectorXd& w, const FitOptions& options) {
+  const PerExampleLoss losses = objective.per_example(w);
+  if (w.norm() > 1e6 || losses.loss.maxCoeff() < 1e-8)
+    throw std::runtime_error(to_string(options.kind) +
+                             " regression with lambda = 0 has no finite minimiser: the training data are "
+                             "linearly separable (||w|| = " + std::to_string(w.norm()) +
+                             "). Set a positive L2 strength (--l2)");
+}
+
+Model newton(const Dataset& data, const FitOptions& options, Model model, const VectorXd& omega) {
+  const detail::GlmObjective objective(model, data, omega);
+  VectorXd w = model.flat();
+  const double scale = std::max(1.0, objective.gradient(VectorXd::Zero(w.size())).norm());
+  double value = objective.value(w);
+  for (int iteration = 0;; ++iteration) {
+    const VectorXd gradient = objective.gradient(w);
+    model.gradient_norm = gradient.norm();
+    model.iterations = iteration;
+    if (model.gradient_norm <= options.gradient_tolerance * scale) break;
+    if (iteration == options.max_iterations) {
+      std::ostringstream message;
+      message << to_string(options.kind) << " regression did not converge in " << options.max_iterations
+              << " Newton iterations (gradient norm " << model.gradient_norm << ", target "
+              << options.gradient_tolerance * scale << ")";
+      if (options.l2 == 0.0) message << "; with lambda = 0 separable data have no minimiser: set --l2 > 0";
+      throw std::runtime_error(message.str());
+    }
+    const VectorXd step = -factorise(objective.hessian(w), options).solve(gradient);
+    // Backtracking (Armijo) line search; Newton's full step is accepted near the optimum.
+    const double slope = gradient.dot(step);
+    double t = 1.0, candidate = objective.value(w + step);
+    // Near the optimum the predicted decrease drops below the rounding of F: there the full
+    // step is right (quadratic convergence) and the Armijo test would only see noise.
+    const bool in_rounding_regime = -slope < 1e-13 * (1.0 + std::abs(value));
+    if (in_rounding_regime) candidate = std::min(candidate, value);
+    while (!(candidate <= value + 1e-4 * t * slope) && !in_rounding_regime && t > 1e-12) {
+      t *= 0.5;
+      candidate = objective.value(w + t * step);
+    }
+    if (!(candidate <= value)) {
+      // No decrease at all: the objective is flat to rounding, so the gradient is as small as
+      // double precision allows. Accept only if that is close to the requested tolerance.
+      if (model.gradient_norm <= 1e3 * options.gradient_tolerance * scale) break;
+      throw std::runtime_error("line search failed at Newton iteration " + std::to_string(iteration) +
+                               " (gradient norm " + std::to_string(model.gradient_norm) + ")");
+    }
+    w += t * step;
+    value = candidate;
+  }
+  model.set_flat(w);
+  if (options.l2 == 0.0) reject_separable(objective, w, options);
+  return model;
+}
+
+Model lbfgs(const Dataset& data, const FitOptions& options, Model model, const VectorXd& omega) {
+  const detail::GlmObjective objective(model, data, omega);
+  VectorXd w = model.flat();
+  const double scale = std::max(1.0, objective.gradient(VectorXd::Zero(w.size())).norm());
+  LBFGSpp::LBFGSParam<double> parameters;
+  parameters.epsilon = options.gradient_tolerance * scale;
+  parameters.epsilon_rel = 0.0;
+  parameters.max_iterations = 100 * options.max_iterations;
+  LBFGSpp::LBFGSSolver<double> solver(parameters);
+  auto value_and_gradient = [&objective](const VectorXd& x, VectorXd& gradient) {
+    gradient = objective.gradient(x);
+    return objective.value(x);
+  };
+  double value = 0.0;
+  try {
+    model.iterations = solver.minimize(value_and_gradient, w, value);
+  } catch (const std::exception& error) {
+    // The line search gives up once F is flat to rounding; accept if the gradient is already
+    // within reach of the tolerance, as Newton does.
+    if (!(objective.gradient(w).norm() <= 1e3 * parameters.epsilon))
+      throw std::runtime_error(to_string(options.kind) + " regression (L-BFGS) did not converge: " + error.what());
+  }
+  model.gradient_norm = objective.gradient(w).norm();
+  if (model.gradient_norm > 1e3 * parameters.epsilon)
+    throw std::runtime_error(to_string(options.kind) + " regression (L-BFGS) did not converge in " +
+                             std::to_string(parameters.max_iterations) + " iterations (gradient norm " +
+                             std::to_string(model.gradient_norm) + ")");
+  model.set_flat(w);
+  if (options.l2 == 0.0) reject_separable(objective, w, options);
+  return model;
+}
+
+Model minimise(const Dataset& data, const FitOptions& options, Model start, const VectorXd& omega) {
+  const bool use_lbfgs = options.solver == Solver::kLbfgs ||
+                         (options.solver == Solver::kAuto && start.weights.size() > kNewtonMaxParams);
+  return use_lbfgs ? lbfgs(data, options, std::move(start), omega) : newton(data, options, std::move(start), omega);
+}
+
+}  // namespace
+
+VectorXd model_targets(const Dataset& data, const FitOptions& options) {
+  const Index n = data.n();
+  VectorXd target = data.y;
+  if (options.regression) return target;
+  const Index classes = options.kind == ModelKind::kSoftmax ? infer_num_classes(data) : 2;
+  for (Index i = 0; i < n; ++i) {
+    const double y = data.y(i);
+    if (y != std::floor(y) || y < 0 || y >= static_cast<double>(classes)) {
+      std::ostringstream message;
+      message << "label " << y << " of row " << i << " is outside the domain of the "
+              << to_string(options.kind) << " model: expected ";
+      if (classes == 2) message << "0 or 1 (choose two classes with --classes, or --regression for least squares)";
+      else message << "a class index 0.." << classes - 1;
+      throw std::invalid_argument(message.str());
+    }
+  }
+  if (options.kind == ModelKind::kLeastSquares) target = 2.0 * data.y.array() - 1.0;
+  return target;
+}
+
+Model fit(const Dataset& data, const FitOptions& options, const VectorXd& omega) {
+  options.validate();
+  data.validate();
+  check_finite(data);
+  if (data.n() == 0) throw std::invalid_argument("data '" + data.source + "' has no examples");
+  const VectorXd weights = checked_omega(omega, data.n());
+  model_targets(data, options);  // domain check before any work
+  if (options.kind == ModelKind::kLeastSquares) return fit_least_squares(data, options, weights);
+  return minimise(data, options, empty_model(data, options), weights);
+}
+
+Model refit(const Dataset& data, const FitOptions& options, const Model& start, const VectorXd& omega) {
+  options.validate();
+  const VectorXd weights = checked_omega(omega, data.n());
+  if (options.kind == ModelKind::kLeastSquares) return fit_least_squares(data, options, weights);
+  Model model = empty_model(data, options);
+  if (start.weights.rows() == model.weights.rows() && start.weights.cols() == model.weights.cols())
+    model.weights = start.weights;
+  return minimise(data, options, model, weights);
+}
+
+MatrixXd hessian(const Model& model, const Dataset& data, const VectorXd& omega) {
+  const detail::GlmObjective objective(model, data, checked_omega(omega, data.n()));
+  return objective.hessian(model.flat());
+}
+
+double objective_value(const Model& model, const Dataset& data, const VectorXd& omega) {
+  const detail::GlmObjective objective(model, data, checked_omega(omega, data.n()));
+  return objective.value(model.flat());
+}
+
+VectorXd objective_gradient(const Model& model, const Dataset& data, const VectorXd& omega) {
+  const detail::GlmObjective objective(model, data, checked_omega(omega, data.n()));
+  return objective.gradient(model.flat());
+}
+
+PerExampleLoss per_example_loss(const Model& model, const Dataset& data) {
+  const detail::GlmObjective objective(model, data, VectorXd::Ones(data.n()));
+  return objective.per_example(model.flat());
+}
+
+VectorXd predict(const Model& model, const RowMatrix& X) {
+  const detail::Design design(X, model.intercept);
+  const MatrixXd scores = design.times(model.weights);  // n x K
+  VectorXd prediction(X.rows());
+  for (Index i = 0; i < X.rows(); ++i) {
+    switch (model.kind) {
+      case ModelKind::kLeastSquares:
+        prediction(i) = model.regression ? scores(i, 0) : (scores(i, 0) >= 0.0 ? 1.0 : 0.0);
+        break;
+      case ModelKind::kLogistic: prediction(i) = scores(i, 0) >= 0.0 ? 1.0 : 0.0; break;
+      case ModelKind::kSoftmax: {
+        Index best;
+        scores.row(i).maxCoeff(&best);
+        prediction(i) = static_cast<double>(best);
+        break;
+      }
+    }
+  }
+  return prediction;
+}
+
+double accuracy(const Model& model, const Dataset& data) {
+  if (model.regression) throw std::invalid_argument("accuracy: the model is a regression");
+  if (data.n() == 0) return std::nan("");
+  const VectorXd prediction = predict(model, data.X);
+  return (prediction.array() == data.y.array()).cast<double>().mean();
+}
+
+double mean_squared_error(const Model& model, const Dataset& data) {
+  if (data.n() == 0) return std::nan("");
+  const detail::Design design(data.X, model.intercept);
+  const MatrixXd scores = design.times(model.weights);
+  if (model.kind == ModelKind::kLeastSquares) {
+    FitOptions options;
+    options.kind = model.kind;
+    options.regression = model.regression;
+    return (scores.col(0) - model_targets(data, options)).squaredNorm() / static_cast<double>(data.n());
+  }
+  double total = 0.0;
+  for (Index i = 0; i < data.n(); ++i) {
+    const VectorXd probabilities = detail::class_probabilities(model.kind, scores.row(i).transpose());
+    VectorXd truth = VectorXd::Zero(probabilities.size());
+    truth(model.kind == ModelKind::kLogistic ? 0 : static_cast<Index>(data.y(i))) =
+        model.kind == ModelKind::kLogistic ? data.y(i) : 1.0;
+    total += (probabilities - truth).squaredNorm();
+  }
+  return total / static_cast<double>(data.n());
+}
+
+Model perturb_output(const Model& model, double sigma, std::uint64_t seed) {
+  if (!(sigma >= 0.0) || !std::isfinite(sigma))
+    throw std::invalid_argument("output perturbation sigma = " + std::to_string(sigma) +
+                                ": must be finite and >= 0");
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  Model released = model;
+  for (Index k = 0; k < released.weights.size(); ++k) released.weights.data()[k] += sigma * normal(rng);
+  return released;
+}
+
+}  // namespace filkit

@@ -1,0 +1,207 @@
+// The gnuplot runner and the data helpers of the report.
+#include "report/report_internal.hpp"
+
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <stdexcept>
+
+extern char** environ;
+
+namespace filkit::report {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Outcome {
+  int exit_code = 0;
+  std::string output;  ///< stdout and stderr together
+};
+
+// Runs `program args...` without a shell (no quoting pitfalls), its output captured in `log`.
+Outcome run_command(const std::string& program, const std::vector<std::string>& args, const fs::path& log) {
+  std::vector<char*> argv{const_cast<char*>(program.c_str())};
+  for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  pid_t pid = 0;
+  const int error = posix_spawnp(&pid, program.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (error != 0)
+    throw std::runtime_error("cannot run '" + program + "': " + std::strerror(error) +
+                             " (install gnuplot-nox, see scripts/setup.sh)");
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) throw std::runtime_error("waiting for '" + program + "' failed: " + std::strerror(errno));
+  std::ifstream in(log);
+  Outcome outcome;
+  outcome.output.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  // posix_spawnp reports a missing program as exit 127 on glibc, not as an error.
+  outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return outcome;
+}
+
+}  // namespace
+
+Plotter::Plotter(std::string gnuplot, fs::path scratch, fs::path out_dir)
+    : gnuplot_(std::move(gnuplot)), scratch_(std::move(scratch)), out_dir_(std::move(out_dir)) {
+  const Outcome probe = run_command(gnuplot_, {"-e", "set terminal pngcairo"}, scratch_ / "probe.log");
+  if (probe.exit_code == 127)
+    throw std::runtime_error("cannot run '" + gnuplot_ + "': not found (install gnuplot-nox, see scripts/setup.sh)");
+  // gnuplot built without cairo lacks pngcairo; its libgd png terminal draws the same figures.
+  terminal_ = probe.exit_code == 0 ? "pngcairo enhanced font 'DejaVu Sans,11'" : "png enhanced";
+}
+
+std::string Plotter::data(const std::string& name, const std::string& content) const {
+  const fs::path path = scratch_ / name;
+  std::ofstream out(path);
+  out << content;
+  if (!out.flush()) throw std::runtime_error("cannot write '" + path.string() + "'");
+  return gnuplot_string(path.string());
+}
+
+void Plotter::plot(Section& section, const std::string& name, const std::string& caption, const std::string& body,
+                   int width, int height) {
+  const std::string file = section.id + "-" + name;
+  const fs::path png = scratch_ / (file + ".png"), script = scratch_ / (file + ".gp");
+  std::ofstream out(script);
+  out << "set terminal " << terminal_ << " size " << width << "," << height << "\n"
+      << "set output " << gnuplot_string(png.string()) << "\n"
+      << "set grid lc rgb '#dddddd'\nset key top right\n"
+      // Short tick labels: the default prints rounding noise on log axes ("1000000000.0025635").
+      << "set format x '%g'\nset format y '%g'\n"
+      << body << "\nunset output\n";
+  if (!out.flush()) throw std::runtime_error("cannot write '" + script.string() + "'");
+  run(script);
+  // The scratch directory is inside the report directory, so this rename is atomic.
+  fs::rename(png, out_dir_ / (file + ".png"));
+  section.figures.push_back({file + ".png", caption});
+}
+
+void Plotter::run(const fs::path& script) const {
+  const Outcome outcome = run_command(gnuplot_, {script.string()}, fs::path(script).replace_extension(".log"));
+  if (outcome.exit_code != 0)
+    throw std::runtime_error("'" + gnuplot_ + " " + script.string() + "' failed (exit " +
+                             std::to_string(outcome.exit_code) + "): " + outcome.output);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+std::optional<double> number_at(const nlohmann::json& json, const std::string& path) {
+  const nlohmann::json* node = &json;
+  std::stringstream parts(path);
+  for (std::string part; std::getline(parts, part, '.');) {
+    if (node->is_array() && !part.empty() && std::all_of(part.begin(), part.end(), ::isdigit)) {
+      const std::size_t k = std::stoul(part);
+      if (k >= node->size()) return std::nullopt;
+      node = &(*node)[k];
+    } else if (node->is_object() && node->contains(part)) {
+      node = &(*node)[part];
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (!node->is_number()) return std::nullopt;
+  return node->get<double>();
+}
+
+const std::vector<double>* column(const Input& input, const std::string& name, const std::string& figure,
+                                  Section& section) {
+  if (input.table_path.empty()) {
+    section.notes.push_back(figure + ": skipped, no per-example table given (--table)");
+    return nullptr;
+  }
+  const auto found = input.table.find(name);
+  if (found == input.table.end()) {
+    section.notes.push_back(figure + ": skipped, " + input.table_path + " has no column '" + name + "'");
+    return nullptr;
+  }
+  return &found->second;
+}
+
+std::string gnuplot_string(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '\n') {
+      out += "\\n";  // gnuplot's double-quoted strings read \n as a line break
+      continue;
+    }
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string rows_text(const std::vector<std::vector<double>>& rows) {
+  std::string text;
+  char buffer[32];
+  for (const auto& row : rows) {
+    for (std::size_t k = 0; k < row.size(); ++k) {
+      if (std::isfinite(row[k])) std::snprintf(buffer, sizeof buffer, "%.10g", row[k]);
+      else std::snprintf(buffer, sizeof buffer, "NaN");
+      if (k) text += ' ';
+      text += buffer;
+    }
+    text += "\n";
+  }
+  return text;
+}
+
+std::vector<std::vector<double>> histogram(const std::vector<std::vector<double>>& groups, bool log_bins, int bins) {
+  const auto usable = [&](double v) { return std::isfinite(v) && (!log_bins || v > 0); };
+  const auto scale = [&](double v) { return log_bins ? std::log10(v) : v; };
+  double lo = INFINITY, hi = -INFINITY;
+  for (const auto& group : groups)
+    for (double v : group)
+      if (usable(v)) lo = std::min(lo, scale(v)), hi = std::max(hi, scale(v));
+  if (!(lo <= hi)) return {};
+  // A single distinct value still gets a visible bar.
+  if (hi - lo < 1e-12 * std::max(1.0, std::abs(lo))) lo -= 0.5, hi += 0.5;
+  const double width = (hi - lo) / bins;
+  std::vector<std::vector<double>> rows(static_cast<std::size_t>(bins), std::vector<double>(groups.size() + 1, 0.0));
+  for (int b = 0; b < bins; ++b) {
+    const double centre = lo + (b + 0.5) * width;
+    rows[static_cast<std::size_t>(b)][0] = log_bins ? std::pow(10.0, centre) : centre;
+  }
+  for (std::size_t g = 0; g < groups.size(); ++g)
+    for (double v : groups[g]) {
+      if (!usable(v)) continue;
+      const int b = std::min(bins - 1, static_cast<int>((scale(v) - lo) / width));
+      rows[static_cast<std::size_t>(b)][g + 1] += 1.0;
+    }
+  return rows;
+}
+
+std::vector<std::vector<double>> points(const std::vector<double>& x, const std::vector<double>& y, bool log_x,
+                                        bool log_y, std::size_t* dropped) {
+  std::vector<std::vector<double>> kept;
+  const std::size_t n = std::min(x.size(), y.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    const bool ok = std::isfinite(x[i]) && std::isfinite(y[i]) && (!log_x || x[i] > 0) && (!log_y || y[i] > 0);
+    if (ok) kept.push_back({x[i], y[i]});
+  }
+  if (dropped) *dropped = n - kept.size();
+  return kept;
+}
+
+std::string format_number(double value) {
+  if (!std::isfinite(value)) return std::isnan(value) ? "nan" : (value > 0 ? "inf" : "-inf");
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.6g", value);
+  return buffer;
+}
+
+}  // namespace filkit::report

@@ -1,0 +1,251 @@
+// The report: reads the inputs, lets each command's section draw its figures, writes the HTML.
+#include "filkit/report/report.hpp"
+
+#include "filkit/data/dataset.hpp"
+#include "filkit/data/text_table.hpp"
+#include "filkit/base/io.hpp"
+#include "report/report_internal.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
+
+namespace filkit {
+
+namespace fs = std::filesystem;
+using report::Input;
+using report::Section;
+
+void ReportOptions::validate() const {
+  if (inputs.empty()) throw std::invalid_argument("ReportOptions.inputs: empty; give at least one summary JSON");
+  if (tables.size() > inputs.size())
+    throw std::invalid_argument("ReportOptions.tables: " + std::to_string(tables.size()) + " tables for " +
+                                std::to_string(inputs.size()) + " inputs; the k-th table belongs to the k-th input");
+  if (out_dir.empty()) throw std::invalid_argument("ReportOptions.out_dir: empty");
+  if (gnuplot.empty()) throw std::invalid_argument("ReportOptions.gnuplot: empty");
+}
+
+namespace {
+
+nlohmann::json read_summary(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::invalid_argument("report input '" + path + "': cannot open the file");
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& error) {
+    throw std::invalid_argument("report input '" + path + "': not valid JSON: " + error.what());
+  }
+  if (!json.is_object() || !json.contains("command") || !json["command"].is_string())
+    throw std::invalid_argument("report input '" + path + "': no \"command\" field naming the command that wrote it");
+  return json;
+}
+
+report::Columns read_columns(const std::string& path) {
+  const TextTable table = read_csv(path);
+  report::Columns columns;
+  for (std::size_t j = 0; j < table.header.size(); ++j) {
+    std::vector<double>& values = columns[table.header[j]];
+    for (const auto& row : table.rows) {
+      char* end = nullptr;
+      const double value = std::strtod(row[j].c_str(), &end);
+      values.push_back(end != row[j].c_str() && *end == '\0' ? value : std::nan(""));
+    }
+  }
+  return columns;
+}
+
+std::vector<Input> read_inputs(const ReportOptions& options) {
+  std::vector<Input> inputs;
+  for (std::size_t k = 0; k < options.inputs.size(); ++k) {
+    Input input{options.inputs[k], read_summary(options.inputs[k]), "", {}};
+    if (k < options.tables.size() && !options.tables[k].empty()) {
+      input.table_path = options.tables[k];
+      input.table = read_columns(input.table_path);
+    }
+    inputs.push_back(std::move(input));
+  }
+  return inputs;
+}
+
+std::string file_name(const std::string& path) { return fs::path(path).filename().string(); }
+
+// Facts every summary may carry, shown above the figures.
+void add_common_facts(const Input& input, Section& section) {
+  const nlohmann::json& settings = input.summary.value("settings", nlohmann::json::object());
+  const auto text = [](const nlohmann::json& value) { return value.is_string() ? value.get<std::string>() : value.dump(); };
+  section.facts.push_back({"summary", input.summary_path});
+  if (!input.table_path.empty()) section.facts.push_back({"table", input.table_path});
+  if (settings.is_object() && settings.contains("data")) section.facts.push_back({"data", text(settings["data"])});
+  if (settings.is_object() && settings.contains("model")) section.facts.push_back({"model", text(settings["model"])});
+  for (const char* key : {"n", "d", "seed"})
+    if (input.summary.contains(key)) section.facts.push_back({key, text(input.summary[key])});
+  for (const char* key : {"sigma", "l2"})
+    if (const auto value = report::number_at(settings, key)) section.facts.push_back({key, report::format_number(*value)});
+  for (const char* key : {"train_accuracy", "test_accuracy", "eta.mean", "eta.median", "dfil.median"})
+    if (const auto value = report::number_at(input.summary, key)) section.facts.push_back({key, report::format_number(*value)});
+}
+
+std::vector<Section> draw_sections(const std::vector<Input>& inputs, report::Plotter& plotter, bool images) {
+  std::vector<Section> sections;
+  std::vector<const Input*> dpsgd;
+  for (const Input& input : inputs) {
+    const std::string command = input.summary["command"].get<std::string>();
+    if (command == "dpsgd") {
+      dpsgd.push_back(&input);
+      continue;
+    }
+    Section section;
+    section.id = std::to_string(sections.size() + 1) + "-" + command;
+    section.title = command + ": " + file_name(input.summary_path);
+    add_common_facts(input, section);
+    if (command == "measure") report::measure_section(input, plotter, section, images);
+    else if (command == "bound") report::bound_section(input, plotter, section);
+    else if (command == "reconstruct") report::reconstruct_section(input, plotter, section);
+    else if (command == "irfil") report::irfil_section(input, plotter, section);
+    else if (command == "attack") report::attack_section(input.summary, "attack", plotter, section);
+    else section.notes.push_back("no report section for command '" + command + "' yet; only its facts are shown");
+    sections.push_back(std::move(section));
+  }
+  if (!dpsgd.empty()) {
+    Section section;
+    section.id = std::to_string(sections.size() + 1) + "-dpsgd";
+    section.title = "dpsgd: " + std::to_string(dpsgd.size()) + " run(s)";
+    for (const Input* input : dpsgd) section.facts.push_back({"summary", input->summary_path});
+    report::dpsgd_section(dpsgd, plotter, section);
+    sections.push_back(std::move(section));
+  }
+  return sections;
+}
+
+std::string base64(const std::string& bytes) {
+  static const char* alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  for (std::size_t i = 0; i < bytes.size(); i += 3) {
+    const std::size_t left = bytes.size() - i;
+    std::uint32_t chunk = static_cast<unsigned char>(bytes[i]) << 16;
+    if (left > 1) chunk |= static_cast<unsigned char>(bytes[i + 1]) << 8;
+    if (left > 2) chunk |= static_cast<unsigned char>(bytes[i + 2]);
+    out += alphabet[(chunk >> 18) & 63];
+    out += alphabet[(chunk >> 12) & 63];
+    out += left > 1 ? alphabet[(chunk >> 6) & 63] : '=';
+    out += left > 2 ? alphabet[chunk & 63] : '=';
+  }
+  return out;
+}
+
+std::string escape_html(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string read_binary(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read the figure '" + path.string() + "'");
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// The inline script lets a headless browser report how the page rendered: the count of images
+// that failed to decode and of script errors, as data attributes of <body>.
+const char* kRenderCheckScript = R"(<script>
+(function () {
+  var errors = 0;
+  window.onerror = function () { errors += 1; if (document.body) document.body.dataset.scriptErrors = errors; };
+  window.addEventListener('load', function () {
+    var broken = 0;
+    for (var i = 0; i < document.images.length; ++i)
+      if (!document.images[i].complete || document.images[i].naturalWidth === 0) broken += 1;
+    document.body.dataset.images = document.images.length;
+    document.body.dataset.brokenImages = broken;
+    document.body.dataset.scriptErrors = errors;
+  });
+})();
+</script>)";
+
+const char* kStyle = R"(<style>
+body { font-family: 'DejaVu Sans', sans-serif; max-width: 1100px; margin: 2em auto; color: #222; }
+section { border-top: 1px solid #ccc; margin-top: 2em; }
+table.facts td { padding: 0.1em 1em 0.1em 0; font-size: 90%; }
+figure { margin: 1.5em 0; }
+figure img { max-width: 100%; border: 1px solid #eee; }
+figcaption { font-size: 90%; color: #444; }
+p.note { color: #8a5a00; font-size: 90%; }
+</style>)";
+
+std::string section_html(const Section& section, const fs::path& out_dir) {
+  std::string html = "<section>\n<h2>" + escape_html(section.title) + "</h2>\n<table class=\"facts\">\n";
+  for (const auto& [key, value] : section.facts)
+    html += "<tr><td>" + escape_html(key) + "</td><td>" + escape_html(value) + "</td></tr>\n";
+  html += "</table>\n";
+  for (const std::string& note : section.notes) html += "<p class=\"note\">" + escape_html(note) + "</p>\n";
+  for (const report::Figure& figure : section.figures)
+    html += "<figure><img alt=\"" + escape_html(figure.file) + "\" src=\"data:image/png;base64," +
+            base64(read_binary(out_dir / figure.file)) + "\">\n<figcaption>" + escape_html(figure.caption) +
+            " (" + escape_html(figure.file) + ")</figcaption></figure>\n";
+  return html + "</section>\n";
+}
+
+std::string page_html(const std::vector<Section>& sections, const fs::path& out_dir) {
+  std::string html = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>filkit report</title>\n";
+  html += std::string(kStyle) + "\n" + kRenderCheckScript + "\n</head>\n<body>\n<h1>filkit report</h1>\n";
+  html += "<p>filkit " + escape_html(version()) + ": Fisher information loss (FIL) of the inputs below. "
+          "eta is the per-example FIL (spectral norm of the Jacobian over sigma); dFIL its trace form; "
+          "1/dFIL<sup>2</sup> the Cramér–Rao bound on the MSE of any unbiased reconstruction.</p>\n";
+  for (const Section& section : sections) html += section_html(section, out_dir);
+  return html + "</body>\n</html>\n";
+}
+
+// A scratch directory inside the report directory (so figures move into place by rename),
+// removed however the report ends.
+class ScratchDir {
+ public:
+  explicit ScratchDir(const fs::path& parent) : path_(parent / (".report-scratch-" + std::to_string(::getpid()))) {
+    fs::create_directories(path_);
+  }
+  ~ScratchDir() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+}  // namespace
+
+ReportResult write_report(const ReportOptions& options) {
+  options.validate();
+  const std::vector<Input> inputs = read_inputs(options);
+  const fs::path out_dir(options.out_dir);
+  std::error_code error;
+  fs::create_directories(out_dir, error);
+  if (error) throw std::runtime_error("cannot create the report directory '" + options.out_dir + "': " + error.message());
+  const ScratchDir scratch(out_dir);
+  report::Plotter plotter(options.gnuplot, scratch.path(), out_dir);
+  const std::vector<Section> sections = draw_sections(inputs, plotter, options.images);
+
+  ReportResult result;
+  result.html = (out_dir / "report.html").string();
+  write_file_atomically(result.html, page_html(sections, out_dir));
+  for (const Section& section : sections) {
+    for (const report::Figure& figure : section.figures) result.figures.push_back((out_dir / figure.file).string());
+    for (const std::string& note : section.notes) result.notes.push_back(section.title + ": " + note);
+  }
+  return result;
+}
+
+}  // namespace filkit

@@ -1,0 +1,98 @@
+// The source tree's layers depend only downwards (docs/architecture.md):
+//   base <- data <- models <- {leakage, dpsgd} <- jobs <- {cli, python};  report reads JSON (data, base).
+// This test reads every header and source of include/filkit/<layer>/ and src/<layer>/ and fails on an
+// include that points up (or sideways) a layer, or on a file that sits outside every layer.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::map<std::string, std::set<std::string>>& allowed_dependencies() {
+  static const std::map<std::string, std::set<std::string>> allowed = {
+      {"base", {"base"}},
+      {"data", {"base", "data"}},
+      {"models", {"base", "data", "models"}},
+      {"leakage", {"base", "data", "models", "leakage"}},
+      {"dpsgd", {"base", "data", "models", "dpsgd"}},
+      {"report", {"base", "data", "report"}},
+      {"jobs", {"base", "data", "models", "leakage", "dpsgd", "report", "jobs"}},
+  };
+  return allowed;
+}
+
+// Violations in one file of layer `layer`: each project include ("filkit/<layer>/..." or, for the
+// library's private headers, "<layer>/...") whose layer is not allowed.
+std::vector<std::string> layering_violations(const std::string& layer, const std::string& file_text,
+                                             const std::string& file_name) {
+  std::vector<std::string> violations;
+  const auto& allowed = allowed_dependencies();
+  const auto own = allowed.find(layer);
+  if (own == allowed.end()) return {file_name + ": not in a layer (" + layer + ")"};
+  static const std::regex include_line(R"(#\s*include\s*"(?:filkit/)?([a-z_]+)/[^"]+")");
+  static const std::regex top_level_include(R"(#\s*include\s*"filkit/[a-z_]+\.hpp")");
+  for (auto it = std::sregex_iterator(file_text.begin(), file_text.end(), include_line); it != std::sregex_iterator();
+       ++it) {
+    const std::string target = (*it)[1];
+    if (!allowed.count(target)) continue;  // e.g. "CLI/CLI.hpp" is not ours
+    if (!own->second.count(target))
+      violations.push_back(file_name + ": " + layer + " includes " + it->str() + " (layer " + target + " is above or beside it)");
+  }
+  if (std::regex_search(file_text, top_level_include))
+    violations.push_back(file_name + ": includes a header outside every layer");
+  return violations;
+}
+
+fs::path source_dir() {
+  const char* dir = std::getenv("FILKIT_SOURCE_DIR");
+  return dir ? fs::path(dir) : fs::path(FILKIT_TEST_SOURCE_DIR);
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST(Layering, EveryIncludePointsDownwards) {
+  std::vector<std::string> violations;
+  int files = 0;
+  for (const fs::path root : {source_dir() / "include" / "filkit", source_dir() / "src"}) {
+    ASSERT_TRUE(fs::is_directory(root)) << root;
+    for (const auto& entry : fs::recursive_directory_iterator(root)) {
+      if (!entry.is_regular_file()) continue;
+      const auto relative = fs::relative(entry.path(), root);
+      const std::string layer = relative.begin()->string();
+      if (relative.begin() == --relative.end()) {
+        violations.push_back(entry.path().string() + ": outside every layer");
+        continue;
+      }
+      ++files;
+      for (auto& v : layering_violations(layer, read_text(entry.path()), entry.path().string()))
+        violations.push_back(std::move(v));
+    }
+  }
+  EXPECT_GT(files, 50);
+  for (const auto& v : violations) ADD_FAILURE() << v;
+}
+
+// The check itself must catch what it is there to catch.
+TEST(Layering, CatchesAnUpwardInclude) {
+  EXPECT_EQ(layering_violations("models", "#include \"filkit/leakage/fil.hpp\"\n", "x.cpp").size(), 1u);
+  EXPECT_EQ(layering_violations("base", "#include \"models/glm_loss.hpp\"\n", "x.cpp").size(), 1u);
+  EXPECT_EQ(layering_violations("dpsgd", "#include \"filkit/leakage/fil.hpp\"\n", "x.cpp").size(), 1u);
+  EXPECT_EQ(layering_violations("report", "#include \"filkit/jobs/measure.hpp\"\n", "x.cpp").size(), 1u);
+  EXPECT_EQ(layering_violations("data", "#include \"filkit/types.hpp\"\n", "x.cpp").size(), 1u);
+  EXPECT_TRUE(layering_violations("jobs", "#include \"filkit/leakage/fil.hpp\"\n#include <CLI/CLI.hpp>\n", "x.cpp").empty());
+  EXPECT_TRUE(layering_violations("leakage", "#include \"models/glm_loss.hpp\"\n", "x.cpp").empty());
+}
+
+}  // namespace

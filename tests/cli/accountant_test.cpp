@@ -1,0 +1,181 @@
+#include "accountant.hpp"
+
+#include "filkit/dpsgd/rdp_accountant.hpp"
+#include "test_util.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace filkit::cli {
+namespace {
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+AccountantOptions opacus_check_case(const std::string& json_path) {
+  AccountantOptions options;
+  options.q = 0.04;
+  options.sigma = 1.5;
+  options.steps = 2250;
+  options.json_path = json_path;
+  return options;
+}
+
+TEST(AccountantCli, WritesJsonWithInputsEpsilonAndRdpCurve) {
+  testing::TempDir dir;
+  run_accountant(opacus_check_case(dir.file("out.json")));
+  const nlohmann::json out = read_json(dir.file("out.json"));
+  EXPECT_EQ(out["command"], "accountant");
+  EXPECT_EQ(out["version"], version());
+  EXPECT_EQ(out["inputs"]["q"], 0.04);
+  EXPECT_EQ(out["inputs"]["sigma"], 1.5);
+  EXPECT_EQ(out["inputs"]["steps"], 2250);
+  EXPECT_EQ(out["inputs"]["delta"], 1e-5);
+  EXPECT_EQ(out["inputs"]["orders"], "opacus");
+  EXPECT_NEAR(out["eps"].get<double>(), 7.32911, 1e-5);
+  EXPECT_EQ(out["optimal_order"], 3.9);
+  EXPECT_EQ(out["optimal_order_status"], "interior");
+  EXPECT_EQ(out["warning"], "");
+  EXPECT_EQ(out["orders"].get<std::vector<double>>(), rdp_orders(OrderGrid::kOpacus));
+  const std::vector<double> step_rdp = subsampled_gaussian_rdp(0.04, 1.5, rdp_orders(OrderGrid::kOpacus));
+  const std::vector<double> rdp = out["rdp"].get<std::vector<double>>();
+  ASSERT_EQ(rdp.size(), step_rdp.size());
+  for (std::size_t k = 0; k < rdp.size(); ++k) EXPECT_DOUBLE_EQ(rdp[k], 2250 * step_rdp[k]);
+}
+
+TEST(AccountantCli, DerivesStepsFromEpochsBatchSizeAndDatasetSize) {
+  testing::TempDir dir;
+  AccountantOptions options;
+  options.batch_size = 150;
+  options.n = 60000;
+  options.sigma = 1.3;
+  options.epochs = 15;
+  options.json_path = dir.file("out.json");
+  run_accountant(options);
+  const nlohmann::json out = read_json(options.json_path);
+  EXPECT_EQ(out["mechanisms"][0]["steps"], 6000);
+  EXPECT_DOUBLE_EQ(out["mechanisms"][0]["q"].get<double>(), 0.0025);
+  EXPECT_NEAR(out["eps"].get<double>(), 0.7242234026109595, 1e-9);
+  EXPECT_EQ(out["optimal_order"], 19);
+  // The same through --q, whose binary rounding must not add a step.
+  options.batch_size.reset();
+  options.n.reset();
+  options.q = 0.0025;
+  run_accountant(options);
+  EXPECT_EQ(read_json(options.json_path)["mechanisms"][0]["steps"], 6000);
+}
+
+TEST(AccountantCli, ComposesRepeatedMechanisms) {
+  testing::TempDir dir;
+  AccountantOptions options = opacus_check_case(dir.file("out.json"));
+  options.steps = 1000;
+  options.mechanisms = {"0.04,1.5,1000", "0.04,1.5,250"};
+  run_accountant(options);
+  const nlohmann::json out = read_json(options.json_path);
+  EXPECT_EQ(out["mechanisms"].size(), 3u);
+  EXPECT_NEAR(out["eps"].get<double>(), 7.32911, 1e-5);
+}
+
+TEST(AccountantCli, SolvesForTheNoiseMultiplier) {
+  testing::TempDir dir;
+  AccountantOptions options;
+  options.q = 0.01;
+  options.steps = 1000;
+  options.target_eps = 1.0;
+  options.json_path = dir.file("out.json");
+  run_accountant(options);
+  const nlohmann::json out = read_json(options.json_path);
+  const double sigma = out["noise_multiplier"].get<double>();
+  EXPECT_EQ(out["mechanisms"][0]["noise_multiplier"], sigma);
+  EXPECT_EQ(out["inputs"]["target_eps"], 1.0);
+  RdpAccountant check;
+  check.compose(0.01, sigma, 1000);
+  const double eps = check.get_privacy_spent(1e-5).eps;
+  EXPECT_EQ(out["eps"].get<double>(), eps);
+  EXPECT_LE(eps, 1.0);
+  EXPECT_GT(eps, 0.999);
+}
+
+TEST(AccountantCli, AcceptsNamedGridsAndOrderLists) {
+  testing::TempDir dir;
+  AccountantOptions options = opacus_check_case(dir.file("out.json"));
+  options.orders = "tf";
+  run_accountant(options);
+  EXPECT_EQ(read_json(options.json_path)["orders"].size(), 155u);
+  options.orders = "2,4,8";
+  run_accountant(options);
+  const nlohmann::json out = read_json(options.json_path);
+  EXPECT_EQ(out["orders"].get<std::vector<double>>(), (std::vector<double>{2, 4, 8}));
+  EXPECT_EQ(out["optimal_order"], 4);
+  options.sigma = 0.0;  // infinite RDP is written as "inf": JSON has no infinity
+  run_accountant(options);
+  EXPECT_EQ(read_json(options.json_path)["eps"], "inf");
+}
+
+TEST(AccountantCli, RejectsContradictoryOrMalformedFlags) {
+  const auto expect_rejected = [](const std::function<void(AccountantOptions&)>& spoil, const std::string& flag) {
+    AccountantOptions options = opacus_check_case("");
+    spoil(options);
+    try {
+      run_accountant(options);
+      ADD_FAILURE() << "accepted bad " << flag;
+    } catch (const std::invalid_argument& error) {
+      EXPECT_NE(std::string(error.what()).find(flag), std::string::npos) << error.what();
+    }
+  };
+  expect_rejected([](AccountantOptions& o) { o.batch_size = 10; o.n = 100; }, "--q");
+  expect_rejected([](AccountantOptions& o) { o.epochs = 3; }, "--epochs");
+  expect_rejected([](AccountantOptions& o) { o.sigma.reset(); }, "--sigma");
+  expect_rejected([](AccountantOptions& o) { o.target_eps = 1; }, "--target-eps");
+  expect_rejected([](AccountantOptions& o) { o.mechanisms = {"0.1,1"}; }, "--mechanism");
+  expect_rejected([](AccountantOptions& o) { o.mechanisms = {"0.1,x,3"}; }, "--mechanism sigma");
+  expect_rejected([](AccountantOptions& o) { o.orders = "2,x"; }, "--orders");
+  expect_rejected([](AccountantOptions& o) { o.orders = "renyi"; }, "renyi");
+  expect_rejected([](AccountantOptions& o) { o.orders = "0.5,2"; }, "orders[0]");
+  expect_rejected([](AccountantOptions& o) { o.q = 1.5; }, "q");
+  expect_rejected([](AccountantOptions& o) { o.delta = 0; }, "delta");
+  expect_rejected([](AccountantOptions& o) { o.q.reset(); o.batch_size = 200; o.n = 100; }, "--batch-size");
+}
+
+TEST(AccountantCli, BinaryPrintsSummaryAndWarnsOnStderr) {
+  const char* binary = std::getenv("FILKIT_BINARY");
+  ASSERT_NE(binary, nullptr) << "FILKIT_BINARY is set by ctest";
+  testing::TempDir dir;
+  const std::string run = std::string(binary) + " accountant --q 0.04 --sigma 1.5 --steps 2250 --delta 1e-5 > " +
+                          dir.file("out") + " 2> " + dir.file("err");
+  ASSERT_EQ(std::system(run.c_str()), 0);
+  EXPECT_NE(read_text(dir.file("out")).find("eps = 7.32911 (optimal order 3.9)"), std::string::npos)
+      << read_text(dir.file("out"));
+  EXPECT_EQ(read_text(dir.file("err")), "");
+
+  const std::string edge = std::string(binary) + " accountant --q 0.001 --sigma 5 --steps 10 > " + dir.file("out") +
+                           " 2> " + dir.file("err");
+  ASSERT_EQ(std::system(edge.c_str()), 0);
+  EXPECT_NE(read_text(dir.file("err")).find("warning: the optimal order 63 is the largest order"), std::string::npos)
+      << read_text(dir.file("err"));
+
+  const std::string bad = std::string(binary) + " accountant --q 0.04 --steps 10 > " + dir.file("out") + " 2> " +
+                          dir.file("err");
+  EXPECT_NE(std::system(bad.c_str()), 0);
+  EXPECT_NE(read_text(dir.file("err")).find("--sigma is required"), std::string::npos) << read_text(dir.file("err"));
+}
+
+}  // namespace
+}  // namespace filkit::cli

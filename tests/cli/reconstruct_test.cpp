@@ -1,0 +1,187 @@
+// The `filkit bound` and `filkit reconstruct` commands: in-process against the library, once as a
+// binary, and on MNIST against the reconstruction paper's numbers.
+#include "bound.hpp"
+#include "reconstruct.hpp"
+
+#include "filkit/base/summary.hpp"
+#include "test_util.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace filkit {
+namespace {
+
+using testing::TempDir;
+
+cli::BoundCommandOptions small_bound(const std::string& path) {
+  cli::BoundCommandOptions options;
+  options.data.data = path;
+  options.model.tolerance = 1e-13;
+  options.sigma = 0.05;
+  options.run.quiet = true;
+  options.run.seed = 8;
+  return options;
+}
+
+TEST(BoundCommand, WritesPerExampleBoundsAndASummaryThatMatchTheLibrary) {
+  const TempDir dir;
+  cli::BoundCommandOptions options = small_bound(testing::write_npz_dataset(dir, testing::random_classification(250, 5, 2, 41)));
+  options.run.out = dir.file("bounds.csv");
+  options.run.json = dir.file("summary.json");
+  std::ostringstream printed;
+  const BoundJobResult result = cli::run_bound(options, printed);
+  EXPECT_TRUE(printed.str().empty()) << "--quiet prints nothing";
+
+  const Dataset& train = result.data.train;
+  ASSERT_EQ(train.n(), 200);  // 20% held out
+  const Model model = fit(train, cli::to_fit_options(options.model, false));
+  EXPECT_TRUE(model.intercept) << "the paper's setting has an intercept";
+  ReconstructionBoundOptions bound_options;
+  bound_options.sigma = 0.05;
+  const ReconstructionBounds direct = reconstruction_bounds(model, train, bound_options);
+  EXPECT_LT((direct.dfil_bound - result.bounds.dfil_bound).norm(), 1e-10 * direct.dfil_bound.norm());
+
+  const std::vector<std::string> lines = testing::read_lines(options.run.out);
+  ASSERT_EQ(lines.size(), 201u);
+  EXPECT_EQ(lines[0], "index,label,eta,dfil,fil_bound,dfil_bound");
+  const nlohmann::json summary = nlohmann::json::parse(std::ifstream(options.run.json));
+  EXPECT_EQ(summary["command"], "bound");
+  EXPECT_EQ(summary["seed"], 8);
+  EXPECT_DOUBLE_EQ(summary["rdp"]["epsilon"].get<double>(), output_perturbation_rdp_epsilon(200, 1e-2, 0.05));
+  EXPECT_DOUBLE_EQ(summary["rdp"]["mse_bound"].get<double>(), direct.rdp_mse_bound);
+  EXPECT_NEAR(summary["dfil_bound"]["median"].get<double>(), quantile(direct.dfil_bound, 0.5), 1e-9);
+  EXPECT_DOUBLE_EQ(summary["dfil_bound"]["share_at_or_above_perfect_privacy"].get<double>(),
+                   direct.share_dfil_bound_above_line);
+  // With the intercept every design row [1, x] has norm > 1: the stated eps does not hold.
+  EXPECT_FALSE(summary["rdp"]["norm_check"]["satisfied"].get<bool>());
+  ASSERT_EQ(summary["warnings"].size(), 1u);
+  EXPECT_NE(summary["warnings"][0].get<std::string>().find("norm > 1"), std::string::npos);
+  EXPECT_TRUE(summary.contains("filkit_version"));
+  EXPECT_TRUE(summary["seconds"].contains("bounds"));
+}
+
+TEST(BoundCommand, AcceptsPerCoordinateDiametersFromAFile) {
+  const TempDir dir;
+  cli::BoundCommandOptions options = small_bound(testing::write_npz_dataset(dir, testing::random_classification(60, 3, 2, 42)));
+  options.diameter = dir.write("diameters.txt", "1, 2\n3\n");
+  const BoundJobResult result = cli::run_bound(options, std::cout);
+  EXPECT_DOUBLE_EQ(result.bounds.perfect_privacy_mse, 14.0 / 3.0);
+  options.diameter = "2";
+  EXPECT_DOUBLE_EQ(cli::run_bound(options, std::cout).bounds.perfect_privacy_mse, 4.0);
+  options.diameter = dir.write("bad.txt", "1 two 3");
+  EXPECT_THROW(cli::run_bound(options, std::cout), std::invalid_argument);
+  options.diameter = dir.write("short.txt", "1 2");
+  EXPECT_THROW(cli::run_bound(options, std::cout), std::invalid_argument);  // d = 3
+}
+
+TEST(ReconstructCommand, WritesAttackMsesAndReconstructionsThatMatchTheLibrary) {
+  const TempDir dir;
+  cli::ReconstructCommandOptions options;
+  options.bound = small_bound(testing::write_npz_dataset(dir, testing::random_classification(250, 4, 2, 43)));
+  options.bound.sigma = 1e-3;
+  options.bound.run.out = dir.file("attack.csv");
+  options.bound.run.json = dir.file("summary.json");
+  options.trials = 64;
+  options.rows = "0,3,9";
+  options.save_reconstructions = "3";
+  options.reconstructions_out = dir.file("reconstructions.csv");
+  std::ostringstream printed;
+  const ReconstructJobResult result = cli::run_reconstruct(options, printed);
+
+  GlmAttackOptions attack;
+  attack.sigma = 1e-3;
+  attack.trials = 64;
+  attack.seed = 8;
+  attack.rows = {0, 3, 9};
+  const GlmAttackResult direct = evaluate_glm_attack(result.bound.model, result.bound.data.train, attack);
+  EXPECT_EQ(direct.mean_mse, result.attack.mean_mse);
+
+  const std::vector<std::string> lines = testing::read_lines(options.bound.run.out);
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[0], "index,label,eta,dfil,fil_bound,dfil_bound,attack_mse,linearised_mse,guarded_trials");
+  EXPECT_EQ(lines[2].substr(0, 2), "3,");
+  const std::vector<std::string> saved = testing::read_lines(options.reconstructions_out);
+  ASSERT_EQ(saved.size(), 3u);
+  EXPECT_EQ(saved[0], "index,label,kind,attack_mse,x0,x1,x2,x3");
+  EXPECT_EQ(saved[1].substr(0, 2), "3,");
+  const nlohmann::json summary = nlohmann::json::parse(std::ifstream(options.bound.run.json));
+  EXPECT_EQ(summary["command"], "reconstruct");
+  EXPECT_EQ(summary["attack"]["trials"], 64);
+  EXPECT_EQ(summary["attack"]["guarded_trials"], 0);
+  EXPECT_EQ(summary["settings"]["rows"], nlohmann::json({0, 3, 9}));
+}
+
+TEST(ReconstructCommand, RejectsAModelWithoutInterceptAndAMissingOutputFile) {
+  const TempDir dir;
+  cli::ReconstructCommandOptions options;
+  options.bound = small_bound(testing::write_npz_dataset(dir, testing::random_classification(60, 3, 2, 44)));
+  options.trials = 2;
+  options.save_reconstructions = "1";
+  std::ostringstream printed;
+  EXPECT_THROW(cli::run_reconstruct(options, printed), std::invalid_argument);
+  options.save_reconstructions.clear();
+  options.bound.model.intercept = false;
+  try {
+    cli::run_reconstruct(options, printed);
+    FAIL() << "expected an error";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_NE(std::string(error.what()).find("intercept"), std::string::npos) << error.what();
+  }
+  options.bound.model.intercept = true;
+  options.bound.model.model = "least-squares";
+  EXPECT_THROW(cli::run_reconstruct(options, printed), std::invalid_argument);
+}
+
+
+TEST(ReconstructionBinary, PrintsHelpTheSummaryAndWarnings) {
+  const char* binary = std::getenv("FILKIT_BINARY");
+  if (binary == nullptr) GTEST_SKIP() << "FILKIT_BINARY not set";
+  const TempDir dir;
+  const std::string data = testing::write_npz_dataset(dir, testing::random_classification(80, 3, 2, 45));
+  const auto help = testing::run_command(std::string(binary) + " reconstruct --help");
+  EXPECT_EQ(help.first, 0);
+  for (const char* flag : {"--data", "--l2", "--intercept", "--sigma", "--diameter", "--norm-bound", "--trials",
+                           "--rows", "--save-reconstructions", "--reconstructions-out", "--out", "--json", "--seed"})
+    EXPECT_NE(help.second.find(flag), std::string::npos) << flag;
+  const auto bound = testing::run_command(std::string(binary) + " bound --data " + data);
+  EXPECT_EQ(bound.first, 0) << bound.second;
+  EXPECT_NE(bound.second.find("(2, eps)-RDP: eps = "), std::string::npos) << bound.second;
+  EXPECT_NE(bound.second.find("warning: "), std::string::npos) << bound.second;
+  const auto attack = testing::run_command(std::string(binary) + " reconstruct --quiet --trials 8 --data " + data);
+  EXPECT_EQ(attack.first, 0) << attack.second;
+  EXPECT_EQ(attack.second.find("GLM attack"), std::string::npos) << "--quiet: no summary, no progress";
+  const auto bad = testing::run_command(std::string(binary) + " reconstruct --trials 0 --data " + data);
+  EXPECT_NE(bad.first, 0);
+}
+
+bool builtin_available(const std::string& name) {
+  try {
+    builtin_dataset_dir(name);
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+TEST(PublishedValues, BinaryMnistOutputPerturbationMatchesTheReconstructionPaper) {
+  // Guo et al. 2022, section 7.1: MNIST 0 vs 1 (n = 12665), raw pixels in [0,1], lambda = sigma =
+  // 1e-2: test accuracy 99.95%, eps = 2.49, RDP bound ~0.02, every per-example dFIL bound > 1.
+  if (!builtin_available("mnist")) GTEST_SKIP() << "MNIST not installed (scripts/setup.sh)";
+  cli::BoundCommandOptions options;  // the defaults are the paper's setting
+  options.run.quiet = true;
+  const BoundJobResult result = cli::run_bound(options, std::cout);
+  EXPECT_EQ(result.data.train.n(), 12665);
+  EXPECT_EQ(result.data.train.d(), 784);
+  EXPECT_NEAR(result.bounds.rdp_epsilon, 2.4937, 1e-4);
+  EXPECT_NEAR(result.bounds.rdp_mse_bound, 0.0225, 1e-4);
+  EXPECT_GT(result.bounds.dfil_bound.minCoeff(), 1.0);
+  EXPECT_EQ(result.bounds.share_dfil_bound_above_line, 1.0);
+  EXPECT_NEAR(result.test_accuracy, 0.9995, 0.001);
+}
+
+}  // namespace
+}  // namespace filkit

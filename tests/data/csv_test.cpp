@@ -1,0 +1,94 @@
+// CSV reading: header, quoting, line numbers, and every malformed-input error.
+#include "filkit/data/dataset.hpp"
+#include "filkit/data/text_table.hpp"
+
+#include "test_util.hpp"
+
+namespace filkit {
+namespace {
+
+using testing::TempDir;
+
+TEST(CsvReader, ReadsHeaderRowsAndTheirLineNumbers) {
+  TempDir dir;
+  const TextTable table = read_csv(dir.write("t.csv", "age,sex\n39, Male\n\n50,Female\n"));
+  EXPECT_EQ(table.header, (std::vector<std::string>{"age", "sex"}));
+  ASSERT_EQ(table.rows.size(), 2u);
+  EXPECT_EQ(table.rows[0], (std::vector<std::string>{"39", "Male"}));  // blanks trimmed
+  EXPECT_EQ(table.rows[1], (std::vector<std::string>{"50", "Female"}));
+  EXPECT_EQ(table.lines, (std::vector<Index>{2, 4}));
+  EXPECT_EQ(table.types, (std::vector<ColumnType>{ColumnType::kInferred, ColumnType::kInferred}));
+  EXPECT_EQ(table.source, dir.file("t.csv"));
+}
+
+TEST(CsvReader, UnquotesCellsWithCommasQuotesAndLineBreaks) {
+  TempDir dir;
+  const TextTable table =
+      read_csv(dir.write("t.csv", "a,b\n\"x, y\",\"say \"\"hi\"\"\"\n\"two\nlines\",\"\"\nlast,1\n"));
+  ASSERT_EQ(table.rows.size(), 3u);
+  EXPECT_EQ(table.rows[0], (std::vector<std::string>{"x, y", "say \"hi\""}));
+  EXPECT_EQ(table.rows[1], (std::vector<std::string>{"two\nlines", ""}));
+  EXPECT_EQ(table.lines, (std::vector<Index>{2, 3, 5}));
+}
+
+TEST(CsvReader, AcceptsCrlfLineEndsAndAByteOrderMark) {
+  TempDir dir;
+  const TextTable table = read_csv(dir.write("t.csv", "\xEF\xBB\xBFx,\"y\"\r\n1,\"2\"\r\n"));
+  EXPECT_EQ(table.header, (std::vector<std::string>{"x", "y"}));
+  EXPECT_EQ(table.rows.at(0), (std::vector<std::string>{"1", "2"}));
+}
+
+TEST(CsvReader, RejectsRaggedRowNamingItsLine) {
+  TempDir dir;
+  const std::string path = dir.write("t.csv", "a,b,c\n1,2,3\n\n4,5\n");
+  EXPECT_INVALID_ARGUMENT(read_csv(path), path, "line 4", "2 cells", "3 columns");
+}
+
+TEST(CsvReader, RejectsUnterminatedQuoteNamingTheLineItOpens) {
+  TempDir dir;
+  const std::string path = dir.write("t.csv", "a,b\n1,\"open\n2,3\n");
+  EXPECT_INVALID_ARGUMENT(read_csv(path), path, "line 2", "unterminated");
+}
+
+TEST(CsvReader, RejectsTextAfterAClosingQuote) {
+  TempDir dir;
+  const std::string path = dir.write("t.csv", "a,b\n\"x\"y,1\n");
+  EXPECT_INVALID_ARGUMENT(read_csv(path), path, "line 2", "after a closing quote");
+}
+
+TEST(CsvReader, RejectsDuplicateAndEmptyHeaderNames) {
+  TempDir dir;
+  EXPECT_INVALID_ARGUMENT(read_csv(dir.write("dup.csv", "a,b,a\n1,2,3\n")), "line 1", "'a' twice");
+  EXPECT_INVALID_ARGUMENT(read_csv(dir.write("empty.csv", ",b\n1,2\n")), "header column 1 has no name");
+}
+
+TEST(CsvReader, RejectsFileWithoutHeader) {
+  TempDir dir;
+  const std::string path = dir.write("t.csv", "\n\n");
+  EXPECT_INVALID_ARGUMENT(read_csv(path), path, "expected a header row");
+}
+
+TEST(CsvReader, RejectsMissingFile) {
+  TempDir dir;
+  EXPECT_INVALID_ARGUMENT(read_csv(dir.file("absent.csv")), "absent.csv", "cannot open");
+}
+
+TEST(TextTable, SelectRowsKeepsLineNumbers) {
+  TempDir dir;
+  const TextTable table = read_csv(dir.write("t.csv", "a\n1\n2\n3\n"));
+  const TextTable picked = table.select_rows({2, 0});
+  EXPECT_EQ(picked.rows, (std::vector<std::vector<std::string>>{{"3"}, {"1"}}));
+  EXPECT_EQ(picked.lines, (std::vector<Index>{4, 2}));
+  EXPECT_INVALID_ARGUMENT(table.select_rows({3}), "row 3");
+}
+
+TEST(ColumnType, RoundTripsThroughStrings) {
+  for (ColumnType type : {ColumnType::kInferred, ColumnType::kNumeric, ColumnType::kNominal,
+                          ColumnType::kString}) {
+    EXPECT_EQ(column_type_from_string(to_string(type)), type);
+  }
+  EXPECT_INVALID_ARGUMENT(column_type_from_string("date"), "'date'", "'nominal'");
+}
+
+}  // namespace
+}  // namespace filkit

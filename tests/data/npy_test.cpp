@@ -1,0 +1,166 @@
+// NumPy .npy arrays and .npz archives: every supported dtype and header version, stored and
+// deflated members, and every malformed-input error.
+#include "filkit/data/dataset.hpp"
+#include "filkit/data/npy.hpp"
+
+#include "test_util.hpp"
+
+#include <cstdlib>
+
+namespace filkit {
+namespace {
+
+using testing::npy_bytes;
+using testing::npy_f8;
+using testing::raw_bytes;
+using testing::TempDir;
+using testing::zip_bytes;
+
+const std::vector<double> kSix = {1, 2, 3, 4, 5, 6};
+
+TEST(NpyReader, ReadsEverySupportedDtypeAsDoubles) {
+  TempDir dir;
+  const std::vector<std::pair<std::string, std::string>> arrays = {
+      {"<f8", raw_bytes(kSix)},
+      {"<f4", raw_bytes(std::vector<float>{1, 2, 3, 4, 5, 6})},
+      {"|u1", raw_bytes(std::vector<std::uint8_t>{1, 2, 3, 4, 5, 6})},
+      {"<i8", raw_bytes(std::vector<std::int64_t>{1, 2, 3, 4, 5, 6})},
+      {"<i4", raw_bytes(std::vector<std::int32_t>{1, 2, 3, 4, 5, 6})},
+  };
+  for (const auto& [descr, data] : arrays) {
+    const NpyArray array = read_npy(dir.write("a.npy", npy_bytes(descr, "(2, 3)", data)));
+    EXPECT_EQ(array.shape, (std::vector<Index>{2, 3})) << descr;
+    EXPECT_EQ(array.values, kSix) << descr;
+  }
+}
+
+TEST(NpyReader, ReadsNegativeAndFractionalValuesExactly) {
+  TempDir dir;
+  const std::vector<double> values = {-1.5, 0.1, 1e300};
+  EXPECT_EQ(read_npy(dir.write("a.npy", npy_f8(values, 3))).values, values);
+  const auto ints = read_npy(dir.write("i.npy", npy_bytes("<i4", "(2,)", raw_bytes(std::vector<std::int32_t>{-7, 9}))));
+  EXPECT_EQ(ints.values, (std::vector<double>{-7, 9}));
+}
+
+TEST(NpyReader, ReadsHeaderVersions2And3) {
+  TempDir dir;
+  for (int version : {2, 3}) {
+    const auto array = read_npy(dir.write("a.npy", npy_bytes("<f8", "(6,)", raw_bytes(kSix), version)));
+    EXPECT_EQ(array.shape, (std::vector<Index>{6}));
+    EXPECT_EQ(array.values, kSix);
+  }
+}
+
+TEST(NpyReader, RejectsFortranOrder) {
+  TempDir dir;
+  const std::string path = dir.write("f.npy", npy_bytes("<f8", "(2, 3)", raw_bytes(kSix), 1, true));
+  EXPECT_INVALID_ARGUMENT(read_npy(path), path, "Fortran order");
+}
+
+TEST(NpyReader, RejectsUnsupportedDtypeListingTheSupportedOnes) {
+  TempDir dir;
+  for (const std::string descr : {">f8", "<c16", "<u2"}) {
+    const std::string path = dir.write("d.npy", npy_bytes(descr, "(1,)", std::string(16, '\0')));
+    EXPECT_INVALID_ARGUMENT(read_npy(path), path, "'" + descr + "'", "'<f8', '<f4', '|u1'");
+  }
+}
+
+TEST(NpyReader, RejectsTruncatedData) {
+  TempDir dir;
+  const std::string bytes = npy_f8(kSix, 2, 3);
+  const std::string path = dir.write("t.npy", bytes.substr(0, bytes.size() - 8));
+  EXPECT_INVALID_ARGUMENT(read_npy(path), path, "6 values of 8 bytes", "40 data bytes", "truncated");
+}
+
+TEST(NpyReader, RejectsBadMagicVersionAndHeader) {
+  TempDir dir;
+  EXPECT_INVALID_ARGUMENT(read_npy(dir.write("m.npy", "PK\x03\x04 not numpy")), "magic string");
+  std::string future = npy_f8(kSix, 6);
+  future[6] = 4;
+  EXPECT_INVALID_ARGUMENT(read_npy(dir.write("v.npy", future)), "format version 4.0");
+  EXPECT_INVALID_ARGUMENT(read_npy(dir.write("h.npy", npy_bytes("<f8", "[6]", raw_bytes(kSix)))),
+                          "malformed header");
+}
+
+TEST(NpyReader, RejectsArraysOfMoreThanTwoDimensions) {
+  TempDir dir;
+  const std::string path = dir.write("3d.npy", npy_bytes("<f8", "(1, 2, 3)", raw_bytes(kSix)));
+  EXPECT_INVALID_ARGUMENT(read_npy(path), path, "3 dimensions", "1-D and 2-D");
+}
+
+std::vector<std::pair<std::string, std::string>> two_arrays() {
+  return {{"X.npy", npy_f8(kSix, 3, 2)}, {"y.npy", npy_f8({0, 1, 1}, 3)}};
+}
+
+TEST(NpzReader, ReadsStoredMembersByName) {
+  TempDir dir;
+  const auto arrays = read_npz(dir.write("a.npz", zip_bytes(two_arrays(), false)));
+  ASSERT_EQ(arrays.size(), 2u);
+  EXPECT_EQ(arrays.at("X").shape, (std::vector<Index>{3, 2}));
+  EXPECT_EQ(arrays.at("X").values, kSix);
+  EXPECT_EQ(arrays.at("y").values, (std::vector<double>{0, 1, 1}));
+}
+
+TEST(NpzReader, ReadsDeflatedMembers) {
+  TempDir dir;
+  const std::string zip = zip_bytes(two_arrays(), true);
+  ASSERT_LT(zip.size(), zip_bytes(two_arrays(), false).size());  // really compressed
+  const auto arrays = read_npz(dir.write("a.npz", zip));
+  EXPECT_EQ(arrays.at("X").values, kSix);
+  EXPECT_EQ(arrays.at("y").values, (std::vector<double>{0, 1, 1}));
+}
+
+TEST(NpzReader, RejectsMemberFailingItsCrc) {
+  TempDir dir;
+  std::string zip = zip_bytes(two_arrays(), false);
+  const std::size_t last_byte_of_x = 30 + std::string("X.npy").size() + two_arrays()[0].second.size() - 1;
+  zip[last_byte_of_x] ^= 0x40;
+  const std::string path = dir.write("crc.npz", zip);
+  EXPECT_INVALID_ARGUMENT(read_npz(path), path, "'X.npy'", "CRC-32");
+}
+
+TEST(NpzReader, RejectsCorruptDeflateStream) {
+  TempDir dir;
+  std::string zip = zip_bytes(two_arrays(), true);
+  zip[30 + 5 + 2] ^= 0x7F;
+  EXPECT_INVALID_ARGUMENT(read_npz(dir.write("z.npz", zip)), "'X.npy'");
+}
+
+TEST(NpzReader, RejectsFilesThatAreNotZipArchives) {
+  TempDir dir;
+  EXPECT_INVALID_ARGUMENT(read_npz(dir.write("n.npz", npy_f8(kSix, 6))), "end-of-central-directory");
+  EXPECT_INVALID_ARGUMENT(read_npz(dir.write("short.npz", "PK")), "too short");
+}
+
+TEST(NpzReader, RejectsTruncatedArchive) {
+  TempDir dir;
+  const std::string zip = zip_bytes(two_arrays(), false);
+  // Keep the directory but lose the middle: the members' offsets now point past the data.
+  const std::string cut = zip.substr(0, 40) + zip.substr(zip.size() - 150);
+  EXPECT_THROW(read_npz(dir.write("cut.npz", cut)), std::invalid_argument);
+}
+
+TEST(NpzReader, RejectsMembersThatAreNotNpyArrays) {
+  TempDir dir;
+  const std::string path = dir.write("txt.npz", zip_bytes({{"notes.txt", "hello"}}, false));
+  EXPECT_INVALID_ARGUMENT(read_npz(path), "'notes.txt'", "not an .npy array");
+}
+
+// An archive written by numpy itself (ZIP64 extras in its local headers), when numpy exists.
+TEST(NpzReader, ReadsArchivesWrittenByNumpy) {
+  TempDir dir;
+  const std::string path = dir.file("numpy.npz");
+  const std::string script =
+      "import numpy as np; np.savez_compressed('" + path +
+      "', X=np.arange(6, dtype=np.float32).reshape(2, 3), y=np.array([3, 4]))";
+  if (std::system(("/usr/bin/python3 -c \"" + script + "\" 2>/dev/null").c_str()) != 0) {
+    GTEST_SKIP() << "/usr/bin/python3 with numpy is not available";
+  }
+  const auto arrays = read_npz(path);
+  EXPECT_EQ(arrays.at("X").shape, (std::vector<Index>{2, 3}));
+  EXPECT_EQ(arrays.at("X").values, (std::vector<double>{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(arrays.at("y").values, (std::vector<double>{3, 4}));
+}
+
+}  // namespace
+}  // namespace filkit

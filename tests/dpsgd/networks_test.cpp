@@ -1,0 +1,243 @@
+// The LibTorch networks (networks.hpp) against independent ground truth: finite differences of
+// the loss and of the clipped gradient, the closed-form GLM of clipped_gradient.hpp, dense
+// Jacobians built column by column, and one-example-at-a-time evaluation. Skipped in builds
+// without LibTorch.
+#include "filkit/dpsgd/networks.hpp"
+
+#include "filkit/dpsgd/clipped_gradient.hpp"
+
+#include "test_util.hpp"
+
+#include <Eigen/SVD>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+namespace filkit {
+namespace {
+
+using filkit::testing::random_classification;
+
+#define REQUIRE_TORCH() \
+  if (!networks_available()) GTEST_SKIP() << "built without LibTorch (FILKIT_WITH_TORCH=OFF)"
+
+NetworkOptions options_for(NetworkArchitecture architecture) {
+  NetworkOptions options;
+  options.architecture = architecture;
+  options.hidden = {7, 5};
+  options.chunk = 3;
+  return options;
+}
+
+/// A small instance of each architecture: inputs (images of side 16 for the cnn), labels, weights.
+struct Fixture {
+  Network network;
+  RowMatrix X;
+  VectorXd y, w;
+};
+
+Fixture fixture(NetworkArchitecture architecture, Index rows = 5, unsigned seed = 3) {
+  const Index d = architecture == NetworkArchitecture::kCnn ? 256 : 6;
+  Network network(options_for(architecture), d, 3);
+  std::mt19937_64 rng(seed);
+  VectorXd w = network.initial_parameters(rng);
+  if (architecture == NetworkArchitecture::kSoftmax) {
+    std::normal_distribution<double> normal(0.0, 0.7);
+    for (Index i = 0; i < w.size(); ++i) w(i) = normal(rng);
+  }
+  std::uniform_real_distribution<double> pixel(0.0, 1.0);
+  RowMatrix X(rows, d);
+  for (Index i = 0; i < X.size(); ++i) X(i) = pixel(rng);
+  VectorXd y(rows);
+  for (Index i = 0; i < rows; ++i) y(i) = static_cast<double>(i % 3);
+  return {std::move(network), X, y, w};
+}
+
+double cross_entropy(const Network& network, const VectorXd& w, const RowMatrix& x, double y) {
+  const MatrixXd scores = network.logits(w, x);
+  const double top = scores.maxCoeff();
+  return top + std::log((scores.array() - top).exp().sum()) - scores(0, static_cast<Index>(y));
+}
+
+class EveryArchitecture : public ::testing::TestWithParam<NetworkArchitecture> {};
+
+INSTANTIATE_TEST_SUITE_P(Networks, EveryArchitecture,
+                         ::testing::Values(NetworkArchitecture::kSoftmax, NetworkArchitecture::kMlp,
+                                           NetworkArchitecture::kCnn),
+                         [](const auto& info) { return to_string(info.param); });
+
+TEST_P(EveryArchitecture, PerExampleGradientsAreDirectionalDerivativesOfTheLoss) {
+  REQUIRE_TORCH();
+  const Fixture f = fixture(GetParam());
+  const MatrixXd g = f.network.gradients(f.w, f.X, f.y);
+  ASSERT_EQ(g.cols(), f.network.parameter_count());
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> normal;
+  for (Index b = 0; b < f.X.rows(); ++b) {
+    VectorXd u(f.w.size());
+    for (Index i = 0; i < u.size(); ++i) u(i) = normal(rng);
+    const double h = 1e-5;
+    const RowMatrix x = f.X.row(b);
+    const double fd = (cross_entropy(f.network, f.w + h * u, x, f.y(b)) - cross_entropy(f.network, f.w - h * u, x, f.y(b))) /
+                      (2 * h);
+    EXPECT_NEAR(g.row(b).dot(u), fd, 1e-7 * std::max(1.0, std::abs(fd))) << "example " << b;
+    // Batching does not mix examples: the row equals the example's own gradient.
+    EXPECT_LT((f.network.gradients(f.w, x, f.y.segment(b, 1)).row(0) - g.row(b)).norm(), 1e-12 * g.row(b).norm());
+  }
+}
+
+TEST_P(EveryArchitecture, ClippedGradientsFollowTheGeluClip) {
+  REQUIRE_TORCH();
+  const Fixture f = fixture(GetParam());
+  for (double C : {0.05, 0.5, 50.0}) {
+    const MatrixXd g = f.network.gradients(f.w, f.X, f.y), clipped = f.network.clipped_gradients(f.w, f.X, f.y, C);
+    for (Index b = 0; b < g.rows(); ++b) {
+      const VectorXd expected = soft_clip_factor(g.row(b).norm(), C) * g.row(b).transpose();
+      EXPECT_LT((clipped.row(b).transpose() - expected).norm(), 1e-13 * expected.norm() + 1e-300);
+      EXPECT_LE(clipped.row(b).norm(), soft_clip_norm_bound() * C * (1 + 1e-12));
+    }
+  }
+}
+
+TEST_P(EveryArchitecture, JacobianProductsMatchFiniteDifferencesOfTheClippedGradient) {
+  REQUIRE_TORCH();
+  const Fixture f = fixture(GetParam());
+  const double C = 0.3;  // clipping active for some examples and not others
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> normal;
+  RowMatrix V(f.X.rows(), f.X.cols()), U(f.X.rows(), f.network.parameter_count());
+  for (Index i = 0; i < V.size(); ++i) V(i) = normal(rng);
+  for (Index i = 0; i < U.size(); ++i) U(i) = normal(rng);
+  const MatrixXd Gv = f.network.jacobian_vector_products(f.w, f.X, f.y, C, V);
+  const MatrixXd GtU = f.network.vector_jacobian_products(f.w, f.X, f.y, C, U);
+  const double h = 1e-5;
+  const MatrixXd fd = (f.network.clipped_gradients(f.w, f.X + h * V, f.y, C) -
+                       f.network.clipped_gradients(f.w, f.X - h * V, f.y, C)) / (2 * h);
+  for (Index b = 0; b < f.X.rows(); ++b) {
+    EXPECT_LT((Gv.row(b) - fd.row(b)).norm(), 1e-6 * fd.row(b).norm()) << "example " << b;
+    // G^T u against the directional derivative of <u, g~(x)>, and the adjoint identity.
+    const double fd_vjp = (fd.row(b).dot(U.row(b)));
+    EXPECT_NEAR(GtU.row(b).dot(V.row(b)), fd_vjp, 1e-6 * std::abs(fd_vjp) + 1e-12);
+    EXPECT_NEAR(GtU.row(b).dot(V.row(b)), Gv.row(b).dot(U.row(b)), 1e-11 * std::abs(fd_vjp) + 1e-14);
+  }
+}
+
+TEST_P(EveryArchitecture, BatchedAccountingEqualsOneExampleAtATime) {
+  REQUIRE_TORCH();
+  Fixture f = fixture(GetParam(), 7);
+  NetworkAccountingRequest request;
+  for (TraceMethod trace : {TraceMethod::kCoordinates, TraceMethod::kGaussian}) {
+    request.trace = trace;
+    request.probes = 2;
+    request.power_iterations = 2;
+    const NetworkBatchAccounting batched = f.network.account_batch(f.w, f.X, f.y, 0.3, request, 99);
+    NetworkOptions one = f.network.options();
+    one.chunk = 1;
+    const Network single(one, f.network.input_dim(), f.network.num_classes());
+    const NetworkBatchAccounting separate = single.account_batch(f.w, f.X, f.y, 0.3, request, 99);
+    EXPECT_LT((batched.clipped_sum - separate.clipped_sum).norm(), 1e-12 * batched.clipped_sum.norm());
+    EXPECT_LT((batched.trace - separate.trace).norm(), 1e-10 * batched.trace.norm());
+    EXPECT_LT((batched.spectral - separate.spectral).norm(), 1e-10 * batched.spectral.norm());
+    EXPECT_LT((batched.clipped_sum - f.network.clipped_gradients(f.w, f.X, f.y, 0.3).colwise().sum().transpose()).norm(),
+              1e-12 * batched.clipped_sum.norm());
+  }
+}
+
+/// G of one example, column by column from central differences of the clipped gradient.
+MatrixXd finite_difference_jacobian(const Network& network, const VectorXd& w, const RowMatrix& x, double y, double C) {
+  const double h = 1e-5;
+  const VectorXd label = VectorXd::Constant(1, y);
+  MatrixXd G(network.parameter_count(), x.cols());
+  for (Index k = 0; k < x.cols(); ++k) {
+    RowMatrix plus = x, minus = x;
+    plus(0, k) += h;
+    minus(0, k) -= h;
+    G.col(k) = (network.clipped_gradients(w, plus, label, C) - network.clipped_gradients(w, minus, label, C)).row(0).transpose() /
+               (2 * h);
+  }
+  return G;
+}
+
+TEST(NetworkAccounting, ExactAndEstimatedTraceAndSpectralNormAgreeWithTheDenseJacobian) {
+  REQUIRE_TORCH();
+  const Fixture f = fixture(NetworkArchitecture::kMlp, 4);
+  const double C = 0.3;
+  NetworkAccountingRequest exact{TraceMethod::kExact, SpectralMethod::kExact, 1, 1};
+  const NetworkBatchAccounting a = f.network.account_batch(f.w, f.X, f.y, C, exact, 1);
+  NetworkAccountingRequest coordinates{TraceMethod::kCoordinates, SpectralMethod::kPowerIteration, 1000, 60};
+  const NetworkBatchAccounting c = f.network.account_batch(f.w, f.X, f.y, C, coordinates, 2);
+  NetworkAccountingRequest gaussian{TraceMethod::kGaussian, SpectralMethod::kNone, 1000, 1};
+  const NetworkBatchAccounting g = f.network.account_batch(f.w, f.X, f.y, C, gaussian, 3);
+  for (Index b = 0; b < f.X.rows(); ++b) {
+    const MatrixXd G = finite_difference_jacobian(f.network, f.w, f.X.row(b), f.y(b), C);
+    const double trace = G.squaredNorm();
+    const double spectral = std::pow(Eigen::JacobiSVD<MatrixXd>(G).singularValues()(0), 2);
+    EXPECT_NEAR(a.trace(b), trace, 1e-7 * trace) << "example " << b;
+    EXPECT_NEAR(a.spectral(b), spectral, 1e-7 * spectral);
+    EXPECT_NEAR(c.spectral(b), spectral, 1e-6 * spectral);  // power iteration, 60 steps
+    // 1000 probes: parameter-side Gaussian probes have relative sd <= sqrt(2 / 1000) = 4.5%, random
+    // coordinates sqrt((d max_k |G e_k|^2 / Tr - 1) / 1000), a few % here; 15% is > 3 sd for both,
+    // while a wrong scale (a missing factor d, or a square root) is off by far more.
+    EXPECT_NEAR(c.trace(b), trace, 0.15 * trace);
+    EXPECT_NEAR(g.trace(b), trace, 0.15 * trace);
+  }
+}
+
+TEST(NetworkAccounting, TheSoftmaxNetworkIsTheClosedFormGlm) {
+  REQUIRE_TORCH();
+  for (bool intercept : {false, true}) {
+    NetworkOptions options = options_for(NetworkArchitecture::kSoftmax);
+    options.intercept = intercept;
+    const Dataset data = random_classification(6, 5, 3, 4);
+    const Network network(options, 5, 3);
+    const Index p = 5 + (intercept ? 1 : 0);
+    std::mt19937_64 rng(8);
+    std::normal_distribution<double> normal;
+    MatrixXd W(p, 3);
+    for (Index i = 0; i < W.size(); ++i) W(i) = 2.0 * normal(rng);
+    const VectorXd w = Eigen::Map<const VectorXd>(W.data(), W.size());  // the GLM's column-major order
+    const double C = 0.2;
+    const ClippedGradientStep step(ModelKind::kSoftmax, W, intercept, C, LabelPrivacy::kPublic);
+    NetworkAccountingRequest exact{TraceMethod::kExact, SpectralMethod::kExact, 1, 1};
+    const NetworkBatchAccounting a = network.account_batch(w, data.X, data.y, C, exact, 0);
+    const MatrixXd clipped = network.clipped_gradients(w, data.X, data.y, C);
+    for (Index i = 0; i < data.n(); ++i) {
+      const ClippedGlmGradient glm(step, data.X.row(i).transpose(), step.label_vector(data.y(i)));
+      EXPECT_LT((clipped.row(i).transpose() - glm.clipped_gradient()).norm(), 1e-13 * glm.clipped_gradient().norm());
+      EXPECT_NEAR(a.trace(i), glm.jacobian_trace(), 1e-11 * glm.jacobian_trace());
+      EXPECT_NEAR(a.spectral(i), glm.jacobian_spectral_norm_squared(), 1e-10 * glm.jacobian_spectral_norm_squared());
+    }
+  }
+}
+
+TEST(Network, HasThePapersConvNetAndRejectsBadShapes) {
+  REQUIRE_TORCH();
+  NetworkOptions cnn;
+  EXPECT_EQ(Network(cnn, 784, 10).parameter_count(), 26010);  // SPEC.md section 6
+  NetworkOptions mlp = options_for(NetworkArchitecture::kMlp);
+  EXPECT_EQ(Network(mlp, 6, 3).parameter_count(), (6 * 7 + 7) + (7 * 5 + 5) + (5 * 3 + 3));
+  EXPECT_THROW(Network(cnn, 780, 10), std::invalid_argument);   // not a square image
+  EXPECT_THROW(Network(cnn, 100, 10), std::invalid_argument);   // 10 x 10: too small
+  EXPECT_THROW(Network(cnn, 784, 1), std::invalid_argument);
+  mlp.hidden = {};
+  EXPECT_THROW(Network(mlp, 6, 3), std::invalid_argument);
+  const Fixture f = fixture(NetworkArchitecture::kMlp);
+  EXPECT_THROW(f.network.gradients(f.w, f.X, VectorXd::Constant(f.X.rows(), 3.0)), std::invalid_argument);  // label 3 of K = 3
+  EXPECT_THROW(f.network.gradients(VectorXd::Zero(4), f.X, f.y), std::invalid_argument);
+}
+
+TEST(Network, InitialisesLikePyTorch) {
+  REQUIRE_TORCH();
+  const Network network(NetworkOptions{}, 784, 10);
+  std::mt19937_64 rng(1);
+  const VectorXd w = network.initial_parameters(rng);
+  // conv1: fan-in 64, bound 1/8; the last dense layer: fan-in 32.
+  EXPECT_LE(w.head(1040).cwiseAbs().maxCoeff(), 0.125);
+  EXPECT_GT(w.head(1040).cwiseAbs().maxCoeff(), 0.12);
+  EXPECT_LE(w.tail(330).cwiseAbs().maxCoeff(), 1.0 / std::sqrt(32.0));
+  EXPECT_GT(w.tail(330).cwiseAbs().maxCoeff(), 0.9 / std::sqrt(32.0));
+}
+
+}  // namespace
+}  // namespace filkit

@@ -1,0 +1,328 @@
+#include "filkit/dpsgd/training.hpp"
+
+#include "filkit/dpsgd/clipped_gradient.hpp"
+
+#include "test_util.hpp"
+
+#include <Eigen/Eigenvalues>
+#include <omp.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+#include <string>
+
+namespace filkit {
+namespace {
+
+using filkit::testing::random_classification;
+
+DpSgdOptions small_options() {
+  DpSgdOptions options;
+  options.batch_size = 20;
+  options.steps = 60;
+  options.step_size = 0.5;
+  options.clip_norm = 0.5;
+  options.noise_multiplier = 1.0;
+  options.seed = 7;
+  return options;
+}
+
+TEST(Kappa, MatchesHandComputedValues) {
+  // eps0 = 1.1152382396 * 2 sqrt(2 ln(1.25 / delta)) / sigma, kappa = q / (q + (1 - q) e^-eps0).
+  EXPECT_NEAR(step_epsilon(1.0, 1e-5), 10.8062241846614, 1e-9);
+  EXPECT_NEAR(subsampling_kappa(0.05, 1.0, 1e-5), 0.9996149626891032, 1e-12);
+  EXPECT_NEAR(subsampling_kappa(0.05, 10.0, 1e-5), 0.13425882061334646, 1e-12);
+  EXPECT_NEAR(subsampling_kappa(600.0 / 12665.0, 2.0, 1e-5), 0.9169779940398519, 1e-12);
+  EXPECT_DOUBLE_EQ(subsampling_kappa(1.0, 3.0, 1e-5), 1.0);
+  EXPECT_THROW(subsampling_kappa(0.0, 1.0, 1e-5), std::invalid_argument);
+  EXPECT_THROW(subsampling_kappa(0.1, 1.0, 1.0), std::invalid_argument);
+}
+
+TEST(DpSgd, ReportsTheRdpOfTheSameRunWithTheGeluClipSensitivity) {
+  const Dataset train = random_classification(100, 3, 2, 2);
+  DpSgdOptions options = small_options();  // q = 0.2, sigma = 1, T = 60
+  options.report_epochs = {3.0};            // step 15
+  const DpSgdResult result = train_dpsgd(train, Dataset(), options);
+  const double s = options.noise_multiplier / soft_clip_norm_bound();
+  for (const DpSgdCheckpoint& c : result.checkpoints) {
+    // Order 2 of the sampled Gaussian in closed form: log(1 + q^2 (e^{1/s^2} - 1)) per step.
+    const double order2 = c.step * std::log1p(0.2 * 0.2 * std::expm1(1.0 / (s * s)));
+    EXPECT_NEAR(c.rdp_order2, order2, 1e-12 * order2);
+    EXPECT_NEAR(c.rdp_mse_bound(), 1.0 / (4.0 * std::expm1(order2)), 1e-12);
+    RdpAccountant reference;
+    reference.compose(0.2, s, c.step);
+    EXPECT_DOUBLE_EQ(c.privacy.eps, reference.get_privacy_spent(1e-5).eps);
+  }
+  EXPECT_LT(result.checkpoints[0].privacy.eps, result.checkpoints[1].privacy.eps);
+  // The unscaled noise multiplier would understate the privacy loss.
+  RdpAccountant unscaled;
+  unscaled.compose(0.2, options.noise_multiplier, options.steps);
+  EXPECT_LT(unscaled.get_privacy_spent(1e-5).eps, result.final_checkpoint().privacy.eps);
+}
+
+TEST(DpSgdOptions, InvalidValuesThrowNamingTheField) {
+  const std::vector<std::pair<std::string, std::function<void(DpSgdOptions&)>>> cases = {
+      {"kind", [](DpSgdOptions& o) { o.kind = ModelKind::kLeastSquares; }},
+      {"batch_size", [](DpSgdOptions& o) { o.batch_size = 0; }},
+      {"steps", [](DpSgdOptions& o) { o.steps = 0; }},
+      {"step_size", [](DpSgdOptions& o) { o.step_size = -1.0; }},
+      {"clip_norm", [](DpSgdOptions& o) { o.clip_norm = 0.0; }},
+      {"noise_multiplier", [](DpSgdOptions& o) { o.noise_multiplier = std::nan(""); }},
+      {"momentum", [](DpSgdOptions& o) { o.momentum = 1.0; }},
+      {"weight_decay", [](DpSgdOptions& o) { o.weight_decay = -0.1; }},
+      {"init_scale", [](DpSgdOptions& o) { o.init_scale = -1.0; }},
+      {"kappa_delta", [](DpSgdOptions& o) { o.kappa_delta = 0.0; }},
+      {"rdp_delta", [](DpSgdOptions& o) { o.rdp_delta = 1.5; }},
+      {"probes", [](DpSgdOptions& o) { o.probes = 0; }},
+      {"power_iterations", [](DpSgdOptions& o) { o.power_iterations = 0; }},
+      {"runs", [](DpSgdOptions& o) { o.runs = 0; }},
+      {"report_epochs", [](DpSgdOptions& o) { o.report_epochs = {-1.0}; }},
+  };
+  for (const auto& [field, spoil] : cases) {
+    DpSgdOptions options;
+    spoil(options);
+    try {
+      options.validate();
+      ADD_FAILURE() << field << " was accepted";
+    } catch (const std::invalid_argument& error) {
+      EXPECT_NE(std::string(error.what()).find("DpSgdOptions." + field), std::string::npos) << error.what();
+    }
+  }
+  EXPECT_NO_THROW(DpSgdOptions().validate());
+}
+
+TEST(DpSgd, RejectsBatchesLargerThanTheDataAndEpochsBeyondTheRun) {
+  const Dataset train = random_classification(30, 3, 2, 1);
+  DpSgdOptions options = small_options();
+  options.batch_size = 31;
+  EXPECT_THROW(train_dpsgd(train, Dataset(), options), std::invalid_argument);
+  options = small_options();
+  options.report_epochs = {100.0};
+  EXPECT_THROW(train_dpsgd(train, Dataset(), options), std::invalid_argument);
+  options = small_options();
+  const Dataset three_classes = random_classification(30, 3, 3, 1);
+  EXPECT_THROW(train_dpsgd(three_classes, Dataset(), options), std::invalid_argument);  // logistic
+}
+
+TEST(DpSgd, TrainsAccurateLogisticAndSoftmaxModelsAtLowNoise) {
+  for (int classes : {2, 3}) {
+    // One labelling rule for both parts: split one sample.
+    const Dataset all = random_classification(800, 5, classes, 3);
+    std::vector<Index> first, second;
+    for (Index i = 0; i < all.n(); ++i) (i < 400 ? first : second).push_back(i);
+    const Dataset train = all.select_rows(first), test = all.select_rows(second);
+    DpSgdOptions options = small_options();
+    options.kind = classes == 2 ? ModelKind::kLogistic : ModelKind::kSoftmax;
+    options.noise_multiplier = 0.05;
+    options.momentum = 0.5;
+    options.steps = 300;
+    const DpSgdResult result = train_dpsgd(train, test, options);
+    FitOptions fit_options;
+    fit_options.kind = options.kind;
+    fit_options.l2 = 1e-4;
+    const double reference = accuracy(fit(train, fit_options), test);  // the non-private optimum
+    EXPECT_GT(result.final_checkpoint().mean_test_accuracy(), reference - 0.05) << classes << " classes";
+    EXPECT_GT(reference, 0.6);
+    EXPECT_NEAR(accuracy(result.models[0], test), result.final_checkpoint().test_accuracy[0], 1e-15);
+  }
+}
+
+TEST(DpSgd, SeededRunsAreReproducibleAndIndependentOfThreadCount) {
+  const Dataset train = random_classification(100, 4, 3, 5);
+  DpSgdOptions options = small_options();
+  options.kind = ModelKind::kSoftmax;
+  options.label = LabelPrivacy::kPrivate;
+  options.trace = TraceMethod::kGaussian;
+  options.runs = 2;
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const DpSgdResult one = train_dpsgd(train, Dataset(), options);
+  omp_set_num_threads(std::max(2, threads));
+  const DpSgdResult two = train_dpsgd(train, Dataset(), options);
+  omp_set_num_threads(threads);
+  EXPECT_EQ(one.models[1].weights, two.models[1].weights);
+  EXPECT_EQ(one.final_checkpoint().fisher_trace, two.final_checkpoint().fisher_trace);
+  EXPECT_EQ(one.final_checkpoint().fisher_spectral, two.final_checkpoint().fisher_spectral);
+  EXPECT_EQ(one.run_seeds, two.run_seeds);
+  options.seed = 8;
+  EXPECT_NE(train_dpsgd(train, Dataset(), options).models[1].weights, one.models[1].weights);
+}
+
+TEST(DpSgd, UniformBatchesHaveExactlyBExamplesAndPoissonBatchesQnOnAverage) {
+  const Dataset train = random_classification(50, 3, 2, 6);
+  DpSgdOptions options = small_options();
+  options.steps = 400;
+  const DpSgdResult uniform = train_dpsgd(train, Dataset(), options);
+  EXPECT_DOUBLE_EQ(uniform.final_checkpoint().times_sampled.sum(), 20.0 * 400.0);
+  options.sampling = BatchSampling::kPoisson;
+  const DpSgdResult poisson = train_dpsgd(train, Dataset(), options);
+  // Binomial(50 * 400, 0.4): mean 8000, std 69.
+  EXPECT_NEAR(poisson.final_checkpoint().times_sampled.sum(), 8000.0, 5 * 69.3);
+  EXPECT_NE(poisson.final_checkpoint().times_sampled.sum(), 8000.0);
+}
+
+TEST(DpSgd, AccountantGrowsOverCheckpointsAndEtaBoundsDfil) {
+  const Dataset train = random_classification(60, 4, 2, 9);
+  DpSgdOptions options = small_options();
+  options.label = LabelPrivacy::kPrivate;
+  options.report_epochs = {1.0, 6.0};  // steps 3 and 18
+  const DpSgdResult result = train_dpsgd(train, Dataset(), options);
+  ASSERT_EQ(result.checkpoints.size(), 3u);
+  EXPECT_EQ(result.checkpoints[0].step, 3);
+  EXPECT_EQ(result.checkpoints[1].step, 18);
+  EXPECT_EQ(result.checkpoints[2].step, 60);
+  EXPECT_EQ(result.private_dims, 5);
+  for (std::size_t c = 1; c < result.checkpoints.size(); ++c)
+    EXPECT_TRUE((result.checkpoints[c].fisher_trace.array() >= result.checkpoints[c - 1].fisher_trace.array()).all());
+  const DpSgdCheckpoint& last = result.final_checkpoint();
+  // sum_t ||G_t||_2^2 >= ||sum_t G_t^T G_t||_2 >= Tr / d_z.
+  EXPECT_TRUE((last.eta().array() >= last.dfil(result.private_dims).array() * (1 - 1e-12)).all());
+  const DpSgdCheckpoint& first = result.checkpoints[0];
+  EXPECT_EQ((first.times_sampled.array() == 0).count(), (first.fisher_trace.array() == 0).count());
+}
+
+TEST(DpSgd, EstimatedTracesAndPowerIterationAgreeWithTheExactAccountant) {
+  // The probes use their own seeds, so the training trajectory is the same for every method.
+  const Dataset train = random_classification(80, 6, 3, 10);
+  DpSgdOptions options = small_options();
+  options.kind = ModelKind::kSoftmax;
+  const DpSgdResult exact = train_dpsgd(train, Dataset(), options);
+  options.trace = TraceMethod::kCoordinates;
+  options.spectral = SpectralMethod::kPowerIteration;
+  options.power_iterations = 300;
+  const DpSgdResult estimated = train_dpsgd(train, Dataset(), options);
+  ASSERT_EQ(exact.models[0].weights, estimated.models[0].weights);
+  const VectorXd& a = exact.final_checkpoint().fisher_trace;
+  const VectorXd& b = estimated.final_checkpoint().fisher_trace;
+  EXPECT_NEAR(b.sum() / a.sum(), 1.0, 0.02);  // 80 examples x ~15 steps x 50 probes
+  EXPECT_GT((b - a).norm(), 1e-6 * a.norm());  // but it is an estimate
+  const VectorXd& s = exact.final_checkpoint().fisher_spectral;
+  const VectorXd& t = estimated.final_checkpoint().fisher_spectral;
+  // Power iteration converges slowly where the top two singular values are close, and from below.
+  EXPECT_NEAR(t.sum() / s.sum(), 1.0, 1e-3);
+  EXPECT_TRUE((t.array() <= s.array() * (1 + 1e-9)).all());  // power iteration from below
+}
+
+TEST(DpSgd, FisherInformationFallsAsOneOverSigmaSquaredForLargeNoise) {
+  // A tiny step size keeps the trajectory near w_0 = 0 whatever sigma, and kappa = 1 removes
+  // kappa's own dependence on sigma: Tr(I) sigma^2 must then be constant.
+  const Dataset train = random_classification(40, 3, 2, 12);
+  DpSgdOptions options = small_options();
+  options.subsampling = SubsamplingFactor::kOne;
+  options.step_size = 1e-9;
+  std::vector<double> scaled;
+  for (double sigma : {1e2, 1e3, 1e4}) {
+    options.noise_multiplier = sigma;
+    const DpSgdResult result = train_dpsgd(train, Dataset(), options);
+    const VectorXd dfil = result.final_checkpoint().dfil(result.private_dims);
+    EXPECT_LT(dfil.maxCoeff(), 10.0 / sigma);
+    scaled.push_back(result.final_checkpoint().fisher_trace.sum() * sigma * sigma);
+  }
+  EXPECT_NEAR(scaled[1] / scaled[0], 1.0, 1e-4);
+  EXPECT_NEAR(scaled[2] / scaled[0], 1.0, 1e-4);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Theorem 3 on a tiny problem: full batches (q = 1, kappa = 1), so the released trajectory
+// w_1..w_T is a composition of Gaussian mechanisms and its Fisher information about x_0 is
+// E[sum_t G_t^T G_t] / (sigma C)^2 exactly (chain rule). The test estimates that FIM
+// independently, by Monte-Carlo of the score, the finite-difference gradient of the trajectory's
+// log-likelihood, and compares with the accountant's sum averaged over runs.
+
+struct TinyMechanism {
+  Dataset data;
+  DpSgdOptions options;
+
+  /// sum_i g~_i(w) with example 0's features replaced by x0.
+  VectorXd clipped_sum(const VectorXd& w, const VectorXd& x0) const {
+    const ClippedGradientStep step(ModelKind::kLogistic, w, false, options.clip_norm, LabelPrivacy::kPublic);
+    VectorXd sum = VectorXd::Zero(w.size());
+    for (Index i = 0; i < data.n(); ++i) {
+      const VectorXd x = i == 0 ? x0 : VectorXd(data.X.row(i).transpose());
+      sum += ClippedGlmGradient(step, x, step.label_vector(data.y(i))).clipped_gradient();
+    }
+    return sum;
+  }
+
+  /// The trajectory w_0 = 0, w_1..w_T of one run.
+  std::vector<VectorXd> simulate(std::mt19937_64& rng) const {
+    std::normal_distribution<double> normal;
+    const double B = static_cast<double>(data.n()), noise = options.noise_multiplier * options.clip_norm;
+    std::vector<VectorXd> w{VectorXd::Zero(data.d())};
+    for (Index t = 0; t < options.steps; ++t) {
+      VectorXd sum = clipped_sum(w.back(), data.X.row(0).transpose());
+      for (Index k = 0; k < sum.size(); ++k) sum(k) += noise * normal(rng);
+      w.push_back(w.back() - options.step_size * sum / B);
+    }
+    return w;
+  }
+
+  /// log p(w_1..w_T | x_0) up to a constant.
+  double log_likelihood(const std::vector<VectorXd>& w, const VectorXd& x0) const {
+    const double B = static_cast<double>(data.n()), noise = options.noise_multiplier * options.clip_norm;
+    double total = 0.0;
+    for (std::size_t t = 1; t < w.size(); ++t) {
+      const VectorXd released = B * (w[t - 1] - w[t]) / options.step_size;  // the noisy sum
+      total -= (released - clipped_sum(w[t - 1], x0)).squaredNorm() / (2.0 * noise * noise);
+    }
+    return total;
+  }
+
+  VectorXd score(const std::vector<VectorXd>& w, double h) const {
+    const VectorXd x0 = data.X.row(0).transpose();
+    VectorXd s(x0.size());
+    for (Index j = 0; j < x0.size(); ++j) {
+      VectorXd plus = x0, minus = x0;
+      plus(j) += h;
+      minus(j) -= h;
+      s(j) = (log_likelihood(w, plus) - log_likelihood(w, minus)) / (2.0 * h);
+    }
+    return s;
+  }
+};
+
+TEST(DpSgd, Theorem3SumMatchesMonteCarloFisherInformationOfTheTrajectory) {
+  TinyMechanism m;
+  m.data.X.resize(4, 2);
+  m.data.X << 0.9, 0.2, -0.3, 0.8, 0.5, -0.6, -0.7, -0.4;
+  m.data.y.resize(4);
+  m.data.y << 1, 0, 1, 0;
+  m.options.batch_size = 4;  // q = 1: kappa = 1 with either factor
+  m.options.steps = 3;
+  m.options.step_size = 2.0;
+  m.options.clip_norm = 0.5;  // (sigma C)^2 = 0.5625 differs from sigma^2 = 2.25
+  m.options.noise_multiplier = 1.5;
+  m.options.spectral = SpectralMethod::kExact;
+
+  const int samples = 20000;
+  std::mt19937_64 rng(2024);
+  Eigen::Matrix2d fisher = Eigen::Matrix2d::Zero();
+  double trace_sum = 0.0, trace_squares = 0.0;
+  for (int k = 0; k < samples; ++k) {
+    const VectorXd s = m.score(m.simulate(rng), 1e-5);
+    fisher += s * s.transpose() / samples;
+    trace_sum += s.squaredNorm();
+    trace_squares += s.squaredNorm() * s.squaredNorm();
+  }
+  const double mc_trace = trace_sum / samples;
+  const double mc_error = std::sqrt((trace_squares / samples - mc_trace * mc_trace) / samples);
+
+  m.options.runs = samples;
+  m.options.seed = 99;
+  const DpSgdResult result = train_dpsgd(m.data, Dataset(), m.options);
+  ASSERT_DOUBLE_EQ(result.kappa, 1.0);
+  const double accountant = result.final_checkpoint().fisher_trace(0);
+  const double accountant_error = result.final_checkpoint().fisher_trace_standard_error(0);
+  const double tolerance = 4.0 * std::hypot(mc_error, accountant_error);
+  EXPECT_NEAR(accountant, mc_trace, tolerance) << "Monte-Carlo " << mc_trace << " +- " << mc_error
+                                               << ", accountant " << accountant << " +- " << accountant_error;
+  // The per-step spectral norms bound the spectral norm of the summed information.
+  const double mc_top = Eigen::SelfAdjointEigenSolver<Eigen::Matrix2d>(fisher).eigenvalues()(1);
+  EXPECT_GT(result.final_checkpoint().fisher_spectral(0), mc_top - tolerance);
+  // A wrong accountant is caught: the FIM with sigma^2 in place of (sigma C)^2 is 4x too small.
+  EXPECT_GT(std::abs(accountant * 0.25 - mc_trace), 10.0 * tolerance);
+}
+
+}  // namespace
+}  // namespace filkit

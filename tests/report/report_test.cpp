@@ -1,0 +1,335 @@
+// The report: every command's section from small hand-made summaries and tables, skipped figures
+// on missing fields, errors, `filkit measure --report`, and the HTML rendered in headless Chromium.
+#include "measure.hpp"
+#include "report.hpp"
+
+#include "filkit/report/report.hpp"
+#include "test_util.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <regex>
+#include <sstream>
+
+namespace filkit {
+namespace {
+
+using testing::TempDir;
+
+// A per-example CSV: header, then n rows of f(column, row).
+std::string csv(const std::vector<std::string>& header, int n, double (*value)(const std::string&, int)) {
+  std::string text;
+  for (std::size_t j = 0; j < header.size(); ++j) text += (j ? "," : "") + header[j];
+  text += "\n";
+  for (int i = 0; i < n; ++i) {
+    for (std::size_t j = 0; j < header.size(); ++j) text += (j ? "," : "") + std::to_string(value(header[j], i));
+    text += "\n";
+  }
+  return text;
+}
+
+// Plausible per-example values spread over a few decades.
+double per_example(const std::string& name, int i) {
+  const double t = 0.05 + 0.9 * ((i * 37) % 100) / 100.0;
+  if (name == "index") return i;
+  if (name == "label") return i % 2;
+  if (name == "eta" || name == "dfil") return 0.01 * std::pow(30.0, t);
+  if (name == "dfil_bound" || name == "fil_bound" || name == "example_mse_bound") return 1e-3 * std::pow(100.0, t);
+  if (name == "attack_mse") return 3e-3 * std::pow(100.0, t);
+  if (name == "loss") return 1e-3 * std::pow(1e3, 1 - t);
+  return 0.1 + t;  // gradient_norm, linearised_mse, guarded_trials
+}
+
+const std::string kBound = R"({"command": "bound", "n": 60, "d": 784, "rdp": {"mse_bound": 0.004},
+  "perfect_privacy_mse": 0.2, "settings": {"data": "mnist", "sigma": 0.01}})";
+
+const std::string kReconstruct = R"({"command": "reconstruct", "n": 60, "rdp": {"mse_bound": 0.004},
+  "perfect_privacy_mse": 0.2, "attack": {"above_dfil_bound": {"share": 0.97}}})";
+
+std::string dpsgd_summary(double accuracy_scale) {
+  nlohmann::json checkpoints = nlohmann::json::array();
+  for (int step = 1; step <= 4; ++step) {
+    const double dfil = 0.5 * step, accuracy = accuracy_scale * (0.8 + 0.04 * step);
+    checkpoints.push_back({{"step", 100 * step},
+                           {"test_accuracy", accuracy},
+                           {"dfil", {{"mse_bound_at_max", 1 / (dfil * dfil)}, {"mse_bound_at_median", 4 / (dfil * dfil)}}}});
+  }
+  return nlohmann::json{{"command", "dpsgd"}, {"checkpoints", checkpoints}}.dump();
+}
+
+nlohmann::json attack_result() {
+  nlohmann::json by_sigma = nlohmann::json::array();
+  for (double sigma : {0.1, 1.0, 10.0})
+    by_sigma.push_back({{"sigma", sigma},
+                        {"eta_mean", 2.0 / sigma},
+                        {"white_box", 0.9 - 0.1 * std::log10(sigma)},
+                        {"black_box", 0.7},
+                        {"white_box_by_group", {0.6, 0.7, 0.8, 0.9}},
+                        {"black_box_by_group", {0.6, 0.65, 0.7, nullptr}},
+                        {"release_test_mse", 0.1 * sigma}});
+  return {{"prior_accuracy", 0.55}, {"prior_by_group", {0.5, 0.55, 0.55, 0.6}}, {"by_sigma", by_sigma}};
+}
+
+std::string irfil_summary() {
+  nlohmann::json iterations = nlohmann::json::array();
+  for (int t = 0; t <= 5; ++t) iterations.push_back({{"iteration", t}, {"eta", {{"std", 0.02 / (1 + t)}, {"mean", 0.05}}}});
+  nlohmann::json json = {{"command", "irfil"}, {"iterations", iterations}, {"attack_after", attack_result()}};
+  std::vector<double> before, after;
+  for (int i = 0; i < 50; ++i) before.push_back(0.01 + 0.001 * i), after.push_back(0.03 + 0.0001 * i);
+  json["eta_before"] = before;
+  json["eta_after"] = after;
+  return json.dump();
+}
+
+std::string attack_summary() {
+  nlohmann::json json = attack_result();
+  json["command"] = "attack";
+  return json.dump();
+}
+
+std::string read_file(const std::string& path) { return testing::read_bytes(path); }
+
+bool is_png(const std::string& path) {
+  const std::string bytes = read_file(path);
+  return bytes.size() > 2000 && bytes.compare(0, 8, std::string("\x89PNG\r\n\x1a\n", 8)) == 0;
+}
+
+bool has_figure(const ReportResult& result, const std::string& suffix) {
+  for (const std::string& figure : result.figures)
+    if (figure.size() >= suffix.size() && figure.compare(figure.size() - suffix.size(), suffix.size(), suffix) == 0)
+      return true;
+  return false;
+}
+
+std::string notes_text(const ReportResult& result) {
+  std::string text;
+  for (const std::string& note : result.notes) text += note + "\n";
+  return text;
+}
+
+// Every figure is a real PNG and embedded in the HTML (its bytes, base64, appear there).
+void expect_figures_embedded(const ReportResult& result) {
+  const std::string html = read_file(result.html);
+  std::size_t embedded = 0;
+  for (std::size_t at = html.find("src=\"data:image/png;base64,"); at != std::string::npos;
+       at = html.find("src=\"data:image/png;base64,", at + 1))
+    ++embedded;
+  EXPECT_EQ(embedded, result.figures.size());
+  for (const std::string& figure : result.figures) {
+    EXPECT_TRUE(is_png(figure)) << figure;
+    EXPECT_NE(html.find(std::filesystem::path(figure).filename().string()), std::string::npos) << figure;
+  }
+  EXPECT_EQ(html.find("<img src=\"report"), std::string::npos) << "no figure is linked instead of embedded";
+}
+
+// Writes the fixtures of every command except measure into `dir`; returns the report options.
+ReportOptions all_commands(const TempDir& dir) {
+  ReportOptions options;
+  options.inputs = {dir.write("bound.json", kBound), dir.write("reconstruct.json", kReconstruct),
+                    dir.write("dpsgd1.json", dpsgd_summary(1.0)), dir.write("dpsgd2.json", dpsgd_summary(0.95)),
+                    dir.write("irfil.json", irfil_summary()), dir.write("attack.json", attack_summary())};
+  options.tables = {
+      dir.write("bound.csv", csv({"index", "label", "eta", "dfil", "fil_bound", "dfil_bound"}, 60, per_example)),
+      dir.write("reconstruct.csv", csv({"index", "label", "eta", "dfil", "fil_bound", "dfil_bound", "attack_mse",
+                                        "linearised_mse", "guarded_trials"},
+                                       60, per_example))};
+  options.out_dir = dir.file("report");
+  return options;
+}
+
+TEST(Report, DrawsEverySectionOfEveryCommandAndEmbedsTheFigures) {
+  const TempDir dir;
+  const ReportResult result = write_report(all_commands(dir));
+  EXPECT_TRUE(result.notes.empty()) << notes_text(result);
+  for (const char* figure : {"1-bound-bound-histogram.png", "2-reconstruct-bound-histogram.png",
+                             "2-reconstruct-attack-vs-bound.png", "3-irfil-eta-per-iteration.png",
+                             "3-irfil-eta-before-after.png", "3-irfil-attack_after-vs-eta.png",
+                             "3-irfil-attack_after-by-group.png", "4-attack-attack-vs-eta.png",
+                             "4-attack-attack-by-group.png", "5-dpsgd-accuracy-vs-bound.png"})
+    EXPECT_TRUE(has_figure(result, figure)) << figure;
+  EXPECT_EQ(result.figures.size(), 10u);
+  expect_figures_embedded(result);
+  EXPECT_FALSE(std::filesystem::exists(dir.file("report/.report-scratch-" + std::to_string(::getpid()))));
+}
+
+TEST(Report, MeasureWithReportDrawsTheMeasureFiguresAndImageGrids) {
+  const TempDir dir;
+  // 4 x 4 "images": the grids re-load them from the .npz in training order.
+  const Dataset data = testing::random_classification(60, 16, 2, 4);
+  std::vector<double> x(data.X.data(), data.X.data() + data.X.size()), y(data.y.data(), data.y.data() + data.y.size());
+  const std::string npz = dir.write(
+      "images.npz", testing::zip_bytes({{"X.npy", testing::npy_f8(x, 60, 16)}, {"y.npy", testing::npy_f8(y, 60)}}, false));
+  cli::MeasureCommandOptions options;
+  options.data.data = npz;
+  options.data.scale = "none";
+  options.run.quiet = true;
+  options.data.test_fraction = 0.25;
+  options.report = dir.file("report");
+  std::ostringstream printed;
+  cli::run_measure(options, printed);
+
+  ReportOptions again;  // the same report from the files --report wrote, as `filkit report` would
+  again.inputs = {dir.file("report/summary.json")};
+  again.tables = {dir.file("report/per-example.csv")};
+  again.out_dir = dir.file("again");
+  const ReportResult result = write_report(again);
+  EXPECT_TRUE(result.notes.empty()) << notes_text(result);
+  for (const char* figure : {"eta-histogram.png", "highest-eta-images.png", "lowest-eta-images.png",
+                             "eta-vs-loss.png", "eta-vs-gradient_norm.png", "dfil-bound.png"}) {
+    EXPECT_TRUE(has_figure(result, figure)) << figure;
+    EXPECT_TRUE(is_png(dir.file(std::string("report/1-measure-") + figure))) << "--report wrote " << figure;
+  }
+  expect_figures_embedded(result);
+}
+
+TEST(Report, SkipsFiguresWhoseFieldsAreMissingWithANote) {
+  const TempDir dir;
+  ReportOptions options;
+  options.inputs = {dir.write("measure.json", R"({"command": "measure"})"),
+                    dir.write("bound.json", R"({"command": "bound"})"),
+                    dir.write("dpsgd.json", R"({"command": "dpsgd", "checkpoints": [{"step": 1}]})"),
+                    dir.write("irfil.json", R"({"command": "irfil", "iterations": [{"iteration": 0}]})"),
+                    dir.write("attack.json", R"({"command": "attack", "by_sigma": [{"sigma": 1}]})"),
+                    dir.write("later.json", R"({"command": "something-new", "n": 3})")};
+  // eta and label only: the histogram is drawn, loss/gradient/dFIL figures are not.
+  options.tables = {dir.write("measure.csv", csv({"index", "label", "eta"}, 30, per_example)),
+                    dir.write("bound.csv", csv({"index", "eta", "fil_bound"}, 30, per_example))};
+  options.out_dir = dir.file("report");
+  const ReportResult result = write_report(options);
+  EXPECT_EQ(result.figures.size(), 1u);
+  EXPECT_TRUE(has_figure(result, "1-measure-eta-histogram.png"));
+  const std::string notes = notes_text(result);
+  for (const char* fragment : {"settings.data", "no column 'loss'", "no column 'gradient_norm'", "no column 'dfil'",
+                               "no column 'dfil_bound'", "dfil.mse_bound_at_max", "eta.std", "eta_before",
+                               "eta_mean", "white_box_by_group", "command 'something-new'"})
+    EXPECT_NE(notes.find(fragment), std::string::npos) << fragment << "\n" << notes;
+  EXPECT_NE(read_file(result.html).find("something-new"), std::string::npos);
+  expect_figures_embedded(result);
+}
+
+TEST(Report, NamesTheFileOrCommandThatFails) {
+  const TempDir dir;
+  ReportOptions options;
+  options.out_dir = dir.file("report");
+  EXPECT_INVALID_ARGUMENT(write_report(options), "ReportOptions.inputs");
+  options.inputs = {dir.write("plain.json", R"({"n": 1})")};
+  EXPECT_INVALID_ARGUMENT(write_report(options), "plain.json", "\"command\"");
+  options.inputs = {dir.write("broken.json", "{")};
+  EXPECT_INVALID_ARGUMENT(write_report(options), "broken.json", "JSON");
+  options.inputs = {dir.write("bound.json", kBound)};
+  options.tables = {dir.file("a.csv"), dir.file("b.csv")};
+  EXPECT_INVALID_ARGUMENT(write_report(options), "ReportOptions.tables");
+  options.tables = {};
+  options.gnuplot = dir.file("no-such-gnuplot");
+  try {
+    write_report(options);
+    ADD_FAILURE() << "expected std::runtime_error for a missing gnuplot";
+  } catch (const std::runtime_error& error) {
+    EXPECT_NE(std::string(error.what()).find("no-such-gnuplot"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("gnuplot-nox"), std::string::npos) << error.what();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rendering in a browser.
+
+std::pair<int, std::string> run_shell(const std::string& command) {
+  std::string output;
+  FILE* pipe = popen((command + " 2>/dev/null").c_str(), "r");
+  char buffer[4096];
+  while (std::fgets(buffer, sizeof buffer, pipe)) output += buffer;
+  return {pclose(pipe), output};
+}
+
+struct Rendered {
+  int images = -1, broken_images = -1, script_errors = -1;
+};
+
+// Loads the page in headless Chromium and reads what its inline check script recorded on <body>.
+Rendered render(const std::string& html_path, const TempDir& dir) {
+  const std::string command = "timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-quic "
+                              "--no-first-run --disable-background-networking --disable-component-update "
+                              "--disable-sync --user-data-dir=" + dir.file("chromium-profile") +
+                              " --virtual-time-budget=5000 --dump-dom file://" + html_path;
+  const auto [status, dom] = run_shell(command);
+  EXPECT_EQ(status, 0) << command;
+  Rendered rendered;
+  const auto attribute = [&dom = dom](const std::string& name) {
+    std::smatch match;
+    return std::regex_search(dom, match, std::regex(name + "=\"(\\d+)\"")) ? std::stoi(match[1]) : -1;
+  };
+  rendered.images = attribute("data-images");
+  rendered.broken_images = attribute("data-broken-images");
+  rendered.script_errors = attribute("data-script-errors");
+  return rendered;
+}
+
+bool chromium_installed() { return run_shell("command -v chromium").first == 0; }
+
+TEST(ReportBrowser, RendersInHeadlessChromiumWithoutBrokenImagesOrScriptErrors) {
+  if (!chromium_installed()) GTEST_SKIP() << "chromium is not installed (scripts/setup.sh installs it)";
+  const TempDir dir;
+  ReportOptions options = all_commands(dir);
+  options.inputs.push_back(dir.write("measure.json", R"({"command": "measure", "settings": {"classes": [3, 5]}})"));
+  options.tables.resize(options.inputs.size() - 1);  // inputs without a table in between
+  options.tables.push_back(dir.write("measure.csv", csv({"index", "label", "eta", "dfil", "loss", "gradient_norm"},
+                                                         40, per_example)));
+  const ReportResult result = write_report(options);
+  const Rendered rendered = render(result.html, dir);
+  EXPECT_EQ(rendered.images, static_cast<int>(result.figures.size()));
+  EXPECT_EQ(rendered.broken_images, 0);
+  EXPECT_EQ(rendered.script_errors, 0);
+
+  // The check catches a broken image and a script error: the same page with both injected.
+  std::string html = read_file(result.html);
+  html.replace(html.find("<h1>"), 4, "<img src=\"data:image/png;base64,AAAA\"><script>undefined_call();</script><h1>");
+  const Rendered bad = render(dir.write("broken.html", html), dir);
+  EXPECT_EQ(bad.broken_images, 1);
+  EXPECT_EQ(bad.script_errors, 1);
+}
+
+TEST(ReportBinary, WritesTheReportAndNamesItsDirectory) {
+  const char* binary = std::getenv("FILKIT_BINARY");
+  if (binary == nullptr) GTEST_SKIP() << "FILKIT_BINARY not set";
+  const TempDir dir;
+  const ReportOptions options = all_commands(dir);
+  const auto [status, output] = run_shell(std::string(binary) + " report --input " + options.inputs[0] + " --table " +
+                                          options.tables[0] + " --out " + options.out_dir);
+  EXPECT_EQ(status, 0) << output;
+  EXPECT_NE(output.find("report.html (1 figures)"), std::string::npos) << output;
+  const auto missing = run_shell(std::string(binary) + " report --input " + dir.file("nope.json") + " --out x 2>&1");
+  EXPECT_NE(missing.first, 0);
+}
+
+}  // namespace
+}  // namespace filkit
+
+namespace filkit {
+namespace {
+
+TEST(RunWithReport, RoutesTheOutputsIntoTheDirectoryAndDrawsTheReport) {
+  const testing::TempDir dir;
+  cli::MeasureCommandOptions options;
+  options.data.data = testing::write_npz_dataset(dir, testing::random_classification(90, 3, 2, 8));
+  options.data.scale = "none";
+  options.model.l2 = 1e-2;
+  options.run.quiet = true;
+  const std::string report_dir = dir.file("report");
+  std::ostringstream printed;
+  cli::run_with_report(report_dir, options.run, [&] { cli::run_measure(options, printed); }, printed);
+  EXPECT_EQ(options.run.json, report_dir + "/summary.json");
+  EXPECT_TRUE(std::filesystem::exists(report_dir + "/summary.json"));
+  EXPECT_TRUE(std::filesystem::exists(report_dir + "/per-example.csv"));
+  EXPECT_TRUE(std::filesystem::exists(report_dir + "/report.html"));
+  // Without a directory the command just runs.
+  cli::RunFlags untouched;
+  bool ran = false;
+  cli::run_with_report("", untouched, [&] { ran = true; }, printed);
+  EXPECT_TRUE(ran);
+  EXPECT_TRUE(untouched.json.empty());
+}
+
+}  // namespace
+}  // namespace filkit
