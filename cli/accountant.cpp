@@ -44,7 +44,7 @@ std::vector<std::string> split_commas(const std::string& text) {
 
 std::vector<double> parse_orders(const std::string& text) {
   if (text.find(',') == std::string::npos && !std::isdigit(static_cast<unsigned char>(text.front()))) {
-    return rdp_orders(order_grid_from_string(text));
+    return rdp_orders(parse_enum<OrderGrid>(text));
   }
   std::vector<double> orders;
   for (const std::string& field : split_commas(text)) orders.push_back(parse_number<double>(field, "--orders"));

@@ -1,6 +1,7 @@
 #include "common.hpp"
 
 #include "filkit/base/io.hpp"
+#include "filkit/base/index_list.hpp"
 #include "filkit/jobs/measure.hpp"
 
 #include <omp.h>
@@ -71,7 +72,7 @@ DataOptions to_data_options(const DataFlags& flags, std::uint64_t seed) {
   options.target = flags.target;
   options.categorical = flags.categorical;
   options.regression = flags.regression;
-  options.missing_policy = missing_policy_from_string(flags.missing);
+  options.missing_policy = parse_enum<MissingPolicy>(flags.missing);
   options.test_fraction = flags.test_fraction;
   options.train_size = flags.train_size;
   options.test_size = flags.test_size;
@@ -83,7 +84,7 @@ PreprocessOptions to_preprocess_options(const DataFlags& flags) {
   PreprocessOptions options;
   const bool builtin = is_builtin(flags.data);
   options.scale_pixels = flags.pixel_scale == "on" || (flags.pixel_scale == "auto" && builtin);
-  options.row_scaling = row_scaling_from_string(flags.scale);
+  options.row_scaling = parse_enum<RowScaling>(flags.scale);
   if (flags.pca == "auto") options.pca_components = builtin ? 20 : 0;
   else options.pca_components = parse_index_list(flags.pca, "--pca").at(0);
   return options;
@@ -110,12 +111,12 @@ void add_model_flags(CLI::App& command, ModelFlags& flags) {
 FitOptions to_fit_options(const ModelFlags& flags, bool regression) {
   FitOptions options;
   if (flags.model == "auto") options.kind = regression ? ModelKind::kLeastSquares : ModelKind::kLogistic;
-  else options.kind = model_kind_from_string(flags.model);
+  else options.kind = parse_enum<ModelKind>(flags.model);
   options.l2 = flags.l2;
   options.intercept = flags.intercept;
   options.regression = regression;
   options.gradient_tolerance = flags.tolerance;
-  options.solver = solver_from_string(flags.solver);
+  options.solver = parse_enum<Solver>(flags.solver);
   return options;
 }
 

@@ -129,11 +129,11 @@ void set_model(const DpSgdCommandOptions& options, DpSgdOptions& d) {
     throw CLI::ValidationError("--engine", "torch: logistic is closed-form only (the softmax network with 2 "
                                            "classes is its autodiff counterpart)");
   if (!torch) {
-    d.kind = model_kind_from_string(options.model);
+    d.kind = parse_enum<ModelKind>(options.model);
     return;
   }
   NetworkOptions network;
-  network.architecture = network_architecture_from_string(options.model);
+  network.architecture = parse_enum<NetworkArchitecture>(options.model);
   network.hidden = options.hidden;
   network.chunk = options.chunk;
   d.network = network;
@@ -151,25 +151,25 @@ DpSgdJobOptions to_dpsgd_job_options(const DpSgdCommandOptions& options) {
   DpSgdOptions& d = job.dpsgd;
   set_model(options, d);
   d.intercept = options.intercept;
-  d.label = label_privacy_from_string(options.label);
+  d.label = parse_enum<LabelPrivacy>(options.label);
   d.batch_size = options.batch_size;
-  d.sampling = batch_sampling_from_string(options.sampling);
+  d.sampling = parse_enum<BatchSampling>(options.sampling);
   d.steps = options.steps;
   d.step_size = options.step_size;
   d.clip_norm = options.clip_norm;
   d.noise_multiplier = options.sigma;
-  d.optimizer = optimizer_from_string(options.optimizer);
+  d.optimizer = parse_enum<Optimizer>(options.optimizer);
   d.momentum = options.momentum;
   d.adam_beta1 = options.adam_beta1;
   d.adam_beta2 = options.adam_beta2;
   d.adam_epsilon = options.adam_epsilon;
   d.weight_decay = options.weight_decay;
   d.init_scale = options.init_scale;
-  d.subsampling = subsampling_factor_from_string(options.kappa);
+  d.subsampling = parse_enum<SubsamplingFactor>(options.kappa);
   d.kappa_delta = options.kappa_delta;
   const bool autodiff = d.network.has_value();
-  d.trace = trace_method_from_string(options.trace != "auto" ? options.trace : autodiff ? "gaussian" : "exact");
-  d.spectral = spectral_method_from_string(options.spectral != "auto" ? options.spectral : autodiff ? "none" : "exact");
+  d.trace = parse_enum<TraceMethod>(options.trace != "auto" ? options.trace : autodiff ? "gaussian" : "exact");
+  d.spectral = parse_enum<SpectralMethod>(options.spectral != "auto" ? options.spectral : autodiff ? "none" : "exact");
   if (options.probes == "auto") {
     d.probes = autodiff ? 1 : 50;
   } else {

@@ -1,6 +1,7 @@
 #include "reconstruct.hpp"
 #include "report.hpp"
 
+#include "filkit/base/index_list.hpp"
 #include "filkit/jobs/measure.hpp"
 
 #include <iostream>

@@ -12,7 +12,7 @@ namespace {
 
 std::vector<double> orders_from(const py::object& orders) {
   if (orders.is_none()) return rdp_orders(OrderGrid::kOpacus);
-  if (py::isinstance<py::str>(orders)) return rdp_orders(order_grid_from_string(orders.cast<std::string>()));
+  if (py::isinstance<py::str>(orders)) return rdp_orders(parse_enum<OrderGrid>(orders.cast<std::string>()));
   return orders.cast<std::vector<double>>();
 }
 
@@ -49,7 +49,7 @@ void bind_accounting(py::module_& m) {
       },
       py::arg("q"), py::arg("noise_multiplier"), py::arg("orders") = py::none(),
       "RDP of one step of the sampled Gaussian mechanism at each order.");
-  m.def("rdp_orders", [](const std::string& grid) { return rdp_orders(order_grid_from_string(grid)); },
+  m.def("rdp_orders", [](const std::string& grid) { return rdp_orders(parse_enum<OrderGrid>(grid)); },
         py::arg("grid") = "opacus");
   m.def(
       "noise_multiplier_for_epsilon",

@@ -11,6 +11,7 @@ void bind_data(pybind11::module_& m);
 void bind_models(pybind11::module_& m);
 void bind_fil(pybind11::module_& m);
 void bind_measure(pybind11::module_& m);
+void bind_jobs(pybind11::module_& m);  // filkit.run(job, **options), filkit.defaults(job)
 void bind_accounting(pybind11::module_& m);
 void bind_dpsgd(pybind11::module_& m);
 void bind_leakage(pybind11::module_& m);  // IRFIL, attacks, reconstruction bounds and attack

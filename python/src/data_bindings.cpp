@@ -73,7 +73,7 @@ void bind_data(py::module_& m) {
         options.regression = regression;
         options.test_fraction = test_fraction;
         options.seed = seed;
-        options.missing_policy = missing_policy_from_string(missing);
+        options.missing_policy = parse_enum<MissingPolicy>(missing);
         options.train_size = train_size;
         options.test_size = test_size;
         return load_dataset(options);
@@ -92,7 +92,7 @@ void bind_data(py::module_& m) {
          bool scale_after_pca) {
         PreprocessOptions options;
         options.scale_pixels = scale_pixels;
-        options.row_scaling = row_scaling_from_string(row_scaling);
+        options.row_scaling = parse_enum<RowScaling>(row_scaling);
         options.pca_components = pca;
         options.scale_after_pca = scale_after_pca;
         Preprocessor fitted;

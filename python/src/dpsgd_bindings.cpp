@@ -30,17 +30,17 @@ DpSgdOptions dpsgd_options(const py::kwargs& kwargs) {
     if (kwargs.contains(key)) target = kwargs[key].cast<std::decay_t<decltype(target)>>();
   };
   auto text = [&](const char* key) { return kwargs[key].cast<std::string>(); };
-  if (kwargs.contains("model")) options.kind = model_kind_from_string(text("model"));
+  if (kwargs.contains("model")) options.kind = parse_enum<ModelKind>(text("model"));
   if (kwargs.contains("network")) {  // "softmax", "mlp" or "cnn" through LibTorch
     NetworkOptions network;
-    network.architecture = network_architecture_from_string(text("network"));
+    network.architecture = parse_enum<NetworkArchitecture>(text("network"));
     get("hidden", network.hidden);
     get("chunk", network.chunk);
     options.network = network;
   } else if (kwargs.contains("hidden") || kwargs.contains("chunk")) {
     throw std::invalid_argument("train_dpsgd(): hidden and chunk need network='mlp', 'cnn' or 'softmax'");
   }
-  if (kwargs.contains("optimizer")) options.optimizer = optimizer_from_string(text("optimizer"));
+  if (kwargs.contains("optimizer")) options.optimizer = parse_enum<Optimizer>(text("optimizer"));
   get("adam_beta1", options.adam_beta1);
   get("adam_beta2", options.adam_beta2);
   get("adam_epsilon", options.adam_epsilon);
@@ -49,19 +49,19 @@ DpSgdOptions dpsgd_options(const py::kwargs& kwargs) {
   get("checkpoint_every", options.checkpoint_every);
   get("stop_after", options.stop_after);
   get("intercept", options.intercept);
-  if (kwargs.contains("label")) options.label = label_privacy_from_string(text("label"));
+  if (kwargs.contains("label")) options.label = parse_enum<LabelPrivacy>(text("label"));
   get("batch_size", options.batch_size);
-  if (kwargs.contains("sampling")) options.sampling = batch_sampling_from_string(text("sampling"));
+  if (kwargs.contains("sampling")) options.sampling = parse_enum<BatchSampling>(text("sampling"));
   get("steps", options.steps);
   get("step_size", options.step_size);
   get("clip_norm", options.clip_norm);
   get("noise_multiplier", options.noise_multiplier);
   get("momentum", options.momentum);
   get("weight_decay", options.weight_decay);
-  if (kwargs.contains("subsampling")) options.subsampling = subsampling_factor_from_string(text("subsampling"));
+  if (kwargs.contains("subsampling")) options.subsampling = parse_enum<SubsamplingFactor>(text("subsampling"));
   get("kappa_delta", options.kappa_delta);
-  if (kwargs.contains("trace")) options.trace = trace_method_from_string(text("trace"));
-  if (kwargs.contains("spectral")) options.spectral = spectral_method_from_string(text("spectral"));
+  if (kwargs.contains("trace")) options.trace = parse_enum<TraceMethod>(text("trace"));
+  if (kwargs.contains("spectral")) options.spectral = parse_enum<SpectralMethod>(text("spectral"));
   get("probes", options.probes);
   get("power_iterations", options.power_iterations);
   get("runs", options.runs);
@@ -137,7 +137,7 @@ void bind_dpsgd(py::module_& m) {
       .def(py::init([](const std::string& architecture, Index input_dim, Index num_classes,
                        const std::vector<Index>& hidden, bool intercept, Index chunk) {
              NetworkOptions options;
-             options.architecture = network_architecture_from_string(architecture);
+             options.architecture = parse_enum<NetworkArchitecture>(architecture);
              options.hidden = hidden;
              options.intercept = intercept;
              options.chunk = chunk;
@@ -170,7 +170,7 @@ void bind_dpsgd(py::module_& m) {
           [](const Network& network, const VectorXd& w, const RowMatrix& X, const VectorXd& y, double clip_norm,
              const std::string& trace, const std::string& spectral, int probes, int power_iterations,
              std::uint64_t seed) {
-            NetworkAccountingRequest request{trace_method_from_string(trace), spectral_method_from_string(spectral),
+            NetworkAccountingRequest request{parse_enum<TraceMethod>(trace), parse_enum<SpectralMethod>(spectral),
                                              probes, power_iterations};
             const NetworkBatchAccounting a = network.account_batch(w, X, y, clip_norm, request, seed);
             return py::make_tuple(a.clipped_sum, a.trace, a.spectral);

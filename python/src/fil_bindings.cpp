@@ -47,7 +47,7 @@ void bind_fil(py::module_& m) {
       .def(py::init([](const Model& model, const Dataset& data, const VectorXd& weights, double sigma,
                        const std::string& label, bool structured) {
              return FisherInformationLoss(model, data, weights,
-                                          FilOptions{sigma, label_privacy_from_string(label), structured});
+                                          FilOptions{sigma, parse_enum<LabelPrivacy>(label), structured});
            }),
            py::arg("model"), py::arg("data"), py::arg("weights") = VectorXd(), py::arg("sigma") = 1.0,
            py::arg("label") = "private", py::arg("structured") = true, py::keep_alive<1, 3>())

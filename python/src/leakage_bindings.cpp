@@ -17,7 +17,7 @@ namespace {
 
 FitOptions fit_options(const std::string& model, double l2, bool intercept, bool regression) {
   FitOptions options;
-  options.kind = model_kind_from_string(model);
+  options.kind = parse_enum<ModelKind>(model);
   options.l2 = l2;
   options.intercept = intercept;
   options.regression = regression;
@@ -39,9 +39,9 @@ void bind_irfil(py::module_& m) {
         IrfilOptions options;
         options.fit = fit_options(model, l2, intercept, regression);
         options.fil.sigma = sigma;
-        options.fil.label = label_privacy_from_string(label);
+        options.fil.label = parse_enum<LabelPrivacy>(label);
         options.iterations = iterations;
-        options.weighting = irfil_weighting_from_string(weighting);
+        options.weighting = parse_enum<IrfilWeighting>(weighting);
         options.min_weight = min_weight;
         options.max_weight = max_weight;
         options.attribute_columns = attribute_columns;

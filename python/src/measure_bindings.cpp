@@ -1,60 +1,16 @@
 #include "bindings.hpp"
+#include "job_bindings.hpp"
 
 #include "filkit/jobs/measure.hpp"
 
 #include <pybind11/eigen.h>
 #include <pybind11/stl.h>
 
-#include <algorithm>
-#include <set>
 
 namespace py = pybind11;
 
 namespace filkit::python {
 
-namespace {
-
-// Keyword arguments override the default job's options; None keeps the default.
-MeasureOptions measure_options(const py::kwargs& kwargs) {
-  MeasureOptions options = default_measure_options();
-  const std::set<std::string> known = {"data",  "classes", "target",  "regression", "test_fraction", "pca",
-                                       "scale", "pixel_scale", "model", "l2", "intercept", "tolerance",
-                                       "sigma", "releases", "label", "attribute", "subsets", "seed"};
-  for (const auto& item : kwargs) {
-    const std::string key = py::str(item.first);
-    if (!known.count(key)) throw std::invalid_argument("measure(): unknown option '" + key + "'");
-  }
-  auto get = [&](const char* key, auto& target) {
-    if (kwargs.contains(key) && !kwargs[key].is_none()) target = kwargs[key].cast<std::decay_t<decltype(target)>>();
-  };
-  get("data", options.data.data);
-  if (kwargs.contains("data") && !kwargs.contains("classes")) {
-    const auto names = builtin_dataset_names();
-    if (std::find(names.begin(), names.end(), options.data.data) == names.end()) options.data.classes.clear();
-  }
-  get("classes", options.data.classes);
-  get("target", options.data.target);
-  get("regression", options.data.regression);
-  get("test_fraction", options.data.test_fraction);
-  get("pca", options.preprocess.pca_components);
-  if (kwargs.contains("scale")) options.preprocess.row_scaling = row_scaling_from_string(kwargs["scale"].cast<std::string>());
-  get("pixel_scale", options.preprocess.scale_pixels);
-  if (kwargs.contains("model")) options.fit.kind = model_kind_from_string(kwargs["model"].cast<std::string>());
-  get("l2", options.fit.l2);
-  get("intercept", options.fit.intercept);
-  get("tolerance", options.fit.gradient_tolerance);
-  options.fit.regression = options.data.regression;
-  get("sigma", options.fil.sigma);
-  get("releases", options.releases);
-  if (kwargs.contains("label")) options.fil.label = label_privacy_from_string(kwargs["label"].cast<std::string>());
-  get("attribute", options.attribute);
-  get("subsets", options.subsets);
-  get("seed", options.seed);
-  options.data.seed = options.seed;
-  return options;
-}
-
-}  // namespace
 
 void bind_measure(py::module_& m) {
   py::class_<GroupFil>(m, "GroupFil").def_readonly("name", &GroupFil::name).def_readonly("fil", &GroupFil::fil);
@@ -80,20 +36,12 @@ void bind_measure(py::module_& m) {
   m.def(
       "measure",
       [](const py::kwargs& kwargs) {
-        const MeasureOptions options = measure_options(kwargs);
-        MeasureResult result;
-        {
-          py::gil_scoped_release release;
-          result = measure(options);
-        }
-        py::object summary = json_to_python(result.summary(options).dump());
+        MeasureResult result = run_job_from_kwargs<MeasureJob>(kwargs);
+        py::object summary = json_to_python(result.to_json().dump());
         return py::make_tuple(std::move(result), summary);
       },
-      "The measurement job (load -> preprocess -> fit -> FIL), the same computation as `filkit measure`. "
-      "Keyword arguments override the default job (Fashion-MNIST 0 vs 1, pixels/255, global-max, PCA 20, "
-      "logistic, l2 8e-4, sigma 1): data, classes, target, regression, test_fraction, pca, scale, "
-      "pixel_scale, model, l2, intercept, tolerance, sigma, releases, label, attribute, subsets, seed. "
-      "Returns (result, summary dict).");
+      "The measurement job (load -> preprocess -> fit -> FIL), the same computation and options as `filkit "
+      "measure` (filkit.defaults('measure') lists them). Returns (result, summary dict).");
 }
 
 }  // namespace filkit::python

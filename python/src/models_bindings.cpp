@@ -31,7 +31,7 @@ void bind_models(py::module_& m) {
       [](const Dataset& data, const std::string& model, double l2, bool intercept, bool regression,
          const VectorXd& weights, double tolerance, int max_iterations) {
         FitOptions options;
-        options.kind = model_kind_from_string(model);
+        options.kind = parse_enum<ModelKind>(model);
         options.l2 = l2;
         options.intercept = intercept;
         options.regression = regression;

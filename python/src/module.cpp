@@ -11,6 +11,7 @@ PYBIND11_MODULE(_filkit, m) {
   filkit::python::bind_models(m);
   filkit::python::bind_fil(m);
   filkit::python::bind_measure(m);
+  filkit::python::bind_jobs(m);
   filkit::python::bind_accounting(m);
   filkit::python::bind_dpsgd(m);
   filkit::python::bind_leakage(m);

@@ -61,7 +61,7 @@ def test_library_errors_become_python_exceptions():
     collinear = np.hstack([data.X[:, :1], data.X[:, :1]])
     with pytest.raises(RuntimeError, match="--l2"):
         filkit.fit(filkit.Dataset(collinear, data.y), model="least-squares", l2=0.0)
-    with pytest.raises(ValueError, match="unknown option"):
+    with pytest.raises(TypeError, match="unknown option 'sigm'"):
         filkit.measure(sigm=1.0)
 
 

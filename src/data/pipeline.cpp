@@ -1,5 +1,8 @@
 #include "filkit/data/pipeline.hpp"
 
+#include <algorithm>
+#include <stdexcept>
+
 namespace filkit {
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -15,6 +18,55 @@ PreparedData load_and_preprocess(const DataOptions& data, const PreprocessOption
   prepared.data = preprocess(raw, preprocessing, &prepared.preprocessor);
   prepared.seconds["preprocess"] = seconds_since(start);
   return prepared;
+}
+
+bool is_builtin_image_dataset(const std::string& data) {
+  const std::vector<std::string> names = builtin_dataset_names();
+  return std::find(names.begin(), names.end(), data) != names.end();
+}
+
+void DataPipelineOptions::resolve() {
+  const bool builtin = is_builtin_image_dataset(data);
+  if (!classes) classes = builtin ? std::vector<int>{0, 1} : std::vector<int>{};
+  if (!pca) pca = builtin ? 20 : 0;
+  if (!pixel_scale) pixel_scale = builtin;
+}
+
+DataOptions DataPipelineOptions::data_options(std::uint64_t seed) const {
+  DataPipelineOptions resolved = *this;
+  resolved.resolve();
+  DataOptions options;
+  options.data = data;
+  options.classes = *resolved.classes;
+  options.target = target;
+  options.categorical = categorical;
+  options.drop = drop;
+  options.regression = regression;
+  options.missing_policy = missing;
+  options.test_fraction = test_fraction;
+  options.seed = seed;
+  options.train_size = train_size;
+  options.test_size = test_size;
+  return options;
+}
+
+PreprocessOptions DataPipelineOptions::preprocess_options() const {
+  DataPipelineOptions resolved = *this;
+  resolved.resolve();
+  PreprocessOptions options;
+  options.scale_pixels = *resolved.pixel_scale;
+  options.row_scaling = scale;
+  options.pca_components = *resolved.pca;
+  return options;
+}
+
+void DataPipelineOptions::validate() const {
+  data_options(0).validate();
+  preprocess_options().validate();
+}
+
+PreparedData load_and_preprocess(const DataPipelineOptions& options, std::uint64_t seed) {
+  return load_and_preprocess(options.data_options(seed), options.preprocess_options());
 }
 
 }  // namespace filkit

@@ -95,22 +95,7 @@ std::vector<std::string> step_order(const PreprocessOptions& options) {
 
 }  // namespace
 
-std::string to_string(RowScaling scaling) {
-  switch (scaling) {
-    case RowScaling::kNone: return "none";
-    case RowScaling::kGlobalMax: return "global-max";
-    case RowScaling::kUnitBall: return "unit-ball";
-  }
-  throw std::invalid_argument("unknown RowScaling " + std::to_string(static_cast<int>(scaling)));
-}
 
-RowScaling row_scaling_from_string(const std::string& name) {
-  for (RowScaling scaling : {RowScaling::kNone, RowScaling::kGlobalMax, RowScaling::kUnitBall}) {
-    if (to_string(scaling) == name) return scaling;
-  }
-  throw std::invalid_argument("row_scaling = '" + name +
-                              "' must be one of 'none', 'global-max', 'unit-ball'");
-}
 
 void PreprocessOptions::validate() const {
   if (pca_components < 0) {

@@ -12,15 +12,7 @@ namespace filkit {
 
 namespace fs = std::filesystem;
 
-std::string to_string(TabularTask task) {
-  return task == TabularTask::kRegression ? "regression" : "classification";
-}
 
-TabularTask tabular_task_from_string(const std::string& name) {
-  if (name == "regression") return TabularTask::kRegression;
-  if (name == "classification") return TabularTask::kClassification;
-  throw std::invalid_argument("task = '" + name + "': expected regression or classification");
-}
 
 const std::vector<TabularDatasetInfo>& tabular_datasets() {
   static const std::vector<TabularDatasetInfo> list = {

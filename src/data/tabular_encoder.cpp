@@ -93,19 +93,7 @@ struct ColumnPositions {
 
 }  // namespace
 
-std::string to_string(MissingPolicy policy) {
-  switch (policy) {
-    case MissingPolicy::kDrop: return "drop";
-    case MissingPolicy::kLevel: return "level";
-  }
-  throw std::invalid_argument("unknown MissingPolicy " + std::to_string(static_cast<int>(policy)));
-}
 
-MissingPolicy missing_policy_from_string(const std::string& name) {
-  if (name == "drop") return MissingPolicy::kDrop;
-  if (name == "level") return MissingPolicy::kLevel;
-  throw std::invalid_argument("missing_policy = '" + name + "' must be 'drop' or 'level'");
-}
 
 void TabularOptions::validate() const {
   if (target.empty()) throw std::invalid_argument("target is empty; name the target column");

@@ -5,24 +5,7 @@
 
 namespace filkit {
 
-std::string to_string(ColumnType type) {
-  switch (type) {
-    case ColumnType::kInferred: return "inferred";
-    case ColumnType::kNumeric: return "numeric";
-    case ColumnType::kNominal: return "nominal";
-    case ColumnType::kString: return "string";
-  }
-  throw std::invalid_argument("unknown ColumnType " + std::to_string(static_cast<int>(type)));
-}
 
-ColumnType column_type_from_string(const std::string& name) {
-  for (ColumnType type : {ColumnType::kInferred, ColumnType::kNumeric, ColumnType::kNominal,
-                          ColumnType::kString}) {
-    if (to_string(type) == name) return type;
-  }
-  throw std::invalid_argument("column type '" + name +
-                              "' must be one of 'inferred', 'numeric', 'nominal', 'string'");
-}
 
 TextTable TextTable::select_rows(const std::vector<Index>& indices) const {
   TextTable selected{header, {}, {}, types, source};

@@ -1,6 +1,5 @@
 #include "filkit/dpsgd/jacobian_estimators.hpp"
 
-#include "base/enum_names.hpp"
 
 #include <cmath>
 #include <stdexcept>
@@ -9,22 +8,6 @@
 
 namespace filkit {
 
-namespace {
-constexpr std::pair<TraceMethod, const char*> kTraceNames[] = {
-    {TraceMethod::kExact, "exact"}, {TraceMethod::kCoordinates, "coordinates"}, {TraceMethod::kGaussian, "gaussian"}};
-constexpr std::pair<SpectralMethod, const char*> kSpectralNames[] = {{SpectralMethod::kExact, "exact"},
-                                                                      {SpectralMethod::kPowerIteration, "power-iteration"},
-                                                                      {SpectralMethod::kNone, "none"}};
-}  // namespace
-
-std::string to_string(TraceMethod method) { return enum_to_string(method, kTraceNames); }
-TraceMethod trace_method_from_string(const std::string& name) {
-  return enum_from_string(name, kTraceNames, "trace method");
-}
-std::string to_string(SpectralMethod method) { return enum_to_string(method, kSpectralNames); }
-SpectralMethod spectral_method_from_string(const std::string& name) {
-  return enum_from_string(name, kSpectralNames, "spectral method");
-}
 
 namespace {
 

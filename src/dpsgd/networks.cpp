@@ -1,21 +1,11 @@
 // The parts of networks.hpp that do not need LibTorch (the Network itself lives in src/torch/).
 #include "filkit/dpsgd/networks.hpp"
 
-#include "base/enum_names.hpp"
 
 #include <stdexcept>
 
 namespace filkit {
 
-namespace {
-constexpr std::pair<NetworkArchitecture, const char*> kArchitectureNames[] = {
-    {NetworkArchitecture::kSoftmax, "softmax"}, {NetworkArchitecture::kMlp, "mlp"}, {NetworkArchitecture::kCnn, "cnn"}};
-}  // namespace
-
-std::string to_string(NetworkArchitecture architecture) { return enum_to_string(architecture, kArchitectureNames); }
-NetworkArchitecture network_architecture_from_string(const std::string& name) {
-  return enum_from_string(name, kArchitectureNames, "network architecture");
-}
 
 void NetworkOptions::validate() const {
   if (architecture == NetworkArchitecture::kMlp) {

@@ -166,21 +166,7 @@ OptimalOrderStatus locate_order(const std::vector<double>& orders, double order)
 
 }  // namespace
 
-std::string to_string(OrderGrid grid) {
-  switch (grid) {
-    case OrderGrid::kOpacus:
-      return "opacus";
-    case OrderGrid::kTfPrivacy:
-      return "tf-privacy";
-  }
-  throw std::invalid_argument("unknown OrderGrid");
-}
 
-OrderGrid order_grid_from_string(const std::string& name) {
-  if (name == "opacus") return OrderGrid::kOpacus;
-  if (name == "tf-privacy" || name == "tf") return OrderGrid::kTfPrivacy;
-  throw std::invalid_argument("unknown order grid '" + name + "' (expected opacus, tf-privacy or tf)");
-}
 
 std::vector<double> rdp_orders(OrderGrid grid) {
   // Built exactly as the Python originals, 1 + x / 10.0, so the orders agree bit for bit.
@@ -263,28 +249,7 @@ std::vector<double> subsampled_gaussian_rdp(double q, double noise_multiplier, c
   return rdp;
 }
 
-std::string to_string(OptimalOrderStatus status) {
-  switch (status) {
-    case OptimalOrderStatus::kInterior:
-      return "interior";
-    case OptimalOrderStatus::kSmallest:
-      return "smallest";
-    case OptimalOrderStatus::kLargest:
-      return "largest";
-    case OptimalOrderStatus::kNoFiniteBound:
-      return "no-finite-bound";
-  }
-  throw std::invalid_argument("unknown OptimalOrderStatus");
-}
 
-OptimalOrderStatus optimal_order_status_from_string(const std::string& name) {
-  for (auto status : {OptimalOrderStatus::kInterior, OptimalOrderStatus::kSmallest, OptimalOrderStatus::kLargest,
-                      OptimalOrderStatus::kNoFiniteBound}) {
-    if (name == to_string(status)) return status;
-  }
-  throw std::invalid_argument("unknown optimal order status '" + name +
-                              "' (expected interior, smallest, largest or no-finite-bound)");
-}
 
 bool PrivacySpent::optimal_order_at_edge() const {
   return status == OptimalOrderStatus::kSmallest || status == OptimalOrderStatus::kLargest;

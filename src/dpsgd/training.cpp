@@ -8,7 +8,6 @@
 
 #include "dpsgd/trainable_models.hpp"
 #include "base/seeding.hpp"
-#include "base/enum_names.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -34,16 +33,6 @@ constexpr std::pair<Optimizer, const char*> kOptimizerNames[] = {{Optimizer::kSg
 
 }  // namespace
 
-std::string to_string(BatchSampling sampling) { return enum_to_string(sampling, kSamplingNames); }
-BatchSampling batch_sampling_from_string(const std::string& name) {
-  return enum_from_string(name, kSamplingNames, "batch sampling");
-}
-std::string to_string(SubsamplingFactor factor) { return enum_to_string(factor, kFactorNames); }
-SubsamplingFactor subsampling_factor_from_string(const std::string& name) {
-  return enum_from_string(name, kFactorNames, "subsampling factor");
-}
-std::string to_string(Optimizer optimizer) { return enum_to_string(optimizer, kOptimizerNames); }
-Optimizer optimizer_from_string(const std::string& name) { return enum_from_string(name, kOptimizerNames, "optimizer"); }
 
 // ---------------------------------------------------------------------------------------------
 

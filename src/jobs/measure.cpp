@@ -1,8 +1,13 @@
 #include "filkit/jobs/measure.hpp"
 
+#include "filkit/base/index_list.hpp"
 #include "filkit/base/io.hpp"
 #include "filkit/data/pipeline.hpp"
+#include "filkit/base/options.hpp"
 #include "filkit/base/summary.hpp"
+
+#include <iomanip>
+#include <ostream>
 
 #include <chrono>
 #include <cmath>
@@ -73,58 +78,30 @@ std::vector<Index> attribute_columns(const std::string& attribute, const Dataset
 
 }  // namespace
 
-std::vector<Index> parse_index_list(const std::string& text, const std::string& what) {
-  std::vector<Index> values;
-  std::stringstream stream(text);
-  std::string item;
-  while (std::getline(stream, item, ',')) {
-    const auto begin = item.find_first_not_of(' ');
-    const auto end = item.find_last_not_of(' ');
-    const std::string trimmed = begin == std::string::npos ? "" : item.substr(begin, end - begin + 1);
-    if (trimmed.empty() || trimmed.find_first_not_of("0123456789") != std::string::npos)
-      throw std::invalid_argument(what + ": expected non-negative integers separated by commas, got '" + text + "'");
-    values.push_back(static_cast<Index>(std::stoll(trimmed)));
-  }
-  if (values.empty()) throw std::invalid_argument(what + ": empty list");
-  return values;
-}
 
 void MeasureOptions::validate() const {
-  data.validate();
-  preprocess.validate();
-  fit.validate();
+  task.validate();
   fil.validate();
-  if (releases < 1)
-    throw std::invalid_argument("releases = " + std::to_string(releases) + ": must be >= 1");
+  if (releases < 1) throw std::invalid_argument("releases = " + std::to_string(releases) + ": must be >= 1");
 }
 
-MeasureOptions default_measure_options() {
-  MeasureOptions options;
-  options.data.data = "fashion-mnist";
-  options.data.classes = {0, 1};
-  options.preprocess.scale_pixels = true;
-  options.preprocess.row_scaling = RowScaling::kGlobalMax;
-  options.preprocess.pca_components = 20;
-  options.fit.kind = ModelKind::kLogistic;
-  options.fit.l2 = 8e-4;
-  options.fil.sigma = 1.0;
-  return options;
-}
-
-MeasureResult measure(const MeasureOptions& options) {
-  options.validate();
+MeasureResult run_measure(const MeasureOptions& requested, bool show_progress) {
+  requested.validate();
   MeasureResult result;
+  result.options = requested;
+  result.options.task.resolve();
+  const MeasureOptions& options = result.options;
   // Stages: load, preprocess, fit, FIL (the long ones on raw pixels are fit and FIL).
-  Progress progress("measure", 4, !options.progress);
-  PreparedData prepared = load_and_preprocess(options.data, options.preprocess);
-  result.data = std::move(prepared.data);
-  result.preprocessor = std::move(prepared.preprocessor);
-  result.seconds = std::move(prepared.seconds);
+  Progress progress("measure", 4, !show_progress);
+  Task task = prepare_task(options.task, options.seed);
+  result.data = std::move(task.data);
+  result.preprocessor = std::move(task.preprocessor);
+  result.seconds = std::move(task.seconds);
   progress.advance(2);
   const Dataset& train = result.data.train;
 
   auto start = Clock::now();
-  result.model = fit(train, options.fit);
+  result.model = fit(train, task.fit);
   result.seconds["fit"] = seconds_since(start);
   progress.advance();
 
@@ -165,34 +142,16 @@ nlohmann::json subset_json(const SubsetFil& fil) {
 }
 }  // namespace
 
-nlohmann::json MeasureResult::summary(const MeasureOptions& options) const {
-  nlohmann::json json;
-  json["filkit_version"] = version();
-  json["command"] = "measure";
-  json["seed"] = options.seed;
+nlohmann::json MeasureResult::to_json() const {
+  nlohmann::json json = job_summary_header(MeasureJob::name, options.seed);
   json["n"] = data.train.n();
   json["n_test"] = data.test.n();
   json["d"] = data.train.d();
   json["private_dims_per_example"] = fil.private_dims;
-  json["settings"] = {
-      {"data", options.data.data},
-      {"source", data.train.source},
-      {"classes", options.data.classes},
-      {"target", options.data.target},
-      {"regression", options.data.regression},
-      {"test_fraction", options.data.test_fraction},
-      {"preprocessing", preprocessor.to_json()},
-      {"model", to_string(options.fit.kind)},
-      {"l2", options.fit.l2},
-      {"intercept", options.fit.intercept},
-      {"gradient_tolerance", options.fit.gradient_tolerance},
-      {"sigma", options.fil.sigma},
-      {"releases", options.releases},
-      {"composed_sigma", sigma},
-      {"label", to_string(options.fil.label)},
-      {"attribute", options.attribute},
-      {"subsets", options.subsets},
-  };
+  json["settings"] = settings_json(options);
+  json["source"] = data.train.source;
+  json["preprocessing"] = preprocessor.to_json();
+  json["composed_sigma"] = sigma;
   json["fit"] = {{"iterations", model.iterations}, {"gradient_norm", model.gradient_norm}};
   json["eta"] = summarize(fil.eta).to_json();
   json["dfil"] = summarize(fil.dfil).to_json();
@@ -217,16 +176,14 @@ nlohmann::json MeasureResult::summary(const MeasureOptions& options) const {
   return json;
 }
 
-std::vector<std::string> MeasureResult::table_header() const {
-  std::vector<std::string> header = {"index", "label", "eta", "dfil", "attribute_mse_bound", "example_mse_bound",
+NumericTable MeasureResult::table() const {
+  NumericTable table;
+  std::vector<std::string>& header = table.header;
+  header = {"index", "label", "eta", "dfil", "attribute_mse_bound", "example_mse_bound",
                                      "loss", "gradient_norm"};
   if (attribute_eta.size()) header.push_back("attribute_eta");
-  return header;
-}
-
-std::vector<std::vector<double>> MeasureResult::table_rows() const {
   const VectorXd attribute_bound = fil.attribute_mse_bound(), example_bound = fil.example_mse_bound();
-  std::vector<std::vector<double>> rows;
+  std::vector<std::vector<double>>& rows = table.rows;
   rows.reserve(static_cast<std::size_t>(data.train.n()));
   for (Index i = 0; i < data.train.n(); ++i) {
     std::vector<double> row = {static_cast<double>(i), data.train.y(i), fil.eta(i), fil.dfil(i), attribute_bound(i),
@@ -234,7 +191,50 @@ std::vector<std::vector<double>> MeasureResult::table_rows() const {
     if (attribute_eta.size()) row.push_back(attribute_eta(i));
     rows.push_back(std::move(row));
   }
-  return rows;
+  return table;
+}
+
+NumericTable MeasureResult::extra_table(const std::string& name) const {
+  if (name != "release_out") return JobResult::extra_table(name);
+  NumericTable table{{"coordinate", "released_weight"}, {}};
+  const VectorXd w = release.flat();
+  for (Index k = 0; k < w.size(); ++k) table.rows.push_back({static_cast<double>(k), w(k)});
+  return table;
+}
+
+namespace {
+void print_row(std::ostream& out, const std::string& name, const Summary& s) {
+  out << "  " << std::left << std::setw(18) << name << std::right << std::scientific << std::setprecision(3)
+      << std::setw(11) << s.mean << std::setw(11) << s.std << std::setw(11) << s.min << std::setw(11) << s.median
+      << std::setw(11) << s.max << "\n";
+}
+}  // namespace
+
+void MeasureResult::print_summary(std::ostream& out) const {
+  const Dataset& train = data.train;
+  out << "filkit measure: " << options.task.data.data << ", n = " << train.n() << ", d = " << train.d() << ", "
+      << to_string(model.kind) << ", lambda = " << options.task.fit.l2 << ", sigma = " << sigma
+      << (options.releases > 1 ? " (" + std::to_string(options.releases) + " releases composed)" : "") << ", label "
+      << to_string(options.fil.label) << "\n";
+  out << "  " << std::left << std::setw(18) << "" << std::right << std::setw(11) << "mean" << std::setw(11) << "std"
+      << std::setw(11) << "min" << std::setw(11) << "median" << std::setw(11) << "max" << "\n";
+  print_row(out, "eta (FIL)", summarize(fil.eta));
+  print_row(out, "dFIL", summarize(fil.dfil));
+  print_row(out, "MSE bound 1/dFIL^2", summarize(fil.example_mse_bound()));
+  if (attribute_eta.size()) print_row(out, "attribute eta", summarize(attribute_eta));
+  out << std::defaultfloat << std::setprecision(6);
+  if (attribute_eta.size())
+    out << "  attribute over all examples: eta = " << attribute_fil.eta << ", dFIL = " << attribute_fil.dfil << "\n";
+  for (const GroupFil& group : groups)
+    out << "  group " << group.name << " (" << group.fil.examples << " examples): eta = " << group.fil.eta
+        << ", dFIL = " << group.fil.dfil << "\n";
+  if (!model.regression)
+    out << "  accuracy: train " << train_accuracy << ", test " << test_accuracy << "\n";
+  else
+    out << "  MSE: train " << train_mse << ", test " << test_mse << "\n";
+  out << "  seconds:";
+  for (const auto& [stage, seconds] : seconds) out << " " << stage << " " << std::setprecision(3) << seconds;
+  out << "\n";
 }
 
 }  // namespace filkit

@@ -3,7 +3,7 @@
 
 #include "filkit/leakage/fil.hpp"
 #include "filkit/base/io.hpp"
-#include "filkit/jobs/measure.hpp"
+#include "filkit/base/index_list.hpp"
 #include "filkit/base/summary.hpp"
 #include "models/glm_loss.hpp"
 
@@ -35,13 +35,7 @@ std::string number(double value) {
 
 }  // namespace
 
-std::string to_string(WhiteBoxSolver solver) { return solver == WhiteBoxSolver::kUpdate ? "update" : "refit"; }
 
-WhiteBoxSolver white_box_solver_from_string(const std::string& name) {
-  if (name == "update") return WhiteBoxSolver::kUpdate;
-  if (name == "refit") return WhiteBoxSolver::kRefit;
-  throw std::invalid_argument("white-box solver = '" + name + "': expected update or refit");
-}
 
 // ---------------------------------------------------------------------------------------------
 // The attribute and its candidate levels.

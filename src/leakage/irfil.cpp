@@ -13,21 +13,7 @@
 
 namespace filkit {
 
-std::string to_string(IrfilWeighting weighting) {
-  switch (weighting) {
-    case IrfilWeighting::kExample: return "example";
-    case IrfilWeighting::kClass: return "class";
-    case IrfilWeighting::kHybrid: return "hybrid";
-  }
-  throw std::invalid_argument("unknown IrfilWeighting " + std::to_string(static_cast<int>(weighting)));
-}
 
-IrfilWeighting irfil_weighting_from_string(const std::string& name) {
-  if (name == "example") return IrfilWeighting::kExample;
-  if (name == "class") return IrfilWeighting::kClass;
-  if (name == "hybrid") return IrfilWeighting::kHybrid;
-  throw std::invalid_argument("weighting = '" + name + "': expected example, class or hybrid");
-}
 
 namespace {
 

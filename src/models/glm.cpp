@@ -12,38 +12,9 @@
 
 namespace filkit {
 
-std::string to_string(ModelKind kind) {
-  switch (kind) {
-    case ModelKind::kLeastSquares: return "least-squares";
-    case ModelKind::kLogistic: return "logistic";
-    case ModelKind::kSoftmax: return "softmax";
-  }
-  return "unknown";
-}
 
-ModelKind model_kind_from_string(const std::string& name) {
-  if (name == "least-squares") return ModelKind::kLeastSquares;
-  if (name == "logistic") return ModelKind::kLogistic;
-  if (name == "softmax") return ModelKind::kSoftmax;
-  throw std::invalid_argument("unknown model '" + name +
-                              "': expected least-squares, logistic or softmax");
-}
 
-std::string to_string(Solver solver) {
-  switch (solver) {
-    case Solver::kAuto: return "auto";
-    case Solver::kNewton: return "newton";
-    case Solver::kLbfgs: return "lbfgs";
-  }
-  return "unknown";
-}
 
-Solver solver_from_string(const std::string& name) {
-  if (name == "auto") return Solver::kAuto;
-  if (name == "newton") return Solver::kNewton;
-  if (name == "lbfgs") return Solver::kLbfgs;
-  throw std::invalid_argument("unknown solver '" + name + "': expected auto, newton or lbfgs");
-}
 
 void FitOptions::validate() const {
   if (!(l2 >= 0.0) || !std::isfinite(l2))

@@ -85,9 +85,9 @@ TEST(TextTable, SelectRowsKeepsLineNumbers) {
 TEST(ColumnType, RoundTripsThroughStrings) {
   for (ColumnType type : {ColumnType::kInferred, ColumnType::kNumeric, ColumnType::kNominal,
                           ColumnType::kString}) {
-    EXPECT_EQ(column_type_from_string(to_string(type)), type);
+    EXPECT_EQ(parse_enum<ColumnType>(to_string(type)), type);
   }
-  EXPECT_INVALID_ARGUMENT(column_type_from_string("date"), "'date'", "'nominal'");
+  EXPECT_INVALID_ARGUMENT(parse_enum<ColumnType>("date"), "'date'", "inferred, numeric, nominal, string");
 }
 
 }  // namespace

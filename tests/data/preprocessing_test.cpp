@@ -23,9 +23,9 @@ PreprocessOptions with_pca(Index k) {
 
 TEST(RowScaling, RoundTripsThroughStrings) {
   for (RowScaling scaling : {RowScaling::kNone, RowScaling::kGlobalMax, RowScaling::kUnitBall}) {
-    EXPECT_EQ(row_scaling_from_string(to_string(scaling)), scaling);
+    EXPECT_EQ(parse_enum<RowScaling>(to_string(scaling)), scaling);
   }
-  EXPECT_INVALID_ARGUMENT(row_scaling_from_string("max"), "'max'", "'global-max'");
+  EXPECT_INVALID_ARGUMENT(parse_enum<RowScaling>("max"), "'max'", "none, global-max, unit-ball");
 }
 
 TEST(PreprocessOptions, ValidateNamesFieldValueAndRule) {

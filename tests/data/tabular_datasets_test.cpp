@@ -130,8 +130,8 @@ TEST(TabularDatasets, OptionsThatTheDatasetDefinesAreRejected) {
 
 TEST(TabularTask, RoundTripsThroughStrings) {
   for (TabularTask task : {TabularTask::kRegression, TabularTask::kClassification})
-    EXPECT_EQ(tabular_task_from_string(to_string(task)), task);
-  EXPECT_INVALID_ARGUMENT(tabular_task_from_string("ranking"), "ranking", "regression");
+    EXPECT_EQ(parse_enum<TabularTask>(to_string(task)), task);
+  EXPECT_INVALID_ARGUMENT(parse_enum<TabularTask>("ranking"), "ranking", "regression");
 }
 
 TEST(TabularDatasets, TestRowsWithLevelsUnseenInTrainingAreLeftOut) {

@@ -209,9 +209,9 @@ TEST(TabularOptions, ValidateNamesTheConflict) {
 
 TEST(MissingPolicy, RoundTripsThroughStrings) {
   for (MissingPolicy policy : {MissingPolicy::kDrop, MissingPolicy::kLevel}) {
-    EXPECT_EQ(missing_policy_from_string(to_string(policy)), policy);
+    EXPECT_EQ(parse_enum<MissingPolicy>(to_string(policy)), policy);
   }
-  EXPECT_INVALID_ARGUMENT(missing_policy_from_string("impute"), "'impute'", "'drop' or 'level'");
+  EXPECT_INVALID_ARGUMENT(parse_enum<MissingPolicy>("impute"), "'impute'", "drop, level");
 }
 
 TEST(TabularEncoder, EncodesACsvFileEndToEnd) {

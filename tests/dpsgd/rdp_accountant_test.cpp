@@ -386,15 +386,15 @@ TEST(OrderGrids, FollowOpacusAndTfPrivacyDefinitions) {
   EXPECT_EQ(tf[151], 63);
   EXPECT_EQ(tf.back(), 512);
   for (OrderGrid grid : {OrderGrid::kOpacus, OrderGrid::kTfPrivacy}) {
-    EXPECT_EQ(order_grid_from_string(to_string(grid)), grid);
+    EXPECT_EQ(parse_enum<OrderGrid>(to_string(grid)), grid);
   }
-  EXPECT_EQ(order_grid_from_string("tf"), OrderGrid::kTfPrivacy);
-  EXPECT_THROW(order_grid_from_string("dp-accounting"), std::invalid_argument);
+  EXPECT_EQ(parse_enum<OrderGrid>("tf"), OrderGrid::kTfPrivacy);
+  EXPECT_THROW(parse_enum<OrderGrid>("dp-accounting"), std::invalid_argument);
   for (OptimalOrderStatus status : {OptimalOrderStatus::kInterior, OptimalOrderStatus::kSmallest,
                                     OptimalOrderStatus::kLargest, OptimalOrderStatus::kNoFiniteBound}) {
-    EXPECT_EQ(optimal_order_status_from_string(to_string(status)), status);
+    EXPECT_EQ(parse_enum<OptimalOrderStatus>(to_string(status)), status);
   }
-  EXPECT_THROW(optimal_order_status_from_string("edge"), std::invalid_argument);
+  EXPECT_THROW(parse_enum<OptimalOrderStatus>("edge"), std::invalid_argument);
 }
 
 }  // namespace

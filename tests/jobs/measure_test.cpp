@@ -1,6 +1,6 @@
 // The measurement job and the `filkit measure` command: in-process, once as a binary, and on the
 // built-in data against the FIL paper's Table 1.
-#include "measure.hpp"
+#include "filkit/jobs/measure.hpp"
 
 #include "filkit/leakage/fil.hpp"
 #include "filkit/base/summary.hpp"
@@ -18,38 +18,38 @@ namespace {
 
 using testing::TempDir;
 
-cli::MeasureCommandOptions small_job(const std::string& path) {
-  cli::MeasureCommandOptions options;
-  options.data.data = path;
-  options.data.scale = "none";
-  options.model.l2 = 1e-2;
-  options.run.quiet = true;
-  options.run.seed = 5;
+MeasureOptions small_job(const std::string& path) {
+  MeasureOptions options;
+  options.task.data.data = path;
+  options.task.data.scale = RowScaling::kNone;
+  options.task.fit.l2 = 1e-2;
+  options.seed = 5;
   return options;
 }
 
 TEST(MeasureCommand, WritesPerExampleTableAndSummaryThatMatchTheLibrary) {
   const TempDir dir;
   const Dataset data = testing::random_classification(250, 5, 2, 3);
-  cli::MeasureCommandOptions options = small_job(testing::write_npz_dataset(dir, data));
-  options.run.out = dir.file("fil.csv");
-  options.run.json = dir.file("summary.json");
-  options.release_out = dir.file("release.csv");
+  MeasureOptions options = small_job(testing::write_npz_dataset(dir, data));
+  JobOutputs outputs;
+  outputs.out = dir.file("fil.csv");
+  outputs.json = dir.file("summary.json");
+  outputs.extra["release_out"] = dir.file("release.csv");
   options.attribute = "0,1";
   options.subsets = {"all", "class=1", "rows=" + dir.write("rows.txt", "0\n3\n\n7\n")};
   std::ostringstream printed;
-  const MeasureResult result = cli::run_measure(options, printed);
+  const MeasureResult result = run_job<MeasureJob>(options, outputs, true, &printed);
   EXPECT_TRUE(printed.str().empty()) << "--quiet prints nothing";
 
   // The per-example eta equals a direct library computation on the same training split.
-  const Model model = fit(result.data.train, to_fit_options(options.model, false));
+  const Model model = fit(result.data.train, options.task.fit_options());
   const PerExampleFil direct = FisherInformationLoss(model, result.data.train).per_example();
   EXPECT_LT((direct.eta - result.fil.eta).norm(), 1e-12 * direct.eta.norm());
 
-  const std::vector<std::string> lines = testing::read_lines(options.run.out);
+  const std::vector<std::string> lines = testing::read_lines(outputs.out);
   ASSERT_EQ(static_cast<Index>(lines.size()), result.data.train.n() + 1);
   EXPECT_EQ(lines[0], "index,label,eta,dfil,attribute_mse_bound,example_mse_bound,loss,gradient_norm,attribute_eta");
-  const nlohmann::json summary = nlohmann::json::parse(std::ifstream(options.run.json));
+  const nlohmann::json summary = nlohmann::json::parse(std::ifstream(outputs.json));
   EXPECT_EQ(summary["n"], 200);  // 20% held out
   EXPECT_EQ(summary["d"], 5);
   EXPECT_EQ(summary["seed"], 5);
@@ -62,38 +62,38 @@ TEST(MeasureCommand, WritesPerExampleTableAndSummaryThatMatchTheLibrary) {
   EXPECT_TRUE(summary["seconds"].contains("fil"));
 
   // The release is seeded: the same seed gives the same w'.
-  const std::vector<std::string> first = testing::read_lines(options.release_out);
-  cli::run_measure(options, printed);
-  EXPECT_EQ(testing::read_lines(options.release_out), first);
+  const std::vector<std::string> first = testing::read_lines(outputs.extra["release_out"]);
+  run_job<MeasureJob>(options, outputs);
+  EXPECT_EQ(testing::read_lines(outputs.extra["release_out"]), first);
 }
 
 TEST(MeasureCommand, ComposedReleasesGrowFilBySqrtOfTheirNumber) {
   const TempDir dir;
-  cli::MeasureCommandOptions options = small_job(testing::write_npz_dataset(dir, testing::random_classification(120, 4, 2, 4)));
+  MeasureOptions options = small_job(testing::write_npz_dataset(dir, testing::random_classification(120, 4, 2, 4)));
   std::ostringstream printed;
-  const MeasureResult one = cli::run_measure(options, printed);
+  const MeasureResult one = run_measure(options);
   options.releases = 4;
-  const MeasureResult four = cli::run_measure(options, printed);
+  const MeasureResult four = run_measure(options);
   EXPECT_LT((four.fil.eta - 2.0 * one.fil.eta).norm(), 1e-12 * one.fil.eta.norm());
 }
 
 TEST(MeasureCommand, NamesTheFileAndLineOfABadRowFile) {
   const TempDir dir;
-  cli::MeasureCommandOptions options = small_job(testing::write_npz_dataset(dir, testing::random_classification(60, 3, 2, 5)));
+  MeasureOptions options = small_job(testing::write_npz_dataset(dir, testing::random_classification(60, 3, 2, 5)));
   const std::string rows = dir.write("rows.txt", "1\n2\nthree\n");
   options.subsets = {"rows=" + rows};
   std::ostringstream printed;
   try {
-    cli::run_measure(options, printed);
+    run_measure(options);
     FAIL() << "expected an error";
   } catch (const std::invalid_argument& error) {
     EXPECT_NE(std::string(error.what()).find(rows + ":3"), std::string::npos) << error.what();
   }
   options.subsets = {"group=1"};
-  EXPECT_THROW(cli::run_measure(options, printed), std::invalid_argument);
+  EXPECT_THROW(run_measure(options), std::invalid_argument);
   options.subsets = {};
   options.attribute = "9";
-  EXPECT_THROW(cli::run_measure(options, printed), std::invalid_argument);
+  EXPECT_THROW(run_measure(options), std::invalid_argument);
 }
 
 TEST(MeasureBinary, PrintsHelpAndTheSummaryTable) {
@@ -128,11 +128,10 @@ TEST(PublishedValues, MnistZeroVsOneMatchesTable1OfTheFilPaper) {
   // FIL paper, Table 1 (MNIST 0 vs 1, PCA 20, sigma 1): logistic (lambda 8e-4) eta 0.027 +- 0.012,
   // train accuracy 99.8; linear 0.040 +- 0.014 (lambda 0, as in the authors' scripts).
   if (!builtin_available("mnist")) GTEST_SKIP() << "MNIST not installed (scripts/setup.sh)";
-  cli::MeasureCommandOptions options;
-  options.data.data = "mnist";
-  options.run.quiet = true;
+  MeasureOptions options;
+  options.task.data.data = "mnist";
   std::ostringstream printed;
-  const MeasureResult logistic = cli::run_measure(options, printed);
+  const MeasureResult logistic = run_measure(options);
   EXPECT_EQ(logistic.data.train.n(), 12665);
   EXPECT_EQ(logistic.data.train.d(), 20);
   const Summary eta = summarize(logistic.fil.eta);
@@ -140,19 +139,18 @@ TEST(PublishedValues, MnistZeroVsOneMatchesTable1OfTheFilPaper) {
   EXPECT_NEAR(eta.std, 0.012, 0.0005);
   EXPECT_NEAR(logistic.train_accuracy, 0.998, 0.003);
 
-  options.model.model = "least-squares";
-  options.model.l2 = 0.0;
-  const Summary linear = summarize(cli::run_measure(options, printed).fil.eta);
+  options.task.model = ModelKind::kLeastSquares;
+  options.task.fit.l2 = 0.0;
+  const Summary linear = summarize(run_measure(options).fil.eta);
   EXPECT_NEAR(linear.mean, 0.040, 0.0005);
   EXPECT_NEAR(linear.std, 0.014, 0.0005);
 }
 
 TEST(DefaultJob, RunsOnFashionMnistZeroVsOne) {
   if (!builtin_available("fashion-mnist")) GTEST_SKIP() << "Fashion-MNIST not installed (scripts/setup.sh)";
-  cli::MeasureCommandOptions options;  // the defaults are the default job
-  options.run.quiet = false;
+  const MeasureOptions options;  // the defaults are the default job
   std::ostringstream printed;
-  const MeasureResult result = cli::run_measure(options, printed);
+  const MeasureResult result = run_job<MeasureJob>(options, {}, false, &printed);
   EXPECT_EQ(result.data.train.n(), 12000);
   EXPECT_EQ(result.data.train.d(), 20);
   EXPECT_GT(result.test_accuracy, 0.9);

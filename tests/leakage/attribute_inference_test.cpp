@@ -3,11 +3,11 @@
 // checks and the `filkit attack` command.
 #include "filkit/leakage/attribute_inference.hpp"
 
-#include "attack.hpp"
+#include "filkit/jobs/attack.hpp"
 #include "filkit/leakage/fil.hpp"
 #include "filkit/leakage/irfil.hpp"
 #include "filkit/data/tabular_datasets.hpp"
-#include "irfil.hpp"
+#include "filkit/jobs/irfil.hpp"
 #include "test_util.hpp"
 
 #include <omp.h>
@@ -323,7 +323,7 @@ TEST(AttackOptions, BadOptionsThrowNamingTheField) {
   options.fit.kind = ModelKind::kSoftmax;
   options.fit.regression = false;
   EXPECT_INVALID_ARGUMENT(attribute_inference(data, data, group, options), "softmax");
-  EXPECT_INVALID_ARGUMENT(white_box_solver_from_string("fast"), "fast", "update");
+  EXPECT_INVALID_ARGUMENT(parse_enum<WhiteBoxSolver>("fast"), "fast", "update");
 }
 
 std::string write_table_csv(const TempDir& dir) {
@@ -337,38 +337,38 @@ std::string write_table_csv(const TempDir& dir) {
   return dir.write("table.csv", csv.str());
 }
 
-cli::AttackCommandOptions command_options(const std::string& csv) {
-  cli::AttackCommandOptions options;
-  options.data.data = csv;
-  options.data.target = "target";
-  options.data.regression = true;
-  options.model.l2 = 1e-3;
-  options.model.intercept = true;
+AttackJobOptions command_options(const std::string& csv) {
+  AttackJobOptions options;
+  options.task.data.data = csv;
+  options.task.data.target = "target";
+  options.task.data.regression = true;
+  options.task.fit.l2 = 1e-3;
+  options.task.fit.intercept = true;
   options.attribute = "group";
-  options.sigmas = {1e-3, 1e-1};
-  options.trials = 5;
-  options.groups = 4;
-  options.run.quiet = true;
+  options.attack.sigmas = {1e-3, 1e-1};
+  options.attack.trials = 5;
+  options.attack.groups = 4;
   return options;
 }
 
 TEST(AttackCommand, WritesTablesAndASummaryThatMatchTheLibrary) {
   const TempDir dir;
-  cli::AttackCommandOptions options = command_options(write_table_csv(dir));
-  options.run.out = dir.file("attack.csv");
-  options.run.json = dir.file("attack.json");
-  options.examples_out = dir.file("examples.csv");
-  options.compare_naive = 4;
+  AttackJobOptions options = command_options(write_table_csv(dir));
+  JobOutputs outputs;
+  outputs.out = dir.file("attack.csv");
+  outputs.json = dir.file("attack.json");
+  outputs.extra["examples_out"] = dir.file("examples.csv");
+  options.attack.naive_examples = 4;
   std::ostringstream printed;
-  const AttackResult result = cli::run_attack(options, printed);
+  const AttackResult result = run_job<AttackJob>(options, outputs, true, &printed).attack;
   EXPECT_TRUE(printed.str().empty());
-  std::ifstream table(options.run.out);
+  std::ifstream table(outputs.out);
   std::string header;
   std::getline(table, header);
   EXPECT_EQ(header,
             "sigma,group,eta_mean,prior,white_box,white_box_std,black_box,black_box_std,train_mse,test_mse,"
             "train_accuracy,test_accuracy");
-  const nlohmann::json json = nlohmann::json::parse(std::ifstream(options.run.json));
+  const nlohmann::json json = nlohmann::json::parse(std::ifstream(outputs.json));
   EXPECT_EQ(json["command"], "attack");
   EXPECT_EQ(json["settings"]["model"], "least-squares");
   EXPECT_EQ(json["examples"], 160);
@@ -378,20 +378,18 @@ TEST(AttackCommand, WritesTablesAndASummaryThatMatchTheLibrary) {
   EXPECT_GT(result.sigmas[0].white_box, result.sigmas[1].white_box);
 
   // The same job through the library gives the same accuracies.
-  const cli::LoadedTask task = cli::load_task(options.data, options.model, options.run.seed);
+  const Task task = prepare_task(options.task, options.seed);
   AttackOptions library;
   library.fit = task.fit;
-  library.sigmas = options.sigmas;
-  library.trials = options.trials;
-  library.groups = options.groups;
+  library.sigmas = options.attack.sigmas;
+  library.trials = options.attack.trials;
+  library.groups = options.attack.groups;
   const AttackResult direct =
       attribute_inference(task.data.train, task.data.test, task.data.train.attribute("group"), library);
   EXPECT_EQ(direct.white_box_correct, result.white_box_correct);
   EXPECT_EQ(direct.black_box_correct, result.black_box_correct);
 
-  options.run.quiet = false;
-  options.run.out = options.run.json = options.examples_out = "";
-  cli::run_attack(options, printed);
+  run_job<AttackJob>(options, {}, false, &printed);
   EXPECT_NE(printed.str().find("white-box"), std::string::npos) << printed.str();
   EXPECT_NE(printed.str().find("naive refit"), std::string::npos) << printed.str();
 }
@@ -399,29 +397,27 @@ TEST(AttackCommand, WritesTablesAndASummaryThatMatchTheLibrary) {
 TEST(AttackCommand, UsesIrfilWeightsAndNamesBadInputs) {
   const TempDir dir;
   const std::string csv = write_table_csv(dir);
-  cli::IrfilCommandOptions irfil_options;
-  irfil_options.data = command_options(csv).data;
-  irfil_options.model = command_options(csv).model;
+  IrfilJobOptions irfil_options;
+  irfil_options.task = command_options(csv).task;
   irfil_options.attribute = "group";
-  irfil_options.iterations = 3;
-  irfil_options.run.quiet = true;
-  irfil_options.run.out = dir.file("weights.csv");
-  std::ostringstream printed;
-  const IrfilResult weights = cli::run_irfil(irfil_options, printed);
+  irfil_options.irfil.iterations = 3;
+  JobOutputs irfil_outputs;
+  irfil_outputs.out = dir.file("weights.csv");
+  const IrfilResult weights = run_job<IrfilJob>(irfil_options, irfil_outputs).irfil;
 
-  cli::AttackCommandOptions options = command_options(csv);
-  options.weights = irfil_options.run.out;
-  const AttackResult weighted = cli::run_attack(options, printed);
+  AttackJobOptions options = command_options(csv);
+  options.weights = irfil_outputs.out;
+  const AttackResult weighted = run_attack(options).attack;
   // The attacked model is the weighted one: its eta are IRFIL's eta after.
   EXPECT_LT((weighted.eta - weights.eta_after).cwiseAbs().maxCoeff(), 1e-10 * weights.eta_after.maxCoeff());
 
   options.weights_column = "omega";
-  EXPECT_INVALID_ARGUMENT(cli::run_attack(options, printed), "omega", "weights.csv");
+  EXPECT_INVALID_ARGUMENT(run_attack(options), "omega", "weights.csv");
   options.weights = "";
   options.attribute = "f0";
-  EXPECT_INVALID_ARGUMENT(cli::run_attack(options, printed), "f0", "numeric");
+  EXPECT_INVALID_ARGUMENT(run_attack(options), "f0", "numeric");
   options.attribute = "";
-  EXPECT_INVALID_ARGUMENT(cli::run_attack(options, printed), "--attribute");
+  EXPECT_INVALID_ARGUMENT(run_attack(options), "attribute");
 }
 
 TEST(AttackBinary, HelpListsTheFlags) {
@@ -432,7 +428,7 @@ TEST(AttackBinary, HelpListsTheFlags) {
   char buffer[4096];
   while (std::fgets(buffer, sizeof buffer, pipe)) output += buffer;
   EXPECT_EQ(pclose(pipe), 0);
-  for (const char* flag : {"--attribute", "--sigmas", "--trials", "--attacks", "--white-box-solver", "--examples",
+  for (const char* flag : {"--attribute", "--sigmas", "--trials", "--white-box", "--no-black-box", "--white-box-solver", "--examples",
                            "--compare-naive", "--groups", "--weights", "--examples-out", "--out", "--json"})
     EXPECT_NE(output.find(flag), std::string::npos) << flag;
 }
@@ -443,16 +439,14 @@ TEST(RealIncome, TopEtaDecileIsMoreVulnerableThanTheBottom) {
   } catch (const std::invalid_argument&) {
     GTEST_SKIP() << "income.csv not exported (scripts/setup.sh)";
   }
-  cli::AttackCommandOptions options;
-  options.data.data = "income-regression";
-  options.model.intercept = true;
-  options.model.l2 = 1e-3;
-  options.sigmas = {3e-3};
-  options.trials = 5;
-  options.attacks = {"white-box"};
-  options.run.quiet = true;
-  std::ostringstream printed;
-  const AttackResult result = cli::run_attack(options, printed);
+  AttackJobOptions options;
+  options.task.data.data = "income-regression";
+  options.task.fit.intercept = true;
+  options.task.fit.l2 = 1e-3;
+  options.attack.sigmas = {3e-3};
+  options.attack.trials = 5;
+  options.attack.black_box = false;
+  const AttackResult result = run_attack(options).attack;
   EXPECT_EQ(result.candidates.num_levels(), 5);
   const std::vector<double>& by_decile = result.sigmas[0].white_box_by_group;
   EXPECT_GT(by_decile[9], by_decile[0] + 0.1);

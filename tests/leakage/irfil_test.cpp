@@ -2,7 +2,7 @@
 // against finite differences of weighted refits, option checks and the `filkit irfil` command.
 #include "filkit/leakage/irfil.hpp"
 
-#include "irfil.hpp"
+#include "filkit/jobs/irfil.hpp"
 #include "test_util.hpp"
 
 #include <fstream>
@@ -197,7 +197,7 @@ TEST(Irfil, BadOptionsThrowNamingTheField) {
   options.attribute_columns = {};
   options.fil.sigma = 0.0;
   EXPECT_INVALID_ARGUMENT(irfil(data, Dataset(), options), "sigma");
-  EXPECT_INVALID_ARGUMENT(irfil_weighting_from_string("group"), "group", "example");
+  EXPECT_INVALID_ARGUMENT(parse_enum<IrfilWeighting>("group"), "group", "example");
 }
 
 TEST(ReadExampleWeights, ReadsAColumnAndNamesTheLineOfABadValue) {
@@ -227,61 +227,57 @@ std::string write_table_csv(const TempDir& dir, bool regression) {
 
 TEST(IrfilCommand, WritesWeightsEtaHistoryAndSummary) {
   const TempDir dir;
-  cli::IrfilCommandOptions options;
-  options.data.data = write_table_csv(dir, true);
-  options.data.target = "target";
-  options.data.regression = true;
-  options.model.l2 = 1e-3;
-  options.model.intercept = true;
-  options.iterations = 4;
+  IrfilJobOptions options;
+  options.task.data.data = write_table_csv(dir, true);
+  options.task.data.target = "target";
+  options.task.data.regression = true;
+  options.task.fit.l2 = 1e-3;
+  options.task.fit.intercept = true;
+  options.irfil.iterations = 4;
   options.attribute = "group";
-  options.run.quiet = true;
-  options.run.seed = 3;
-  options.run.out = dir.file("irfil.csv");
-  options.run.json = dir.file("irfil.json");
-  options.history_out = dir.file("history.csv");
+  options.seed = 3;
+  JobOutputs outputs;
+  outputs.out = dir.file("irfil.csv");
+  outputs.json = dir.file("irfil.json");
+  outputs.extra["history_out"] = dir.file("history.csv");
   std::ostringstream printed;
-  const IrfilResult result = cli::run_irfil(options, printed);
+  const IrfilResult result = run_job<IrfilJob>(options, outputs, true, &printed).irfil;
   EXPECT_TRUE(printed.str().empty());
   EXPECT_EQ(result.iterations.size(), 5u);
 
-  const std::vector<std::string> lines = testing::read_lines(options.run.out);
+  const std::vector<std::string> lines = testing::read_lines(outputs.out);
   ASSERT_EQ(lines.size(), 121u);  // 120 training rows (20% held out) and the header
   EXPECT_EQ(lines[0], "index,label,weight,eta_before,eta_after");
-  EXPECT_EQ(testing::read_lines(options.history_out)[0], "index,label,iteration_0,iteration_1,iteration_2,iteration_3,iteration_4");
-  const VectorXd final_weights = read_example_weights(options.run.out, "weight", 120);
+  EXPECT_EQ(testing::read_lines(outputs.extra["history_out"])[0], "index,label,iteration_0,iteration_1,iteration_2,iteration_3,iteration_4");
+  const VectorXd final_weights = read_example_weights(outputs.out, "weight", 120);
   EXPECT_LT((final_weights - result.weights.back()).cwiseAbs().maxCoeff(), 1e-15);
-  EXPECT_EQ(read_example_weights(options.history_out, "iteration_2", 120), result.weights[2]);
+  EXPECT_EQ(read_example_weights(outputs.extra["history_out"], "iteration_2", 120), result.weights[2]);
 
-  const nlohmann::json json = nlohmann::json::parse(std::ifstream(options.run.json));
+  const nlohmann::json json = nlohmann::json::parse(std::ifstream(outputs.json));
   EXPECT_EQ(json["command"], "irfil");
   EXPECT_EQ(json["settings"]["model"], "least-squares");  // --model auto for a regression
-  EXPECT_EQ(json["settings"]["attribute_columns"].size(), 2u);
+  EXPECT_EQ(json["attribute_columns"].size(), 2u);
   EXPECT_EQ(json["iterations"].size(), 5u);
   EXPECT_NEAR(json["iterations"][4]["eta"]["std"].get<double>(), result.iterations[4].eta.std, 1e-15);
   EXPECT_LT(result.iterations[4].eta.std, result.iterations[0].eta.std);
 
-  options.run.quiet = false;
-  options.run.out = options.run.json = options.history_out = "";
-  cli::run_irfil(options, printed);
+  run_job<IrfilJob>(options, {}, false, &printed);
   EXPECT_NE(printed.str().find("eta mean"), std::string::npos) << printed.str();
   EXPECT_NE(printed.str().find("test MSE"), std::string::npos) << printed.str();
 }
 
 TEST(IrfilCommand, ClassWeightingOfAClassifierAndAnUnknownAttribute) {
   const TempDir dir;
-  cli::IrfilCommandOptions options;
-  options.data.data = write_table_csv(dir, false);
-  options.data.target = "target";
-  options.model.l2 = 1e-2;
-  options.iterations = 2;
-  options.weighting = "hybrid";
-  options.run.quiet = true;
-  std::ostringstream printed;
-  const IrfilResult result = cli::run_irfil(options, printed);
+  IrfilJobOptions options;
+  options.task.data.data = write_table_csv(dir, false);
+  options.task.data.target = "target";
+  options.task.fit.l2 = 1e-2;
+  options.irfil.iterations = 2;
+  options.irfil.weighting = IrfilWeighting::kHybrid;
+  const IrfilResult result = run_irfil(options).irfil;
   EXPECT_GT(result.iterations.back().train_accuracy, 0.7);
   options.attribute = "colour";
-  EXPECT_INVALID_ARGUMENT(cli::run_irfil(options, printed), "colour", "group");
+  EXPECT_INVALID_ARGUMENT(run_irfil(options), "colour", "group");
 }
 
 TEST(IrfilBinary, HelpListsTheFlags) {

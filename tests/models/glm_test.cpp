@@ -91,8 +91,8 @@ TEST(Lbfgs, ReachesTheSameMinimiserAsNewton) {
   const Model lbfgs = fit(multi, options);
   EXPECT_LT((newton.weights - lbfgs.weights).norm(), 1e-7 * newton.weights.norm());
   EXPECT_LT(lbfgs.gradient_norm, 1e-6);
-  EXPECT_EQ(solver_from_string("lbfgs"), Solver::kLbfgs);
-  EXPECT_THROW(solver_from_string("bfgs"), std::invalid_argument);
+  EXPECT_EQ(parse_enum<Solver>("lbfgs"), Solver::kLbfgs);
+  EXPECT_THROW(parse_enum<Solver>("bfgs"), std::invalid_argument);
 }
 
 TEST(Fit, RejectsLabelsOutsideTheModelDomain) {

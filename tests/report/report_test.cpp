@@ -1,7 +1,7 @@
 // The report: every command's section from small hand-made summaries and tables, skipped figures
 // on missing fields, errors, `filkit measure --report`, and the HTML rendered in headless Chromium.
-#include "measure.hpp"
-#include "report.hpp"
+#include "filkit/jobs/measure.hpp"
+#include "commands.hpp"
 
 #include "filkit/report/report.hpp"
 #include "test_util.hpp"
@@ -161,14 +161,13 @@ TEST(Report, MeasureWithReportDrawsTheMeasureFiguresAndImageGrids) {
   std::vector<double> x(data.X.data(), data.X.data() + data.X.size()), y(data.y.data(), data.y.data() + data.y.size());
   const std::string npz = dir.write(
       "images.npz", testing::zip_bytes({{"X.npy", testing::npy_f8(x, 60, 16)}, {"y.npy", testing::npy_f8(y, 60)}}, false));
-  cli::MeasureCommandOptions options;
-  options.data.data = npz;
-  options.data.scale = "none";
-  options.run.quiet = true;
-  options.data.test_fraction = 0.25;
-  options.report = dir.file("report");
-  std::ostringstream printed;
-  cli::run_measure(options, printed);
+  MeasureOptions options;
+  options.task.data.data = npz;
+  options.task.data.scale = RowScaling::kNone;
+  options.task.data.test_fraction = 0.25;
+  JobOutputs outputs;
+  outputs.report = dir.file("report");
+  run_job<MeasureJob>(options, outputs);
 
   ReportOptions again;  // the same report from the files --report wrote, as `filkit report` would
   again.inputs = {dir.file("report/summary.json")};
@@ -309,26 +308,22 @@ TEST(ReportBinary, WritesTheReportAndNamesItsDirectory) {
 namespace filkit {
 namespace {
 
-TEST(RunWithReport, RoutesTheOutputsIntoTheDirectoryAndDrawsTheReport) {
+TEST(JobOutputs, RouteTheOutputsIntoTheReportDirectoryAndDrawTheReport) {
   const testing::TempDir dir;
-  cli::MeasureCommandOptions options;
-  options.data.data = testing::write_npz_dataset(dir, testing::random_classification(90, 3, 2, 8));
-  options.data.scale = "none";
-  options.model.l2 = 1e-2;
-  options.run.quiet = true;
-  const std::string report_dir = dir.file("report");
-  std::ostringstream printed;
-  cli::run_with_report(report_dir, options.run, [&] { cli::run_measure(options, printed); }, printed);
-  EXPECT_EQ(options.run.json, report_dir + "/summary.json");
-  EXPECT_TRUE(std::filesystem::exists(report_dir + "/summary.json"));
-  EXPECT_TRUE(std::filesystem::exists(report_dir + "/per-example.csv"));
-  EXPECT_TRUE(std::filesystem::exists(report_dir + "/report.html"));
-  // Without a directory the command just runs.
-  cli::RunFlags untouched;
-  bool ran = false;
-  cli::run_with_report("", untouched, [&] { ran = true; }, printed);
-  EXPECT_TRUE(ran);
-  EXPECT_TRUE(untouched.json.empty());
+  MeasureOptions options;
+  options.task.data.data = testing::write_npz_dataset(dir, testing::random_classification(90, 3, 2, 8));
+  options.task.data.scale = RowScaling::kNone;
+  options.task.fit.l2 = 1e-2;
+  JobOutputs outputs;
+  outputs.report = dir.file("report");
+  run_job<MeasureJob>(options, outputs);
+  EXPECT_TRUE(std::filesystem::exists(outputs.report + "/summary.json"));
+  EXPECT_TRUE(std::filesystem::exists(outputs.report + "/per-example.csv"));
+  EXPECT_TRUE(std::filesystem::exists(outputs.report + "/report.html"));
+  // A missing output directory is refused before any work.
+  outputs.report.clear();
+  outputs.json = dir.file("no/such/dir/summary.json");
+  EXPECT_THROW(run_job<MeasureJob>(options, outputs), std::invalid_argument);
 }
 
 }  // namespace

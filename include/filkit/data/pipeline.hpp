@@ -7,10 +7,69 @@
 #include "filkit/data/preprocessing.hpp"
 
 #include <chrono>
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace filkit {
+
+/// The data stages as users set them: DataOptions and PreprocessOptions with the choices that
+/// depend on the dataset left "auto" (empty) until it is known. Jobs hold one of these; their
+/// JSON settings record the resolved values.
+struct DataPipelineOptions {
+  std::string data = "fashion-mnist";
+  /// Classes to keep, relabelled 0..K-1 in the order given; empty = all; auto = 0,1 for the
+  /// built-in image datasets, all for files.
+  std::optional<std::vector<int>> classes;
+  std::string target;
+  std::vector<std::string> categorical;
+  std::vector<std::string> drop;
+  bool regression = false;
+  MissingPolicy missing = MissingPolicy::kDrop;
+  double test_fraction = 0.2;
+  Index train_size = 0;
+  Index test_size = 0;
+  /// PCA components fitted on the training split; 0 = none; auto = 20 for built-in image datasets,
+  /// none for files.
+  std::optional<Index> pca;
+  RowScaling scale = RowScaling::kGlobalMax;
+  /// Divide pixels by 255; auto = for the built-in image datasets.
+  std::optional<bool> pixel_scale;
+
+  /// The concrete options for dataset seed `seed` (autos resolved).
+  DataOptions data_options(std::uint64_t seed) const;
+  PreprocessOptions preprocess_options() const;
+  /// Fills in every auto with the value it stands for here.
+  void resolve();
+  void validate() const;
+};
+
+template <class Visit>
+void visit_fields(DataPipelineOptions& o, Visit&& visit) {
+  visit("data", o.data,
+        "A built-in dataset (fashion-mnist, mnist; tabular: income-regression, income-classification, credit-g) or a "
+        "file: .csv/.arff (with target) or .npz (arrays X, y, optional X_test, y_test)");
+  visit("classes", o.classes,
+        "Classes to keep, relabelled 0..K-1 in the order given (e.g. 0,1); empty (or 'all') = all; auto = 0,1 for "
+        "built-in image datasets, all for files");
+  visit("target", o.target, "CSV/ARFF: the target column");
+  visit("categorical", o.categorical, "CSV/ARFF: columns to one-hot encode even if numeric");
+  visit("drop", o.drop, "CSV/ARFF: columns to ignore");
+  visit("regression", o.regression, "The target is real-valued (least squares only)");
+  visit("missing", o.missing, "Rows with missing cells: drop, or level (a level of their own)");
+  visit("test_fraction", o.test_fraction, "Files without a test split: share of rows held out (seeded by seed)");
+  visit("train_size", o.train_size, "Keep a random subset of this many training examples (seeded; 0 = all)");
+  visit("test_size", o.test_size, "Keep a random subset of this many test examples (seeded; 0 = all)");
+  visit("pca", o.pca, "PCA to K dimensions fitted on the training split; 0 = none; auto = 20 for built-in image datasets");
+  visit("scale", o.scale,
+        "Row scaling: none, global-max (divide by the largest training row norm, before PCA), unit-ball");
+  visit("pixel_scale", o.pixel_scale, "Divide pixels by 255; auto = for built-in image datasets");
+}
+
+/// Whether `data` names a built-in image dataset (fashion-mnist, mnist).
+bool is_builtin_image_dataset(const std::string& data);
 
 struct PreparedData {
   DatasetSplit data;                      ///< after preprocessing
@@ -20,6 +79,8 @@ struct PreparedData {
 
 /// load_dataset, then preprocess; throws whatever they throw.
 PreparedData load_and_preprocess(const DataOptions& data, const PreprocessOptions& preprocessing);
+/// The same for the users' options (resolved first).
+PreparedData load_and_preprocess(const DataPipelineOptions& options, std::uint64_t seed);
 
 /// Wall-clock seconds since `start`.
 double seconds_since(std::chrono::steady_clock::time_point start);

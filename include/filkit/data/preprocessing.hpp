@@ -3,6 +3,7 @@
 // the training split only.
 #pragma once
 
+#include "filkit/base/enum_names.hpp"
 #include "filkit/data/dataset.hpp"
 
 #include <nlohmann/json.hpp>
@@ -17,8 +18,11 @@ enum class RowScaling {
   kGlobalMax,  ///< divide every row by the largest row norm of the training split
   kUnitBall,   ///< project each row with norm > 1 onto the unit sphere
 };
-std::string to_string(RowScaling scaling);        // "none", "global-max", "unit-ball"
-RowScaling row_scaling_from_string(const std::string& name);  // throws std::invalid_argument
+template <>
+struct EnumNames<RowScaling> {
+  static constexpr const char* what = "row scaling";
+  static constexpr std::pair<RowScaling, const char*> names[] = {{RowScaling::kNone, "none"}, {RowScaling::kGlobalMax, "global-max"}, {RowScaling::kUnitBall, "unit-ball"}};
+};
 
 struct PreprocessOptions {
   bool scale_pixels = false;      ///< divide by 255 (images); default off, on for built-ins in the CLI

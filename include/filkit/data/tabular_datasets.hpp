@@ -30,6 +30,7 @@
 // weka), else the cache (where scripts/setup.sh unpacks a gzipped copy).
 #pragma once
 
+#include "filkit/base/enum_names.hpp"
 #include "filkit/data/dataset.hpp"
 #include "filkit/data/text_table.hpp"
 #include "filkit/data/tabular_encoder.hpp"
@@ -41,8 +42,11 @@
 namespace filkit {
 
 enum class TabularTask { kRegression, kClassification };
-std::string to_string(TabularTask task);                     // "regression", "classification"
-TabularTask tabular_task_from_string(const std::string& name);  // throws std::invalid_argument
+template <>
+struct EnumNames<TabularTask> {
+  static constexpr const char* what = "tabular task";
+  static constexpr std::pair<TabularTask, const char*> names[] = {{TabularTask::kRegression, "regression"}, {TabularTask::kClassification, "classification"}};
+};
 
 /// One built-in tabular dataset and the task it poses.
 struct TabularDatasetInfo {

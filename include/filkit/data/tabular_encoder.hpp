@@ -2,6 +2,7 @@
 // fitted on the training rows only.
 #pragma once
 
+#include "filkit/base/enum_names.hpp"
 #include "filkit/data/dataset.hpp"
 #include "filkit/data/text_table.hpp"
 
@@ -16,8 +17,11 @@ enum class MissingPolicy {
   kLevel,  ///< categorical columns: "<missing>" becomes a level of its own; a missing numeric
            ///< cell is an error; a row with a missing target is still left out
 };
-std::string to_string(MissingPolicy policy);                       // "drop", "level"
-MissingPolicy missing_policy_from_string(const std::string& name);  // throws std::invalid_argument
+template <>
+struct EnumNames<MissingPolicy> {
+  static constexpr const char* what = "missing policy";
+  static constexpr std::pair<MissingPolicy, const char*> names[] = {{MissingPolicy::kDrop, "drop"}, {MissingPolicy::kLevel, "level"}};
+};
 
 /// How a table is turned into (X, y).
 struct TabularOptions {

@@ -2,6 +2,7 @@
 // strings; data/tabular_encoder.hpp turns them into Datasets.
 #pragma once
 
+#include "filkit/base/enum_names.hpp"
 #include "filkit/base/types.hpp"
 
 #include <string>
@@ -16,8 +17,11 @@ enum class ColumnType {
   kNominal,   ///< ARFF {a,b,...}: cells are declared levels or missing; always categorical
   kString,    ///< ARFF string: free text, treated as categorical
 };
-std::string to_string(ColumnType type);  // "inferred", "numeric", "nominal", "string"
-ColumnType column_type_from_string(const std::string& name);  // throws std::invalid_argument
+template <>
+struct EnumNames<ColumnType> {
+  static constexpr const char* what = "column type";
+  static constexpr std::pair<ColumnType, const char*> names[] = {{ColumnType::kInferred, "inferred"}, {ColumnType::kNumeric, "numeric"}, {ColumnType::kNominal, "nominal"}, {ColumnType::kString, "string"}};
+};
 
 /// A table as strings: header and rows, every row the header's width. Cells keep their text
 /// (unquoted, surrounding blanks trimmed); whether a cell is missing is decided by

@@ -15,6 +15,7 @@
 // the identity.
 #pragma once
 
+#include "filkit/base/enum_names.hpp"
 #include "filkit/base/types.hpp"
 
 #include <random>
@@ -28,8 +29,11 @@ enum class TraceMethod {
   kCoordinates,  ///< `probes` random coordinates (the paper's estimator for networks)
   kGaussian,     ///< `probes` Gaussian (Hutchinson) probes
 };
-std::string to_string(TraceMethod method);                // "exact", "coordinates", "gaussian"
-TraceMethod trace_method_from_string(const std::string& name);
+template <>
+struct EnumNames<TraceMethod> {
+  static constexpr const char* what = "trace method";
+  static constexpr std::pair<TraceMethod, const char*> names[] = {{TraceMethod::kExact, "exact"}, {TraceMethod::kCoordinates, "coordinates"}, {TraceMethod::kGaussian, "gaussian"}};
+};
 
 /// How ||G||_2 of each sampled example is obtained at each step.
 enum class SpectralMethod {
@@ -37,8 +41,11 @@ enum class SpectralMethod {
   kPowerIteration,  ///< `power_iterations` products with G and G^T (the paper's estimator)
   kNone,            ///< not computed: eta is reported as NaN
 };
-std::string to_string(SpectralMethod method);  // "exact", "power-iteration", "none"
-SpectralMethod spectral_method_from_string(const std::string& name);
+template <>
+struct EnumNames<SpectralMethod> {
+  static constexpr const char* what = "spectral method";
+  static constexpr std::pair<SpectralMethod, const char*> names[] = {{SpectralMethod::kExact, "exact"}, {SpectralMethod::kPowerIteration, "power-iteration"}, {SpectralMethod::kNone, "none"}};
+};
 
 
 /// A linear map G: R^cols -> R^rows given by its products.

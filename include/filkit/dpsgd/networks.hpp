@@ -32,6 +32,7 @@
 // Network cannot be constructed (std::runtime_error naming the option), and nothing else changes.
 #pragma once
 
+#include "filkit/base/enum_names.hpp"
 #include "filkit/dpsgd/jacobian_estimators.hpp"
 #include "filkit/base/types.hpp"
 
@@ -43,8 +44,11 @@
 namespace filkit {
 
 enum class NetworkArchitecture { kSoftmax, kMlp, kCnn };
-std::string to_string(NetworkArchitecture architecture);  // "softmax", "mlp", "cnn"
-NetworkArchitecture network_architecture_from_string(const std::string& name);
+template <>
+struct EnumNames<NetworkArchitecture> {
+  static constexpr const char* what = "network architecture";
+  static constexpr std::pair<NetworkArchitecture, const char*> names[] = {{NetworkArchitecture::kSoftmax, "softmax"}, {NetworkArchitecture::kMlp, "mlp"}, {NetworkArchitecture::kCnn, "cnn"}};
+};
 
 struct NetworkOptions {
   NetworkArchitecture architecture = NetworkArchitecture::kCnn;

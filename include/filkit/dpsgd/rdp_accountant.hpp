@@ -43,6 +43,7 @@
 // largest order of the grid (a wider grid may then give a smaller eps).
 #pragma once
 
+#include "filkit/base/enum_names.hpp"
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -61,8 +62,11 @@ enum class OrderGrid {
   /// list(range(5, 64)) + [128, 256, 512].
   kTfPrivacy,
 };
-std::string to_string(OrderGrid grid);                    // "opacus", "tf-privacy"
-OrderGrid order_grid_from_string(const std::string& name);  // also accepts "tf"; else throws
+template <>
+struct EnumNames<OrderGrid> {
+  static constexpr const char* what = "order grid";
+  static constexpr std::pair<OrderGrid, const char*> names[] = {{OrderGrid::kOpacus, "opacus"}, {OrderGrid::kTfPrivacy, "tf-privacy"}, {OrderGrid::kTfPrivacy, "tf"}};
+};
                                                             // std::invalid_argument
 /// The orders of a named grid, in increasing order.
 std::vector<double> rdp_orders(OrderGrid grid);
@@ -96,9 +100,12 @@ enum class OptimalOrderStatus {
   kLargest,        ///< the largest order: larger orders might give a smaller eps
   kNoFiniteBound,  ///< every order has infinite RDP (e.g. noise_multiplier = 0): eps = inf
 };
-std::string to_string(OptimalOrderStatus status);  // "interior", "smallest", "largest",
+template <>
+struct EnumNames<OptimalOrderStatus> {
+  static constexpr const char* what = "optimal order status";
+  static constexpr std::pair<OptimalOrderStatus, const char*> names[] = {{OptimalOrderStatus::kInterior, "interior"}, {OptimalOrderStatus::kSmallest, "smallest"}, {OptimalOrderStatus::kLargest, "largest"}, {OptimalOrderStatus::kNoFiniteBound, "no-finite-bound"}};
+};
                                                    // "no-finite-bound"
-OptimalOrderStatus optimal_order_status_from_string(const std::string& name);
 
 /// An (eps, delta) guarantee converted from an RDP curve.
 struct PrivacySpent {

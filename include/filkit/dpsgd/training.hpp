@@ -33,6 +33,7 @@
 // traces. Traces add exactly, so dFIL is exact given the run.
 #pragma once
 
+#include "filkit/base/enum_names.hpp"
 #include "filkit/dpsgd/rdp_accountant.hpp"
 #include "filkit/data/dataset.hpp"
 #include "filkit/models/label_privacy.hpp"
@@ -55,24 +56,33 @@ enum class BatchSampling {
   kUniform,  ///< a uniformly random subset of exactly B examples (the paper's Algorithm 1)
   kPoisson,  ///< each example independently with probability q = B/n (the RDP analysis's model)
 };
-std::string to_string(BatchSampling sampling);                // "uniform", "poisson"
-BatchSampling batch_sampling_from_string(const std::string& name);  // throws std::invalid_argument
+template <>
+struct EnumNames<BatchSampling> {
+  static constexpr const char* what = "batch sampling";
+  static constexpr std::pair<BatchSampling, const char*> names[] = {{BatchSampling::kUniform, "uniform"}, {BatchSampling::kPoisson, "poisson"}};
+};
 
 /// The factor kappa of the per-step FIM.
 enum class SubsamplingFactor {
   kAmplified,  ///< kappa = q / (q + (1 - q) e^{-eps0}) (Theorem 4, Equation 3)
   kOne,        ///< kappa = 1 (Theorem 4, Equation 2: holds with probability 1)
 };
-std::string to_string(SubsamplingFactor factor);                    // "amplified", "one"
-SubsamplingFactor subsampling_factor_from_string(const std::string& name);
+template <>
+struct EnumNames<SubsamplingFactor> {
+  static constexpr const char* what = "subsampling factor";
+  static constexpr std::pair<SubsamplingFactor, const char*> names[] = {{SubsamplingFactor::kAmplified, "amplified"}, {SubsamplingFactor::kOne, "one"}};
+};
 
 /// How the released noisy gradient moves the parameters (post-processing: no effect on accounting).
 enum class Optimizer {
   kSgd,   ///< v = momentum v + u, w -= rho v  (u: the noisy averaged gradient plus weight decay)
   kAdam,  ///< Adam (Kingma and Ba 2015) on u, bias-corrected, step size rho
 };
-std::string to_string(Optimizer optimizer);  // "sgd", "adam"
-Optimizer optimizer_from_string(const std::string& name);
+template <>
+struct EnumNames<Optimizer> {
+  static constexpr const char* what = "optimizer";
+  static constexpr std::pair<Optimizer, const char*> names[] = {{Optimizer::kSgd, "sgd"}, {Optimizer::kAdam, "adam"}};
+};
 
 struct DpSgdOptions {
   /// logistic (y in {0,1}) or softmax (y in {0..K-1}, K = largest label + 1), in closed form;

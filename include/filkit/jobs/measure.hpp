@@ -3,6 +3,8 @@
 #pragma once
 
 #include "filkit/data/dataset.hpp"
+#include "filkit/jobs/job.hpp"
+#include "filkit/jobs/task.hpp"
 #include "filkit/data/load.hpp"
 #include "filkit/leakage/fil.hpp"
 #include "filkit/models/glm.hpp"
@@ -18,9 +20,7 @@
 namespace filkit {
 
 struct MeasureOptions {
-  DataOptions data;
-  PreprocessOptions preprocess;
-  FitOptions fit;
+  TaskOptions task;
   /// fil.sigma is the noise of one release.
   FilOptions fil;
   /// Number of independent releases of the model at noise fil.sigma (>= 1): their FIMs add, so
@@ -34,21 +34,26 @@ struct MeasureOptions {
   std::vector<std::string> subsets;
   /// Seed of the output-perturbed release w' = w* + N(0, sigma^2 I) (and of any split).
   std::uint64_t seed = 0;
-  /// Show progress on stderr.
-  bool progress = false;
   void validate() const;
 };
 
-/// The default job: Fashion-MNIST classes 0 vs 1, pixels /255, global-max scaling, PCA 20,
-/// logistic regression with lambda 8e-4, sigma 1, label private.
-MeasureOptions default_measure_options();
+template <class Visit>
+void visit_fields(MeasureOptions& o, Visit&& visit) {
+  visit_fields(o.task, visit);
+  visit_fields(o.fil, visit);
+  visit("releases", o.releases, "Independent releases at sigma, composed (FIL grows by sqrt(releases))");
+  visit("attribute", o.attribute, "Attribute-level FIL: a source attribute's name (CSV/ARFF) or feature columns 3,4,5");
+  visit("subset", o.subsets, "Joint FIL of a group: all, class=K or rows=FILE (0-based indices, one per line); repeatable");
+  visit("seed", o.seed, "Seed of every random choice: the release's noise and any train/test split");
+}
 
 struct GroupFil {
   std::string name;  ///< as given, e.g. "class=1"
   SubsetFil fil;
 };
 
-struct MeasureResult {
+struct MeasureResult final : JobResult {
+  MeasureOptions options;     ///< as run, every auto resolved
   DatasetSplit data;          ///< after preprocessing
   Preprocessor preprocessor;
   Model model;                ///< w*
@@ -64,18 +69,33 @@ struct MeasureResult {
   double train_mse = 0.0, test_mse = 0.0;
   std::map<std::string, double> seconds;  ///< wall time of each stage
 
-  /// The summary: n, d, every setting, eta / dFIL statistics, accuracies, groups, timings, seed,
-  /// version.
-  nlohmann::json summary(const MeasureOptions& options) const;
+  /// The summary: n, d, every setting (resolved), eta / dFIL statistics, accuracies, groups,
+  /// timings, seed, version.
+  nlohmann::json to_json() const override;
   /// One row per training example: index, label, eta, dfil, the two Cramer-Rao bounds, loss,
   /// gradient norm (and attribute_eta with an attribute).
-  std::vector<std::string> table_header() const;
-  std::vector<std::vector<double>> table_rows() const;
+  NumericTable table() const override;
+  /// "release_out": the released weights w'.
+  NumericTable extra_table(const std::string& name) const override;
+  void print_summary(std::ostream& out) const override;
 };
 
-MeasureResult measure(const MeasureOptions& options);
+/// Runs the job: load -> preprocess -> fit -> FIL (and groups, attribute) -> release.
+MeasureResult run_measure(const MeasureOptions& options, bool progress = false);
 
-/// Parses "0,1,2" into integers (throws std::invalid_argument naming `what` on bad input).
-std::vector<Index> parse_index_list(const std::string& text, const std::string& what);
+/// The job's description for the command line and Python.
+struct MeasureJob {
+  using Options = MeasureOptions;
+  static constexpr const char* name = "measure";
+  static constexpr const char* description =
+      "Fit a GLM and measure the Fisher information loss (FIL) of its output-perturbed release for every training "
+      "example. Without options: Fashion-MNIST 0 vs 1, global-max scaling, PCA 20, logistic, lambda 8e-4, sigma 1.";
+  static constexpr const char* out_help =
+      "Per-example CSV: index, label, eta, dfil, Cramer-Rao bounds, loss, gradient norm";
+  static std::vector<ExtraOutput> extra_outputs() {
+    return {{"release_out", "CSV of the released weights w' = w* + N(0, sigma^2 I), seeded by seed"}};
+  }
+  static MeasureResult run(const Options& options, bool progress) { return run_measure(options, progress); }
+};
 
 }  // namespace filkit

@@ -30,6 +30,7 @@
 // Newton warm-started from w*).
 #pragma once
 
+#include "filkit/base/enum_names.hpp"
 #include "filkit/data/dataset.hpp"
 #include "filkit/models/glm.hpp"
 
@@ -66,8 +67,11 @@ struct AttributeCandidates {
 AttributeCandidates attribute_candidates(const Dataset& train, const AttributeColumns& attribute);
 
 enum class WhiteBoxSolver { kUpdate, kRefit };
-std::string to_string(WhiteBoxSolver solver);                        // "update", "refit"
-WhiteBoxSolver white_box_solver_from_string(const std::string& name);  // throws std::invalid_argument
+template <>
+struct EnumNames<WhiteBoxSolver> {
+  static constexpr const char* what = "white-box solver";
+  static constexpr std::pair<WhiteBoxSolver, const char*> names[] = {{WhiteBoxSolver::kUpdate, "update"}, {WhiteBoxSolver::kRefit, "refit"}};
+};
 
 /// f(D with x_e's attribute at level k) - w* for every attacked example e and level k.
 struct CandidateMinimisers {
@@ -122,6 +126,21 @@ struct AttackOptions {
 };
 
 /// Accuracy of the attacks at one noise scale: shares of attacked examples whose level was
+/// The user-facing fields of AttackOptions (fit comes from the job's task, seed from the job).
+template <class Visit>
+void visit_fields(AttackOptions& o, Visit&& visit) {
+  visit("sigmas", o.sigmas, "Noise scales of the release, each > 0");
+  visit("trials", o.trials, "Noise draws per sigma (the same draws at every sigma)");
+  visit("white_box", o.white_box, "Run the white-box attack (the FIL threat model)");
+  visit("black_box", o.black_box, "Run the black-box attack (Fredrikson et al. 2014)");
+  visit("white_box_solver", o.solver,
+        "White-box candidate minimisers: update (rank-2 updates / chord Newton) or refit (naive)");
+  visit("examples", o.max_examples, "Attack a seeded subset of this many training examples; 0 = all");
+  visit("compare_naive", o.naive_examples,
+        "Also refit naively for this many attacked examples: time it, check it agrees (in the JSON)");
+  visit("groups", o.groups, "Quantile groups of attribute FIL (10 = deciles)");
+}
+
 /// guessed, averaged over trials (std over trials).
 struct SigmaAccuracy {
   double sigma = 0.0;

@@ -39,6 +39,13 @@ struct FilOptions {
   void validate() const;
 };
 
+/// The user-facing fields of FilOptions.
+template <class Visit>
+void visit_fields(FilOptions& o, Visit&& visit) {
+  visit("sigma", o.sigma, "Standard deviation of the output perturbation w' = w* + N(0, sigma^2 I), > 0");
+  visit("label", o.label, "Whether labels are private coordinates: private or public");
+}
+
 /// FIL and dFIL of every training example, with their Cramer-Rao bounds.
 struct PerExampleFil {
   VectorXd eta;        ///< ||J_i||_2 / sigma

@@ -24,6 +24,7 @@
 // Clamping follows the normalisation, as in the authors' code: a binding clamp leaves sum u != n.
 #pragma once
 
+#include "filkit/base/enum_names.hpp"
 #include "filkit/data/dataset.hpp"
 #include "filkit/leakage/fil.hpp"
 #include "filkit/models/glm.hpp"
@@ -38,8 +39,11 @@
 namespace filkit {
 
 enum class IrfilWeighting { kExample, kClass, kHybrid };
-std::string to_string(IrfilWeighting weighting);                      // "example", "class", "hybrid"
-IrfilWeighting irfil_weighting_from_string(const std::string& name);  // throws std::invalid_argument
+template <>
+struct EnumNames<IrfilWeighting> {
+  static constexpr const char* what = "IRFIL weighting";
+  static constexpr std::pair<IrfilWeighting, const char*> names[] = {{IrfilWeighting::kExample, "example"}, {IrfilWeighting::kClass, "class"}, {IrfilWeighting::kHybrid, "hybrid"}};
+};
 
 struct IrfilOptions {
   /// The model refitted at every iteration (least squares, logistic or softmax).
@@ -60,6 +64,17 @@ struct IrfilOptions {
   /// Throws std::invalid_argument naming the field, value and rule.
   void validate() const;
 };
+
+/// The user-facing fields of IrfilOptions (fit comes from the job's task, attribute_columns from
+/// its attribute).
+template <class Visit>
+void visit_fields(IrfilOptions& o, Visit&& visit) {
+  visit("iterations", o.iterations, "Reweighting updates T (T + 1 fits), >= 0");
+  visit("weighting", o.weighting, "example: omega = u; class: the class mean of u; hybrid: u times its class mean of u");
+  visit("min_weight", o.min_weight, "Clamp weights below at this value, >= 0");
+  visit("max_weight", o.max_weight, "Clamp weights above at this value (inf: none)");
+  visit_fields(o.fil, visit);
+}
 
 /// What one iteration's model looks like.
 struct IrfilIteration {

@@ -12,6 +12,7 @@
 // exactly), never a private one.
 #pragma once
 
+#include "filkit/base/enum_names.hpp"
 #include "filkit/data/dataset.hpp"
 #include "filkit/base/types.hpp"
 
@@ -21,8 +22,11 @@
 namespace filkit {
 
 enum class ModelKind { kLeastSquares, kLogistic, kSoftmax };
-std::string to_string(ModelKind kind);                   // "least-squares", "logistic", "softmax"
-ModelKind model_kind_from_string(const std::string& name);  // throws std::invalid_argument
+template <>
+struct EnumNames<ModelKind> {
+  static constexpr const char* what = "model";
+  static constexpr std::pair<ModelKind, const char*> names[] = {{ModelKind::kLeastSquares, "least-squares"}, {ModelKind::kLogistic, "logistic"}, {ModelKind::kSoftmax, "softmax"}};
+};
 
 /// How logistic and softmax regression are minimised.
 enum class Solver {
@@ -30,8 +34,11 @@ enum class Solver {
   kNewton,  ///< Newton with a Cholesky solve of the full Hessian and a backtracking line search
   kLbfgs,   ///< L-BFGS (LBFGS++), for many parameters (e.g. softmax on raw pixels)
 };
-std::string to_string(Solver solver);                // "auto", "newton", "lbfgs"
-Solver solver_from_string(const std::string& name);  // throws std::invalid_argument
+template <>
+struct EnumNames<Solver> {
+  static constexpr const char* what = "solver";
+  static constexpr std::pair<Solver, const char*> names[] = {{Solver::kAuto, "auto"}, {Solver::kNewton, "newton"}, {Solver::kLbfgs, "lbfgs"}};
+};
 /// Above this many parameters kAuto uses L-BFGS: a Newton step's O(p^3) Cholesky then dominates.
 constexpr Index kNewtonMaxParams = 2000;
 
@@ -53,6 +60,15 @@ struct FitOptions {
   Solver solver = Solver::kAuto;
   void validate() const;
 };
+
+/// The user-facing fields of FitOptions (the model kind and `regression` come from the job's task).
+template <class Visit>
+void visit_fields(FitOptions& o, Visit&& visit) {
+  visit("l2", o.l2, "L2 strength lambda of the penalty (n*lambda/2)||w||^2, >= 0");
+  visit("intercept", o.intercept, "Add a public, regularised intercept");
+  visit("tolerance", o.gradient_tolerance, "Newton stops at ||grad F|| <= tolerance * max(1, ||grad F(0)||)");
+  visit("solver", o.solver, "auto (Newton up to 2000 parameters, else L-BFGS), newton or lbfgs");
+}
 
 /// A fitted model. `weights` is p x K: p = d (+1 with an intercept, row 0), K = 1 for the binary
 /// models and the number of classes for softmax.

@@ -2,6 +2,7 @@
 // the FIL of private SGD (dpsgd/) both need it.
 #pragma once
 
+#include "filkit/base/enum_names.hpp"
 #include <string>
 
 namespace filkit {
@@ -9,7 +10,10 @@ namespace filkit {
 /// Whether the labels are private coordinates (the FIL paper) or public (the reconstruction
 /// papers). For softmax a private label is its one-hot vector (K coordinates).
 enum class LabelPrivacy { kPrivate, kPublic };
-std::string to_string(LabelPrivacy label);                        // "private", "public"
-LabelPrivacy label_privacy_from_string(const std::string& name);  // throws std::invalid_argument
+template <>
+struct EnumNames<LabelPrivacy> {
+  static constexpr const char* what = "label privacy";
+  static constexpr std::pair<LabelPrivacy, const char*> names[] = {{LabelPrivacy::kPrivate, "private"}, {LabelPrivacy::kPublic, "public"}};
+};
 
 }  // namespace filkit

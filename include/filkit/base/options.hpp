@@ -1,0 +1,127 @@
+// Options declared once (docs/architecture.md, "Options"). Every option struct S that users set
+// has, next to its definition, a function
+//
+//   template <class Visit> void visit_fields(S& options, Visit&& visit);
+//
+// that calls visit(name, field, help) for each user-facing field, in the order a user reads them.
+// The command line (one flag --name-with-dashes a field), the Python keywords (name) and the
+// "settings" of every JSON summary all walk that one declaration, so a default or a spelling is
+// written once. A field of type std::optional<T> is spelled "auto" when empty: the job resolves it
+// for the data at hand and records the resolved value.
+#pragma once
+
+#include "filkit/base/enum_names.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <charconv>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace filkit {
+
+template <typename T>
+struct is_optional : std::false_type {};
+template <typename T>
+struct is_optional<std::optional<T>> : std::true_type {};
+template <typename T>
+struct is_vector : std::false_type {};
+template <typename T>
+struct is_vector<std::vector<T>> : std::true_type {};
+
+/// The value of a field as recorded in the JSON settings: numbers, booleans, strings, enums by
+/// their spelling, vectors as arrays, an empty optional as "auto".
+template <typename T>
+nlohmann::json option_to_json(const T& value) {
+  if constexpr (is_optional<T>::value) {
+    return value ? option_to_json(*value) : nlohmann::json("auto");
+  } else if constexpr (is_vector<T>::value) {
+    nlohmann::json array = nlohmann::json::array();
+    for (const auto& element : value) array.push_back(option_to_json(element));
+    return array;
+  } else if constexpr (std::is_enum_v<T>) {
+    return to_string(value);
+  } else if constexpr (std::is_floating_point_v<T>) {
+    // JSON has no infinities: spell them as the command line and Python accept them.
+    if (value != value) return "nan";
+    if (value == std::numeric_limits<T>::infinity()) return "inf";
+    if (value == -std::numeric_limits<T>::infinity()) return "-inf";
+    return value;
+  } else {
+    return value;
+  }
+}
+
+/// Parses the text of one option value (a flag's argument, a Python string): numbers must be
+/// whole tokens, enums one of their spellings, vectors comma-separated, optionals "auto" or a
+/// value. Throws std::invalid_argument naming `name` and what was expected.
+template <typename T>
+void option_from_text(const std::string& name, const std::string& text, T& value) {
+  const auto fail = [&](const std::string& expected) {
+    throw std::invalid_argument(name + " = '" + text + "': expected " + expected);
+  };
+  if constexpr (is_optional<T>::value) {
+    if (text == "auto") {
+      value.reset();
+    } else {
+      typename T::value_type inner{};
+      option_from_text(name, text, inner);
+      value = std::move(inner);
+    }
+  } else if constexpr (is_vector<T>::value) {
+    value.clear();
+    if (text.empty()) return;
+    // "all" reads naturally for a list of classes: the empty list keeps every class.
+    if (std::is_arithmetic_v<typename T::value_type> && text == "all") return;
+    std::size_t start = 0;
+    while (start <= text.size() && !text.empty()) {
+      const std::size_t comma = text.find(',', start);
+      const std::string token = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      typename T::value_type element{};
+      option_from_text(name, token, element);
+      value.push_back(std::move(element));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  } else if constexpr (std::is_enum_v<T>) {
+    try {
+      value = parse_enum<T>(text);
+    } catch (const std::invalid_argument&) {
+      fail("one of " + enum_spellings<T>());
+    }
+  } else if constexpr (std::is_same_v<T, bool>) {
+    if (text == "true" || text == "1" || text == "on") value = true;
+    else if (text == "false" || text == "0" || text == "off") value = false;
+    else fail("true or false");
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    value = text;
+  } else if constexpr (std::is_floating_point_v<T>) {
+    std::size_t used = 0;
+    try {
+      value = static_cast<T>(std::stod(text, &used));
+    } catch (const std::exception&) {
+      fail("a number");
+    }
+    if (used != text.size()) fail("a number");
+  } else {
+    static_assert(std::is_integral_v<T>, "option fields are numbers, booleans, strings, enums or vectors of them");
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error != std::errc() || end != text.data() + text.size()) fail("an integer in range");
+  }
+}
+
+/// Every visited field of `options` as a JSON object (name -> option_to_json(value)).
+template <typename Options>
+nlohmann::json settings_json(const Options& options) {
+  nlohmann::json settings = nlohmann::json::object();
+  visit_fields(const_cast<Options&>(options),
+               [&](const char* name, const auto& field, const char*) { settings[name] = option_to_json(field); });
+  return settings;
+}
+
+}  // namespace filkit

@@ -1,0 +1,83 @@
+// The one shape of every job (docs/architecture.md, "Jobs"): an options struct with validate() and
+// visit_fields(), a run_<job>(options, progress) that returns a result, and the result's
+// outputs, written by write_job_outputs for the command line and the Python bindings alike:
+//   --out     the per-example (or per-row) table as CSV,
+//   --json    the summary: every resolved setting, the numbers, timings, seed and version,
+//   --report  a directory with the report (figures and report.html) built from those two,
+// and a job's further tables (e.g. measure's released weights) under their own names.
+#pragma once
+
+#include "filkit/base/types.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <iosfwd>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace filkit {
+
+/// A numeric table (one CSV): integral values are written without a decimal point.
+struct NumericTable {
+  std::vector<std::string> header;
+  std::vector<std::vector<double>> rows;
+  std::string to_csv() const;
+};
+
+/// A further table a job can write, named like its option ("release_out" -> --release-out).
+struct ExtraOutput {
+  const char* name;
+  const char* help;
+};
+
+/// What every job's result provides to the shared writer.
+class JobResult {
+ public:
+  virtual ~JobResult() = default;
+  /// The summary (--json): "command", "filkit_version", "seed", "settings" and the job's numbers.
+  virtual nlohmann::json to_json() const = 0;
+  /// The main table (--out); an empty header when the job has none.
+  virtual NumericTable table() const = 0;
+  /// A further table by ExtraOutput name; throws std::invalid_argument for an unknown name.
+  virtual NumericTable extra_table(const std::string& name) const;
+  /// A few human-readable lines for the terminal.
+  virtual void print_summary(std::ostream& out) const = 0;
+};
+
+/// Where a run's outputs go; empty paths are not written.
+struct JobOutputs {
+  std::string out;
+  std::string json;
+  std::string report;
+  std::map<std::string, std::string> extra;  ///< ExtraOutput name -> path
+  bool empty() const;
+};
+
+/// Fails before any work when an output's directory is missing or not writable (so that a long run
+/// never ends in an unwritable path). Throws std::invalid_argument naming the option and path.
+void check_output_paths(const JobOutputs& outputs);
+
+/// Writes every requested output of `result` as a set: all contents are formed first, written to
+/// temporary files, then renamed into place. With a report directory, the summary and table also
+/// go there (unless --json/--out name them) and the report is built from them.
+/// Returns the paths written (for the terminal).
+std::vector<std::string> write_job_outputs(const JobResult& result, const JobOutputs& outputs, bool quiet);
+
+/// Runs a job end to end as the command line does: validate, check the output paths, run, write
+/// the outputs, print the summary unless quiet. Job is a job description (e.g. MeasureJob).
+template <class Job>
+auto run_job(const typename Job::Options& options, const JobOutputs& outputs = {}, bool quiet = true,
+             std::ostream* out = nullptr) {
+  options.validate();
+  check_output_paths(outputs);
+  auto result = Job::run(options, !quiet);
+  write_job_outputs(result, outputs, quiet);
+  if (!quiet && out != nullptr) result.print_summary(*out);
+  return result;
+}
+
+/// The common part of every summary: command, version and seed.
+nlohmann::json job_summary_header(const std::string& command, std::uint64_t seed);
+
+}  // namespace filkit

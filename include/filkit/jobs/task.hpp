@@ -1,0 +1,52 @@
+// What the GLM jobs (measure, irfil, attack, bound, reconstruct) share: a dataset with its
+// preprocessing and the GLM that suits its task (least squares for a regression, else logistic,
+// unless the model is given).
+#pragma once
+
+#include "filkit/data/pipeline.hpp"
+#include "filkit/models/glm.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace filkit {
+
+struct TaskOptions {
+  DataPipelineOptions data;
+  /// least-squares, logistic or softmax; auto = least squares for a regression, else logistic.
+  std::optional<ModelKind> model = ModelKind::kLogistic;
+  FitOptions fit;
+
+  /// Resolves the autos of data and model for this dataset (a built-in tabular dataset brings
+  /// its own task: regression or classification).
+  void resolve();
+  /// The fit options with the model kind and `regression` resolved.
+  FitOptions fit_options() const;
+  void validate() const;
+};
+
+template <class Visit>
+void visit_fields(TaskOptions& o, Visit&& visit) {
+  visit_fields(o.data, visit);
+  visit("model", o.model, "least-squares, logistic or softmax; auto = least-squares for a regression, else logistic");
+  visit_fields(o.fit, visit);
+}
+
+/// The prepared task: preprocessed data and the resolved fit options.
+struct Task {
+  DatasetSplit data;  ///< after preprocessing
+  Preprocessor preprocessor;
+  FitOptions fit;
+  std::map<std::string, double> seconds;  ///< "load", "preprocess"
+  /// n, d, source, dropped rows and the fitted preprocessing, for the summaries.
+  nlohmann::json to_json() const;
+};
+
+/// Loads and preprocesses `options.data` with dataset seed `seed`.
+Task prepare_task(const TaskOptions& options, std::uint64_t seed);
+
+}  // namespace filkit

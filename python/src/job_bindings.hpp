@@ -1,0 +1,151 @@
+// Python keyword arguments bound onto the library's job options (the same visit_fields declaration
+// the command line uses): every option keeps its library name and default, "auto" or None selects
+// an auto option, an unknown keyword is a TypeError listing the accepted ones. Besides the options
+// every job accepts out, json, report (paths, as the CLI's --out/--json/--report), the job's
+// further outputs by name, threads and quiet.
+#pragma once
+
+#include "bindings.hpp"
+
+#include "filkit/base/options.hpp"
+#include "filkit/jobs/job.hpp"
+
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+#include <omp.h>
+
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace filkit::python {
+
+namespace py = pybind11;
+
+/// Assigns one keyword argument to one option field.
+struct KwargsBinder {
+  const py::kwargs& kwargs;
+  std::set<std::string>& accepted;
+
+  template <typename T>
+  void operator()(const char* name, T& field, const char*) const {
+    accepted.insert(name);
+    if (!kwargs.contains(name)) return;
+    assign(name, py::reinterpret_borrow<py::object>(kwargs[name]), field);
+  }
+
+  template <typename T>
+  static void assign(const char* name, const py::object& value, T& field) {
+    if (py::isinstance<py::str>(value)) return option_from_text(name, value.cast<std::string>(), field);
+    if constexpr (is_optional<T>::value) {
+      if (value.is_none()) return field.reset();
+      typename T::value_type inner{};
+      assign(name, value, inner);
+      field = std::move(inner);
+    } else if constexpr (std::is_enum_v<T>) {
+      throw py::type_error(std::string(name) + ": expected a string, one of " + enum_spellings<T>());
+    } else {
+      if (value.is_none()) throw py::type_error(std::string(name) + ": None is only accepted for an auto option");
+      try {
+        if constexpr (std::is_same_v<T, bool>) {
+          if (!py::isinstance<py::bool_>(value)) throw py::cast_error("");
+        }
+        field = value.cast<T>();
+      } catch (const py::cast_error&) {
+        throw py::type_error(std::string(name) + ": cannot use a " +
+                             py::str(value.get_type().attr("__name__")).cast<std::string>() + " here");
+      }
+    }
+  }
+};
+
+/// The outputs and run-time settings a job call may name besides its options.
+inline JobOutputs take_outputs(const py::kwargs& kwargs, const std::vector<ExtraOutput>& extras,
+                               std::set<std::string>& accepted, bool& quiet) {
+  JobOutputs outputs;
+  const auto text = [&](const char* key, std::string& target) {
+    accepted.insert(key);
+    if (kwargs.contains(key) && !kwargs[key].is_none()) target = py::str(kwargs[key]).cast<std::string>();
+  };
+  text("out", outputs.out);
+  text("json", outputs.json);
+  text("report", outputs.report);
+  for (const ExtraOutput& extra : extras) text(extra.name, outputs.extra[extra.name]);
+  accepted.insert("quiet");
+  quiet = kwargs.contains("quiet") ? kwargs["quiet"].cast<bool>() : true;
+  accepted.insert("threads");
+  if (kwargs.contains("threads")) {
+    const int threads = kwargs["threads"].cast<int>();
+    if (threads < 0 || threads > 1024) throw py::value_error("threads: expected 0..1024");
+    if (threads > 0) omp_set_num_threads(threads);
+  }
+  return outputs;
+}
+
+/// Options of Job from keyword arguments; throws TypeError for unknown keywords.
+template <class Job>
+typename Job::Options job_options(const py::kwargs& kwargs, JobOutputs& outputs, bool& quiet) {
+  typename Job::Options options;
+  std::set<std::string> accepted;
+  visit_fields(options, KwargsBinder{kwargs, accepted});
+  outputs = take_outputs(kwargs, Job::extra_outputs(), accepted, quiet);
+  for (const auto& item : kwargs) {
+    const std::string key = py::str(item.first);
+    if (!accepted.count(key)) {
+      std::string list;
+      for (const std::string& name : accepted) list += (list.empty() ? "" : ", ") + name;
+      throw py::type_error(std::string(Job::name) + "(): unknown option '" + key + "'; accepted: " + list);
+    }
+  }
+  return options;
+}
+
+/// A numeric table as {"header": [...], "rows": 2-D float64 array}.
+inline py::dict table_to_python(const NumericTable& table) {
+  py::array_t<double> rows({table.rows.size(), table.header.size()});
+  auto view = rows.mutable_unchecked<2>();
+  for (std::size_t i = 0; i < table.rows.size(); ++i)
+    for (std::size_t j = 0; j < table.header.size(); ++j) view(i, j) = table.rows[i][j];
+  py::dict out;
+  out["header"] = table.header;
+  out["rows"] = rows;
+  return out;
+}
+
+/// Runs Job from keyword arguments (GIL released while it runs) and returns the library result.
+template <class Job>
+auto run_job_from_kwargs(const py::kwargs& kwargs) {
+  JobOutputs outputs;
+  bool quiet = true;
+  const auto options = job_options<Job>(kwargs, outputs, quiet);
+  py::gil_scoped_release release;
+  return run_job<Job>(options, outputs, quiet, nullptr);
+}
+
+/// The registry behind filkit.run(name, **kwargs): job name -> runner returning
+/// {"summary": dict, "table": {...}}.
+using JobRunner = std::function<py::dict(const py::kwargs&)>;
+std::map<std::string, JobRunner>& job_registry();
+
+template <class Job>
+void register_job() {
+  job_registry()[Job::name] = [](const py::kwargs& kwargs) {
+    const auto result = run_job_from_kwargs<Job>(kwargs);
+    py::dict out;
+    out["summary"] = json_to_python(result.to_json().dump());
+    const NumericTable table = result.table();
+    out["table"] = table.header.empty() ? py::object(py::none()) : py::object(table_to_python(table));
+    return out;
+  };
+}
+
+/// Defaults of every option of Job, as recorded in the JSON settings (autos as "auto").
+template <class Job>
+py::object job_defaults() {
+  return json_to_python(settings_json(typename Job::Options{}).dump());
+}
+
+}  // namespace filkit::python

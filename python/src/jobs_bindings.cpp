@@ -1,0 +1,58 @@
+// filkit.run(job, **options): every command of the CLI, with the same option names, defaults and
+// JSON summary (python/src/job_bindings.hpp binds the keywords onto the library's options).
+#include "job_bindings.hpp"
+
+#include "filkit/jobs/measure.hpp"
+
+namespace filkit::python {
+
+std::map<std::string, JobRunner>& job_registry() {
+  static std::map<std::string, JobRunner> registry;
+  return registry;
+}
+
+namespace {
+template <class Job>
+void add_job(std::map<std::string, std::function<py::object()>>& defaults) {
+  register_job<Job>();
+  defaults[Job::name] = [] { return job_defaults<Job>(); };
+}
+}  // namespace
+
+void bind_jobs(py::module_& m) {
+  static std::map<std::string, std::function<py::object()>> defaults;
+  add_job<MeasureJob>(defaults);
+
+  const auto names = [] {
+    std::vector<std::string> list;
+    for (const auto& entry : job_registry()) list.push_back(entry.first);
+    return list;
+  };
+  const auto find = [names](const std::string& job) {
+    if (!job_registry().count(job)) {
+      std::string list;
+      for (const std::string& name : names()) list += (list.empty() ? "" : ", ") + name;
+      throw py::value_error("unknown job '" + job + "': expected one of " + list);
+    }
+  };
+  m.def("jobs", names, "The jobs filkit.run() runs (the CLI's subcommands).");
+  m.def(
+      "run",
+      [find](const std::string& job, const py::kwargs& kwargs) {
+        find(job);
+        return job_registry().at(job)(kwargs);
+      },
+      py::arg("job"),
+      "Runs a job as `filkit <job>` does, with the same options as keywords (names with underscores, the CLI's "
+      "defaults; 'auto' or None for an auto option), plus out/json/report paths, threads and quiet. Returns "
+      "{'summary': the JSON summary as a dict, 'table': {'header', 'rows'} or None}.");
+  m.def(
+      "defaults",
+      [find](const std::string& job) {
+        find(job);
+        return defaults.at(job)();
+      },
+      py::arg("job"), "Every option of a job with its default (autos as 'auto').");
+}
+
+}  // namespace filkit::python

@@ -1,0 +1,89 @@
+#include "filkit/jobs/attack.hpp"
+
+#include "filkit/base/options.hpp"
+#include "filkit/data/tabular_datasets.hpp"
+#include "filkit/leakage/irfil.hpp"
+
+#include <iomanip>
+#include <ostream>
+#include <stdexcept>
+
+namespace filkit {
+
+namespace {
+std::string attacked_attribute(const AttackJobOptions& options) {
+  if (!options.attribute.empty()) return options.attribute;
+  if (const TabularDatasetInfo* builtin = find_tabular_dataset(options.task.data.data))
+    return builtin->sensitive_attribute;
+  throw std::invalid_argument("attribute is required for '" + options.task.data.data +
+                              "' (only the built-in tabular datasets have a default sensitive attribute)");
+}
+}  // namespace
+
+void AttackJobOptions::validate() const {
+  task.validate();
+  AttackOptions checked = attack;
+  checked.fit = task.fit_options();
+  checked.validate();
+  attacked_attribute(*this);
+}
+
+AttackJobResult run_attack(const AttackJobOptions& requested, bool progress) {
+  requested.validate();
+  AttackJobResult result;
+  result.options = requested;
+  result.options.task.resolve();
+  result.options.attribute = attacked_attribute(requested);
+  const AttackJobOptions& options = result.options;
+  result.task = prepare_task(options.task, options.seed);
+  const Dataset& train = result.task.data.train;
+  AttackOptions attack = options.attack;
+  attack.fit = result.task.fit;
+  attack.seed = options.seed;
+  attack.progress = progress;
+  const AttributeColumns attribute = find_attribute(train, options.attribute);
+  const VectorXd omega =
+      options.weights.empty() ? VectorXd() : read_example_weights(options.weights, options.weights_column, train.n());
+  result.attack = attribute_inference(train, result.task.data.test, attribute, attack, omega);
+  return result;
+}
+
+nlohmann::json AttackJobResult::to_json() const {
+  nlohmann::json json = attack.to_json();
+  json.update(job_summary_header(AttackJob::name, options.seed));
+  json["settings"] = settings_json(options);
+  json.update(task.to_json());
+  return json;
+}
+
+NumericTable AttackJobResult::table() const { return {attack.table_header(), attack.table_rows()}; }
+
+NumericTable AttackJobResult::extra_table(const std::string& name) const {
+  if (name != "examples_out") return JobResult::extra_table(name);
+  return {attack.example_header(), attack.example_rows()};
+}
+
+void AttackJobResult::print_summary(std::ostream& out) const {
+  const bool regression = task.fit.regression;
+  out << "filkit attack: " << options.task.data.data << ", n = " << task.data.train.n() << ", d = "
+      << task.data.train.d() << ", " << to_string(task.fit.kind) << ", lambda = " << task.fit.l2 << ", attribute "
+      << attack.candidates.name << " (" << attack.candidates.num_levels() << " levels), " << attack.examples.size()
+      << " examples, " << options.attack.trials << " trials\n";
+  out << "  prior accuracy " << attack.prior_accuracy << "\n";
+  out << std::setw(12) << "sigma" << std::setw(12) << "eta mean" << std::setw(12) << "white-box" << std::setw(12)
+      << "black-box" << std::setw(14) << (regression ? "release MSE" : "release acc") << "\n";
+  for (const SigmaAccuracy& s : attack.sigmas) {
+    out << std::scientific << std::setprecision(3) << std::setw(12) << s.sigma << std::setw(12) << s.eta_mean
+        << std::defaultfloat << std::setprecision(4) << std::setw(12) << s.white_box << std::setw(12) << s.black_box
+        << std::setw(14) << (regression ? s.test_mse : s.test_accuracy) << "\n";
+  }
+  out << "  seconds:";
+  for (const auto& [stage, seconds] : attack.seconds) out << " " << stage << " " << std::setprecision(3) << seconds;
+  out << "\n";
+  if (attack.naive.examples > 0)
+    out << "  naive refit: " << attack.naive.seconds << " s for " << attack.naive.examples << " examples (update "
+        << attack.naive.fast_seconds << " s), estimated " << attack.naive.estimated_seconds_all
+        << " s for all; largest difference " << attack.naive.max_difference << "\n";
+}
+
+}  // namespace filkit
