@@ -2,7 +2,10 @@
 // JSON summary (python/src/job_bindings.hpp binds the keywords onto the library's options).
 #include "job_bindings.hpp"
 
+#include "filkit/jobs/attack.hpp"
+#include "filkit/jobs/irfil.hpp"
 #include "filkit/jobs/measure.hpp"
+#include "filkit/jobs/reconstruct.hpp"
 
 namespace filkit::python {
 
@@ -22,6 +25,10 @@ void add_job(std::map<std::string, std::function<py::object()>>& defaults) {
 void bind_jobs(py::module_& m) {
   static std::map<std::string, std::function<py::object()>> defaults;
   add_job<MeasureJob>(defaults);
+  add_job<IrfilJob>(defaults);
+  add_job<AttackJob>(defaults);
+  add_job<BoundJob>(defaults);
+  add_job<ReconstructJob>(defaults);
 
   const auto names = [] {
     std::vector<std::string> list;

@@ -1,7 +1,6 @@
 // The `filkit bound` and `filkit reconstruct` commands: in-process against the library, once as a
 // binary, and on MNIST against the reconstruction paper's numbers.
-#include "bound.hpp"
-#include "reconstruct.hpp"
+#include "filkit/jobs/reconstruct.hpp"
 
 #include "filkit/base/summary.hpp"
 #include "test_util.hpp"
@@ -17,38 +16,38 @@ namespace {
 
 using testing::TempDir;
 
-cli::BoundCommandOptions small_bound(const std::string& path) {
-  cli::BoundCommandOptions options;
-  options.data.data = path;
-  options.model.tolerance = 1e-13;
-  options.sigma = 0.05;
-  options.run.quiet = true;
-  options.run.seed = 8;
+BoundJobOptions small_bound(const std::string& path) {
+  BoundJobOptions options;
+  options.task.data.data = path;
+  options.task.fit.gradient_tolerance = 1e-13;
+  options.bounds.sigma = 0.05;
+  options.seed = 8;
   return options;
 }
 
 TEST(BoundCommand, WritesPerExampleBoundsAndASummaryThatMatchTheLibrary) {
   const TempDir dir;
-  cli::BoundCommandOptions options = small_bound(testing::write_npz_dataset(dir, testing::random_classification(250, 5, 2, 41)));
-  options.run.out = dir.file("bounds.csv");
-  options.run.json = dir.file("summary.json");
+  BoundJobOptions options = small_bound(testing::write_npz_dataset(dir, testing::random_classification(250, 5, 2, 41)));
+  JobOutputs outputs;
+  outputs.out = dir.file("bounds.csv");
+  outputs.json = dir.file("summary.json");
   std::ostringstream printed;
-  const BoundJobResult result = cli::run_bound(options, printed);
+  const BoundJobResult result = run_job<BoundJob>(options, outputs, true, &printed);
   EXPECT_TRUE(printed.str().empty()) << "--quiet prints nothing";
 
   const Dataset& train = result.data.train;
   ASSERT_EQ(train.n(), 200);  // 20% held out
-  const Model model = fit(train, cli::to_fit_options(options.model, false));
+  const Model model = fit(train, options.task.fit_options());
   EXPECT_TRUE(model.intercept) << "the paper's setting has an intercept";
   ReconstructionBoundOptions bound_options;
   bound_options.sigma = 0.05;
   const ReconstructionBounds direct = reconstruction_bounds(model, train, bound_options);
   EXPECT_LT((direct.dfil_bound - result.bounds.dfil_bound).norm(), 1e-10 * direct.dfil_bound.norm());
 
-  const std::vector<std::string> lines = testing::read_lines(options.run.out);
+  const std::vector<std::string> lines = testing::read_lines(outputs.out);
   ASSERT_EQ(lines.size(), 201u);
   EXPECT_EQ(lines[0], "index,label,eta,dfil,fil_bound,dfil_bound");
-  const nlohmann::json summary = nlohmann::json::parse(std::ifstream(options.run.json));
+  const nlohmann::json summary = nlohmann::json::parse(std::ifstream(outputs.json));
   EXPECT_EQ(summary["command"], "bound");
   EXPECT_EQ(summary["seed"], 8);
   EXPECT_DOUBLE_EQ(summary["rdp"]["epsilon"].get<double>(), output_perturbation_rdp_epsilon(200, 1e-2, 0.05));
@@ -66,31 +65,31 @@ TEST(BoundCommand, WritesPerExampleBoundsAndASummaryThatMatchTheLibrary) {
 
 TEST(BoundCommand, AcceptsPerCoordinateDiametersFromAFile) {
   const TempDir dir;
-  cli::BoundCommandOptions options = small_bound(testing::write_npz_dataset(dir, testing::random_classification(60, 3, 2, 42)));
+  BoundJobOptions options = small_bound(testing::write_npz_dataset(dir, testing::random_classification(60, 3, 2, 42)));
   options.diameter = dir.write("diameters.txt", "1, 2\n3\n");
-  const BoundJobResult result = cli::run_bound(options, std::cout);
+  const BoundJobResult result = run_bound(options);
   EXPECT_DOUBLE_EQ(result.bounds.perfect_privacy_mse, 14.0 / 3.0);
   options.diameter = "2";
-  EXPECT_DOUBLE_EQ(cli::run_bound(options, std::cout).bounds.perfect_privacy_mse, 4.0);
+  EXPECT_DOUBLE_EQ(run_bound(options).bounds.perfect_privacy_mse, 4.0);
   options.diameter = dir.write("bad.txt", "1 two 3");
-  EXPECT_THROW(cli::run_bound(options, std::cout), std::invalid_argument);
+  EXPECT_THROW(run_bound(options), std::invalid_argument);
   options.diameter = dir.write("short.txt", "1 2");
-  EXPECT_THROW(cli::run_bound(options, std::cout), std::invalid_argument);  // d = 3
+  EXPECT_THROW(run_bound(options), std::invalid_argument);  // d = 3
 }
 
 TEST(ReconstructCommand, WritesAttackMsesAndReconstructionsThatMatchTheLibrary) {
   const TempDir dir;
-  cli::ReconstructCommandOptions options;
+  ReconstructJobOptions options;
   options.bound = small_bound(testing::write_npz_dataset(dir, testing::random_classification(250, 4, 2, 43)));
-  options.bound.sigma = 1e-3;
-  options.bound.run.out = dir.file("attack.csv");
-  options.bound.run.json = dir.file("summary.json");
-  options.trials = 64;
-  options.rows = "0,3,9";
-  options.save_reconstructions = "3";
-  options.reconstructions_out = dir.file("reconstructions.csv");
-  std::ostringstream printed;
-  const ReconstructJobResult result = cli::run_reconstruct(options, printed);
+  options.bound.bounds.sigma = 1e-3;
+  JobOutputs outputs;
+  outputs.out = dir.file("attack.csv");
+  outputs.json = dir.file("summary.json");
+  options.attack.trials = 64;
+  options.attack.rows = {0, 3, 9};
+  options.attack.keep_reconstructions = {3};
+  outputs.extra["reconstructions_out"] = dir.file("reconstructions.csv");
+  const ReconstructJobResult result = run_job<ReconstructJob>(options, outputs);
 
   GlmAttackOptions attack;
   attack.sigma = 1e-3;
@@ -100,40 +99,36 @@ TEST(ReconstructCommand, WritesAttackMsesAndReconstructionsThatMatchTheLibrary) 
   const GlmAttackResult direct = evaluate_glm_attack(result.bound.model, result.bound.data.train, attack);
   EXPECT_EQ(direct.mean_mse, result.attack.mean_mse);
 
-  const std::vector<std::string> lines = testing::read_lines(options.bound.run.out);
+  const std::vector<std::string> lines = testing::read_lines(outputs.out);
   ASSERT_EQ(lines.size(), 4u);
   EXPECT_EQ(lines[0], "index,label,eta,dfil,fil_bound,dfil_bound,attack_mse,linearised_mse,guarded_trials");
   EXPECT_EQ(lines[2].substr(0, 2), "3,");
-  const std::vector<std::string> saved = testing::read_lines(options.reconstructions_out);
+  const std::vector<std::string> saved = testing::read_lines(outputs.extra["reconstructions_out"]);
   ASSERT_EQ(saved.size(), 3u);
   EXPECT_EQ(saved[0], "index,label,kind,attack_mse,x0,x1,x2,x3");
   EXPECT_EQ(saved[1].substr(0, 2), "3,");
-  const nlohmann::json summary = nlohmann::json::parse(std::ifstream(options.bound.run.json));
+  const nlohmann::json summary = nlohmann::json::parse(std::ifstream(outputs.json));
   EXPECT_EQ(summary["command"], "reconstruct");
   EXPECT_EQ(summary["attack"]["trials"], 64);
   EXPECT_EQ(summary["attack"]["guarded_trials"], 0);
   EXPECT_EQ(summary["settings"]["rows"], nlohmann::json({0, 3, 9}));
 }
 
-TEST(ReconstructCommand, RejectsAModelWithoutInterceptAndAMissingOutputFile) {
+TEST(ReconstructCommand, RejectsAModelWithoutInterceptOrNotLogistic) {
   const TempDir dir;
-  cli::ReconstructCommandOptions options;
+  ReconstructJobOptions options;
   options.bound = small_bound(testing::write_npz_dataset(dir, testing::random_classification(60, 3, 2, 44)));
-  options.trials = 2;
-  options.save_reconstructions = "1";
-  std::ostringstream printed;
-  EXPECT_THROW(cli::run_reconstruct(options, printed), std::invalid_argument);
-  options.save_reconstructions.clear();
-  options.bound.model.intercept = false;
+  options.attack.trials = 2;
+  options.bound.task.fit.intercept = false;
   try {
-    cli::run_reconstruct(options, printed);
+    run_reconstruct(options);
     FAIL() << "expected an error";
   } catch (const std::invalid_argument& error) {
     EXPECT_NE(std::string(error.what()).find("intercept"), std::string::npos) << error.what();
   }
-  options.bound.model.intercept = true;
-  options.bound.model.model = "least-squares";
-  EXPECT_THROW(cli::run_reconstruct(options, printed), std::invalid_argument);
+  options.bound.task.fit.intercept = true;
+  options.bound.task.model = ModelKind::kLeastSquares;
+  EXPECT_THROW(run_reconstruct(options), std::invalid_argument);
 }
 
 
@@ -171,9 +166,8 @@ TEST(PublishedValues, BinaryMnistOutputPerturbationMatchesTheReconstructionPaper
   // Guo et al. 2022, section 7.1: MNIST 0 vs 1 (n = 12665), raw pixels in [0,1], lambda = sigma =
   // 1e-2: test accuracy 99.95%, eps = 2.49, RDP bound ~0.02, every per-example dFIL bound > 1.
   if (!builtin_available("mnist")) GTEST_SKIP() << "MNIST not installed (scripts/setup.sh)";
-  cli::BoundCommandOptions options;  // the defaults are the paper's setting
-  options.run.quiet = true;
-  const BoundJobResult result = cli::run_bound(options, std::cout);
+  const BoundJobOptions options;  // the defaults are the paper's setting
+  const BoundJobResult result = run_bound(options);
   EXPECT_EQ(result.data.train.n(), 12665);
   EXPECT_EQ(result.data.train.d(), 784);
   EXPECT_NEAR(result.bounds.rdp_epsilon, 2.4937, 1e-4);
