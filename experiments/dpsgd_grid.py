@@ -47,13 +47,13 @@ def run_setting(binary, dataset, classes, setting, out_dir, runs, seed):
         model = "softmax" if classes == "all" else "logistic"
         command = [binary, "dpsgd", "--data", dataset, "--classes", classes, "--model", model,
                    "--batch-size", "600", "--momentum", "0.5", "--steps", str(setting["steps"]),
-                   "--sigma", str(setting["sigma"]), "--step-size", str(setting["step_size"]),
-                   "--clip", str(setting["clip"]), "--spectral", "none", "--runs", str(runs),
+                   "--noise-multiplier", str(setting["sigma"]), "--step-size", str(setting["step_size"]),
+                   "--clip-norm", str(setting["clip"]), "--spectral", "none", "--runs", str(runs),
                    "--seed", str(seed), "--json", summary_path, "--quiet"]
         subprocess.run(command, check=True)
     with open(summary_path) as f:
         summary = json.load(f)
-    final = summary["checkpoints"][-1]
+    final = summary["snapshots"][-1]
     return dict(setting, name=name, test_accuracy=final["test_accuracy"], rdp_eps=final["rdp"]["eps"],
                 rdp2_eps=final["rdp"]["order2_eps"], rdp_bound=final["rdp"]["mse_bound"], max_dfil=final["dfil"]["max"],
                 median_dfil=final["dfil"]["median"], max_dfil_bound=final["dfil"]["mse_bound_at_max"],

@@ -94,11 +94,11 @@ def run_setting(args, dataset, setting, out_dir, epochs):
                "--train-size", str(args.train_size), "--test-size", str(args.test_size),
                "--seed", str(args.seed), "--batch-size", str(args.batch_size), "--steps", str(args.steps),
                "--step-size", number(setting["step_size"]), "--momentum", number(args.momentum),
-               "--clip", number(setting["clip"]), "--sigma", number(setting["sigma"]),
+               "--clip-norm", number(setting["clip"]), "--noise-multiplier", number(setting["sigma"]),
                "--trace", "gaussian", "--probes", str(args.probes), "--spectral", "none",
                "--json", summary_path, "--out", table_path, "--quiet"]
     if epochs:
-        command += ["--epochs", ",".join(number(e) for e in epochs)]
+        command += ["--report-epochs", ",".join(number(e) for e in epochs)]
     command += ["--threads", str(args.threads)]
     wall = None
     if args.force or not (os.path.exists(summary_path) and os.path.exists(table_path)):
@@ -118,8 +118,8 @@ def run_setting(args, dataset, setting, out_dir, epochs):
     with open(summary_path) as f:
         summary = json.load(f)
     rows = []
-    final_step = summary["checkpoints"][-1]["step"]
-    for checkpoint in summary["checkpoints"]:
+    final_step = summary["snapshots"][-1]["step"]
+    for checkpoint in summary["snapshots"]:
         dfil, rdp = checkpoint["dfil"], checkpoint["rdp"]
         rows.append({"dataset": dataset, "setting": name, "sigma": setting["sigma"], "clip": setting["clip"],
                      "step_size": setting["step_size"], "steps": checkpoint["step"],

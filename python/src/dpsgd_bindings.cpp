@@ -1,4 +1,7 @@
 #include "bindings.hpp"
+#include "job_bindings.hpp"
+
+#include "filkit/jobs/dpsgd.hpp"
 
 #include "filkit/dpsgd/training.hpp"
 #include "filkit/dpsgd/networks.hpp"
@@ -15,79 +18,38 @@ namespace filkit::python {
 
 namespace {
 
+// The training options from keywords: the dpsgd job's names and defaults (model, engine, hidden,
+// chunk and every DpSgdOptions field), without its data options.
 DpSgdOptions dpsgd_options(const py::kwargs& kwargs) {
-  DpSgdOptions options;
-  const std::set<std::string> known = {
-      "model", "intercept", "label", "batch_size", "sampling", "steps", "step_size", "clip_norm",
-      "noise_multiplier", "momentum", "weight_decay", "subsampling", "kappa_delta", "trace", "spectral",
-      "probes", "power_iterations", "runs", "seed", "report_epochs", "rdp_delta", "network", "hidden", "chunk",
-      "optimizer", "adam_beta1", "adam_beta2", "adam_epsilon", "init_scale", "checkpoint_path", "checkpoint_every",
-      "stop_after"};
-  for (const auto& item : kwargs)
-    if (!known.count(py::str(item.first)))
-      throw std::invalid_argument("train_dpsgd(): unknown option '" + std::string(py::str(item.first)) + "'");
-  auto get = [&](const char* key, auto& target) {
-    if (kwargs.contains(key)) target = kwargs[key].cast<std::decay_t<decltype(target)>>();
-  };
-  auto text = [&](const char* key) { return kwargs[key].cast<std::string>(); };
-  if (kwargs.contains("model")) options.kind = parse_enum<ModelKind>(text("model"));
-  if (kwargs.contains("network")) {  // "softmax", "mlp" or "cnn" through LibTorch
-    NetworkOptions network;
-    network.architecture = parse_enum<NetworkArchitecture>(text("network"));
-    get("hidden", network.hidden);
-    get("chunk", network.chunk);
-    options.network = network;
-  } else if (kwargs.contains("hidden") || kwargs.contains("chunk")) {
-    throw std::invalid_argument("train_dpsgd(): hidden and chunk need network='mlp', 'cnn' or 'softmax'");
-  }
-  if (kwargs.contains("optimizer")) options.optimizer = parse_enum<Optimizer>(text("optimizer"));
-  get("adam_beta1", options.adam_beta1);
-  get("adam_beta2", options.adam_beta2);
-  get("adam_epsilon", options.adam_epsilon);
-  get("init_scale", options.init_scale);
-  get("checkpoint_path", options.checkpoint_path);
-  get("checkpoint_every", options.checkpoint_every);
-  get("stop_after", options.stop_after);
-  get("intercept", options.intercept);
-  if (kwargs.contains("label")) options.label = parse_enum<LabelPrivacy>(text("label"));
-  get("batch_size", options.batch_size);
-  if (kwargs.contains("sampling")) options.sampling = parse_enum<BatchSampling>(text("sampling"));
-  get("steps", options.steps);
-  get("step_size", options.step_size);
-  get("clip_norm", options.clip_norm);
-  get("noise_multiplier", options.noise_multiplier);
-  get("momentum", options.momentum);
-  get("weight_decay", options.weight_decay);
-  if (kwargs.contains("subsampling")) options.subsampling = parse_enum<SubsamplingFactor>(text("subsampling"));
-  get("kappa_delta", options.kappa_delta);
-  if (kwargs.contains("trace")) options.trace = parse_enum<TraceMethod>(text("trace"));
-  if (kwargs.contains("spectral")) options.spectral = parse_enum<SpectralMethod>(text("spectral"));
-  get("probes", options.probes);
-  get("power_iterations", options.power_iterations);
-  get("runs", options.runs);
-  get("seed", options.seed);
-  get("report_epochs", options.report_epochs);
-  get("rdp_delta", options.rdp_delta);
-  return options;
+  DpSgdJobOptions job;
+  std::set<std::string> accepted;
+  const KwargsBinder bind{kwargs, accepted};
+  bind("model", job.model, "");
+  bind("engine", job.engine, "");
+  bind("hidden", job.network.hidden, "");
+  bind("chunk", job.network.chunk, "");
+  visit_fields(job.dpsgd, bind);
+  reject_unknown_keywords("train_dpsgd", kwargs, accepted);
+  return job.training_options();
 }
 
 }  // namespace
 
 void bind_dpsgd(py::module_& m) {
-  py::class_<DpSgdCheckpoint>(m, "DpSgdCheckpoint", "The FIL accountant (mean over runs) at one step.")
-      .def_readonly("step", &DpSgdCheckpoint::step)
-      .def_readonly("epoch", &DpSgdCheckpoint::epoch)
-      .def_readonly("fisher_trace", &DpSgdCheckpoint::fisher_trace)
-      .def_readonly("fisher_trace_standard_error", &DpSgdCheckpoint::fisher_trace_standard_error)
-      .def_readonly("fisher_spectral", &DpSgdCheckpoint::fisher_spectral)
-      .def_readonly("times_sampled", &DpSgdCheckpoint::times_sampled)
-      .def_readonly("train_accuracy", &DpSgdCheckpoint::train_accuracy)
-      .def_readonly("test_accuracy", &DpSgdCheckpoint::test_accuracy)
-      .def_readonly("privacy", &DpSgdCheckpoint::privacy)
-      .def_readonly("rdp_order2", &DpSgdCheckpoint::rdp_order2)
-      .def("rdp_mse_bound", &DpSgdCheckpoint::rdp_mse_bound)
-      .def("dfil", &DpSgdCheckpoint::dfil, py::arg("private_dims"))
-      .def("eta", &DpSgdCheckpoint::eta);
+  py::class_<DpSgdSnapshot>(m, "DpSgdSnapshot", "The FIL accountant (mean over runs) at one step.")
+      .def_readonly("step", &DpSgdSnapshot::step)
+      .def_readonly("epoch", &DpSgdSnapshot::epoch)
+      .def_readonly("fisher_trace", &DpSgdSnapshot::fisher_trace)
+      .def_readonly("fisher_trace_standard_error", &DpSgdSnapshot::fisher_trace_standard_error)
+      .def_readonly("fisher_spectral", &DpSgdSnapshot::fisher_spectral)
+      .def_readonly("times_sampled", &DpSgdSnapshot::times_sampled)
+      .def_readonly("train_accuracy", &DpSgdSnapshot::train_accuracy)
+      .def_readonly("test_accuracy", &DpSgdSnapshot::test_accuracy)
+      .def_readonly("privacy", &DpSgdSnapshot::privacy)
+      .def_readonly("rdp_order2", &DpSgdSnapshot::rdp_order2)
+      .def("rdp_mse_bound", &DpSgdSnapshot::rdp_mse_bound)
+      .def("dfil", &DpSgdSnapshot::dfil, py::arg("private_dims"))
+      .def("eta", &DpSgdSnapshot::eta);
 
   py::class_<DpSgdResult>(m, "DpSgdResult", "DP-SGD runs with per-example FIL accounting.")
       .def_readonly("n", &DpSgdResult::n)
@@ -97,7 +59,7 @@ void bind_dpsgd(py::module_& m) {
       .def_readonly("step_epsilon", &DpSgdResult::step_epsilon)
       .def_readonly("kappa", &DpSgdResult::kappa)
       .def_readonly("run_seeds", &DpSgdResult::run_seeds)
-      .def_readonly("checkpoints", &DpSgdResult::checkpoints)
+      .def_readonly("snapshots", &DpSgdResult::snapshots)
       .def_readonly("models", &DpSgdResult::models)
       .def_readonly("parameters", &DpSgdResult::parameters)
       .def_readonly("parameter_count", &DpSgdResult::parameter_count)
@@ -106,7 +68,7 @@ void bind_dpsgd(py::module_& m) {
       .def_readonly("resumed", &DpSgdResult::resumed)
       .def_readonly("steps_done", &DpSgdResult::steps_done)
       .def_readonly("seconds", &DpSgdResult::seconds)
-      .def_property_readonly("final_checkpoint", &DpSgdResult::final_checkpoint);
+      .def_property_readonly("final_snapshot", &DpSgdResult::final_snapshot);
 
   m.def(
       "train_dpsgd",
@@ -121,13 +83,10 @@ void bind_dpsgd(py::module_& m) {
         return py::make_tuple(std::move(result), summary);
       },
       py::arg("train"), py::arg("test"),
-      "Train logistic/softmax regression (closed form) or a network (network='softmax'|'mlp'|'cnn', LibTorch) "
-      "by DP-SGD (GELU clipping, Gaussian noise) with the per-example FIL accountant of the reconstruction "
-      "paper's Algorithm 1. Keyword options: model, network, hidden, chunk, intercept, label, batch_size, "
-      "sampling, steps, step_size, clip_norm, noise_multiplier, optimizer, momentum, adam_beta1, adam_beta2, "
-      "adam_epsilon, weight_decay, init_scale, subsampling, kappa_delta, trace, spectral, probes, "
-      "power_iterations, runs, seed, report_epochs, rdp_delta, checkpoint_path, checkpoint_every, stop_after. "
-      "Returns (result, summary dict).");
+      "Train logistic/softmax regression (closed form) or a network (model='mlp'|'cnn', or engine='torch' for the "
+      "softmax network; LibTorch) by DP-SGD (GELU clipping, Gaussian noise) with the per-example FIL accountant of "
+      "the reconstruction paper's Algorithm 1, on given datasets. Keyword options: those of filkit.run('dpsgd') "
+      "without the data options (filkit.defaults('dpsgd') lists them). Returns (result, summary dict).");
   m.def("subsampling_kappa", &subsampling_kappa, py::arg("q"), py::arg("noise_multiplier"), py::arg("delta"));
   m.def("networks_available", &networks_available, "Whether this build has LibTorch (mlp and cnn networks).");
 

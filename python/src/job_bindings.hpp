@@ -85,6 +85,18 @@ inline JobOutputs take_outputs(const py::kwargs& kwargs, const std::vector<Extra
   return outputs;
 }
 
+/// Throws TypeError naming the first keyword not in `accepted`, listing the accepted ones.
+inline void reject_unknown_keywords(const std::string& function, const py::kwargs& kwargs,
+                                    const std::set<std::string>& accepted) {
+  for (const auto& item : kwargs) {
+    const std::string key = py::str(item.first);
+    if (accepted.count(key)) continue;
+    std::string list;
+    for (const std::string& name : accepted) list += (list.empty() ? "" : ", ") + name;
+    throw py::type_error(function + "(): unknown option '" + key + "'; accepted: " + list);
+  }
+}
+
 /// Options of Job from keyword arguments; throws TypeError for unknown keywords.
 template <class Job>
 typename Job::Options job_options(const py::kwargs& kwargs, JobOutputs& outputs, bool& quiet) {
@@ -92,14 +104,7 @@ typename Job::Options job_options(const py::kwargs& kwargs, JobOutputs& outputs,
   std::set<std::string> accepted;
   visit_fields(options, KwargsBinder{kwargs, accepted});
   outputs = take_outputs(kwargs, Job::extra_outputs(), accepted, quiet);
-  for (const auto& item : kwargs) {
-    const std::string key = py::str(item.first);
-    if (!accepted.count(key)) {
-      std::string list;
-      for (const std::string& name : accepted) list += (list.empty() ? "" : ", ") + name;
-      throw py::type_error(std::string(Job::name) + "(): unknown option '" + key + "'; accepted: " + list);
-    }
-  }
+  reject_unknown_keywords(Job::name, kwargs, accepted);
   return options;
 }
 

@@ -3,6 +3,7 @@
 #include "job_bindings.hpp"
 
 #include "filkit/jobs/attack.hpp"
+#include "filkit/jobs/dpsgd.hpp"
 #include "filkit/jobs/irfil.hpp"
 #include "filkit/jobs/measure.hpp"
 #include "filkit/jobs/reconstruct.hpp"
@@ -29,6 +30,7 @@ void bind_jobs(py::module_& m) {
   add_job<AttackJob>(defaults);
   add_job<BoundJob>(defaults);
   add_job<ReconstructJob>(defaults);
+  add_job<DpSgdJob>(defaults);
 
   const auto names = [] {
     std::vector<std::string> list;

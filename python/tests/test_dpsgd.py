@@ -20,15 +20,15 @@ def test_dfil_scales_as_one_over_sigma_and_runs_are_seeded():
     d_z = low.private_dims
     # Same seed: same batches, and the clipped-gradient Jacobians differ only through the noise
     # path; Tr(I) carries 1/sigma^2 explicitly, so the ratio is near 16 (not exactly: w_t differs).
-    sampled = high.final_checkpoint.fisher_trace > 0  # never-sampled examples have no information
+    sampled = high.final_snapshot.fisher_trace > 0  # never-sampled examples have no information
     assert sampled.sum() > train.n // 2
-    ratio = np.median(low.final_checkpoint.fisher_trace[sampled] / high.final_checkpoint.fisher_trace[sampled])
+    ratio = np.median(low.final_snapshot.fisher_trace[sampled] / high.final_snapshot.fisher_trace[sampled])
     assert 8 < ratio < 32
     again, _ = filkit.train_dpsgd(train, test, noise_multiplier=1.0, **options)
-    np.testing.assert_array_equal(again.final_checkpoint.fisher_trace, low.final_checkpoint.fisher_trace)
+    np.testing.assert_array_equal(again.final_snapshot.fisher_trace, low.final_snapshot.fisher_trace)
     assert "'seed': 3" in str(summary)  # the seed is recorded
-    assert low.final_checkpoint.dfil(d_z).shape == (train.n,)
-    with pytest.raises(ValueError, match="unknown option"):
+    assert low.final_snapshot.dfil(d_z).shape == (train.n,)
+    with pytest.raises(TypeError, match="unknown option 'sigma'"):
         filkit.train_dpsgd(train, test, sigma=1.0)
 
 
@@ -51,8 +51,8 @@ def test_network_products_match_finite_differences_and_train():
         columns.append((net.clipped_gradients(w, X + E, y, 0.3) - net.clipped_gradients(w, X - E, y, 0.3)) / (2 * h))
     np.testing.assert_allclose(trace, sum(np.square(c).sum(axis=1) for c in columns), rtol=1e-6)
     train = filkit.Dataset(rng.uniform(size=(30, 6)), (np.arange(30) % 3).astype(float))
-    result, summary = filkit.train_dpsgd(train, train, network="mlp", hidden=[4], batch_size=10, steps=3,
+    result, summary = filkit.train_dpsgd(train, train, model="mlp", hidden=[4], batch_size=10, steps=3,
                                          trace="gaussian", probes=1, spectral="none", seed=2)
     assert result.parameter_count == net.parameter_count - (6 * 5 + 5 + 5 * 3 + 3) + (6 * 4 + 4 + 4 * 3 + 3)
-    assert summary["settings"]["dpsgd"]["network"]["architecture"] == "mlp"
+    assert summary["settings"]["dpsgd"]["network"]["architecture"] == "mlp"  # the training options as resumed
     assert len(result.models) == 0 and len(result.parameters) == 1

@@ -78,16 +78,16 @@ class GlmDpSgdModel : public DpSgdModel {
 
  private:
   double trace_of(const ClippedGlmGradient& g, std::mt19937_64& rng) const {
-    switch (options_.trace) {
-      case TraceMethod::kCoordinates: return estimate_trace_by_coordinates(g, options_.probes, rng).value;
-      case TraceMethod::kGaussian: return estimate_trace_by_gaussian_probes(g, options_.probes, rng).value;
+    switch (options_.trace.value()) {
+      case TraceMethod::kCoordinates: return estimate_trace_by_coordinates(g, options_.probes.value(), rng).value;
+      case TraceMethod::kGaussian: return estimate_trace_by_gaussian_probes(g, options_.probes.value(), rng).value;
       case TraceMethod::kExact: break;
     }
     return g.jacobian_trace();
   }
 
   double spectral_norm_squared_of(const ClippedGlmGradient& g, std::mt19937_64& rng) const {
-    switch (options_.spectral) {
+    switch (options_.spectral.value()) {
       case SpectralMethod::kPowerIteration: {
         const double norm = estimate_spectral_norm(g, options_.power_iterations, 0.0, rng).value;
         return norm * norm;
@@ -118,9 +118,9 @@ class NetworkDpSgdModel : public DpSgdModel {
     if (options.label == LabelPrivacy::kPrivate)
       throw std::invalid_argument("DpSgdOptions.label = private: networks treat the label as public (only the "
                                   "closed-form GLMs account for a private label)");
-    request_.trace = options.trace;
-    request_.spectral = options.spectral;
-    request_.probes = options.probes;
+    request_.trace = options.trace.value();
+    request_.spectral = options.spectral.value();
+    request_.probes = options.probes.value();
     request_.power_iterations = options.power_iterations;
   }
 

@@ -1,7 +1,7 @@
 // What the DP-SGD loop (dpsgd.cpp) needs from a model: its clipped per-example gradients with
 // their accounting, and its accuracy. GLMs answer in closed form (clipped_gradient.hpp), networks
 // through LibTorch (networks.hpp); the loop, the sampler, the noise, the optimiser, the
-// accountant and the checkpoints are shared, so the two give identical numbers where they meet
+// accountant and the snapshots are shared, so the two give identical numbers where they meet
 // (the softmax network against the softmax GLM).
 #pragma once
 

@@ -4,6 +4,7 @@
 #include "filkit/dpsgd/clipped_gradient.hpp"
 #include "filkit/base/io.hpp"
 #include "filkit/dpsgd/jacobian_estimators.hpp"
+#include "filkit/base/options.hpp"
 #include "filkit/base/summary.hpp"
 
 #include "dpsgd/trainable_models.hpp"
@@ -77,7 +78,7 @@ void DpSgdOptions::validate() const {
     invalid("init_scale", format_double(init_scale), "must be finite and >= 0");
   require_probability("kappa_delta", kappa_delta);
   require_probability("rdp_delta", rdp_delta);
-  if (probes < 1) invalid("probes", std::to_string(probes), "must be >= 1");
+  if (probes && *probes < 1) invalid("probes", std::to_string(*probes), "must be >= 1");
   if (power_iterations < 1) invalid("power_iterations", std::to_string(power_iterations), "must be >= 1");
   if (runs < 1) invalid("runs", std::to_string(runs), "must be >= 1");
   for (double epoch : report_epochs) require_positive("report_epochs", epoch);
@@ -98,11 +99,11 @@ double subsampling_kappa(double q, double noise_multiplier, double delta) {
 
 // ---------------------------------------------------------------------------------------------
 
-VectorXd DpSgdCheckpoint::dfil(Index private_dims) const {
+VectorXd DpSgdSnapshot::dfil(Index private_dims) const {
   return (fisher_trace / static_cast<double>(private_dims)).cwiseSqrt();
 }
 
-VectorXd DpSgdCheckpoint::eta() const { return fisher_spectral.cwiseSqrt(); }
+VectorXd DpSgdSnapshot::eta() const { return fisher_spectral.cwiseSqrt(); }
 
 namespace {
 double mean_of(const std::vector<double>& values) {
@@ -112,10 +113,10 @@ double mean_of(const std::vector<double>& values) {
 }
 }  // namespace
 
-double DpSgdCheckpoint::rdp_mse_bound() const { return 1.0 / (4.0 * std::expm1(rdp_order2)); }
+double DpSgdSnapshot::rdp_mse_bound() const { return 1.0 / (4.0 * std::expm1(rdp_order2)); }
 
-double DpSgdCheckpoint::mean_test_accuracy() const { return mean_of(test_accuracy); }
-double DpSgdCheckpoint::mean_train_accuracy() const { return mean_of(train_accuracy); }
+double DpSgdSnapshot::mean_test_accuracy() const { return mean_of(test_accuracy); }
+double DpSgdSnapshot::mean_train_accuracy() const { return mean_of(train_accuracy); }
 
 // ---------------------------------------------------------------------------------------------
 
@@ -134,7 +135,7 @@ struct RunAccountant {
   VectorXd trace, spectral, sampled;
 };
 
-/// Sums over runs of each checkpoint's accountant, turned into means at the end.
+/// Sums over runs of each snapshot's accountant, turned into means at the end.
 struct CheckpointSums {
   VectorXd trace, trace_squares, spectral, sampled;
 };
@@ -257,8 +258,8 @@ Index number_of_classes(const Dataset& train, const Dataset& test, ModelKind kin
   return static_cast<Index>(largest) + 1;
 }
 
-/// The checkpoint steps: report epochs rounded to steps, and T, sorted and unique.
-std::vector<Index> checkpoint_steps(const DpSgdOptions& options, Index n) {
+/// The snapshot steps: report epochs rounded to steps, and T, sorted and unique.
+std::vector<Index> snapshot_steps(const DpSgdOptions& options, Index n) {
   std::vector<Index> steps{options.steps};
   for (double epoch : options.report_epochs) {
     const Index step = std::max<Index>(1, std::llround(epoch * n / options.batch_size));
@@ -300,7 +301,7 @@ struct JobState {
   Index step = 0;        ///< steps done in that run
   nlohmann::json trainer;  ///< the run's Trainer::state() (null when step = 0)
   std::vector<CheckpointSums> sums;
-  std::vector<std::vector<double>> train_accuracy, test_accuracy;  ///< per checkpoint, one per run so far
+  std::vector<std::vector<double>> train_accuracy, test_accuracy;  ///< per snapshot, one per run so far
   std::vector<std::uint64_t> run_seeds;
   std::vector<VectorXd> parameters;  ///< of the finished runs
   double training_seconds = 0.0, evaluation_seconds = 0.0;
@@ -371,8 +372,18 @@ std::optional<JobState> load_state(const std::string& path, const nlohmann::json
 
 }  // namespace
 
-DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOptions& options, bool progress) {
-  options.validate();
+DpSgdOptions DpSgdOptions::resolved() const {
+  DpSgdOptions options = *this;
+  const bool autodiff = network.has_value();
+  if (!options.trace) options.trace = autodiff ? TraceMethod::kGaussian : TraceMethod::kExact;
+  if (!options.spectral) options.spectral = autodiff ? SpectralMethod::kNone : SpectralMethod::kExact;
+  if (!options.probes) options.probes = autodiff ? 1 : 50;
+  return options;
+}
+
+DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOptions& requested, bool progress) {
+  requested.validate();
+  const DpSgdOptions options = requested.resolved();
   train.validate();
   if (test.n() > 0) test.validate();
   if (test.n() > 0 && test.d() != train.d())
@@ -396,7 +407,7 @@ DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOp
   const std::unique_ptr<DpSgdModel> model = make_dpsgd_model(train, options, result.num_classes);
   result.parameter_count = model->parameter_count();
   result.architecture = model->describe();
-  const std::vector<Index> steps = checkpoint_steps(options, n);
+  const std::vector<Index> steps = snapshot_steps(options, n);
 
   const nlohmann::json fingerprint = options.checkpoint_path.empty() ? nlohmann::json() : job_fingerprint(train, test, options);
   JobState state;
@@ -486,23 +497,23 @@ DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOp
   if (model->is_glm())
     for (const VectorXd& w : result.parameters) result.models.push_back(model->glm(w));
   const double runs = options.runs;
-  result.checkpoints.resize(steps.size());
+  result.snapshots.resize(steps.size());
   for (std::size_t c = 0; c < steps.size(); ++c) {
-    DpSgdCheckpoint& checkpoint = result.checkpoints[c];
-    checkpoint.step = steps[c];
-    checkpoint.epoch = static_cast<double>(steps[c]) * result.sampling_rate;
-    checkpoint.fisher_trace = state.sums[c].trace / runs;
-    const VectorXd variance = (state.sums[c].trace_squares / runs - checkpoint.fisher_trace.cwiseAbs2()).cwiseMax(0.0);
-    checkpoint.fisher_trace_standard_error =
+    DpSgdSnapshot& snapshot = result.snapshots[c];
+    snapshot.step = steps[c];
+    snapshot.epoch = static_cast<double>(steps[c]) * result.sampling_rate;
+    snapshot.fisher_trace = state.sums[c].trace / runs;
+    const VectorXd variance = (state.sums[c].trace_squares / runs - snapshot.fisher_trace.cwiseAbs2()).cwiseMax(0.0);
+    snapshot.fisher_trace_standard_error =
         options.runs > 1 ? VectorXd((variance / (runs - 1)).cwiseSqrt()) : VectorXd::Zero(n);
-    checkpoint.fisher_spectral = state.sums[c].spectral / runs;
-    checkpoint.times_sampled = state.sums[c].sampled / runs;
-    checkpoint.train_accuracy = state.train_accuracy[c];
-    checkpoint.test_accuracy = state.test_accuracy[c];
+    snapshot.fisher_spectral = state.sums[c].spectral / runs;
+    snapshot.times_sampled = state.sums[c].sampled / runs;
+    snapshot.train_accuracy = state.train_accuracy[c];
+    snapshot.test_accuracy = state.test_accuracy[c];
     RdpAccountant accountant;
     accountant.compose(result.sampling_rate, rdp_noise_multiplier(options.noise_multiplier), steps[c]);
-    checkpoint.privacy = accountant.get_privacy_spent(options.rdp_delta);
-    checkpoint.rdp_order2 = static_cast<double>(steps[c]) *
+    snapshot.privacy = accountant.get_privacy_spent(options.rdp_delta);
+    snapshot.rdp_order2 = static_cast<double>(steps[c]) *
                             subsampled_gaussian_rdp(result.sampling_rate, rdp_noise_multiplier(options.noise_multiplier), {2.0})[0];
   }
   result.seconds["evaluation"] = state.evaluation_seconds;
@@ -537,9 +548,9 @@ nlohmann::json to_json(const DpSgdOptions& options) {
           {"init_scale", options.init_scale},
           {"subsampling", to_string(options.subsampling)},
           {"kappa_delta", options.kappa_delta},
-          {"trace", to_string(options.trace)},
-          {"spectral", to_string(options.spectral)},
-          {"probes", options.probes},
+          {"trace", option_to_json(options.trace)},
+          {"spectral", option_to_json(options.spectral)},
+          {"probes", option_to_json(options.probes)},
           {"power_iterations", options.power_iterations},
           {"runs", options.runs},
           {"seed", options.seed},
@@ -566,9 +577,9 @@ nlohmann::json leakage_summary(const VectorXd& values) {
 }  // namespace
 
 nlohmann::json DpSgdResult::summary(const DpSgdOptions& options) const {
-  nlohmann::json checkpoints_json = nlohmann::json::array();
-  for (const DpSgdCheckpoint& c : checkpoints)
-    checkpoints_json.push_back({{"step", c.step},
+  nlohmann::json snapshots_json = nlohmann::json::array();
+  for (const DpSgdSnapshot& c : snapshots)
+    snapshots_json.push_back({{"step", c.step},
                                 {"epoch", c.epoch},
                                 {"dfil", leakage_summary(c.dfil(private_dims))},
                                 {"eta", leakage_summary(c.eta())},
@@ -601,7 +612,7 @@ nlohmann::json DpSgdResult::summary(const DpSgdOptions& options) const {
           {"parameter_count", parameter_count},
           {"architecture", architecture},
           {"resumed", resumed},
-          {"checkpoints", checkpoints_json},
+          {"snapshots", snapshots_json},
           {"seconds", seconds}};
 }
 
@@ -612,7 +623,7 @@ std::vector<std::string> DpSgdResult::table_header() const {
 
 std::vector<std::vector<double>> DpSgdResult::table_rows(const Dataset& train) const {
   std::vector<std::vector<double>> rows;
-  for (const DpSgdCheckpoint& c : checkpoints) {
+  for (const DpSgdSnapshot& c : snapshots) {
     const VectorXd eta = c.eta(), dfil = c.dfil(private_dims);
     for (Index i = 0; i < n; ++i)
       rows.push_back({static_cast<double>(c.step), c.epoch, static_cast<double>(i), train.y(i), c.times_sampled(i),

@@ -1,41 +1,118 @@
 #include "filkit/jobs/dpsgd.hpp"
 
-#include "filkit/data/pipeline.hpp"
+#include "filkit/base/options.hpp"
+#include "filkit/base/summary.hpp"
+
+#include <cmath>
+#include <iomanip>
+#include <ostream>
+#include <stdexcept>
 
 namespace filkit {
 
-void DpSgdJobOptions::validate() const {
-  data.validate();
-  preprocess.validate();
-  dpsgd.validate();
+namespace {
+bool is_network(DpSgdModel model) { return model == DpSgdModel::kMlp || model == DpSgdModel::kCnn; }
+}  // namespace
+
+DpSgdOptions DpSgdJobOptions::training_options() const {
+  DpSgdOptions options = dpsgd;
+  const bool glm = !is_network(model);
+  const bool torch = engine == DpSgdEngine::kTorch || (engine == DpSgdEngine::kAuto && !glm);
+  if (!glm && engine == DpSgdEngine::kClosedForm)
+    throw std::invalid_argument("engine = closed-form: the " + to_string(model) + " has no closed form; use torch");
+  if (model == DpSgdModel::kLogistic && torch)
+    throw std::invalid_argument("engine = torch: logistic is closed-form only (the softmax network with 2 classes is "
+                                "its autodiff counterpart)");
+  if (torch) {
+    NetworkOptions net = network;
+    net.architecture = parse_enum<NetworkArchitecture>(to_string(model));
+    options.network = net;
+  } else {
+    options.kind = model == DpSgdModel::kSoftmax ? ModelKind::kSoftmax : ModelKind::kLogistic;
+    options.network.reset();
+  }
+  return options.resolved();
 }
 
-DpSgdJobResult run_dpsgd_job(const DpSgdJobOptions& options) {
-  options.validate();
+void DpSgdJobOptions::resolve() {
+  if (!data.classes && is_network(model)) data.classes = std::vector<int>{};  // networks: every class
+  data.resolve();
+  const DpSgdOptions resolved = training_options();
+  engine = resolved.network ? DpSgdEngine::kTorch : DpSgdEngine::kClosedForm;
+  dpsgd.trace = resolved.trace;
+  dpsgd.spectral = resolved.spectral;
+  dpsgd.probes = resolved.probes;
+}
+
+void DpSgdJobOptions::validate() const {
+  data.validate();
+  training_options().validate();
+}
+
+DpSgdJobResult run_dpsgd(const DpSgdJobOptions& requested, bool progress) {
+  requested.validate();
   DpSgdJobResult result;
-  PreparedData prepared = load_and_preprocess(options.data, options.preprocess);
+  result.options = requested;
+  result.options.resolve();
+  const DpSgdJobOptions& options = result.options;
+  PreparedData prepared = load_and_preprocess(options.data, options.dpsgd.seed);
   result.data = std::move(prepared.data);
   result.preprocessor = std::move(prepared.preprocessor);
   result.seconds = std::move(prepared.seconds);
-  result.training = train_dpsgd(result.data.train, result.data.test, options.dpsgd, options.progress);
+  result.training = train_dpsgd(result.data.train, result.data.test, options.training_options(), progress);
   for (const auto& [stage, seconds] : result.training.seconds) result.seconds[stage] = seconds;
   return result;
 }
 
-nlohmann::json DpSgdJobResult::summary(const DpSgdJobOptions& options) const {
-  nlohmann::json json = training.summary(options.dpsgd);
-  json["command"] = "dpsgd";
+nlohmann::json DpSgdJobResult::to_json() const {
+  nlohmann::json json = training.summary(options.training_options());
+  json.update(job_summary_header(DpSgdJob::name, options.dpsgd.seed));
+  json["settings"] = settings_json(options);
   json["n_test"] = data.test.n();
   json["d"] = data.train.d();
-  json["settings"]["data"] = options.data.data;
-  json["settings"]["source"] = data.train.source;
-  json["settings"]["classes"] = options.data.classes;
-  json["settings"]["train_size"] = options.data.train_size;
-  json["settings"]["test_size"] = options.data.test_size;
-  json["settings"]["data_seed"] = options.data.seed;
-  json["settings"]["preprocessing"] = preprocessor.to_json();
+  json["source"] = data.train.source;
+  json["preprocessing"] = preprocessor.to_json();
   json["seconds"] = seconds;
   return json;
+}
+
+NumericTable DpSgdJobResult::table() const {
+  return {training.table_header(), training.complete ? training.table_rows(data.train) : std::vector<std::vector<double>>{}};
+}
+
+void DpSgdJobResult::print_summary(std::ostream& out) const {
+  const DpSgdResult& t = training;
+  const DpSgdOptions& d = options.dpsgd;
+  if (!t.complete) {
+    out << "filkit dpsgd: stopped after step " << t.steps_done << " of " << static_cast<Index>(d.runs) * d.steps
+        << " (all runs); the state is in " << d.checkpoint_path << ": run the same command again to resume\n";
+    return;
+  }
+  out << "filkit dpsgd: " << options.data.data << ", n = " << t.n << ", d = " << data.train.d() << ", "
+      << to_string(options.model) << ", B = " << d.batch_size << " (" << to_string(d.sampling)
+      << ", q = " << t.sampling_rate << "), T = " << d.steps << ", rho = " << d.step_size << ", C = " << d.clip_norm
+      << ", noise multiplier = " << d.noise_multiplier << ", kappa = " << t.kappa << ", label " << to_string(d.label)
+      << ", " << d.runs << " run(s), " << t.parameter_count << " parameters" << (t.resumed ? ", resumed" : "")
+      << "\n";
+  out << "  " << std::setw(7) << "step" << std::setw(8) << "epoch" << std::setw(10) << "test acc" << std::setw(13)
+      << "median dFIL" << std::setw(11) << "max dFIL" << std::setw(13) << "median eta" << std::setw(11) << "max eta"
+      << std::setw(14) << "1/maxdFIL^2" << std::setw(11) << "RDP eps" << std::setw(11) << "eps2" << std::setw(11)
+      << "RDP bound" << "\n";
+  for (const DpSgdSnapshot& c : t.snapshots) {
+    const Summary dfil = summarize(c.dfil(t.private_dims));
+    const VectorXd eta = c.eta();
+    const bool has_eta = !eta.hasNaN();
+    out << "  " << std::setw(7) << c.step << std::fixed << std::setprecision(2) << std::setw(8) << c.epoch
+        << std::setprecision(4) << std::setw(10) << c.mean_test_accuracy() << std::scientific << std::setprecision(3)
+        << std::setw(13) << dfil.median << std::setw(11) << dfil.max << std::setw(13)
+        << (has_eta ? summarize(eta).median : std::nan("")) << std::setw(11) << (has_eta ? eta.maxCoeff() : std::nan(""))
+        << std::setw(14) << 1.0 / (dfil.max * dfil.max) << std::setw(11) << c.privacy.eps << std::setw(11)
+        << c.rdp_order2 << std::setw(11) << c.rdp_mse_bound() << std::defaultfloat << "\n";
+    if (!c.privacy.warning.empty()) out << "  note: " << c.privacy.warning << "\n";
+  }
+  out << "  seconds:";
+  for (const auto& [stage, value] : seconds) out << " " << stage << " " << std::setprecision(3) << value;
+  out << "\n";
 }
 
 }  // namespace filkit

@@ -83,6 +83,7 @@ nlohmann::json job_summary_header(const std::string& command, std::uint64_t seed
 }
 
 std::vector<std::string> write_job_outputs(const JobResult& result, const JobOutputs& requested, bool quiet) {
+  if (!result.complete()) return {};
   JobOutputs outputs = requested;
   if (!outputs.report.empty()) {
     fs::create_directories(outputs.report);

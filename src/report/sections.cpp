@@ -389,10 +389,10 @@ void dpsgd_section(const std::vector<const Input*>& inputs, Plotter& plotter, Se
   std::vector<ParetoPoint> at_max, at_median;
   std::size_t incomplete = 0;
   for (const Input* input : inputs) {
-    const nlohmann::json checkpoints = input->summary.value("checkpoints", nlohmann::json::array());
-    if (!checkpoints.is_array() || checkpoints.empty())
-      section.notes.push_back(input->summary_path + ": no checkpoints, left out of the accuracy/bound figure");
-    for (const nlohmann::json& c : checkpoints) {
+    const nlohmann::json snapshots = input->summary.value("snapshots", nlohmann::json::array());
+    if (!snapshots.is_array() || snapshots.empty())
+      section.notes.push_back(input->summary_path + ": no snapshots, left out of the accuracy/bound figure");
+    for (const nlohmann::json& c : snapshots) {
       const auto accuracy = number_at(c, "test_accuracy");
       const auto max_bound = number_at(c, "dfil.mse_bound_at_max");
       const auto median_bound = number_at(c, "dfil.mse_bound_at_median");
@@ -406,9 +406,9 @@ void dpsgd_section(const std::vector<const Input*>& inputs, Plotter& plotter, Se
   }
   if (incomplete)
     section.notes.push_back("accuracy against MSE bound: " + std::to_string(incomplete) +
-                            " checkpoint(s) without test_accuracy or a positive dfil.mse_bound_at_max left out");
+                            " snapshot(s) without test_accuracy or a positive dfil.mse_bound_at_max left out");
   if (at_max.empty()) {
-    section.notes.push_back("accuracy against MSE bound: skipped, no checkpoint has both numbers");
+    section.notes.push_back("accuracy against MSE bound: skipped, no snapshot has both numbers");
     return;
   }
   std::string plots = "plot " + plotter.data(section.id + "-max.dat", rows_text(as_rows(at_max))) +
@@ -421,7 +421,7 @@ void dpsgd_section(const std::vector<const Input*>& inputs, Plotter& plotter, Se
              plotter.data(section.id + "-median-front.dat", rows_text(as_rows(pareto_front(at_median)))) +
              " with fsteps lw 2 dt 2 lc rgb '#ff7f0e' title 'Pareto front (median dFIL)'";
   plotter.plot(section, "accuracy-vs-bound",
-               "Test accuracy against the reconstruction MSE bound 1/dFIL^2 of every checkpoint of every DP-SGD "
+               "Test accuracy against the reconstruction MSE bound 1/dFIL^2 of every snapshot of every DP-SGD "
                "run, with the Pareto fronts: the best accuracy reached at each privacy level.",
                "set logscale x\nset key bottom left\nset xlabel 'MSE bound 1/dFIL^2'\nset ylabel 'test accuracy'\n" +
                    plots);

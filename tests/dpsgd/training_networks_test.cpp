@@ -1,6 +1,5 @@
 // Private SGD on networks (dpsgd.hpp with DpSgdOptions::network), Adam, and resuming from a saved
 // state: against the closed-form GLM, hand-computed updates and uninterrupted runs.
-#include "dpsgd.hpp"
 
 #include "filkit/dpsgd/training.hpp"
 
@@ -34,6 +33,8 @@ DpSgdOptions softmax_options() {
   options.report_epochs = {1.0};
   options.runs = 2;
   options.seed = 21;
+  options.trace = TraceMethod::kExact;  // exact for the network too (its auto would estimate)
+  options.spectral = SpectralMethod::kExact;
   return options;
 }
 
@@ -46,10 +47,10 @@ TEST(DpSgdNetworks, SoftmaxNetworkAccountantAgreesWithTheClosedFormGlmToRounding
     DpSgdOptions network = glm;
     network.network = NetworkOptions{NetworkArchitecture::kSoftmax, {}, false, 3};
     const DpSgdResult a = train_dpsgd(train, test, glm), b = train_dpsgd(train, test, network);
-    ASSERT_EQ(a.checkpoints.size(), b.checkpoints.size());
+    ASSERT_EQ(a.snapshots.size(), b.snapshots.size());
     EXPECT_EQ(a.parameter_count, b.parameter_count);
-    for (std::size_t c = 0; c < a.checkpoints.size(); ++c) {
-      const DpSgdCheckpoint &x = a.checkpoints[c], &y = b.checkpoints[c];
+    for (std::size_t c = 0; c < a.snapshots.size(); ++c) {
+      const DpSgdSnapshot &x = a.snapshots[c], &y = b.snapshots[c];
       EXPECT_EQ(x.times_sampled, y.times_sampled);  // the same batches
       EXPECT_LT((x.fisher_trace - y.fisher_trace).norm(), 1e-10 * x.fisher_trace.norm());
       EXPECT_LT((x.fisher_spectral - y.fisher_spectral).norm(), 1e-9 * x.fisher_spectral.norm());
@@ -90,7 +91,7 @@ TEST(DpSgdNetworks, TrainsTheMlpAndTheConvNetWithEstimatedAccounting) {
     options.power_iterations = 3;
     options.seed = 2;
     const DpSgdResult result = train_dpsgd(train, train, options);
-    const DpSgdCheckpoint& last = result.final_checkpoint();
+    const DpSgdSnapshot& last = result.final_snapshot();
     EXPECT_GT(last.mean_test_accuracy(), 0.6) << to_string(architecture);
     EXPECT_TRUE(result.models.empty());
     ASSERT_EQ(result.parameters.size(), 1u);
@@ -168,12 +169,12 @@ TEST(DpSgdNetworks, ResumingFromTheSavedStateGivesTheUninterruptedRun) {
     const DpSgdResult pieces = run_in_pieces(train, test, options, 7, calls);  // 24 steps: 4 calls
     EXPECT_EQ(calls, 4);
     EXPECT_FALSE(std::filesystem::exists(options.checkpoint_path)) << "removed when the job finishes";
-    ASSERT_EQ(whole.checkpoints.size(), pieces.checkpoints.size());
-    for (std::size_t c = 0; c < whole.checkpoints.size(); ++c) {
-      EXPECT_EQ(whole.checkpoints[c].fisher_trace, pieces.checkpoints[c].fisher_trace);
-      EXPECT_EQ(whole.checkpoints[c].fisher_spectral.hasNaN(), pieces.checkpoints[c].fisher_spectral.hasNaN());
-      EXPECT_EQ(whole.checkpoints[c].times_sampled, pieces.checkpoints[c].times_sampled);
-      EXPECT_EQ(whole.checkpoints[c].test_accuracy, pieces.checkpoints[c].test_accuracy);
+    ASSERT_EQ(whole.snapshots.size(), pieces.snapshots.size());
+    for (std::size_t c = 0; c < whole.snapshots.size(); ++c) {
+      EXPECT_EQ(whole.snapshots[c].fisher_trace, pieces.snapshots[c].fisher_trace);
+      EXPECT_EQ(whole.snapshots[c].fisher_spectral.hasNaN(), pieces.snapshots[c].fisher_spectral.hasNaN());
+      EXPECT_EQ(whole.snapshots[c].times_sampled, pieces.snapshots[c].times_sampled);
+      EXPECT_EQ(whole.snapshots[c].test_accuracy, pieces.snapshots[c].test_accuracy);
     }
     EXPECT_EQ(whole.parameters, pieces.parameters);
     EXPECT_EQ(whole.run_seeds, pieces.run_seeds);
@@ -201,62 +202,6 @@ TEST(DpSgdNetworks, RefusesAStateFileOfAnotherJob) {
   DpSgdOptions nowhere = softmax_options();
   nowhere.stop_after = 3;  // would lose the work
   EXPECT_THROW(train_dpsgd(train, Dataset(), nowhere), std::invalid_argument);
-}
-
-TEST(DpSgdNetworksCommand, RunsTheConvNetOnMnistEndToEndAndResumes) {
-  if (!networks_available()) GTEST_SKIP() << "built without LibTorch";
-  const TempDir dir;
-  cli::DpSgdCommandOptions options;
-  options.model = "cnn";
-  options.data.data = "mnist";
-  options.data.train_size = 60;
-  options.data.test_size = 50;
-  options.batch_size = 10;
-  options.steps = 4;
-  options.run.seed = 3;
-  options.run.quiet = true;
-  options.run.out = dir.file("cnn.csv");
-  options.run.json = dir.file("cnn.json");
-  options.checkpoint = dir.file("state.cbor");
-  options.stop_after = 2;
-  std::ostringstream printed;
-  try {
-    cli::run_dpsgd(options, printed);
-  } catch (const std::invalid_argument& e) {
-    if (std::string(e.what()).find("not found") != std::string::npos) GTEST_SKIP() << e.what();
-    throw;
-  }
-  EXPECT_FALSE(std::filesystem::exists(options.run.json)) << "no outputs before the job is complete";
-  const DpSgdJobResult result = cli::run_dpsgd(options, printed);
-  ASSERT_TRUE(result.training.complete);
-  EXPECT_TRUE(result.training.resumed);
-  std::ifstream in(options.run.json);
-  const nlohmann::json summary = nlohmann::json::parse(in);
-  EXPECT_EQ(summary["parameter_count"], 26010);
-  EXPECT_EQ(summary["num_classes"], 10);
-  EXPECT_EQ(summary["n"], 60);
-  EXPECT_EQ(summary["settings"]["dpsgd"]["network"]["architecture"], "cnn");
-  EXPECT_EQ(summary["settings"]["dpsgd"]["trace"], "gaussian");
-  EXPECT_EQ(summary["settings"]["dpsgd"]["spectral"], "none");
-  EXPECT_EQ(summary["settings"]["dpsgd"]["probes"], 1);
-  EXPECT_GT(summary["checkpoints"].back()["dfil"]["max"].get<double>(), 0.0);
-  EXPECT_EQ(testing::read_lines(options.run.out).size(), 61u);  // header + one row an example
-}
-
-TEST(DpSgdNetworksCommand, RejectsEnginesAModelDoesNotHave) {
-  cli::DpSgdCommandOptions options;
-  options.model = "cnn";
-  options.engine = "closed-form";
-  EXPECT_THROW(cli::to_dpsgd_job_options(options), CLI::ValidationError);
-  options.model = "logistic";
-  options.engine = "torch";
-  EXPECT_THROW(cli::to_dpsgd_job_options(options), CLI::ValidationError);
-  options.model = "softmax";
-  EXPECT_TRUE(cli::to_dpsgd_job_options(options).dpsgd.network.has_value());
-  options.engine = "auto";
-  EXPECT_FALSE(cli::to_dpsgd_job_options(options).dpsgd.network.has_value());
-  options.probes = "many";
-  EXPECT_THROW(cli::to_dpsgd_job_options(options), CLI::ValidationError);
 }
 
 }  // namespace

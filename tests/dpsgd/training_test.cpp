@@ -45,7 +45,7 @@ TEST(DpSgd, ReportsTheRdpOfTheSameRunWithTheGeluClipSensitivity) {
   options.report_epochs = {3.0};            // step 15
   const DpSgdResult result = train_dpsgd(train, Dataset(), options);
   const double s = options.noise_multiplier / soft_clip_norm_bound();
-  for (const DpSgdCheckpoint& c : result.checkpoints) {
+  for (const DpSgdSnapshot& c : result.snapshots) {
     // Order 2 of the sampled Gaussian in closed form: log(1 + q^2 (e^{1/s^2} - 1)) per step.
     const double order2 = c.step * std::log1p(0.2 * 0.2 * std::expm1(1.0 / (s * s)));
     EXPECT_NEAR(c.rdp_order2, order2, 1e-12 * order2);
@@ -54,11 +54,11 @@ TEST(DpSgd, ReportsTheRdpOfTheSameRunWithTheGeluClipSensitivity) {
     reference.compose(0.2, s, c.step);
     EXPECT_DOUBLE_EQ(c.privacy.eps, reference.get_privacy_spent(1e-5).eps);
   }
-  EXPECT_LT(result.checkpoints[0].privacy.eps, result.checkpoints[1].privacy.eps);
+  EXPECT_LT(result.snapshots[0].privacy.eps, result.snapshots[1].privacy.eps);
   // The unscaled noise multiplier would understate the privacy loss.
   RdpAccountant unscaled;
   unscaled.compose(0.2, options.noise_multiplier, options.steps);
-  EXPECT_LT(unscaled.get_privacy_spent(1e-5).eps, result.final_checkpoint().privacy.eps);
+  EXPECT_LT(unscaled.get_privacy_spent(1e-5).eps, result.final_snapshot().privacy.eps);
 }
 
 TEST(DpSgdOptions, InvalidValuesThrowNamingTheField) {
@@ -122,9 +122,9 @@ TEST(DpSgd, TrainsAccurateLogisticAndSoftmaxModelsAtLowNoise) {
     fit_options.kind = options.kind;
     fit_options.l2 = 1e-4;
     const double reference = accuracy(fit(train, fit_options), test);  // the non-private optimum
-    EXPECT_GT(result.final_checkpoint().mean_test_accuracy(), reference - 0.05) << classes << " classes";
+    EXPECT_GT(result.final_snapshot().mean_test_accuracy(), reference - 0.05) << classes << " classes";
     EXPECT_GT(reference, 0.6);
-    EXPECT_NEAR(accuracy(result.models[0], test), result.final_checkpoint().test_accuracy[0], 1e-15);
+    EXPECT_NEAR(accuracy(result.models[0], test), result.final_snapshot().test_accuracy[0], 1e-15);
   }
 }
 
@@ -142,8 +142,8 @@ TEST(DpSgd, SeededRunsAreReproducibleAndIndependentOfThreadCount) {
   const DpSgdResult two = train_dpsgd(train, Dataset(), options);
   omp_set_num_threads(threads);
   EXPECT_EQ(one.models[1].weights, two.models[1].weights);
-  EXPECT_EQ(one.final_checkpoint().fisher_trace, two.final_checkpoint().fisher_trace);
-  EXPECT_EQ(one.final_checkpoint().fisher_spectral, two.final_checkpoint().fisher_spectral);
+  EXPECT_EQ(one.final_snapshot().fisher_trace, two.final_snapshot().fisher_trace);
+  EXPECT_EQ(one.final_snapshot().fisher_spectral, two.final_snapshot().fisher_spectral);
   EXPECT_EQ(one.run_seeds, two.run_seeds);
   options.seed = 8;
   EXPECT_NE(train_dpsgd(train, Dataset(), options).models[1].weights, one.models[1].weights);
@@ -154,12 +154,12 @@ TEST(DpSgd, UniformBatchesHaveExactlyBExamplesAndPoissonBatchesQnOnAverage) {
   DpSgdOptions options = small_options();
   options.steps = 400;
   const DpSgdResult uniform = train_dpsgd(train, Dataset(), options);
-  EXPECT_DOUBLE_EQ(uniform.final_checkpoint().times_sampled.sum(), 20.0 * 400.0);
+  EXPECT_DOUBLE_EQ(uniform.final_snapshot().times_sampled.sum(), 20.0 * 400.0);
   options.sampling = BatchSampling::kPoisson;
   const DpSgdResult poisson = train_dpsgd(train, Dataset(), options);
   // Binomial(50 * 400, 0.4): mean 8000, std 69.
-  EXPECT_NEAR(poisson.final_checkpoint().times_sampled.sum(), 8000.0, 5 * 69.3);
-  EXPECT_NE(poisson.final_checkpoint().times_sampled.sum(), 8000.0);
+  EXPECT_NEAR(poisson.final_snapshot().times_sampled.sum(), 8000.0, 5 * 69.3);
+  EXPECT_NE(poisson.final_snapshot().times_sampled.sum(), 8000.0);
 }
 
 TEST(DpSgd, AccountantGrowsOverCheckpointsAndEtaBoundsDfil) {
@@ -168,17 +168,17 @@ TEST(DpSgd, AccountantGrowsOverCheckpointsAndEtaBoundsDfil) {
   options.label = LabelPrivacy::kPrivate;
   options.report_epochs = {1.0, 6.0};  // steps 3 and 18
   const DpSgdResult result = train_dpsgd(train, Dataset(), options);
-  ASSERT_EQ(result.checkpoints.size(), 3u);
-  EXPECT_EQ(result.checkpoints[0].step, 3);
-  EXPECT_EQ(result.checkpoints[1].step, 18);
-  EXPECT_EQ(result.checkpoints[2].step, 60);
+  ASSERT_EQ(result.snapshots.size(), 3u);
+  EXPECT_EQ(result.snapshots[0].step, 3);
+  EXPECT_EQ(result.snapshots[1].step, 18);
+  EXPECT_EQ(result.snapshots[2].step, 60);
   EXPECT_EQ(result.private_dims, 5);
-  for (std::size_t c = 1; c < result.checkpoints.size(); ++c)
-    EXPECT_TRUE((result.checkpoints[c].fisher_trace.array() >= result.checkpoints[c - 1].fisher_trace.array()).all());
-  const DpSgdCheckpoint& last = result.final_checkpoint();
+  for (std::size_t c = 1; c < result.snapshots.size(); ++c)
+    EXPECT_TRUE((result.snapshots[c].fisher_trace.array() >= result.snapshots[c - 1].fisher_trace.array()).all());
+  const DpSgdSnapshot& last = result.final_snapshot();
   // sum_t ||G_t||_2^2 >= ||sum_t G_t^T G_t||_2 >= Tr / d_z.
   EXPECT_TRUE((last.eta().array() >= last.dfil(result.private_dims).array() * (1 - 1e-12)).all());
-  const DpSgdCheckpoint& first = result.checkpoints[0];
+  const DpSgdSnapshot& first = result.snapshots[0];
   EXPECT_EQ((first.times_sampled.array() == 0).count(), (first.fisher_trace.array() == 0).count());
 }
 
@@ -193,12 +193,12 @@ TEST(DpSgd, EstimatedTracesAndPowerIterationAgreeWithTheExactAccountant) {
   options.power_iterations = 300;
   const DpSgdResult estimated = train_dpsgd(train, Dataset(), options);
   ASSERT_EQ(exact.models[0].weights, estimated.models[0].weights);
-  const VectorXd& a = exact.final_checkpoint().fisher_trace;
-  const VectorXd& b = estimated.final_checkpoint().fisher_trace;
+  const VectorXd& a = exact.final_snapshot().fisher_trace;
+  const VectorXd& b = estimated.final_snapshot().fisher_trace;
   EXPECT_NEAR(b.sum() / a.sum(), 1.0, 0.02);  // 80 examples x ~15 steps x 50 probes
   EXPECT_GT((b - a).norm(), 1e-6 * a.norm());  // but it is an estimate
-  const VectorXd& s = exact.final_checkpoint().fisher_spectral;
-  const VectorXd& t = estimated.final_checkpoint().fisher_spectral;
+  const VectorXd& s = exact.final_snapshot().fisher_spectral;
+  const VectorXd& t = estimated.final_snapshot().fisher_spectral;
   // Power iteration converges slowly where the top two singular values are close, and from below.
   EXPECT_NEAR(t.sum() / s.sum(), 1.0, 1e-3);
   EXPECT_TRUE((t.array() <= s.array() * (1 + 1e-9)).all());  // power iteration from below
@@ -215,9 +215,9 @@ TEST(DpSgd, FisherInformationFallsAsOneOverSigmaSquaredForLargeNoise) {
   for (double sigma : {1e2, 1e3, 1e4}) {
     options.noise_multiplier = sigma;
     const DpSgdResult result = train_dpsgd(train, Dataset(), options);
-    const VectorXd dfil = result.final_checkpoint().dfil(result.private_dims);
+    const VectorXd dfil = result.final_snapshot().dfil(result.private_dims);
     EXPECT_LT(dfil.maxCoeff(), 10.0 / sigma);
-    scaled.push_back(result.final_checkpoint().fisher_trace.sum() * sigma * sigma);
+    scaled.push_back(result.final_snapshot().fisher_trace.sum() * sigma * sigma);
   }
   EXPECT_NEAR(scaled[1] / scaled[0], 1.0, 1e-4);
   EXPECT_NEAR(scaled[2] / scaled[0], 1.0, 1e-4);
@@ -312,14 +312,14 @@ TEST(DpSgd, Theorem3SumMatchesMonteCarloFisherInformationOfTheTrajectory) {
   m.options.seed = 99;
   const DpSgdResult result = train_dpsgd(m.data, Dataset(), m.options);
   ASSERT_DOUBLE_EQ(result.kappa, 1.0);
-  const double accountant = result.final_checkpoint().fisher_trace(0);
-  const double accountant_error = result.final_checkpoint().fisher_trace_standard_error(0);
+  const double accountant = result.final_snapshot().fisher_trace(0);
+  const double accountant_error = result.final_snapshot().fisher_trace_standard_error(0);
   const double tolerance = 4.0 * std::hypot(mc_error, accountant_error);
   EXPECT_NEAR(accountant, mc_trace, tolerance) << "Monte-Carlo " << mc_trace << " +- " << mc_error
                                                << ", accountant " << accountant << " +- " << accountant_error;
   // The per-step spectral norms bound the spectral norm of the summed information.
   const double mc_top = Eigen::SelfAdjointEigenSolver<Eigen::Matrix2d>(fisher).eigenvalues()(1);
-  EXPECT_GT(result.final_checkpoint().fisher_spectral(0), mc_top - tolerance);
+  EXPECT_GT(result.final_snapshot().fisher_spectral(0), mc_top - tolerance);
   // A wrong accountant is caught: the FIM with sigma^2 in place of (sigma C)^2 is 4x too small.
   EXPECT_GT(std::abs(accountant * 0.25 - mc_trace), 10.0 * tolerance);
 }

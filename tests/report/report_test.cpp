@@ -56,7 +56,7 @@ std::string dpsgd_summary(double accuracy_scale) {
                            {"test_accuracy", accuracy},
                            {"dfil", {{"mse_bound_at_max", 1 / (dfil * dfil)}, {"mse_bound_at_median", 4 / (dfil * dfil)}}}});
   }
-  return nlohmann::json{{"command", "dpsgd"}, {"checkpoints", checkpoints}}.dump();
+  return nlohmann::json{{"command", "dpsgd"}, {"snapshots", checkpoints}}.dump();
 }
 
 nlohmann::json attack_result() {
@@ -188,7 +188,7 @@ TEST(Report, SkipsFiguresWhoseFieldsAreMissingWithANote) {
   ReportOptions options;
   options.inputs = {dir.write("measure.json", R"({"command": "measure"})"),
                     dir.write("bound.json", R"({"command": "bound"})"),
-                    dir.write("dpsgd.json", R"({"command": "dpsgd", "checkpoints": [{"step": 1}]})"),
+                    dir.write("dpsgd.json", R"({"command": "dpsgd", "snapshots": [{"step": 1}]})"),
                     dir.write("irfil.json", R"({"command": "irfil", "iterations": [{"iteration": 0}]})"),
                     dir.write("attack.json", R"({"command": "attack", "by_sigma": [{"sigma": 1}]})"),
                     dir.write("later.json", R"({"command": "something-new", "n": 3})")};

@@ -109,7 +109,7 @@ struct DpSgdOptions {
   double noise_multiplier = 1.0;
   Optimizer optimizer = Optimizer::kSgd;
   /// Momentum mass in [0, 1) (sgd). Paper: 0.5.
-  double momentum = 0.0;
+  double momentum = 0.5;
   /// Adam's moment decay rates in [0, 1) and its epsilon > 0.
   double adam_beta1 = 0.9;
   double adam_beta2 = 0.999;
@@ -122,10 +122,12 @@ struct DpSgdOptions {
   SubsamplingFactor subsampling = SubsamplingFactor::kAmplified;
   /// delta of the per-step (eps0, delta)-DP guarantee behind kappa, in (0, 1). Paper: 1e-5.
   double kappa_delta = 1e-5;
-  TraceMethod trace = TraceMethod::kExact;
-  SpectralMethod spectral = SpectralMethod::kExact;
-  /// Probes per example and step of the estimated trace, >= 1. Paper: 50.
-  int probes = 50;
+  /// How Tr(G^T G) and ||G||_2 are computed per step, and the probes of an estimated trace
+  /// (>= 1; paper: 50). auto: exact, exact and 50 for the closed-form GLMs; gaussian, none and 1
+  /// for networks (exact traces of a network cost a backward pass per input coordinate).
+  std::optional<TraceMethod> trace;
+  std::optional<SpectralMethod> spectral;
+  std::optional<int> probes;
   /// Power iterations per example and step, >= 1. Paper: 20.
   int power_iterations = 20;
   /// Independent training runs whose accountants are averaged, >= 1. Paper: 10.
@@ -146,11 +148,47 @@ struct DpSgdOptions {
   Index checkpoint_every = 0;
   /// Stop (saving the state) after this many steps in this call; 0 runs to the end.
   Index stop_after = 0;
+  /// These options with every auto filled in for the model (`network` set or not).
+  DpSgdOptions resolved() const;
   void validate() const;
 };
 
+/// The user-facing fields of DpSgdOptions (the model, kind and network, is chosen by the caller).
+template <class Visit>
+void visit_fields(DpSgdOptions& o, Visit&& visit) {
+  visit("intercept", o.intercept, "Add a public constant-1 coordinate");
+  visit("label", o.label, "Whether labels are private coordinates: private or public");
+  visit("batch_size", o.batch_size, "B: batch size (expected size with Poisson sampling)");
+  visit("sampling", o.sampling, "uniform (B without replacement) or poisson (rate B/n)");
+  visit("steps", o.steps, "T: number of steps");
+  visit("step_size", o.step_size, "rho: step size, > 0");
+  visit("clip_norm", o.clip_norm, "C: clip norm of the GELU clipping, > 0");
+  visit("noise_multiplier", o.noise_multiplier, "sigma: noise N(0, sigma^2 C^2 I) on the clipped sum, > 0");
+  visit("optimizer", o.optimizer, "sgd (with momentum) or adam");
+  visit("momentum", o.momentum, "Momentum mass in [0, 1)");
+  visit("adam_beta1", o.adam_beta1, "Adam: first-moment decay");
+  visit("adam_beta2", o.adam_beta2, "Adam: second-moment decay");
+  visit("adam_epsilon", o.adam_epsilon, "Adam: epsilon");
+  visit("weight_decay", o.weight_decay, "Weight decay, >= 0");
+  visit("init_scale", o.init_scale, "w_0 ~ N(0, init_scale^2 I); 0 starts at zero (GLMs and the softmax network)");
+  visit("subsampling", o.subsampling, "Subsampling factor kappa: amplified (q/(q+(1-q)e^-eps0)) or one");
+  visit("kappa_delta", o.kappa_delta, "delta of the per-step DP guarantee behind kappa");
+  visit("trace", o.trace, "Tr(G^T G) per step: exact, coordinates or gaussian; auto = exact for GLMs, gaussian for networks");
+  visit("spectral", o.spectral, "||G||_2 per step: exact, power-iteration or none; auto = exact for GLMs, none for networks");
+  visit("probes", o.probes, "Probes per example and step of an estimated trace; auto = 50 for GLMs, 1 for networks");
+  visit("power_iterations", o.power_iterations, "Power iterations per example and step");
+  visit("runs", o.runs, "Independent runs averaged by the accountant");
+  visit("report_epochs", o.report_epochs, "Also report snapshots at these epochs (multiples of n/B steps)");
+  visit("rdp_delta", o.rdp_delta, "delta of the reported (eps, delta)-DP guarantee");
+  visit("checkpoint", o.checkpoint_path,
+        "Resume file: the state is saved here and a rerun with the same settings resumes from it");
+  visit("checkpoint_every", o.checkpoint_every, "Save the state every this many steps (0: only when stopping early)");
+  visit("stop_after", o.stop_after, "Stop (saving the state) after this many steps in this call; 0 runs to the end");
+  visit("seed", o.seed, "Seed of every random choice: batches, noise, probes, initialisation, subsets and splits");
+}
+
 /// The state of the accountant (averaged over runs) and of the models at one step.
-struct DpSgdCheckpoint {
+struct DpSgdSnapshot {
   Index step = 0;
   double epoch = 0.0;  ///< step * B / n
   /// Tr(I_i): sum over sampled steps of kappa Tr(G^T G) / (sigma C)^2, mean over runs.
@@ -191,7 +229,7 @@ struct DpSgdResult {
   double kappa = 1.0;
   std::vector<std::uint64_t> run_seeds;
   /// In increasing step order; the last is the final step T.
-  std::vector<DpSgdCheckpoint> checkpoints;
+  std::vector<DpSgdSnapshot> snapshots;
   /// GLMs: the final model of each run (evaluate with accuracy(), predict()); empty for networks.
   std::vector<Model> models;
   std::map<std::string, double> seconds;  ///< wall time: "training" (with accounting), "evaluation"
@@ -201,18 +239,18 @@ struct DpSgdResult {
   /// Networks: one line a layer.
   std::string architecture;
   /// False when the call stopped early (stop_after) and saved its state to checkpoint_path: then
-  /// checkpoints, models and parameters are empty.
+  /// snapshots, models and parameters are empty.
   bool complete = true;
   /// Steps done over all runs, including those of earlier calls.
   Index steps_done = 0;
   /// Whether this call resumed from a checkpoint file.
   bool resumed = false;
 
-  const DpSgdCheckpoint& final_checkpoint() const { return checkpoints.back(); }
-  /// Settings, derived constants, seeds, per-checkpoint summaries (median / max of eta and dFIL
+  const DpSgdSnapshot& final_snapshot() const { return snapshots.back(); }
+  /// Settings, derived constants, seeds, per-snapshot summaries (median / max of eta and dFIL
   /// and their MSE bounds, accuracies), timings and the version.
   nlohmann::json summary(const DpSgdOptions& options) const;
-  /// One row per (checkpoint, example): step, epoch, index, label, times sampled, eta, dFIL,
+  /// One row per (snapshot, example): step, epoch, index, label, times sampled, eta, dFIL,
   /// 1/eta^2, 1/dFIL^2, the trace and its standard error.
   std::vector<std::string> table_header() const;
   std::vector<std::vector<double>> table_rows(const Dataset& train) const;

@@ -1,14 +1,11 @@
-// The DP-SGD job, load -> preprocess -> train privately with FIL accounting -> summary, as one
-// library call so that the command line (`filkit dpsgd`) and the Python bindings compute
-// identical numbers (the counterpart of measure.hpp for private SGD).
+// The DP-SGD job behind `filkit dpsgd`: load -> preprocess -> train privately with FIL accounting
+// (dpsgd/training.hpp; docs/mathematics.md, section 7) -> per-example table and summary.
 #pragma once
 
-#include "filkit/data/dataset.hpp"
-#include "filkit/data/load.hpp"
+#include "filkit/base/enum_names.hpp"
+#include "filkit/data/pipeline.hpp"
 #include "filkit/dpsgd/training.hpp"
-#include "filkit/data/preprocessing.hpp"
-
-#include <nlohmann/json.hpp>
+#include "filkit/jobs/job.hpp"
 
 #include <map>
 #include <string>
@@ -16,31 +13,82 @@
 
 namespace filkit {
 
+/// What is trained: a GLM (G in closed form, or the softmax network through LibTorch) or a network.
+enum class DpSgdModel { kLogistic, kSoftmax, kMlp, kCnn };
+template <>
+struct EnumNames<DpSgdModel> {
+  static constexpr const char* what = "model";
+  static constexpr std::pair<DpSgdModel, const char*> names[] = {
+      {DpSgdModel::kLogistic, "logistic"}, {DpSgdModel::kSoftmax, "softmax"}, {DpSgdModel::kMlp, "mlp"},
+      {DpSgdModel::kCnn, "cnn"}};
+};
+
+/// How G = d g~ / dx is differentiated.
+enum class DpSgdEngine { kAuto, kClosedForm, kTorch };
+template <>
+struct EnumNames<DpSgdEngine> {
+  static constexpr const char* what = "engine";
+  static constexpr std::pair<DpSgdEngine, const char*> names[] = {
+      {DpSgdEngine::kAuto, "auto"}, {DpSgdEngine::kClosedForm, "closed-form"}, {DpSgdEngine::kTorch, "torch"}};
+};
+
 struct DpSgdJobOptions {
-  DataOptions data;
-  /// The MSE bounds 1/dFIL^2 and 1/(4(e^eps - 1)) assume every coordinate lies in an interval of
-  /// length 1: for images, pixels / 255 and nothing else (the paper's setting, the CLI's default).
-  PreprocessOptions preprocess;
+  /// MNIST pixels / 255, no PCA, no row scaling; classes auto = 0,1 for the GLMs, all for networks.
+  DataPipelineOptions data{.data = "mnist", .pca = 0, .scale = RowScaling::kNone};
+  DpSgdModel model = DpSgdModel::kLogistic;
+  /// auto = closed-form for logistic and softmax, torch for mlp and cnn.
+  DpSgdEngine engine = DpSgdEngine::kAuto;
+  /// mlp: hidden widths; networks: examples differentiated together (architecture from `model`).
+  NetworkOptions network;
   DpSgdOptions dpsgd;
-  /// Show progress on stderr.
-  bool progress = false;
+
+  /// The training options: model and engine resolved into dpsgd.kind / dpsgd.network, autos filled.
+  DpSgdOptions training_options() const;
+  /// Fills in every auto (classes, estimators) with the value it stands for.
+  void resolve();
   void validate() const;
 };
 
-struct DpSgdJobResult {
+template <class Visit>
+void visit_fields(DpSgdJobOptions& o, Visit&& visit) {
+  visit_fields(o.data, visit);
+  visit("model", o.model,
+        "logistic or softmax (GLMs, G in closed form), mlp (tanh) or cnn (the paper's MNIST ConvNet) through LibTorch; "
+        "mlp and cnn use every class unless classes says otherwise");
+  visit("engine", o.engine,
+        "How G = d g~/dx is differentiated: closed-form (GLMs), torch (LibTorch autodiff; softmax, mlp, cnn), auto");
+  visit("hidden", o.network.hidden, "mlp: hidden layer widths");
+  visit("chunk", o.network.chunk, "Networks: examples differentiated together (memory vs speed)");
+  visit_fields(o.dpsgd, visit);
+}
+
+struct DpSgdJobResult final : JobResult {
+  DpSgdJobOptions options;  ///< as run, autos resolved
   DatasetSplit data;  ///< after preprocessing
   Preprocessor preprocessor;
   DpSgdResult training;
   std::map<std::string, double> seconds;  ///< "load", "preprocess", and training's stages
-
-  /// Every setting (data, preprocessing, DP-SGD), seeds, n, d, the accountant's summary at each
-  /// checkpoint, accuracies, timings and the version.
-  nlohmann::json summary(const DpSgdJobOptions& options) const;
-  /// One row per (checkpoint, training example); see DpSgdResult::table_header.
-  std::vector<std::string> table_header() const { return training.table_header(); }
-  std::vector<std::vector<double>> table_rows() const { return training.table_rows(data.train); }
+  nlohmann::json to_json() const override;
+  /// One row per (snapshot, example); empty when the run stopped early to resume later.
+  NumericTable table() const override;
+  void print_summary(std::ostream& out) const override;
+  bool complete() const override { return training.complete; }
 };
 
-DpSgdJobResult run_dpsgd_job(const DpSgdJobOptions& options);
+DpSgdJobResult run_dpsgd(const DpSgdJobOptions& options, bool progress = false);
+
+struct DpSgdJob {
+  using Options = DpSgdJobOptions;
+  static constexpr const char* name = "dpsgd";
+  static constexpr const char* description =
+      "Private SGD (DP-SGD with GELU-smoothed clipping) with per-example Fisher information accounting (Guo et al. "
+      "2022, Algorithm 1): dFIL and eta of every training example, beside the RDP accountant's (eps, delta). "
+      "Without options: MNIST 0 vs 1, logistic regression, B = 600, T = 1000, rho = 0.1, C = 1, noise multiplier 1.";
+  static constexpr const char* out_help =
+      "Per-example CSV, one row per (snapshot, example): step, epoch, index, label, times sampled, eta, dfil, MSE "
+      "bounds, Fisher trace and its standard error";
+  static std::vector<ExtraOutput> extra_outputs() { return {}; }
+  static DpSgdJobResult run(const Options& options, bool progress) { return run_dpsgd(options, progress); }
+};
 
 }  // namespace filkit

@@ -43,6 +43,8 @@ class JobResult {
   virtual NumericTable extra_table(const std::string& name) const;
   /// A few human-readable lines for the terminal.
   virtual void print_summary(std::ostream& out) const = 0;
+  /// False when the job stopped early to be resumed (dpsgd's stop_after): no outputs are written.
+  virtual bool complete() const { return true; }
 };
 
 /// Where a run's outputs go; empty paths are not written.

@@ -1,0 +1,109 @@
+// The DP-SGD job and the `filkit dpsgd` command: in-process and once as a binary.
+#include "filkit/jobs/dpsgd.hpp"
+
+#include "test_util.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace filkit {
+namespace {
+
+using testing::TempDir;
+
+DpSgdJobOptions small_job(const std::string& path) {
+  DpSgdJobOptions options;
+  options.data.data = path;
+  options.dpsgd.batch_size = 25;
+  options.dpsgd.steps = 40;
+  options.dpsgd.step_size = 0.5;
+  options.dpsgd.runs = 2;
+  options.dpsgd.report_epochs = {2.0};
+  options.dpsgd.seed = 5;
+  return options;
+}
+
+TEST(DpSgdCommand, WritesPerExampleTableAndSummaryThatMatchTheLibrary) {
+  const TempDir dir;
+  DpSgdJobOptions options = small_job(testing::write_npz_dataset(dir, testing::random_classification(250, 5, 3, 3)));
+  options.model = DpSgdModel::kSoftmax;
+  options.dpsgd.label = LabelPrivacy::kPrivate;
+  JobOutputs outputs;
+  outputs.out = dir.file("dpsgd.csv");
+  outputs.json = dir.file("summary.json");
+  std::ostringstream printed;
+  const DpSgdJobResult result = run_job<DpSgdJob>(options, outputs, true, &printed);
+  EXPECT_TRUE(printed.str().empty()) << "--quiet prints nothing";
+
+  // The same numbers as a direct library call on the same split.
+  const DpSgdResult direct = train_dpsgd(result.data.train, result.data.test, options.training_options());
+  EXPECT_EQ(direct.final_snapshot().fisher_trace, result.training.final_snapshot().fisher_trace);
+  EXPECT_EQ(result.training.private_dims, 5 + 3);
+
+  const std::vector<std::string> lines = testing::read_lines(outputs.out);
+  ASSERT_EQ(static_cast<Index>(lines.size()), 2 * result.data.train.n() + 1);  // steps 16 and 40
+  EXPECT_EQ(lines[0],
+            "step,epoch,index,label,times_sampled,eta,dfil,attribute_mse_bound,example_mse_bound,fisher_trace,"
+            "fisher_trace_standard_error");
+  const nlohmann::json summary = nlohmann::json::parse(std::ifstream(outputs.json));
+  EXPECT_EQ(summary["command"], "dpsgd");
+  EXPECT_EQ(summary["n"], 200);
+  EXPECT_EQ(summary["d"], 5);
+  EXPECT_EQ(summary["seed"], 5);
+  EXPECT_EQ(summary["settings"]["sampling"], "uniform");
+  EXPECT_EQ(summary["settings"]["runs"], 2);
+  EXPECT_EQ(summary["run_seeds"].size(), 2u);
+  ASSERT_EQ(summary["snapshots"].size(), 2u);
+  EXPECT_EQ(summary["snapshots"][0]["step"], 16);
+  const VectorXd dfil = result.training.final_snapshot().dfil(result.training.private_dims);
+  EXPECT_NEAR(summary["snapshots"][1]["dfil"]["max"].get<double>(), dfil.maxCoeff(), 1e-15);
+  EXPECT_NEAR(summary["snapshots"][1]["rdp"]["eps"].get<double>(), result.training.final_snapshot().privacy.eps,
+              1e-15);
+  EXPECT_GT(summary["snapshots"][1]["rdp"]["mse_bound"].get<double>(), 0.0);
+  EXPECT_TRUE(summary.contains("filkit_version"));
+  EXPECT_TRUE(summary["seconds"].contains("training"));
+  EXPECT_TRUE(summary.contains("preprocessing"));
+  EXPECT_EQ(summary["settings"]["trace"], "exact");  // auto, resolved for a GLM
+}
+
+TEST(DpSgdCommand, BadOptionsNameTheField) {
+  const TempDir dir;
+  DpSgdJobOptions options = small_job(testing::write_npz_dataset(dir, testing::random_classification(60, 3, 2, 4)));
+  options.dpsgd.noise_multiplier = -1.0;
+  try {
+    run_dpsgd(options);
+    ADD_FAILURE() << "accepted sigma = -1";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_NE(std::string(error.what()).find("noise_multiplier"), std::string::npos) << error.what();
+  }
+  options = small_job(options.data.data);
+  options.dpsgd.batch_size = 1000;
+  EXPECT_THROW(run_dpsgd(options), std::invalid_argument);
+}
+
+TEST(DpSgdBinary, PrintsHelpAndTheSummaryTable) {
+  const char* binary = std::getenv("FILKIT_BINARY");
+  if (binary == nullptr) GTEST_SKIP() << "FILKIT_BINARY not set";
+  const TempDir dir;
+  const std::string data = testing::write_npz_dataset(dir, testing::random_classification(80, 3, 2, 6));
+  const auto run = testing::run_command;
+  const auto help = run(std::string(binary) + " dpsgd --help");
+  EXPECT_EQ(help.first, 0);
+  for (const char* flag : {"--data", "--model", "--batch-size", "--sampling", "--steps", "--step-size", "--clip-norm",
+                           "--noise-multiplier", "--momentum", "--subsampling", "--trace", "--spectral", "--runs", "--report-epochs", "--checkpoint", "--out",
+                           "--json", "--seed"})
+    EXPECT_NE(help.second.find(flag), std::string::npos) << flag;
+  const auto job = run(std::string(binary) + " dpsgd --data " + data + " --batch-size 16 --steps 20 --report-epochs 1");
+  EXPECT_EQ(job.first, 0) << job.second;
+  EXPECT_NE(job.second.find("median dFIL"), std::string::npos) << job.second;
+  EXPECT_NE(job.second.find("RDP eps"), std::string::npos) << job.second;
+  const auto bad = run(std::string(binary) + " dpsgd --data " + data + " --batch-size 16 --steps 20 --clip-norm 0");
+  EXPECT_NE(bad.first, 0);
+  EXPECT_NE(bad.second.find("clip_norm"), std::string::npos) << bad.second;
+}
+
+}  // namespace
+}  // namespace filkit
