@@ -74,12 +74,13 @@ CLI::App* add_job_command(CLI::App& app) {
   auto run = std::make_shared<RunFlags>();
   CLI::App* command = app.add_subcommand(Job::name, Job::description);
   visit_fields(*options, FlagBinder{*command});
-  command->add_option("--out", run->outputs.out, Job::out_help);
+  if (*Job::out_help) command->add_option("--out", run->outputs.out, Job::out_help);
   command->add_option("--json", run->outputs.json,
                       "Summary JSON: every setting (autos resolved), the results, timings, seed and version");
-  command->add_option("--report", run->outputs.report,
-                      "Also write a report here: figures and report.html (as `filkit report`); the summary and table "
-                      "go here too unless --json/--out name them");
+  if constexpr (!requires { Job::writes_its_own_report; })
+    command->add_option("--report", run->outputs.report,
+                        "Also write a report here: figures and report.html (as `filkit report`); the summary and "
+                        "table go here too unless --json/--out name them");
   for (const ExtraOutput& extra : Job::extra_outputs())
     command->add_option(flag_name(extra.name), run->outputs.extra[extra.name], extra.help);
   command->add_option("--threads", run->threads, "OpenMP threads; 0 = all cores")

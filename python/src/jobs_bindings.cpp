@@ -2,11 +2,13 @@
 // JSON summary (python/src/job_bindings.hpp binds the keywords onto the library's options).
 #include "job_bindings.hpp"
 
+#include "filkit/jobs/accountant.hpp"
 #include "filkit/jobs/attack.hpp"
 #include "filkit/jobs/dpsgd.hpp"
 #include "filkit/jobs/irfil.hpp"
 #include "filkit/jobs/measure.hpp"
 #include "filkit/jobs/reconstruct.hpp"
+#include "filkit/jobs/report.hpp"
 
 namespace filkit::python {
 
@@ -31,6 +33,8 @@ void bind_jobs(py::module_& m) {
   add_job<BoundJob>(defaults);
   add_job<ReconstructJob>(defaults);
   add_job<DpSgdJob>(defaults);
+  add_job<AccountantJob>(defaults);
+  add_job<ReportJob>(defaults);
 
   const auto names = [] {
     std::vector<std::string> list;

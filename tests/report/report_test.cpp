@@ -295,10 +295,10 @@ TEST(ReportBinary, WritesTheReportAndNamesItsDirectory) {
   const TempDir dir;
   const ReportOptions options = all_commands(dir);
   const auto [status, output] = run_shell(std::string(binary) + " report --input " + options.inputs[0] + " --table " +
-                                          options.tables[0] + " --out " + options.out_dir);
+                                          options.tables[0] + " --report " + options.out_dir);
   EXPECT_EQ(status, 0) << output;
   EXPECT_NE(output.find("report.html (1 figures)"), std::string::npos) << output;
-  const auto missing = run_shell(std::string(binary) + " report --input " + dir.file("nope.json") + " --out x 2>&1");
+  const auto missing = run_shell(std::string(binary) + " report --input " + dir.file("nope.json") + " --report x 2>&1");
   EXPECT_NE(missing.first, 0);
 }
 

@@ -43,6 +43,15 @@ struct ReportOptions {
   void validate() const;
 };
 
+template <class Visit>
+void visit_fields(ReportOptions& o, Visit&& visit) {
+  visit("input", o.inputs, "A summary JSON (--json of a command); repeatable, one section each");
+  visit("table", o.tables, "A per-example CSV (--out of a command); repeatable, the k-th belongs to the k-th input");
+  visit("report", o.out_dir, "Report directory (report.html and the PNG figures); created if missing");
+  visit("gnuplot", o.gnuplot, "The gnuplot executable");
+  visit("images", o.images, "Re-load the dataset for the highest/lowest-eta images");
+}
+
 struct ReportResult {
   std::string html;                  ///< path of report.html
   std::vector<std::string> figures;  ///< paths of the PNG figures, in report order

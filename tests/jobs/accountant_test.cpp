@@ -1,4 +1,4 @@
-#include "accountant.hpp"
+#include "filkit/jobs/accountant.hpp"
 
 #include "filkit/dpsgd/rdp_accountant.hpp"
 #include "test_util.hpp"
@@ -14,8 +14,19 @@
 #include <stdexcept>
 #include <string>
 
-namespace filkit::cli {
+namespace filkit {
 namespace {
+
+// The options and where the summary goes, run as the command line runs the job.
+struct AccountantCase : AccountantOptions {
+  std::string json_path;
+};
+
+void run_accountant(const AccountantCase& job) {
+  JobOutputs outputs;
+  outputs.json = job.json_path;
+  run_job<AccountantJob>(job, outputs);
+}
 
 nlohmann::json read_json(const std::string& path) {
   std::ifstream in(path);
@@ -29,10 +40,10 @@ std::string read_text(const std::string& path) {
   return text.str();
 }
 
-AccountantOptions opacus_check_case(const std::string& json_path) {
-  AccountantOptions options;
+AccountantCase opacus_check_case(const std::string& json_path) {
+  AccountantCase options;
   options.q = 0.04;
-  options.sigma = 1.5;
+  options.noise_multiplier = 1.5;
   options.steps = 2250;
   options.json_path = json_path;
   return options;
@@ -43,12 +54,12 @@ TEST(AccountantCli, WritesJsonWithInputsEpsilonAndRdpCurve) {
   run_accountant(opacus_check_case(dir.file("out.json")));
   const nlohmann::json out = read_json(dir.file("out.json"));
   EXPECT_EQ(out["command"], "accountant");
-  EXPECT_EQ(out["version"], version());
-  EXPECT_EQ(out["inputs"]["q"], 0.04);
-  EXPECT_EQ(out["inputs"]["sigma"], 1.5);
-  EXPECT_EQ(out["inputs"]["steps"], 2250);
-  EXPECT_EQ(out["inputs"]["delta"], 1e-5);
-  EXPECT_EQ(out["inputs"]["orders"], "opacus");
+  EXPECT_EQ(out["filkit_version"], version());
+  EXPECT_EQ(out["settings"]["q"], 0.04);
+  EXPECT_EQ(out["settings"]["noise_multiplier"], 1.5);
+  EXPECT_EQ(out["settings"]["steps"], 2250);
+  EXPECT_EQ(out["settings"]["delta"], 1e-5);
+  EXPECT_EQ(out["settings"]["orders"], "opacus");
   EXPECT_NEAR(out["eps"].get<double>(), 7.32911, 1e-5);
   EXPECT_EQ(out["optimal_order"], 3.9);
   EXPECT_EQ(out["optimal_order_status"], "interior");
@@ -62,10 +73,10 @@ TEST(AccountantCli, WritesJsonWithInputsEpsilonAndRdpCurve) {
 
 TEST(AccountantCli, DerivesStepsFromEpochsBatchSizeAndDatasetSize) {
   testing::TempDir dir;
-  AccountantOptions options;
+  AccountantCase options;
   options.batch_size = 150;
   options.n = 60000;
-  options.sigma = 1.3;
+  options.noise_multiplier = 1.3;
   options.epochs = 15;
   options.json_path = dir.file("out.json");
   run_accountant(options);
@@ -84,7 +95,7 @@ TEST(AccountantCli, DerivesStepsFromEpochsBatchSizeAndDatasetSize) {
 
 TEST(AccountantCli, ComposesRepeatedMechanisms) {
   testing::TempDir dir;
-  AccountantOptions options = opacus_check_case(dir.file("out.json"));
+  AccountantCase options = opacus_check_case(dir.file("out.json"));
   options.steps = 1000;
   options.mechanisms = {"0.04,1.5,1000", "0.04,1.5,250"};
   run_accountant(options);
@@ -95,7 +106,7 @@ TEST(AccountantCli, ComposesRepeatedMechanisms) {
 
 TEST(AccountantCli, SolvesForTheNoiseMultiplier) {
   testing::TempDir dir;
-  AccountantOptions options;
+  AccountantCase options;
   options.q = 0.01;
   options.steps = 1000;
   options.target_eps = 1.0;
@@ -104,7 +115,7 @@ TEST(AccountantCli, SolvesForTheNoiseMultiplier) {
   const nlohmann::json out = read_json(options.json_path);
   const double sigma = out["noise_multiplier"].get<double>();
   EXPECT_EQ(out["mechanisms"][0]["noise_multiplier"], sigma);
-  EXPECT_EQ(out["inputs"]["target_eps"], 1.0);
+  EXPECT_EQ(out["settings"]["target_eps"], 1.0);
   RdpAccountant check;
   check.compose(0.01, sigma, 1000);
   const double eps = check.get_privacy_spent(1e-5).eps;
@@ -115,7 +126,7 @@ TEST(AccountantCli, SolvesForTheNoiseMultiplier) {
 
 TEST(AccountantCli, AcceptsNamedGridsAndOrderLists) {
   testing::TempDir dir;
-  AccountantOptions options = opacus_check_case(dir.file("out.json"));
+  AccountantCase options = opacus_check_case(dir.file("out.json"));
   options.orders = "tf";
   run_accountant(options);
   EXPECT_EQ(read_json(options.json_path)["orders"].size(), 155u);
@@ -124,14 +135,14 @@ TEST(AccountantCli, AcceptsNamedGridsAndOrderLists) {
   const nlohmann::json out = read_json(options.json_path);
   EXPECT_EQ(out["orders"].get<std::vector<double>>(), (std::vector<double>{2, 4, 8}));
   EXPECT_EQ(out["optimal_order"], 4);
-  options.sigma = 0.0;  // infinite RDP is written as "inf": JSON has no infinity
+  options.noise_multiplier = 0.0;  // infinite RDP is written as "inf": JSON has no infinity
   run_accountant(options);
   EXPECT_EQ(read_json(options.json_path)["eps"], "inf");
 }
 
 TEST(AccountantCli, RejectsContradictoryOrMalformedFlags) {
-  const auto expect_rejected = [](const std::function<void(AccountantOptions&)>& spoil, const std::string& flag) {
-    AccountantOptions options = opacus_check_case("");
+  const auto expect_rejected = [](const std::function<void(AccountantCase&)>& spoil, const std::string& flag) {
+    AccountantCase options = opacus_check_case("");
     spoil(options);
     try {
       run_accountant(options);
@@ -140,32 +151,32 @@ TEST(AccountantCli, RejectsContradictoryOrMalformedFlags) {
       EXPECT_NE(std::string(error.what()).find(flag), std::string::npos) << error.what();
     }
   };
-  expect_rejected([](AccountantOptions& o) { o.batch_size = 10; o.n = 100; }, "--q");
-  expect_rejected([](AccountantOptions& o) { o.epochs = 3; }, "--epochs");
-  expect_rejected([](AccountantOptions& o) { o.sigma.reset(); }, "--sigma");
-  expect_rejected([](AccountantOptions& o) { o.target_eps = 1; }, "--target-eps");
-  expect_rejected([](AccountantOptions& o) { o.mechanisms = {"0.1,1"}; }, "--mechanism");
-  expect_rejected([](AccountantOptions& o) { o.mechanisms = {"0.1,x,3"}; }, "--mechanism sigma");
-  expect_rejected([](AccountantOptions& o) { o.orders = "2,x"; }, "--orders");
-  expect_rejected([](AccountantOptions& o) { o.orders = "renyi"; }, "renyi");
-  expect_rejected([](AccountantOptions& o) { o.orders = "0.5,2"; }, "orders[0]");
-  expect_rejected([](AccountantOptions& o) { o.q = 1.5; }, "q");
-  expect_rejected([](AccountantOptions& o) { o.delta = 0; }, "delta");
-  expect_rejected([](AccountantOptions& o) { o.q.reset(); o.batch_size = 200; o.n = 100; }, "--batch-size");
+  expect_rejected([](AccountantCase& o) { o.batch_size = 10; o.n = 100; }, "q");
+  expect_rejected([](AccountantCase& o) { o.epochs = 3; }, "epochs");
+  expect_rejected([](AccountantCase& o) { o.noise_multiplier.reset(); }, "noise_multiplier");
+  expect_rejected([](AccountantCase& o) { o.target_eps = 1; }, "target_eps");
+  expect_rejected([](AccountantCase& o) { o.mechanisms = {"0.1,1"}; }, "mechanism");
+  expect_rejected([](AccountantCase& o) { o.mechanisms = {"0.1,x,3"}; }, "mechanism noise_multiplier");
+  expect_rejected([](AccountantCase& o) { o.orders = "2,x"; }, "orders");
+  expect_rejected([](AccountantCase& o) { o.orders = "renyi"; }, "renyi");
+  expect_rejected([](AccountantCase& o) { o.orders = "0.5,2"; }, "orders[0]");
+  expect_rejected([](AccountantCase& o) { o.q = 1.5; }, "q");
+  expect_rejected([](AccountantCase& o) { o.delta = 0; }, "delta");
+  expect_rejected([](AccountantCase& o) { o.q.reset(); o.batch_size = 200; o.n = 100; }, "batch_size");
 }
 
 TEST(AccountantCli, BinaryPrintsSummaryAndWarnsOnStderr) {
   const char* binary = std::getenv("FILKIT_BINARY");
   ASSERT_NE(binary, nullptr) << "FILKIT_BINARY is set by ctest";
   testing::TempDir dir;
-  const std::string run = std::string(binary) + " accountant --q 0.04 --sigma 1.5 --steps 2250 --delta 1e-5 > " +
+  const std::string run = std::string(binary) + " accountant --q 0.04 --noise-multiplier 1.5 --steps 2250 --delta 1e-5 > " +
                           dir.file("out") + " 2> " + dir.file("err");
   ASSERT_EQ(std::system(run.c_str()), 0);
   EXPECT_NE(read_text(dir.file("out")).find("eps = 7.32911 (optimal order 3.9)"), std::string::npos)
       << read_text(dir.file("out"));
   EXPECT_EQ(read_text(dir.file("err")), "");
 
-  const std::string edge = std::string(binary) + " accountant --q 0.001 --sigma 5 --steps 10 > " + dir.file("out") +
+  const std::string edge = std::string(binary) + " accountant --q 0.001 --noise-multiplier 5 --steps 10 > " + dir.file("out") +
                            " 2> " + dir.file("err");
   ASSERT_EQ(std::system(edge.c_str()), 0);
   EXPECT_NE(read_text(dir.file("err")).find("warning: the optimal order 63 is the largest order"), std::string::npos)
@@ -174,8 +185,8 @@ TEST(AccountantCli, BinaryPrintsSummaryAndWarnsOnStderr) {
   const std::string bad = std::string(binary) + " accountant --q 0.04 --steps 10 > " + dir.file("out") + " 2> " +
                           dir.file("err");
   EXPECT_NE(std::system(bad.c_str()), 0);
-  EXPECT_NE(read_text(dir.file("err")).find("--sigma is required"), std::string::npos) << read_text(dir.file("err"));
+  EXPECT_NE(read_text(dir.file("err")).find("noise_multiplier is required"), std::string::npos) << read_text(dir.file("err"));
 }
 
 }  // namespace
-}  // namespace filkit::cli
+}  // namespace filkit

@@ -1,0 +1,79 @@
+// The job behind `filkit accountant`: the RDP accountant of the sampled Gaussian mechanism
+// (dpsgd/rdp_accountant.hpp; docs/mathematics.md, section 7): eps for given noise, or the noise
+// multiplier that reaches a target eps, for one mechanism or a composition.
+#pragma once
+
+#include "filkit/dpsgd/rdp_accountant.hpp"
+#include "filkit/jobs/job.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace filkit {
+
+/// One sampled Gaussian mechanism: rate q, noise multiplier, steps.
+struct Mechanism {
+  double q;
+  double noise_multiplier;
+  std::int64_t steps;
+};
+
+/// A mechanism is given by q (or batch_size with n), noise_multiplier (or target_eps to solve for
+/// it) and steps (or epochs); further ones by `mechanism` ("q,noise_multiplier,steps"). "auto"
+/// marks what is derived from the others.
+struct AccountantOptions {
+  std::optional<double> q;                 ///< sampling rate in [0, 1]; or batch_size with n
+  std::optional<std::int64_t> batch_size;  ///< expected batch size B; q = B / n
+  std::optional<std::int64_t> n;           ///< number of training examples, >= batch size
+  std::optional<double> noise_multiplier;  ///< >= 0; not with target_eps
+  std::optional<std::int64_t> steps;       ///< >= 0
+  std::optional<double> epochs;            ///< steps = ceil(epochs / q)
+  double delta = 1e-5;                     ///< in (0, 1)
+  std::string orders = "opacus";           ///< opacus, tf-privacy (tf), or a list like 2,4.5,8
+  std::vector<std::string> mechanisms;     ///< further mechanisms "q,noise_multiplier,steps"
+  std::optional<double> target_eps;        ///< solve for the noise multiplier instead; > 0
+
+  void validate() const;
+};
+
+template <class Visit>
+void visit_fields(AccountantOptions& o, Visit&& visit) {
+  visit("q", o.q, "Sampling rate in [0, 1] (or batch_size with n)");
+  visit("batch_size", o.batch_size, "Expected batch size B; q = B / n");
+  visit("n", o.n, "Number of training examples");
+  visit("noise_multiplier", o.noise_multiplier, "Noise multiplier (noise std / clipping norm)");
+  visit("steps", o.steps, "Number of steps");
+  visit("epochs", o.epochs, "Epochs; steps = ceil(epochs / q)");
+  visit("delta", o.delta, "Target delta in (0, 1)");
+  visit("orders", o.orders, "Order grid: opacus, tf-privacy (tf), or a list like 2,4.5,8");
+  visit("mechanism", o.mechanisms, "A further mechanism q,noise_multiplier,steps (repeatable)");
+  visit("target_eps", o.target_eps, "Solve for the noise multiplier that reaches this eps");
+}
+
+struct AccountantJobResult final : JobResult {
+  AccountantOptions options;
+  std::vector<Mechanism> mechanisms;  ///< as composed (with the solved noise multiplier)
+  PrivacySpent spent;
+  /// eps, optimal order, the RDP curve and the mechanisms.
+  nlohmann::json to_json() const override;
+  /// The RDP curve: order, rdp.
+  NumericTable table() const override;
+  void print_summary(std::ostream& out) const override;
+};
+
+AccountantJobResult run_accountant(const AccountantOptions& options, bool progress = false);
+
+struct AccountantJob {
+  using Options = AccountantOptions;
+  static constexpr const char* name = "accountant";
+  static constexpr const char* description =
+      "RDP accountant of the sampled Gaussian mechanism (DP-SGD): eps for given noise, or the noise multiplier for a "
+      "target eps. E.g. --q 0.04 --noise-multiplier 1.5 --steps 2250.";
+  static constexpr const char* out_help = "CSV of the composed RDP curve: order, rdp";
+  static std::vector<ExtraOutput> extra_outputs() { return {}; }
+  static AccountantJobResult run(const Options& options, bool progress) { return run_accountant(options, progress); }
+};
+
+}  // namespace filkit

@@ -1,0 +1,203 @@
+#include "filkit/jobs/accountant.hpp"
+
+#include "filkit/base/io.hpp"
+#include "filkit/base/options.hpp"
+#include "filkit/dpsgd/rdp_accountant.hpp"
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
+
+namespace filkit {
+
+namespace {
+
+template <typename Number>
+Number parse_number(const std::string& text, const std::string& what) {
+  Number value{};
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) {
+    throw std::invalid_argument(what + ": '" + text + "' is not a number");
+  }
+  return value;
+}
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> fields;
+  std::stringstream stream(text);
+  for (std::string field; std::getline(stream, field, ',');) fields.push_back(field);
+  return fields;
+}
+
+std::vector<double> parse_orders(const std::string& text) {
+  if (text.find(',') == std::string::npos && !std::isdigit(static_cast<unsigned char>(text.front()))) {
+    return rdp_orders(parse_enum<OrderGrid>(text));
+  }
+  std::vector<double> orders;
+  for (const std::string& field : split_commas(text)) orders.push_back(parse_number<double>(field, "orders"));
+  return orders;
+}
+
+Mechanism parse_mechanism(const std::string& text) {
+  const std::vector<std::string> fields = split_commas(text);
+  if (fields.size() != 3) {
+    throw std::invalid_argument("mechanism '" + text + "' must be q,noise_multiplier,steps (three comma-separated numbers)");
+  }
+  return {parse_number<double>(fields[0], "mechanism q"), parse_number<double>(fields[1], "mechanism noise_multiplier"),
+          parse_number<std::int64_t>(fields[2], "mechanism steps")};
+}
+
+bool has_single_mechanism(const AccountantOptions& options) {
+  return options.q || options.batch_size || options.n || options.noise_multiplier || options.steps || options.epochs;
+}
+
+double sampling_rate(const AccountantOptions& options) {
+  if (options.q) return *options.q;
+  if (*options.batch_size < 1 || *options.batch_size > *options.n) {
+    throw std::invalid_argument("batch_size = " + std::to_string(*options.batch_size) + " must be in [1, n = " +
+                                std::to_string(*options.n) + "]");
+  }
+  return static_cast<double>(*options.batch_size) / static_cast<double>(*options.n);
+}
+
+// ceil(epochs n / B) or ceil(epochs / q), except that a quotient within 1e-9 of an integer counts as
+// that integer: the binary rounding of q could otherwise turn 15 / 0.0025 into 6001 steps.
+std::int64_t steps_from_epochs(const AccountantOptions& options) {
+  if (!(*options.epochs > 0)) throw std::invalid_argument("epochs must be > 0");
+  const double steps = options.q ? *options.epochs / *options.q
+                                 : *options.epochs * static_cast<double>(*options.n) /
+                                       static_cast<double>(*options.batch_size);
+  const double nearest = std::round(steps);
+  return static_cast<std::int64_t>(std::abs(steps - nearest) <= 1e-9 * nearest ? nearest : std::ceil(steps));
+}
+
+std::int64_t step_count(const AccountantOptions& options) {
+  return options.steps ? *options.steps : steps_from_epochs(options);
+}
+
+std::vector<Mechanism> mechanisms(const AccountantOptions& options) {
+  std::vector<Mechanism> all;
+  if (has_single_mechanism(options)) all.push_back({sampling_rate(options), *options.noise_multiplier, step_count(options)});
+  for (const std::string& text : options.mechanisms) all.push_back(parse_mechanism(text));
+  return all;
+}
+
+// JSON has no infinity or NaN; write those as the strings "inf" / "nan".
+nlohmann::json json_number(double value) {
+  return std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(format_double(value));
+}
+
+nlohmann::json json_numbers(const std::vector<double>& values) {
+  nlohmann::json array = nlohmann::json::array();
+  for (double value : values) array.push_back(json_number(value));
+  return array;
+}
+
+
+nlohmann::json json_result(const std::vector<Mechanism>& composed,
+                           const PrivacySpent& spent) {
+  nlohmann::json mechanisms_json = nlohmann::json::array();
+  for (const Mechanism& m : composed) {
+    mechanisms_json.push_back({{"q", m.q}, {"noise_multiplier", json_number(m.noise_multiplier)}, {"steps", m.steps}});
+  }
+  return {{"mechanisms", mechanisms_json},
+          {"eps", json_number(spent.eps)},
+          {"optimal_order", json_number(spent.optimal_order)},
+          {"optimal_order_status", to_string(spent.status)},
+          {"warning", spent.warning},
+          {"orders", json_numbers(spent.orders)},
+          {"rdp", json_numbers(spent.rdp)}};
+}
+
+std::string short_number(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.6g", value);
+  return buffer;
+}
+
+void print_spent(std::ostream& out, const std::vector<Mechanism>& composed, const PrivacySpent& spent,
+                 const std::string& grid) {
+  out << "RDP accountant, sampled Gaussian mechanism, " << spent.orders.size() << " orders (" << grid
+            << "), delta = " << short_number(spent.delta) << "\n";
+  for (std::size_t k = 0; k < composed.size(); ++k) {
+    out << "  mechanism " << k + 1 << ": q = " << short_number(composed[k].q)
+              << ", noise multiplier = " << short_number(composed[k].noise_multiplier) << ", steps = " << composed[k].steps
+              << "\n";
+  }
+  out << "eps = " << short_number(spent.eps) << " (optimal order " << short_number(spent.optimal_order)
+            << ")\n";
+  if (!spent.warning.empty()) std::cerr << "filkit accountant: warning: " << spent.warning << "\n";
+}
+
+}  // namespace
+
+void AccountantOptions::validate() const {
+  if (q && (batch_size || n)) throw std::invalid_argument("give either q or batch_size with n, not both");
+  if (batch_size.has_value() != n.has_value()) throw std::invalid_argument("batch_size and n go together");
+  if (steps && epochs) throw std::invalid_argument("give either steps or epochs, not both");
+  if (target_eps) {
+    if (noise_multiplier) throw std::invalid_argument("target_eps solves for noise_multiplier; do not give both");
+    if (!mechanisms.empty()) throw std::invalid_argument("target_eps searches one mechanism; drop mechanism");
+  } else if (has_single_mechanism(*this) && !noise_multiplier) {
+    throw std::invalid_argument("noise_multiplier is required (or target_eps to solve for it)");
+  }
+  const bool needs_single = target_eps || has_single_mechanism(*this);
+  if (needs_single && !q && !batch_size) throw std::invalid_argument("give q, or batch_size with n");
+  if (needs_single && !steps && !epochs) throw std::invalid_argument("give steps or epochs");
+  if (!needs_single && mechanisms.empty()) {
+    throw std::invalid_argument("nothing to account: give q/noise_multiplier/steps or mechanism q,noise_multiplier,steps");
+  }
+  if (orders.empty()) throw std::invalid_argument("orders must not be empty");
+}
+
+AccountantJobResult run_accountant(const AccountantOptions& options, bool) {
+  options.validate();
+  AccountantJobResult result;
+  result.options = options;
+  const std::vector<double> orders = parse_orders(options.orders);
+  if (options.target_eps) {
+    NoiseSearchOptions search;
+    search.target_eps = *options.target_eps;
+    search.delta = options.delta;
+    search.q = sampling_rate(options);
+    search.steps = step_count(options);
+    search.orders = orders;
+    NoiseSearchResult found = noise_multiplier_for_epsilon(search);
+    result.mechanisms.push_back({search.q, found.noise_multiplier, search.steps});
+    result.spent = std::move(found.privacy);
+  } else {
+    RdpAccountant accountant(orders);
+    result.mechanisms = mechanisms(options);
+    for (const Mechanism& m : result.mechanisms) accountant.compose(m.q, m.noise_multiplier, m.steps);
+    result.spent = accountant.get_privacy_spent(options.delta);
+  }
+  return result;
+}
+
+nlohmann::json AccountantJobResult::to_json() const {
+  nlohmann::json json = json_result(mechanisms, spent);
+  json.update(job_summary_header(AccountantJob::name, 0));
+  json.erase("seed");  // nothing here is random
+  json["settings"] = settings_json(options);
+  if (options.target_eps) json["noise_multiplier"] = mechanisms.front().noise_multiplier;
+  return json;
+}
+
+NumericTable AccountantJobResult::table() const {
+  NumericTable table{{"order", "rdp"}, {}};
+  for (std::size_t k = 0; k < spent.orders.size(); ++k) table.rows.push_back({spent.orders[k], spent.rdp[k]});
+  return table;
+}
+
+void AccountantJobResult::print_summary(std::ostream& out) const {
+  print_spent(out, mechanisms, spent, options.orders);
+  if (options.target_eps)
+    out << "noise multiplier = " << short_number(mechanisms.front().noise_multiplier) << " reaches eps <= target "
+        << short_number(*options.target_eps) << "\n";
+}
+
+}  // namespace filkit
