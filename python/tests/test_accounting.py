@@ -1,4 +1,4 @@
-"""The RDP accountant from Python: the published check values of SPEC.md section 6."""
+"""The RDP accountant from Python: the check values of docs/mathematics.md, section 7.10."""
 import pytest
 
 import filkit

@@ -214,7 +214,7 @@ TEST(NetworkAccounting, TheSoftmaxNetworkIsTheClosedFormGlm) {
 TEST(Network, HasThePapersConvNetAndRejectsBadShapes) {
   REQUIRE_TORCH();
   NetworkOptions cnn;
-  EXPECT_EQ(Network(cnn, 784, 10).parameter_count(), 26010);  // SPEC.md section 6
+  EXPECT_EQ(Network(cnn, 784, 10).parameter_count(), 26010);  // docs/mathematics.md, section 7.9
   NetworkOptions mlp = options_for(NetworkArchitecture::kMlp);
   EXPECT_EQ(Network(mlp, 6, 3).parameter_count(), (6 * 7 + 7) + (7 * 5 + 5) + (5 * 3 + 3));
   EXPECT_THROW(Network(cnn, 780, 10), std::invalid_argument);   // not a square image

@@ -57,8 +57,8 @@ double log_a_by_quadrature(double q, double sigma, double alpha) {
   return std::log1p(integral);
 }
 
-// The SPEC's published RDP check values (q = 0.01, sigma = 2.5, 50 steps) against 50-digit
-// mpmath quadrature of the definition (computed offline):
+// The published RDP check values (docs/mathematics.md, section 7.10: q = 0.01, sigma = 2.5,
+// 50 steps) against 50-digit mpmath quadrature of the definition (computed offline):
 //   order   published     quadrature
 //   1.5     6.5007e-4     6.5007089718803974e-4
 //   2.5     1.08549e-3    1.0854180569181243e-3

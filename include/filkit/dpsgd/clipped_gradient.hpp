@@ -1,5 +1,6 @@
 // The smoothly clipped per-example gradient of a GLM and its exact Jacobian G = d g~ / d z about
-// the example's private coordinates z (SPEC.md section 6; Guo et al., ICML 2022, Section 6.2).
+// the example's private coordinates z (docs/mathematics.md, sections 7.2 and 7.7; Guo et al.,
+// ICML 2022, Section 6.2).
 //
 // Smooth clipping (GELU's tanh form, as jax.nn.gelu):
 //   GELU(t) = t/2 (1 + tanh(sqrt(2/pi) (t + 0.044715 t^3))),

@@ -1,5 +1,6 @@
-// Smooth neural networks for private SGD with Fisher information accounting (SPEC.md section 6;
-// Guo, Karrer, Chaudhuri, van der Maaten, ICML 2022, Section 6.2), differentiated by LibTorch.
+// Smooth neural networks for private SGD with Fisher information accounting (docs/mathematics.md,
+// sections 7.8 and 7.9; Guo, Karrer, Chaudhuri, van der Maaten, ICML 2022, Section 6.2),
+// differentiated by LibTorch.
 //
 // For an example z = (x, y) with private pixels x (d_z = d) and a public label y, private SGD
 // releases the smoothly clipped gradient g~(x) = f(||g||) g, g = grad_w l(x, y; w)

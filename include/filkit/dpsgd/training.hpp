@@ -1,7 +1,7 @@
 // Private SGD (DP-SGD) for logistic and softmax regression (G in closed form) and for smooth
 // networks (networks.hpp: G probed through LibTorch) with per-example Fisher information
 // accounting: Algorithm 1 of Guo, Karrer, Chaudhuri, van der Maaten, "Bounding training data
-// reconstruction in private (deep) learning", ICML 2022 (SPEC.md section 6).
+// reconstruction in private (deep) learning", ICML 2022 (docs/mathematics.md, section 7).
 //
 // Training. Step t draws a batch B_t (uniformly without replacement, |B_t| = B, q = B/n; or
 // Poisson sampling, each example with probability q, normalised by the expected size B), clips

@@ -1,7 +1,7 @@
-// Attribute-inference attacks on an output-perturbed GLM, used to validate FIL (SPEC.md section 4;
-// FIL paper section 6.4, figures 6 and 7). The adversary wants the value v of one categorical
-// attribute of training example i (a one-hot block of X, the dropped level being all zeros) and
-// sees the released model w' = w* + b, b ~ N(0, sigma^2 I):
+// Attribute-inference attacks on an output-perturbed GLM, used to validate FIL
+// (docs/mathematics.md, section 5; FIL paper section 6.4, figures 6 and 7). The adversary wants the
+// value v of one categorical attribute of training example i (a one-hot block of X, the dropped
+// level being all zeros) and sees the released model w' = w* + b, b ~ N(0, sigma^2 I):
 //
 //   prior      argmax_v p(v): the most frequent level in the training set.
 //   black-box  argmax_v p(v) pi(prediction(w', x_i with v), y_i)      (Fredrikson et al. 2014)

@@ -1,6 +1,6 @@
 // Lower bounds on the error of reconstructing a training example from an output-perturbed GLM
-// (SPEC.md section 5; Guo, Karrer, Chaudhuri and van der Maaten, "Bounding training data
-// reconstruction in private (deep) learning", ICML 2022, sections 4, 5 and 7.1).
+// (docs/mathematics.md, section 6; Guo, Karrer, Chaudhuri and van der Maaten, "Bounding training
+// data reconstruction in private (deep) learning", ICML 2022, sections 4, 5 and 7.1).
 //
 // The attacker sees w' = w* + N(0, sigma^2 I) and everything but the target example z (d private
 // coordinates; the label is public). Its error is MSE = E ||z_hat - z||^2 / d.

@@ -1,5 +1,6 @@
-// Fisher information loss (FIL) of an output-perturbed GLM (SPEC.md section 2; Hannun, Guo and
-// van der Maaten, "Measuring data leakage in machine-learning models with Fisher information").
+// Fisher information loss (FIL) of an output-perturbed GLM (docs/mathematics.md, sections 2 and 3;
+// Hannun, Guo and van der Maaten, "Measuring data leakage in machine-learning models with
+// Fisher information").
 //
 // The released model is w' = w* + N(0, sigma^2 I). Its Fisher information about the data vector
 // z is I(z) = J^T J / sigma^2 with J = dw*/dz, which the implicit-function theorem gives block by

@@ -1,7 +1,7 @@
 // The GLM reconstruction attack of Balle, Cherubin and Hayes ("Reconstructing training data with
 // informed adversaries", IEEE S&P 2022, section IV) on an output-perturbed binary GLM with an
 // intercept, as used by Guo, Karrer, Chaudhuri and van der Maaten (ICML 2022, section 7.1) to
-// test their reconstruction bounds (SPEC.md section 4).
+// test their reconstruction bounds (docs/mathematics.md, section 6.2).
 //
 // The adversary knows lambda, every training example but the target i, and the target's label
 // (public), and sees w' = w* + N(0, sigma^2 I). At the exact optimum

@@ -1,6 +1,7 @@
 // Iteratively reweighted Fisher information loss (IRFIL; Algorithm 1 of Hannun, Guo and van der
 // Maaten, "Measuring data leakage in machine-learning models with Fisher information", section 5;
-// SPEC.md section 3): reweights the training loss until every example leaks the same FIL.
+// docs/mathematics.md, section 4): reweights the training loss until every example leaks the
+// same FIL.
 //
 //   u^0 = 1, and for t = 0, 1, ..., T:
 //     omega^t = g(u^t)                                      the weighting, below

@@ -1,4 +1,4 @@
-// Generalised linear models whose leakage filkit measures (SPEC.md section 1):
+// Generalised linear models whose leakage filkit measures (docs/mathematics.md, section 1):
 //
 //   F(w) = sum_i omega_i * l(w.x_i, y_i) + (n*lambda/2) * ||w||^2,   n = number of examples,
 //
