@@ -1,4 +1,5 @@
 #include "bindings.hpp"
+#include "job_bindings.hpp"
 
 #include "filkit/leakage/fil.hpp"
 
@@ -44,13 +45,16 @@ void bind_fil(py::module_& m) {
       m, "FisherInformationLoss",
       "The Jacobian of the minimiser with respect to the training data and the FIL derived from it. "
       "H is factorised once at construction; keeps `data` alive.")
-      .def(py::init([](const Model& model, const Dataset& data, const VectorXd& weights, double sigma,
-                       const std::string& label, bool structured) {
-             return FisherInformationLoss(model, data, weights,
-                                          FilOptions{sigma, parse_enum<LabelPrivacy>(label), structured});
+      .def(py::init([](const Model& model, const Dataset& data, const VectorXd& weights, const py::kwargs& kwargs) {
+             FilOptions options;
+             std::set<std::string> accepted;
+             const KwargsBinder bind{kwargs, accepted};
+             visit_fields(options, bind);  // sigma, label
+             bind("structured", options.structured, "");
+             reject_unknown_keywords("FisherInformationLoss", kwargs, accepted);
+             return FisherInformationLoss(model, data, weights, options);
            }),
-           py::arg("model"), py::arg("data"), py::arg("weights") = VectorXd(), py::arg("sigma") = 1.0,
-           py::arg("label") = "private", py::arg("structured") = true, py::keep_alive<1, 3>())
+           py::arg("model"), py::arg("data"), py::arg("weights") = VectorXd(), py::keep_alive<1, 3>())
       .def(
           "per_example",
           [](const FisherInformationLoss& fil) {

@@ -9,6 +9,7 @@
 
 #include "filkit/base/options.hpp"
 #include "filkit/jobs/job.hpp"
+#include "filkit/models/glm.hpp"
 
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
@@ -64,7 +65,7 @@ struct KwargsBinder {
 
 /// The outputs and run-time settings a job call may name besides its options.
 inline JobOutputs take_outputs(const py::kwargs& kwargs, const std::vector<ExtraOutput>& extras,
-                               std::set<std::string>& accepted, bool& quiet) {
+                               std::set<std::string>& accepted, bool& quiet, bool report_output = true) {
   JobOutputs outputs;
   const auto text = [&](const char* key, std::string& target) {
     accepted.insert(key);
@@ -72,7 +73,7 @@ inline JobOutputs take_outputs(const py::kwargs& kwargs, const std::vector<Extra
   };
   text("out", outputs.out);
   text("json", outputs.json);
-  text("report", outputs.report);
+  if (report_output) text("report", outputs.report);  // the report job's own option otherwise
   for (const ExtraOutput& extra : extras) text(extra.name, outputs.extra[extra.name]);
   accepted.insert("quiet");
   quiet = kwargs.contains("quiet") ? kwargs["quiet"].cast<bool>() : true;
@@ -97,13 +98,26 @@ inline void reject_unknown_keywords(const std::string& function, const py::kwarg
   }
 }
 
+/// FitOptions from keywords for the functions that fit a model directly: model, regression and
+/// max_iterations besides the fields every job shares (l2, intercept, tolerance, solver).
+inline FitOptions fit_options_from(const py::kwargs& kwargs, std::set<std::string>& accepted) {
+  FitOptions fit;
+  const KwargsBinder bind{kwargs, accepted};
+  bind("model", fit.kind, "");
+  bind("regression", fit.regression, "");
+  bind("max_iterations", fit.max_iterations, "");
+  visit_fields(fit, bind);
+  return fit;
+}
+
 /// Options of Job from keyword arguments; throws TypeError for unknown keywords.
 template <class Job>
 typename Job::Options job_options(const py::kwargs& kwargs, JobOutputs& outputs, bool& quiet) {
   typename Job::Options options;
   std::set<std::string> accepted;
   visit_fields(options, KwargsBinder{kwargs, accepted});
-  outputs = take_outputs(kwargs, Job::extra_outputs(), accepted, quiet);
+  constexpr bool report_output = !requires { Job::writes_its_own_report; };
+  outputs = take_outputs(kwargs, Job::extra_outputs(), accepted, quiet, report_output);
   reject_unknown_keywords(Job::name, kwargs, accepted);
   return options;
 }

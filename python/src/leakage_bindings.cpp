@@ -1,5 +1,6 @@
 // IRFIL, attribute inference, reconstruction bounds and the GLM reconstruction attack.
 #include "bindings.hpp"
+#include "job_bindings.hpp"
 
 #include "filkit/leakage/attribute_inference.hpp"
 #include "filkit/leakage/bounds.hpp"
@@ -15,15 +16,6 @@ namespace filkit::python {
 
 namespace {
 
-FitOptions fit_options(const std::string& model, double l2, bool intercept, bool regression) {
-  FitOptions options;
-  options.kind = parse_enum<ModelKind>(model);
-  options.l2 = l2;
-  options.intercept = intercept;
-  options.regression = regression;
-  return options;
-}
-
 void bind_irfil(py::module_& m) {
   py::class_<IrfilResult>(m, "IrfilResult", "IRFIL: weights and eta of every iteration.")
       .def_readonly("weights", &IrfilResult::weights, "omega^t, t = 0..T")
@@ -33,28 +25,22 @@ void bind_irfil(py::module_& m) {
       .def_property_readonly("summary", [](const IrfilResult& r) { return json_to_python(r.to_json().dump()); });
   m.def(
       "irfil",
-      [](const Dataset& train, const Dataset& test, const std::string& model, double l2, bool intercept,
-         bool regression, double sigma, const std::string& label, int iterations, const std::string& weighting,
-         double min_weight, double max_weight, const std::vector<Index>& attribute_columns) {
+      [](const Dataset& train, const Dataset& test, const std::vector<Index>& attribute_columns,
+         const py::kwargs& kwargs) {
         IrfilOptions options;
-        options.fit = fit_options(model, l2, intercept, regression);
-        options.fil.sigma = sigma;
-        options.fil.label = parse_enum<LabelPrivacy>(label);
-        options.iterations = iterations;
-        options.weighting = parse_enum<IrfilWeighting>(weighting);
-        options.min_weight = min_weight;
-        options.max_weight = max_weight;
+        std::set<std::string> accepted;
+        options.fit = fit_options_from(kwargs, accepted);
+        visit_fields(options, KwargsBinder{kwargs, accepted});
+        reject_unknown_keywords("irfil", kwargs, accepted);
         options.attribute_columns = attribute_columns;
         py::gil_scoped_release release;
         return irfil(train, test, options);
       },
-      py::arg("train"), py::arg("test"), py::arg("model") = "logistic", py::arg("l2") = 8e-4,
-      py::arg("intercept") = false, py::arg("regression") = false, py::arg("sigma") = 1.0,
-      py::arg("label") = "private", py::arg("iterations") = 10, py::arg("weighting") = "example",
-      py::arg("min_weight") = 0.0, py::arg("max_weight") = std::numeric_limits<double>::infinity(),
-      py::arg("attribute_columns") = std::vector<Index>{},
-      "Iteratively reweighted FIL (Algorithm 1 of the FIL paper): weights inversely proportional to eta, "
-      "example / class / hybrid weighting, clamping, eta of all features or of attribute_columns.");
+      py::arg("train"), py::arg("test"), py::arg("attribute_columns") = std::vector<Index>{},
+      "Iteratively reweighted FIL (Algorithm 1 of the FIL paper) on given datasets: weights inversely proportional "
+      "to eta, example / class / hybrid weighting, clamping, eta of all features or of attribute_columns. Keywords "
+      "(the library's defaults): the fit's (model, regression, l2, intercept, tolerance, solver, max_iterations) "
+      "and irfil's (iterations, weighting, min_weight, max_weight, sigma, label).");
 }
 
 void bind_attacks(py::module_& m) {
@@ -66,30 +52,23 @@ void bind_attacks(py::module_& m) {
       .def_property_readonly("summary", [](const AttackResult& r) { return json_to_python(r.to_json().dump()); });
   m.def(
       "attribute_inference",
-      [](const Dataset& train, const Dataset& test, const std::string& attribute, const std::string& model,
-         double l2, bool intercept, bool regression, const std::vector<double>& sigmas, int trials,
-         std::uint64_t seed, bool white_box, bool black_box, Index max_examples, int groups,
-         const VectorXd& weights) {
+      [](const Dataset& train, const Dataset& test, const std::string& attribute, const VectorXd& weights,
+         std::uint64_t seed, const py::kwargs& kwargs) {
         AttackOptions options;
-        options.fit = fit_options(model, l2, intercept, regression);
-        options.sigmas = sigmas;
-        options.trials = trials;
+        std::set<std::string> accepted;
+        options.fit = fit_options_from(kwargs, accepted);
+        visit_fields(options, KwargsBinder{kwargs, accepted});
+        reject_unknown_keywords("attribute_inference", kwargs, accepted);
         options.seed = seed;
-        options.white_box = white_box;
-        options.black_box = black_box;
-        options.max_examples = max_examples;
-        options.groups = groups;
         const AttributeColumns columns = find_attribute(train, attribute);
         py::gil_scoped_release release;
         return attribute_inference(train, test, columns, options, weights);
       },
-      py::arg("train"), py::arg("test"), py::arg("attribute"), py::arg("model") = "least-squares",
-      py::arg("l2") = 1e-3, py::arg("intercept") = true, py::arg("regression") = true,
-      py::arg("sigmas") = std::vector<double>{1e-4, 1e-3, 1e-2, 1e-1, 1.0}, py::arg("trials") = 20,
-      py::arg("seed") = 0, py::arg("white_box") = true, py::arg("black_box") = true, py::arg("max_examples") = 0,
-      py::arg("groups") = 10, py::arg("weights") = VectorXd(),
+      py::arg("train"), py::arg("test"), py::arg("attribute"), py::arg("weights") = VectorXd(), py::arg("seed") = 0,
       "Prior, black-box (Fredrikson et al.) and white-box (FIL threat model) attribute inference against "
-      "w' = w* + N(0, sigma^2 I) at each sigma over `trials` seeded noise draws.");
+      "w' = w* + N(0, sigma^2 I) at each sigma over `trials` seeded noise draws, on given datasets. Keywords (the "
+      "library's defaults): the fit's (model, regression, l2, intercept, tolerance, solver, max_iterations) and the "
+      "attack's (sigmas, trials, white_box, black_box, white_box_solver, examples, compare_naive, groups).");
 }
 
 void bind_reconstruction(py::module_& m) {

@@ -1,4 +1,5 @@
 #include "bindings.hpp"
+#include "job_bindings.hpp"
 
 #include "filkit/models/glm.hpp"
 
@@ -28,23 +29,16 @@ void bind_models(py::module_& m) {
 
   m.def(
       "fit",
-      [](const Dataset& data, const std::string& model, double l2, bool intercept, bool regression,
-         const VectorXd& weights, double tolerance, int max_iterations) {
-        FitOptions options;
-        options.kind = parse_enum<ModelKind>(model);
-        options.l2 = l2;
-        options.intercept = intercept;
-        options.regression = regression;
-        options.gradient_tolerance = tolerance;
-        options.max_iterations = max_iterations;
+      [](const Dataset& data, const VectorXd& weights, const py::kwargs& kwargs) {
+        std::set<std::string> accepted;
+        const FitOptions options = fit_options_from(kwargs, accepted);
+        reject_unknown_keywords("fit", kwargs, accepted);
         py::gil_scoped_release release;
         return fit(data, options, weights);
       },
-      py::arg("data"), py::arg("model") = "logistic", py::arg("l2") = 8e-4, py::arg("intercept") = false,
-      py::arg("regression") = false, py::arg("weights") = VectorXd(), py::arg("tolerance") = 1e-10,
-      py::arg("max_iterations") = 100,
-      "Fit least-squares, logistic or softmax regression minimising "
-      "sum_i w_i l(w.x_i, y_i) + (n*l2/2)||w||^2.");
+      py::arg("data"), py::arg("weights") = VectorXd(),
+      "Fit least-squares, logistic or softmax regression minimising sum_i w_i l(w.x_i, y_i) + (n*l2/2)||w||^2. "
+      "Keywords (the library's defaults): model, regression, l2, intercept, tolerance, solver, max_iterations.");
   m.def("perturb_output", &perturb_output, py::arg("model"), py::arg("sigma"), py::arg("seed"),
         "The Gaussian mechanism: a copy of the model with N(0, sigma^2) added to every weight.");
   m.def("predict", &predict, py::arg("model"), py::arg("X"));

@@ -48,7 +48,8 @@ def test_white_box_attack_is_exact_without_noise_and_near_prior_with_much():
     X = np.hstack([onehot, other])
     y = X @ np.array([1.0, -1.0, 0.5, 0.3]) + 0.1 * rng.normal(size=n)
     data = filkit.Dataset(X, y)
-    result = filkit.attribute_inference(data, data, attribute="0,1", sigmas=[1e-8, 1e3], trials=5, seed=1)
+    result = filkit.attribute_inference(data, data, attribute="0,1", model="least-squares", regression=True,
+                                        intercept=True, l2=1e-3, sigmas=[1e-8, 1e3], trials=5, seed=1)
     by_sigma = result.summary["by_sigma"] if "by_sigma" in result.summary else None
     assert by_sigma is not None
     assert by_sigma[0]["white_box"] == pytest.approx(1.0)
