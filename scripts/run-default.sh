@@ -3,7 +3,7 @@
 # logistic regression, lambda 8e-4, sigma 1). Outputs go to ${FILKIT_OUT:-out}/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh filkit_cli _filkit   # only what the job needs: not the tests
 out="${FILKIT_OUT:-out}"
 mkdir -p "$out"
 "${FILKIT_BUILD_DIR:-build}/filkit" measure --subset all --out "$out/default-per-example.csv" \

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs everything filkit needs on Debian 12 (as root) and builds it in Release.
 # Idempotent: packages already present are not reinstalled, an existing build is updated.
+#   bash scripts/setup.sh [TARGET...]   build only these CMake targets (default: all, with the tests);
+#                                       run-default.sh builds just the filkit executable and the
+#                                       Python module.
 #   FILKIT_BUILD_DIR  build directory (default: build)
 #   FILKIT_CACHE      where npm data packages and the exported income CSV go
 #                     (default: ${XDG_CACHE_HOME:-$HOME/.cache}/filkit, where filkit looks for them)
@@ -59,9 +62,16 @@ fi
 
 build="${FILKIT_BUILD_DIR:-build}"
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DFILKIT_BUILD_PYTHON=ON -DFILKIT_WITH_TORCH=ON \
+  -DFILKIT_BUILD_BENCH="${FILKIT_BUILD_BENCH:-OFF}" \
   -DPython_EXECUTABLE=/usr/bin/python3 > /dev/null
-cmake --build "$build" -j"$(nproc)" 2>&1 | grep -E "error|warning|Error" || true
-test -x "$build/filkit" || { echo "setup: the build failed" >&2; exit 1; }
+targets=("$@")
+((${#targets[@]})) || targets=(all)
+log="$build/setup-build.log"
+if ! cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" > "$log" 2>&1; then
+  grep -E -A3 "error|Error" "$log" | head -60 >&2
+  echo "setup: the build failed (full log: $log)" >&2
+  exit 1
+fi
 # Make `import filkit` work under /usr/bin/python3 by pointing a .pth file at the built package.
 site_packages=$(/usr/bin/python3 -c 'import site; print(site.getsitepackages()[0])')
 mkdir -p "$site_packages"
