@@ -4,6 +4,7 @@
 #include "filkit/data/load.hpp"
 #include "filkit/data/preprocessing.hpp"
 
+#include <nlohmann/json.hpp>
 #include <pybind11/eigen.h>
 #include <pybind11/stl.h>
 

@@ -6,6 +6,7 @@
 #include "filkit/dpsgd/training.hpp"
 #include "filkit/dpsgd/networks.hpp"
 
+#include <nlohmann/json.hpp>
 #include <pybind11/eigen.h>
 #include <pybind11/stl.h>
 

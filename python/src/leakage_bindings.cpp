@@ -7,6 +7,7 @@
 #include "filkit/leakage/irfil.hpp"
 #include "filkit/leakage/glm_reconstruction.hpp"
 
+#include <nlohmann/json.hpp>
 #include <pybind11/eigen.h>
 #include <pybind11/stl.h>
 

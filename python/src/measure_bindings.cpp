@@ -3,6 +3,7 @@
 
 #include "filkit/jobs/measure.hpp"
 
+#include <nlohmann/json.hpp>
 #include <pybind11/eigen.h>
 #include <pybind11/stl.h>
 

@@ -3,7 +3,7 @@
 
 #include "filkit/base/types.hpp"
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 namespace filkit {
 

@@ -6,7 +6,7 @@
 #include "filkit/base/enum_names.hpp"
 #include "filkit/data/dataset.hpp"
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <string>
 

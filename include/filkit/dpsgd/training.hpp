@@ -41,7 +41,7 @@
 #include "filkit/models/glm.hpp"
 #include "filkit/dpsgd/networks.hpp"
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
 #include <map>

@@ -9,7 +9,7 @@
 
 #include "filkit/base/types.hpp"
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <iosfwd>
 #include <map>

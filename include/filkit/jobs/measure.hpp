@@ -10,7 +10,7 @@
 #include "filkit/models/glm.hpp"
 #include "filkit/data/preprocessing.hpp"
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
 #include <map>

@@ -6,7 +6,7 @@
 #include "filkit/data/pipeline.hpp"
 #include "filkit/models/glm.hpp"
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
 #include <map>

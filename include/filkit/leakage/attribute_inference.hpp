@@ -34,7 +34,7 @@
 #include "filkit/data/dataset.hpp"
 #include "filkit/models/glm.hpp"
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
 #include <map>

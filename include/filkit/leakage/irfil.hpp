@@ -31,7 +31,7 @@
 #include "filkit/models/glm.hpp"
 #include "filkit/base/summary.hpp"
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <limits>
 #include <string>
