@@ -1,7 +1,8 @@
 // The LibTorch networks (networks.hpp) against independent ground truth: finite differences of
 // the loss and of the clipped gradient, the closed-form GLM of clipped_gradient.hpp, dense
-// Jacobians built column by column, and one-example-at-a-time evaluation. Skipped in builds
-// without LibTorch.
+// Jacobians built column by column, and one-example-at-a-time evaluation (skipped when the LibTorch
+// plugin cannot be loaded); and the plugin's loading: the filkit executable does not link
+// LibTorch, and a missing plugin is a clear error.
 #include "filkit/dpsgd/networks.hpp"
 
 #include "filkit/dpsgd/clipped_gradient.hpp"
@@ -12,7 +13,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <random>
+#include <sstream>
+#include <stdexcept>
+#include <string>
 
 namespace filkit {
 namespace {
@@ -20,7 +25,7 @@ namespace {
 using filkit::testing::random_classification;
 
 #define REQUIRE_TORCH() \
-  if (!networks_available()) GTEST_SKIP() << "built without LibTorch (FILKIT_WITH_TORCH=OFF)"
+  if (!networks_available()) GTEST_SKIP() << "no LibTorch plugin (built with FILKIT_WITH_TORCH=OFF?)"
 
 NetworkOptions options_for(NetworkArchitecture architecture) {
   NetworkOptions options;
@@ -237,6 +242,51 @@ TEST(Network, InitialisesLikePyTorch) {
   EXPECT_GT(w.head(1040).cwiseAbs().maxCoeff(), 0.12);
   EXPECT_LE(w.tail(330).cwiseAbs().maxCoeff(), 1.0 / std::sqrt(32.0));
   EXPECT_GT(w.tail(330).cwiseAbs().maxCoeff(), 0.9 / std::sqrt(32.0));
+}
+
+TEST(NetworkPlugin, NetworksAvailableSaysWhetherANetworkCanBeBuilt) {
+  if (networks_available()) {
+    EXPECT_NO_THROW(Network(options_for(NetworkArchitecture::kSoftmax), 6, 3));
+    return;
+  }
+  try {
+    Network(options_for(NetworkArchitecture::kSoftmax), 6, 3);
+    ADD_FAILURE() << "expected std::runtime_error: networks_available() is false";
+  } catch (const std::runtime_error& error) {
+    EXPECT_NE(std::string(error.what()).find("FILKIT_TORCH_PLUGIN"), std::string::npos) << error.what();
+  }
+}
+
+TEST(NetworkPlugin, AMissingPluginIsAnErrorNamingThePathTried) {
+  const char* binary = std::getenv("FILKIT_BINARY");
+  if (binary == nullptr) GTEST_SKIP() << "FILKIT_BINARY not set";
+  const testing::TempDir dir;
+  const std::string data = testing::write_npz_dataset(dir, random_classification(40, 4, 3, 6));
+  const std::string missing = dir.file("no_such_dir/libfilkit_torch.so");
+  const auto [status, output] =
+      testing::run_command("FILKIT_TORCH_PLUGIN=" + missing + " " + binary + " dpsgd --data " + data +
+                           " --model mlp --hidden 4 --batch-size 10 --steps 2 --threads 1 -q");
+  EXPECT_NE(status, 0) << output;
+  EXPECT_NE(output.find(missing), std::string::npos) << "the error names the path tried:\n" << output;
+  EXPECT_NE(output.find("LibTorch"), std::string::npos) << output;
+  EXPECT_NE(output.find("scripts/setup.sh"), std::string::npos) << output;
+}
+
+TEST(NetworkPlugin, TheExecutableDoesNotLinkLibTorch) {
+  const char* binary = std::getenv("FILKIT_BINARY");
+  if (binary == nullptr) GTEST_SKIP() << "FILKIT_BINARY not set";
+  if (testing::run_command("command -v readelf").first != 0) GTEST_SKIP() << "readelf not installed";
+  const auto [status, dynamic_section] = testing::run_command(std::string("readelf -d ") + binary);
+  ASSERT_EQ(status, 0) << dynamic_section;
+  std::istringstream lines(dynamic_section);
+  int needed = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("(NEEDED)") == std::string::npos) continue;
+    ++needed;
+    EXPECT_EQ(line.find("torch"), std::string::npos) << "LibTorch is loaded only with a network: " << line;
+    EXPECT_EQ(line.find("c10"), std::string::npos) << "LibTorch is loaded only with a network: " << line;
+  }
+  EXPECT_GT(needed, 0) << "no NEEDED entries in readelf -d output:\n" << dynamic_section;
 }
 
 }  // namespace

@@ -29,8 +29,10 @@
 // Parameters are one flat vector: layer by layer, each weight (row-major: out x in, or
 // out x (in_channels * k * k) for a convolution) followed by its bias.
 //
-// LibTorch is optional (CMake FILKIT_WITH_TORCH, turned on by scripts/setup.sh); without it a
-// Network cannot be constructed (std::runtime_error naming the option), and nothing else changes.
+// LibTorch is optional (CMake FILKIT_WITH_TORCH, turned on by scripts/setup.sh) and lives in a
+// plugin, libfilkit_torch.so, opened on the first Network so that nothing else pays for loading it;
+// without the plugin a Network cannot be constructed (std::runtime_error naming the paths tried;
+// FILKIT_TORCH_PLUGIN chooses the file), and nothing else changes.
 #pragma once
 
 #include "filkit/base/enum_names.hpp"
@@ -63,7 +65,7 @@ struct NetworkOptions {
   void validate() const;
 };
 
-/// Whether this build has LibTorch (FILKIT_WITH_TORCH).
+/// Whether the LibTorch plugin loads (loading it now if not yet tried), i.e. a Network can be built.
 bool networks_available();
 
 /// What the accountant asks of each example of a batch.
@@ -86,7 +88,8 @@ struct NetworkBatchAccounting {
 class Network {
  public:
   /// `input_dim` d >= 1, `num_classes` K >= 2. Throws std::invalid_argument for bad options or
-  /// shapes (a cnn needs d = s^2 with s >= 14), std::runtime_error without LibTorch.
+  /// shapes (a cnn needs d = s^2 with s >= 14), std::runtime_error when the LibTorch plugin does
+  /// not load.
   Network(const NetworkOptions& options, Index input_dim, Index num_classes);
   ~Network();
   Network(Network&&) noexcept;

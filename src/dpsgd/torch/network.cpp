@@ -1,7 +1,8 @@
-// The Network of networks.hpp on LibTorch: batched per-example clipped gradients and their
-// Jacobian-vector and vector-Jacobian products about the input (the only translation unit that
-// includes LibTorch, which is slow to compile).
-#include "filkit/dpsgd/networks.hpp"
+// The LibTorch plugin (libfilkit_torch.so): the NetworkBackend of network_backend.hpp behind
+// networks.hpp's Network, with batched per-example clipped gradients and their Jacobian-vector and
+// vector-Jacobian products about the input. The only translation unit that includes LibTorch
+// (slow to compile, slow to load); it links no filkit library code, only headers.
+#include "dpsgd/network_backend.hpp"
 
 #include "base/seeding.hpp"
 
@@ -15,6 +16,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 
@@ -140,9 +142,7 @@ struct ForwardPass {
   std::vector<Tensor> inputs, preactivations;
 };
 
-}  // namespace
-
-struct Network::Impl {
+struct TorchNetwork final : NetworkBackend {
   NetworkOptions options;
   Index d = 0, K = 0, p = 0;
   std::int64_t side = 0;  // cnn
@@ -242,8 +242,8 @@ struct Network::Impl {
   /// Per-example gradients of the cross-entropy as a differentiable function of x, and their
   /// clip factors f_b = 1 / (GELU(||g_b||/C - 1) + 1), GELU in JAX's tanh form
   /// (clipped_gradient.hpp); C <= 0 leaves them unclipped (f = 1).
-  ClippedGradients gradients(const Tensor& w, const Tensor& x, const Tensor& labels, double C,
-                             bool create_graph) const {
+  ClippedGradients per_example_gradients(const Tensor& w, const Tensor& x, const Tensor& labels, double C,
+                                         bool create_graph) const {
     const ForwardPass pass = forward(w, x);
     const Tensor loss = -at::log_softmax(pass.logits, 1).gather(1, labels.view({-1, 1})).sum();
     const std::vector<Tensor> dz = torch::autograd::grad({loss}, pass.preactivations, {}, true, create_graph);
@@ -274,28 +274,23 @@ struct Network::Impl {
     return g;
   }
 
-  void check_shapes(const VectorXd& w, const RowMatrix& X, const VectorXd& y, const char* what) const {
-    if (w.size() != p)
-      throw std::invalid_argument(std::string("Network::") + what + ": " + std::to_string(w.size()) +
-                                  " parameters, the network has " + std::to_string(p));
-    if (X.cols() != d)
-      throw std::invalid_argument(std::string("Network::") + what + ": inputs have " + std::to_string(X.cols()) +
-                                  " features, the network takes " + std::to_string(d));
-    if (y.size() != X.rows())
-      throw std::invalid_argument(std::string("Network::") + what + ": " + std::to_string(y.size()) + " labels for " +
-                                  std::to_string(X.rows()) + " inputs");
-    for (Index i = 0; i < y.size(); ++i)
-      if (!(y(i) >= 0 && y(i) < K && y(i) == std::floor(y(i))))
-        throw std::invalid_argument(std::string("Network::") + what + ": label " + std::to_string(y(i)) + " of row " +
-                                    std::to_string(i) + " is not a class index in [0, " + std::to_string(K) + ")");
-  }
-
   void account_chunk(const Tensor& w, const Tensor& x, const Tensor& labels, double C,
                      const NetworkAccountingRequest& request, std::uint64_t seed, Index first,
                      NetworkBatchAccounting& result) const;
-};
 
-namespace {
+  Index parameter_count() const override { return p; }
+  std::string describe() const override;
+  VectorXd initial_parameters(std::mt19937_64& rng) const override;
+  MatrixXd logits(const VectorXd& w, const RowMatrix& X) const override;
+  MatrixXd gradients(const VectorXd& w, const RowMatrix& X, const VectorXd& y) const override;
+  MatrixXd clipped_gradients(const VectorXd& w, const RowMatrix& X, const VectorXd& y, double clip_norm) const override;
+  MatrixXd jacobian_vector_products(const VectorXd& w, const RowMatrix& X, const VectorXd& y, double clip_norm,
+                                    const RowMatrix& V) const override;
+  MatrixXd vector_jacobian_products(const VectorXd& w, const RowMatrix& X, const VectorXd& y, double clip_norm,
+                                    const RowMatrix& U) const override;
+  NetworkBatchAccounting account_batch(const VectorXd& w, const RowMatrix& X, const VectorXd& y, double clip_norm,
+                                       const NetworkAccountingRequest& request, std::uint64_t seed) const override;
+};
 
 /// One generator per example (seeded by its position in the batch), so that estimates do not
 /// depend on how the batch is cut into chunks.
@@ -323,14 +318,12 @@ Tensor coordinate_rows(std::vector<at::Generator>& generators, std::int64_t size
 
 Tensor squared_row_norms(const Tensor& t) { return t.pow(2).sum(1); }
 
-}  // namespace
-
-void Network::Impl::account_chunk(const Tensor& w, const Tensor& x_data, const Tensor& labels, double C,
-                                  const NetworkAccountingRequest& request, std::uint64_t seed, Index first,
-                                  NetworkBatchAccounting& result) const {
+void TorchNetwork::account_chunk(const Tensor& w, const Tensor& x_data, const Tensor& labels, double C,
+                                 const NetworkAccountingRequest& request, std::uint64_t seed, Index first,
+                                 NetworkBatchAccounting& result) const {
   const std::int64_t B = x_data.size(0);
   const Tensor x = x_data.detach().requires_grad_(true);
-  const ClippedGradients clipped = gradients(w, x, labels, C, /*create_graph=*/true);
+  const ClippedGradients clipped = per_example_gradients(w, x, labels, C, /*create_graph=*/true);
   result.clipped_sum += to_vector(clipped.batch_sum());
 
   // H(U) = G^T U with its graph (U a dummy of zeros): G v = dH/dU contracted with v.
@@ -385,36 +378,10 @@ void Network::Impl::account_chunk(const Tensor& w, const Tensor& x_data, const T
   result.spectral.segment(first, B) = to_vector(spectral);
 }
 
-// ---------------------------------------------------------------------------------------------
-
-bool networks_available() { return true; }
-
-Network::Network(const NetworkOptions& options, Index input_dim, Index num_classes) : impl_(std::make_unique<Impl>()) {
-  options.validate();
-  if (input_dim < 1) throw std::invalid_argument("Network: input_dim = " + std::to_string(input_dim) + ": must be >= 1");
-  if (num_classes < 2)
-    throw std::invalid_argument("Network: num_classes = " + std::to_string(num_classes) + ": must be >= 2");
-  impl_->options = options;
-  impl_->d = input_dim;
-  impl_->K = num_classes;
-  impl_->build();
-  // LibTorch's own thread pool follows OpenMP's setting (--threads).
-  at::set_num_threads(omp_get_max_threads());
-}
-
-Network::~Network() = default;
-Network::Network(Network&&) noexcept = default;
-Network& Network::operator=(Network&&) noexcept = default;
-
-const NetworkOptions& Network::options() const { return impl_->options; }
-Index Network::input_dim() const { return impl_->d; }
-Index Network::num_classes() const { return impl_->K; }
-Index Network::parameter_count() const { return impl_->p; }
-
-std::string Network::describe() const {
+std::string TorchNetwork::describe() const {
   static const char* kNames[] = {"dense", "conv", "tanh", "avgpool", "flatten"};
   std::ostringstream out;
-  for (const Layer& layer : impl_->layers) {
+  for (const Layer& layer : layers) {
     out << kNames[static_cast<int>(layer.type)];
     if (layer.type == Layer::Type::kConv || layer.type == Layer::Type::kAvgPool)
       out << " " << layer.kernel << "x" << layer.kernel << " stride " << layer.stride;
@@ -425,14 +392,14 @@ std::string Network::describe() const {
     if (layer.has_parameters()) out << ", " << layer.parameter_count() << " parameters";
     out << "\n";
   }
-  out << "total " << impl_->p << " parameters\n";
+  out << "total " << p << " parameters\n";
   return out.str();
 }
 
-VectorXd Network::initial_parameters(std::mt19937_64& rng) const {
-  VectorXd w = VectorXd::Zero(impl_->p);
-  if (impl_->options.architecture == NetworkArchitecture::kSoftmax) return w;
-  for (const Layer& layer : impl_->layers) {
+VectorXd TorchNetwork::initial_parameters(std::mt19937_64& rng) const {
+  VectorXd w = VectorXd::Zero(p);
+  if (options.architecture == NetworkArchitecture::kSoftmax) return w;
+  for (const Layer& layer : layers) {
     if (!layer.has_parameters()) continue;
     const double bound = 1.0 / std::sqrt(static_cast<double>(layer.fan_in()));
     std::uniform_real_distribution<double> uniform(-bound, bound);
@@ -441,94 +408,79 @@ VectorXd Network::initial_parameters(std::mt19937_64& rng) const {
   return w;
 }
 
-MatrixXd Network::logits(const VectorXd& w, const RowMatrix& X) const {
-  impl_->check_shapes(w, X, VectorXd::Zero(X.rows()), "logits");
+MatrixXd TorchNetwork::logits(const VectorXd& w, const RowMatrix& X) const {
   at::NoGradGuard no_grad;
   const Tensor weights = to_tensor(w);
-  MatrixXd scores(X.rows(), impl_->K);
+  MatrixXd scores(X.rows(), K);
   constexpr Index kRows = 2000;
   for (Index start = 0; start < X.rows(); start += kRows) {
     const Index rows = std::min(kRows, X.rows() - start);
-    scores.middleRows(start, rows) = to_row_matrix(impl_->forward(weights, to_tensor(RowMatrix(X.middleRows(start, rows)))).logits);
+    scores.middleRows(start, rows) = to_row_matrix(forward(weights, to_tensor(RowMatrix(X.middleRows(start, rows)))).logits);
   }
   return scores;
 }
 
-double Network::accuracy(const VectorXd& w, const RowMatrix& X, const VectorXd& y) const {
-  impl_->check_shapes(w, X, y, "accuracy");
-  if (X.rows() == 0) return std::numeric_limits<double>::quiet_NaN();
-  const MatrixXd scores = logits(w, X);
-  Index correct = 0;
-  for (Index i = 0; i < X.rows(); ++i) {
-    Index best = 0;
-    scores.row(i).maxCoeff(&best);
-    correct += best == static_cast<Index>(y(i));
-  }
-  return static_cast<double>(correct) / X.rows();
+MatrixXd TorchNetwork::gradients(const VectorXd& w, const RowMatrix& X, const VectorXd& y) const {
+  const Tensor x = to_tensor(X).requires_grad_(true);
+  return to_row_matrix(per_example_gradients(to_tensor(w), x, to_labels(y), 0.0, /*create_graph=*/false).materialize(false));
 }
 
-MatrixXd Network::gradients(const VectorXd& w, const RowMatrix& X, const VectorXd& y) const {
-  impl_->check_shapes(w, X, y, "gradients");
+MatrixXd TorchNetwork::clipped_gradients(const VectorXd& w, const RowMatrix& X, const VectorXd& y,
+                                         double clip_norm) const {
   const Tensor x = to_tensor(X).requires_grad_(true);
-  return to_row_matrix(impl_->gradients(to_tensor(w), x, to_labels(y), 0.0, /*create_graph=*/false).materialize(false));
+  return to_row_matrix(per_example_gradients(to_tensor(w), x, to_labels(y), clip_norm, /*create_graph=*/false).materialize());
 }
 
-MatrixXd Network::clipped_gradients(const VectorXd& w, const RowMatrix& X, const VectorXd& y, double clip_norm) const {
-  impl_->check_shapes(w, X, y, "clipped_gradients");
-  if (!(clip_norm > 0.0) || !std::isfinite(clip_norm))
-    throw std::invalid_argument("Network::clipped_gradients: clip_norm must be finite and > 0");
+MatrixXd TorchNetwork::jacobian_vector_products(const VectorXd& w, const RowMatrix& X, const VectorXd& y,
+                                                double clip_norm, const RowMatrix& V) const {
   const Tensor x = to_tensor(X).requires_grad_(true);
-  return to_row_matrix(impl_->gradients(to_tensor(w), x, to_labels(y), clip_norm, /*create_graph=*/false).materialize());
-}
-
-MatrixXd Network::jacobian_vector_products(const VectorXd& w, const RowMatrix& X, const VectorXd& y, double clip_norm,
-                                           const RowMatrix& V) const {
-  impl_->check_shapes(w, X, y, "jacobian_vector_products");
-  if (!(clip_norm > 0.0) || !std::isfinite(clip_norm))
-    throw std::invalid_argument("Network::jacobian_vector_products: clip_norm must be finite and > 0");
-  if (V.rows() != X.rows() || V.cols() != impl_->d)
-    throw std::invalid_argument("Network::jacobian_vector_products: tangents must be " + std::to_string(X.rows()) +
-                                " x " + std::to_string(impl_->d));
-  const Tensor x = to_tensor(X).requires_grad_(true);
-  const ClippedGradients clipped = impl_->gradients(to_tensor(w), x, to_labels(y), clip_norm, true);
-  const Tensor U = at::zeros({X.rows(), impl_->p}, kDouble).requires_grad_(true);
+  const ClippedGradients clipped = per_example_gradients(to_tensor(w), x, to_labels(y), clip_norm, true);
+  const Tensor U = at::zeros({X.rows(), p}, kDouble).requires_grad_(true);
   const Tensor H = gradient_of(clipped.contract(U), x, /*create_graph=*/true);
   return to_row_matrix(gradient_of((H * to_tensor(V)).sum(), U));
 }
 
-MatrixXd Network::vector_jacobian_products(const VectorXd& w, const RowMatrix& X, const VectorXd& y, double clip_norm,
-                                           const RowMatrix& U) const {
-  impl_->check_shapes(w, X, y, "vector_jacobian_products");
-  if (!(clip_norm > 0.0) || !std::isfinite(clip_norm))
-    throw std::invalid_argument("Network::vector_jacobian_products: clip_norm must be finite and > 0");
-  if (U.rows() != X.rows() || U.cols() != impl_->p)
-    throw std::invalid_argument("Network::vector_jacobian_products: cotangents must be " + std::to_string(X.rows()) +
-                                " x " + std::to_string(impl_->p));
+MatrixXd TorchNetwork::vector_jacobian_products(const VectorXd& w, const RowMatrix& X, const VectorXd& y,
+                                                double clip_norm, const RowMatrix& U) const {
   const Tensor x = to_tensor(X).requires_grad_(true);
-  const ClippedGradients clipped = impl_->gradients(to_tensor(w), x, to_labels(y), clip_norm, true);
+  const ClippedGradients clipped = per_example_gradients(to_tensor(w), x, to_labels(y), clip_norm, true);
   return to_row_matrix(gradient_of(clipped.contract(to_tensor(U)), x));
 }
 
-NetworkBatchAccounting Network::account_batch(const VectorXd& w, const RowMatrix& X, const VectorXd& y,
-                                              double clip_norm, const NetworkAccountingRequest& request,
-                                              std::uint64_t seed) const {
-  impl_->check_shapes(w, X, y, "account_batch");
-  if (!(clip_norm > 0.0) || !std::isfinite(clip_norm))
-    throw std::invalid_argument("Network::account_batch: clip_norm must be finite and > 0");
-  if (request.probes < 1 || request.power_iterations < 1)
-    throw std::invalid_argument("Network::account_batch: probes and power_iterations must be >= 1");
+NetworkBatchAccounting TorchNetwork::account_batch(const VectorXd& w, const RowMatrix& X, const VectorXd& y,
+                                                   double clip_norm, const NetworkAccountingRequest& request,
+                                                   std::uint64_t seed) const {
   NetworkBatchAccounting result;
-  result.clipped_sum = VectorXd::Zero(impl_->p);
+  result.clipped_sum = VectorXd::Zero(p);
   result.trace = VectorXd::Zero(X.rows());
   result.spectral = VectorXd::Constant(X.rows(), std::numeric_limits<double>::quiet_NaN());
   const Tensor weights = to_tensor(w);
-  const Index chunk = impl_->options.chunk;
+  const Index chunk = options.chunk;
   for (Index start = 0; start < X.rows(); start += chunk) {
     const Index rows = std::min(chunk, X.rows() - start);
-    impl_->account_chunk(weights, to_tensor(RowMatrix(X.middleRows(start, rows))), to_labels(y.segment(start, rows)),
-                         clip_norm, request, seed, start, result);
+    account_chunk(weights, to_tensor(RowMatrix(X.middleRows(start, rows))), to_labels(y.segment(start, rows)),
+                  clip_norm, request, seed, start, result);
   }
   return result;
 }
 
+}  // namespace
 }  // namespace filkit
+
+// The plugin's only exported symbols (it is built with hidden visibility).
+
+extern "C" __attribute__((visibility("default"))) int filkit_network_backend_abi_version() {
+  return filkit::kNetworkBackendAbiVersion;
+}
+
+extern "C" __attribute__((visibility("default"))) filkit::NetworkBackend* filkit_create_network_backend(
+    const filkit::NetworkOptions& options, filkit::Index input_dim, filkit::Index num_classes) {
+  auto network = std::make_unique<filkit::TorchNetwork>();
+  network->options = options;
+  network->d = input_dim;
+  network->K = num_classes;
+  network->build();
+  // LibTorch's own thread pool follows OpenMP's setting (--threads).
+  at::set_num_threads(omp_get_max_threads());
+  return network.release();
+}

@@ -1,0 +1,126 @@
+// Finds and opens the LibTorch plugin. Search order:
+//   1. $FILKIT_TORCH_PLUGIN, a file path: when set (and not empty), the only path tried, so that a
+//      user's explicit choice is never silently replaced by another plugin;
+//   2. beside the program or shared object containing this code (the build tree puts the plugin
+//      next to the filkit executable), then its ../lib/filkit/ (an installed layout);
+//   3. the build tree's plugin, compiled in (FILKIT_TORCH_PLUGIN_BUILD_PATH), which serves programs
+//      built elsewhere in the tree (the tests, the Python module).
+// The first that opens and has this build's kNetworkBackendAbiVersion is used. It is never
+// closed: its backends may live until exit, and unloading LibTorch is not safe.
+#include "dpsgd/network_plugin.hpp"
+
+#include <dlfcn.h>
+#include <link.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <vector>
+
+namespace filkit {
+
+namespace {
+
+constexpr const char* kPluginFileName = "libfilkit_torch.so";
+
+using CreateNetworkBackend = decltype(&filkit_create_network_backend);
+using NetworkBackendAbiVersion = decltype(&filkit_network_backend_abi_version);
+
+struct LoadedPlugin {
+  CreateNetworkBackend create = nullptr;  // null when no plugin loaded
+  std::string failure;                    // then: every path tried and why it failed
+};
+
+/// The directory of the executable or shared object this function was linked into ("" if unknown).
+std::filesystem::path directory_of_this_code() {
+  Dl_info info;
+  link_map* object = nullptr;
+  if (dladdr1(reinterpret_cast<void*>(&directory_of_this_code), &info, reinterpret_cast<void**>(&object),
+              RTLD_DL_LINKMAP) == 0 ||
+      object == nullptr)
+    return {};
+  // The main program's link map has an empty name (and dli_fname is argv[0], maybe relative or
+  // found on PATH): ask the kernel where it is.
+  std::error_code error;
+  const std::filesystem::path file =
+      object->l_name[0] != '\0' ? std::filesystem::path(object->l_name)
+                                : std::filesystem::read_symlink("/proc/self/exe", error);
+  if (error || file.empty()) return {};
+  return std::filesystem::absolute(file, error).parent_path();
+}
+
+std::vector<std::string> plugin_candidates() {
+  if (const char* chosen = std::getenv("FILKIT_TORCH_PLUGIN"); chosen != nullptr && *chosen != '\0') return {chosen};
+  std::vector<std::string> paths;
+  if (const std::filesystem::path directory = directory_of_this_code(); !directory.empty()) {
+    paths.push_back((directory / kPluginFileName).string());
+    paths.push_back((directory / ".." / "lib" / "filkit" / kPluginFileName).lexically_normal().string());
+  }
+#ifdef FILKIT_TORCH_PLUGIN_BUILD_PATH
+  paths.push_back(FILKIT_TORCH_PLUGIN_BUILD_PATH);
+#endif
+  std::vector<std::string> unique;
+  for (const std::string& path : paths)
+    if (std::find(unique.begin(), unique.end(), path) == unique.end()) unique.push_back(path);
+  return unique;
+}
+
+LoadedPlugin load_plugin() {
+  std::string tried;
+  for (const std::string& path : plugin_candidates()) {
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+      const char* error = dlerror();
+      tried += "\n  " + path + ": " + (error != nullptr ? error : "dlopen failed");
+      continue;
+    }
+    const auto abi_version = reinterpret_cast<NetworkBackendAbiVersion>(dlsym(handle, kNetworkBackendAbiVersionSymbol));
+    const auto create = reinterpret_cast<CreateNetworkBackend>(dlsym(handle, kCreateNetworkBackendSymbol));
+    if (abi_version == nullptr || create == nullptr) {
+      tried += "\n  " + path + ": not a filkit network plugin (it lacks " + kNetworkBackendAbiVersionSymbol +
+               " or " + kCreateNetworkBackendSymbol + ")";
+      continue;
+    }
+    if (const int version = abi_version(); version != kNetworkBackendAbiVersion) {
+      tried += "\n  " + path + ": a stale plugin (interface version " + std::to_string(version) +
+               ", this filkit expects " + std::to_string(kNetworkBackendAbiVersion) +
+               "): rebuild it (target filkit_torch_plugin)";
+      continue;
+    }
+    return {create, {}};
+  }
+  if (tried.empty()) tried = "\n  (no candidate path)";
+  return {nullptr,
+          std::string("the networks (mlp, cnn, and softmax with --engine torch) need LibTorch, which filkit loads "
+                      "from its plugin ") +
+              kPluginFileName + " on first use, and no plugin could be loaded; tried:" + tried +
+              "\nRun scripts/setup.sh (installs libtorch-dev and builds with -DFILKIT_WITH_TORCH=ON), or set "
+              "FILKIT_TORCH_PLUGIN to the plugin's path."};
+}
+
+const LoadedPlugin& plugin() {
+  static const LoadedPlugin loaded = load_plugin();  // thread-safe, once
+  return loaded;
+}
+
+}  // namespace
+
+std::unique_ptr<NetworkBackend> create_network_backend(const NetworkOptions& options, Index input_dim,
+                                                       Index num_classes) {
+  const LoadedPlugin& loaded = plugin();
+  if (loaded.create == nullptr) throw std::runtime_error(loaded.failure);
+  return std::unique_ptr<NetworkBackend>(loaded.create(options, input_dim, num_classes));
+}
+
+bool network_plugin_loads() noexcept {
+  try {
+    return plugin().create != nullptr;
+  } catch (...) {  // std::bad_alloc while loading
+    return false;
+  }
+}
+
+}  // namespace filkit

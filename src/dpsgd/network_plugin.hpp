@@ -1,0 +1,20 @@
+// Opens the LibTorch plugin (libfilkit_torch.so, network_backend.hpp) once per process, on the
+// first Network, so that programs that never build a network never load LibTorch.
+#pragma once
+
+#include "dpsgd/network_backend.hpp"
+
+#include <memory>
+
+namespace filkit {
+
+/// A backend from the plugin, which is loaded on the first call (thread-safe, once; a failure is
+/// remembered). Throws std::runtime_error naming every path tried and why each failed when no
+/// plugin loads, and std::invalid_argument when the architecture cannot take the input.
+std::unique_ptr<NetworkBackend> create_network_backend(const NetworkOptions& options, Index input_dim,
+                                                       Index num_classes);
+
+/// Whether the plugin loads (loading it if not yet tried); never throws.
+bool network_plugin_loads() noexcept;
+
+}  // namespace filkit
