@@ -60,6 +60,24 @@ struct Preprocessor {
   nlohmann::json to_json() const;
 };
 
+namespace detail {
+
+/// The kernels of the PCA fit, exposed so that tests and benchmarks can run each path.
+enum class GramKernel { kAuto, kEigen, kAvx2, kAvx512 };
+enum class EigenSolver { kAuto, kDense, kSpectra };
+/// sum_i (x_i - mean)(x_i - mean)^T / (n - 1) over the rows of X (n >= 2), both triangles.
+/// kAuto takes the fastest kernel the CPU runs (AVX-512, AVX2+FMA, else Eigen's rank update);
+/// a kernel the CPU lacks falls back to kEigen.
+MatrixXd covariance(const RowMatrix& X, const VectorXd& mean, GramKernel kernel = GramKernel::kAuto);
+/// The k largest eigenpairs of the symmetric C (only its upper triangle is read), by decreasing
+/// eigenvalue, signs as the solver leaves them. kAuto: Spectra's Lanczos when d >= 128 and
+/// k <= d/2, else the dense solver; kSpectra asks for Lanczos whenever k < d. A Lanczos run that
+/// does not converge falls back to the dense solver, whose failure throws std::runtime_error.
+void top_eigenpairs(const MatrixXd& C, Index k, EigenSolver solver, MatrixXd& vectors,
+                    VectorXd& values);
+
+}  // namespace detail
+
 /// Fits on `split.train`, applies to both parts.
 DatasetSplit preprocess(const DatasetSplit& split, const PreprocessOptions& options,
                         Preprocessor* fitted = nullptr);
