@@ -117,11 +117,28 @@ void projected_rows(const RowMatrix& raw, Index start, Index count, const Prepro
   out.noalias() = scratch * fitted.pca_components;
 }
 
-// Column sums and the largest row norm of the unscaled rows, in one pass. Per-thread sums are
-// added in thread order, so the result is the same on every run with the same thread count.
+// Whether every value is an integer in 0..255 (pixels): their covariance can be summed exactly
+// in single precision (see gram_avx512_f32).
+bool small_integers(const Eigen::Ref<const RowMatrix>& rows) {
+  bool all = true;
+  for (Index i = 0; i < rows.rows(); ++i) {
+    const double* row = rows.row(i).data();
+    for (Index j = 0; j < rows.cols(); ++j) {
+      // x + 2^52 - 2^52 rounds x to an integer for 0 <= x < 2^52; & rather than && vectorises.
+      const double x = row[j];
+      all &= (x >= 0.0) & (x <= 255.0) & (x + 0x1p52 - 0x1p52 == x);
+    }
+  }
+  return all;
+}
+
+// Column sums and the largest row norm of the unscaled rows, and whether they are all small
+// integers, in one pass. Per-thread sums are added in thread order, so the result is the same
+// on every run with the same thread count.
 struct RowStats {
   VectorXd sum;
   double max_norm = 0.0;
+  bool small_integers = true;
 };
 
 RowStats unscaled_row_stats(const RowMatrix& raw, const PreprocessOptions& options) {
@@ -138,12 +155,14 @@ RowStats unscaled_row_stats(const RowMatrix& raw, const PreprocessOptions& optio
       const auto rows = unscaled_rows(raw, start, std::min(kBlockRows, raw.rows() - start), options, scratch);
       stats.sum += rows.colwise().sum().transpose();
       stats.max_norm = std::max(stats.max_norm, rows.rowwise().norm().maxCoeff());
+      stats.small_integers = stats.small_integers && small_integers(rows);
     }
   }
-  RowStats total{VectorXd::Zero(raw.cols()), 0.0};
+  RowStats total{VectorXd::Zero(raw.cols()), 0.0, true};
   for (const RowStats& stats : partial) {
     total.sum += stats.sum;
     total.max_norm = std::max(total.max_norm, stats.max_norm);
+    total.small_integers = total.small_integers && stats.small_integers;
   }
   return total;
 }
@@ -264,65 +283,152 @@ __attribute__((target("avx2,fma"))) void gram_avx2(const double* packed, Index m
   }
 }
 
+// Integers in 0..255 (pixels) shifted by an integer centre stay within +-255, so each product
+// is below 2^16 and the sum of 128 of them below 2^24: exact in single precision, where AVX-512
+// does twice the multiply-adds. Each tile's exact sums are added to the double-precision C, so
+// the covariance is exact up to the final centring correction (see covariance_upper).
+constexpr Index kPanelF = 16;
+static_assert(kBlockRows * 255 * 255 < (1 << 24), "a block's single-precision sums must stay exact");
+
+void pack_shifted_f32(const Eigen::Ref<const RowMatrix>& block, const VectorXd& centre,
+                      std::vector<float>& packed) {
+  const Index m = block.rows(), d = block.cols(), panels = (d + kPanelF - 1) / kPanelF;
+  packed.resize(static_cast<std::size_t>(panels * m * kPanelF));
+  for (Index r = 0; r < m; ++r) {
+    const double* row = block.row(r).data();
+    for (Index p = 0; p < panels; ++p) {
+      float* out = packed.data() + (p * m + r) * kPanelF;
+      const Index first = p * kPanelF, width = std::min(kPanelF, d - first);
+      for (Index j = 0; j < width; ++j) out[j] = static_cast<float>(row[first + j] - centre[first + j]);
+      std::fill(out + width, out + kPanelF, 0.0f);
+    }
+  }
+}
+
+// Rows i0..i0+7 (8 of the 16 columns of a panel, `a` already offset) times the columns of `kB`
+// panels starting at `b`, added to C in double precision.
+template <int kB>
+__attribute__((target("avx512f"), always_inline)) inline void tile_avx512_f32(
+    const float* a, const float* b, Index m, Index i0, Index j0, Index d, double* C) {
+  constexpr int kRows = 8;
+  __m512 acc[kRows][kB];
+  for (int i = 0; i < kRows; ++i)
+    for (int q = 0; q < kB; ++q) acc[i][q] = _mm512_setzero_ps();
+  for (Index r = 0; r < m; ++r) {
+    __m512 bv[kB];
+    for (int q = 0; q < kB; ++q) bv[q] = _mm512_loadu_ps(b + (q * m + r) * kPanelF);
+    for (int i = 0; i < kRows; ++i) {
+      const __m512 ai = _mm512_set1_ps(a[r * kPanelF + i]);
+      for (int q = 0; q < kB; ++q) acc[i][q] = _mm512_fmadd_ps(ai, bv[q], acc[i][q]);
+    }
+  }
+  for (Index i = 0; i < kRows && i0 + i < d; ++i) {
+    for (int q = 0; q < kB; ++q) {
+      alignas(64) float sums[kPanelF];
+      _mm512_store_ps(sums, acc[i][q]);
+      double* out = C + (i0 + i) * d + j0 + q * kPanelF;
+      const Index width = std::min(kPanelF, d - j0 - q * kPanelF);
+      for (Index j = 0; j < width; ++j) out[j] += static_cast<double>(sums[j]);
+    }
+  }
+}
+
+__attribute__((target("avx512f"))) void gram_avx512_f32(const float* packed, Index m, Index d,
+                                                         double* C) {
+  const Index panels = (d + kPanelF - 1) / kPanelF;
+  for (Index pj = 0; pj < panels; pj += 2) {
+    const float* b = packed + pj * m * kPanelF;
+    for (Index pi = pj; pi < panels; ++pi) {
+      const float* a = packed + pi * m * kPanelF;
+      for (Index offset = 0; offset < kPanelF; offset += 8) {
+        const Index i0 = pi * kPanelF + offset, j0 = pj * kPanelF;
+        // On the diagonal panel the second panel of b lies above the diagonal.
+        if (pi > pj && pj + 1 < panels) tile_avx512_f32<2>(a + offset, b, m, i0, j0, d, C);
+        else tile_avx512_f32<1>(a + offset, b, m, i0, j0, d, C);
+      }
+    }
+  }
+}
+
 #endif  // FILKIT_X86_KERNELS
 
-detail::GramKernel resolve(detail::GramKernel kernel) {
+detail::GramKernel resolve(detail::GramKernel kernel, bool small_integers) {
   using detail::GramKernel;
 #if FILKIT_X86_KERNELS
   __builtin_cpu_init();
   const bool avx512 = __builtin_cpu_supports("avx512f");
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  if (kernel == GramKernel::kAuto) return avx512 ? GramKernel::kAvx512 : avx2 ? GramKernel::kAvx2 : GramKernel::kEigen;
-  if ((kernel == GramKernel::kAvx512 && !avx512) || (kernel == GramKernel::kAvx2 && !avx2)) return GramKernel::kEigen;
+  if (kernel == GramKernel::kAuto) {
+    kernel = avx512 ? (small_integers ? GramKernel::kAvx512Float : GramKernel::kAvx512)
+                    : avx2 ? GramKernel::kAvx2 : GramKernel::kEigen;
+  }
+  if (kernel == GramKernel::kAvx512Float && !small_integers) kernel = GramKernel::kAvx512;
+  if ((kernel == GramKernel::kAvx512Float || kernel == GramKernel::kAvx512) && !avx512) return GramKernel::kEigen;
+  if (kernel == GramKernel::kAvx2 && !avx2) return GramKernel::kEigen;
   return kernel;
 #else
   (void)kernel;
+  (void)small_integers;
   return GramKernel::kEigen;
 #endif
 }
 
-// Adds (block - mean)^T (block - mean) to the upper triangle of C (column-major d x d).
-void add_centred_gram(const Eigen::Ref<const RowMatrix>& block, const VectorXd& mean,
-                      detail::GramKernel kernel, std::vector<double>& packed, RowMatrix& centred,
-                      MatrixXd& C) {
+// Scratch space of one thread's blocks.
+struct GramWorkspace {
+  RowMatrix scratch, centred;
+  std::vector<double> packed;
+  std::vector<float> packed_f32;
+};
+
+// Adds (block - centre)^T (block - centre) to the upper triangle of C (column-major d x d).
+void add_shifted_gram(const Eigen::Ref<const RowMatrix>& block, const VectorXd& centre,
+                      detail::GramKernel kernel, GramWorkspace& work, MatrixXd& C) {
+  using detail::GramKernel;
 #if FILKIT_X86_KERNELS
-  if (kernel != detail::GramKernel::kEigen) {
-    pack_centred(block, mean, packed);
-    if (kernel == detail::GramKernel::kAvx512) gram_avx512(packed.data(), block.rows(), block.cols(), C.data());
-    else gram_avx2(packed.data(), block.rows(), block.cols(), C.data());
+  if (kernel == GramKernel::kAvx512Float) {
+    pack_shifted_f32(block, centre, work.packed_f32);
+    gram_avx512_f32(work.packed_f32.data(), block.rows(), block.cols(), C.data());
     return;
   }
-#else
-  (void)packed;
+  if (kernel == GramKernel::kAvx512 || kernel == GramKernel::kAvx2) {
+    pack_centred(block, centre, work.packed);
+    if (kernel == GramKernel::kAvx512) gram_avx512(work.packed.data(), block.rows(), block.cols(), C.data());
+    else gram_avx2(work.packed.data(), block.rows(), block.cols(), C.data());
+    return;
+  }
 #endif
-  centred.noalias() = block.rowwise() - mean.transpose();
-  C.selfadjointView<Eigen::Upper>().rankUpdate(centred.transpose());
+  work.centred.noalias() = block.rowwise() - centre.transpose();
+  C.selfadjointView<Eigen::Upper>().rankUpdate(work.centred.transpose());
 }
 
 // sum_i (u_i - mean)(u_i - mean)^T / (n - 1) over the rows u_i that rows(start, count, scratch)
-// returns, in the upper triangle only. Each thread sums its own share of the blocks; the shares
-// are added in thread order.
+// returns, in the upper triangle only; `small_integers` says whether every u_i is an integer
+// in 0..255. Each thread sums its own share of the blocks; the shares are added in thread
+// order. The exact single-precision kernel centres on the rounded mean c instead, and
+// sum (u - m)(u - m)^T = sum (u - c)(u - c)^T - n (m - c)(m - c)^T.
 template <class Rows>
-MatrixXd covariance_upper(Index n, Index d, const VectorXd& mean, const Rows& rows,
-                          detail::GramKernel kernel) {
-  kernel = resolve(kernel);
+MatrixXd covariance_upper(Index n, Index d, const VectorXd& mean, bool small_integers,
+                          const Rows& rows, detail::GramKernel kernel) {
+  kernel = resolve(kernel, small_integers);
+  const VectorXd centre = kernel == detail::GramKernel::kAvx512Float ? VectorXd(mean.array().round()) : mean;
   const int threads = pass_threads(n, d * d / 64 + 1);  // the work grows with n d^2
   std::vector<MatrixXd> partial(static_cast<std::size_t>(threads));
 #pragma omp parallel num_threads(threads)
   {
     MatrixXd& C = partial[static_cast<std::size_t>(omp_get_thread_num())];
     C = MatrixXd::Zero(d, d);
-    RowMatrix scratch, centred;
-    std::vector<double> packed;
+    GramWorkspace work;
 #pragma omp for schedule(static)
     for (Index b = 0; b < block_count(n); ++b) {
       const Index start = b * kBlockRows;
-      add_centred_gram(rows(start, std::min(kBlockRows, n - start), scratch), mean, kernel, packed,
-                       centred, C);
+      add_shifted_gram(rows(start, std::min(kBlockRows, n - start), work.scratch), centre, kernel, work, C);
     }
   }
   MatrixXd C = std::move(partial[0]);
   for (std::size_t t = 1; t < partial.size(); ++t) C += partial[t];
+  if (kernel == detail::GramKernel::kAvx512Float) {
+    C.selfadjointView<Eigen::Upper>().rankUpdate(mean - centre, -static_cast<double>(n));
+  }
   return C / static_cast<double>(n - 1);
 }
 
@@ -376,7 +482,7 @@ void fit_pca(const RowMatrix& raw, const RowStats& stats, Preprocessor& fitted) 
   const VectorXd unscaled_mean = stats.sum / static_cast<double>(n);
   fitted.pca_mean = factor * unscaled_mean;
   MatrixXd covariance = covariance_upper(
-      n, d, unscaled_mean,
+      n, d, unscaled_mean, stats.small_integers,
       [&](Index start, Index count, RowMatrix& scratch) {
         return unscaled_rows(raw, start, count, fitted.options, scratch);
       },
@@ -542,7 +648,7 @@ MatrixXd covariance(const RowMatrix& X, const VectorXd& mean, GramKernel kernel)
     throw std::invalid_argument("covariance: needs at least 2 rows and a mean of their width");
   }
   const MatrixXd upper = covariance_upper(
-      X.rows(), X.cols(), mean,
+      X.rows(), X.cols(), mean, small_integers(X),
       [&](Index start, Index count, RowMatrix&) -> Eigen::Ref<const RowMatrix> {
         return X.middleRows(start, count);
       },

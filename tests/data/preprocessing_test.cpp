@@ -301,8 +301,12 @@ TEST(FastPca, SpectraAndDenseSolversAgreeAndSpectraFallsBackOnAZeroMatrix) {
   EXPECT_TRUE((lanczos.transpose() * lanczos).isIdentity(1e-12));
 }
 
+constexpr detail::GramKernel kEveryKernel[] = {detail::GramKernel::kAuto, detail::GramKernel::kEigen,
+                                              detail::GramKernel::kAvx2, detail::GramKernel::kAvx512,
+                                              detail::GramKernel::kAvx512Float};
+
 TEST(FastPca, EveryCovarianceKernelMatchesTheCentredProduct) {
-  // Widths around the 8-column panels and the 128-row blocks, and one below a panel.
+  // Widths around the 8- and 16-column panels and the 128-row blocks, and one below a panel.
   for (const auto& [n, d] : std::vector<std::pair<Index, Index>>{{300, 37}, {129, 200}, {50, 5}, {2, 8}}) {
     std::mt19937_64 rng(static_cast<unsigned>(n * d));
     std::normal_distribution<double> normal;
@@ -311,12 +315,46 @@ TEST(FastPca, EveryCovarianceKernelMatchesTheCentredProduct) {
     const VectorXd mean = X.colwise().mean();
     const RowMatrix centred = X.rowwise() - mean.transpose();
     const MatrixXd expected = centred.transpose() * centred / static_cast<double>(n - 1);
-    for (auto kernel : {detail::GramKernel::kAuto, detail::GramKernel::kEigen, detail::GramKernel::kAvx2,
-                        detail::GramKernel::kAvx512}) {
+    for (detail::GramKernel kernel : kEveryKernel) {  // kAvx512Float is not for these: kAvx512
       const MatrixXd C = detail::covariance(X, mean, kernel);
       EXPECT_LT((C - expected).cwiseAbs().maxCoeff(), 1e-13 * expected.cwiseAbs().maxCoeff())
           << "n " << n << ", d " << d << ", kernel " << static_cast<int>(kernel);
       EXPECT_EQ(C, C.transpose());
+    }
+  }
+}
+
+// On pixels (integers 0..255) the single-precision kernel's sums are exact: its covariance is
+// the exact one, rounded once or twice.
+TEST(FastPca, PixelCovarianceIsExact) {
+  for (const auto& [n, d] : std::vector<std::pair<Index, Index>>{{300, 37}, {1000, 200}, {129, 16}}) {
+    std::mt19937_64 rng(static_cast<unsigned>(n + d));
+    std::uniform_int_distribution<int> pixel(0, 255);
+    RowMatrix X(n, d);
+    for (Index i = 0; i < X.size(); ++i) X.data()[i] = pixel(rng) * (i % 3 == 0 ? 1 : 0);  // many zeros, like images
+    const VectorXd mean = X.colwise().mean();
+    // Exact sums of products in integers: sum (x - m)(x - m)^T = sum x x^T - s s^T / n.
+    Eigen::MatrixX<long long> products = Eigen::MatrixX<long long>::Zero(d, d);
+    Eigen::VectorX<long long> sums = Eigen::VectorX<long long>::Zero(d);
+    for (Index i = 0; i < n; ++i) {
+      const Eigen::VectorX<long long> x = X.row(i).transpose().cast<long long>();
+      products += x * x.transpose();
+      sums += x;
+    }
+    MatrixXd exact(d, d);
+    for (Index a = 0; a < d; ++a) {
+      for (Index b = 0; b < d; ++b) {
+        const long double centred = static_cast<long double>(products(a, b)) -
+                                    static_cast<long double>(sums(a)) * static_cast<long double>(sums(b)) / n;
+        exact(a, b) = static_cast<double>(centred / (n - 1));
+      }
+    }
+    const double scale = exact.cwiseAbs().maxCoeff();
+    for (detail::GramKernel kernel : kEveryKernel) {
+      const double tolerance = kernel == detail::GramKernel::kAvx512Float ? 4e-16 : 1e-13;
+      const MatrixXd C = detail::covariance(X, mean, kernel);
+      EXPECT_LT((C - exact).cwiseAbs().maxCoeff(), tolerance * scale)
+          << "n " << n << ", d " << d << ", kernel " << static_cast<int>(kernel);
     }
   }
 }
