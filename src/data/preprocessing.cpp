@@ -104,32 +104,18 @@ double pca_input_factor(const Preprocessor& fitted) {
   return 1.0 / ((fitted.options.scale_pixels ? 255.0 : 1.0) * (global_max ? fitted.global_max_norm : 1.0));
 }
 
-// The rows projected on the fitted components (before any row scaling after PCA).
-void projected_rows(const RowMatrix& raw, Index start, Index count, const Preprocessor& fitted,
-                    RowMatrix& scratch, Eigen::Ref<RowMatrix> out) {
-  const double factor = pca_input_factor(fitted);
-  if (unit_ball_before_pca(fitted.options)) {
-    unscaled_rows(raw, start, count, fitted.options, scratch);
-    scratch.rowwise() -= fitted.pca_mean.transpose();
-  } else {
-    scratch.noalias() = (factor * raw.middleRows(start, count)).rowwise() - fitted.pca_mean.transpose();
-  }
-  out.noalias() = scratch * fitted.pca_components;
-}
-
 // Whether every value is an integer in 0..255 (pixels): their covariance can be summed exactly
-// in single precision (see gram_avx512_f32).
+// in single precision (see gram_avx512_f32). Eigen's reductions, row by row, vectorise.
 bool small_integers(const Eigen::Ref<const RowMatrix>& rows) {
-  bool all = true;
   for (Index i = 0; i < rows.rows(); ++i) {
-    const double* row = rows.row(i).data();
-    for (Index j = 0; j < rows.cols(); ++j) {
-      // x + 2^52 - 2^52 rounds x to an integer for 0 <= x < 2^52; & rather than && vectorises.
-      const double x = row[j];
-      all &= (x >= 0.0) & (x <= 255.0) & (x + 0x1p52 - 0x1p52 == x);
+    const auto row = rows.row(i).array();
+    // x + 2^52 - 2^52 is x rounded to an integer, for |x| < 2^51.
+    if (!(row.minCoeff() >= 0.0 && row.maxCoeff() <= 255.0 &&
+          ((row + 0x1p52) - 0x1p52 - row).abs().maxCoeff() == 0.0)) {
+      return false;
     }
   }
-  return all;
+  return true;
 }
 
 // Column sums and the largest row norm of the unscaled rows, and whether they are all small
@@ -153,9 +139,11 @@ RowStats unscaled_row_stats(const RowMatrix& raw, const PreprocessOptions& optio
     for (Index b = 0; b < block_count(raw.rows()); ++b) {
       const Index start = b * kBlockRows;
       const auto rows = unscaled_rows(raw, start, std::min(kBlockRows, raw.rows() - start), options, scratch);
-      stats.sum += rows.colwise().sum().transpose();
-      stats.max_norm = std::max(stats.max_norm, rows.rowwise().norm().maxCoeff());
-      stats.small_integers = stats.small_integers && small_integers(rows);
+      for (Index i = 0; i < rows.rows(); ++i) {  // row by row: contiguous, vectorised
+        stats.sum += rows.row(i).transpose();
+        stats.max_norm = std::max(stats.max_norm, rows.row(i).norm());
+      }
+      if (stats.small_integers) stats.small_integers = small_integers(rows);
     }
   }
   RowStats total{VectorXd::Zero(raw.cols()), 0.0, true};
@@ -350,7 +338,62 @@ __attribute__((target("avx512f"))) void gram_avx512_f32(const float* packed, Ind
   }
 }
 
+// ---- Projection on the components: out = (rows - mean) W, n x d times d x k --------------
+//
+// Eigen's baseline (SSE2) product takes 30 ms of a core for 12000 x 784 x 20; this one
+// broadcasts each centred value against up to 24 columns of W held in 3 AVX-512 registers.
+// W is row-major, padded with zero columns to a multiple of 8 (kp).
+template <int kRows, int kV>
+__attribute__((target("avx512f"), always_inline)) inline void project_tile_avx512(
+    const double* X, Index d, const double* W, Index kp, Index c0, Index k, double* out, Index ldo) {
+  __m512d acc[kRows][kV];
+  for (int i = 0; i < kRows; ++i)
+    for (int v = 0; v < kV; ++v) acc[i][v] = _mm512_setzero_pd();
+  for (Index j = 0; j < d; ++j) {
+    __m512d w[kV];
+    for (int v = 0; v < kV; ++v) w[v] = _mm512_loadu_pd(W + j * kp + c0 + 8 * v);
+    for (int i = 0; i < kRows; ++i) {
+      const __m512d x = _mm512_set1_pd(X[i * d + j]);
+      for (int v = 0; v < kV; ++v) acc[i][v] = _mm512_fmadd_pd(x, w[v], acc[i][v]);
+    }
+  }
+  for (int i = 0; i < kRows; ++i) {
+    alignas(64) double sums[8 * kV];
+    for (int v = 0; v < kV; ++v) _mm512_store_pd(sums + 8 * v, acc[i][v]);
+    for (Index c = c0; c < std::min(k, c0 + 8 * kV); ++c) out[i * ldo + c] = sums[c - c0];
+  }
+}
+
+template <int kV>
+__attribute__((target("avx512f"))) void project_columns_avx512(const double* X, Index count, Index d,
+                                                               const double* W, Index kp, Index c0,
+                                                               Index k, double* out, Index ldo) {
+  Index r = 0;
+  for (; r + 8 <= count; r += 8) project_tile_avx512<8, kV>(X + r * d, d, W, kp, c0, k, out + r * ldo, ldo);
+  for (; r < count; ++r) project_tile_avx512<1, kV>(X + r * d, d, W, kp, c0, k, out + r * ldo, ldo);
+}
+
+// out (count x k, row-major with leading dimension ldo) = X (count x d, row-major, centred) W.
+void project_avx512(const double* X, Index count, Index d, const double* W, Index kp, Index k,
+                    double* out, Index ldo) {
+  for (Index c0 = 0; c0 < k; c0 += 24) {
+    const Index vectors = std::min<Index>(3, (k - c0 + 7) / 8);
+    if (vectors == 3) project_columns_avx512<3>(X, count, d, W, kp, c0, k, out, ldo);
+    else if (vectors == 2) project_columns_avx512<2>(X, count, d, W, kp, c0, k, out, ldo);
+    else project_columns_avx512<1>(X, count, d, W, kp, c0, k, out, ldo);
+  }
+}
+
 #endif  // FILKIT_X86_KERNELS
+
+bool has_avx512() {
+#if FILKIT_X86_KERNELS
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f");
+#else
+  return false;
+#endif
+}
 
 detail::GramKernel resolve(detail::GramKernel kernel, bool small_integers) {
   using detail::GramKernel;
@@ -498,6 +541,37 @@ void fit_pca(const RowMatrix& raw, const RowStats& stats, Preprocessor& fitted) 
 
 // The rows of `raw` through every fitted step but a row scaling that follows PCA: the PCA
 // output (n x k), projected a block at a time, or else the scaled copy.
+// The components for the projection kernel: row-major, zero columns up to a multiple of 8.
+struct Projection {
+  bool avx512 = has_avx512();
+  RowMatrix padded_components;
+  explicit Projection(const MatrixXd& components) {
+    if (!avx512) return;
+    padded_components = RowMatrix::Zero(components.rows(), (components.cols() + 7) / 8 * 8);
+    padded_components.leftCols(components.cols()) = components;
+  }
+};
+
+// The rows projected on the fitted components (before any row scaling after PCA).
+void projected_rows(const RowMatrix& raw, Index start, Index count, const Preprocessor& fitted,
+                    const Projection& projection, RowMatrix& scratch, Eigen::Ref<RowMatrix> out) {
+  if (unit_ball_before_pca(fitted.options)) {
+    unscaled_rows(raw, start, count, fitted.options, scratch);
+    scratch.rowwise() -= fitted.pca_mean.transpose();
+  } else {
+    scratch.noalias() = (pca_input_factor(fitted) * raw.middleRows(start, count)).rowwise() -
+                        fitted.pca_mean.transpose();
+  }
+#if FILKIT_X86_KERNELS
+  if (projection.avx512) {
+    project_avx512(scratch.data(), count, scratch.cols(), projection.padded_components.data(),
+                   projection.padded_components.cols(), out.cols(), out.data(), out.outerStride());
+    return;
+  }
+#endif
+  out.noalias() = scratch * fitted.pca_components;
+}
+
 RowMatrix transform_until_final_scaling(const RowMatrix& raw, const Preprocessor& fitted) {
   if (fitted.options.pca_components == 0) {
     RowMatrix X = raw;
@@ -506,13 +580,14 @@ RowMatrix transform_until_final_scaling(const RowMatrix& raw, const Preprocessor
     return X;
   }
   RowMatrix out(raw.rows(), fitted.options.pca_components);
+  const Projection projection(fitted.pca_components);
 #pragma omp parallel num_threads(pass_threads(raw.rows(), raw.cols()))
   {
     RowMatrix scratch;
 #pragma omp for schedule(static)
     for (Index b = 0; b < block_count(raw.rows()); ++b) {
       const Index start = b * kBlockRows, count = std::min(kBlockRows, raw.rows() - start);
-      projected_rows(raw, start, count, fitted, scratch, out.middleRows(start, count));
+      projected_rows(raw, start, count, fitted, projection, scratch, out.middleRows(start, count));
     }
   }
   return out;

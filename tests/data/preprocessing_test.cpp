@@ -359,6 +359,21 @@ TEST(FastPca, PixelCovarianceIsExact) {
   }
 }
 
+// The projection kernel takes the components 24 at a time and the rows 8 at a time: k and n
+// around both.
+TEST(FastPca, ProjectionMatchesTheProductForEveryWidth) {
+  const Dataset train = random_classification(203, 60, 2, 27);
+  const Dataset test = random_classification(13, 60, 2, 28);
+  for (Index k : {1, 7, 8, 20, 24, 25, 49, 60}) {
+    const Preprocessor fitted = Preprocessor::fit(train, with_pca(k));
+    for (const Dataset* data : {&train, &test}) {
+      const RowMatrix expected = (data->X.rowwise() - fitted.pca_mean.transpose()) * fitted.pca_components;
+      EXPECT_LT((fitted.apply(*data).X - expected).cwiseAbs().maxCoeff(), 1e-14 * expected.cwiseAbs().maxCoeff())
+          << "k " << k << ", n " << data->n();
+    }
+  }
+}
+
 // The steps before PCA act on blocks of raw rows, folded into one factor where they are global
 // (pixel and global-max scaling): the results equal those of scaling a whole copy first.
 TEST(FastPca, ScalingBeforePcaMatchesScalingAWholeCopy) {
