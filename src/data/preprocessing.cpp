@@ -129,11 +129,11 @@ struct RowStats {
 
 RowStats unscaled_row_stats(const RowMatrix& raw, const PreprocessOptions& options) {
   const int threads = pass_threads(raw.rows(), raw.cols());
-  std::vector<RowStats> partial(static_cast<std::size_t>(threads));
+  // Set up front: OpenMP may start fewer threads than asked for.
+  std::vector<RowStats> partial(static_cast<std::size_t>(threads), RowStats{VectorXd::Zero(raw.cols())});
 #pragma omp parallel num_threads(threads)
   {
     RowStats& stats = partial[static_cast<std::size_t>(omp_get_thread_num())];
-    stats.sum = VectorXd::Zero(raw.cols());
     RowMatrix scratch;
 #pragma omp for schedule(static)
     for (Index b = 0; b < block_count(raw.rows()); ++b) {
@@ -159,9 +159,9 @@ RowStats unscaled_row_stats(const RowMatrix& raw, const PreprocessOptions& optio
 //
 // The library is built for baseline x86-64 (SSE2), where Eigen's rank update of 12000 x 784 rows
 // takes 0.5 s on a core. Hand-written FMA tiles for AVX-512 and AVX2, chosen at run time, do
-// the same sums about five (three) times faster. They add into a row-major d x d buffer whose rows i
-// hold columns j <= i (tiles on the diagonal also fill some j > i); read as the column-major
-// MatrixXd it is, that is the upper triangle.
+// the same sums about five (three) times faster. They add into a row-major d x d buffer whose
+// rows i hold columns j <= i (tiles on the diagonal also fill some j > i); read as the
+// column-major MatrixXd it is, that is the upper triangle.
 //
 // A block is packed in panels of 8 columns: row r of panel p holds columns 8p..8p+7 (zero
 // beyond d) at packed[(p * m + r) * 8], so a tile streams two contiguous panels.
@@ -468,7 +468,9 @@ MatrixXd covariance_upper(Index n, Index d, const VectorXd& mean, bool small_int
     }
   }
   MatrixXd C = std::move(partial[0]);
-  for (std::size_t t = 1; t < partial.size(); ++t) C += partial[t];
+  for (std::size_t t = 1; t < partial.size(); ++t) {
+    if (partial[t].size() > 0) C += partial[t];  // OpenMP may start fewer threads than asked for
+  }
   if (kernel == detail::GramKernel::kAvx512Float) {
     C.selfadjointView<Eigen::Upper>().rankUpdate(mean - centre, -static_cast<double>(n));
   }
@@ -539,8 +541,6 @@ void fit_pca(const RowMatrix& raw, const RowStats& stats, Preprocessor& fitted) 
   fix_signs(fitted.pca_components);
 }
 
-// The rows of `raw` through every fitted step but a row scaling that follows PCA: the PCA
-// output (n x k), projected a block at a time, or else the scaled copy.
 // The components for the projection kernel: row-major, zero columns up to a multiple of 8.
 struct Projection {
   bool avx512 = has_avx512();
@@ -572,6 +572,8 @@ void projected_rows(const RowMatrix& raw, Index start, Index count, const Prepro
   out.noalias() = scratch * fitted.pca_components;
 }
 
+// The rows of `raw` through every fitted step but a row scaling that follows PCA: the PCA
+// output (n x k), projected a block at a time, or else the scaled copy.
 RowMatrix transform_until_final_scaling(const RowMatrix& raw, const Preprocessor& fitted) {
   if (fitted.options.pca_components == 0) {
     RowMatrix X = raw;
