@@ -9,6 +9,8 @@
 #include "data/idx_decode.hpp"
 #include "base/parsing.hpp"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -114,7 +116,9 @@ DatasetSplit load_builtin(const Builtin& builtin, const DataOptions& options) {
   const std::string dir = builtin_dataset_dir(builtin.name);
   // Inflating the gzipped images is most of the loading time and runs on one core: the test
   // part is read on a second thread meanwhile. A training-part error is still reported first.
+  const int threads = omp_get_max_threads();  // --threads, which a new thread would not inherit
   std::future<Dataset> test = std::async(std::launch::async, [&] {
+    omp_set_num_threads(threads);
     return load_idx_part(builtin, dir, "t10k", options.classes);
   });
   Dataset train = load_idx_part(builtin, dir, "train", options.classes);
