@@ -84,6 +84,10 @@ bool unit_ball_before_pca(const PreprocessOptions& options) {
   return !options.scale_after_pca && options.row_scaling == RowScaling::kUnitBall;
 }
 
+bool global_max_before_pca(const PreprocessOptions& options) {
+  return !options.scale_after_pca && options.row_scaling == RowScaling::kGlobalMax;
+}
+
 // Rows [start, start + count) of the unscaled rows: a view of `raw`, or computed in `scratch`.
 Eigen::Ref<const RowMatrix> unscaled_rows(const RowMatrix& raw, Index start, Index count,
                                           const PreprocessOptions& options, RowMatrix& scratch) {
@@ -100,8 +104,8 @@ Eigen::Ref<const RowMatrix> unscaled_rows(const RowMatrix& raw, Index start, Ind
 // f: PCA's rows are f u_i (global_max_norm must be fitted already).
 double pca_input_factor(const Preprocessor& fitted) {
   if (unit_ball_before_pca(fitted.options)) return 1.0;
-  const bool global_max = !fitted.options.scale_after_pca && fitted.options.row_scaling == RowScaling::kGlobalMax;
-  return 1.0 / ((fitted.options.scale_pixels ? 255.0 : 1.0) * (global_max ? fitted.global_max_norm : 1.0));
+  const double pixel = fitted.options.scale_pixels ? 255.0 : 1.0;
+  return 1.0 / (pixel * (global_max_before_pca(fitted.options) ? fitted.global_max_norm : 1.0));
 }
 
 // Whether every value is an integer in 0..255 (pixels): their covariance can be summed exactly
@@ -406,7 +410,8 @@ detail::GramKernel resolve(detail::GramKernel kernel, bool small_integers) {
                     : avx2 ? GramKernel::kAvx2 : GramKernel::kEigen;
   }
   if (kernel == GramKernel::kAvx512Float && !small_integers) kernel = GramKernel::kAvx512;
-  if ((kernel == GramKernel::kAvx512Float || kernel == GramKernel::kAvx512) && !avx512) return GramKernel::kEigen;
+  const bool wants_avx512 = kernel == GramKernel::kAvx512Float || kernel == GramKernel::kAvx512;
+  if (wants_avx512 && !avx512) return GramKernel::kEigen;
   if (kernel == GramKernel::kAvx2 && !avx2) return GramKernel::kEigen;
   return kernel;
 #else
@@ -657,10 +662,9 @@ Preprocessor Preprocessor::fit(const Dataset& train, const PreprocessOptions& op
   fitted.input_dimension = train.d();
   // Each step reads the raw rows and redoes the cheap earlier steps a block at a time (see
   // kBlockRows) instead of keeping scaled copies of the data.
-  const bool global_max_before_pca = !options.scale_after_pca && options.row_scaling == RowScaling::kGlobalMax;
-  if (global_max_before_pca || options.pca_components > 0) {
+  if (global_max_before_pca(options) || options.pca_components > 0) {
     const RowStats stats = unscaled_row_stats(train.X, options);
-    if (global_max_before_pca) {
+    if (global_max_before_pca(options)) {
       // The largest norm of the pixel-scaled rows, as the norm of the raw row over 255.
       fitted.global_max_norm = options.scale_pixels ? stats.max_norm / 255.0 : stats.max_norm;
       check_global_max_norm(fitted);
