@@ -12,7 +12,8 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(
   build-essential cmake pkg-config
-  libeigen3-dev libcli11-dev nlohmann-json3-dev zlib1g-dev liblbfgspp-dev
+  libeigen3-dev libcli11-dev nlohmann-json3-dev zlib1g-dev liblbfgspp-dev libspectra-dev libdeflate-dev
+  ccache
   libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev
   python3-numpy python3-pybind11 python3-pytest python3-dev

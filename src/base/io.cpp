@@ -2,6 +2,8 @@
 
 #include "filkit/base/types.hpp"
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -9,7 +11,6 @@
 #include <iostream>
 #include <mutex>
 #include <random>
-#include <sstream>
 #include <stdexcept>
 #include <unistd.h>
 
@@ -44,45 +45,111 @@ void write_file_atomically(const std::string& path, const std::string& content) 
   }
 }
 
+namespace {
+
+// Room for any number a cell holds: the shortest round-trip form of a double is at most 24
+// characters ("-2.2250738585072014e-308"), an integer below 1e15 at most 16.
+constexpr std::size_t kNumberChars = 32;
+
+// Appends the shortest round-trip text of `value` at `out`; returns the end.
+char* write_double(char* out, double value) {
+  if (std::isnan(value)) return std::copy_n("nan", 3, out);
+  if (std::isinf(value)) return value > 0 ? std::copy_n("inf", 3, out) : std::copy_n("-inf", 4, out);
+  return std::to_chars(out, out + kNumberChars, value).ptr;
+}
+
+// A numeric cell: integers as integers (to_chars would write 100000 as "1e+05").
+char* write_number(char* out, double value) {
+  if (std::isfinite(value) && value == std::floor(value) && std::abs(value) < 1e15) {
+    return std::to_chars(out, out + kNumberChars, static_cast<long long>(value)).ptr;
+  }
+  return write_double(out, value);
+}
+
+void check_width(std::size_t cells, std::size_t header) {
+  if (cells != header) {
+    throw std::invalid_argument("CSV row has " + std::to_string(cells) + " cells, header has " +
+                                std::to_string(header));
+  }
+}
+
+bool needs_quotes(const std::string& cell) { return cell.find_first_of(",\"\n") != std::string::npos; }
+
+void append_cell(std::string& out, const std::string& cell) {
+  if (!needs_quotes(cell)) {
+    out += cell;
+    return;
+  }
+  out += '"';
+  for (char c : cell) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  out += '"';
+}
+
+void append_line(std::string& out, const std::vector<std::string>& cells) {
+  for (std::size_t j = 0; j < cells.size(); ++j) {
+    if (j > 0) out += ',';
+    append_cell(out, cells[j]);
+  }
+  out += '\n';
+}
+
+}  // namespace
+
 std::string format_double(double value) {
-  if (std::isnan(value)) return "nan";
-  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.17g", value);
-  return buffer;
+  char buffer[kNumberChars];
+  return std::string(buffer, write_double(buffer, value));
 }
 
 CsvTable::CsvTable(std::vector<std::string> header) : header_(std::move(header)) {}
 
 void CsvTable::add_row(std::vector<std::string> cells) {
-  if (cells.size() != header_.size()) {
-    throw std::invalid_argument("CSV row has " + std::to_string(cells.size()) + " cells, header has " +
-                                std::to_string(header_.size()));
-  }
+  check_width(cells.size(), header_.size());
   rows_.push_back(std::move(cells));
 }
 
-namespace {
-std::string quote_if_needed(const std::string& cell) {
-  if (cell.find_first_of(",\"\n") == std::string::npos) return cell;
-  std::string quoted = "\"";
-  for (char c : cell) {
-    if (c == '"') quoted += '"';
-    quoted += c;
-  }
-  return quoted + "\"";
-}
-}  // namespace
-
 std::string CsvTable::to_string() const {
-  std::ostringstream out;
-  auto write_line = [&out](const std::vector<std::string>& cells) {
-    for (std::size_t j = 0; j < cells.size(); ++j) out << (j ? "," : "") << quote_if_needed(cells[j]);
-    out << '\n';
-  };
-  write_line(header_);
-  for (const auto& row : rows_) write_line(row);
-  return out.str();
+  std::size_t size = 0;
+  for (const auto& cell : header_) size += cell.size() + 1;
+  for (const auto& row : rows_) {
+    for (const auto& cell : row) size += cell.size() + 1;
+  }
+  std::string out;
+  out.reserve(size + size / 16);  // and room for a few quotes
+  append_line(out, header_);
+  for (const auto& row : rows_) append_line(out, row);
+  return out;
+}
+
+std::string numeric_csv(const std::vector<std::string>& header,
+                        const std::vector<std::vector<double>>& rows) {
+  std::string out;
+  append_line(out, header);
+  std::size_t cells = 0;
+  for (const auto& row : rows) {
+    check_width(row.size(), header.size());
+    cells += row.size();
+  }
+  // Sized for the longest numbers, then trimmed: one allocation, no string per cell.
+  const std::size_t header_size = out.size();
+  out.resize(header_size + cells * (kNumberChars + 1) + rows.size());
+  char* end = out.data() + header_size;
+  for (const auto& row : rows) {
+    for (std::size_t j = 0; j < row.size(); ++j) {
+      if (j > 0) *end++ = ',';
+      end = write_number(end, row[j]);
+    }
+    *end++ = '\n';
+  }
+  out.resize(static_cast<std::size_t>(end - out.data()));
+  return out;
+}
+
+void write_numeric_csv(const std::string& path, const std::vector<std::string>& header,
+                       const std::vector<std::vector<double>>& rows) {
+  write_file_atomically(path, numeric_csv(header, rows));
 }
 
 void CsvTable::write(const std::string& path) const { write_file_atomically(path, to_string()); }

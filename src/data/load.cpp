@@ -9,10 +9,13 @@
 #include "data/idx_decode.hpp"
 #include "base/parsing.hpp"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <future>
 #include <optional>
 #include <numeric>
 #include <random>
@@ -111,8 +114,15 @@ Dataset load_idx_part(const Builtin& builtin, const std::string& dir, const std:
 
 DatasetSplit load_builtin(const Builtin& builtin, const DataOptions& options) {
   const std::string dir = builtin_dataset_dir(builtin.name);
-  return {load_idx_part(builtin, dir, "train", options.classes),
-          load_idx_part(builtin, dir, "t10k", options.classes)};
+  // Inflating the gzipped images is most of the loading time and runs on one core: the test
+  // part is read on a second thread meanwhile. A training-part error is still reported first.
+  const int threads = omp_get_max_threads();  // --threads, which a new thread would not inherit
+  std::future<Dataset> test = std::async(std::launch::async, [&] {
+    omp_set_num_threads(threads);
+    return load_idx_part(builtin, dir, "t10k", options.classes);
+  });
+  Dataset train = load_idx_part(builtin, dir, "train", options.classes);
+  return {std::move(train), test.get()};
 }
 
 DatasetSplit load_table(const TextTable& table, const DataOptions& options) {
@@ -254,6 +264,23 @@ void check_classes_present(const Dataset& train, const std::vector<int>& classes
   }
 }
 
+// select_classes(data, classes) in place. Built-ins keep only the wanted classes while reading,
+// so usually every row stays: then only the labels and class names change, and the pixels (75 MB
+// for 12000 images) are not copied. select_classes does the relabelling and its checks on a
+// copy without columns.
+void keep_classes(Dataset& data, const std::vector<int>& classes) {
+  RowMatrix X = std::move(data.X);
+  data.X.resize(X.rows(), 0);
+  Dataset selected = select_classes(data, classes);
+  if (selected.n() == X.rows()) {
+    selected.X = std::move(X);
+  } else {
+    data.X = std::move(X);
+    selected = select_classes(data, classes);
+  }
+  data = std::move(selected);
+}
+
 }  // namespace
 
 void DataOptions::validate() const {
@@ -337,12 +364,17 @@ DatasetSplit load_dataset(const DataOptions& options) {
   options.validate();
   DatasetSplit split = load_source(options);
   if (!options.classes.empty()) {
-    split.train = select_classes(split.train, options.classes);
-    split.test = select_classes(split.test, options.classes);
+    keep_classes(split.train, options.classes);
+    keep_classes(split.test, options.classes);
     check_classes_present(split.train, options.classes);
   }
-  split.train = random_subset(split.train, options.train_size, options.seed);
-  split.test = random_subset(split.test, options.test_size, options.seed ^ 0x5bd1e995ULL);
+  // random_subset returns a copy even when it keeps every row.
+  if (options.train_size > 0 && options.train_size < split.train.n()) {
+    split.train = random_subset(split.train, options.train_size, options.seed);
+  }
+  if (options.test_size > 0 && options.test_size < split.test.n()) {
+    split.test = random_subset(split.test, options.test_size, options.seed ^ 0x5bd1e995ULL);
+  }
   split.train.validate();
   split.test.validate();
   return split;

@@ -16,24 +16,7 @@ namespace filkit {
 
 namespace fs = std::filesystem;
 
-std::string NumericTable::to_csv() const {
-  std::string text;
-  for (std::size_t j = 0; j < header.size(); ++j) text += (j ? "," : "") + header[j];
-  text += '\n';
-  for (const auto& row : rows) {
-    if (row.size() != header.size())
-      throw std::logic_error("NumericTable: a row has " + std::to_string(row.size()) + " cells, the header " +
-                             std::to_string(header.size()));
-    for (std::size_t j = 0; j < row.size(); ++j) {
-      const double value = row[j];
-      const bool integral = std::isfinite(value) && value == std::floor(value) && std::abs(value) < 1e15;
-      if (j) text += ',';
-      text += integral ? std::to_string(static_cast<long long>(value)) : format_double(value);
-    }
-    text += '\n';
-  }
-  return text;
-}
+std::string NumericTable::to_csv() const { return numeric_csv(header, rows); }
 
 NumericTable JobResult::extra_table(const std::string& name) const {
   throw std::invalid_argument("this job has no output named '" + name + "'");

@@ -81,6 +81,54 @@ TEST(IdxReader, RejectsTruncatedGzipStream) {
   }
 }
 
+// Larger than zlib's and libdeflate's internal buffers, with varied content: 300 images 28x28.
+std::string many_images() {
+  std::string pixels;
+  for (int v = 0; v < 300 * 784; ++v) pixels += static_cast<char>((v * 7 + v / 784) % 256);
+  return idx_bytes(kImages, {300, 28, 28}, pixels);
+}
+
+TEST(IdxReader, ReadsLargeGzippedFilesLikeRawOnes) {
+  TempDir dir;
+  testing::write_gzip(dir.file("images.gz"), many_images());
+  const RowMatrix images = read_idx_images(dir.file("images.gz"));
+  EXPECT_EQ(images, read_idx_images(dir.write("raw", many_images())));
+  const int last = 300 * 784 - 1;
+  EXPECT_EQ(images(299, 783), static_cast<double>((last * 7 + last / 784) % 256));
+}
+
+// gzip allows several members one after another (cat a.gz b.gz): decoded as their concatenation.
+TEST(IdxReader, ReadsConcatenatedGzipMembers) {
+  TempDir dir;
+  const std::string bytes = many_images();
+  const std::size_t half = bytes.size() / 2;
+  testing::write_gzip(dir.file("a.gz"), bytes.substr(0, half));
+  testing::write_gzip(dir.file("b.gz"), bytes.substr(half));
+  const std::string path =
+      dir.write("both.gz", testing::read_bytes(dir.file("a.gz")) + testing::read_bytes(dir.file("b.gz")));
+  EXPECT_EQ(read_idx_images(path), read_idx_images(dir.write("raw", bytes)));
+}
+
+TEST(IdxReader, RejectsCorruptGzipData) {
+  TempDir dir;
+  testing::write_gzip(dir.file("images.gz"), many_images());
+  std::string gz = testing::read_bytes(dir.file("images.gz"));
+  gz[gz.size() / 2] = static_cast<char>(gz[gz.size() / 2] ^ 0x55);
+  const std::string path = dir.write("corrupt.gz", gz);
+  EXPECT_INVALID_ARGUMENT(read_idx_images(path), path, "corrupt");
+}
+
+// A trailer declaring far more bytes than deflate can expand the stream to is corrupt, and is
+// reported without allocating what it declares.
+TEST(IdxReader, RejectsAnAbsurdDeclaredSize) {
+  TempDir dir;
+  testing::write_gzip(dir.file("images.gz"), three_images());
+  std::string gz = testing::read_bytes(dir.file("images.gz"));
+  gz.replace(gz.size() - 4, 4, testing::little_endian(0xFFFFFFF0u, 4));
+  const std::string path = dir.write("absurd.gz", gz);
+  EXPECT_INVALID_ARGUMENT(read_idx_images(path), path, "corrupt");
+}
+
 TEST(IdxReader, RejectsMissingFile) {
   TempDir dir;
   EXPECT_INVALID_ARGUMENT(read_idx_labels(dir.file("absent")), dir.file("absent"), "cannot open");

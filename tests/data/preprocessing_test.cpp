@@ -165,5 +165,242 @@ TEST(Preprocessor, ToJsonRecordsEverySettingAndFittedScalar) {
   EXPECT_TRUE(json.contains("pca_total_variance"));
 }
 
+// ---- The fast PCA path (blocked covariance kernels, Spectra's Lanczos) against the dense one -----
+
+// n rows in d dimensions with covariance Q diag(spectrum) Q^T for a random orthogonal Q, plus an
+// offset of 3 to be centred away. The sample covariance is then close to, not equal to, that.
+RowMatrix data_with_spectrum(Index n, const VectorXd& spectrum, unsigned seed) {
+  const Index d = spectrum.size();
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal;
+  MatrixXd gaussian(d, d);
+  for (Index i = 0; i < gaussian.size(); ++i) gaussian.data()[i] = normal(rng);
+  const MatrixXd Q = Eigen::HouseholderQR<MatrixXd>(gaussian).householderQ();
+  RowMatrix Z(n, d);
+  for (Index i = 0; i < Z.size(); ++i) Z.data()[i] = normal(rng);
+  const RowMatrix X = Z * spectrum.cwiseSqrt().asDiagonal() * Q.transpose();
+  return X.array() + 3.0;
+}
+
+// The sample covariance of X with an exactly prescribed spectrum: X is replaced by its centred
+// SVD with the singular values set, so that eigenvalue gaps (and near-degeneracies) are exact.
+RowMatrix data_with_exact_spectrum(Index n, const VectorXd& spectrum, unsigned seed) {
+  const RowMatrix X = data_with_spectrum(n, spectrum, seed);
+  const RowMatrix centred = X.rowwise() - X.colwise().mean();
+  const Eigen::JacobiSVD<MatrixXd> svd(centred, Eigen::ComputeThinU | Eigen::ComputeThinV);
+  const VectorXd singular = (spectrum * static_cast<double>(n - 1)).cwiseSqrt();
+  const RowMatrix exact = svd.matrixU() * singular.asDiagonal() * svd.matrixV().transpose();
+  return exact.array() + 3.0;
+}
+
+struct DensePca {
+  MatrixXd components;  // all d, by decreasing eigenvalue, signs fixed as the library does
+  VectorXd variances;
+};
+
+// The reference: centred covariance, dense eigen-decomposition, largest entry of each vector positive.
+DensePca dense_pca(const RowMatrix& X) {
+  const RowMatrix centred = X.rowwise() - X.colwise().mean();
+  const MatrixXd covariance = centred.transpose() * centred / static_cast<double>(X.rows() - 1);
+  const Eigen::SelfAdjointEigenSolver<MatrixXd> eigen(covariance);
+  DensePca pca{eigen.eigenvectors().rowwise().reverse(), eigen.eigenvalues().reverse()};
+  for (Index c = 0; c < pca.components.cols(); ++c) {
+    Index largest;
+    pca.components.col(c).cwiseAbs().maxCoeff(&largest);
+    if (pca.components(largest, c) < 0) pca.components.col(c) *= -1.0;
+  }
+  return pca;
+}
+
+// The sine of the largest principal angle between the column spans of two orthonormal bases.
+double largest_principal_angle(const MatrixXd& A, const MatrixXd& B) {
+  const MatrixXd outside = B - A * (A.transpose() * B);
+  return Eigen::JacobiSVD<MatrixXd>(outside).singularValues()(0);
+}
+
+double max_relative_difference(const VectorXd& a, const VectorXd& b) {
+  return ((a - b).array().abs() / b.array().abs()).maxCoeff();
+}
+
+VectorXd decaying_spectrum(Index d) {
+  VectorXd spectrum(d);
+  for (Index j = 0; j < d; ++j) spectrum(j) = std::pow(0.9, static_cast<double>(j));
+  return spectrum;
+}
+
+TEST(FastPca, MatchesTheDenseDecompositionOnADecayingSpectrum) {
+  const Index d = 200, k = 12;  // d >= 128 and k <= d/2: Spectra's path
+  Dataset train;
+  train.X = data_with_spectrum(1000, decaying_spectrum(d), 21);
+  train.y = VectorXd::Zero(train.n());
+  const Preprocessor fitted = Preprocessor::fit(train, with_pca(k));
+  const DensePca dense = dense_pca(train.X);
+  EXPECT_LT(largest_principal_angle(dense.components.leftCols(k), fitted.pca_components), 1e-8);
+  EXPECT_LT(max_relative_difference(fitted.pca_variances, dense.variances.head(k)), 1e-10);
+  EXPECT_NEAR(fitted.pca_total_variance, dense.variances.sum(), 1e-10 * dense.variances.sum());
+  // Same sign convention, so the same components and projected data, not just the same span.
+  EXPECT_LT((fitted.pca_components - dense.components.leftCols(k)).cwiseAbs().maxCoeff(), 1e-8);
+  const RowMatrix expected = (train.X.rowwise() - train.X.colwise().mean()) * dense.components.leftCols(k);
+  const RowMatrix projected = fitted.apply(train).X;
+  EXPECT_LT((projected - expected).cwiseAbs().maxCoeff(), 1e-8 * expected.cwiseAbs().maxCoeff());
+}
+
+TEST(FastPca, NearDegeneratePairInsideTheTopComponents) {
+  const Index d = 160, k = 10;
+  VectorXd spectrum = decaying_spectrum(d);
+  spectrum(4) = spectrum(3) * (1.0 - 1e-9);  // components 4 and 5 (0-based 3, 4) nearly tie
+  Dataset train;
+  train.X = data_with_exact_spectrum(800, spectrum, 22);
+  train.y = VectorXd::Zero(train.n());
+  const Preprocessor fitted = Preprocessor::fit(train, with_pca(k));
+  const DensePca dense = dense_pca(train.X);
+  // The top-k subspace is well defined (the 10th and 11th eigenvalues are 10% apart) ...
+  EXPECT_LT(largest_principal_angle(dense.components.leftCols(k), fitted.pca_components), 1e-8);
+  EXPECT_LT(max_relative_difference(fitted.pca_variances, dense.variances.head(k)), 1e-10);
+  // ... and so is every component but the tied pair, which is fixed only as a plane.
+  for (Index c = 0; c < k; ++c) {
+    if (c == 3 || c == 4) continue;
+    EXPECT_LT((fitted.pca_components.col(c) - dense.components.col(c)).cwiseAbs().maxCoeff(), 1e-8) << c;
+  }
+  EXPECT_LT(largest_principal_angle(dense.components.middleCols(3, 2), fitted.pca_components.middleCols(3, 2)), 1e-8);
+}
+
+TEST(FastPca, NearDegeneratePairAtTheBoundaryOfTheTopComponents) {
+  const Index d = 160, k = 10;
+  VectorXd spectrum = decaying_spectrum(d);
+  spectrum(k) = spectrum(k - 1) * (1.0 - 1e-9);  // the k-th and (k+1)-th eigenvalues nearly tie
+  Dataset train;
+  train.X = data_with_exact_spectrum(800, spectrum, 23);
+  train.y = VectorXd::Zero(train.n());
+  const Preprocessor fitted = Preprocessor::fit(train, with_pca(k));
+  const DensePca dense = dense_pca(train.X);
+  // Either of the tied directions (or a mix) is a valid k-th component; the variances agree and
+  // the first k - 1 components are determined.
+  EXPECT_LT(max_relative_difference(fitted.pca_variances, dense.variances.head(k)), 1e-10);
+  EXPECT_TRUE((fitted.pca_components.transpose() * fitted.pca_components).isIdentity(1e-12));
+  EXPECT_LT(largest_principal_angle(dense.components.leftCols(k - 1), fitted.pca_components.leftCols(k - 1)), 1e-8);
+  EXPECT_LT(largest_principal_angle(dense.components.middleCols(k - 1, 2), fitted.pca_components.col(k - 1)), 1e-8);
+}
+
+TEST(FastPca, SpectraAndDenseSolversAgreeAndSpectraFallsBackOnAZeroMatrix) {
+  const Index d = 150, k = 8;
+  const RowMatrix X = data_with_spectrum(600, decaying_spectrum(d), 24);
+  const VectorXd mean = X.colwise().mean();
+  const MatrixXd C = detail::covariance(X, mean);
+  MatrixXd lanczos, dense;
+  VectorXd lanczos_values, dense_values;
+  detail::top_eigenpairs(C, k, detail::EigenSolver::kSpectra, lanczos, lanczos_values);
+  detail::top_eigenpairs(C, k, detail::EigenSolver::kDense, dense, dense_values);
+  EXPECT_LT(max_relative_difference(lanczos_values, dense_values), 1e-10);
+  for (Index c = 0; c < k; ++c) {  // each vector up to its sign
+    EXPECT_NEAR(std::abs(lanczos.col(c).dot(dense.col(c))), 1.0, 1e-12) << c;
+  }
+  // Lanczos cannot start on a zero matrix; the dense solver answers instead.
+  detail::top_eigenpairs(MatrixXd::Zero(d, d), k, detail::EigenSolver::kSpectra, lanczos, lanczos_values);
+  EXPECT_EQ(lanczos_values, VectorXd::Zero(k));
+  EXPECT_TRUE((lanczos.transpose() * lanczos).isIdentity(1e-12));
+}
+
+constexpr detail::GramKernel kEveryKernel[] = {detail::GramKernel::kAuto, detail::GramKernel::kEigen,
+                                              detail::GramKernel::kAvx2, detail::GramKernel::kAvx512,
+                                              detail::GramKernel::kAvx512Float};
+
+TEST(FastPca, EveryCovarianceKernelMatchesTheCentredProduct) {
+  // Widths around the 8- and 16-column panels and the 128-row blocks, and one below a panel.
+  for (const auto& [n, d] : std::vector<std::pair<Index, Index>>{{300, 37}, {129, 200}, {50, 5}, {2, 8}}) {
+    std::mt19937_64 rng(static_cast<unsigned>(n * d));
+    std::normal_distribution<double> normal;
+    RowMatrix X(n, d);
+    for (Index i = 0; i < X.size(); ++i) X.data()[i] = 5.0 + normal(rng);
+    const VectorXd mean = X.colwise().mean();
+    const RowMatrix centred = X.rowwise() - mean.transpose();
+    const MatrixXd expected = centred.transpose() * centred / static_cast<double>(n - 1);
+    for (detail::GramKernel kernel : kEveryKernel) {  // kAvx512Float is not for these: kAvx512
+      const MatrixXd C = detail::covariance(X, mean, kernel);
+      EXPECT_LT((C - expected).cwiseAbs().maxCoeff(), 1e-13 * expected.cwiseAbs().maxCoeff())
+          << "n " << n << ", d " << d << ", kernel " << static_cast<int>(kernel);
+      EXPECT_EQ(C, C.transpose());
+    }
+  }
+}
+
+// On pixels (integers 0..255) the single-precision kernel's sums are exact: its covariance is
+// the exact one, rounded once or twice.
+TEST(FastPca, PixelCovarianceIsExact) {
+  for (const auto& [n, d] : std::vector<std::pair<Index, Index>>{{300, 37}, {1000, 200}, {129, 16}}) {
+    std::mt19937_64 rng(static_cast<unsigned>(n + d));
+    std::uniform_int_distribution<int> pixel(0, 255);
+    RowMatrix X(n, d);
+    for (Index i = 0; i < X.size(); ++i) X.data()[i] = pixel(rng) * (i % 3 == 0 ? 1 : 0);  // many zeros, like images
+    const VectorXd mean = X.colwise().mean();
+    // Exact sums of products in integers: sum (x - m)(x - m)^T = sum x x^T - s s^T / n.
+    Eigen::MatrixX<long long> products = Eigen::MatrixX<long long>::Zero(d, d);
+    Eigen::VectorX<long long> sums = Eigen::VectorX<long long>::Zero(d);
+    for (Index i = 0; i < n; ++i) {
+      const Eigen::VectorX<long long> x = X.row(i).transpose().cast<long long>();
+      products += x * x.transpose();
+      sums += x;
+    }
+    MatrixXd exact(d, d);
+    for (Index a = 0; a < d; ++a) {
+      for (Index b = 0; b < d; ++b) {
+        const long double centred = static_cast<long double>(products(a, b)) -
+                                    static_cast<long double>(sums(a)) * static_cast<long double>(sums(b)) / n;
+        exact(a, b) = static_cast<double>(centred / (n - 1));
+      }
+    }
+    const double scale = exact.cwiseAbs().maxCoeff();
+    for (detail::GramKernel kernel : kEveryKernel) {
+      const double tolerance = kernel == detail::GramKernel::kAvx512Float ? 4e-16 : 1e-13;
+      const MatrixXd C = detail::covariance(X, mean, kernel);
+      EXPECT_LT((C - exact).cwiseAbs().maxCoeff(), tolerance * scale)
+          << "n " << n << ", d " << d << ", kernel " << static_cast<int>(kernel);
+    }
+  }
+}
+
+// The projection kernel takes the components 24 at a time and the rows 8 at a time: k and n
+// around both.
+TEST(FastPca, ProjectionMatchesTheProductForEveryWidth) {
+  const Dataset train = random_classification(203, 60, 2, 27);
+  const Dataset test = random_classification(13, 60, 2, 28);
+  for (Index k : {1, 7, 8, 20, 24, 25, 49, 60}) {
+    const Preprocessor fitted = Preprocessor::fit(train, with_pca(k));
+    for (const Dataset* data : {&train, &test}) {
+      const RowMatrix expected = (data->X.rowwise() - fitted.pca_mean.transpose()) * fitted.pca_components;
+      EXPECT_LT((fitted.apply(*data).X - expected).cwiseAbs().maxCoeff(), 1e-14 * expected.cwiseAbs().maxCoeff())
+          << "k " << k << ", n " << data->n();
+    }
+  }
+}
+
+// The steps before PCA act on blocks of raw rows, folded into one factor where they are global
+// (pixel and global-max scaling): the results equal those of scaling a whole copy first.
+TEST(FastPca, ScalingBeforePcaMatchesScalingAWholeCopy) {
+  std::mt19937_64 rng(25);
+  std::uniform_int_distribution<int> pixel(0, 255);
+  Dataset train;
+  train.X = data_with_spectrum(700, decaying_spectrum(196), 26).cwiseAbs() * 20.0;
+  for (Index i = 0; i < train.X.size(); ++i) train.X.data()[i] = std::min(255.0, std::round(train.X.data()[i]));
+  train.y = VectorXd::Zero(train.n());
+  for (RowScaling scaling : {RowScaling::kGlobalMax, RowScaling::kUnitBall, RowScaling::kNone}) {
+    PreprocessOptions options = with_pca(10);
+    options.scale_pixels = true;
+    options.row_scaling = scaling;
+    const Preprocessor fitted = Preprocessor::fit(train, options);
+    RowMatrix scaled = train.X / 255.0;
+    if (scaling == RowScaling::kGlobalMax) scaled /= scaled.rowwise().norm().maxCoeff();
+    if (scaling == RowScaling::kUnitBall) {
+      for (Index i = 0; i < scaled.rows(); ++i) scaled.row(i) /= std::max(1.0, scaled.row(i).norm());
+    }
+    const DensePca dense = dense_pca(scaled);
+    EXPECT_LT(max_relative_difference(fitted.pca_variances, dense.variances.head(10)), 1e-10) << to_string(scaling);
+    EXPECT_LT((fitted.pca_components - dense.components.leftCols(10)).cwiseAbs().maxCoeff(), 1e-8) << to_string(scaling);
+    const RowMatrix expected = (scaled.rowwise() - scaled.colwise().mean()) * dense.components.leftCols(10);
+    EXPECT_LT((fitted.apply(train).X - expected).cwiseAbs().maxCoeff(), 1e-8 * expected.cwiseAbs().maxCoeff())
+        << to_string(scaling);
+  }
+}
+
 }  // namespace
 }  // namespace filkit

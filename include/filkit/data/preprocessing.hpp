@@ -64,6 +64,26 @@ struct Preprocessor {
   nlohmann::json to_json() const;
 };
 
+namespace detail {
+
+/// The kernels of the PCA fit, exposed so that tests and benchmarks can run each path.
+/// kAvx512Float sums pixels (every value an integer in 0..255) exactly in single precision.
+enum class GramKernel { kAuto, kEigen, kAvx2, kAvx512, kAvx512Float };
+enum class EigenSolver { kAuto, kDense, kSpectra };
+/// sum_i (x_i - mean)(x_i - mean)^T / (n - 1) over the rows of X (n >= 2), both triangles.
+/// kAuto takes the fastest kernel the CPU runs and the data allow (AVX-512 in single precision
+/// for pixels, AVX-512, AVX2+FMA, else Eigen's rank update); kAvx512Float on other data falls
+/// back to kAvx512, and a kernel the CPU lacks to kEigen.
+MatrixXd covariance(const RowMatrix& X, const VectorXd& mean, GramKernel kernel = GramKernel::kAuto);
+/// The k largest eigenpairs of the symmetric C (only its upper triangle is read), by decreasing
+/// eigenvalue, signs as the solver leaves them. kAuto: Spectra's Lanczos when d >= 128 and
+/// k <= d/2, else the dense solver; kSpectra asks for Lanczos whenever k < d. A Lanczos run that
+/// does not converge falls back to the dense solver, whose failure throws std::runtime_error.
+void top_eigenpairs(const MatrixXd& C, Index k, EigenSolver solver, MatrixXd& vectors,
+                    VectorXd& values);
+
+}  // namespace detail
+
 /// Fits on `split.train`, applies to both parts.
 DatasetSplit preprocess(const DatasetSplit& split, const PreprocessOptions& options,
                         Preprocessor* fitted = nullptr);
