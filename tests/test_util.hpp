@@ -15,6 +15,7 @@
 #include <iterator>
 #include <random>
 #include <stdexcept>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -265,6 +266,22 @@ inline std::string write_npz_dataset(const TempDir& dir, const Dataset& data, co
 }
 
 /// The lines of a text file (empty if it cannot be read).
+// A small CSV with a categorical attribute `group` (levels g0..g2), two numeric features f0, f1
+// and a target (numbers, or yes/no for a classification), as a user would bring.
+inline std::string write_categorical_csv(const TempDir& dir, Index n, bool regression, unsigned seed,
+                                         const std::string& name) {
+  const Dataset data = random_categorical(n, 2, 3, regression, seed);
+  std::ostringstream csv;
+  csv << "group,f0,f1,target\n";
+  for (Index i = 0; i < data.n(); ++i) {
+    const Index level = data.X(i, 0) != 0 ? 0 : data.X(i, 1) != 0 ? 1 : 2;
+    csv << "g" << level << "," << data.X(i, 2) << "," << data.X(i, 3) << ",";
+    if (regression) csv << data.y(i) << "\n";
+    else csv << (data.y(i) > 0 ? "yes" : "no") << "\n";
+  }
+  return dir.write(name, csv.str());
+}
+
 inline std::vector<std::string> read_lines(const std::string& path) {
   std::ifstream in(path);
   std::vector<std::string> lines;

@@ -59,7 +59,7 @@ def test_library_errors_become_python_exceptions():
     with pytest.raises(ValueError, match="not finite"):
         filkit.Dataset(np.full((2, 2), np.nan), np.zeros(2))
     collinear = np.hstack([data.X[:, :1], data.X[:, :1]])
-    with pytest.raises(RuntimeError, match="--l2"):
+    with pytest.raises(RuntimeError, match="option l2"):
         filkit.fit(filkit.Dataset(collinear, data.y), model="least-squares", l2=0.0)
     with pytest.raises(TypeError, match="unknown option 'sigm'"):
         filkit.measure(sigm=1.0)

@@ -1,13 +1,11 @@
 #include "filkit/data/pipeline.hpp"
 
+#include "filkit/base/timing.hpp"
+
 #include <algorithm>
 #include <stdexcept>
 
 namespace filkit {
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 PreparedData load_and_preprocess(const DataOptions& data, const PreprocessOptions& preprocessing) {
   PreparedData prepared;

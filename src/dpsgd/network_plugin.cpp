@@ -94,7 +94,7 @@ LoadedPlugin load_plugin() {
   }
   if (tried.empty()) tried = "\n  (no candidate path)";
   return {nullptr,
-          std::string("the networks (mlp, cnn, and softmax with --engine torch) need LibTorch, which filkit loads "
+          std::string("the networks (mlp, cnn, and softmax with engine torch) need LibTorch, which filkit loads "
                       "from its plugin ") +
               kPluginFileName + " on first use, and no plugin could be loaded; tried:" + tried +
               "\nRun scripts/setup.sh (installs libtorch-dev and builds with -DFILKIT_WITH_TORCH=ON), or set "

@@ -1,5 +1,7 @@
 #include "filkit/jobs/bound.hpp"
 
+#include "filkit/base/timing.hpp"
+
 #include "jobs/json_numbers.hpp"
 
 #include "filkit/base/io.hpp"

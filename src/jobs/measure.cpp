@@ -1,5 +1,7 @@
 #include "filkit/jobs/measure.hpp"
 
+#include "filkit/base/timing.hpp"
+
 #include "filkit/base/index_list.hpp"
 #include "filkit/base/io.hpp"
 #include "filkit/data/pipeline.hpp"

@@ -75,7 +75,7 @@ FisherInformationLoss::FisherInformationLoss(const Model& model, const Dataset& 
   if (!(eigenvalues_(0) > 1e-13 * eigenvalues_(eigenvalues_.size() - 1)))
     throw std::runtime_error(
         "FIL: the Hessian H is singular (smallest eigenvalue " + std::to_string(eigenvalues_(0)) +
-        "); the minimiser is not a differentiable function of the data. Set a positive --l2.");
+        "); the minimiser is not a differentiable function of the data. Set a positive l2 (L2 strength).");
   H_inverse_ = eigenvectors_ * eigenvalues_.cwiseInverse().asDiagonal() * eigenvectors_.transpose();
 }
 

@@ -95,8 +95,8 @@ std::runtime_error singular_hessian_error(const FitOptions& options) {
   std::ostringstream message;
   message << "the Hessian H = X^T W X + n*lambda*I is singular or numerically so (lambda = "
           << options.l2 << ")";
-  if (options.l2 == 0.0) message << ": features are collinear; set a positive L2 strength (--l2, e.g. 1e-4)";
-  else message << "; increase the L2 strength (--l2)";
+  if (options.l2 == 0.0) message << ": features are collinear; set a positive L2 strength (option l2, e.g. 1e-4)";
+  else message << "; increase the L2 strength (option l2)";
   return std::runtime_error(message.str());
 }
 
@@ -128,7 +128,7 @@ void reject_separable(const detail::GlmObjective& objective, const VectorXd& w, 
     throw std::runtime_error(to_string(options.kind) +
                              " regression with lambda = 0 has no finite minimiser: the training data are "
                              "linearly separable (||w|| = " + std::to_string(w.norm()) +
-                             "). Set a positive L2 strength (--l2)");
+                             "). Set a positive L2 strength (option l2)");
 }
 
 Model newton(const Dataset& data, const FitOptions& options, Model model, const VectorXd& omega) {
@@ -146,7 +146,7 @@ Model newton(const Dataset& data, const FitOptions& options, Model model, const 
       message << to_string(options.kind) << " regression did not converge in " << options.max_iterations
               << " Newton iterations (gradient norm " << model.gradient_norm << ", target "
               << options.gradient_tolerance * scale << ")";
-      if (options.l2 == 0.0) message << "; with lambda = 0 separable data have no minimiser: set --l2 > 0";
+      if (options.l2 == 0.0) message << "; with lambda = 0 separable data have no minimiser: set l2 > 0";
       throw std::runtime_error(message.str());
     }
     const VectorXd step = -factorise(objective.hessian(w), options).solve(gradient);
@@ -227,7 +227,7 @@ VectorXd model_targets(const Dataset& data, const FitOptions& options) {
       std::ostringstream message;
       message << "label " << y << " of row " << i << " is outside the domain of the "
               << to_string(options.kind) << " model: expected ";
-      if (classes == 2) message << "0 or 1 (choose two classes with --classes, or --regression for least squares)";
+      if (classes == 2) message << "0 or 1 (choose two classes with the classes option, or regression for least squares)";
       else message << "a class index 0.." << classes - 1;
       throw std::invalid_argument(message.str());
     }

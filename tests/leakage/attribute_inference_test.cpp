@@ -1,13 +1,10 @@
 // Attribute inference: candidate minimisers by rank-2 updates against exact refits, the white-box
 // attack's limits in sigma, the black-box attack on hand-made examples, determinism, option
-// checks and the `filkit attack` command.
+// checks.
 #include "filkit/leakage/attribute_inference.hpp"
 
-#include "filkit/jobs/attack.hpp"
 #include "filkit/leakage/fil.hpp"
 #include "filkit/leakage/irfil.hpp"
-#include "filkit/data/tabular_datasets.hpp"
-#include "filkit/jobs/irfil.hpp"
 #include "test_util.hpp"
 
 #include <omp.h>
@@ -324,132 +321,6 @@ TEST(AttackOptions, BadOptionsThrowNamingTheField) {
   options.fit.regression = false;
   EXPECT_INVALID_ARGUMENT(attribute_inference(data, data, group, options), "softmax");
   EXPECT_INVALID_ARGUMENT(parse_enum<WhiteBoxSolver>("fast"), "fast", "update");
-}
-
-std::string write_table_csv(const TempDir& dir) {
-  const Dataset data = random_categorical(200, 2, 3, true, 39);
-  std::ostringstream csv;
-  csv << "group,f0,f1,target\n";
-  for (Index i = 0; i < data.n(); ++i) {
-    const Index level = data.X(i, 0) != 0 ? 0 : data.X(i, 1) != 0 ? 1 : 2;
-    csv << "g" << level << "," << data.X(i, 2) << "," << data.X(i, 3) << "," << data.y(i) << "\n";
-  }
-  return dir.write("table.csv", csv.str());
-}
-
-AttackJobOptions command_options(const std::string& csv) {
-  AttackJobOptions options;
-  options.task.data.data = csv;
-  options.task.data.target = "target";
-  options.task.data.regression = true;
-  options.task.fit.l2 = 1e-3;
-  options.task.fit.intercept = true;
-  options.attribute = "group";
-  options.attack.sigmas = {1e-3, 1e-1};
-  options.attack.trials = 5;
-  options.attack.groups = 4;
-  return options;
-}
-
-TEST(AttackCommand, WritesTablesAndASummaryThatMatchTheLibrary) {
-  const TempDir dir;
-  AttackJobOptions options = command_options(write_table_csv(dir));
-  JobOutputs outputs;
-  outputs.out = dir.file("attack.csv");
-  outputs.json = dir.file("attack.json");
-  outputs.extra["examples_out"] = dir.file("examples.csv");
-  options.attack.naive_examples = 4;
-  std::ostringstream printed;
-  const AttackResult result = run_job<AttackJob>(options, outputs, true, &printed).attack;
-  EXPECT_TRUE(printed.str().empty());
-  std::ifstream table(outputs.out);
-  std::string header;
-  std::getline(table, header);
-  EXPECT_EQ(header,
-            "sigma,group,eta_mean,prior,white_box,white_box_std,black_box,black_box_std,train_mse,test_mse,"
-            "train_accuracy,test_accuracy");
-  const nlohmann::json json = nlohmann::json::parse(std::ifstream(outputs.json));
-  EXPECT_EQ(json["command"], "attack");
-  EXPECT_EQ(json["settings"]["model"], "least-squares");
-  EXPECT_EQ(json["examples"], 160);
-  EXPECT_EQ(json["by_sigma"].size(), 2u);
-  EXPECT_NEAR(json["by_sigma"][0]["white_box"].get<double>(), result.sigmas[0].white_box, 1e-15);
-  EXPECT_LT(json["naive_refit"]["max_difference"].get<double>(), 1e-10);
-  EXPECT_GT(result.sigmas[0].white_box, result.sigmas[1].white_box);
-
-  // The same job through the library gives the same accuracies.
-  const Task task = prepare_task(options.task, options.seed);
-  AttackOptions library;
-  library.fit = task.fit;
-  library.sigmas = options.attack.sigmas;
-  library.trials = options.attack.trials;
-  library.groups = options.attack.groups;
-  const AttackResult direct =
-      attribute_inference(task.data.train, task.data.test, task.data.train.attribute("group"), library);
-  EXPECT_EQ(direct.white_box_correct, result.white_box_correct);
-  EXPECT_EQ(direct.black_box_correct, result.black_box_correct);
-
-  run_job<AttackJob>(options, {}, false, &printed);
-  EXPECT_NE(printed.str().find("white-box"), std::string::npos) << printed.str();
-  EXPECT_NE(printed.str().find("naive refit"), std::string::npos) << printed.str();
-}
-
-TEST(AttackCommand, UsesIrfilWeightsAndNamesBadInputs) {
-  const TempDir dir;
-  const std::string csv = write_table_csv(dir);
-  IrfilJobOptions irfil_options;
-  irfil_options.task = command_options(csv).task;
-  irfil_options.attribute = "group";
-  irfil_options.irfil.iterations = 3;
-  JobOutputs irfil_outputs;
-  irfil_outputs.out = dir.file("weights.csv");
-  const IrfilResult weights = run_job<IrfilJob>(irfil_options, irfil_outputs).irfil;
-
-  AttackJobOptions options = command_options(csv);
-  options.weights = irfil_outputs.out;
-  const AttackResult weighted = run_attack(options).attack;
-  // The attacked model is the weighted one: its eta are IRFIL's eta after.
-  EXPECT_LT((weighted.eta - weights.eta_after).cwiseAbs().maxCoeff(), 1e-10 * weights.eta_after.maxCoeff());
-
-  options.weights_column = "omega";
-  EXPECT_INVALID_ARGUMENT(run_attack(options), "omega", "weights.csv");
-  options.weights = "";
-  options.attribute = "f0";
-  EXPECT_INVALID_ARGUMENT(run_attack(options), "f0", "numeric");
-  options.attribute = "";
-  EXPECT_INVALID_ARGUMENT(run_attack(options), "attribute");
-}
-
-TEST(AttackBinary, HelpListsTheFlags) {
-  const char* binary = std::getenv("FILKIT_BINARY");
-  if (binary == nullptr) GTEST_SKIP() << "FILKIT_BINARY not set";
-  std::string output;
-  FILE* pipe = popen((std::string(binary) + " attack --help 2>&1").c_str(), "r");
-  char buffer[4096];
-  while (std::fgets(buffer, sizeof buffer, pipe)) output += buffer;
-  EXPECT_EQ(pclose(pipe), 0);
-  for (const char* flag : {"--attribute", "--sigmas", "--trials", "--white-box", "--no-black-box", "--white-box-solver", "--examples",
-                           "--compare-naive", "--groups", "--weights", "--examples-out", "--out", "--json"})
-    EXPECT_NE(output.find(flag), std::string::npos) << flag;
-}
-
-TEST(RealIncome, TopEtaDecileIsMoreVulnerableThanTheBottom) {
-  try {
-    tabular_dataset_file("income-regression");
-  } catch (const std::invalid_argument&) {
-    GTEST_SKIP() << "income.csv not exported (scripts/setup.sh)";
-  }
-  AttackJobOptions options;
-  options.task.data.data = "income-regression";
-  options.task.fit.intercept = true;
-  options.task.fit.l2 = 1e-3;
-  options.attack.sigmas = {3e-3};
-  options.attack.trials = 5;
-  options.attack.black_box = false;
-  const AttackResult result = run_attack(options).attack;
-  EXPECT_EQ(result.candidates.num_levels(), 5);
-  const std::vector<double>& by_decile = result.sigmas[0].white_box_by_group;
-  EXPECT_GT(by_decile[9], by_decile[0] + 0.1);
 }
 
 }  // namespace

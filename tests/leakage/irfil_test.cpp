@@ -1,8 +1,7 @@
 // IRFIL: the update and its fixed point, the weightings, convergence of eta, weighted Jacobians
-// against finite differences of weighted refits, option checks and the `filkit irfil` command.
+// against finite differences of weighted refits, option checks and reading weights back.
 #include "filkit/leakage/irfil.hpp"
 
-#include "filkit/jobs/irfil.hpp"
 #include "test_util.hpp"
 
 #include <fstream>
@@ -210,87 +209,6 @@ TEST(ReadExampleWeights, ReadsAColumnAndNamesTheLineOfABadValue) {
   EXPECT_INVALID_ARGUMENT(read_example_weights(bad, "weight", 2), bad, "line 3", "-2");
   const std::string shuffled = dir.write("shuffled.csv", "index,weight\n1,1\n0,1\n");
   EXPECT_INVALID_ARGUMENT(read_example_weights(shuffled, "weight", 2), shuffled, "line 2", "index");
-}
-
-// A small CSV with a categorical attribute, as a user would bring.
-std::string write_table_csv(const TempDir& dir, bool regression) {
-  const Dataset data = random_categorical(150, 2, 3, regression, 21);
-  std::ostringstream csv;
-  csv << "group,f0,f1,target\n";
-  for (Index i = 0; i < data.n(); ++i) {
-    const Index level = data.X(i, 0) != 0 ? 0 : data.X(i, 1) != 0 ? 1 : 2;
-    csv << "g" << level << "," << data.X(i, 2) << "," << data.X(i, 3) << ","
-        << (regression ? std::to_string(data.y(i)) : (data.y(i) > 0 ? "yes" : "no")) << "\n";
-  }
-  return dir.write(regression ? "regression.csv" : "classes.csv", csv.str());
-}
-
-TEST(IrfilCommand, WritesWeightsEtaHistoryAndSummary) {
-  const TempDir dir;
-  IrfilJobOptions options;
-  options.task.data.data = write_table_csv(dir, true);
-  options.task.data.target = "target";
-  options.task.data.regression = true;
-  options.task.fit.l2 = 1e-3;
-  options.task.fit.intercept = true;
-  options.irfil.iterations = 4;
-  options.attribute = "group";
-  options.seed = 3;
-  JobOutputs outputs;
-  outputs.out = dir.file("irfil.csv");
-  outputs.json = dir.file("irfil.json");
-  outputs.extra["history_out"] = dir.file("history.csv");
-  std::ostringstream printed;
-  const IrfilResult result = run_job<IrfilJob>(options, outputs, true, &printed).irfil;
-  EXPECT_TRUE(printed.str().empty());
-  EXPECT_EQ(result.iterations.size(), 5u);
-
-  const std::vector<std::string> lines = testing::read_lines(outputs.out);
-  ASSERT_EQ(lines.size(), 121u);  // 120 training rows (20% held out) and the header
-  EXPECT_EQ(lines[0], "index,label,weight,eta_before,eta_after");
-  EXPECT_EQ(testing::read_lines(outputs.extra["history_out"])[0], "index,label,iteration_0,iteration_1,iteration_2,iteration_3,iteration_4");
-  const VectorXd final_weights = read_example_weights(outputs.out, "weight", 120);
-  EXPECT_LT((final_weights - result.weights.back()).cwiseAbs().maxCoeff(), 1e-15);
-  EXPECT_EQ(read_example_weights(outputs.extra["history_out"], "iteration_2", 120), result.weights[2]);
-
-  const nlohmann::json json = nlohmann::json::parse(std::ifstream(outputs.json));
-  EXPECT_EQ(json["command"], "irfil");
-  EXPECT_EQ(json["settings"]["model"], "least-squares");  // --model auto for a regression
-  EXPECT_EQ(json["attribute_columns"].size(), 2u);
-  EXPECT_EQ(json["iterations"].size(), 5u);
-  EXPECT_NEAR(json["iterations"][4]["eta"]["std"].get<double>(), result.iterations[4].eta.std, 1e-15);
-  EXPECT_LT(result.iterations[4].eta.std, result.iterations[0].eta.std);
-
-  run_job<IrfilJob>(options, {}, false, &printed);
-  EXPECT_NE(printed.str().find("eta mean"), std::string::npos) << printed.str();
-  EXPECT_NE(printed.str().find("test MSE"), std::string::npos) << printed.str();
-}
-
-TEST(IrfilCommand, ClassWeightingOfAClassifierAndAnUnknownAttribute) {
-  const TempDir dir;
-  IrfilJobOptions options;
-  options.task.data.data = write_table_csv(dir, false);
-  options.task.data.target = "target";
-  options.task.fit.l2 = 1e-2;
-  options.irfil.iterations = 2;
-  options.irfil.weighting = IrfilWeighting::kHybrid;
-  const IrfilResult result = run_irfil(options).irfil;
-  EXPECT_GT(result.iterations.back().train_accuracy, 0.7);
-  options.attribute = "colour";
-  EXPECT_INVALID_ARGUMENT(run_irfil(options), "colour", "group");
-}
-
-TEST(IrfilBinary, HelpListsTheFlags) {
-  const char* binary = std::getenv("FILKIT_BINARY");
-  if (binary == nullptr) GTEST_SKIP() << "FILKIT_BINARY not set";
-  std::string output;
-  FILE* pipe = popen((std::string(binary) + " irfil --help 2>&1").c_str(), "r");
-  char buffer[4096];
-  while (std::fgets(buffer, sizeof buffer, pipe)) output += buffer;
-  EXPECT_EQ(pclose(pipe), 0);
-  for (const char* flag : {"--iterations", "--weighting", "--min-weight", "--max-weight", "--attribute", "--sigma",
-                           "--history-out", "--out", "--json", "--quiet", "--data", "--model"})
-    EXPECT_NE(output.find(flag), std::string::npos) << flag;
 }
 
 }  // namespace

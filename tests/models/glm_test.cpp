@@ -124,7 +124,7 @@ TEST(Fit, ExplainsASingularHessianAndSuggestsLambda) {
     fit(data, options_for(ModelKind::kLeastSquares, 0.0));
     FAIL() << "expected an error";
   } catch (const std::runtime_error& error) {
-    EXPECT_NE(std::string(error.what()).find("--l2"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("option l2"), std::string::npos) << error.what();
   }
 }
 

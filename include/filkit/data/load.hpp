@@ -18,7 +18,7 @@ struct DataOptions {
   std::string data = "fashion-mnist";
   /// Classes to keep, by label as loaded (built-ins: the digit; CSV/ARFF/npz: the index into
   /// the sorted class names); empty = all. Kept classes are relabelled 0..K-1 in the order
-  /// given, so "--classes 3,5" yields y = 0 for 3 and 1 for 5.
+  /// given, so classes = {3, 5} yields y = 0 for 3 and 1 for 5.
   std::vector<int> classes;
   std::string target;                    ///< CSV/ARFF: target column
   std::vector<std::string> categorical;  ///< CSV/ARFF: extra categorical columns

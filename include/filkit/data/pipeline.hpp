@@ -82,7 +82,4 @@ PreparedData load_and_preprocess(const DataOptions& data, const PreprocessOption
 /// The same for the users' options (resolved first).
 PreparedData load_and_preprocess(const DataPipelineOptions& options, std::uint64_t seed);
 
-/// Wall-clock seconds since `start`.
-double seconds_since(std::chrono::steady_clock::time_point start);
-
 }  // namespace filkit

@@ -40,6 +40,7 @@
 #include "filkit/dpsgd/jacobian_estimators.hpp"
 #include "filkit/models/glm.hpp"
 #include "filkit/dpsgd/networks.hpp"
+#include "filkit/dpsgd/step_privacy.hpp"
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -255,15 +256,6 @@ struct DpSgdResult {
   std::vector<std::string> table_header() const;
   std::vector<std::vector<double>> table_rows(const Dataset& train) const;
 };
-
-/// kappa of the per-step FIM for sampling rate q in (0, 1], noise multiplier sigma > 0 and
-/// failure probability delta in (0, 1): q / (q + (1 - q) e^{-eps0}), eps0 = step_epsilon(...).
-double subsampling_kappa(double q, double noise_multiplier, double delta);
-/// The noise multiplier the RDP accountant sees: sigma / soft_clip_norm_bound().
-double rdp_noise_multiplier(double noise_multiplier);
-/// eps0 = soft_clip_norm_bound() * 2 sqrt(2 ln(1.25/delta)) / sigma: one step of the Gaussian
-/// mechanism on soft-clipped gradients is (eps0, delta)-DP (Dwork and Roth 2014, Theorem A.1).
-double step_epsilon(double noise_multiplier, double delta);
 
 /// Trains `options.runs` models on `train` by DP-SGD with FIL accounting; `test` (possibly
 /// empty) gives test accuracy. Results do not depend on the number of threads. Throws

@@ -14,25 +14,13 @@
 //              adversary knows everything but the attribute, and how the model was trained,
 //              including the example weights omega)
 //
-// The candidate minimisers f(D with v) do not depend on the noise: they are computed once and
-// reused by every trial and sigma, stored as shifts f(D with v) - w* (the true level's is 0).
-// Least squares (solver kUpdate): changing x_i to x_i' changes H = X^T W X + n lambda I by
-// omega_i (x' x'^T - x x^T) and X^T W t by omega_i t_i (x' - x), so with A = H^-1 and
-// U = [x, x'], C = omega_i diag(-1, 1), Woodbury gives
-//   f(D with v) - w* = omega_i t_i (A x' - A x) - A U (I + C U^T A U)^-1 C U^T A b',
-//   A b' = w* + omega_i t_i (A x' - A x),
-// O(p^2) per example (A x) and O(p k) per candidate (A x' = A x + A[:, block] (v - x_block)).
-// Logistic (kUpdate): chord Newton from w* with H(w*) corrected for the changed example by the
-// same rank-2 Woodbury form, an exact gradient (O(n p)) each step, to the fit's gradient
-// tolerance; a candidate whose gradient stops halving at every step (the changed Hessian is
-// far from H(w*): small n, near-separable data) falls back to refit() (counted). kRefit is the
-// naive reference: a full refit per candidate (least squares: a new Cholesky solve; logistic:
-// Newton warm-started from w*).
+// The three adversaries live in attribute_candidates.hpp (prior), black_box_attack.hpp and
+// white_box_attack.hpp; this header runs them over noise draws and noise scales and summarises.
 #pragma once
 
-#include "filkit/base/enum_names.hpp"
-#include "filkit/data/dataset.hpp"
-#include "filkit/models/glm.hpp"
+#include "filkit/leakage/attribute_candidates.hpp"
+#include "filkit/leakage/black_box_attack.hpp"
+#include "filkit/leakage/white_box_attack.hpp"
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -42,63 +30,6 @@
 #include <vector>
 
 namespace filkit {
-
-/// The attribute `spec` of `data`: a name from its column map, or comma-separated column indices
-/// ("3,4,5"; levels are then named after the columns, "none" for all zeros). Throws
-/// std::invalid_argument for unknown names or columns outside X.
-AttributeColumns find_attribute(const Dataset& data, const std::string& spec);
-
-/// The levels of a categorical attribute as patterns of its columns, and each training
-/// example's level.
-struct AttributeCandidates {
-  std::string name;
-  std::vector<Index> columns;       ///< the attribute's columns in X
-  MatrixXd patterns;                ///< K x |columns|: row k = level k (scaled one-hot; last row 0)
-  std::vector<std::string> levels;  ///< K names, the dropped (all-zero) level last
-  std::vector<Index> truth;         ///< each training example's level, 0..K-1
-  VectorXd prior;                   ///< K: share of the training set at each level
-  Index mode = 0;                   ///< the most frequent level (ties: the first)
-  Index num_levels() const { return patterns.rows(); }
-};
-
-/// Reads the candidates from the training data. Every row's block must be all zeros or one entry
-/// equal to the block's common nonzero value (1, or 1/scale after global-max row scaling).
-/// Throws std::invalid_argument otherwise (a numeric attribute, unit-ball scaling, PCA).
-AttributeCandidates attribute_candidates(const Dataset& train, const AttributeColumns& attribute);
-
-enum class WhiteBoxSolver { kUpdate, kRefit };
-template <>
-struct EnumNames<WhiteBoxSolver> {
-  static constexpr const char* what = "white-box solver";
-  static constexpr std::pair<WhiteBoxSolver, const char*> names[] = {{WhiteBoxSolver::kUpdate, "update"}, {WhiteBoxSolver::kRefit, "refit"}};
-};
-
-/// f(D with x_e's attribute at level k) - w* for every attacked example e and level k.
-struct CandidateMinimisers {
-  std::vector<Index> examples;  ///< attacked training examples
-  Index levels = 0;             ///< K
-  MatrixXd shifts;              ///< (m K) x p, row e K + k; zero at the true level
-  VectorXd squared_norms;       ///< ||shift||^2 of every row
-  Index fallback_refits = 0;    ///< logistic kUpdate: candidates that needed a full refit
-  double seconds = 0.0;
-};
-
-/// Computes the candidate minimisers of `model` (fitted on `train` with `omega`, empty = 1).
-/// Parallel over examples (OpenMP); the result does not depend on the thread count.
-/// Throws std::invalid_argument for softmax models or shape mismatches; std::runtime_error if a
-/// refit fails or a Woodbury system is singular.
-CandidateMinimisers candidate_minimisers(const Model& model, const Dataset& train, const VectorXd& omega,
-                                         const AttributeCandidates& candidates, const std::vector<Index>& examples,
-                                         const FitOptions& options, WhiteBoxSolver solver, bool progress = false);
-
-/// White-box guesses for noise b = w' - w*: argmin_k ||b - shift_{e,k}|| for every attacked
-/// example (ties: the lower level).
-std::vector<Index> white_box_guesses(const CandidateMinimisers& minimisers, const VectorXd& noise);
-
-/// Black-box guesses of every attacked example's level from a released model (see the header
-/// comment for pi). `released` must be least squares or logistic.
-std::vector<Index> black_box_guesses(const Model& released, const Dataset& train,
-                                     const AttributeCandidates& candidates, const std::vector<Index>& examples);
 
 struct AttackOptions {
   /// How the attacked model was trained (least squares or logistic); the white-box adversary
@@ -125,7 +56,6 @@ struct AttackOptions {
   void validate() const;
 };
 
-/// Accuracy of the attacks at one noise scale: shares of attacked examples whose level was
 /// The user-facing fields of AttackOptions (fit comes from the job's task, seed from the job).
 template <class Visit>
 void visit_fields(AttackOptions& o, Visit&& visit) {
@@ -141,6 +71,7 @@ void visit_fields(AttackOptions& o, Visit&& visit) {
   visit("groups", o.groups, "Quantile groups of attribute FIL (10 = deciles)");
 }
 
+/// Accuracy of the attacks at one noise scale: shares of attacked examples whose level was
 /// guessed, averaged over trials (std over trials).
 struct SigmaAccuracy {
   double sigma = 0.0;
@@ -200,3 +131,4 @@ AttackResult attribute_inference(const Dataset& train, const Dataset& test, cons
                                  const AttackOptions& options, const VectorXd& omega = VectorXd());
 
 }  // namespace filkit
+

@@ -177,7 +177,7 @@ struct TorchNetwork final : NetworkBackend {
         side = std::llround(std::sqrt(static_cast<double>(d)));
         if (side * side != d)
           throw std::invalid_argument("cnn: the input must be a square single-channel image, but d = " +
-                                      std::to_string(d) + " is not a square (use --pca 0 --scale none on image data)");
+                                      std::to_string(d) + " is not a square (use pca 0 and scale none on image data)");
         auto conv_side = [](std::int64_t s, std::int64_t k, std::int64_t stride, std::int64_t pad) {
           return (s + 2 * pad - k) / stride + 1;
         };

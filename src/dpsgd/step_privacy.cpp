@@ -1,0 +1,29 @@
+#include "filkit/dpsgd/step_privacy.hpp"
+
+#include "filkit/base/io.hpp"
+#include "filkit/dpsgd/clipped_gradient.hpp"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+namespace filkit {
+
+double step_epsilon(double noise_multiplier, double delta) {
+  return soft_clip_norm_bound() * 2.0 * std::sqrt(2.0 * std::log(1.25 / delta)) / noise_multiplier;
+}
+
+double rdp_noise_multiplier(double noise_multiplier) { return noise_multiplier / soft_clip_norm_bound(); }
+
+double subsampling_kappa(double q, double noise_multiplier, double delta) {
+  const auto fail = [](const std::string& what, double value, const std::string& rule) {
+    throw std::invalid_argument("subsampling_kappa: " + what + " = " + format_double(value) + ": must be " + rule);
+  };
+  if (!(q > 0.0 && q <= 1.0)) fail("q", q, "in (0, 1]");
+  if (!(noise_multiplier > 0.0) || !std::isfinite(noise_multiplier))
+    fail("noise_multiplier", noise_multiplier, "finite and > 0");
+  if (!(delta > 0.0 && delta < 1.0)) fail("delta", delta, "in (0, 1)");
+  return q / (q + (1.0 - q) * std::exp(-step_epsilon(noise_multiplier, delta)));
+}
+
+}  // namespace filkit

@@ -1,0 +1,16 @@
+// What the attribute-inference attacks share: they are defined for binary GLMs only.
+#pragma once
+
+#include "filkit/models/glm.hpp"
+
+#include <stdexcept>
+#include <string>
+
+namespace filkit::detail {
+
+inline void require_binary_model(const Model& model, const std::string& who) {
+  if (model.kind == ModelKind::kSoftmax)
+    throw std::invalid_argument(who + ": softmax models are not supported; use least-squares or logistic");
+}
+
+}  // namespace filkit::detail

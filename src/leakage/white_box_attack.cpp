@@ -1,0 +1,235 @@
+#include "filkit/leakage/white_box_attack.hpp"
+
+#include "filkit/base/timing.hpp"
+
+#include "filkit/base/first_exception.hpp"
+#include "filkit/base/io.hpp"
+#include "filkit/base/summary.hpp"
+#include "leakage/binary_model.hpp"
+#include "models/glm_loss.hpp"
+
+#include <Eigen/Cholesky>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <exception>
+#include <limits>
+#include <stdexcept>
+
+namespace filkit {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// What every candidate of every example shares: the design, A = H^-1, targets and weights.
+struct Problem {
+  Problem(const Model& model, const Dataset& train, const VectorXd& omega_in, const AttributeCandidates& candidates)
+      : model(model), train(train), design(train.X, model.intercept), w(model.flat()),
+        omega(omega_in.size() ? omega_in : VectorXd::Ones(train.n())), candidates(candidates) {
+    if (omega.size() != train.n())
+      throw std::invalid_argument("candidate minimisers: " + std::to_string(omega.size()) + " example weights for " +
+                                  std::to_string(train.n()) + " examples");
+    FitOptions coding;
+    coding.kind = model.kind;
+    coding.regression = model.regression;
+    target = model_targets(train, coding);
+    const MatrixXd H = hessian(model, train, omega);
+    const Eigen::LLT<MatrixXd> llt(H);
+    if (llt.info() != Eigen::Success || !(llt.rcond() > 1e-14))
+      throw std::runtime_error("white-box attack: the Hessian is singular; set a positive l2 (L2 strength)");
+    A = llt.solve(MatrixXd::Identity(H.rows(), H.cols()));
+    const Index offset = model.intercept ? 1 : 0;
+    for (Index j : candidates.columns) block.push_back(j + offset);
+    A_block = A(Eigen::all, block);
+  }
+
+  // Design row of example i with its attribute at level k.
+  VectorXd row_at_level(Index i, Index k) const {
+    VectorXd x = design.row(i);
+    for (std::size_t c = 0; c < block.size(); ++c) x(block[c]) = candidates.patterns(k, static_cast<Index>(c));
+    return x;
+  }
+
+  const Model& model;
+  const Dataset& train;
+  detail::Design design;
+  VectorXd w;
+  VectorXd omega;
+  const AttributeCandidates& candidates;
+  VectorXd target;
+  MatrixXd A;
+  std::vector<Index> block;  // the attribute's coordinates of w
+  MatrixXd A_block;          // A's columns of the block
+};
+
+// (I + C G)^-1 C r for the 2x2 Woodbury system of U = [x, x'], C = diag(c0, c1), G = U^T A U.
+Eigen::Vector2d woodbury_solve(const Eigen::Matrix2d& G, const Eigen::Vector2d& C, const Eigen::Vector2d& r, Index i) {
+  const Eigen::Matrix2d M = Eigen::Matrix2d::Identity() + C.asDiagonal() * G;
+  if (!(std::abs(M.determinant()) > 1e-13 * std::max(1.0, M.cwiseAbs().maxCoeff() * M.cwiseAbs().maxCoeff())))
+    throw std::runtime_error("white-box attack: changing example " + std::to_string(i) +
+                             " makes the Hessian singular (the example has leverage ~1); set a positive l2 (L2 strength)");
+  return M.partialPivLu().solve(C.asDiagonal() * r);
+}
+
+// Least squares: every candidate of example i in closed form (see the header).
+void least_squares_shifts(const Problem& p, Index i, Eigen::Ref<MatrixXd> shifts) {
+  const Index truth = p.candidates.truth[static_cast<std::size_t>(i)];
+  const double omega = p.omega(i), t = p.target(i);
+  const VectorXd x = p.design.row(i);
+  const VectorXd Ax = p.A * x;
+  const VectorXd x_block = p.candidates.patterns.row(truth).transpose();
+  for (Index k = 0; k < p.candidates.num_levels(); ++k) {
+    if (k == truth || omega == 0.0) {
+      shifts.row(k).setZero();
+      continue;
+    }
+    const VectorXd x_new = p.row_at_level(i, k);
+    const VectorXd Ax_new = Ax + p.A_block * (p.candidates.patterns.row(k).transpose() - x_block);
+    const VectorXd moved = omega * t * (Ax_new - Ax);  // A b' - w*
+    const VectorXd Ab = p.w + moved;
+    Eigen::Matrix2d G;
+    G << x.dot(Ax), x.dot(Ax_new), x_new.dot(Ax), x_new.dot(Ax_new);
+    const Eigen::Vector2d s = woodbury_solve(G, {-omega, omega}, {x.dot(Ab), x_new.dot(Ab)}, i);
+    shifts.row(k) = (moved - s(0) * Ax - s(1) * Ax_new).transpose();
+  }
+}
+
+constexpr int kMaxChordSteps = 30;
+
+// Logistic: chord Newton from w* for one candidate; false if it did not converge.
+bool logistic_shift(const Problem& p, const detail::GlmObjective& objective, const VectorXd& gradient_at_w,
+                    double tolerance, Index i, Index k, Eigen::Ref<VectorXd> shift) {
+  const double omega = p.omega(i), t = p.target(i);
+  const VectorXd x = p.design.row(i), x_new = p.row_at_level(i, k);
+  const VectorXd Ax = p.A * x, Ax_new = p.A * x_new;
+  const auto loss = [&](const VectorXd& v, const VectorXd& row) {
+    return detail::scalar_loss(p.model.kind, row.dot(v), t);
+  };
+  Eigen::Matrix2d G;
+  G << x.dot(Ax), x.dot(Ax_new), x_new.dot(Ax), x_new.dot(Ax_new);
+  const Eigen::Vector2d C(-omega * loss(p.w, x).second, omega * loss(p.w, x_new).second);
+  // The changed objective's gradient: F's plus example i's new term minus its old one.
+  const auto changed_gradient = [&](const VectorXd& v, const VectorXd& full) {
+    return VectorXd(full + omega * (loss(v, x_new).first * x_new - loss(v, x).first * x));
+  };
+  VectorXd v = p.w;
+  VectorXd g = changed_gradient(v, gradient_at_w);
+  double previous = std::numeric_limits<double>::infinity();
+  for (int step = 0; step < kMaxChordSteps; ++step) {
+    // Below the tolerance, or stalled at the rounding floor of the gradient's sum close to it
+    // (fit()'s Newton accepts the same floor).
+    const double norm = g.norm();
+    const bool stalled = norm > 0.5 * previous;
+    if (norm <= tolerance || (stalled && norm <= 1e3 * tolerance)) {
+      shift = v - p.w;
+      return true;
+    }
+    // The chord contracts fast only while H(w*) stays close to the changed problem's Hessian;
+    // when it does not (small n, near-separable data), a warm-started Newton refit is cheaper.
+    if (stalled) return false;
+    previous = norm;
+    const VectorXd Ag = p.A * g;
+    const Eigen::Vector2d s = woodbury_solve(G, C, {x.dot(Ag), x_new.dot(Ag)}, i);
+    v -= Ag - s(0) * Ax - s(1) * Ax_new;
+    g = changed_gradient(v, objective.gradient(v));
+  }
+  return false;
+}
+
+// A full refit of example i at level k, on a private copy of the data.
+VectorXd refit_shift(const Problem& p, Dataset& copy, const FitOptions& options, Index i, Index k) {
+  const VectorXd original = copy.X.row(i).transpose();
+  for (std::size_t c = 0; c < p.candidates.columns.size(); ++c)
+    copy.X(i, p.candidates.columns[c]) = p.candidates.patterns(k, static_cast<Index>(c));
+  const Model changed = p.model.kind == ModelKind::kLeastSquares ? fit(copy, options, p.omega)
+                                                                 : refit(copy, options, p.model, p.omega);
+  copy.X.row(i) = original.transpose();
+  return changed.flat() - p.w;
+}
+
+}  // namespace
+
+CandidateMinimisers candidate_minimisers(const Model& model, const Dataset& train, const VectorXd& omega,
+                                         const AttributeCandidates& candidates, const std::vector<Index>& examples,
+                                         const FitOptions& options, WhiteBoxSolver solver, bool progress) {
+  detail::require_binary_model(model, "white-box attack");
+  options.validate();
+  if (static_cast<Index>(candidates.truth.size()) != train.n())
+    throw std::invalid_argument("candidate minimisers: the candidates describe " + std::to_string(candidates.truth.size()) +
+                                " examples, the data have " + std::to_string(train.n()));
+  for (Index i : examples)
+    if (i < 0 || i >= train.n())
+      throw std::invalid_argument("candidate minimisers: example " + std::to_string(i) + " is outside 0.." +
+                                  std::to_string(train.n() - 1));
+  const auto start = Clock::now();
+  const Problem problem(model, train, omega, candidates);
+  const Index K = candidates.num_levels(), m = static_cast<Index>(examples.size());
+  CandidateMinimisers result;
+  result.examples = examples;
+  result.levels = K;
+  result.shifts = MatrixXd::Zero(m * K, model.num_params());
+  const bool logistic_update = solver == WhiteBoxSolver::kUpdate && model.kind != ModelKind::kLeastSquares;
+  const detail::GlmObjective objective(model, train, problem.omega);
+  VectorXd gradient_at_w;
+  double tolerance = 0.0;  // fit()'s: relative to the gradient at w = 0
+  if (logistic_update) {
+    gradient_at_w = objective.gradient(problem.w);
+    tolerance = options.gradient_tolerance * std::max(1.0, objective.gradient(VectorXd::Zero(problem.w.size())).norm());
+  }
+
+  Progress bar("white-box candidates (" + to_string(solver) + ")", m, !progress);
+  FirstException failure;
+  Index fallbacks = 0;
+#pragma omp parallel reduction(+ : fallbacks)
+  {
+    Dataset copy;
+    if (solver == WhiteBoxSolver::kRefit || logistic_update) copy = train;
+#pragma omp for schedule(dynamic, 8)
+    for (Index e = 0; e < m; ++e) {
+      try {
+        const Index i = examples[static_cast<std::size_t>(e)];
+        const Index truth = candidates.truth[static_cast<std::size_t>(i)];
+        auto rows = result.shifts.middleRows(e * K, K);
+        if (solver == WhiteBoxSolver::kUpdate && model.kind == ModelKind::kLeastSquares) {
+          least_squares_shifts(problem, i, rows);
+        } else {
+          for (Index k = 0; k < K; ++k) {
+            if (k == truth) continue;
+            VectorXd shift(problem.w.size());
+            const bool converged = logistic_update && logistic_shift(problem, objective, gradient_at_w, tolerance, i, k, shift);
+            if (!converged) {
+              shift = refit_shift(problem, copy, options, i, k);
+              if (logistic_update) ++fallbacks;
+            }
+            rows.row(k) = shift.transpose();
+          }
+        }
+      } catch (...) {
+        failure.capture();
+      }
+      bar.advance();
+    }
+  }
+  bar.finish();
+  failure.rethrow_if_any();
+  result.fallback_refits = fallbacks;
+  result.squared_norms = result.shifts.rowwise().squaredNorm();
+  result.seconds = seconds_since(start);
+  return result;
+}
+
+std::vector<Index> white_box_guesses(const CandidateMinimisers& minimisers, const VectorXd& noise) {
+  if (noise.size() != minimisers.shifts.cols())
+    throw std::invalid_argument("white_box_guesses: noise of size " + std::to_string(noise.size()) + " for " +
+                                std::to_string(minimisers.shifts.cols()) + " parameters");
+  // ||b - s||^2 = ||b||^2 - 2 b.s + ||s||^2: the first term is common to all candidates.
+  const VectorXd score = minimisers.squared_norms - 2.0 * (minimisers.shifts * noise);
+  const Index K = minimisers.levels;
+  std::vector<Index> guesses(minimisers.examples.size());
+  for (std::size_t e = 0; e < guesses.size(); ++e) score.segment(static_cast<Index>(e) * K, K).minCoeff(&guesses[e]);
+  return guesses;
+}
+
+}  // namespace filkit
