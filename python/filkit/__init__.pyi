@@ -37,11 +37,12 @@ class DatasetSplit:
     train: Dataset
     test: Dataset
 
-def load_dataset(data: str = "fashion-mnist", classes: Sequence[int] = ..., target: str = "",
+def load_dataset(data: str = "fashion-mnist", *, classes: Sequence[int] = ..., target: str = "",
+                 categorical: Sequence[str] = ..., drop: Sequence[str] = ..., missing: str = "drop",
                  regression: bool = False, test_fraction: float = 0.2, seed: int = 0,
-                 missing: str = "drop", train_size: int = 0, test_size: int = 0) -> DatasetSplit: ...
+                 train_size: int = 0, test_size: int = 0) -> DatasetSplit: ...
 def builtin_dataset_names() -> List[str]: ...
-def preprocess(split: DatasetSplit, scale_pixels: bool = False, row_scaling: str = "none", pca: int = 0,
+def preprocess(split: DatasetSplit, *, scale_pixels: bool = False, row_scaling: str = "none", pca: int = 0,
                scale_after_pca: bool = False) -> Tuple[DatasetSplit, Dict[str, Any]]: ...
 
 class Model:

@@ -1,4 +1,5 @@
 #include "bindings.hpp"
+#include "job_bindings.hpp"
 
 #include "filkit/data/dataset.hpp"
 #include "filkit/data/load.hpp"
@@ -25,6 +26,15 @@ Dataset make_dataset(const Eigen::Ref<const RowMatrix>& X, const Eigen::Ref<cons
   data.source = source;
   data.validate();
   return data;
+}
+
+// DataOptions from keywords: the library's names and defaults (load.hpp).
+DatasetSplit load_dataset_from_kwargs(const py::kwargs& kwargs) {
+  DataOptions options;
+  std::set<std::string> accepted;
+  visit_fields(options, KwargsBinder{kwargs, accepted});
+  reject_unknown_keywords("load_dataset", kwargs, accepted);
+  return load_dataset(options);
 }
 
 }  // namespace
@@ -63,46 +73,36 @@ void bind_data(py::module_& m) {
       .def_readonly("train", &DatasetSplit::train)
       .def_readonly("test", &DatasetSplit::test);
 
+  m.def("load_dataset", &load_dataset_from_kwargs,
+        "load_dataset(data='fashion-mnist', *, classes=[], target='', categorical=[], drop=[], missing='drop', "
+        "regression=False, test_fraction=0.2, seed=0, train_size=0, test_size=0): the library's DataOptions. "
+        "Load a built-in dataset (fashion-mnist, mnist, income-regression, income-classification, credit-g) or a "
+        ".csv/.arff/.npz file and its train/test split. Pixels stay raw (0..255); see preprocess(). "
+        "train_size/test_size > 0 keep a random subset drawn with seed (the CLI's --train-size/--test-size with "
+        "the same --seed give the same rows).");
   m.def(
       "load_dataset",
-      [](const std::string& data, const std::vector<int>& classes, const std::string& target, bool regression,
-         double test_fraction, std::uint64_t seed, const std::string& missing, Index train_size, Index test_size) {
-        DataOptions options;
-        options.data = data;
-        options.classes = classes;
-        options.target = target;
-        options.regression = regression;
-        options.test_fraction = test_fraction;
-        options.seed = seed;
-        options.missing_policy = parse_enum<MissingPolicy>(missing);
-        options.train_size = train_size;
-        options.test_size = test_size;
-        return load_dataset(options);
+      [](const std::string& data, py::kwargs kwargs) {
+        kwargs["data"] = data;
+        return load_dataset_from_kwargs(kwargs);
       },
-      py::arg("data") = "fashion-mnist", py::arg("classes") = std::vector<int>{}, py::arg("target") = "",
-      py::arg("regression") = false, py::arg("test_fraction") = 0.2, py::arg("seed") = 0,
-      py::arg("missing") = "drop", py::arg("train_size") = 0, py::arg("test_size") = 0,
-      "Load a built-in dataset (fashion-mnist, mnist) or a .csv/.arff/.npz file and its train/test split. "
-      "Pixels stay raw (0..255); see preprocess(). train_size/test_size > 0 keep a random subset drawn with "
-      "seed (the CLI's --train-size/--test-size with the same --seed give the same rows).");
+      py::arg("data"));
   m.def("builtin_dataset_names", &builtin_dataset_names);
 
   m.def(
       "preprocess",
-      [](const DatasetSplit& split, bool scale_pixels, const std::string& row_scaling, Index pca,
-         bool scale_after_pca) {
+      [](const DatasetSplit& split, py::kwargs kwargs) {
         PreprocessOptions options;
-        options.scale_pixels = scale_pixels;
-        options.row_scaling = parse_enum<RowScaling>(row_scaling);
-        options.pca_components = pca;
-        options.scale_after_pca = scale_after_pca;
+        std::set<std::string> accepted;
+        visit_fields(options, KwargsBinder{kwargs, accepted});
+        reject_unknown_keywords("preprocess", kwargs, accepted);
         Preprocessor fitted;
         DatasetSplit result = preprocess(split, options, &fitted);
         return py::make_tuple(std::move(result), json_to_python(fitted.to_json().dump()));
       },
-      py::arg("split"), py::arg("scale_pixels") = false, py::arg("row_scaling") = "none", py::arg("pca") = 0,
-      py::arg("scale_after_pca") = false,
-      "Fit preprocessing on split.train and apply it to both parts: pixels /255, row scaling "
+      py::arg("split"),
+      "preprocess(split, *, scale_pixels=False, row_scaling='none', pca=0, scale_after_pca=False): the library's "
+      "PreprocessOptions. Fit preprocessing on split.train and apply it to both parts: pixels /255, row scaling "
       "(none, global-max, unit-ball), PCA to `pca` dimensions. Returns (split, record).");
 }
 

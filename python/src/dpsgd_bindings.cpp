@@ -89,7 +89,7 @@ void bind_dpsgd(py::module_& m) {
       "the reconstruction paper's Algorithm 1, on given datasets. Keyword options: those of filkit.run('dpsgd') "
       "without the data options (filkit.defaults('dpsgd') lists them). Returns (result, summary dict).");
   m.def("subsampling_kappa", &subsampling_kappa, py::arg("q"), py::arg("noise_multiplier"), py::arg("delta"));
-  m.def("networks_available", &networks_available, "Whether this build has LibTorch (mlp and cnn networks).");
+  m.def("networks_available", &networks_available, "Whether the LibTorch plugin (libfilkit_torch.so) loads, so that the mlp and cnn networks can be used.");
 
   py::class_<Network>(m, "Network",
                       "A smooth network (softmax, tanh MLP, the paper's ConvNet) with batched per-example clipped "

@@ -37,6 +37,22 @@ struct DataOptions {
   void validate() const;
 };
 
+/// The fields of DataOptions by their Python keyword names (filkit.load_dataset).
+template <class Visit>
+void visit_fields(DataOptions& o, Visit&& visit) {
+  visit("data", o.data, "A built-in dataset name or a .csv/.arff/.npz file");
+  visit("classes", o.classes, "Classes to keep, relabelled 0..K-1 in the order given; empty = all");
+  visit("target", o.target, "CSV/ARFF: the target column");
+  visit("categorical", o.categorical, "CSV/ARFF: columns to one-hot encode even if numeric");
+  visit("drop", o.drop, "CSV/ARFF: columns to ignore");
+  visit("missing", o.missing_policy, "Rows with missing cells: drop, or level (a level of their own)");
+  visit("regression", o.regression, "The target is real-valued");
+  visit("test_fraction", o.test_fraction, "Files without a test split: share of rows held out");
+  visit("seed", o.seed, "Seed of the train/test split and of the subsets");
+  visit("train_size", o.train_size, "Keep a random subset of this many training examples (0 = all)");
+  visit("test_size", o.test_size, "Keep a random subset of this many test examples (0 = all)");
+}
+
 /// Loads and splits a dataset. Built-in datasets use their own train/test split; pixels stay
 /// raw (0..255), scaling is preprocessing's job. Tabular encoders are fitted on the training
 /// rows only.

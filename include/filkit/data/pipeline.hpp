@@ -19,7 +19,7 @@ namespace filkit {
 /// depend on the dataset left "auto" (empty) until it is known. Jobs hold one of these; their
 /// JSON settings record the resolved values.
 struct DataPipelineOptions {
-  std::string data = "fashion-mnist";
+  std::string data = DataOptions{}.data;  // the loader's defaults, written once (load.hpp)
   /// Classes to keep, relabelled 0..K-1 in the order given; empty = all; auto = 0,1 for the
   /// built-in image datasets, all for files.
   std::optional<std::vector<int>> classes;
@@ -27,8 +27,8 @@ struct DataPipelineOptions {
   std::vector<std::string> categorical;
   std::vector<std::string> drop;
   bool regression = false;
-  MissingPolicy missing = MissingPolicy::kDrop;
-  double test_fraction = 0.2;
+  MissingPolicy missing = DataOptions{}.missing_policy;
+  double test_fraction = DataOptions{}.test_fraction;
   Index train_size = 0;
   Index test_size = 0;
   /// PCA components fitted on the training split; 0 = none; auto = 20 for built-in image datasets,

@@ -36,6 +36,15 @@ struct PreprocessOptions {
   void validate() const;
 };
 
+/// The fields of PreprocessOptions by their Python keyword names (filkit.preprocess).
+template <class Visit>
+void visit_fields(PreprocessOptions& o, Visit&& visit) {
+  visit("scale_pixels", o.scale_pixels, "Divide pixels by 255");
+  visit("row_scaling", o.row_scaling, "none, global-max or unit-ball");
+  visit("pca", o.pca_components, "PCA to this many dimensions fitted on the training split; 0 = none");
+  visit("scale_after_pca", o.scale_after_pca, "Apply the row scaling after PCA instead of before");
+}
+
 /// The fitted preprocessing: statistics of the training split, applied identically to test.
 ///
 /// PCA: with the training rows x_i (after the steps before PCA) and their mean m, the
