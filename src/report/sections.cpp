@@ -110,6 +110,8 @@ std::optional<RowMatrix> training_images(const Input& input, std::size_t rows, S
   try {
     if (settings.contains("classes")) options.classes = settings["classes"].get<std::vector<int>>();
     if (const auto fraction = number_at(settings, "test_fraction")) options.test_fraction = *fraction;
+    if (settings.contains("max_memory") && settings["max_memory"].is_string())
+      options.max_memory = parse_byte_size("max_memory", settings["max_memory"].get<std::string>());
     options.seed = input.summary.value("seed", 0ULL);
     const Dataset train = load_dataset(options).train;
     if (static_cast<std::size_t>(train.n()) != rows) {
