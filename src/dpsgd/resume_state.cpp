@@ -46,7 +46,7 @@ void save_state(const std::string& path, const nlohmann::json& fingerprint, cons
                                {"training_seconds", state.training_seconds},
                                {"evaluation_seconds", state.evaluation_seconds}};
   const std::vector<std::uint8_t> bytes = nlohmann::json::to_cbor(json);  // exact doubles, compact
-  write_file_atomically(path, std::string(bytes.begin(), bytes.end()));
+  write_output_file(path, std::string(bytes.begin(), bytes.end()));
 }
 
 std::optional<ResumeState> load_state(const std::string& path, const nlohmann::json& fingerprint) {

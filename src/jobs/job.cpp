@@ -83,7 +83,7 @@ std::vector<std::string> write_job_outputs(const JobResult& result, const JobOut
   }
   for (const auto& [name, path] : outputs.extra)
     if (!path.empty()) files.emplace_back(path, result.extra_table(name).to_csv());
-  for (const auto& [path, content] : files) write_file_atomically(path, content);
+  for (const auto& [path, content] : files) write_output_file(path, content);
   std::vector<std::string> written;
   for (const auto& file : files) written.push_back(file.first);
   if (!outputs.report.empty()) {
