@@ -80,9 +80,11 @@ std::vector<Index> snapshot_steps(const DpSgdOptions& options, Index n) {
 
 }  // namespace
 
-DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOptions& requested, bool progress) {
+DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOptions& requested, bool progress,
+                        CheckpointWhenDone when_done) {
   requested.validate();
   const DpSgdOptions options = requested.resolved();
+  if (!options.checkpoint_path.empty()) check_output_path("DpSgdOptions.checkpoint_path", options.checkpoint_path);
   train.validate();
   if (test.n() > 0) test.validate();
   if (test.n() > 0 && test.d() != train.d())
@@ -188,7 +190,8 @@ DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOp
   }
   bar.finish();
   elapsed();
-  if (!options.checkpoint_path.empty()) std::remove(options.checkpoint_path.c_str());
+  if (!options.checkpoint_path.empty() && when_done == CheckpointWhenDone::kRemove)
+    std::remove(options.checkpoint_path.c_str());
 
   result.steps_done = static_cast<Index>(options.runs) * options.steps;
   result.run_seeds = state.run_seeds;

@@ -128,6 +128,7 @@ std::vector<std::string> write_job_outputs(const JobResult& result, const JobOut
   for (const OutputFile& file : formed.files) written.push_back(file.path);
   // The report reads the files just written, so it comes after them.
   if (!outputs.report.empty()) written.push_back(build_report(outputs.report, formed, quiet));
+  result.outputs_written();
   return written;
 }
 

@@ -1,7 +1,8 @@
 // The shared output writer of the jobs (jobs/job.hpp): paths checked before any work, "-" as
-// standard output, outputs written as a set.
+// standard output, outputs written as a set, and the DP-SGD resume file kept until they are.
 #include "filkit/base/io.hpp"
 #include "filkit/jobs/accountant.hpp"
+#include "filkit/jobs/dpsgd.hpp"
 #include "filkit/jobs/measure.hpp"
 
 #include "test_util.hpp"
@@ -47,6 +48,10 @@ TEST(CheckOutputPaths, RefusesBeforeAnyWorkNamingTheOption) {
   outputs.out = "-";  // standard output and devices pass: the data path is what fails
   outputs.json = "/dev/null";
   EXPECT_INVALID_ARGUMENT(run_job<MeasureJob>(options, outputs), "no-such-data.npz");
+  DpSgdJobOptions dpsgd;  // the resume file is an output too
+  dpsgd.data.data = dir.file("no-such-data.npz");
+  dpsgd.dpsgd.checkpoint_path = dir.file("");
+  EXPECT_INVALID_ARGUMENT(run_job<DpSgdJob>(dpsgd), "checkpoint_path", "is a directory");
 }
 
 TEST(WriteJobOutputs, DashPrintsTheSummaryOnStandardOutput) {
@@ -103,6 +108,64 @@ TEST(WriteJobOutputs, ReplaceNothingWhenOneOutputCannotBeWritten) {
   write_job_outputs(result, outputs, true);
   EXPECT_EQ(nlohmann::json::parse(std::ifstream(outputs.json)), result.to_json());
   EXPECT_EQ(testing::read_bytes(outputs.out), result.table().to_csv());
+}
+
+DpSgdJobOptions small_dpsgd(const std::string& data, const std::string& checkpoint) {
+  DpSgdJobOptions options;
+  options.data.data = data;
+  options.dpsgd.batch_size = 20;
+  options.dpsgd.steps = 12;
+  options.dpsgd.runs = 2;
+  options.dpsgd.seed = 4;
+  options.dpsgd.checkpoint_path = checkpoint;
+  options.dpsgd.checkpoint_every = 5;
+  return options;
+}
+
+TEST(DpSgdResumeFile, OutlivesAFailedWriteAndGoesOnceTheOutputsAreWritten) {
+  const TempDir dir;
+  const std::string state = dir.file("state.cbor");
+  const DpSgdJobOptions options =
+      small_dpsgd(testing::write_npz_dataset(dir, testing::random_classification(100, 4, 2, 9)), state);
+  const DpSgdJobResult result = run_dpsgd(options);
+  ASSERT_TRUE(result.training.complete);
+  ASSERT_TRUE(fs::exists(state)) << "saved every 5 steps and kept by run_dpsgd";
+
+  JobOutputs failing;
+  failing.json = dir.file("summary.json");
+  failing.out = dir.write("file.txt", "a file, not a directory\n") + "/dpsgd.csv";
+  EXPECT_THROW(write_job_outputs(result, failing, true), std::runtime_error);
+  EXPECT_TRUE(fs::exists(state)) << "the run can be redone by resuming";
+  EXPECT_FALSE(fs::exists(failing.json));
+
+  // Rerunning resumes from the last saved step to the same numbers; then the outputs are written
+  // and the resume file goes.
+  JobOutputs outputs;
+  outputs.json = dir.file("summary.json");
+  outputs.out = dir.file("dpsgd.csv");
+  const DpSgdJobResult rerun = run_job<DpSgdJob>(options, outputs);
+  EXPECT_TRUE(rerun.training.resumed);
+  EXPECT_EQ(rerun.training.final_snapshot().fisher_trace, result.training.final_snapshot().fisher_trace);
+  EXPECT_EQ(rerun.training.parameters, result.training.parameters);
+  EXPECT_EQ(testing::read_bytes(outputs.out), result.table().to_csv());
+  EXPECT_FALSE(fs::exists(state));
+}
+
+TEST(DpSgdResumeFile, StaysWhileTheJobIsIncompleteAndGoesWhenItCompletes) {
+  const TempDir dir;
+  const std::string state = dir.file("state.cbor");
+  DpSgdJobOptions options =
+      small_dpsgd(testing::write_npz_dataset(dir, testing::random_classification(100, 4, 2, 9)), state);
+  options.dpsgd.checkpoint_every = 0;
+  options.dpsgd.stop_after = 15;
+  JobOutputs outputs;
+  outputs.json = dir.file("summary.json");
+  EXPECT_FALSE(run_job<DpSgdJob>(options, outputs).training.complete);
+  EXPECT_TRUE(fs::exists(state));
+  EXPECT_FALSE(fs::exists(outputs.json)) << "no outputs before the job is complete";
+  EXPECT_TRUE(run_job<DpSgdJob>(options, outputs).training.complete);
+  EXPECT_TRUE(fs::exists(outputs.json));
+  EXPECT_FALSE(fs::exists(state));
 }
 
 }  // namespace

@@ -45,6 +45,9 @@ class JobResult {
   virtual void print_summary(std::ostream& out) const = 0;
   /// False when the job stopped early to be resumed (dpsgd's stop_after): no outputs are written.
   virtual bool complete() const { return true; }
+  /// Called by write_job_outputs once every output is written, never when one fails: releases
+  /// what must outlive a failed write, such as dpsgd's resume file (a rerun resumes from it).
+  virtual void outputs_written() const {}
 };
 
 /// Where a run's outputs go; empty paths are not written.
@@ -65,7 +68,7 @@ void check_output_paths(const JobOutputs& outputs);
 /// formed first, then written to synced temporaries (or through, for "-", devices, FIFOs and
 /// links), then renamed into place; when a write fails nothing is replaced. With a report
 /// directory, the summary and table also go there (unless --json/--out name files it can read
-/// back) and the report is built from them.
+/// back) and the report is built from them. Then calls result.outputs_written().
 /// Returns the paths written (for the terminal).
 std::vector<std::string> write_job_outputs(const JobResult& result, const JobOutputs& outputs, bool quiet);
 
