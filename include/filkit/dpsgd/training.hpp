@@ -144,9 +144,10 @@ struct DpSgdOptions {
   /// Resuming long runs. With a path, the whole state (parameters, optimiser, generators,
   /// accountants, the runs done) is written there atomically every `checkpoint_every` steps (0:
   /// only when stopping early), and a later call with the same settings and data resumes from it,
-  /// giving the same numbers as an uninterrupted run. Who removes it when every run is done:
-  /// train_dpsgd's `when_done` argument says (the dpsgd job removes it only after writing its
-  /// outputs).
+  /// giving the same numbers as an uninterrupted run. The file is checked (a header, a CRC32 and
+  /// every size and counter) and refused, never used, when damaged. Who removes it when every run
+  /// is done: train_dpsgd's `when_done` argument says (the dpsgd job removes it only after
+  /// writing its outputs).
   std::string checkpoint_path;
   Index checkpoint_every = 0;
   /// Stop (saving the state) after this many steps in this call; 0 runs to the end.
@@ -270,7 +271,7 @@ enum class CheckpointWhenDone {
 /// empty) gives test accuracy. Results do not depend on the number of threads. Throws
 /// std::invalid_argument for invalid options (naming the field), labels outside the model's
 /// domain, a batch size above n or an unwritable checkpoint_path, and std::runtime_error naming
-/// the file for a resume file that belongs to another job.
+/// the file for a resume file that is damaged or belongs to another job.
 DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOptions& options,
                         bool progress = false, CheckpointWhenDone when_done = CheckpointWhenDone::kRemove);
 
