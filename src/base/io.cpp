@@ -6,44 +6,12 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <iostream>
 #include <mutex>
-#include <random>
 #include <stdexcept>
-#include <unistd.h>
 
 namespace filkit {
 
 std::string version() { return FILKIT_VERSION; }
-
-void write_file_atomically(const std::string& path, const std::string& content) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  if (target.has_parent_path() && !fs::exists(target.parent_path())) {
-    throw std::runtime_error("cannot write '" + path + "': directory '" +
-                             target.parent_path().string() + "' does not exist");
-  }
-  const std::string temporary = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error("cannot open '" + temporary + "' for writing");
-    out.write(content.data(), static_cast<std::streamsize>(content.size()));
-    out.flush();
-    if (!out) {
-      std::error_code ignored;
-      fs::remove(temporary, ignored);
-      throw std::runtime_error("failed writing '" + temporary + "' (disk full?)");
-    }
-  }
-  std::error_code error;
-  fs::rename(temporary, target, error);
-  if (error) {
-    fs::remove(temporary, error);
-    throw std::runtime_error("cannot rename '" + temporary + "' to '" + path + "'");
-  }
-}
 
 namespace {
 
@@ -149,10 +117,10 @@ std::string numeric_csv(const std::vector<std::string>& header,
 
 void write_numeric_csv(const std::string& path, const std::vector<std::string>& header,
                        const std::vector<std::vector<double>>& rows) {
-  write_file_atomically(path, numeric_csv(header, rows));
+  write_output_file(path, numeric_csv(header, rows));
 }
 
-void CsvTable::write(const std::string& path) const { write_file_atomically(path, to_string()); }
+void CsvTable::write(const std::string& path) const { write_output_file(path, to_string()); }
 
 namespace {
 std::mutex progress_mutex;

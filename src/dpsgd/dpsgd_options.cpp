@@ -43,6 +43,7 @@ void DpSgdOptions::validate() const {
   require_positive("adam_epsilon", adam_epsilon);
   if (checkpoint_every < 0) invalid("checkpoint_every", std::to_string(checkpoint_every), "must be >= 0");
   if (stop_after < 0) invalid("stop_after", std::to_string(stop_after), "must be >= 0");
+  if (checkpoint_path == kStandardOutput) invalid("checkpoint_path", "-", "must name a file: the state is read back");
   if (checkpoint_path.empty() && (checkpoint_every > 0 || stop_after > 0))
     invalid(checkpoint_every > 0 ? "checkpoint_every" : "stop_after",
             std::to_string(checkpoint_every > 0 ? checkpoint_every : stop_after),

@@ -2,13 +2,409 @@
 
 #include "filkit/base/io.hpp"
 
-#include "dpsgd/vector_json.hpp"
+#include <zlib.h>
 
+#include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
+#include <sstream>
 #include <stdexcept>
+#include <string_view>
 
 namespace filkit::detail {
+
+namespace {
+
+constexpr std::string_view kMagic("\x89" "FKDPSGD", 8);
+constexpr std::size_t kHeaderSize = 24;  // magic, version (4), payload length (8), CRC32 (4)
+// The payload nests 5 deep (job -> settings -> network -> hidden); CBOR is parsed recursively, so
+// a crafted payload nested a million deep would overflow the stack.
+constexpr int kMaxNesting = 32;
+
+[[noreturn]] void refuse(const std::string& path, const std::string& problem) {
+  throw std::runtime_error("checkpoint " + path + ": " + problem +
+                           "; the file is damaged or not a filkit DP-SGD checkpoint: delete it to start the job over");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The frame: header and checksum around the CBOR payload.
+
+void append_little_endian(std::string& out, std::uint64_t value, int bytes) {
+  for (int k = 0; k < bytes; ++k) out += static_cast<char>(value >> (8 * k));
+}
+
+std::uint64_t little_endian_at(std::string_view bytes, std::size_t at, int count) {
+  std::uint64_t value = 0;
+  for (int k = 0; k < count; ++k) value |= static_cast<std::uint64_t>(static_cast<unsigned char>(bytes[at + k])) << (8 * k);
+  return value;
+}
+
+std::uint32_t crc32_of(std::string_view data) {
+  return static_cast<std::uint32_t>(crc32_z(0L, reinterpret_cast<const Bytef*>(data.data()), data.size()));
+}
+
+std::string framed(const std::vector<std::uint8_t>& cbor) {
+  const std::string_view payload(reinterpret_cast<const char*>(cbor.data()), cbor.size());
+  std::string out(kMagic);
+  append_little_endian(out, kResumeFormatVersion, 4);
+  append_little_endian(out, payload.size(), 8);
+  append_little_endian(out, crc32_of(payload), 4);
+  out.append(payload);
+  return out;
+}
+
+/// The payload of a file, once its magic, version, length and checksum hold.
+std::string_view payload_of(std::string_view bytes, const std::string& path) {
+  if (bytes.size() < kHeaderSize)
+    refuse(path, "it is " + std::to_string(bytes.size()) + " bytes long, shorter than its " +
+                     std::to_string(kHeaderSize) + "-byte header");
+  if (bytes.substr(0, kMagic.size()) != kMagic)
+    refuse(path, "it does not begin with the checkpoint's magic bytes (\\x89FKDPSGD; files of filkit before format "
+                 "version 2 are not read)");
+  const std::uint64_t version = little_endian_at(bytes, 8, 4);
+  if (version != kResumeFormatVersion)
+    refuse(path, "format version " + std::to_string(version) + ", this filkit reads version " +
+                     std::to_string(kResumeFormatVersion));
+  const std::uint64_t length = little_endian_at(bytes, 12, 8);
+  if (length != bytes.size() - kHeaderSize)
+    refuse(path, "the header announces " + std::to_string(length) + " bytes of payload, the file holds " +
+                     std::to_string(bytes.size() - kHeaderSize) + " (truncated?)");
+  const std::string_view payload = bytes.substr(kHeaderSize);
+  const std::uint64_t recorded = little_endian_at(bytes, 20, 4), computed = crc32_of(payload);
+  if (recorded != computed)
+    refuse(path, "checksum mismatch (CRC32 recorded " + std::to_string(recorded) + ", computed " +
+                     std::to_string(computed) + ")");
+  return payload;
+}
+
+/// Stops a parse beyond kMaxNesting arrays or objects.
+struct NestingLimit : nlohmann::json_sax<nlohmann::json> {
+  int depth = 0;
+  bool too_deep = false;
+  bool enter() {
+    too_deep = ++depth > kMaxNesting;
+    return !too_deep;
+  }
+  bool leave() {
+    --depth;
+    return true;
+  }
+  bool start_object(std::size_t) override { return enter(); }
+  bool start_array(std::size_t) override { return enter(); }
+  bool end_object() override { return leave(); }
+  bool end_array() override { return leave(); }
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool key(string_t&) override { return true; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::json::exception&) override { return false; }
+};
+
+nlohmann::json parse_payload(std::string_view payload, const std::string& path) {
+  NestingLimit limit;
+  nlohmann::json::sax_parse(payload.begin(), payload.end(), &limit, nlohmann::json::input_format_t::cbor);
+  if (limit.too_deep) refuse(path, "its payload nests deeper than " + std::to_string(kMaxNesting) + " levels");
+  try {
+    return nlohmann::json::from_cbor(payload.begin(), payload.end());
+  } catch (const nlohmann::json::exception& e) {
+    refuse(path, std::string("its payload is not valid CBOR (") + e.what() + ")");
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The payload: the state as JSON, and back with every size and value checked.
+
+std::vector<double> to_list(const VectorXd& v) { return std::vector<double>(v.data(), v.data() + v.size()); }
+
+nlohmann::json trainer_json(const TrainerState& trainer) {
+  std::ostringstream generator;
+  generator << trainer.generator;
+  return {{"parameters", to_list(trainer.parameters)},
+          {"first_moment", to_list(trainer.first_moment)},
+          {"second_moment", to_list(trainer.second_moment)},
+          {"adam_steps", trainer.adam_steps},
+          {"generator", generator.str()},
+          {"order", trainer.order},
+          {"trace", to_list(trainer.accountant.trace)},
+          {"spectral", to_list(trainer.accountant.spectral)},
+          {"sampled", to_list(trainer.accountant.sampled)}};
+}
+
+nlohmann::json state_json(const nlohmann::json& fingerprint, const ResumeState& state) {
+  nlohmann::json sums = nlohmann::json::array(), parameters = nlohmann::json::array();
+  for (const SnapshotSums& c : state.sums)
+    sums.push_back({{"trace", to_list(c.trace)},
+                    {"trace_squares", to_list(c.trace_squares)},
+                    {"spectral", to_list(c.spectral)},
+                    {"sampled", to_list(c.sampled)}});
+  for (const VectorXd& w : state.parameters) parameters.push_back(to_list(w));
+  return {{"job", fingerprint},
+          {"run", state.run},
+          {"step", state.step},
+          {"trainer", state.trainer ? trainer_json(*state.trainer) : nlohmann::json()},
+          {"sums", sums},
+          {"train_accuracy", state.train_accuracy},
+          {"test_accuracy", state.test_accuracy},
+          {"run_seeds", state.run_seeds},
+          {"parameters", parameters},
+          {"training_seconds", state.training_seconds},
+          {"evaluation_seconds", state.evaluation_seconds}};
+}
+
+constexpr double kLargest = std::numeric_limits<double>::max();
+
+/// The values a number may take (infinities never).
+struct Range {
+  double low = -kLargest, high = kLargest;
+  bool integral = false;
+  bool nan = false;  ///< NaN admitted too
+
+  bool holds(double value) const {
+    if (std::isnan(value)) return nan;
+    return value >= low && value <= high && (!integral || value == std::floor(value));
+  }
+  std::string describe() const {
+    if (low > high) return "NaN";
+    std::string text = integral ? "an integer" : "a finite number";
+    if (high < kLargest) text += " in [" + format_double(low) + ", " + format_double(high) + "]";
+    else if (low > -kLargest) text += " >= " + format_double(low);
+    return nan ? text + " or NaN" : text;
+  }
+};
+
+Range non_negative(bool nan = false) { return {0.0, kLargest, false, nan}; }
+Range count_up_to(double most) { return {0.0, most, true, false}; }
+Range nan_only() { return {1.0, 0.0, false, true}; }
+
+/// Reads a parsed payload into a ResumeState, refusing (naming the field) anything that does not
+/// fit the job: a size or counter that would index out of bounds, a value no run produces.
+class StateReader {
+ public:
+  StateReader(const std::string& path, const ExpectedState& expected) : path_(path), expected_(expected) {}
+
+  ResumeState read(const nlohmann::json& payload) const {
+    if (!payload.is_object()) refuse(path_, "its payload is not a JSON object");
+    check_same_job(member(payload, "", "job"));
+    ResumeState state;
+    state.run = static_cast<int>(integer(member(payload, "", "run"), "run", 0, expected_.runs - 1));
+    state.step = integer(member(payload, "", "step"), "step", 0, expected_.steps - 1);
+    const nlohmann::json& trainer = member(payload, "", "trainer");
+    if (state.step > 0) state.trainer = trainer_state(trainer, state.step);
+    else if (!trainer.is_null()) refuse_field("trainer", "is set at step 0 of a run, expected null");
+    state.run_seeds = run_seeds(member(payload, "", "run_seeds"), state.run + (state.step > 0 ? 1 : 0));
+    state.parameters = finished_parameters(member(payload, "", "parameters"), state.run);
+    state.sums = snapshot_sums(member(payload, "", "sums"), state.run, state.step);
+    state.train_accuracy = accuracies(member(payload, "", "train_accuracy"), "train_accuracy", state.run, state.step,
+                                      Range{0.0, 1.0});
+    state.test_accuracy = accuracies(member(payload, "", "test_accuracy"), "test_accuracy", state.run, state.step,
+                                     expected_.has_test ? Range{0.0, 1.0} : nan_only());
+    state.training_seconds = number(member(payload, "", "training_seconds"), "training_seconds", non_negative());
+    state.evaluation_seconds = number(member(payload, "", "evaluation_seconds"), "evaluation_seconds", non_negative());
+    return state;
+  }
+
+ private:
+  [[noreturn]] void refuse_field(const std::string& field, const std::string& problem) const {
+    refuse(path_, "'" + field + "' " + problem);
+  }
+
+  /// Settings and data first: the likeliest refusal names the setting that changed.
+  void check_same_job(const nlohmann::json& saved) const {
+    const nlohmann::json& fingerprint = expected_.fingerprint;
+    if (saved == fingerprint) return;
+    std::string difference = "the data differ";
+    if (!saved.is_object() || !saved.contains("settings") || !saved.at("settings").is_object()) {
+      difference = "it records no settings";
+    } else {
+      const nlohmann::json& settings = saved.at("settings");
+      for (const auto& [key, value] : fingerprint.at("settings").items())
+        if (!settings.contains(key) || settings.at(key) != value) {
+          difference = "setting '" + key + "' was " + settings.value(key, nlohmann::json()).dump() + ", now " + value.dump();
+          break;
+        }
+    }
+    throw std::runtime_error("checkpoint " + path_ + " belongs to a different job (" + difference +
+                             "): delete it to start afresh, or choose another path");
+  }
+
+  const nlohmann::json& member(const nlohmann::json& object, const std::string& parent, const char* key) const {
+    const std::string field = parent.empty() ? key : parent + "." + key;
+    if (!object.is_object()) refuse_field(parent, "is not an object");
+    const auto found = object.find(key);
+    if (found == object.end()) refuse_field(field, "is missing");
+    return *found;
+  }
+
+  const nlohmann::json& array(const nlohmann::json& value, const std::string& field, std::size_t size,
+                              const std::string& what) const {
+    if (!value.is_array()) refuse_field(field, "is not an array");
+    if (value.size() != size)
+      refuse_field(field, "holds " + std::to_string(value.size()) + " entries, expected " + std::to_string(size) + ": " +
+                              what);
+    return value;
+  }
+
+  static bool is_integer_in(const nlohmann::json& value, Index low, Index high) {
+    if (value.is_number_unsigned()) {  // beyond Index when above 2^63 - 1
+      const std::uint64_t v = value.get<std::uint64_t>();
+      return high >= 0 && v <= static_cast<std::uint64_t>(high) && static_cast<Index>(v) >= low;
+    }
+    return value.is_number_integer() && value.get<std::int64_t>() >= low && value.get<std::int64_t>() <= high;
+  }
+
+  Index integer(const nlohmann::json& value, const std::string& field, Index low, Index high) const {
+    if (!is_integer_in(value, low, high))
+      refuse_field(field, "is " + value.dump() + ", expected an integer in [" + std::to_string(low) + ", " +
+                              std::to_string(high) + "]");
+    return value.get<Index>();
+  }
+
+  double number(const nlohmann::json& value, const std::string& field, const Range& range) const {
+    if (!value.is_number() || !range.holds(value.get<double>()))
+      refuse_field(field, "is " + value.dump() + ", expected " + range.describe());
+    return value.get<double>();
+  }
+
+  std::vector<double> numbers(const nlohmann::json& value, const std::string& field, std::size_t size,
+                              const std::string& what, const Range& range) const {
+    array(value, field, size, what);
+    std::vector<double> out(size);
+    for (std::size_t i = 0; i < size; ++i) out[i] = number(value[i], field + "[" + std::to_string(i) + "]", range);
+    return out;
+  }
+
+  VectorXd vector(const nlohmann::json& value, const std::string& field, Index size, const std::string& what,
+                  const Range& range) const {
+    const std::vector<double> v = numbers(value, field, static_cast<std::size_t>(size), what, range);
+    return Eigen::Map<const VectorXd>(v.data(), size);
+  }
+
+  VectorXd examples_vector(const nlohmann::json& value, const std::string& field, const Range& range) const {
+    return vector(value, field, expected_.n, "one per training example", range);
+  }
+
+  VectorXd parameters_vector(const nlohmann::json& value, const std::string& field) const {
+    return vector(value, field, expected_.parameter_count, "the model's parameter count", Range{});
+  }
+
+  /// The runs whose accountant and accuracies snapshot `c` holds.
+  Index runs_through(std::size_t c, int run, Index step) const {
+    return run + (step >= expected_.snapshot_steps[c] ? 1 : 0);
+  }
+
+  std::vector<std::uint64_t> run_seeds(const nlohmann::json& value, int started) const {
+    array(value, "run_seeds", static_cast<std::size_t>(started), "one per run started");
+    std::vector<std::uint64_t> seeds;
+    for (int r = 0; r < started; ++r) {
+      const nlohmann::json& seed = value[r];
+      if (!seed.is_number_unsigned() || seed.get<std::uint64_t>() != expected_.run_seeds[r])
+        refuse_field("run_seeds[" + std::to_string(r) + "]",
+                     "is " + seed.dump() + ", expected " + std::to_string(expected_.run_seeds[r]) + ", run " +
+                         std::to_string(r) + "'s seed");
+      seeds.push_back(expected_.run_seeds[r]);
+    }
+    return seeds;
+  }
+
+  std::vector<VectorXd> finished_parameters(const nlohmann::json& value, int finished) const {
+    array(value, "parameters", static_cast<std::size_t>(finished), "one per finished run");
+    std::vector<VectorXd> parameters;
+    for (int r = 0; r < finished; ++r) parameters.push_back(parameters_vector(value[r], "parameters[" + std::to_string(r) + "]"));
+    return parameters;
+  }
+
+  std::vector<SnapshotSums> snapshot_sums(const nlohmann::json& value, int run, Index step) const {
+    const std::size_t count = expected_.snapshot_steps.size();
+    array(value, "sums", count, "one per snapshot");
+    std::vector<SnapshotSums> sums;
+    for (std::size_t c = 0; c < count; ++c) {
+      const std::string field = "sums[" + std::to_string(c) + "]";
+      const double sampled_at_most = static_cast<double>(runs_through(c, run, step) * expected_.snapshot_steps[c]);
+      sums.push_back({examples_vector(member(value[c], field, "trace"), field + ".trace", non_negative()),
+                      examples_vector(member(value[c], field, "trace_squares"), field + ".trace_squares", non_negative()),
+                      examples_vector(member(value[c], field, "spectral"), field + ".spectral",
+                                      non_negative(!expected_.spectral_computed)),
+                      examples_vector(member(value[c], field, "sampled"), field + ".sampled", count_up_to(sampled_at_most))});
+    }
+    return sums;
+  }
+
+  std::vector<std::vector<double>> accuracies(const nlohmann::json& value, const std::string& field, int run, Index step,
+                                              const Range& range) const {
+    const std::size_t count = expected_.snapshot_steps.size();
+    array(value, field, count, "one per snapshot");
+    std::vector<std::vector<double>> lists;
+    for (std::size_t c = 0; c < count; ++c)
+      lists.push_back(numbers(value[c], field + "[" + std::to_string(c) + "]",
+                              static_cast<std::size_t>(runs_through(c, run, step)), "one per run through the snapshot",
+                              range));
+    return lists;
+  }
+
+  TrainerState trainer_state(const nlohmann::json& value, Index step) const {
+    TrainerState trainer;
+    trainer.parameters = parameters_vector(member(value, "trainer", "parameters"), "trainer.parameters");
+    trainer.first_moment = parameters_vector(member(value, "trainer", "first_moment"), "trainer.first_moment");
+    const nlohmann::json& second = member(value, "trainer", "second_moment");
+    trainer.second_moment = expected_.adam ? parameters_vector(second, "trainer.second_moment")
+                                           : vector(second, "trainer.second_moment", 0, "none without Adam", Range{});
+    const Index adam_steps = expected_.adam ? step : 0;  // Adam counts every step of the run
+    trainer.adam_steps = integer(member(value, "trainer", "adam_steps"), "trainer.adam_steps", adam_steps, adam_steps);
+    trainer.generator = generator(member(value, "trainer", "generator"));
+    trainer.order = permutation(member(value, "trainer", "order"));
+    trainer.accountant.trace = examples_vector(member(value, "trainer", "trace"), "trainer.trace", non_negative());
+    trainer.accountant.spectral = examples_vector(member(value, "trainer", "spectral"), "trainer.spectral",
+                                                  non_negative(!expected_.spectral_computed));
+    trainer.accountant.sampled =
+        examples_vector(member(value, "trainer", "sampled"), "trainer.sampled", count_up_to(static_cast<double>(step)));
+    return trainer;
+  }
+
+  std::mt19937_64 generator(const nlohmann::json& value) const {
+    std::mt19937_64 generator;
+    std::istringstream text(value.is_string() ? value.get<std::string>() : std::string());
+    text >> generator;
+    if (!value.is_string() || text.fail() || !(text >> std::ws).eof())
+      refuse_field("trainer.generator", "is not the text of a std::mt19937_64 state");
+    return generator;
+  }
+
+  std::vector<Index> permutation(const nlohmann::json& value) const {
+    const Index n = expected_.n;
+    array(value, "trainer.order", static_cast<std::size_t>(n), "one per training example");
+    std::vector<Index> order(n);
+    std::vector<bool> seen(n, false);
+    for (Index i = 0; i < n; ++i) {
+      const std::string field = "trainer.order[" + std::to_string(i) + "]";
+      order[i] = integer(value[i], field, 0, n - 1);
+      if (seen[order[i]]) refuse_field(field, "repeats " + std::to_string(order[i]) + ", expected a permutation of 0.." + std::to_string(n - 1));
+      seen[order[i]] = true;
+    }
+    return order;
+  }
+
+  const std::string& path_;
+  const ExpectedState& expected_;
+};
+
+/// The bytes at `path`, or nullopt when there is no file.
+std::optional<std::string> read_if_present(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::status(path, error).type() == std::filesystem::file_type::not_found) return std::nullopt;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("checkpoint " + path + ": exists but cannot be opened for reading");
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw std::runtime_error("checkpoint " + path + ": cannot be read");
+  return bytes;
+}
+
+}  // namespace
 
 nlohmann::json job_fingerprint(const Dataset& train, const Dataset& test, const DpSgdOptions& options) {
   nlohmann::json settings = to_json(options);
@@ -28,65 +424,13 @@ nlohmann::json job_fingerprint(const Dataset& train, const Dataset& test, const 
 }
 
 void save_state(const std::string& path, const nlohmann::json& fingerprint, const ResumeState& state) {
-  nlohmann::json sums = nlohmann::json::array(), parameters = nlohmann::json::array();
-  for (const SnapshotSums& c : state.sums)
-    sums.push_back({to_list(c.trace), to_list(c.trace_squares), to_list(c.spectral), to_list(c.sampled)});
-  for (const VectorXd& w : state.parameters) parameters.push_back(to_list(w));
-  const nlohmann::json json = {{"format", "filkit-dpsgd-state"},
-                               {"version", 1},
-                               {"job", fingerprint},
-                               {"run", state.run},
-                               {"step", state.step},
-                               {"trainer", state.trainer},
-                               {"sums", sums},
-                               {"train_accuracy", state.train_accuracy},
-                               {"test_accuracy", state.test_accuracy},
-                               {"run_seeds", state.run_seeds},
-                               {"parameters", parameters},
-                               {"training_seconds", state.training_seconds},
-                               {"evaluation_seconds", state.evaluation_seconds}};
-  const std::vector<std::uint8_t> bytes = nlohmann::json::to_cbor(json);  // exact doubles, compact
-  write_file_atomically(path, std::string(bytes.begin(), bytes.end()));
+  write_output_file(path, framed(nlohmann::json::to_cbor(state_json(fingerprint, state))));
 }
 
-std::optional<ResumeState> load_state(const std::string& path, const nlohmann::json& fingerprint) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::from_cbor(bytes);
-  } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error("checkpoint " + path + ": not a filkit DP-SGD state file (" + e.what() +
-                             "); delete it or choose another path");
-  }
-  if (json.value("format", "") != "filkit-dpsgd-state")
-    throw std::runtime_error("checkpoint " + path + ": not a filkit DP-SGD state file; delete it or choose another path");
-  const nlohmann::json& saved = json.at("job");
-  if (saved != fingerprint) {
-    std::string difference = "the data differ";
-    for (const auto& [key, value] : fingerprint.at("settings").items())
-      if (!saved.at("settings").contains(key) || saved.at("settings").at(key) != value) {
-        difference = "setting '" + key + "' was " + saved.at("settings").value(key, nlohmann::json()).dump() +
-                     ", now " + value.dump();
-        break;
-      }
-    throw std::runtime_error("checkpoint " + path + " belongs to a different job (" + difference +
-                             "): delete it to start afresh, or choose another path");
-  }
-  ResumeState state;
-  state.run = json.at("run").get<int>();
-  state.step = json.at("step").get<Index>();
-  state.trainer = json.at("trainer");
-  for (const auto& c : json.at("sums"))
-    state.sums.push_back({to_vector(c.at(0)), to_vector(c.at(1)), to_vector(c.at(2)), to_vector(c.at(3))});
-  state.train_accuracy = json.at("train_accuracy").get<std::vector<std::vector<double>>>();
-  state.test_accuracy = json.at("test_accuracy").get<std::vector<std::vector<double>>>();
-  state.run_seeds = json.at("run_seeds").get<std::vector<std::uint64_t>>();
-  for (const auto& w : json.at("parameters")) state.parameters.push_back(to_vector(w));
-  state.training_seconds = json.at("training_seconds").get<double>();
-  state.evaluation_seconds = json.at("evaluation_seconds").get<double>();
-  return state;
+std::optional<ResumeState> load_state(const std::string& path, const ExpectedState& expected) {
+  const std::optional<std::string> bytes = read_if_present(path);
+  if (!bytes) return std::nullopt;
+  return StateReader(path, expected).read(parse_payload(payload_of(*bytes, path), path));
 }
 
 }  // namespace filkit::detail

@@ -1,8 +1,22 @@
-// The resume file of a DP-SGD job: the training loop's state between steps, saved atomically and
-// refused when it belongs to another job (other settings or data).
+// The resume file of a DP-SGD job: the training loop's state between steps. Nothing in it is
+// trusted: a versioned header and a CRC32 catch damage before parsing, then every size and
+// counter is checked against the job before use. A file that fails any check is refused
+// (std::runtime_error naming the file, what is wrong, and that it may be deleted to start over),
+// never used, and so can neither crash filkit nor change its results.
+//
+// Layout (integers little-endian):
+//   bytes  0..7   magic "\x89" "FKDPSGD"
+//   bytes  8..11  format version (kResumeFormatVersion)
+//   bytes 12..19  payload length in bytes (the rest of the file)
+//   bytes 20..23  CRC32 (zlib's) of the payload
+//   bytes 24..    payload: CBOR (exact doubles, compact) of {"job": the fingerprint, "run", "step",
+//                 "trainer", "sums", "train_accuracy", "test_accuracy", "run_seeds",
+//                 "parameters", "training_seconds", "evaluation_seconds"}
 #pragma once
 
 #include "filkit/dpsgd/training.hpp"
+
+#include "dpsgd/trainer.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -12,6 +26,9 @@
 #include <vector>
 
 namespace filkit::detail {
+
+/// Version 1 was the bare CBOR payload, without header or checksum.
+constexpr std::uint32_t kResumeFormatVersion = 2;
 
 /// Sums over runs of each snapshot's accountant, turned into means at the end.
 struct SnapshotSums {
@@ -23,9 +40,9 @@ nlohmann::json job_fingerprint(const Dataset& train, const Dataset& test, const 
 
 /// The loop's state between steps: everything a resumed call needs besides the current run.
 struct ResumeState {
-  int run = 0;           ///< the run in progress
-  Index step = 0;        ///< steps done in that run
-  nlohmann::json trainer;  ///< the run's Trainer::state() (null when step = 0)
+  int run = 0;     ///< the run in progress
+  Index step = 0;  ///< steps done in that run
+  std::optional<TrainerState> trainer;  ///< the run's state (none when step = 0)
   std::vector<SnapshotSums> sums;
   std::vector<std::vector<double>> train_accuracy, test_accuracy;  ///< per snapshot, one per run so far
   std::vector<std::uint64_t> run_seeds;
@@ -33,10 +50,26 @@ struct ResumeState {
   double training_seconds = 0.0, evaluation_seconds = 0.0;
 };
 
-/// Saves `state` to `path` atomically (CBOR: exact doubles, compact).
+/// What a saved state of this job must agree with: its fingerprint, and the settings every size
+/// and counter in it follows from.
+struct ExpectedState {
+  nlohmann::json fingerprint;
+  int runs = 1;
+  Index steps = 1;
+  Index n = 0;  ///< training examples
+  Index parameter_count = 0;
+  std::vector<Index> snapshot_steps;
+  std::vector<std::uint64_t> run_seeds;  ///< of every run
+  bool adam = false;               ///< Adam keeps a second moment and counts its steps
+  bool spectral_computed = true;   ///< else the spectral sums hold NaN where sampled
+  bool has_test = true;            ///< else every test accuracy is NaN
+};
+
+/// Saves `state` to `path` (write_output_file: a regular file is replaced atomically).
 void save_state(const std::string& path, const nlohmann::json& fingerprint, const ResumeState& state);
 
-/// The saved state at `path`, or nullopt when there is none. Throws when it belongs to another job.
-std::optional<ResumeState> load_state(const std::string& path, const nlohmann::json& fingerprint);
+/// The saved state at `path`, or nullopt when there is no file. Throws std::runtime_error naming
+/// the file when it is damaged, inconsistent with `expected`, or belongs to another job.
+std::optional<ResumeState> load_state(const std::string& path, const ExpectedState& expected);
 
 }  // namespace filkit::detail

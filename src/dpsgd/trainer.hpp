@@ -6,126 +6,114 @@
 #include "filkit/dpsgd/training.hpp"
 
 #include "dpsgd/trainable_models.hpp"
-#include "dpsgd/vector_json.hpp"
-
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <random>
-#include <sstream>
 #include <vector>
 
 namespace filkit::detail {
 
 /// Per-run running sums of the accountant (before the 1/(sigma C)^2 and kappa factors).
 struct RunAccountant {
+  RunAccountant() = default;
   explicit RunAccountant(Index n) : trace(VectorXd::Zero(n)), spectral(VectorXd::Zero(n)), sampled(VectorXd::Zero(n)) {}
   VectorXd trace, spectral, sampled;
 };
 
-/// The state of one training run: parameters, optimiser, generator, sampler, accountant.
+/// A training run between steps: everything its next step depends on (saved by resume_state).
+struct TrainerState {
+  VectorXd parameters;
+  VectorXd first_moment;   ///< SGD: the velocity; Adam: the first moment
+  VectorXd second_moment;  ///< Adam only (empty for SGD)
+  Index adam_steps = 0;    ///< Adam's bias-correction count: the steps taken (0 for SGD)
+  std::mt19937_64 generator;
+  std::vector<Index> order;  ///< the uniform sampler's permutation of 0..n-1
+  RunAccountant accountant;
+};
+
+/// One training run: parameters, optimiser, generator, sampler, accountant.
 class Trainer {
  public:
   Trainer(const Dataset& train, const DpSgdOptions& options, const DpSgdModel& model, std::uint64_t run_seed)
-      : train_(train), options_(options), model_(model), run_seed_(run_seed), rng_(run_seed), accountant_(train.n()) {
-    w_ = model.initial_parameters(rng_);
-    first_moment_ = VectorXd::Zero(w_.size());
-    if (options.optimizer == Optimizer::kAdam) second_moment_ = VectorXd::Zero(w_.size());
-    order_.resize(train.n());
-    for (Index i = 0; i < train.n(); ++i) order_[i] = i;
+      : train_(train), options_(options), model_(model), run_seed_(run_seed) {
+    state_.generator.seed(run_seed);
+    state_.parameters = model.initial_parameters(state_.generator);
+    state_.first_moment = VectorXd::Zero(state_.parameters.size());
+    if (options.optimizer == Optimizer::kAdam) state_.second_moment = VectorXd::Zero(state_.parameters.size());
+    state_.order.resize(train.n());
+    for (Index i = 0; i < train.n(); ++i) state_.order[i] = i;
+    state_.accountant = RunAccountant(train.n());
   }
 
   /// One DP-SGD step with its accounting.
   void step(Index t) {
     const std::vector<Index> batch = sample_batch();
-    const StepAccounting a = model_.step(w_, batch, run_seed_, t);
+    const StepAccounting a = model_.step(state_.parameters, batch, run_seed_, t);
+    RunAccountant& accountant = state_.accountant;
     for (std::size_t b = 0; b < batch.size(); ++b) {
-      accountant_.trace(batch[b]) += a.trace(b);
-      accountant_.spectral(batch[b]) += a.spectral(b);
-      accountant_.sampled(batch[b]) += 1.0;
+      accountant.trace(batch[b]) += a.trace(b);
+      accountant.spectral(batch[b]) += a.spectral(b);
+      accountant.sampled(batch[b]) += 1.0;
     }
     update(a.clipped_sum);
   }
 
-  const VectorXd& parameters() const { return w_; }
-  const RunAccountant& accountant() const { return accountant_; }
+  const VectorXd& parameters() const { return state_.parameters; }
+  const RunAccountant& accountant() const { return state_.accountant; }
 
-  nlohmann::json state() const {
-    std::ostringstream generator;
-    generator << rng_;
-    return {{"parameters", to_list(w_)},
-            {"first_moment", to_list(first_moment_)},
-            {"second_moment", to_list(second_moment_)},
-            {"adam_steps", adam_steps_},
-            {"generator", generator.str()},
-            {"order", order_},
-            {"trace", to_list(accountant_.trace)},
-            {"spectral", to_list(accountant_.spectral)},
-            {"sampled", to_list(accountant_.sampled)}};
-  }
-
-  void restore(const nlohmann::json& state) {
-    w_ = to_vector(state.at("parameters"));
-    first_moment_ = to_vector(state.at("first_moment"));
-    second_moment_ = to_vector(state.at("second_moment"));
-    adam_steps_ = state.at("adam_steps").get<Index>();
-    std::istringstream generator(state.at("generator").get<std::string>());
-    generator >> rng_;
-    order_ = state.at("order").get<std::vector<Index>>();
-    accountant_.trace = to_vector(state.at("trace"));
-    accountant_.spectral = to_vector(state.at("spectral"));
-    accountant_.sampled = to_vector(state.at("sampled"));
-  }
+  const TrainerState& state() const { return state_; }
+  /// Continues from a saved state. Its sizes must fit this run (load_state checks them against
+  /// the job): the step indexes examples and parameters by them.
+  void restore(const TrainerState& state) { state_ = state; }
 
  private:
   std::vector<Index> sample_batch() {
     const Index n = train_.n();
     std::vector<Index> batch;
+    std::vector<Index>& order = state_.order;
     if (options_.sampling == BatchSampling::kUniform) {
-      // Partial Fisher-Yates: the first B entries of order_ become a uniform B-subset.
+      // Partial Fisher-Yates: the first B entries of order become a uniform B-subset.
       for (Index j = 0; j < options_.batch_size; ++j) {
         std::uniform_int_distribution<Index> pick(j, n - 1);
-        std::swap(order_[j], order_[pick(rng_)]);
+        std::swap(order[j], order[pick(state_.generator)]);
       }
-      batch.assign(order_.begin(), order_.begin() + options_.batch_size);
+      batch.assign(order.begin(), order.begin() + options_.batch_size);
     } else {
       const double q = static_cast<double>(options_.batch_size) / n;
       std::uniform_real_distribution<double> uniform;
       for (Index i = 0; i < n; ++i)
-        if (uniform(rng_) < q) batch.push_back(i);
+        if (uniform(state_.generator) < q) batch.push_back(i);
     }
     return batch;
   }
 
   /// Releases the noisy sum and moves the parameters (post-processing of the release).
   void update(VectorXd gradient) {
+    VectorXd& w = state_.parameters;
     std::normal_distribution<double> noise(0.0, options_.noise_multiplier * options_.clip_norm);
-    for (Index i = 0; i < gradient.size(); ++i) gradient(i) += noise(rng_);
-    gradient = gradient / static_cast<double>(options_.batch_size) + options_.weight_decay * w_;
+    for (Index i = 0; i < gradient.size(); ++i) gradient(i) += noise(state_.generator);
+    gradient = gradient / static_cast<double>(options_.batch_size) + options_.weight_decay * w;
+    VectorXd& m = state_.first_moment;
     if (options_.optimizer == Optimizer::kSgd) {
-      first_moment_ = options_.momentum * first_moment_ + gradient;  // the velocity
-      w_ -= options_.step_size * first_moment_;
+      m = options_.momentum * m + gradient;  // the velocity
+      w -= options_.step_size * m;
       return;
     }
-    ++adam_steps_;
+    VectorXd& v = state_.second_moment;
+    const Index t = ++state_.adam_steps;
     const double b1 = options_.adam_beta1, b2 = options_.adam_beta2;
-    first_moment_ = b1 * first_moment_ + (1.0 - b1) * gradient;
-    second_moment_ = b2 * second_moment_ + (1.0 - b2) * gradient.cwiseAbs2();
-    const double c1 = 1.0 - std::pow(b1, adam_steps_), c2 = 1.0 - std::pow(b2, adam_steps_);
-    w_.array() -= options_.step_size * (first_moment_.array() / c1) /
-                  ((second_moment_.array() / c2).sqrt() + options_.adam_epsilon);
+    m = b1 * m + (1.0 - b1) * gradient;
+    v = b2 * v + (1.0 - b2) * gradient.cwiseAbs2();
+    const double c1 = 1.0 - std::pow(b1, t), c2 = 1.0 - std::pow(b2, t);
+    w.array() -= options_.step_size * (m.array() / c1) / ((v.array() / c2).sqrt() + options_.adam_epsilon);
   }
 
   const Dataset& train_;
   const DpSgdOptions& options_;
   const DpSgdModel& model_;
   std::uint64_t run_seed_;
-  std::mt19937_64 rng_;
-  VectorXd w_, first_moment_, second_moment_;
-  Index adam_steps_ = 0;
-  std::vector<Index> order_;
-  RunAccountant accountant_;
+  TrainerState state_;
 };
 
 }  // namespace filkit::detail

@@ -21,6 +21,7 @@
 
 namespace filkit {
 
+using detail::ExpectedState;
 using detail::SnapshotSums;
 using detail::job_fingerprint;
 using detail::load_state;
@@ -98,11 +99,34 @@ void require_finite_accounting(const RunAccountant& a, const DpSgdOptions& optio
     require_finite(a.spectral, stage, "the accounted ||G||_2^2 of an example (its eta)", divergence_cause(options));
 }
 
+std::uint64_t run_seed(const DpSgdOptions& options, int run) {
+  return splitmix64(options.seed ^ splitmix64(static_cast<std::uint64_t>(run)));
+}
+
+/// What a resume file of this call must agree with.
+ExpectedState expected_state(const Dataset& train, const Dataset& test, const DpSgdOptions& options,
+                             const DpSgdModel& model, const std::vector<Index>& steps) {
+  ExpectedState expected;
+  expected.fingerprint = job_fingerprint(train, test, options);
+  expected.runs = options.runs;
+  expected.steps = options.steps;
+  expected.n = train.n();
+  expected.parameter_count = model.parameter_count();
+  expected.snapshot_steps = steps;
+  for (int run = 0; run < options.runs; ++run) expected.run_seeds.push_back(run_seed(options, run));
+  expected.adam = options.optimizer == Optimizer::kAdam;
+  expected.spectral_computed = options.spectral != SpectralMethod::kNone;
+  expected.has_test = test.n() > 0;
+  return expected;
+}
+
 }  // namespace
 
-DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOptions& requested, bool progress) {
+DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOptions& requested, bool progress,
+                        CheckpointWhenDone when_done) {
   requested.validate();
   const DpSgdOptions options = requested.resolved();
+  if (!options.checkpoint_path.empty()) check_output_path("DpSgdOptions.checkpoint_path", options.checkpoint_path);
   train.validate();
   if (test.n() > 0) test.validate();
   if (test.n() > 0 && test.d() != train.d())
@@ -128,10 +152,11 @@ DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOp
   result.architecture = model->describe();
   const std::vector<Index> steps = snapshot_steps(options, n);
 
-  const nlohmann::json fingerprint = options.checkpoint_path.empty() ? nlohmann::json() : job_fingerprint(train, test, options);
+  const ExpectedState expected =
+      options.checkpoint_path.empty() ? ExpectedState{} : expected_state(train, test, options, *model, steps);
   ResumeState state;
   if (!options.checkpoint_path.empty()) {
-    if (std::optional<ResumeState> saved = load_state(options.checkpoint_path, fingerprint)) {
+    if (std::optional<ResumeState> saved = load_state(options.checkpoint_path, expected)) {
       state = std::move(*saved);
       result.resumed = true;
     }
@@ -156,11 +181,10 @@ DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOp
   bar.advance(static_cast<std::int64_t>(state.run) * options.steps + state.step);
   Index steps_this_call = 0;
   for (int run = state.run; run < options.runs; ++run) {
-    const std::uint64_t run_seed = splitmix64(options.seed ^ splitmix64(static_cast<std::uint64_t>(run)));
-    Trainer trainer(train, options, *model, run_seed);
+    Trainer trainer(train, options, *model, run_seed(options, run));
     const Index first_step = run == state.run ? state.step + 1 : 1;
-    if (first_step > 1) trainer.restore(state.trainer);
-    if (first_step == 1) state.run_seeds.push_back(run_seed);
+    if (first_step > 1) trainer.restore(*state.trainer);
+    if (first_step == 1) state.run_seeds.push_back(run_seed(options, run));
     std::size_t next = std::lower_bound(steps.begin(), steps.end(), first_step) - steps.begin();
     for (Index t = first_step; t <= options.steps; ++t) {
       trainer.step(t);
@@ -194,13 +218,13 @@ DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOp
         saved.parameters.push_back(trainer.parameters());
         saved.run = run + 1;
         saved.step = 0;
-        saved.trainer = nullptr;
+        saved.trainer.reset();
       } else {
         saved.run = run;
         saved.step = t;
         saved.trainer = trainer.state();
       }
-      save_state(options.checkpoint_path, fingerprint, saved);
+      save_state(options.checkpoint_path, expected.fingerprint, saved);
       if (stop) {
         bar.finish();
         result.complete = false;
@@ -213,7 +237,8 @@ DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOp
   }
   bar.finish();
   elapsed();
-  if (!options.checkpoint_path.empty()) std::remove(options.checkpoint_path.c_str());
+  if (!options.checkpoint_path.empty() && when_done == CheckpointWhenDone::kRemove)
+    std::remove(options.checkpoint_path.c_str());
 
   result.steps_done = static_cast<Index>(options.runs) * options.steps;
   result.run_seeds = state.run_seeds;

@@ -1,10 +1,12 @@
 #include "filkit/jobs/dpsgd.hpp"
 
+#include "filkit/base/io.hpp"
 #include "filkit/base/options.hpp"
 #include "filkit/base/stage.hpp"
 #include "filkit/base/summary.hpp"
 
 #include <cmath>
+#include <filesystem>
 #include <iomanip>
 #include <ostream>
 #include <stdexcept>
@@ -52,6 +54,8 @@ void DpSgdJobOptions::validate() const {
 
 DpSgdJobResult run_dpsgd(const DpSgdJobOptions& requested, bool progress) {
   requested.validate();
+  const std::string& checkpoint = requested.dpsgd.checkpoint_path;  // before loading: train_dpsgd checks it late
+  if (!checkpoint.empty()) check_output_path("DpSgdOptions.checkpoint_path", checkpoint);
   DpSgdJobResult result;
   result.options = requested;
   result.options.resolve();
@@ -61,9 +65,16 @@ DpSgdJobResult run_dpsgd(const DpSgdJobOptions& requested, bool progress) {
   result.preprocessor = std::move(prepared.preprocessor);
   result.seconds = std::move(prepared.seconds);
   const StageScope stage("training (DP-SGD)");
-  result.training = train_dpsgd(result.data.train, result.data.test, options.training_options(), progress);
+  result.training = train_dpsgd(result.data.train, result.data.test, options.training_options(), progress,
+                                CheckpointWhenDone::kKeep);
   for (const auto& [stage, seconds] : result.training.seconds) result.seconds[stage] = seconds;
   return result;
+}
+
+void DpSgdJobResult::outputs_written() const {
+  if (!training.complete || options.dpsgd.checkpoint_path.empty()) return;
+  std::error_code ignored;  // a file left behind only resumes to the same results
+  std::filesystem::remove(options.dpsgd.checkpoint_path, ignored);
 }
 
 nlohmann::json DpSgdJobResult::to_json() const {

@@ -3,13 +3,9 @@
 #include "filkit/base/io.hpp"
 #include "filkit/report/report.hpp"
 
-#include <unistd.h>
-
-#include <cmath>
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
+#include <optional>
 #include <stdexcept>
 
 namespace filkit {
@@ -31,15 +27,6 @@ bool JobOutputs::empty() const {
 
 namespace {
 
-void check_directory_of(const std::string& option, const std::string& path) {
-  if (path.empty()) return;
-  const fs::path parent = fs::absolute(path).parent_path();
-  if (!fs::is_directory(parent))
-    throw std::invalid_argument(option + " " + path + ": the directory " + parent.string() + " does not exist");
-  if (::access(parent.c_str(), W_OK) != 0)
-    throw std::invalid_argument(option + " " + path + ": the directory " + parent.string() + " is not writable");
-}
-
 std::string flag_of(const std::string& name) {
   std::string flag = "--" + name;
   for (char& c : flag)
@@ -47,57 +34,101 @@ std::string flag_of(const std::string& name) {
   return flag;
 }
 
+// The files write_job_outputs may put into the report directory besides the report itself.
+constexpr const char* kReportSummary = "summary.json";
+constexpr const char* kReportTable = "per-example.csv";
+
+void check_report_directory(const std::string& report) {
+  if (report.empty()) return;
+  if (report == kStandardOutput) throw std::invalid_argument("--report -: the report is a directory of files; name one");
+  if (!fs::exists(report)) return check_output_path("--report", report);  // created in a writable directory
+  if (!fs::is_directory(report)) throw std::invalid_argument("--report " + report + ": exists and is not a directory");
+  for (const char* file : {"report.html", kReportSummary, kReportTable})
+    check_output_path("--report", (fs::path(report) / file).string());
+}
+
+std::string table_csv(const JobResult& result) {
+  const NumericTable table = result.table();
+  if (table.header.empty()) throw std::invalid_argument("--out: this job writes no table");
+  return table.to_csv();
+}
+
+/// The file the report reads a summary or table from: the named output, or its copy in the report
+/// directory when none is named or the named one cannot be read back (standard output, a device,
+/// a FIFO, a link).
+std::string report_input(const std::string& named, const std::string& report, const char* file) {
+  if (!named.empty() && !is_written_through(named)) return named;
+  return (fs::path(report) / file).string();
+}
+
+/// Every file of a run, formed before any is written: an error here (e.g. an unknown table)
+/// leaves nothing half-written.
+struct FormedOutputs {
+  std::vector<OutputFile> files;
+  std::string report_summary, report_table;  ///< what the report reads
+};
+
+FormedOutputs form_outputs(const JobResult& result, const JobOutputs& outputs) {
+  FormedOutputs formed;
+  std::optional<std::string> summary, table;
+  const auto summary_json = [&]() -> const std::string& {
+    if (!summary) summary = result.to_json().dump(2) + "\n";
+    return *summary;
+  };
+  const auto table_content = [&]() -> const std::string& {
+    if (!table) table = table_csv(result);
+    return *table;
+  };
+  if (!outputs.json.empty()) formed.files.push_back({outputs.json, summary_json()});
+  if (!outputs.out.empty()) formed.files.push_back({outputs.out, table_content()});
+  for (const auto& [name, path] : outputs.extra)
+    if (!path.empty()) formed.files.push_back({path, result.extra_table(name).to_csv()});
+  if (outputs.report.empty()) return formed;
+  formed.report_summary = report_input(outputs.json, outputs.report, kReportSummary);
+  formed.report_table = report_input(outputs.out, outputs.report, kReportTable);
+  if (formed.report_summary != outputs.json) formed.files.push_back({formed.report_summary, summary_json()});
+  if (formed.report_table != outputs.out) formed.files.push_back({formed.report_table, table_content()});
+  return formed;
+}
+
+/// The report built from the summary and table written before; returns report.html's path.
+std::string build_report(const std::string& directory, const FormedOutputs& formed, bool quiet) {
+  ReportOptions report;
+  report.out_dir = directory;
+  report.inputs = {formed.report_summary};
+  report.tables = {formed.report_table};
+  const ReportResult built = write_report(report);
+  if (!quiet) {
+    std::cerr << "filkit report: wrote " << built.html << " (" << built.figures.size() << " figures)\n";
+    for (const std::string& note : built.notes) std::cerr << "  note: " << note << "\n";
+  }
+  return built.html;
+}
+
 }  // namespace
 
 void check_output_paths(const JobOutputs& outputs) {
-  check_directory_of("--out", outputs.out);
-  check_directory_of("--json", outputs.json);
-  for (const auto& [name, path] : outputs.extra) check_directory_of(flag_of(name), path);
-  if (!outputs.report.empty()) {
-    const fs::path report = fs::absolute(outputs.report);
-    if (fs::exists(report) && !fs::is_directory(report))
-      throw std::invalid_argument("--report " + outputs.report + ": exists and is not a directory");
-    check_directory_of("--report", fs::is_directory(report) ? (report / "x").string() : report.string());
-  }
+  if (!outputs.out.empty()) check_output_path("--out", outputs.out);
+  if (!outputs.json.empty()) check_output_path("--json", outputs.json);
+  for (const auto& [name, path] : outputs.extra)
+    if (!path.empty()) check_output_path(flag_of(name), path);
+  check_report_directory(outputs.report);
 }
 
 nlohmann::json job_summary_header(const std::string& command, std::uint64_t seed) {
   return {{"command", command}, {"filkit_version", version()}, {"seed", seed}};
 }
 
-std::vector<std::string> write_job_outputs(const JobResult& result, const JobOutputs& requested, bool quiet) {
+std::vector<std::string> write_job_outputs(const JobResult& result, const JobOutputs& outputs, bool quiet) {
   if (!result.complete()) return {};
-  JobOutputs outputs = requested;
-  if (!outputs.report.empty()) {
-    fs::create_directories(outputs.report);
-    if (outputs.json.empty()) outputs.json = (fs::path(outputs.report) / "summary.json").string();
-    if (outputs.out.empty()) outputs.out = (fs::path(outputs.report) / "per-example.csv").string();
-  }
-  // Form every content first: an error here (e.g. an unknown table) leaves nothing half-written.
-  std::vector<std::pair<std::string, std::string>> files;
-  if (!outputs.json.empty()) files.emplace_back(outputs.json, result.to_json().dump(2) + "\n");
-  if (!outputs.out.empty()) {
-    const NumericTable table = result.table();
-    if (table.header.empty()) throw std::invalid_argument("--out: this job writes no table");
-    files.emplace_back(outputs.out, table.to_csv());
-  }
-  for (const auto& [name, path] : outputs.extra)
-    if (!path.empty()) files.emplace_back(path, result.extra_table(name).to_csv());
-  for (const auto& [path, content] : files) write_file_atomically(path, content);
+  if (!outputs.report.empty()) fs::create_directories(outputs.report);
+  const FormedOutputs formed = form_outputs(result, outputs);
+  write_output_files(formed.files);
   std::vector<std::string> written;
-  for (const auto& file : files) written.push_back(file.first);
-  if (!outputs.report.empty()) {
-    ReportOptions report;
-    report.out_dir = outputs.report;
-    report.inputs = {outputs.json};
-    report.tables = {outputs.out};
-    const ReportResult built = write_report(report);
-    written.push_back(built.html);
-    if (!quiet) {
-      std::cerr << "filkit report: wrote " << built.html << " (" << built.figures.size() << " figures)\n";
-      for (const std::string& note : built.notes) std::cerr << "  note: " << note << "\n";
-    }
-  }
+  for (const OutputFile& file : formed.files) written.push_back(file.path);
+  // The report reads the files just written, so it comes after them.
+  if (!outputs.report.empty()) written.push_back(build_report(outputs.report, formed, quiet));
+  result.outputs_written();
   return written;
 }
 

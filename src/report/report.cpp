@@ -240,7 +240,7 @@ ReportResult write_report(const ReportOptions& options) {
 
   ReportResult result;
   result.html = (out_dir / "report.html").string();
-  write_file_atomically(result.html, page_html(sections, out_dir));
+  write_output_file(result.html, page_html(sections, out_dir));
   for (const Section& section : sections) {
     for (const report::Figure& figure : section.figures) result.figures.push_back((out_dir / figure.file).string());
     for (const std::string& note : section.notes) result.notes.push_back(section.title + ": " + note);

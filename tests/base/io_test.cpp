@@ -1,19 +1,28 @@
-// CSV output: number formatting that reads back exactly, the numeric table path, quoting, and
-// the atomic write.
+// CSV output: number formatting that reads back exactly, the numeric table path, quoting; and
+// the output writer: regular files replaced whole, stdout, FIFOs, devices and links written
+// through, sets of files written all or nothing, paths checked before the work.
 #include "filkit/base/io.hpp"
 
 #include "test_util.hpp"
 
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <limits>
 #include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
 
 namespace filkit {
 namespace {
 
 using testing::TempDir;
+namespace fs = std::filesystem;
 
 double parse(const std::string& text) {
   char* end = nullptr;
@@ -97,6 +106,112 @@ TEST(CsvTable, QuotesCellsWithCommasQuotesAndNewlines) {
   table.add_row({"say \"hi\"", "two\nlines"});
   EXPECT_EQ(table.to_string(), "name,note\nplain,\"a,b\"\n\"say \"\"hi\"\"\",\"two\nlines\"\n");
   EXPECT_INVALID_ARGUMENT(table.add_row({"one"}), "1 cells", "header has 2");
+}
+
+/// The names in a directory, sorted (to see that no temporary is left).
+std::vector<std::string> names_in(const std::string& directory) {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(directory)) names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TEST(WriteOutputFile, ReplacesARegularFileWholeKeepingItsPermissions) {
+  const TempDir dir;
+  const std::string path = dir.write("table.csv", "old content, longer than the new one\n");
+  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  write_output_file(path, "new\n");
+  EXPECT_EQ(testing::read_bytes(path), "new\n");
+  EXPECT_EQ(fs::status(path).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  EXPECT_EQ(names_in(dir.file("")), std::vector<std::string>{"table.csv"});
+}
+
+TEST(WriteOutputFile, WritesThroughASymbolicLinkAndKeepsTheLink) {
+  const TempDir dir;
+  const std::string target = dir.write("target.csv", "old content, longer than the new one\n");
+  fs::create_symlink(target, dir.file("link.csv"));
+  EXPECT_TRUE(is_written_through(dir.file("link.csv")));
+  write_output_file(dir.file("link.csv"), "new\n");
+  EXPECT_TRUE(fs::is_symlink(dir.file("link.csv")));
+  EXPECT_EQ(fs::read_symlink(dir.file("link.csv")), target);
+  EXPECT_EQ(testing::read_bytes(target), "new\n");
+  // A dangling link: the file it names is created.
+  fs::create_symlink("missing.csv", dir.file("dangling.csv"));
+  check_output_path("--out", dir.file("dangling.csv"));
+  write_output_file(dir.file("dangling.csv"), "created\n");
+  EXPECT_TRUE(fs::is_symlink(dir.file("dangling.csv")));
+  EXPECT_EQ(testing::read_bytes(dir.file("missing.csv")), "created\n");
+  EXPECT_EQ(names_in(dir.file("")), (std::vector<std::string>{"dangling.csv", "link.csv", "missing.csv", "target.csv"}));
+}
+
+TEST(WriteOutputFile, WritesThroughAFifoToItsReader) {
+  const TempDir dir;
+  const std::string fifo = dir.file("pipe");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string content = std::string(200000, 'x') + "\n";  // more than a pipe buffer holds
+  check_output_path("--json", fifo);
+  ASSERT_TRUE(is_written_through(fifo)) << "would be replaced: no writer would ever open it";
+  std::string received;
+  std::thread reader([&] { received = testing::read_bytes(fifo); });
+  try {
+    write_output_file(fifo, content);
+  } catch (...) {
+    std::ofstream(fifo).close();  // releases the reader waiting for a writer
+    reader.join();
+    throw;
+  }
+  reader.join();
+  EXPECT_EQ(received, content);
+  struct stat status {};
+  ASSERT_EQ(::lstat(fifo.c_str(), &status), 0);
+  EXPECT_TRUE(S_ISFIFO(status.st_mode)) << "still a FIFO";
+}
+
+TEST(WriteOutputFile, DashIsStandardOutput) {
+  check_output_path("--json", "-");
+  ::testing::internal::CaptureStdout();
+  write_output_files({{"-", "first\n"}, {"-", "second\n"}});
+  EXPECT_EQ(::testing::internal::GetCapturedStdout(), "first\nsecond\n");
+}
+
+TEST(WriteOutputFile, DevNullStaysACharacterDevice) {
+  struct stat before {};
+  if (::stat("/dev/null", &before) != 0 || !S_ISCHR(before.st_mode)) GTEST_SKIP() << "no /dev/null device";
+  ASSERT_TRUE(is_written_through("/dev/null")) << "would be replaced: not writing";
+  check_output_path("--out", "/dev/null");
+  write_output_file("/dev/null", "discarded\n");
+  struct stat after {};
+  ASSERT_EQ(::lstat("/dev/null", &after), 0);
+  EXPECT_TRUE(S_ISCHR(after.st_mode));
+  EXPECT_EQ(after.st_rdev, before.st_rdev);
+}
+
+TEST(WriteOutputFiles, ReplaceNothingWhenOneTargetCannotBeWritten) {
+  const TempDir dir;
+  const std::string a = dir.write("a.csv", "old a\n"), b = dir.write("b.csv", "old b\n");
+  const std::string blocker = dir.write("file.txt", "a regular file, not a directory\n");
+  EXPECT_THROW(write_output_files({{a, "new a\n"}, {blocker + "/c.csv", "c\n"}, {b, "new b\n"}}), std::runtime_error);
+  EXPECT_EQ(testing::read_bytes(a), "old a\n");
+  EXPECT_EQ(testing::read_bytes(b), "old b\n");
+  EXPECT_EQ(names_in(dir.file("")), (std::vector<std::string>{"a.csv", "b.csv", "file.txt"})) << "temporaries removed";
+  write_output_files({{a, "new a\n"}, {b, "new b\n"}});
+  EXPECT_EQ(testing::read_bytes(a), "new a\n");
+  EXPECT_EQ(testing::read_bytes(b), "new b\n");
+}
+
+TEST(CheckOutputPath, RefusesDirectoriesAndMissingOrBlockedDirectoriesNamingTheOption) {
+  const TempDir dir;
+  EXPECT_INVALID_ARGUMENT(check_output_path("--out", dir.file("")), "--out", "is a directory");
+  EXPECT_INVALID_ARGUMENT(check_output_path("--json", dir.file("missing/summary.json")), "--json", "missing",
+                          "does not exist");
+  const std::string blocker = dir.write("file.txt", "x");
+  EXPECT_INVALID_ARGUMENT(check_output_path("--release-out", blocker + "/w.csv"), "--release-out", "does not exist");
+  fs::create_symlink(dir.file(""), dir.file("link-to-dir"));
+  EXPECT_INVALID_ARGUMENT(check_output_path("--out", dir.file("link-to-dir")), "--out", "is a directory");
+  check_output_path("--out", dir.file("new.csv"));  // new files, existing ones, standard output pass
+  check_output_path("--out", blocker);
+  check_output_path("--out", "-");
 }
 
 }  // namespace

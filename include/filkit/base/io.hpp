@@ -1,4 +1,5 @@
-// Output helpers shared by every command: atomic file writes, CSV tables, progress on stderr.
+// Output helpers shared by every command: output files written without destroying what a path
+// leads to, CSV tables, progress on stderr.
 #pragma once
 
 #include <chrono>
@@ -8,11 +9,41 @@
 
 namespace filkit {
 
-/// Writes `content` to `path` atomically: a temporary file beside it, flushed, then renamed over
-/// `path`, so a reader never sees half a file. Throws std::runtime_error naming the path on failure.
-void write_file_atomically(const std::string& path, const std::string& content);
+/// The output path meaning standard output ("--json -").
+inline constexpr const char* kStandardOutput = "-";
 
-/// A CSV table of text cells, written atomically; cells holding a comma, quote or newline are
+/// Throws std::invalid_argument naming `option` and `path` unless `path` can take an output:
+/// "-" (standard output); an existing device, FIFO or symbolic link that can be written; or a
+/// new or regular file in an existing, writable directory. Call it before the work whose result
+/// goes there, so that a long run never ends at an unwritable path.
+void check_output_path(const std::string& option, const std::string& path);
+
+/// One output: where it goes and its whole content.
+struct OutputFile {
+  std::string path;
+  std::string content;
+};
+
+/// Writes `files` as a set, never destroying what a path leads to:
+/// - a regular file (or a new one) is replaced whole: the content goes to a temporary file in the
+///   same directory, synced to disk, then renamed over the path (and the directory synced), so a
+///   reader sees the old file or the new one, never half of one;
+/// - "-" (standard output), a character or block device, a FIFO or a symbolic link is written
+///   through: opened and written in place, never replaced (so /dev/null stays a device, a link
+///   stays a link).
+/// Every temporary is written and synced, and every written-through path written, before the
+/// first rename: when any of that fails, no file is replaced and the temporaries are removed.
+/// Throws std::runtime_error naming the path and the system's reason.
+void write_output_files(const std::vector<OutputFile>& files);
+
+/// Whether write_output_files writes `path` in place rather than replacing it: "-", a character
+/// or block device, a FIFO or a symbolic link.
+bool is_written_through(const std::string& path);
+
+/// write_output_files of one file.
+void write_output_file(const std::string& path, const std::string& content);
+
+/// A CSV table of text cells, written by write_output_file; cells holding a comma, quote or newline are
 /// quoted. For tables of numbers write_numeric_csv is faster (no string per cell).
 class CsvTable {
  public:
@@ -37,7 +68,7 @@ std::string format_double(double value);
 /// std::invalid_argument if a row's width differs from the header's.
 std::string numeric_csv(const std::vector<std::string>& header,
                         const std::vector<std::vector<double>>& rows);
-/// numeric_csv written atomically (write_file_atomically).
+/// numeric_csv written by write_output_file.
 void write_numeric_csv(const std::string& path, const std::vector<std::string>& header,
                        const std::vector<std::vector<double>>& rows);
 

@@ -144,7 +144,10 @@ struct DpSgdOptions {
   /// Resuming long runs. With a path, the whole state (parameters, optimiser, generators,
   /// accountants, the runs done) is written there atomically every `checkpoint_every` steps (0:
   /// only when stopping early), and a later call with the same settings and data resumes from it,
-  /// giving the same numbers as an uninterrupted run. The file is removed when the job finishes.
+  /// giving the same numbers as an uninterrupted run. The file is checked (a header, a CRC32 and
+  /// every size and counter) and refused, never used, when damaged. Who removes it when every run
+  /// is done: train_dpsgd's `when_done` argument says (the dpsgd job removes it only after
+  /// writing its outputs).
   std::string checkpoint_path;
   Index checkpoint_every = 0;
   /// Stop (saving the state) after this many steps in this call; 0 runs to the end.
@@ -257,12 +260,20 @@ struct DpSgdResult {
   std::vector<std::vector<double>> table_rows(const Dataset& train) const;
 };
 
+/// What train_dpsgd does with the resume file (DpSgdOptions.checkpoint_path) once every run is done.
+enum class CheckpointWhenDone {
+  kRemove,  ///< removes it before returning: the results exist only in the returned value
+  kKeep,    ///< keeps it: the caller removes it once the results are safe (e.g. written to disk);
+            ///< until then a further call with the same settings resumes from it to the same results
+};
+
 /// Trains `options.runs` models on `train` by DP-SGD with FIL accounting; `test` (possibly
 /// empty) gives test accuracy. Results do not depend on the number of threads. Throws
 /// std::invalid_argument for invalid options (naming the field), labels outside the model's
-/// domain, or a batch size above n.
+/// domain, a batch size above n or an unwritable checkpoint_path, and std::runtime_error naming
+/// the file for a resume file that is damaged or belongs to another job.
 DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOptions& options,
-                        bool progress = false);
+                        bool progress = false, CheckpointWhenDone when_done = CheckpointWhenDone::kRemove);
 
 /// Every setting of the options, for the JSON outputs.
 nlohmann::json to_json(const DpSgdOptions& options);

@@ -73,8 +73,13 @@ struct DpSgdJobResult final : JobResult {
   NumericTable table() const override;
   void print_summary(std::ostream& out) const override;
   bool complete() const override { return training.complete; }
+  /// Removes the resume file (DpSgdOptions.checkpoint_path): kept by run_dpsgd until every output
+  /// is written, so that a failed write can be redone by resuming.
+  void outputs_written() const override;
 };
 
+/// Loads, preprocesses and trains. A finished run keeps its resume file (CheckpointWhenDone::kKeep):
+/// DpSgdJobResult::outputs_written removes it once the outputs are safe.
 DpSgdJobResult run_dpsgd(const DpSgdJobOptions& options, bool progress = false);
 
 struct DpSgdJob {

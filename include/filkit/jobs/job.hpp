@@ -45,6 +45,9 @@ class JobResult {
   virtual void print_summary(std::ostream& out) const = 0;
   /// False when the job stopped early to be resumed (dpsgd's stop_after): no outputs are written.
   virtual bool complete() const { return true; }
+  /// Called by write_job_outputs once every output is written, never when one fails: releases
+  /// what must outlive a failed write, such as dpsgd's resume file (a rerun resumes from it).
+  virtual void outputs_written() const {}
 };
 
 /// Where a run's outputs go; empty paths are not written.
@@ -56,13 +59,16 @@ struct JobOutputs {
   bool empty() const;
 };
 
-/// Fails before any work when an output's directory is missing or not writable (so that a long run
-/// never ends in an unwritable path). Throws std::invalid_argument naming the option and path.
+/// Fails before any work when an output cannot be written (check_output_path: a directory, a
+/// missing or unwritable directory; "-" and devices pass), so that a long run never ends at an
+/// unwritable path. Throws std::invalid_argument naming the option and path.
 void check_output_paths(const JobOutputs& outputs);
 
-/// Writes every requested output of `result` as a set: all contents are formed first, written to
-/// temporary files, then renamed into place. With a report directory, the summary and table also
-/// go there (unless --json/--out name them) and the report is built from them.
+/// Writes every requested output of `result` as a set (write_output_files): all contents are
+/// formed first, then written to synced temporaries (or through, for "-", devices, FIFOs and
+/// links), then renamed into place; when a write fails nothing is replaced. With a report
+/// directory, the summary and table also go there (unless --json/--out name files it can read
+/// back) and the report is built from them. Then calls result.outputs_written().
 /// Returns the paths written (for the terminal).
 std::vector<std::string> write_job_outputs(const JobResult& result, const JobOutputs& outputs, bool quiet);
 

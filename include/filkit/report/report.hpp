@@ -58,8 +58,9 @@ struct ReportResult {
   std::vector<std::string> notes;    ///< figures skipped and why (also shown in the report)
 };
 
-/// Reads the inputs, draws the figures and writes report.html. Every file is written atomically
-/// (to a temporary name beside it, then renamed). Throws std::invalid_argument naming the file
+/// Reads the inputs, draws the figures and writes report.html. Every file is replaced whole (a
+/// temporary beside it, then renamed; report.html by write_output_file, so a link is written
+/// through). Throws std::invalid_argument naming the file
 /// for unreadable or malformed inputs (or a summary without "command"), std::runtime_error
 /// naming the command when gnuplot is missing or fails.
 ReportResult write_report(const ReportOptions& options);
