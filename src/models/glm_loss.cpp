@@ -1,11 +1,16 @@
 #include "models/glm_loss.hpp"
 
+#include "base/parallel_blocks.hpp"
+
 #include <cmath>
 
 namespace filkit::detail {
 
 namespace {
-constexpr Index kRowBlock = 2048;  // rows per GEMM block: large enough for BLAS-3 speed
+// Rows per block of every pass over the examples: large enough for BLAS-3 speed, small enough
+// that a few thousand examples already make several blocks for the threads. Fixed, so that the
+// sums over blocks never depend on the thread count (base/parallel_blocks.hpp).
+constexpr Index kRowBlock = 1024;
 
 double softplus(double a) { return a > 0 ? a + std::log1p(std::exp(-a)) : std::log1p(std::exp(a)); }
 double sigmoid(double a) {
@@ -17,53 +22,50 @@ double sigmoid(double a) {
 
 MatrixXd Design::times(const MatrixXd& W) const {
   MatrixXd result(rows(), W.cols());
-  if (intercept_) {
-    result.noalias() = X_ * W.bottomRows(X_.cols());
-    result.rowwise() += W.row(0);
-  } else {
-    result.noalias() = X_ * W;
-  }
+  for_each_block(rows(), kRowBlock, [&](Index start, Index count) {
+    auto block = result.middleRows(start, count);
+    block.noalias() = X_.middleRows(start, count) * W.bottomRows(X_.cols());
+    if (intercept_) block.rowwise() += W.row(0);
+  });
   return result;
 }
 
 VectorXd Design::transpose_times(const VectorXd& v) const {
-  VectorXd result(cols());
-  if (intercept_) {
-    result(0) = v.sum();
-    result.tail(X_.cols()).noalias() = X_.transpose() * v;
-  } else {
-    result.noalias() = X_.transpose() * v;
-  }
-  return result;
+  const MatrixXd result = transpose_times(MatrixXd(v));
+  return result.col(0);
 }
 
 MatrixXd Design::transpose_times(const MatrixXd& M) const {
-  MatrixXd result(cols(), M.cols());
-  if (intercept_) {
-    result.row(0) = M.colwise().sum();
-    result.bottomRows(X_.cols()).noalias() = X_.transpose() * M;
-  } else {
-    result.noalias() = X_.transpose() * M;
-  }
+  MatrixXd result = MatrixXd::Zero(cols(), M.cols());
+  reduce_blocks_in_order(
+      rows(), kRowBlock, result,
+      [&](MatrixXd& partial, Index start, Index count) {
+        const auto block = M.middleRows(start, count);
+        if (intercept_) partial.row(0) = block.colwise().sum();
+        partial.bottomRows(X_.cols()).noalias() = X_.middleRows(start, count).transpose() * block;
+      },
+      [&](const MatrixXd& partial) { result += partial; });
   return result;
 }
 
 MatrixXd Design::weighted_gram(const VectorXd& a) const {
   const Index d = X_.cols(), offset = intercept_ ? 1 : 0;
   MatrixXd gram = MatrixXd::Zero(cols(), cols());
-  for (Index start = 0; start < rows(); start += kRowBlock) {
-    const Index count = std::min(kRowBlock, rows() - start);
-    const auto block = X_.middleRows(start, count);
-    const auto weights = a.segment(start, count);
-    const RowMatrix scaled = weights.asDiagonal() * block;
-    gram.bottomRightCorner(d, d).noalias() += block.transpose() * scaled;
-    if (intercept_) {
-      const VectorXd column = scaled.colwise().sum().transpose();
-      gram.block(offset, 0, d, 1) += column;
-      gram.block(0, offset, 1, d) += column.transpose();
-      gram(0, 0) += weights.sum();
-    }
-  }
+  reduce_blocks_in_order(
+      rows(), kRowBlock, gram,
+      [&, scaled = RowMatrix()](MatrixXd& partial, Index start, Index count) mutable {
+        const auto block = X_.middleRows(start, count);
+        const auto weights = a.segment(start, count);
+        scaled.noalias() = weights.asDiagonal() * block;
+        partial.bottomRightCorner(d, d).noalias() = block.transpose() * scaled;
+        if (intercept_) {
+          const VectorXd column = scaled.colwise().sum().transpose();
+          partial.block(offset, 0, d, 1) = column;
+          partial.block(0, offset, 1, d) = column.transpose();
+          partial(0, 0) = weights.sum();
+        }
+      },
+      [&](const MatrixXd& partial) { gram += partial; });
   return gram;
 }
 
@@ -104,31 +106,38 @@ MatrixXd GlmObjective::scores(const VectorXd& w) const { return design_.times(un
 double GlmObjective::value(const VectorXd& w) const {
   const MatrixXd a = scores(w);
   double total = 0.0;
-  for (Index i = 0; i < a.rows(); ++i) {
-    double loss;
-    if (shape_.kind == ModelKind::kSoftmax) {
-      const double top = a.row(i).maxCoeff();
-      loss = top + std::log((a.row(i).array() - top).exp().sum()) - a(i, static_cast<Index>(target_(i)));
-    } else {
-      loss = scalar_loss(shape_.kind, a(i, 0), target_(i)).value;
-    }
-    total += omega_(i) * loss;
-  }
+  reduce_blocks_in_order(
+      a.rows(), kRowBlock, 0.0,
+      [&](double& partial, Index start, Index count) {
+        for (Index i = start; i < start + count; ++i) {
+          double loss;
+          if (shape_.kind == ModelKind::kSoftmax) {
+            const double top = a.row(i).maxCoeff();
+            loss = top + std::log((a.row(i).array() - top).exp().sum()) - a(i, static_cast<Index>(target_(i)));
+          } else {
+            loss = scalar_loss(shape_.kind, a(i, 0), target_(i)).value;
+          }
+          partial += omega_(i) * loss;
+        }
+      },
+      [&](double partial) { total += partial; });
   return total + 0.5 * penalty_ * w.squaredNorm();
 }
 
 VectorXd GlmObjective::gradient(const VectorXd& w) const {
   const MatrixXd a = scores(w);
   MatrixXd residual(a.rows(), a.cols());  // dl/da per example and class, times omega
-  for (Index i = 0; i < a.rows(); ++i) {
-    if (shape_.kind == ModelKind::kSoftmax) {
-      VectorXd r = class_probabilities(shape_.kind, a.row(i).transpose());
-      r(static_cast<Index>(target_(i))) -= 1.0;
-      residual.row(i) = omega_(i) * r.transpose();
-    } else {
-      residual(i, 0) = omega_(i) * scalar_loss(shape_.kind, a(i, 0), target_(i)).first;
+  for_each_block(a.rows(), kRowBlock, [&](Index start, Index count) {
+    for (Index i = start; i < start + count; ++i) {
+      if (shape_.kind == ModelKind::kSoftmax) {
+        VectorXd r = class_probabilities(shape_.kind, a.row(i).transpose());
+        r(static_cast<Index>(target_(i))) -= 1.0;
+        residual.row(i) = omega_(i) * r.transpose();
+      } else {
+        residual(i, 0) = omega_(i) * scalar_loss(shape_.kind, a(i, 0), target_(i)).first;
+      }
     }
-  }
+  });
   const MatrixXd g = design_.transpose_times(residual);
   return Eigen::Map<const VectorXd>(g.data(), g.size()) + penalty_ * w;
 }
@@ -138,8 +147,10 @@ MatrixXd GlmObjective::hessian(const VectorXd& w) const {
   const Index n = a.rows(), p = design_.cols();
   if (shape_.kind != ModelKind::kSoftmax) {
     VectorXd curvature(n);
-    for (Index i = 0; i < n; ++i)
-      curvature(i) = omega_(i) * scalar_loss(shape_.kind, a(i, 0), target_(i)).second;
+    for_each_block(n, kRowBlock, [&](Index start, Index count) {
+      for (Index i = start; i < start + count; ++i)
+        curvature(i) = omega_(i) * scalar_loss(shape_.kind, a(i, 0), target_(i)).second;
+    });
     MatrixXd H = design_.weighted_gram(curvature);
     H.diagonal().array() += penalty_;
     return H;
@@ -147,8 +158,10 @@ MatrixXd GlmObjective::hessian(const VectorXd& w) const {
   // Softmax: block (k, l) = X~^T diag(omega * (s_k delta_kl - s_k s_l)) X~.
   const Index K = a.cols();
   MatrixXd probabilities(n, K);
-  for (Index i = 0; i < n; ++i)
-    probabilities.row(i) = class_probabilities(shape_.kind, a.row(i).transpose()).transpose();
+  for_each_block(n, kRowBlock, [&](Index start, Index count) {
+    for (Index i = start; i < start + count; ++i)
+      probabilities.row(i) = class_probabilities(shape_.kind, a.row(i).transpose()).transpose();
+  });
   MatrixXd H(p * K, p * K);
   for (Index k = 0; k < K; ++k) {
     for (Index l = k; l < K; ++l) {
@@ -167,20 +180,22 @@ PerExampleLoss GlmObjective::per_example(const VectorXd& w) const {
   const MatrixXd a = scores(w);
   const Index n = a.rows();
   PerExampleLoss result{VectorXd(n), VectorXd(n)};
-  for (Index i = 0; i < n; ++i) {
-    const double row_norm = design_.row(i).norm();
-    if (shape_.kind == ModelKind::kSoftmax) {
-      VectorXd r = class_probabilities(shape_.kind, a.row(i).transpose());
-      const Index y = static_cast<Index>(target_(i));
-      result.loss(i) = -std::log(std::max(r(y), 1e-300));
-      r(y) -= 1.0;
-      result.gradient_norm(i) = r.norm() * row_norm;
-    } else {
-      const ScalarLoss loss = scalar_loss(shape_.kind, a(i, 0), target_(i));
-      result.loss(i) = loss.value;
-      result.gradient_norm(i) = std::abs(loss.first) * row_norm;
+  for_each_block(n, kRowBlock, [&](Index start, Index count) {
+    for (Index i = start; i < start + count; ++i) {
+      const double row_norm = design_.row(i).norm();
+      if (shape_.kind == ModelKind::kSoftmax) {
+        VectorXd r = class_probabilities(shape_.kind, a.row(i).transpose());
+        const Index y = static_cast<Index>(target_(i));
+        result.loss(i) = -std::log(std::max(r(y), 1e-300));
+        r(y) -= 1.0;
+        result.gradient_norm(i) = r.norm() * row_norm;
+      } else {
+        const ScalarLoss loss = scalar_loss(shape_.kind, a(i, 0), target_(i));
+        result.loss(i) = loss.value;
+        result.gradient_norm(i) = std::abs(loss.first) * row_norm;
+      }
     }
-  }
+  });
   return result;
 }
 
