@@ -258,7 +258,9 @@ struct DpSgdResult {
 };
 
 /// Trains `options.runs` models on `train` by DP-SGD with FIL accounting; `test` (possibly
-/// empty) gives test accuracy. Results do not depend on the number of threads. Throws
+/// empty) gives test accuracy. The closed-form GLMs (options.network empty) give bitwise
+/// identical results for any number of threads; networks run LibTorch's kernels on OpenMP's
+/// number of threads, and whether their rounding depends on it is LibTorch's (not promised). Throws
 /// std::invalid_argument for invalid options (naming the field), labels outside the model's
 /// domain, or a batch size above n.
 DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOptions& options,
