@@ -162,8 +162,9 @@ TEST(GlmAttackEvaluation, LinearisedPredictionNeverFallsBelowTheDfilBound) {
 }
 
 TEST(GlmAttackEvaluation, ResultsDoNotDependOnTheThreadCount) {
-  // The fit before the attack included: 2500 rows make several blocks of its row passes.
-  const Dataset data = random_classification(2500, 6, 2, 27);
+  // The fit before the attack included: 2500 rows of 12 features make several blocks of its row
+  // passes, with products Eigen would have split between threads.
+  const Dataset data = random_classification(2500, 12, 2, 27);
   GlmAttackOptions options;
   options.sigma = 1e-2;
   options.trials = 1100;  // more than one wave of blocks

@@ -212,8 +212,9 @@ TEST(ReadExampleWeights, ReadsAColumnAndNamesTheLineOfABadValue) {
 }
 
 TEST(Irfil, IsBitwiseIdenticalOnAnyNumberOfThreads) {
-  // 2500 rows make several blocks of the fits' and FIL's row passes.
-  const Dataset data = random_classification(2500, 6, 2, 17);
+  // 2500 rows of 12 features make several blocks of the fits' and FIL's row passes, with
+  // products Eigen would have split between threads.
+  const Dataset data = random_classification(2500, 12, 2, 17);
   IrfilOptions options;
   options.fit.l2 = 1e-3;
   options.fit.intercept = true;
