@@ -17,11 +17,12 @@ namespace filkit::detail {
 inline Index block_count(Index total, Index block) { return (total + block - 1) / block; }
 
 /// Calls body(start, count) for every block [start, start + count) of [0, total), blocks in
-/// parallel. Blocks must write disjoint outputs.
+/// parallel unless `parallel` is false (for work too small to share; the result is the same).
+/// Blocks must write disjoint outputs.
 template <class Body>
-void for_each_block(Index total, Index block, const Body& body) {
+void for_each_block(Index total, Index block, const Body& body, bool parallel = true) {
   const Index blocks = block_count(total, block);
-#pragma omp parallel for schedule(dynamic, 1) if (blocks > 1)
+#pragma omp parallel for schedule(dynamic, 1) if (parallel && blocks > 1)
   for (Index b = 0; b < blocks; ++b) body(b * block, std::min(block, total - b * block));
 }
 
