@@ -134,8 +134,9 @@ struct RowStats {
 };
 
 // Rows a partial sum of a pass covers (kChunkBlocks blocks): the partial sums are added
-// serially, in order, so a chunk must be long against that d^2 (covariance) addition.
-constexpr Index kChunkBlocks = 8;
+// serially, in order, so a chunk must be long against that d^2 (covariance) addition; 12000
+// rows still make six chunks for the threads.
+constexpr Index kChunkBlocks = 16;
 constexpr Index kChunkRows = kChunkBlocks * kBlockRows;
 
 RowStats unscaled_row_stats(const RowMatrix& raw, const PreprocessOptions& options) {
@@ -469,7 +470,7 @@ MatrixXd covariance_upper(Index n, Index d, const VectorXd& mean, bool small_int
           add_shifted_gram(rows(start, std::min(kBlockRows, first + rows_in_chunk - start), work.scratch), centre,
                            kernel, work, partial);
       },
-      [&C](const MatrixXd& partial) { C += partial; },
+      [&C](const MatrixXd& partial) { C.triangularView<Eigen::Upper>() += partial; },
       pass_threads(n, d * d / 64 + 1) > 1);  // the work grows with n d^2
   if (kernel == detail::GramKernel::kAvx512Float) {
     C.selfadjointView<Eigen::Upper>().rankUpdate(mean - centre, -static_cast<double>(n));
