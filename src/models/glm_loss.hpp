@@ -8,7 +8,7 @@ namespace filkit::detail {
 
 /// X with an optional leading constant column, without copying X. The passes over all rows run
 /// in parallel in blocks of kRowBlock rows, sums over blocks formed in block order, so that
-/// their results do not depend on the thread count (base/parallel_blocks.hpp); the `rows_from`
+/// their results do not depend on the thread count (base/parallel_blocks.hpp); the `_rows`
 /// forms compute one block's share.
 class Design {
  public:
