@@ -4,14 +4,17 @@
 #include "filkit/data/dataset.hpp"
 
 #include <gtest/gtest.h>
+#include <omp.h>
 #include <zlib.h>
 
+#include <bit>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <iterator>
 #include <random>
 #include <stdexcept>
@@ -297,6 +300,93 @@ inline std::pair<int, std::string> run_command(const std::string& command) {
   char buffer[4096];
   while (std::fgets(buffer, sizeof buffer, pipe)) output += buffer;
   return {pclose(pipe), output};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Thread-count independence: what filkit promises to compute bit for bit alike on any number of
+// OpenMP threads is computed on 1, 2 and 3 (which shares fixed blocks unevenly) and compared.
+
+/// compute() run with OpenMP set to `threads` threads; the previous setting is restored after.
+template <class Compute>
+auto with_threads(int threads, const Compute& compute) {
+  struct Restore {
+    int threads;
+    ~Restore() { omp_set_num_threads(threads); }
+  } restore{omp_get_max_threads()};
+  omp_set_num_threads(threads);
+  return compute();
+}
+
+/// Whether a and b hold the same doubles bit for bit (signed zeros and NaNs included).
+template <class A, class B>
+::testing::AssertionResult same_bits(const Eigen::DenseBase<A>& a, const Eigen::DenseBase<B>& b) {
+  if (a.rows() != b.rows() || a.cols() != b.cols())
+    return ::testing::AssertionFailure() << "shapes " << a.rows() << " x " << a.cols() << " and " << b.rows() << " x "
+                                         << b.cols();
+  for (Index j = 0; j < a.cols(); ++j)
+    for (Index i = 0; i < a.rows(); ++i) {
+      const double x = a(i, j), y = b(i, j);
+      if (std::bit_cast<std::uint64_t>(x) != std::bit_cast<std::uint64_t>(y))
+        return ::testing::AssertionFailure() << "first difference at (" << i << ", " << j << "): " << std::setprecision(17)
+                                             << x << " and " << y;
+    }
+  return ::testing::AssertionSuccess();
+}
+
+inline ::testing::AssertionResult same_bits(double x, double y) {
+  if (std::bit_cast<std::uint64_t>(x) == std::bit_cast<std::uint64_t>(y)) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << std::setprecision(17) << x << " and " << y;
+}
+
+/// Runs compute() on 1, 2 and 3 threads and calls expect_same(on one thread, on more) for 2
+/// and 3, each under a trace naming the count.
+template <class Compute, class ExpectSame>
+void expect_same_for_any_thread_count(const Compute& compute, const ExpectSame& expect_same) {
+  const auto one = with_threads(1, compute);
+  for (int threads : {2, 3}) {
+    SCOPED_TRACE(std::to_string(threads) + " threads against 1");
+    expect_same(one, with_threads(threads, compute));
+  }
+}
+
+/// Whether two tables of numbers hold the same doubles bit for bit.
+inline ::testing::AssertionResult same_bits(const std::vector<std::vector<double>>& a,
+                                            const std::vector<std::vector<double>>& b) {
+  if (a.size() != b.size()) return ::testing::AssertionFailure() << a.size() << " and " << b.size() << " rows";
+  for (std::size_t r = 0; r < a.size(); ++r) {
+    if (a[r].size() != b[r].size()) return ::testing::AssertionFailure() << "row " << r << " differs in length";
+    for (std::size_t c = 0; c < a[r].size(); ++c)
+      if (!same_bits(a[r][c], b[r][c])) return ::testing::AssertionFailure() << "row " << r << ", column " << c << ": " << same_bits(a[r][c], b[r][c]).message();
+  }
+  return ::testing::AssertionSuccess();
+}
+
+/// A job summary without its wall times (every key naming seconds, at any depth).
+template <class Json>
+Json without_timings(Json json) {
+  if (json.is_object()) {
+    Json kept = Json::object();
+    for (auto& [key, value] : json.items())
+      if (key.find("seconds") == std::string::npos) kept[key] = without_timings(value);
+    return kept;
+  }
+  if (json.is_array())
+    for (auto& element : json) element = without_timings(element);
+  return json;
+}
+
+/// Job (a job description of jobs/job.hpp) run on 1, 2 and 3 threads writes the same outputs:
+/// its table and further tables bit for bit, its summary but for wall times character for
+/// character.
+template <class Job>
+void expect_same_job_outputs_for_any_thread_count(const typename Job::Options& options) {
+  expect_same_for_any_thread_count([&] { return Job::run(options, false); }, [](const auto& one, const auto& more) {
+    EXPECT_EQ(one.table().header, more.table().header);
+    EXPECT_TRUE(same_bits(one.table().rows, more.table().rows));
+    for (const auto& extra : Job::extra_outputs())
+      EXPECT_TRUE(same_bits(one.extra_table(extra.name).rows, more.extra_table(extra.name).rows)) << extra.name;
+    EXPECT_EQ(without_timings(one.to_json()).dump(), without_timings(more.to_json()).dump());
+  });
 }
 
 }  // namespace filkit::testing

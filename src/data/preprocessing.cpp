@@ -1,5 +1,7 @@
 #include "filkit/data/preprocessing.hpp"
 
+#include "base/parallel_blocks.hpp"
+
 #include <Spectra/MatOp/DenseSymMatProd.h>
 #include <Spectra/SymEigsSolver.h>
 #include <omp.h>
@@ -136,39 +138,39 @@ bool small_integers(const Eigen::Ref<const RowMatrix>& rows) {
 }
 
 // Column sums and the largest row norm of the unscaled rows, and whether they are all small
-// integers, in one pass. Per-thread sums are added in thread order, so the result is the same
-// on every run with the same thread count.
+// integers, in one pass. The sums of fixed runs of rows are added in row order, so the result
+// is the same for any thread count (base/parallel_blocks.hpp).
 struct RowStats {
   VectorXd sum;
   double max_norm = 0.0;
   bool small_integers = true;
 };
 
+// Rows a partial sum of a pass covers (kChunkBlocks blocks): the partial sums are added
+// serially, in order, so a chunk must be long against that d^2 (covariance) addition; 12000
+// rows still make six chunks for the threads.
+constexpr Index kChunkBlocks = 16;
+constexpr Index kChunkRows = kChunkBlocks * kBlockRows;
+
 RowStats unscaled_row_stats(const RowMatrix& raw, const PreprocessOptions& options) {
-  const int threads = pass_threads(raw.rows(), raw.cols());
-  // Set up front: OpenMP may start fewer threads than asked for.
-  std::vector<RowStats> partial(static_cast<std::size_t>(threads), RowStats{VectorXd::Zero(raw.cols())});
-#pragma omp parallel num_threads(threads)
-  {
-    RowStats& stats = partial[static_cast<std::size_t>(omp_get_thread_num())];
-    RowMatrix scratch;
-#pragma omp for schedule(static)
-    for (Index b = 0; b < block_count(raw.rows()); ++b) {
-      const Index start = b * kBlockRows;
-      const auto rows = unscaled_rows(raw, start, std::min(kBlockRows, raw.rows() - start), options, scratch);
+  RowStats total{VectorXd::Zero(raw.cols()), 0.0, true};
+  const auto add_chunk = [&, scratch = RowMatrix()](RowStats& stats, Index first, Index rows_in_chunk) mutable {
+    for (Index start = first; start < first + rows_in_chunk; start += kBlockRows) {
+      const auto rows = unscaled_rows(raw, start, std::min(kBlockRows, first + rows_in_chunk - start), options, scratch);
       for (Index i = 0; i < rows.rows(); ++i) {  // row by row: contiguous, vectorised
         stats.sum += rows.row(i).transpose();
         stats.max_norm = std::max(stats.max_norm, row_norm(rows.row(i)));
       }
       if (stats.small_integers) stats.small_integers = small_integers(rows);
     }
-  }
-  RowStats total{VectorXd::Zero(raw.cols()), 0.0, true};
-  for (const RowStats& stats : partial) {
+  };
+  const auto merge = [&total](const RowStats& stats) {
     total.sum += stats.sum;
     total.max_norm = std::max(total.max_norm, stats.max_norm);
     total.small_integers = total.small_integers && stats.small_integers;
-  }
+  };
+  detail::reduce_blocks_in_order(raw.rows(), kChunkRows, total, add_chunk, merge,
+                                 pass_threads(raw.rows(), raw.cols()) > 1);
   return total;
 }
 
@@ -464,31 +466,25 @@ void add_shifted_gram(const Eigen::Ref<const RowMatrix>& block, const VectorXd& 
 
 // sum_i (u_i - mean)(u_i - mean)^T / (n - 1) over the rows u_i that rows(start, count, scratch)
 // returns, in the upper triangle only; `small_integers` says whether every u_i is an integer
-// in 0..255. Each thread sums its own share of the blocks; the shares are added in thread
-// order. The exact single-precision kernel centres on the rounded mean c instead, and
+// in 0..255. Chunks of kChunkRows rows are summed in parallel and their sums added in row
+// order, so the result does not depend on the thread count. The exact single-precision kernel
+// centres on the rounded mean c instead, and
 // sum (u - m)(u - m)^T = sum (u - c)(u - c)^T - n (m - c)(m - c)^T.
 template <class Rows>
 MatrixXd covariance_upper(Index n, Index d, const VectorXd& mean, bool small_integers,
                           const Rows& rows, detail::GramKernel kernel) {
   kernel = resolve(kernel, small_integers);
   const VectorXd centre = kernel == detail::GramKernel::kAvx512Float ? VectorXd(mean.array().round()) : mean;
-  const int threads = pass_threads(n, d * d / 64 + 1);  // the work grows with n d^2
-  std::vector<MatrixXd> partial(static_cast<std::size_t>(threads));
-#pragma omp parallel num_threads(threads)
-  {
-    MatrixXd& C = partial[static_cast<std::size_t>(omp_get_thread_num())];
-    C = MatrixXd::Zero(d, d);
-    GramWorkspace work;
-#pragma omp for schedule(static)
-    for (Index b = 0; b < block_count(n); ++b) {
-      const Index start = b * kBlockRows;
-      add_shifted_gram(rows(start, std::min(kBlockRows, n - start), work.scratch), centre, kernel, work, C);
-    }
-  }
-  MatrixXd C = std::move(partial[0]);
-  for (std::size_t t = 1; t < partial.size(); ++t) {
-    if (partial[t].size() > 0) C += partial[t];  // OpenMP may start fewer threads than asked for
-  }
+  MatrixXd C = MatrixXd::Zero(d, d);
+  detail::reduce_blocks_in_order(
+      n, kChunkRows, C,
+      [&, work = GramWorkspace()](MatrixXd& partial, Index first, Index rows_in_chunk) mutable {
+        for (Index start = first; start < first + rows_in_chunk; start += kBlockRows)
+          add_shifted_gram(rows(start, std::min(kBlockRows, first + rows_in_chunk - start), work.scratch), centre,
+                           kernel, work, partial);
+      },
+      [&C](const MatrixXd& partial) { C.triangularView<Eigen::Upper>() += partial; },
+      pass_threads(n, d * d / 64 + 1) > 1);  // the work grows with n d^2
   if (kernel == detail::GramKernel::kAvx512Float) {
     C.selfadjointView<Eigen::Upper>().rankUpdate(mean - centre, -static_cast<double>(n));
   }

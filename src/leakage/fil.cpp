@@ -1,6 +1,7 @@
 #include "filkit/leakage/fil.hpp"
 
 #include "filkit/base/low_rank_eigen.hpp"
+#include "base/parallel_blocks.hpp"
 #include "models/glm_loss.hpp"
 
 #include <Eigen/Eigenvalues>
@@ -76,7 +77,8 @@ FisherInformationLoss::FisherInformationLoss(const Model& model, const Dataset& 
     throw std::runtime_error(
         "FIL: the Hessian H is singular (smallest eigenvalue " + std::to_string(eigenvalues_(0)) +
         "); the minimiser is not a differentiable function of the data. Set a positive l2 (L2 strength).");
-  H_inverse_ = eigenvectors_ * eigenvalues_.cwiseInverse().asDiagonal() * eigenvectors_.transpose();
+  const MatrixXd scaled_eigenvectors = eigenvectors_ * eigenvalues_.cwiseInverse().asDiagonal();
+  H_inverse_ = detail::product_in_column_blocks(scaled_eigenvectors, eigenvectors_.transpose());
 }
 
 std::vector<Index> FisherInformationLoss::feature_indices(const CoordinateSelection& selection) const {
@@ -186,12 +188,10 @@ PerExampleFil FisherInformationLoss::per_example_structured() const {
   const double label = selection.label ? 1.0 : 0.0;
 
   PerExampleFil result{VectorXd(n), VectorXd(n), private_dims(selection)};
-  constexpr Index kBlock = 1024;  // rows rotated per GEMM; bounds memory at kBlock x p
-  for (Index start = 0; start < n; start += kBlock) {
-    const Index count = std::min(kBlock, n - start);
+  constexpr Index kBlock = 128;  // rows rotated per GEMM, a block to a thread; bounds memory at kBlock x p
+  detail::for_each_block(n, kBlock, [&](Index start, Index count) {
     MatrixXd rotated = train_.X.middleRows(start, count) * eigenvectors_.bottomRows(d);
     if (intercept) rotated.rowwise() += eigenvectors_.row(0);
-#pragma omp parallel for schedule(static)
     for (Index b = 0; b < count; ++b) {
       const Index i = start + b;
       const detail::ScalarLoss loss = detail::scalar_loss(model_.kind, scores_(i, 0), target_(i));
@@ -214,7 +214,7 @@ PerExampleFil FisherInformationLoss::per_example_structured() const {
       result.eta(i) = std::sqrt(std::max(0.0, w2 * top));
       result.dfil(i) = std::sqrt(std::max(0.0, w2 * trace) / static_cast<double>(result.private_dims));
     }
-  }
+  });
   result.eta /= options_.sigma;
   result.dfil /= options_.sigma;
   return result;
@@ -238,44 +238,65 @@ MatrixXd FisherInformationLoss::selection_gram(const std::vector<Index>& rows,
                                                const CoordinateSelection& selection) const {
   // sum_{i in rows} omega_i^2 B_i,sel B_i,sel^T (p x p): the subset's J_S J_S^T before H^-1.
   const Index P = H_.rows();
+  const auto m = static_cast<Index>(rows.size());
+  const auto row = [&rows](Index k) { return rows[static_cast<std::size_t>(k)]; };
+  const std::vector<Index> features = feature_indices(selection);  // throws here, not in the parallel loop
   MatrixXd M = MatrixXd::Zero(P, P);
   if (model_.kind == ModelKind::kSoftmax) {
-    for (Index i : rows) {
-      const MatrixXd B = derivative_of_gradient(i, selection);
-      M.noalias() += (omega_(i) * omega_(i)) * (B * B.transpose());
-    }
+    constexpr Index kBlock = 16;  // examples a partial sum: each adds a (p K) x (p K) product
+    detail::reduce_blocks_in_order(
+        m, kBlock, M,
+        [&](MatrixXd& partial, Index start, Index count) {
+          for (Index k = start; k < start + count; ++k) {
+            const MatrixXd B = derivative_of_gradient(row(k), selection);
+            partial.noalias() += (omega_(row(k)) * omega_(row(k))) * (B * B.transpose());
+          }
+        },
+        [&](const MatrixXd& partial) { M += partial; });
     return M;
   }
   // Binary: B B^T = (c^2 ||w_sel||^2 + label) x x^T + c r (x w_sel^T + w_sel x^T) + r^2 E_sel.
   const Index offset = model_.intercept ? 1 : 0;
   VectorXd w_selected = VectorXd::Zero(P), e_selected = VectorXd::Zero(P);
-  for (Index j : feature_indices(selection)) {
+  for (Index j : features) {
     w_selected(j + offset) = model_.weights(j + offset, 0);
     e_selected(j + offset) = 1.0;
   }
   const double w_norm2 = w_selected.squaredNorm(), label = selection.label ? 1.0 : 0.0;
   const detail::Design design(train_.X, model_.intercept);
-  VectorXd cross = VectorXd::Zero(P);
-  double residual_sum = 0.0;
+  // The three sums of the expansion, over one block of the rows.
+  struct Sums {
+    MatrixXd outer;        // sum w2 (c^2 ||w_sel||^2 + label) x x^T
+    VectorXd cross;        // sum w2 c r x
+    double residual_sum;   // sum w2 r^2
+  };
+  Sums total{M, VectorXd::Zero(P), 0.0};
   constexpr Index kBlock = 1024;
-  for (std::size_t start = 0; start < rows.size(); start += kBlock) {
-    const Index count = static_cast<Index>(std::min<std::size_t>(kBlock, rows.size() - start));
-    MatrixXd X(count, P);
-    VectorXd outer(count), mixed(count);
-    for (Index b = 0; b < count; ++b) {
-      const Index i = rows[start + static_cast<std::size_t>(b)];
-      const detail::ScalarLoss loss = detail::scalar_loss(model_.kind, scores_(i, 0), target_(i));
-      const double w2 = omega_(i) * omega_(i);
-      X.row(b) = design.row(i).transpose();
-      outer(b) = w2 * (loss.second * loss.second * w_norm2 + label);
-      mixed(b) = w2 * loss.second * loss.first;
-      residual_sum += w2 * loss.first * loss.first;
-    }
-    M.noalias() += X.transpose() * (outer.asDiagonal() * X);
-    cross.noalias() += X.transpose() * mixed;
-  }
-  M += cross * w_selected.transpose() + w_selected * cross.transpose();
-  M.diagonal() += residual_sum * e_selected;
+  detail::reduce_blocks_in_order(
+      m, kBlock, total,
+      [&, X = MatrixXd()](Sums& partial, Index start, Index count) mutable {
+        X.resize(count, P);
+        VectorXd outer(count), mixed(count);
+        for (Index b = 0; b < count; ++b) {
+          const Index i = row(start + b);
+          const detail::ScalarLoss loss = detail::scalar_loss(model_.kind, scores_(i, 0), target_(i));
+          const double w2 = omega_(i) * omega_(i);
+          X.row(b) = design.row(i).transpose();
+          outer(b) = w2 * (loss.second * loss.second * w_norm2 + label);
+          mixed(b) = w2 * loss.second * loss.first;
+          partial.residual_sum += w2 * loss.first * loss.first;
+        }
+        partial.outer.noalias() = X.transpose() * (outer.asDiagonal() * X);
+        partial.cross.noalias() = X.transpose() * mixed;
+      },
+      [&](const Sums& partial) {
+        total.outer += partial.outer;
+        total.cross += partial.cross;
+        total.residual_sum += partial.residual_sum;
+      });
+  M = std::move(total.outer);
+  M += total.cross * w_selected.transpose() + w_selected * total.cross.transpose();
+  M.diagonal() += total.residual_sum * e_selected;
   return M;
 }
 
@@ -292,8 +313,10 @@ SubsetFil FisherInformationLoss::subset(const std::vector<Index>& rows, const Co
   const MatrixXd M = selection_gram(chosen, selection);
   // H^-1 M H^-1 has the eigenvalues of diag(1/lambda) Q^T M Q diag(1/lambda).
   const VectorXd inverse = eigenvalues_.cwiseInverse();
-  const MatrixXd rotated =
-      inverse.asDiagonal() * (eigenvectors_.transpose() * M * eigenvectors_) * inverse.asDiagonal();
+  const MatrixXd rotated = inverse.asDiagonal() *
+                           detail::product_in_column_blocks(eigenvectors_.transpose(),
+                                                            detail::product_in_column_blocks(M, eigenvectors_)) *
+                           inverse.asDiagonal();
   SubsetFil result;
   result.examples = static_cast<Index>(chosen.size());
   result.coordinates = result.examples * private_dims(selection);

@@ -6,14 +6,23 @@
 
 namespace filkit::detail {
 
-/// X with an optional leading constant column, without copying X.
+/// X with an optional leading constant column, without copying X. The passes over all rows run
+/// in parallel in blocks of kRowBlock rows, sums over blocks formed in block order, so that
+/// their results do not depend on the thread count (base/parallel_blocks.hpp); the `_rows`
+/// forms compute one block's share.
 class Design {
  public:
+  /// Rows of a block: large enough for BLAS-3 speed, small enough that a few thousand examples
+  /// make several blocks. Fixed: the sums over blocks must not depend on the thread count.
+  static constexpr Index kRowBlock = 1024;
+
   Design(const RowMatrix& X, bool intercept) : X_(X), intercept_(intercept) {}
   Index rows() const { return X_.rows(); }
   Index cols() const { return X_.cols() + (intercept_ ? 1 : 0); }
   bool intercept() const { return intercept_; }
   const RowMatrix& features() const { return X_; }
+  /// Whether a pass of about `work` multiply-adds over all rows is worth sharing between threads.
+  static bool worth_sharing(Index work);
   /// X~ W for W with cols() rows.
   MatrixXd times(const MatrixXd& W) const;
   /// X~^T v.
@@ -22,6 +31,12 @@ class Design {
   MatrixXd transpose_times(const MatrixXd& M) const;
   /// X~^T diag(a) X~, accumulated in row blocks so no n x d temporary is made.
   MatrixXd weighted_gram(const VectorXd& a) const;
+  /// Rows [start, start + count) of X~ W.
+  MatrixXd times_rows(const MatrixXd& W, Index start, Index count) const;
+  /// X~^T M over rows [start, start + M.rows()) of X~.
+  MatrixXd transpose_times_rows(const Eigen::Ref<const MatrixXd>& M, Index start) const;
+  /// X~^T diag(a) X~ over rows [start, start + a.size()) of X~, into `gram` (overwritten).
+  void weighted_gram_rows(const Eigen::Ref<const VectorXd>& a, Index start, Eigen::Ref<MatrixXd> gram) const;
   /// Row i of X~.
   VectorXd row(Index i) const;
 
@@ -41,6 +56,8 @@ ScalarLoss scalar_loss(ModelKind kind, double a, double t);
 VectorXd class_probabilities(ModelKind kind, const VectorXd& scores);
 
 /// The objective of a fit: shape, penalty and targets come from `model`, data and weights given.
+/// Each of value, gradient, Hessian and per-example loss is one pass over the rows, a block of
+/// Design::kRowBlock rows at a time (scores, losses and their sums), summed in block order.
 class GlmObjective {
  public:
   GlmObjective(const Model& model, const Dataset& data, VectorXd omega);
@@ -50,8 +67,13 @@ class GlmObjective {
   PerExampleLoss per_example(const VectorXd& w) const;
 
  private:
-  MatrixXd scores(const VectorXd& w) const;  // n x K
   MatrixXd unflatten(const VectorXd& w) const;
+  /// A row of a column-major score matrix, without a copy.
+  using ScoreRow = Eigen::Ref<const Eigen::RowVectorXd, 0, Eigen::InnerStride<>>;
+  /// l(a_i, y_i) of example i at its scores a_i (1 x K).
+  double example_loss(const ScoreRow& scores, Index i) const;
+  /// Multiply-adds of one pass computing the scores and losses of every row (an exp as kLossWork).
+  Index loss_pass_work() const;
   Model shape_;
   Design design_;
   VectorXd omega_;

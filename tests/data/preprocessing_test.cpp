@@ -437,5 +437,55 @@ TEST(Preprocessor, PcaOfRowsNear1e140MatchesPcaOfTheSameRowsScaledDown) {
   EXPECT_NEAR(fitted.pca_variances(0) / (reference.pca_variances(0) * 1e280), 1.0, 1e-9);
 }
 
+// ---- The same numbers on any number of threads ----------------------------------------------
+// 3000 rows of 150 columns are enough work for the passes to run in parallel, in three chunks.
+
+RowMatrix gaussian_rows(Index n, Index d, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal;
+  RowMatrix X(n, d);
+  for (Index i = 0; i < X.size(); ++i) X.data()[i] = 5.0 + normal(rng) * (1.0 + static_cast<double>(i % d) / 10.0);
+  return X;
+}
+
+TEST(FastPca, EveryCovarianceKernelIsBitwiseIdenticalOnAnyNumberOfThreads) {
+  const RowMatrix X = gaussian_rows(3000, 150, 80);
+  const VectorXd mean = X.colwise().mean();
+  for (detail::GramKernel kernel : kEveryKernel) {
+    SCOPED_TRACE("kernel " + std::to_string(static_cast<int>(kernel)));
+    testing::expect_same_for_any_thread_count([&] { return detail::covariance(X, mean, kernel); },
+                                              [](const MatrixXd& one, const MatrixXd& more) {
+                                                EXPECT_TRUE(testing::same_bits(one, more));
+                                              });
+  }
+}
+
+TEST(Preprocessor, FitAndApplyAreBitwiseIdenticalOnAnyNumberOfThreads) {
+  Dataset train;
+  train.X = gaussian_rows(3000, 150, 81);
+  train.y = VectorXd::Zero(3000);
+  PreprocessOptions before = with_pca(10), unit_ball = with_pca(10), after = with_pca(10);
+  before.row_scaling = RowScaling::kGlobalMax;
+  unit_ball.row_scaling = RowScaling::kUnitBall;  // PCA reads rows rescaled a block at a time
+  after.row_scaling = RowScaling::kGlobalMax;
+  after.scale_after_pca = true;
+  for (const PreprocessOptions& options : {before, unit_ball, after}) {
+    SCOPED_TRACE(to_string(options.row_scaling) + (options.scale_after_pca ? " after PCA" : " before PCA"));
+    testing::expect_same_for_any_thread_count(
+        [&] {
+          const Preprocessor fitted = Preprocessor::fit(train, options);
+          return std::pair(fitted, fitted.apply(train).X);
+        },
+        [](const auto& one, const auto& more) {
+          EXPECT_TRUE(testing::same_bits(one.first.pca_mean, more.first.pca_mean));
+          EXPECT_TRUE(testing::same_bits(one.first.pca_components, more.first.pca_components));
+          EXPECT_TRUE(testing::same_bits(one.first.pca_variances, more.first.pca_variances));
+          EXPECT_TRUE(testing::same_bits(one.first.pca_total_variance, more.first.pca_total_variance));
+          EXPECT_TRUE(testing::same_bits(one.first.global_max_norm, more.first.global_max_norm));
+          EXPECT_TRUE(testing::same_bits(one.second, more.second));
+        });
+  }
+}
+
 }  // namespace
 }  // namespace filkit

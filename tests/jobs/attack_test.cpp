@@ -138,5 +138,19 @@ TEST(AttackCommand, RefusesMoreGroupsThanAttackedExamples) {
   EXPECT_INVALID_ARGUMENT(run_attack(options), "groups = 100000", "more than the 20 attacked examples");
 }
 
+TEST(AttackCommand, WritesTheSameOutputsForAnyThreadCount) {
+  // 2400 training rows of 12 features (the attribute's one-hot columns 0, 1 and 10 numeric):
+  // several blocks of the fit's and FIL's passes, with products Eigen would have split.
+  const TempDir dir;
+  AttackJobOptions options = command_options(
+      testing::write_npz_dataset(dir, testing::random_categorical(3000, 10, 3, false, 40)));
+  options.task.data.target.clear();
+  options.task.data.regression = false;
+  options.task.model = ModelKind::kLogistic;
+  options.attribute = "0,1";
+  options.attack.max_examples = 200;
+  testing::expect_same_job_outputs_for_any_thread_count<AttackJob>(options);
+}
+
 }  // namespace
 }  // namespace filkit

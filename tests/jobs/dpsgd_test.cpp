@@ -137,5 +137,16 @@ TEST(DpSgdCommand, ReportEpochsBeyondTheStepsAreRefusedEvenWhenHuge) {
   EXPECT_INVALID_ARGUMENT(run_dpsgd(options), "steps = ", "times runs = 2 must fit in a 64-bit count");
 }
 
+TEST(DpSgdCommand, WritesTheSameOutputsForAnyThreadCount) {
+  // Batches of 256 examples of 50 features and 10 classes: products Eigen would have split.
+  const TempDir dir;
+  DpSgdJobOptions options = small_job(testing::write_npz_dataset(dir, testing::random_classification(1500, 50, 10, 4)));
+  options.model = DpSgdModel::kSoftmax;
+  options.dpsgd.batch_size = 256;
+  options.dpsgd.steps = 6;
+  options.dpsgd.report_epochs = {};
+  testing::expect_same_job_outputs_for_any_thread_count<DpSgdJob>(options);
+}
+
 }  // namespace
 }  // namespace filkit

@@ -79,5 +79,19 @@ TEST(IrfilBinary, HelpListsTheFlags) {
     EXPECT_NE(output.find(flag), std::string::npos) << flag;
 }
 
+TEST(IrfilCommand, WritesTheSameOutputsForAnyThreadCount) {
+  // 2400 training rows of 12 features: several blocks of the fits' and FIL's passes, with
+  // products Eigen would have split between threads.
+  const TempDir dir;
+  IrfilJobOptions options;
+  options.task.data.data = testing::write_npz_dataset(dir, testing::random_classification(3000, 12, 2, 22));
+  options.task.fit.l2 = 1e-3;
+  options.task.fit.intercept = true;
+  options.irfil.iterations = 2;
+  testing::expect_same_job_outputs_for_any_thread_count<IrfilJob>(options);
+  options.attribute = "3,4";
+  testing::expect_same_job_outputs_for_any_thread_count<IrfilJob>(options);
+}
+
 }  // namespace
 }  // namespace filkit

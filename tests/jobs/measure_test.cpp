@@ -201,5 +201,16 @@ TEST(MeasureBinary, RefusesOutOfRangeNumbersAndReportsRunningOutOfMemory) {
                "filkit: error: out of memory while loading the data; try a smaller subset");
 }
 
+TEST(MeasureCommand, WritesTheSameOutputsForAnyThreadCount) {
+  // 2400 training rows make several blocks of every pass: preprocessing, fit, FIL.
+  const TempDir dir;
+  MeasureOptions options = small_job(testing::write_npz_dataset(dir, testing::random_classification(3000, 12, 2, 9)));
+  options.task.data.pca = 8;
+  options.task.data.scale = RowScaling::kGlobalMax;
+  options.attribute = "0,1";
+  options.subsets = {"all", "class=1"};
+  testing::expect_same_job_outputs_for_any_thread_count<MeasureJob>(options);
+}
+
 }  // namespace
 }  // namespace filkit

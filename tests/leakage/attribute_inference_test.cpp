@@ -7,8 +7,6 @@
 #include "filkit/leakage/irfil.hpp"
 #include "test_util.hpp"
 
-#include <omp.h>
-
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -254,21 +252,46 @@ TEST(AttributeCandidates, AcceptsScaledOneHotBlocksAndRejectsOthers) {
 }
 
 TEST(AttributeInference, IsDeterministicAndIndependentOfTheThreadCount) {
-  const Dataset data = random_categorical(90, 2, 3, false, 36);
+  // 2500 rows of 12 features make several blocks of the fit's and FIL's row passes.
+  const Dataset data = random_categorical(2500, 10, 3, false, 36);
   AttackOptions options = small_attack(ModelKind::kLogistic, false, {1e-3, 1e-1});
   options.trials = 8;
-  const int threads = omp_get_max_threads();
-  omp_set_num_threads(1);
-  const AttackResult one = attribute_inference(data, data, data.attribute("group"), options);
-  omp_set_num_threads(2);
-  const AttackResult two = attribute_inference(data, data, data.attribute("group"), options);
-  omp_set_num_threads(threads);
-  EXPECT_EQ(one.white_box_correct, two.white_box_correct);
-  EXPECT_EQ(one.black_box_correct, two.black_box_correct);
-  EXPECT_EQ(one.sigmas[1].test_accuracy, two.sigmas[1].test_accuracy);
+  options.max_examples = 150;
+  testing::expect_same_for_any_thread_count(
+      [&] { return attribute_inference(data, data, data.attribute("group"), options); },
+      [](const AttackResult& one, const AttackResult& more) {
+        EXPECT_TRUE(testing::same_bits(one.model.weights, more.model.weights));
+        EXPECT_EQ(one.examples, more.examples);
+        EXPECT_TRUE(testing::same_bits(one.eta, more.eta));
+        EXPECT_TRUE(testing::same_bits(one.nearest_shift, more.nearest_shift));
+        EXPECT_TRUE(testing::same_bits(one.white_box_correct, more.white_box_correct));
+        EXPECT_TRUE(testing::same_bits(one.black_box_correct, more.black_box_correct));
+        EXPECT_TRUE(testing::same_bits(one.sigmas[1].test_accuracy, more.sigmas[1].test_accuracy));
+        EXPECT_TRUE(testing::same_bits(one.sigmas[1].train_mse, more.sigmas[1].train_mse));
+      });
+  const AttackResult first = attribute_inference(data, data, data.attribute("group"), options);
   options.seed = 5;
   const AttackResult other = attribute_inference(data, data, data.attribute("group"), options);
-  EXPECT_NE(other.sigmas[1].test_mse, one.sigmas[1].test_mse);
+  EXPECT_NE(other.sigmas[1].test_mse, first.sigmas[1].test_mse);
+}
+
+TEST(CandidateMinimisers, AreBitwiseIdenticalOnAnyNumberOfThreads) {
+  for (const ModelKind kind : {ModelKind::kLeastSquares, ModelKind::kLogistic}) {
+    for (const WhiteBoxSolver solver : {WhiteBoxSolver::kUpdate, WhiteBoxSolver::kRefit}) {
+      SCOPED_TRACE(to_string(kind) + ", " + to_string(solver));
+      const bool regression = kind == ModelKind::kLeastSquares;
+      const Dataset data = random_categorical(2500, 10, 3, regression, 38);
+      const FitOptions options = options_for(kind, regression, true, 1e-3);
+      const AttributeCandidates candidates = attribute_candidates(data, data.attribute("group"));
+      const std::vector<Index> examples = {0, 5, 1200, 2499};
+      testing::expect_same_for_any_thread_count(
+          [&] { return candidate_minimisers(fit(data, options), data, VectorXd(), candidates, examples, options, solver); },
+          [](const CandidateMinimisers& one, const CandidateMinimisers& more) {
+            EXPECT_TRUE(testing::same_bits(one.shifts, more.shifts));
+            EXPECT_EQ(one.fallback_refits, more.fallback_refits);
+          });
+    }
+  }
 }
 
 TEST(AttributeInference, SubsetsGroupsAndNaiveComparison) {

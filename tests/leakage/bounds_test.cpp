@@ -177,5 +177,21 @@ TEST(ReconstructionBounds, InvalidOptionsThrowNamingTheField) {
   expect_invalid_argument_naming([] { rdp_mse_bound(-1.0); }, "epsilon");
 }
 
+TEST(ReconstructionBounds, AreBitwiseIdenticalOnAnyNumberOfThreads) {
+  // The fit included: 2500 rows make several blocks of its row passes and of FIL's.
+  const Dataset data = random_classification(2500, 8, 2, 14);
+  ReconstructionBoundOptions options;
+  options.sigma = 0.05;
+  testing::expect_same_for_any_thread_count(
+      [&] { return reconstruction_bounds(tight_logistic(data, 1e-2, true), data, options); },
+      [](const ReconstructionBounds& one, const ReconstructionBounds& more) {
+        EXPECT_TRUE(testing::same_bits(one.fil.eta, more.fil.eta));
+        EXPECT_TRUE(testing::same_bits(one.dfil_bound, more.dfil_bound));
+        EXPECT_TRUE(testing::same_bits(one.fil_bound, more.fil_bound));
+        EXPECT_TRUE(testing::same_bits(one.norm_check.max_norm, more.norm_check.max_norm));
+        EXPECT_TRUE(testing::same_bits(one.share_dfil_bound_above_line, more.share_dfil_bound_above_line));
+      });
+}
+
 }  // namespace
 }  // namespace filkit

@@ -269,5 +269,57 @@ TEST(Fil, RejectsASingularHessianAndMismatchedInputs) {
   EXPECT_THROW(fil.per_example_selection(CoordinateSelection::columns({3})), std::invalid_argument);
 }
 
+// Everything FIL computes, from a model fitted on the same number of threads (fil.hpp promises
+// the same bits on any number): 2500 rows make several blocks of every pass.
+struct FilOutcome {
+  MatrixXd weights;
+  PerExampleFil structured, dense;
+  VectorXd attribute_eta;
+  SubsetFil all, attribute, some;
+};
+
+FilOutcome fil_outcome(const Dataset& data, ModelKind kind) {
+  const VectorXd omega = VectorXd::LinSpaced(data.n(), 0.5, 1.5);
+  const Model model = fit(data, tight(kind, 1e-3, true), omega);
+  const FisherInformationLoss structured(model, data, omega, FilOptions{0.5, LabelPrivacy::kPrivate, true});
+  const FisherInformationLoss dense(model, data, omega, FilOptions{0.5, LabelPrivacy::kPrivate, false});
+  const CoordinateSelection attribute = CoordinateSelection::columns({1, 2});
+  const CoordinateSelection whole = CoordinateSelection::example(LabelPrivacy::kPrivate);
+  std::vector<Index> some;
+  for (Index i = 0; i < data.n(); i += 3) some.push_back(i);
+  return {model.weights,
+          structured.per_example(),
+          dense.per_example(),
+          structured.per_example_selection(attribute),
+          structured.subset({}, whole),
+          structured.subset({}, attribute),
+          structured.subset(some, whole)};
+}
+
+void expect_same_subset(const SubsetFil& a, const SubsetFil& b) {
+  EXPECT_TRUE(testing::same_bits(a.eta, b.eta));
+  EXPECT_TRUE(testing::same_bits(a.dfil, b.dfil));
+}
+
+TEST(Fil, EveryQuantityIsBitwiseIdenticalOnAnyNumberOfThreads) {
+  for (ModelKind kind : {ModelKind::kLeastSquares, ModelKind::kLogistic, ModelKind::kSoftmax}) {
+    SCOPED_TRACE(to_string(kind));
+    const Dataset data = random_classification(2500, 8, kind == ModelKind::kSoftmax ? 3 : 2, 70);
+    testing::expect_same_for_any_thread_count(
+        [&] { return fil_outcome(data, kind); },
+        [](const FilOutcome& a, const FilOutcome& b) {
+          EXPECT_TRUE(testing::same_bits(a.weights, b.weights));
+          EXPECT_TRUE(testing::same_bits(a.structured.eta, b.structured.eta));
+          EXPECT_TRUE(testing::same_bits(a.structured.dfil, b.structured.dfil));
+          EXPECT_TRUE(testing::same_bits(a.dense.eta, b.dense.eta));
+          EXPECT_TRUE(testing::same_bits(a.dense.dfil, b.dense.dfil));
+          EXPECT_TRUE(testing::same_bits(a.attribute_eta, b.attribute_eta));
+          expect_same_subset(a.all, b.all);
+          expect_same_subset(a.attribute, b.attribute);
+          expect_same_subset(a.some, b.some);
+        });
+  }
+}
+
 }  // namespace
 }  // namespace filkit

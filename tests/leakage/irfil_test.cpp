@@ -211,5 +211,26 @@ TEST(ReadExampleWeights, ReadsAColumnAndNamesTheLineOfABadValue) {
   EXPECT_INVALID_ARGUMENT(read_example_weights(shuffled, "weight", 2), shuffled, "line 2", "index");
 }
 
+TEST(Irfil, IsBitwiseIdenticalOnAnyNumberOfThreads) {
+  // 2500 rows of 12 features make several blocks of the fits' and FIL's row passes, with
+  // products Eigen would have split between threads.
+  const Dataset data = random_classification(2500, 12, 2, 17);
+  IrfilOptions options;
+  options.fit.l2 = 1e-3;
+  options.fit.intercept = true;
+  options.iterations = 2;
+  testing::expect_same_for_any_thread_count(
+      [&] { return irfil(data, data, options); },
+      [](const IrfilResult& one, const IrfilResult& more) {
+        ASSERT_EQ(one.weights.size(), more.weights.size());
+        for (std::size_t t = 0; t < one.weights.size(); ++t) {
+          EXPECT_TRUE(testing::same_bits(one.weights[t], more.weights[t])) << "iteration " << t;
+          EXPECT_TRUE(testing::same_bits(one.iterations[t].test_mse, more.iterations[t].test_mse)) << "iteration " << t;
+        }
+        EXPECT_TRUE(testing::same_bits(one.eta_after, more.eta_after));
+        EXPECT_TRUE(testing::same_bits(one.model.weights, more.model.weights));
+      });
+}
+
 }  // namespace
 }  // namespace filkit

@@ -149,5 +149,64 @@ TEST(OutputPerturbation, IsSeededAndHasTheRequestedSpread) {
   EXPECT_THROW(perturb_output(model, -1.0, 1), std::invalid_argument);
 }
 
+// ---- The same numbers on any number of threads (glm.hpp) --------------------------------------
+// 3000 rows are three blocks of the row passes, shared unevenly by 2 and 3 threads.
+
+struct FitOutcome {
+  Model model;
+  MatrixXd hessian;
+  double value;
+  VectorXd gradient;
+  PerExampleLoss loss;
+  VectorXd prediction;
+};
+
+FitOutcome fit_outcome(const Dataset& data, const FitOptions& options, const VectorXd& omega) {
+  FitOutcome outcome{fit(data, options, omega), {}, 0.0, {}, {}, {}};
+  outcome.hessian = hessian(outcome.model, data, omega);
+  outcome.value = objective_value(outcome.model, data, omega);
+  outcome.gradient = objective_gradient(outcome.model, data, omega);
+  outcome.loss = per_example_loss(outcome.model, data);
+  outcome.prediction = predict(outcome.model, data.X);
+  return outcome;
+}
+
+void expect_same_fit(const FitOutcome& a, const FitOutcome& b) {
+  EXPECT_TRUE(testing::same_bits(a.model.weights, b.model.weights));
+  EXPECT_EQ(a.model.iterations, b.model.iterations);
+  EXPECT_TRUE(testing::same_bits(a.model.gradient_norm, b.model.gradient_norm));
+  EXPECT_TRUE(testing::same_bits(a.hessian, b.hessian));
+  EXPECT_TRUE(testing::same_bits(a.value, b.value));
+  EXPECT_TRUE(testing::same_bits(a.gradient, b.gradient));
+  EXPECT_TRUE(testing::same_bits(a.loss.loss, b.loss.loss));
+  EXPECT_TRUE(testing::same_bits(a.loss.gradient_norm, b.loss.gradient_norm));
+  EXPECT_TRUE(testing::same_bits(a.prediction, b.prediction));
+}
+
+TEST(ThreadCount, EveryModelAndSolverFitsBitwiseAlikeOnAnyNumberOfThreads) {
+  const Dataset binary = random_classification(3000, 12, 2, 21);
+  const Dataset multi = random_classification(3000, 8, 3, 22);
+  const VectorXd omega = VectorXd::LinSpaced(3000, 0.5, 1.5);
+  struct Case {
+    const char* name;
+    const Dataset& data;
+    FitOptions options;
+  };
+  std::vector<Case> cases = {{"least squares", binary, options_for(ModelKind::kLeastSquares, 1e-3, true)},
+                             {"logistic, Newton", binary, options_for(ModelKind::kLogistic, 1e-3, true)},
+                             {"logistic, L-BFGS", binary, options_for(ModelKind::kLogistic, 1e-3, true)},
+                             {"softmax, Newton", multi, options_for(ModelKind::kSoftmax, 1e-3, true)},
+                             {"softmax, L-BFGS", multi, options_for(ModelKind::kSoftmax, 1e-3, false)}};
+  for (Case* lbfgs : {&cases[2], &cases[4]}) {
+    lbfgs->options.solver = Solver::kLbfgs;
+    lbfgs->options.gradient_tolerance = 1e-8;  // L-BFGS's line search stalls short of 1e-12
+  }
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    testing::expect_same_for_any_thread_count([&] { return fit_outcome(c.data, c.options, omega); },
+                                              expect_same_fit);
+  }
+}
+
 }  // namespace
 }  // namespace filkit

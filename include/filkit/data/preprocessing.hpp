@@ -60,8 +60,9 @@ struct Preprocessor {
   VectorXd pca_variances;        ///< k explained variances
   double pca_total_variance = 0.0;  ///< trace of C: all d variances, for explained ratios
 
-  /// Throws std::invalid_argument for invalid options, pca_components > d, fewer than 2 rows
-  /// for PCA, or all-zero training rows with global-max scaling.
+  /// Bitwise identical for any number of OpenMP threads, as is apply(). Throws
+  /// std::invalid_argument for invalid options, pca_components > d, fewer than 2 rows for PCA,
+  /// or all-zero training rows with global-max scaling.
   static Preprocessor fit(const Dataset& train, const PreprocessOptions& options);
   /// The data transformed with the fitted statistics; after PCA, feature_names become
   /// "pc1".."pck" and the column map is cleared. Throws std::invalid_argument if the data's

@@ -268,7 +268,9 @@ enum class CheckpointWhenDone {
 };
 
 /// Trains `options.runs` models on `train` by DP-SGD with FIL accounting; `test` (possibly
-/// empty) gives test accuracy. Results do not depend on the number of threads. Throws
+/// empty) gives test accuracy. The closed-form GLMs (options.network empty) give bitwise
+/// identical results for any number of threads; networks run LibTorch's kernels on OpenMP's
+/// number of threads, and whether their rounding depends on it is LibTorch's (not promised). Throws
 /// std::invalid_argument for invalid options (naming the field), labels outside the model's
 /// domain, a batch size above n or an unwritable checkpoint_path, and std::runtime_error naming
 /// the file for a resume file that is damaged or belongs to another job.

@@ -125,7 +125,7 @@ struct AttackResult {
 };
 
 /// Fits the model (with `omega`, empty = 1) and runs the attacks on `attribute` at every sigma.
-/// Trials run in parallel; results do not depend on the thread count. Throws
+/// Trials run in parallel; results are bitwise identical for any thread count. Throws
 /// std::invalid_argument for bad options or data, std::runtime_error for numerical failure.
 AttackResult attribute_inference(const Dataset& train, const Dataset& test, const AttributeColumns& attribute,
                                  const AttackOptions& options, const VectorXd& omega = VectorXd());

@@ -80,8 +80,9 @@ struct CoordinateSelection {
 };
 
 /// The Jacobian dw*/dz of a fitted model and everything derived from it. Construction factorises
-/// H once (O(p^3)); every query reuses it. Throws std::runtime_error if H is not positive
-/// definite (lambda = 0 with collinear features).
+/// H once (O(p^3)); every query reuses it. Every result is bitwise identical for any number of
+/// OpenMP threads. Throws std::runtime_error if H is not positive definite (lambda = 0 with
+/// collinear features).
 class FisherInformationLoss {
  public:
   FisherInformationLoss(const Model& model, const Dataset& train, const VectorXd& omega = VectorXd(),

@@ -83,8 +83,8 @@ using TrialProgress = std::function<void(Index, Index)>;
 
 /// Evaluates the attack on `options.trials` releases of `model` (the exact fit; it should be
 /// fitted to a tight gradient tolerance, or the attack is biased by the optimisation error).
-/// Draws are processed in blocks of GEMMs, blocks in parallel with OpenMP; results are
-/// bitwise identical for any thread count. Cost O(trials n d + n d^2).
+/// Draws are processed in blocks of GEMMs, blocks in parallel with OpenMP and summed in block
+/// order; results are bitwise identical for any thread count. Cost O(trials n d + n d^2).
 GlmAttackResult evaluate_glm_attack(const Model& model, const Dataset& train, const GlmAttackOptions& options,
                                     const TrialProgress& progress = {});
 

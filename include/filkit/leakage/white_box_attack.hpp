@@ -45,7 +45,7 @@ struct CandidateMinimisers {
 };
 
 /// Computes the candidate minimisers of `model` (fitted on `train` with `omega`, empty = 1).
-/// Parallel over examples (OpenMP); the result does not depend on the thread count.
+/// Parallel over examples (OpenMP); the result is bitwise identical for any thread count.
 /// Throws std::invalid_argument for softmax models or shape mismatches; std::runtime_error if a
 /// refit fails or a Woodbury system is singular.
 CandidateMinimisers candidate_minimisers(const Model& model, const Dataset& train, const VectorXd& omega,

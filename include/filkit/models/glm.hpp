@@ -91,7 +91,9 @@ struct Model {
 };
 
 /// Fits the model to `data` with per-example weights `omega` (empty = all 1, else n positive
-/// finite values). Throws std::invalid_argument for labels outside the model's domain, NaN/Inf
+/// finite values). The passes over the examples run in parallel (OpenMP) in blocks of a fixed
+/// number of rows summed in order, so the fit, and every function below, is bitwise identical
+/// for any number of threads. Throws std::invalid_argument for labels outside the model's domain, NaN/Inf
 /// or shape mismatches; std::runtime_error for a singular H (with advice to raise lambda) or
 /// non-convergence.
 Model fit(const Dataset& data, const FitOptions& options, const VectorXd& omega = VectorXd());
