@@ -65,8 +65,16 @@ Plotter::Plotter(std::string gnuplot, fs::path scratch, fs::path out_dir)
   terminal_ = probe.exit_code == 0 ? "pngcairo enhanced font 'DejaVu Sans,11'" : "png enhanced";
 }
 
+Plotter Plotter::dry_run() {
+  Plotter plotter;
+  plotter.terminal_ = "png";
+  plotter.dry_run_ = true;
+  return plotter;
+}
+
 std::string Plotter::data(const std::string& name, const std::string& content) const {
   const fs::path path = scratch_ / name;
+  if (dry_run_) return gnuplot_string(path.string());
   std::ofstream out(path);
   out << content;
   if (!out.flush()) throw std::runtime_error("cannot write '" + path.string() + "'");
@@ -77,14 +85,19 @@ void Plotter::plot(Section& section, const std::string& name, const std::string&
                    int width, int height) {
   const std::string file = section.id + "-" + name;
   const fs::path png = scratch_ / (file + ".png"), script = scratch_ / (file + ".gp");
-  std::ofstream out(script);
-  out << "set terminal " << terminal_ << " size " << width << "," << height << "\n"
+  std::ostringstream text;
+  text << "set terminal " << terminal_ << " size " << width << "," << height << "\n"
       << "set output " << gnuplot_string(png.string()) << "\n"
       << "set grid lc rgb '#dddddd'\nset key top right\n"
       // Short tick labels: the default prints rounding noise on log axes ("1000000000.0025635").
       << "set format x '%g'\nset format y '%g'\n"
       << body << "\nunset output\n";
-  if (!out.flush()) throw std::runtime_error("cannot write '" + script.string() + "'");
+  if (dry_run_) {
+    section.figures.push_back({file + ".png", caption});
+    return;
+  }
+  std::ofstream out(script);
+  if (!(out << text.str()).flush()) throw std::runtime_error("cannot write '" + script.string() + "'");
   run(script);
   // The scratch directory is inside the report directory, so this rename is atomic.
   fs::rename(png, out_dir_ / (file + ".png"));
