@@ -183,16 +183,19 @@ std::vector<std::vector<double>> histogram(const std::vector<std::vector<double>
   if (!(lo <= hi)) return {};
   // A single distinct value still gets a visible bar.
   if (hi - lo < 1e-12 * std::max(1.0, std::abs(lo))) lo -= 0.5, hi += 0.5;
-  const double width = (hi - lo) / bins;
+  // Half the bin width: finite even when the values span more than the largest double (hi - lo
+  // would be inf, and inf / inf the bin).
+  const double half_width = (hi / 2 - lo / 2) / bins;
   std::vector<std::vector<double>> rows(static_cast<std::size_t>(bins), std::vector<double>(groups.size() + 1, 0.0));
   for (int b = 0; b < bins; ++b) {
-    const double centre = lo + (b + 0.5) * width;
+    const double centre = 2 * (lo / 2 + (b + 0.5) * half_width);
     rows[static_cast<std::size_t>(b)][0] = log_bins ? std::pow(10.0, centre) : centre;
   }
   for (std::size_t g = 0; g < groups.size(); ++g)
     for (double v : groups[g]) {
       if (!usable(v)) continue;
-      const int b = std::min(bins - 1, static_cast<int>((scale(v) - lo) / width));
+      const double position = (scale(v) / 2 - lo / 2) / half_width;  // in [0, bins]
+      const int b = static_cast<int>(std::min<double>(bins - 1, position));
       rows[static_cast<std::size_t>(b)][g + 1] += 1.0;
     }
   return rows;

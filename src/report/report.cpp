@@ -50,7 +50,8 @@ report::Columns report::read_columns(const std::string& path) {
     for (const auto& row : table.rows) {
       char* end = nullptr;
       const double value = std::strtod(row[j].c_str(), &end);
-      values.push_back(end != row[j].c_str() && *end == '\0' ? value : std::nan(""));
+      // The whole cell, not just up to a NUL byte inside it.
+      values.push_back(end != row[j].c_str() && end == row[j].c_str() + row[j].size() ? value : std::nan(""));
     }
   }
   return columns;
