@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Configures and builds the sanitizer build: clang with AddressSanitizer and UndefinedBehaviorSanitizer
-# at -O1, with Eigen's and libstdc++'s assertions (no NDEBUG, _GLIBCXX_ASSERTIONS), the test suite,
+# at -O1, with Eigen's assertions (no NDEBUG: sizes of every product, indices), the test suite,
 # the filkit executable and the libFuzzer targets of fuzz/; without LibTorch, the Python module and
 # the benchmarks. scripts/test.sh runs its tests after the normal suite, scripts/fuzz.sh its fuzzers.
 # Needs scripts/setup.sh's packages (clang, libclang-rt-dev, libomp-dev).
@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${FILKIT_ASAN_BUILD_DIR:-build-asan}"
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ \
-  -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g -D_GLIBCXX_ASSERTIONS" \
+  -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
   -DFILKIT_SANITIZE=address,undefined -DFILKIT_BUILD_FUZZ=ON -DFILKIT_BUILD_TESTS=ON \
   -DFILKIT_WITH_TORCH=OFF -DFILKIT_BUILD_PYTHON=OFF -DFILKIT_BUILD_BENCH=OFF > /dev/null
 bash scripts/cmake-build.sh "$build" asan-build.log "$@"
