@@ -5,6 +5,7 @@
 #pragma once
 
 #include "filkit/base/options.hpp"
+#include "filkit/base/resources.hpp"
 #include "filkit/jobs/job.hpp"
 
 #include <CLI/CLI.hpp>
@@ -25,7 +26,24 @@ inline std::string flag_name(const char* field) {
   return flag;
 }
 
-/// Binds one field to one flag.
+/// The default of a field as --help shows it: its JSON setting, strings unquoted.
+template <typename T>
+std::string shown_default(const T& field) {
+  const nlohmann::json shown = option_to_json(field);
+  return shown.is_string() ? shown.get<std::string>() : shown.dump();
+}
+
+/// What --help shows for a value of type T.
+template <typename T>
+constexpr const char* type_name() {
+  if constexpr (std::is_same_v<T, ByteSize>) return "SIZE";
+  else if constexpr (std::is_floating_point_v<T>) return "FLOAT";
+  else if constexpr (std::is_integral_v<T>) return "INT";
+  else return "TEXT";
+}
+
+/// Binds one field to one flag. Every value is read by the library's option_from_text, as Python
+/// strings are: integers in their type's range (CLI11 would clamp or wrap them), sizes like 2G.
 struct FlagBinder {
   CLI::App& command;
 
@@ -35,12 +53,6 @@ struct FlagBinder {
     if constexpr (std::is_same_v<T, bool>) {
       // A default-on switch needs its negation; both spellings exist for every bool.
       command.add_flag(flag + ",!" + "--no-" + flag.substr(2), field, help)->default_str(field ? "true" : "false");
-    } else if constexpr (std::is_enum_v<T>) {
-      command
-          .add_option_function<std::string>(
-              flag, [&field, name](const std::string& text) { option_from_text(name, text, field); },
-              std::string(help) + " (" + enum_spellings<T>() + ")")
-          ->default_str(to_string(field));
     } else if constexpr (is_optional<T>::value || is_vector<T>::value) {
       // Lists take commas or repeated flags; optionals take "auto" or a value.
       auto* option = command.add_option_function<std::vector<std::string>>(
@@ -51,15 +63,28 @@ struct FlagBinder {
             option_from_text(name, joined, field);
           },
           help);
-      const nlohmann::json shown = option_to_json(field);
-      option->default_str(shown.is_string() ? shown.get<std::string>() : shown.dump());
+      option->default_str(shown_default(field));
       if constexpr (is_vector<T>::value) option->delimiter(',');
       else option->expected(1);
     } else {
-      command.add_option(flag, field, help)->capture_default_str();
+      std::string described = help;
+      if constexpr (std::is_enum_v<T>) described += " (" + enum_spellings<T>() + ")";
+      command
+          .add_option_function<std::string>(
+              flag, [&field, name](const std::string& text) { option_from_text(name, text, field); }, described)
+          ->default_str(shown_default(field))
+          ->type_name(type_name<T>());
     }
   }
 };
+
+/// A thread count from text, checked against the machine (check_thread_count).
+inline int parse_thread_count(const std::string& name, const std::string& text) {
+  long long threads = 0;
+  option_from_text(name, text, threads);
+  check_thread_count(name, threads);
+  return static_cast<int>(threads);
+}
 
 /// Run-time flags of every job command that are not settings of the job.
 struct RunFlags {
@@ -83,9 +108,11 @@ CLI::App* add_job_command(CLI::App& app) {
                         "table go here too unless --json/--out name them");
   for (const ExtraOutput& extra : Job::extra_outputs())
     command->add_option(flag_name(extra.name), run->outputs.extra[extra.name], extra.help);
-  command->add_option("--threads", run->threads, "OpenMP threads; 0 = all cores")
-      ->check(CLI::Range(0, 1024))
-      ->capture_default_str();
+  command->add_option_function<std::string>(
+      "--threads", [run](const std::string& text) { run->threads = parse_thread_count("--threads", text); },
+      "OpenMP threads; 0 = all cores, at most " + std::to_string(max_thread_count()))
+      ->default_str("0")
+      ->type_name("INT");
   command->add_flag("--quiet,-q", run->quiet, "No progress and no summary");
   command->callback([options, run] {
     if (run->threads > 0) omp_set_num_threads(run->threads);

@@ -1,10 +1,12 @@
 // filkit: Fisher information loss of trained models. main only wires up the subcommands.
 #include "commands.hpp"
 
+#include "filkit/base/stage.hpp"
 #include "filkit/base/types.hpp"
 
 #include <exception>
 #include <iostream>
+#include <new>
 
 int main(int argc, char** argv) {
   CLI::App app{"filkit " + filkit::version() +
@@ -17,6 +19,11 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
     return app.exit(error);
+  } catch (const std::bad_alloc&) {
+    std::cerr << "filkit: error: " << filkit::out_of_memory_message()
+              << "; try a smaller subset (--train-size, --classes) or a lower --max-memory, which makes filkit "
+                 "refuse inputs larger than that before loading them\n";
+    return 1;
   } catch (const std::exception& error) {
     std::cerr << "filkit: error: " << error.what() << "\n";
     return 1;

@@ -75,11 +75,13 @@ void bind_data(py::module_& m) {
 
   m.def("load_dataset", &load_dataset_from_kwargs,
         "load_dataset(data='fashion-mnist', *, classes=[], target='', categorical=[], drop=[], missing='drop', "
-        "regression=False, test_fraction=0.2, seed=0, train_size=0, test_size=0): the library's DataOptions. "
+        "regression=False, test_fraction=0.2, seed=0, train_size=0, test_size=0, max_memory=<half the RAM>): the "
+        "library's DataOptions. "
         "Load a built-in dataset (fashion-mnist, mnist, income-regression, income-classification, credit-g) or a "
         ".csv/.arff/.npz file and its train/test split. Pixels stay raw (0..255); see preprocess(). "
         "train_size/test_size > 0 keep a random subset drawn with seed (the CLI's --train-size/--test-size with "
-        "the same --seed give the same rows).");
+        "the same --seed give the same rows). max_memory ('2G', '512M' or bytes) refuses a file whose size or "
+        "declared shape needs more.");
   m.def(
       "load_dataset",
       [](const std::string& data, py::kwargs kwargs) {

@@ -8,6 +8,7 @@
 #include "bindings.hpp"
 
 #include "filkit/base/options.hpp"
+#include "filkit/base/resources.hpp"
 #include "filkit/jobs/job.hpp"
 #include "filkit/models/glm.hpp"
 
@@ -46,6 +47,21 @@ struct KwargsBinder {
       typename T::value_type inner{};
       assign(name, value, inner);
       field = std::move(inner);
+    } else if constexpr (is_vector<T>::value) {
+      // Element by element, so that each is checked as a single value is (integers in range).
+      if (!py::isinstance<py::sequence>(value))
+        throw py::type_error(std::string(name) + ": expected a list, or a comma-separated string");
+      T elements;
+      for (const py::handle item : value) {
+        typename T::value_type element{};
+        assign(name, py::reinterpret_borrow<py::object>(item), element);
+        elements.push_back(std::move(element));
+      }
+      field = std::move(elements);
+    } else if constexpr ((std::is_integral_v<T> && !std::is_same_v<T, bool>) || std::is_same_v<T, ByteSize>) {
+      // Python integers have no bounds: their digits are read as the command line reads a flag's,
+      // so that one out of the field's range is refused with the range, never wrapped.
+      option_from_text(name, py::str(integer(name, value)).cast<std::string>(), field);
     } else if constexpr (std::is_enum_v<T>) {
       throw py::type_error(std::string(name) + ": expected a string, one of " + enum_spellings<T>());
     } else {
@@ -60,6 +76,17 @@ struct KwargsBinder {
                              py::str(value.get_type().attr("__name__")).cast<std::string>() + " here");
       }
     }
+  }
+
+  /// `value` as a Python int (numpy integers too); TypeError for anything else, bool included.
+  static py::int_ integer(const char* name, const py::object& value) {
+    if (!py::isinstance<py::bool_>(value)) {
+      if (py::isinstance<py::int_>(value)) return py::reinterpret_borrow<py::int_>(value);
+      if (PyObject* index = PyNumber_Index(value.ptr())) return py::reinterpret_steal<py::int_>(index);
+      PyErr_Clear();
+    }
+    throw py::type_error(std::string(name) + ": expected an integer, not a " +
+                         py::str(value.get_type().attr("__name__")).cast<std::string>());
   }
 };
 
@@ -79,9 +106,10 @@ inline JobOutputs take_outputs(const py::kwargs& kwargs, const std::vector<Extra
   quiet = kwargs.contains("quiet") ? kwargs["quiet"].cast<bool>() : true;
   accepted.insert("threads");
   if (kwargs.contains("threads")) {
-    const int threads = kwargs["threads"].cast<int>();
-    if (threads < 0 || threads > 1024) throw py::value_error("threads: expected 0..1024");
-    if (threads > 0) omp_set_num_threads(threads);
+    long long threads = 0;
+    KwargsBinder::assign("threads", py::reinterpret_borrow<py::object>(kwargs["threads"]), threads);
+    check_thread_count("threads", threads);
+    if (threads > 0) omp_set_num_threads(static_cast<int>(threads));
   }
   return outputs;
 }

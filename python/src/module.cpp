@@ -1,6 +1,9 @@
 #include "bindings.hpp"
 
+#include "filkit/base/stage.hpp"
 #include "filkit/base/types.hpp"
+
+#include <new>
 
 namespace py = pybind11;
 
@@ -15,6 +18,18 @@ PYBIND11_MODULE(_filkit, m) {
   filkit::python::bind_accounting(m);
   filkit::python::bind_dpsgd(m);
   filkit::python::bind_leakage(m);
+  // A MemoryError that says what filkit was doing, as the command line does.
+  py::register_exception_translator([](std::exception_ptr error) {
+    try {
+      if (error) std::rethrow_exception(error);
+    } catch (const std::bad_alloc&) {
+      PyErr_SetString(PyExc_MemoryError,
+                      (filkit::out_of_memory_message() +
+                       "; try a smaller subset (train_size, classes) or a lower max_memory, which makes filkit "
+                       "refuse inputs larger than that before loading them")
+                          .c_str());
+    }
+  });
 }
 
 namespace filkit::python {

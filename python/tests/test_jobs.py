@@ -97,3 +97,25 @@ def test_every_cli_command_is_a_python_job():
         filkit.run("measure", sigm=1.0)
     with pytest.raises(ValueError, match="unknown job"):
         filkit.run("measures")
+
+
+def test_numbers_out_of_range_are_refused_with_the_option_and_range():
+    with pytest.raises(ValueError, match=r"threads = 100000: expected 0\.\."):
+        filkit.run("measure", threads=100000)
+    with pytest.raises(ValueError, match=r"classes = '4294967296': expected an integer in -2147483648"):
+        filkit.run("measure", classes=[4294967296, 4294967297])
+    with pytest.raises(ValueError, match="groups = '100000000000000000000'"):
+        filkit.run("attack", groups=10**20)
+    with pytest.raises(TypeError, match="steps: expected an integer, not a float"):
+        filkit.run("dpsgd", steps=1e300)
+    with pytest.raises(ValueError, match="max_memory = '2X'"):
+        filkit.run("measure", max_memory="2X")
+
+
+def test_max_memory_is_an_option_of_every_data_job_recorded_as_spelled():
+    for job in ["measure", "irfil", "attack", "bound", "reconstruct", "dpsgd"]:
+        assert filkit.defaults(job)["max_memory"].endswith(("M", "G"))
+    with pytest.raises(ValueError, match="more than max_memory = 1K"):
+        filkit.run("measure", max_memory="1K")
+    with pytest.raises(ValueError, match="more than max_memory = 1000"):
+        filkit.load_dataset("fashion-mnist", max_memory=1000)

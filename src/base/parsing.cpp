@@ -4,15 +4,19 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
 
 namespace filkit::detail {
 
-std::string read_file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
+std::string read_file_bytes(const std::string& path, ByteSize budget) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw std::invalid_argument("cannot open '" + path + "' for reading");
+  const std::streamoff size = in.tellg();
+  if (size > 0) check_memory(static_cast<std::uint64_t>(size), budget, "reading '" + path + "'");
+  in.seekg(0);
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad()) throw std::invalid_argument("error while reading '" + path + "'");
   return bytes;
@@ -37,7 +41,13 @@ std::optional<double> parse_number(std::string_view text) {
   double value = 0.0;
   const char* end = text.data() + text.size();
   const auto [stop, error] = std::from_chars(text.data(), end, value);
-  if (error != std::errc() || stop != end || text.empty()) return std::nullopt;
+  if (stop != end || text.empty()) return std::nullopt;
+  if (error == std::errc::result_out_of_range) {
+    // A number all the same ("1e400", "1e-400"): strtod gives it rounded, +-Inf beyond a double's
+    // range, so that callers refuse it as a non-finite number instead of taking it for a word.
+    return std::strtod(std::string(text).c_str(), nullptr);
+  }
+  if (error != std::errc()) return std::nullopt;
   return value;
 }
 

@@ -22,14 +22,28 @@ double quantile(const VectorXd& values, double q) {
   return sorted[below] + (position - static_cast<double>(below)) * (sorted[above] - sorted[below]);
 }
 
+double mean_without_overflow(const Eigen::Ref<const VectorXd>& values) {
+  const double mean = values.mean();
+  if (std::isfinite(mean) || !values.allFinite()) return mean;
+  return (values / static_cast<double>(values.size())).sum();
+}
+
+double root_mean_square_deviation(const Eigen::Ref<const VectorXd>& values, double center, double divisor) {
+  const double squares = (values.array() - center).square().sum();
+  if (std::isfinite(squares) || !values.allFinite() || !std::isfinite(center)) return std::sqrt(squares / divisor);
+  // Halved first: x - center itself overflows for x and center of opposite signs near 1e308.
+  const Eigen::ArrayXd halves = values.array() / 2 - center / 2;
+  const double largest = halves.abs().maxCoeff();
+  return 2 * largest * std::sqrt((halves / largest).square().sum() / divisor);
+}
+
 Summary summarize(const VectorXd& values) {
   if (values.size() == 0) throw std::invalid_argument("summary of an empty set");
   Summary summary;
   summary.count = values.size();
-  summary.mean = values.mean();
-  summary.std = values.size() > 1
-                    ? std::sqrt((values.array() - summary.mean).square().sum() / static_cast<double>(values.size() - 1))
-                    : 0.0;
+  summary.mean = mean_without_overflow(values);
+  summary.std =
+      values.size() > 1 ? root_mean_square_deviation(values, summary.mean, static_cast<double>(values.size() - 1)) : 0.0;
   summary.min = values.minCoeff();
   summary.max = values.maxCoeff();
   summary.median = quantile(values, 0.5);

@@ -123,8 +123,8 @@ TextTable make_table(const std::vector<Attribute>& attributes, const std::string
 
 }  // namespace
 
-TextTable read_arff(const std::string& path) {
-  const std::string content = detail::read_file_bytes(path);
+TextTable read_arff(const std::string& path, ByteSize max_memory) {
+  const std::string content = detail::read_file_bytes(path, max_memory);
   std::vector<Attribute> attributes;
   TextTable table;
   bool in_data = false;
@@ -140,6 +140,7 @@ TextTable read_arff(const std::string& path) {
       if (line.starts_with('{')) fail(path, line_number, "sparse ARFF rows are not supported");
       std::vector<std::string> row = split_values(line, path, line_number);
       check_row(row, attributes, path, line_number);
+      check_table_memory(table, table.rows.size() + 1, line_number, content.size(), max_memory);
       table.rows.push_back(std::move(row));
       table.lines.push_back(line_number);
       continue;

@@ -20,6 +20,7 @@ class CsvReader {
   }
 
   bool done() const { return pos_ >= text_.size(); }
+  std::size_t size() const { return text_.size(); }
   Index line() const { return line_; }
 
   /// The next record's cells; a blank line gives no cells.
@@ -110,8 +111,8 @@ void check_header(const std::vector<std::string>& header, CsvReader& reader, Ind
 
 }  // namespace
 
-TextTable read_csv(const std::string& path) {
-  CsvReader reader(detail::read_file_bytes(path), path);
+TextTable read_csv(const std::string& path, ByteSize max_memory) {
+  CsvReader reader(detail::read_file_bytes(path, max_memory), path);
   TextTable table;
   table.source = path;
   while (!reader.done() && table.header.empty()) {
@@ -131,6 +132,7 @@ TextTable read_csv(const std::string& path) {
       reader.fail(line, std::to_string(cells.size()) + " cells, but the header has " +
                             std::to_string(table.header.size()) + " columns");
     }
+    check_table_memory(table, table.rows.size() + 1, line, reader.size(), max_memory);
     table.rows.push_back(std::move(cells));
     table.lines.push_back(line);
   }

@@ -15,17 +15,18 @@ std::string position(Index row, Index column) {
   return "(row " + std::to_string(row) + ", column " + std::to_string(column) + ")";
 }
 
-void check_finite(const Dataset& data) {
-  if (data.X.allFinite() && data.y.allFinite()) return;
+// NaN, Inf or values beyond kMaxInputMagnitude (a dataset built by hand; the loaders check theirs).
+void check_values(const Dataset& data) {
+  const auto usable = [](double value) { return std::abs(value) <= kMaxInputMagnitude; };  // false for NaN
+  if ((data.X.array().abs() <= kMaxInputMagnitude).all() && (data.y.array().abs() <= kMaxInputMagnitude).all())
+    return;
   for (Index i = 0; i < data.n(); ++i) {
     for (Index j = 0; j < data.d(); ++j) {
-      if (!std::isfinite(data.X(i, j))) {
-        throw std::invalid_argument(data.source + ": X" + position(i, j) + " is not finite");
-      }
+      if (!usable(data.X(i, j)))
+        throw std::invalid_argument(data.source + ": X" + position(i, j) + " " + input_value_problem(data.X(i, j)));
     }
-    if (!std::isfinite(data.y(i))) {
-      throw std::invalid_argument(data.source + ": y(" + std::to_string(i) + ") is not finite");
-    }
+    if (!usable(data.y(i)))
+      throw std::invalid_argument(data.source + ": y(" + std::to_string(i) + ") " + input_value_problem(data.y(i)));
   }
 }
 
@@ -66,6 +67,17 @@ std::uint64_t uniform_below(std::mt19937_64& rng, std::uint64_t bound) {
 
 }  // namespace
 
+std::string input_value_problem(double value) {
+  if (!std::isfinite(value))
+    return "is " + std::string(std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf") +
+           ": not finite (NaN, Inf, or a number beyond the range of a double)";
+  if (std::abs(value) > kMaxInputMagnitude)
+    return "is " + detail::format_number(value) +
+           ": beyond +-1e150, the largest magnitude filkit accepts (sums of squares of larger values overflow); "
+           "rescale the data";
+  return "";
+}
+
 void Dataset::validate() const {
   if (y.size() != n()) {
     throw std::invalid_argument(source + ": X has " + std::to_string(n()) + " rows but y has " +
@@ -75,7 +87,7 @@ void Dataset::validate() const {
     throw std::invalid_argument(source + ": " + std::to_string(feature_names.size()) +
                                 " feature names for " + std::to_string(d()) + " columns");
   }
-  check_finite(*this);
+  check_values(*this);
   check_attributes(*this);
   if (!class_names.empty()) check_labels(*this);
 }
@@ -138,7 +150,7 @@ Dataset select_classes(const Dataset& data, const std::vector<int>& classes) {
   const auto known = static_cast<int>(data.class_names.size());
   for (std::size_t k = 0; k < classes.size(); ++k) {
     if (classes[k] < 0 || (known > 0 && classes[k] >= known)) {
-      throw std::invalid_argument("class " + std::to_string(classes[k]) + " is not a label of " +
+      throw std::invalid_argument("classes contains " + std::to_string(classes[k]) + ", which is not a label of " +
                                   data.source + " (labels 0.." + std::to_string(known - 1) + ")");
     }
     if (std::find(classes.begin(), classes.begin() + static_cast<long>(k), classes[k]) !=

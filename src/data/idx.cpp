@@ -38,7 +38,7 @@ struct Bytes {
   explicit Bytes(std::size_t n = 0) : data(new unsigned char[n]), size(n) {}
 };
 
-Bytes read_file(const std::string& path) {
+Bytes read_file(const std::string& path, ByteSize budget) {
   const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), std::fclose);
   if (!file || std::fseek(file.get(), 0, SEEK_END) != 0) {
     throw std::invalid_argument("cannot open '" + path + "' for reading");
@@ -47,6 +47,7 @@ Bytes read_file(const std::string& path) {
   if (size < 0 || std::fseek(file.get(), 0, SEEK_SET) != 0) {
     throw std::invalid_argument("cannot open '" + path + "' for reading");
   }
+  check_memory(static_cast<std::uint64_t>(size), budget, "reading '" + path + "'");
   Bytes bytes(static_cast<std::size_t>(size));
   if (std::fread(bytes.data.get(), 1, bytes.size, file.get()) != bytes.size) {
     throw std::invalid_argument("cannot read '" + path + "'");
@@ -55,15 +56,18 @@ Bytes read_file(const std::string& path) {
 }
 
 // The decompressed content of `path` through zlib's stream reader: the general path for
-// concatenated gzip members, and the one that tells a truncated stream from a corrupt one.
-std::string read_with_zlib(const std::string& path) {
+// concatenated gzip members, and the one that tells a truncated stream from a corrupt one. It
+// stops after `limit` bytes: a gzip bomb inflates no further than its IDX header says it should
+// (one byte more shows that it is longer).
+std::string read_with_zlib(const std::string& path, std::size_t limit) {
   const std::unique_ptr<gzFile_s, int (*)(gzFile)> file(gzopen(path.c_str(), "rb"), gzclose);
   if (!file) throw std::invalid_argument("cannot open '" + path + "' for reading");
   gzbuffer(file.get(), 1u << 20);
   std::string content;
   std::vector<char> chunk(1u << 20);
-  for (;;) {
-    const int got = gzread(file.get(), chunk.data(), static_cast<unsigned>(chunk.size()));
+  while (content.size() < limit) {
+    const auto wanted = static_cast<unsigned>(std::min<std::size_t>(chunk.size(), limit - content.size()));
+    const int got = gzread(file.get(), chunk.data(), wanted);
     if (got < 0) {
       int code = 0;
       throw std::invalid_argument("'" + path + "' is corrupt: " + gzerror(file.get(), &code));
@@ -79,6 +83,7 @@ std::string read_with_zlib(const std::string& path) {
     }
     content.append(chunk.data(), static_cast<std::size_t>(got));
   }
+  return content;
 }
 
 // Deflate expands at most 1032:1; a gzip trailer declaring more than that is corrupt, and is
@@ -86,35 +91,43 @@ std::string read_with_zlib(const std::string& path) {
 constexpr std::uint64_t kMaxDeflateRatio = 1032;
 
 // A single-member gzip stream decoded in one call of libdeflate (several times faster than
-// zlib) into a buffer of the size its trailer declares (ISIZE: the last 4 bytes, little-endian,
-// the size mod 2^32). Empty if anything is unusual: an absurd ISIZE, several members, trailing
-// bytes, corrupt or truncated data; the caller then falls back to zlib, which decodes the
-// legitimate cases and names the fault of the others.
-std::optional<Bytes> gunzip_single_member(const Bytes& gz) {
+// zlib) into a buffer of `expected` bytes, the size its IDX header declares, which the trailer
+// must confirm (ISIZE: the last 4 bytes, little-endian, the size mod 2^32). Empty if anything is
+// unusual: an absurd ISIZE, a size other than expected, several members, trailing bytes, corrupt
+// or truncated data; the caller then falls back to zlib, which decodes the legitimate cases and
+// names the fault of the others.
+std::optional<Bytes> gunzip_single_member(const Bytes& gz, std::size_t expected) {
   constexpr std::size_t kMinimumGzip = 18;  // 10-byte header, empty deflate stream, 8-byte trailer
   if (gz.size < kMinimumGzip) return std::nullopt;
   const unsigned char* trailer = gz.data.get() + gz.size - 4;
   const std::uint32_t declared = std::uint32_t{trailer[0]} | std::uint32_t{trailer[1]} << 8 |
                                  std::uint32_t{trailer[2]} << 16 | std::uint32_t{trailer[3]} << 24;
-  if (declared > kMaxDeflateRatio * gz.size) return std::nullopt;
+  if (declared != static_cast<std::uint32_t>(expected) || expected > kMaxDeflateRatio * gz.size) return std::nullopt;
   const std::unique_ptr<libdeflate_decompressor, void (*)(libdeflate_decompressor*)> decompressor(
       libdeflate_alloc_decompressor(), libdeflate_free_decompressor);
   if (!decompressor) throw std::bad_alloc();
-  Bytes content(declared);
+  Bytes content(expected);
   std::size_t in_used = 0, out_used = 0;
   const libdeflate_result result = libdeflate_gzip_decompress_ex(
       decompressor.get(), gz.data.get(), gz.size, content.data.get(), content.size, &in_used, &out_used);
-  if (result != LIBDEFLATE_SUCCESS || in_used != gz.size || out_used != declared) return std::nullopt;
+  if (result != LIBDEFLATE_SUCCESS || in_used != gz.size || out_used != expected) return std::nullopt;
   return content;
 }
 
-// The decompressed content of `path`; like gzread, uncompressed files pass through unchanged.
-Bytes read_maybe_gzipped(const std::string& path) {
-  Bytes bytes = read_file(path);
-  if (bytes.size < 2 || bytes.data[0] != 0x1f || bytes.data[1] != 0x8b) return bytes;
-  if (std::optional<Bytes> content = gunzip_single_member(bytes)) return std::move(*content);
-  bytes = Bytes();  // free the compressed copy before zlib decodes the file again
-  const std::string content = read_with_zlib(path);
+bool is_gzip(const Bytes& bytes) { return bytes.size >= 2 && bytes.data[0] == 0x1f && bytes.data[1] == 0x8b; }
+
+// The first `count` bytes of `file` as read (decompressed if gzipped; fewer if it is shorter).
+std::string leading_bytes(const Bytes& file, const std::string& path, std::size_t count) {
+  if (!is_gzip(file)) return std::string(reinterpret_cast<const char*>(file.data.get()), std::min(count, file.size));
+  return read_with_zlib(path, count);
+}
+
+// The content of `file` (read from `path`), decompressed if gzipped, up to `expected` + 1 bytes.
+Bytes decompressed(Bytes file, const std::string& path, std::size_t expected) {
+  if (!is_gzip(file)) return file;
+  if (std::optional<Bytes> content = gunzip_single_member(file, expected)) return std::move(*content);
+  file = Bytes();  // free the compressed copy before zlib decodes the file again
+  const std::string content = read_with_zlib(path, expected + 1);
   Bytes copy(content.size());
   std::copy(content.begin(), content.end(), copy.data.get());
   return copy;
@@ -128,37 +141,62 @@ struct IdxFile {
   const unsigned char* data() const { return content.data.get() + data_offset; }
 };
 
-IdxFile read_idx(const std::string& path, std::uint32_t magic, const std::string& kind) {
-  IdxFile idx{{}, read_maybe_gzipped(path), 0};
-  const unsigned char* bytes = idx.content.data.get();
-  const std::size_t size = idx.content.size;
+// The dimensions an IDX header declares, checked against the expected magic number, and the
+// number of data bytes they make (saturating: only a corrupt header declares more than 2^64).
+struct IdxHeader {
+  std::vector<Index> dims;
+  std::uint64_t data_bytes = 1;
+};
+
+IdxHeader parse_idx_header(std::string_view header, const std::string& path, std::uint32_t magic,
+                           const std::string& kind) {
   const std::size_t n_dims = magic & 0xFFu;
   const std::size_t header_bytes = 4 * (1 + n_dims);
+  const auto bytes = reinterpret_cast<const unsigned char*>(header.data());
   const auto fail_header = [&] {
     throw std::invalid_argument("'" + path + "' is not an " + kind + " file: expected a " +
                                 std::to_string(header_bytes) + "-byte IDX header, found " +
-                                std::to_string(size) + " bytes");
+                                std::to_string(header.size()) + " bytes");
   };
-  if (size < 4) fail_header();
+  if (header.size() < 4) fail_header();
   const std::uint32_t found = big_endian_u32(bytes);
   if (found != magic) {
     throw std::invalid_argument("'" + path + "' is not an " + kind + " file: expected magic number " +
                                 hex(magic) + ", found " + hex(found));
   }
-  if (size < header_bytes) fail_header();
-  Index expected = 1;
-  bool overflow = false;  // only a corrupt header declares more than 2^63 bytes
+  if (header.size() < header_bytes) fail_header();
+  IdxHeader parsed;
   for (std::size_t k = 0; k < n_dims; ++k) {
-    idx.dims.push_back(big_endian_u32(bytes + 4 * (k + 1)));
-    overflow = overflow || __builtin_mul_overflow(expected, idx.dims.back(), &expected);
+    parsed.dims.push_back(big_endian_u32(bytes + 4 * (k + 1)));
+    parsed.data_bytes = saturating_product(parsed.data_bytes, static_cast<std::uint64_t>(parsed.dims.back()));
   }
-  idx.data_offset = header_bytes;
-  const auto found_bytes = static_cast<Index>(size - header_bytes);
-  if (overflow || found_bytes != expected) {
+  return parsed;
+}
+
+std::string shape_text(const std::vector<Index>& dims) {
+  std::string text;
+  for (Index dim : dims) text += (text.empty() ? "" : " x ") + std::to_string(dim);
+  return text;
+}
+
+// An IDX file checked against its expected magic number: its dimensions and its data bytes. The
+// header is read first, so that a file (a gzip bomb above all) whose declared data exceed the
+// memory budget is refused before it is inflated, and never inflated beyond what it declares.
+IdxFile read_idx(const std::string& path, std::uint32_t magic, const std::string& kind, ByteSize budget) {
+  Bytes file = read_file(path, budget);
+  const bool gzipped = is_gzip(file);
+  const std::size_t header_bytes = 4 * (1 + (magic & 0xFFu));
+  const IdxHeader header = parse_idx_header(leading_bytes(file, path, header_bytes), path, magic, kind);
+  const std::uint64_t expected = header.data_bytes;
+  check_memory(expected == UINT64_MAX ? expected : header_bytes + expected, budget,
+               "'" + path + "', whose header declares " + shape_text(header.dims) + " bytes,");
+  IdxFile idx{header.dims, decompressed(std::move(file), path, header_bytes + expected), header_bytes};
+  const auto found_bytes = static_cast<std::uint64_t>(idx.content.size - header_bytes);
+  if (found_bytes != expected) {
     throw std::invalid_argument(
         "'" + path + "' is " + (found_bytes < expected ? "truncated" : "longer than its header says") +
         ": the header declares " + std::to_string(expected) + " data bytes, found " +
-        std::to_string(found_bytes));
+        (found_bytes > expected && gzipped ? "more" : std::to_string(found_bytes)));
   }
   return idx;
 }
@@ -176,9 +214,12 @@ RowMatrix to_doubles(const unsigned char* pixels, Index count, Index d) {
 // The images `rows` of `idx`, or all of them when `rows` is null. A selection's bytes are first
 // gathered and the decoded file freed, so that it (47 MB for 60000 images) and the doubles
 // (75 MB for 12000 images) are never held at once.
-RowMatrix image_rows(IdxFile idx, const std::string& path, const std::vector<Index>* rows) {
+RowMatrix image_rows(IdxFile idx, const std::string& path, const std::vector<Index>* rows, ByteSize budget) {
   const Index n = idx.dims[0];
   const Index d = idx.dims[1] * idx.dims[2];
+  const auto count = rows == nullptr ? n : static_cast<Index>(rows->size());
+  check_memory(idx.content.size + static_cast<std::uint64_t>(count * d) * sizeof(double), budget,
+               "converting " + std::to_string(count) + " images of '" + path + "' to doubles");
   if (rows == nullptr) return to_doubles(idx.data(), n, d);
   for (const Index row : *rows) {
     if (row < 0 || row >= n) {
@@ -186,7 +227,6 @@ RowMatrix image_rows(IdxFile idx, const std::string& path, const std::vector<Ind
                                   std::to_string(n) + " images)");
     }
   }
-  const auto count = static_cast<Index>(rows->size());
   Bytes kept(static_cast<std::size_t>(count * d));
   for (Index k = 0; k < count; ++k) {
     const unsigned char* image = idx.data() + (*rows)[static_cast<std::size_t>(k)] * d;
@@ -203,24 +243,24 @@ const std::string kImagesKind = "IDX image (idx3-ubyte)";
 namespace detail {
 
 RowMatrix read_idx_image_rows(const std::string& path, const std::vector<Index>& rows,
-                              Index expected_count) {
-  IdxFile idx = read_idx(path, kImagesMagic, kImagesKind);
+                              Index expected_count, ByteSize budget) {
+  IdxFile idx = read_idx(path, kImagesMagic, kImagesKind, budget);
   if (idx.dims[0] != expected_count) {
     throw std::invalid_argument("'" + path + "' holds " + std::to_string(idx.dims[0]) +
                                 " images, but its label file holds " +
                                 std::to_string(expected_count) + " labels");
   }
-  return image_rows(std::move(idx), path, &rows);
+  return image_rows(std::move(idx), path, &rows, budget);
 }
 
 }  // namespace detail
 
-RowMatrix read_idx_images(const std::string& path) {
-  return image_rows(read_idx(path, kImagesMagic, kImagesKind), path, nullptr);
+RowMatrix read_idx_images(const std::string& path, ByteSize budget) {
+  return image_rows(read_idx(path, kImagesMagic, kImagesKind, budget), path, nullptr, budget);
 }
 
-VectorXd read_idx_labels(const std::string& path) {
-  const IdxFile idx = read_idx(path, kLabelsMagic, "IDX label (idx1-ubyte)");
+VectorXd read_idx_labels(const std::string& path, ByteSize budget) {
+  const IdxFile idx = read_idx(path, kLabelsMagic, "IDX label (idx1-ubyte)", budget);
   const unsigned char* labels = idx.data();
   VectorXd y(idx.dims[0]);
   std::copy(labels, labels + idx.dims[0], y.data());

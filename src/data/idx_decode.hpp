@@ -2,6 +2,7 @@
 // converting every image to doubles (internal to the library).
 #pragma once
 
+#include "filkit/base/resources.hpp"
 #include "filkit/base/types.hpp"
 
 #include <string>
@@ -11,8 +12,9 @@ namespace filkit::detail {
 
 /// The images `rows` (in that order) of an idx3 file, validated as read_idx_images does.
 /// Throws std::invalid_argument unless the file holds `expected_count` images (the number of
-/// labels that go with them) and every row is below that count.
+/// labels that go with them) and every row is below that count, or if it needs more than
+/// `max_memory`.
 RowMatrix read_idx_image_rows(const std::string& path, const std::vector<Index>& rows,
-                              Index expected_count);
+                              Index expected_count, ByteSize max_memory);
 
 }  // namespace filkit::detail

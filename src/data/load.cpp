@@ -89,10 +89,10 @@ const std::vector<std::string> kIdxStems = {"train-images-idx3-ubyte", "train-la
 // One part ("train" or "t10k") of a built-in dataset with its original labels, keeping only
 // the rows of `classes` (all when empty) so that unwanted images are never converted.
 Dataset load_idx_part(const Builtin& builtin, const std::string& dir, const std::string& part,
-                      const std::vector<int>& classes) {
+                      const std::vector<int>& classes, ByteSize max_memory) {
   const std::string labels_path = *idx_file(dir, part + "-labels-idx1-ubyte");
   const std::string images_path = *idx_file(dir, part + "-images-idx3-ubyte");
-  const VectorXd labels = read_idx_labels(labels_path);
+  const VectorXd labels = read_idx_labels(labels_path, max_memory);
   std::vector<Index> rows;
   for (Index i = 0; i < labels.size(); ++i) {
     if (labels(i) >= static_cast<double>(builtin.class_names.size())) {
@@ -104,7 +104,7 @@ Dataset load_idx_part(const Builtin& builtin, const std::string& dir, const std:
     }
   }
   Dataset data;
-  data.X = detail::read_idx_image_rows(images_path, rows, labels.size());
+  data.X = detail::read_idx_image_rows(images_path, rows, labels.size(), max_memory);
   data.y.resize(static_cast<Index>(rows.size()));
   for (std::size_t k = 0; k < rows.size(); ++k) data.y(static_cast<Index>(k)) = labels(rows[k]);
   data.class_names = builtin.class_names;
@@ -113,15 +113,21 @@ Dataset load_idx_part(const Builtin& builtin, const std::string& dir, const std:
 }
 
 DatasetSplit load_builtin(const Builtin& builtin, const DataOptions& options) {
+  // Before the images are read: their labels are the built-in's classes.
+  for (int label : options.classes)
+    if (label >= static_cast<int>(builtin.class_names.size()))
+      throw std::invalid_argument("classes contains " + std::to_string(label) + ", which is not a label of " +
+                                  builtin.name + " (labels 0.." + std::to_string(builtin.class_names.size() - 1) +
+                                  ")");
   const std::string dir = builtin_dataset_dir(builtin.name);
   // Inflating the gzipped images is most of the loading time and runs on one core: the test
   // part is read on a second thread meanwhile. A training-part error is still reported first.
   const int threads = omp_get_max_threads();  // --threads, which a new thread would not inherit
   std::future<Dataset> test = std::async(std::launch::async, [&] {
     omp_set_num_threads(threads);
-    return load_idx_part(builtin, dir, "t10k", options.classes);
+    return load_idx_part(builtin, dir, "t10k", options.classes, options.max_memory);
   });
-  Dataset train = load_idx_part(builtin, dir, "train", options.classes);
+  Dataset train = load_idx_part(builtin, dir, "train", options.classes, options.max_memory);
   return {std::move(train), test.get()};
 }
 
@@ -136,6 +142,7 @@ DatasetSplit load_table(const TextTable& table, const DataOptions& options) {
   tabular.drop = options.drop;
   tabular.target_categorical = !options.regression;
   tabular.missing_policy = options.missing_policy;
+  tabular.max_memory = options.max_memory;
   const TrainTestIndices parts =
       shuffle_split(static_cast<Index>(table.rows.size()), options.test_fraction, options.seed);
   const TextTable train = table.select_rows(parts.train);
@@ -203,7 +210,7 @@ void index_npz_classes(DatasetSplit& split) {
 }
 
 DatasetSplit load_npz(const std::string& path, const DataOptions& options) {
-  const auto arrays = read_npz(path);
+  const auto arrays = read_npz(path, options.max_memory);
   const bool has_x_test = arrays.count("X_test") > 0, has_y_test = arrays.count("y_test") > 0;
   if (has_x_test != has_y_test) {
     throw std::invalid_argument("'" + path + "' holds " + (has_x_test ? "X_test" : "y_test") +
@@ -234,8 +241,8 @@ void check_tabular_only(const DataOptions& options) {
 
 DatasetSplit load_source(const DataOptions& options) {
   const std::string extension = detail::to_lower(fs::path(options.data).extension().string());
-  if (extension == ".csv") return load_table(read_csv(options.data), options);
-  if (extension == ".arff") return load_table(read_arff(options.data), options);
+  if (extension == ".csv") return load_table(read_csv(options.data, options.max_memory), options);
+  if (extension == ".arff") return load_table(read_arff(options.data, options.max_memory), options);
   check_tabular_only(options);
   if (extension == ".npz") return load_npz(options.data, options);
   if (extension == ".npy") {

@@ -4,6 +4,7 @@
 
 #include <bit>
 #include <cctype>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 
@@ -190,35 +191,75 @@ void check_layout(const NpyHeader& header, const std::string& where) {
   }
 }
 
+// The layout a .npy header declares: its dtype, shape and where the data start.
+struct NpyLayout {
+  NpyHeader header;
+  const Dtype* dtype = nullptr;
+  std::size_t data_start = 0;
+  std::uint64_t count = 1;  // values; saturating, as only a corrupt header declares 2^64
+};
+
+NpyLayout read_layout(std::string_view bytes, const std::string& where) {
+  const auto [header_text, data_start] = split_header(bytes, where);
+  NpyLayout layout;
+  layout.header = HeaderParser(header_text, where).parse();
+  layout.dtype = &find_dtype(layout.header.descr, where);
+  check_layout(layout.header, where);
+  layout.data_start = data_start;
+  for (Index dim : layout.header.shape) layout.count = saturating_product(layout.count, static_cast<std::uint64_t>(dim));
+  return layout;
+}
+
+std::uint64_t data_bytes(const NpyLayout& layout) { return saturating_product(layout.count, layout.dtype->size); }
+
+// "(3, 4)" for the element at flat index k of a 2-D array, "(3)" of a 1-D one.
+std::string element_position(const std::vector<Index>& shape, std::size_t k) {
+  const auto index = static_cast<Index>(k);
+  if (shape.size() == 2 && shape[1] > 0)
+    return "(" + std::to_string(index / shape[1]) + ", " + std::to_string(index % shape[1]) + ")";
+  return "(" + std::to_string(index) + ")";
+}
+
+// NaN, Inf and magnitudes beyond kMaxInputMagnitude are refused with the element's position.
+void check_values(const NpyArray& array, const std::string& where) {
+  for (std::size_t k = 0; k < array.values.size(); ++k) {
+    if (std::abs(array.values[k]) <= kMaxInputMagnitude) continue;  // false for NaN
+    throw std::invalid_argument("'" + where + "': element " + element_position(array.shape, k) + " " +
+                                input_value_problem(array.values[k]));
+  }
+}
+
 }  // namespace
 
 namespace detail {
 
-NpyArray parse_npy(std::string_view bytes, const std::string& where) {
-  const auto [header_text, data_start] = split_header(bytes, where);
-  const NpyHeader header = HeaderParser(header_text, where).parse();
-  const Dtype& dtype = find_dtype(header.descr, where);
-  check_layout(header, where);
-  Index count = 1;
-  bool overflow = false;  // only a corrupt header declares more than 2^63 bytes
-  for (Index dim : header.shape) overflow = overflow || __builtin_mul_overflow(count, dim, &count);
-  Index expected = 0;
-  overflow = overflow || __builtin_mul_overflow(count, static_cast<Index>(dtype.size), &expected);
-  const auto found = static_cast<Index>(bytes.size() - data_start);
-  if (overflow || found != expected) {
-    fail(where, "the header declares " + std::to_string(count) + " values of " +
-                    std::to_string(dtype.size) + " bytes, but " + std::to_string(found) +
+NpySize npy_size(std::string_view leading_bytes, const std::string& where) {
+  const NpyLayout layout = read_layout(leading_bytes, where);
+  const std::uint64_t bytes = data_bytes(layout);
+  return {bytes == UINT64_MAX ? bytes : layout.data_start + bytes, layout.count};
+}
+
+NpyArray parse_npy(std::string_view bytes, const std::string& where, ByteSize max_memory) {
+  const NpyLayout layout = read_layout(bytes, where);
+  const std::uint64_t expected = data_bytes(layout);
+  const auto found = static_cast<std::uint64_t>(bytes.size() - layout.data_start);
+  if (found != expected) {
+    fail(where, "the header declares " + std::to_string(layout.count) + " values of " +
+                    std::to_string(layout.dtype->size) + " bytes, but " + std::to_string(found) +
                     " data bytes follow" + (found < expected ? " (truncated file?)" : ""));
   }
-  NpyArray array{header.shape, std::vector<double>(static_cast<std::size_t>(count))};
-  dtype.convert(bytes.data() + data_start, array.values.size(), array.values.data());
+  check_memory(bytes.size() + layout.count * sizeof(double), max_memory,
+               "converting the " + std::to_string(layout.count) + " values of '" + where + "' to doubles");
+  NpyArray array{layout.header.shape, std::vector<double>(static_cast<std::size_t>(layout.count))};
+  layout.dtype->convert(bytes.data() + layout.data_start, array.values.size(), array.values.data());
+  check_values(array, where);
   return array;
 }
 
 }  // namespace detail
 
-NpyArray read_npy(const std::string& path) {
-  return detail::parse_npy(detail::read_file_bytes(path), path);
+NpyArray read_npy(const std::string& path, ByteSize max_memory) {
+  return detail::parse_npy(detail::read_file_bytes(path, max_memory), path, max_memory);
 }
 
 }  // namespace filkit

@@ -6,6 +6,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <stdexcept>
 
@@ -96,7 +97,9 @@ std::vector<Member> read_directory(const ZipBytes& zip) {
   return members;
 }
 
-std::string inflate_raw(std::string_view compressed, std::size_t size, const std::string& where) {
+// The first `size` bytes a raw deflate stream inflates to; with `whole`, the stream must end
+// there (else an error naming `where`), without, it may go on (a prefix, to read a header).
+std::string inflate_raw(std::string_view compressed, std::size_t size, const std::string& where, bool whole) {
   z_stream stream{};
   if (inflateInit2(&stream, -MAX_WBITS) != Z_OK) throw std::runtime_error("zlib inflateInit2 failed");
   std::string out(size, '\0');
@@ -104,19 +107,46 @@ std::string inflate_raw(std::string_view compressed, std::size_t size, const std
   stream.avail_in = static_cast<uInt>(compressed.size());
   stream.next_out = reinterpret_cast<Bytef*>(out.data());
   stream.avail_out = static_cast<uInt>(size);
-  const int status = inflate(&stream, Z_FINISH);
+  const int status = inflate(&stream, whole ? Z_FINISH : Z_SYNC_FLUSH);
   const std::string message = stream.msg != nullptr ? stream.msg : "wrong size";
   const uLong produced = stream.total_out;
   inflateEnd(&stream);
-  if (status != Z_STREAM_END || produced != size) {
+  const bool failed = whole ? status != Z_STREAM_END || produced != size
+                            : status != Z_OK && status != Z_STREAM_END && status != Z_BUF_ERROR;
+  if (failed) {
     throw std::invalid_argument(where + " does not inflate to its recorded " + std::to_string(size) +
                                 " bytes (zlib: " + message + ")");
   }
+  out.resize(produced);
   return out;
 }
 
+// Enough bytes for any .npy header numpy writes (they are padded to 64 bytes, rarely past 4 KiB).
+constexpr std::size_t kNpyHeaderPrefix = std::size_t{1} << 16;
+
+// Before a member is inflated: the size the archive records for it must be the size its array
+// header declares (read from the first inflated bytes), and fit the budget with the array's
+// doubles. A 4 KB archive recording a 4 GiB member, or a zip bomb, stops here.
+void check_member_size(const ZipBytes& zip, const Member& member, std::string_view stored, const std::string& where,
+                       ByteSize max_memory) {
+  const std::string npy_where = zip.path() + ":" + member.name;
+  const std::string leading = inflate_raw(stored, std::min(member.size, kNpyHeaderPrefix), where, false);
+  detail::NpySize declared;
+  try {
+    declared = detail::npy_size(leading, npy_where);
+  } catch (const std::invalid_argument& error) {  // garbage from a corrupt stream, or not an array
+    zip.fail(where + " does not inflate to an .npy array (" + error.what() + ")");
+  }
+  if (declared.file_bytes != member.size) {
+    zip.fail(where + " records " + std::to_string(member.size) + " uncompressed bytes, but its array header declares " +
+             (declared.file_bytes == UINT64_MAX ? "more than 2^64" : std::to_string(declared.file_bytes)));
+  }
+  check_memory(saturating_product(declared.values, sizeof(double)) + member.size, max_memory,
+               "inflating " + where + " (" + std::to_string(declared.values) + " values)");
+}
+
 // The uncompressed bytes of a member, checked against its CRC-32.
-std::string member_bytes(const ZipBytes& zip, const Member& member) {
+std::string member_bytes(const ZipBytes& zip, const Member& member, ByteSize max_memory) {
   const std::string where = "member '" + member.name + "' of '" + zip.path() + "'";
   if (zip.u32(member.local_offset) != kLocalHeader) zip.fail("corrupt local header of " + where);
   if (member.flags & 1u) zip.fail(where + " is encrypted");
@@ -130,7 +160,8 @@ std::string member_bytes(const ZipBytes& zip, const Member& member) {
     if (member.compressed_size != member.size) zip.fail(where + " is stored with two different sizes");
     bytes = std::string(stored);
   } else if (member.method == 8) {
-    bytes = inflate_raw(stored, member.size, where);
+    check_member_size(zip, member, stored, where, max_memory);
+    bytes = inflate_raw(stored, member.size, where, true);
   } else {
     zip.fail(where + " uses compression method " + std::to_string(member.method) +
              "; supported: 0 (stored) and 8 (deflate)");
@@ -147,14 +178,14 @@ std::string member_bytes(const ZipBytes& zip, const Member& member) {
 
 }  // namespace
 
-std::map<std::string, NpyArray> read_npz(const std::string& path) {
-  const ZipBytes zip(detail::read_file_bytes(path), path);
+std::map<std::string, NpyArray> read_npz(const std::string& path, ByteSize max_memory) {
+  const ZipBytes zip(detail::read_file_bytes(path, max_memory), path);
   std::map<std::string, NpyArray> arrays;
   for (const Member& member : read_directory(zip)) {
     if (!member.name.ends_with(".npy")) zip.fail("member '" + member.name + "' is not an .npy array");
     const std::string name = member.name.substr(0, member.name.size() - 4);
     const std::string where = path + ":" + member.name;
-    if (!arrays.emplace(name, detail::parse_npy(member_bytes(zip, member), where)).second) {
+    if (!arrays.emplace(name, detail::parse_npy(member_bytes(zip, member, max_memory), where, max_memory)).second) {
       zip.fail("member '" + member.name + "' appears twice");
     }
   }

@@ -1,5 +1,6 @@
 #include "filkit/data/pipeline.hpp"
 
+#include "filkit/base/stage.hpp"
 #include "filkit/base/timing.hpp"
 
 #include <algorithm>
@@ -10,9 +11,14 @@ namespace filkit {
 PreparedData load_and_preprocess(const DataOptions& data, const PreprocessOptions& preprocessing) {
   PreparedData prepared;
   auto start = std::chrono::steady_clock::now();
-  const DatasetSplit raw = load_dataset(data);
+  DatasetSplit raw;
+  {
+    const StageScope stage("loading the data");
+    raw = load_dataset(data);
+  }
   prepared.seconds["load"] = seconds_since(start);
   start = std::chrono::steady_clock::now();
+  const StageScope stage("preprocessing the data");
   prepared.data = preprocess(raw, preprocessing, &prepared.preprocessor);
   prepared.seconds["preprocess"] = seconds_since(start);
   return prepared;
@@ -45,6 +51,7 @@ DataOptions DataPipelineOptions::data_options(std::uint64_t seed) const {
   options.seed = seed;
   options.train_size = train_size;
   options.test_size = test_size;
+  options.max_memory = max_memory;
   return options;
 }
 

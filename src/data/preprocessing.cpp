@@ -20,8 +20,21 @@ namespace filkit {
 
 namespace {
 
+// ||row||, without overflow or underflow: the plain norm, or Eigen's stableNorm (scaled sums)
+// when the squares overflow (values near 1e200 have squares beyond a double's range: the norm
+// would be Inf, and the rows divided by it all zeros) or underflow. Both are rare, so the common
+// path keeps the plain norm's speed.
+template <class Row>
+double row_norm(const Row& row) {
+  const double norm = row.norm();
+  if (std::isfinite(norm) && norm > 1e-150) return norm;
+  return row.stableNorm();
+}
+
 double max_row_norm(const RowMatrix& X) {
-  return X.rows() > 0 ? X.rowwise().norm().maxCoeff() : 0.0;
+  double largest = 0.0;
+  for (Index i = 0; i < X.rows(); ++i) largest = std::max(largest, row_norm(X.row(i)));
+  return largest;
 }
 
 void scale_rows(RowMatrix& X, const Preprocessor& fitted) {
@@ -33,7 +46,7 @@ void scale_rows(RowMatrix& X, const Preprocessor& fitted) {
       return;
     case RowScaling::kUnitBall:
       for (Index i = 0; i < X.rows(); ++i) {
-        const double norm = X.row(i).norm();
+        const double norm = row_norm(X.row(i));
         if (norm > 1.0) X.row(i) /= norm;
       }
       return;
@@ -95,7 +108,7 @@ Eigen::Ref<const RowMatrix> unscaled_rows(const RowMatrix& raw, Index start, Ind
   scratch = raw.middleRows(start, count);
   if (options.scale_pixels) scratch /= 255.0;
   for (Index i = 0; i < scratch.rows(); ++i) {
-    const double norm = scratch.row(i).norm();
+    const double norm = row_norm(scratch.row(i));
     if (norm > 1.0) scratch.row(i) /= norm;
   }
   return scratch;
@@ -145,7 +158,7 @@ RowStats unscaled_row_stats(const RowMatrix& raw, const PreprocessOptions& optio
       const auto rows = unscaled_rows(raw, start, std::min(kBlockRows, raw.rows() - start), options, scratch);
       for (Index i = 0; i < rows.rows(); ++i) {  // row by row: contiguous, vectorised
         stats.sum += rows.row(i).transpose();
-        stats.max_norm = std::max(stats.max_norm, rows.row(i).norm());
+        stats.max_norm = std::max(stats.max_norm, row_norm(rows.row(i)));
       }
       if (stats.small_integers) stats.small_integers = small_integers(rows);
     }
@@ -524,20 +537,41 @@ void top_eigenpairs_dense(const MatrixXd& C_upper, Index k, MatrixXd& vectors, V
 // small part of d; otherwise (or if Lanczos does not converge) the dense solver does it.
 constexpr Index kSpectraMinDimension = 128;
 
+// Rows whose norms pass this have squares whose sums could overflow (a norm of 1e150 squares to
+// 1e300): their covariance is summed over the rows shrunk by a power of two.
+constexpr double kLargeRowNorm = 1e100;
+
+// 2^-e bringing the largest row norm near 1 when it is large, else 1 (multiplying by it is exact).
+double covariance_shrink(double max_norm) {
+  if (!(max_norm > kLargeRowNorm) || !std::isfinite(max_norm)) return 1.0;
+  int exponent = 0;
+  std::frexp(max_norm, &exponent);
+  return std::ldexp(1.0, -exponent);
+}
+
 // PCA of the rows f u_i: mean f m and covariance f^2 C_u from the unscaled rows' mean m and
-// covariance C_u (see pca_input_factor).
+// covariance C_u (see pca_input_factor); C_u is summed over s u_i and rescaled by (f / s)^2, so
+// that rows near 1e150 do not overflow it.
 void fit_pca(const RowMatrix& raw, const RowStats& stats, Preprocessor& fitted) {
   const Index k = fitted.options.pca_components, n = raw.rows(), d = raw.cols();
   const double factor = pca_input_factor(fitted);
+  const double shrink = covariance_shrink(stats.max_norm);
   const VectorXd unscaled_mean = stats.sum / static_cast<double>(n);
   fitted.pca_mean = factor * unscaled_mean;
   MatrixXd covariance = covariance_upper(
-      n, d, unscaled_mean, stats.small_integers,
-      [&](Index start, Index count, RowMatrix& scratch) {
-        return unscaled_rows(raw, start, count, fitted.options, scratch);
+      n, d, shrink * unscaled_mean, stats.small_integers,
+      [&](Index start, Index count, RowMatrix& scratch) -> Eigen::Ref<const RowMatrix> {
+        const Eigen::Ref<const RowMatrix> rows = unscaled_rows(raw, start, count, fitted.options, scratch);
+        if (shrink == 1.0) return rows;
+        scratch = shrink * rows;
+        return scratch;
       },
       detail::GramKernel::kAuto);
-  covariance *= factor * factor;
+  covariance *= (factor / shrink) * (factor / shrink);
+  if (!covariance.allFinite()) {
+    throw std::invalid_argument("PCA: the covariance of the training rows is beyond the range of a double; rescale "
+                                "the data (e.g. row scaling global-max before PCA)");
+  }
   detail::top_eigenpairs(covariance, k, detail::EigenSolver::kAuto, fitted.pca_components,
                          fitted.pca_variances);
   // Rounding can leave tiny negative eigenvalues of a singular covariance: variances of zero.

@@ -204,13 +204,15 @@ DatasetSplit load_tabular_dataset(const DataOptions& options) {
   const TabularDatasetInfo& info = info_or_throw(options.data);
   check_options(options, info);
   const std::string path = tabular_dataset_file(info.name);
-  const TextTable source = info.file == "income.csv" ? read_csv(path) : read_arff(path);
+  const TextTable source =
+      info.file == "income.csv" ? read_csv(path, options.max_memory) : read_arff(path, options.max_memory);
   const TextTable table = tabular_task_table(source, info);
 
   TabularOptions tabular;
   tabular.target = info.target;
   tabular.target_categorical = info.task == TabularTask::kClassification;
   tabular.missing_policy = options.missing_policy;
+  tabular.max_memory = options.max_memory;
   const TrainTestIndices parts =
       shuffle_split(static_cast<Index>(table.rows.size()), options.test_fraction, options.seed);
   const TextTable train = table.select_rows(parts.train);

@@ -2,10 +2,13 @@
 #include "filkit/data/text_table.hpp"
 #include "filkit/data/tabular_encoder.hpp"
 
+#include "filkit/base/summary.hpp"
+
 #include "base/parsing.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <unordered_map>
@@ -27,10 +30,18 @@ std::size_t column_index(const TextTable& table, const std::string& name, const 
   return static_cast<std::size_t>(found - table.header.begin());
 }
 
-[[noreturn]] void fail_at(const TextTable& table, std::size_t row, const std::string& what) {
-  const std::string where = row < table.lines.size() ? "line " + std::to_string(table.lines[row])
-                                                     : "row " + std::to_string(row + 1);
-  throw std::invalid_argument("'" + table.source + "' " + where + ": " + what);
+// "line 5" (or "row 4" of a hand-built table), and ", column 3" (counted from 1, as editors and
+// spreadsheets count) when the fault is in one cell.
+std::string position(const TextTable& table, std::size_t row, std::optional<std::size_t> column) {
+  std::string where = row < table.lines.size() ? "line " + std::to_string(table.lines[row])
+                                               : "row " + std::to_string(row + 1);
+  if (column) where += ", column " + std::to_string(*column + 1);
+  return where;
+}
+
+[[noreturn]] void fail_at(const TextTable& table, std::size_t row, const std::string& what,
+                          std::optional<std::size_t> column = std::nullopt) {
+  throw std::invalid_argument("'" + table.source + "' " + position(table, row, column) + ": " + what);
 }
 
 // Tables built by hand may leave `lines` and `types` empty; anything else must fit the header.
@@ -54,15 +65,15 @@ void check_shape(const TextTable& table) {
   }
 }
 
-// The value of a numeric cell; non-numbers, NaN and Inf are errors naming the line.
+// The value of a numeric cell; non-numbers, NaN, Inf, numbers beyond a double's range and
+// magnitudes beyond kMaxInputMagnitude are errors naming the line and column.
 double numeric_cell(const TextTable& table, std::size_t row, std::size_t column) {
   const std::string& cell = table.rows[row][column];
   const auto value = detail::parse_number(cell);
-  if (!value) fail_at(table, row, "column '" + table.header[column] + "' is numeric, found '" + cell + "'");
-  if (!std::isfinite(*value)) {
-    fail_at(table, row, "column '" + table.header[column] + "' holds '" + cell +
-                            "'; NaN and Inf are not allowed");
-  }
+  const std::string name = "column '" + table.header[column] + "'";
+  if (!value) fail_at(table, row, name + " is numeric, found '" + cell + "'", column);
+  const std::string problem = input_value_problem(*value);
+  if (!problem.empty()) fail_at(table, row, name + " holds '" + cell + "', which " + problem, column);
   return *value;
 }
 
@@ -124,7 +135,8 @@ double numeric_feature(const TextTable& table, std::size_t row, std::size_t colu
   if (is_missing(table.rows[row][column], options)) {
     fail_at(table, row, "numeric column '" + table.header[column] +
                             "' has a missing value; missing_policy 'level' applies to "
-                            "categorical columns only (use 'drop' or fill the value)");
+                            "categorical columns only (use 'drop' or fill the value)",
+            column);
   }
   return numeric_cell(table, row, column);
 }
@@ -176,15 +188,10 @@ TabularEncoder::Column fit_column(const TextTable& table, const std::vector<std:
     fitted.levels = sorted_levels(table, rows, column, options);
     return fitted;
   }
-  double sum = 0.0, sum_squares = 0.0;
-  for (std::size_t i : rows) sum += numeric_feature(table, i, column, options);
-  const double n = static_cast<double>(rows.size());
-  fitted.mean = sum / n;
-  for (std::size_t i : rows) {
-    const double deviation = numeric_cell(table, i, column) - fitted.mean;
-    sum_squares += deviation * deviation;
-  }
-  const double deviation = std::sqrt(sum_squares / n);
+  VectorXd values(static_cast<Index>(rows.size()));
+  for (std::size_t r = 0; r < rows.size(); ++r) values(static_cast<Index>(r)) = numeric_feature(table, rows[r], column, options);
+  fitted.mean = mean_without_overflow(values);
+  const double deviation = root_mean_square_deviation(values, fitted.mean, static_cast<double>(values.size()));
   fitted.scale = deviation > 0.0 ? deviation : 1.0;
   return fitted;
 }
@@ -237,7 +244,8 @@ Index level_of(const TextTable& table, std::size_t row, std::size_t column, cons
   const auto found = levels.find(level);
   if (found == levels.end()) {
     fail_at(table, row, role + " '" + level + "' of column '" + table.header[column] +
-                            "' was not seen in the training rows");
+                            "' was not seen in the training rows",
+            column);
   }
   return found->second;
 }
@@ -249,8 +257,12 @@ struct RowEncoder {
              const std::vector<std::string>& class_levels)
       : table(rows), options(settings), columns(fitted_columns), classes(index_levels(class_levels)) {
     positions.target = column_index(table, options.target, "the target");
+    // By a map: a search of the header for each of 100000 columns would take minutes.
+    const LevelIndex by_name = index_levels(table.header);
     for (const auto& column : columns) {
-      positions.features.push_back(column_index(table, column.name, "a training column"));
+      const auto found = by_name.find(column.name);
+      positions.features.push_back(found != by_name.end() ? static_cast<std::size_t>(found->second)
+                                                          : column_index(table, column.name, "a training column"));
       levels.push_back(index_levels(column.levels));
     }
   }
@@ -283,6 +295,17 @@ struct RowEncoder {
   LevelIndex classes;
 };
 
+// Refuses an encoded X beyond the memory budget before it is allocated (a table of 100000
+// categorical columns one-hot encodes to millions of columns).
+void check_encoded_size(const TextTable& table, Index rows, Index width, const TabularOptions& options) {
+  const std::uint64_t bytes = saturating_product(saturating_product(static_cast<std::uint64_t>(rows),
+                                                                    static_cast<std::uint64_t>(width)),
+                                                 sizeof(double));
+  check_memory(bytes, options.max_memory,
+               "encoding '" + table.source + "' (" + std::to_string(rows) + " rows x " + std::to_string(width) +
+                   " columns after one-hot encoding, from " + std::to_string(table.header.size()) + " in the file)");
+}
+
 }  // namespace
 
 TabularEncoder TabularEncoder::fit(const TextTable& train, const TabularOptions& options) {
@@ -307,16 +330,25 @@ TabularEncoder TabularEncoder::fit(const TextTable& train, const TabularOptions&
   for (std::size_t j : positions.features) {
     encoder.columns_.push_back(fit_column(train, rows, j, options));
   }
+  check_encoded_size(train, static_cast<Index>(rows.size()), encoder.encoded_width(), options);
   if (options.target_categorical) {
     encoder.classes_ = fit_classes(train, rows, positions.target, options);
   }
   return encoder;
 }
 
+Index TabularEncoder::encoded_width() const {
+  Index width = 0;
+  for (const Column& column : columns_)
+    width += column.categorical ? std::max<Index>(static_cast<Index>(column.levels.size()) - 1, 0) : 1;
+  return width;
+}
+
 Dataset TabularEncoder::transform(const TextTable& table) const {
   check_shape(table);
   const RowEncoder encoder(table, options_, columns_, classes_);
   const std::vector<std::size_t> rows = usable_rows(table, encoder.positions, options_);
+  check_encoded_size(table, static_cast<Index>(rows.size()), encoded_width(), options_);
   Dataset data;
   data.source = table.source;
   data.dropped_rows = static_cast<Index>(table.rows.size() - rows.size());

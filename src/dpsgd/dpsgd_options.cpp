@@ -56,6 +56,9 @@ void DpSgdOptions::validate() const {
   if (probes && *probes < 1) invalid("probes", std::to_string(*probes), "must be >= 1");
   if (power_iterations < 1) invalid("power_iterations", std::to_string(power_iterations), "must be >= 1");
   if (runs < 1) invalid("runs", std::to_string(runs), "must be >= 1");
+  Index total_steps = 0;  // the progress and the resume state count steps over all runs
+  if (__builtin_mul_overflow(static_cast<Index>(runs), steps, &total_steps))
+    invalid("steps", std::to_string(steps), "times runs = " + std::to_string(runs) + " must fit in a 64-bit count");
   for (double epoch : report_epochs) require_positive("report_epochs", epoch);
 }
 

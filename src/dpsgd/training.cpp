@@ -2,6 +2,7 @@
 
 #include "filkit/base/timing.hpp"
 
+#include "filkit/base/finite.hpp"
 #include "filkit/base/io.hpp"
 #include "filkit/dpsgd/step_privacy.hpp"
 
@@ -67,15 +68,34 @@ Index number_of_classes(const Dataset& train, const Dataset& test, ModelKind kin
 std::vector<Index> snapshot_steps(const DpSgdOptions& options, Index n) {
   std::vector<Index> steps{options.steps};
   for (double epoch : options.report_epochs) {
-    const Index step = std::max<Index>(1, std::llround(epoch * n / options.batch_size));
-    if (step > options.steps)
+    // Compared before rounding: llround of a step beyond 2^63 (epochs 1e300) is undefined.
+    const double exact = epoch * static_cast<double>(n) / static_cast<double>(options.batch_size);
+    if (!(exact < static_cast<double>(options.steps) + 0.5))
       throw std::invalid_argument("DpSgdOptions.report_epochs = " + format_double(epoch) + ": is step " +
-                                  std::to_string(step) + ", beyond steps = " + std::to_string(options.steps));
-    steps.push_back(step);
+                                  format_double(std::round(exact)) + " (epoch x n / batch_size), beyond steps = " +
+                                  std::to_string(options.steps));
+    steps.push_back(std::max<Index>(1, std::llround(exact)));
   }
   std::sort(steps.begin(), steps.end());
   steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
   return steps;
+}
+
+std::string training_stage(int run, Index step) {
+  return "training (run " + std::to_string(run) + ", step " + std::to_string(step) + ")";
+}
+
+// Why parameters or accounted Fisher information stop being finite: training diverged.
+std::string divergence_cause(const DpSgdOptions& options) {
+  return "training diverged: step_size = " + format_double(options.step_size) +
+         " is likely too large (try 0.01 to 1), or the data far from unit scale";
+}
+
+// The accountant's sums of one run at a snapshot: traces always, spectral norms when computed.
+void require_finite_accounting(const RunAccountant& a, const DpSgdOptions& options, const std::string& stage) {
+  require_finite(a.trace, stage, "the accounted Tr(G^T G) of an example (its dFIL)", divergence_cause(options));
+  if (options.spectral != SpectralMethod::kNone)
+    require_finite(a.spectral, stage, "the accounted ||G||_2^2 of an example (its eta)", divergence_cause(options));
 }
 
 }  // namespace
@@ -123,6 +143,8 @@ DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOp
   }
 
   const double scale = result.kappa / std::pow(options.noise_multiplier * options.clip_norm, 2);
+  require_finite(scale, "accounting", "kappa / (noise_multiplier x clip_norm)^2",
+                 "noise_multiplier x clip_norm is too small for its square to be represented");
   const auto start = std::chrono::steady_clock::now();
   const double evaluation_before = state.evaluation_seconds, training_before = state.training_seconds;
   double evaluation_seconds = 0.0;
@@ -142,10 +164,13 @@ DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOp
     std::size_t next = std::lower_bound(steps.begin(), steps.end(), first_step) - steps.begin();
     for (Index t = first_step; t <= options.steps; ++t) {
       trainer.step(t);
+      if (!trainer.parameters().allFinite())  // the message only when needed: steps can take microseconds
+        require_finite(trainer.parameters(), training_stage(run, t), "a parameter", divergence_cause(options));
       bar.advance();
       ++steps_this_call;
       if (next < steps.size() && t == steps[next]) {
         const RunAccountant& a = trainer.accountant();
+        require_finite_accounting(a, options, training_stage(run, t));
         SnapshotSums& sums = state.sums[next];
         sums.trace += scale * a.trace;
         sums.trace_squares += (scale * a.trace).cwiseAbs2();
@@ -206,6 +231,9 @@ DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOp
     snapshot.fisher_trace_standard_error =
         options.runs > 1 ? VectorXd((variance / (runs - 1)).cwiseSqrt()) : VectorXd::Zero(n);
     snapshot.fisher_spectral = state.sums[c].spectral / runs;
+    require_finite(snapshot.dfil(result.private_dims), "accounting (step " + std::to_string(steps[c]) + ")",
+                   "dFIL of an example", "the accounted Fisher information overflows: clip_norm x noise_multiplier "
+                   "may be too small, or steps too many");
     snapshot.times_sampled = state.sums[c].sampled / runs;
     snapshot.train_accuracy = state.train_accuracy[c];
     snapshot.test_accuracy = state.test_accuracy[c];

@@ -9,8 +9,10 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 #include <sstream>
 #include <stdexcept>
+#include <type_traits>
 
 namespace filkit {
 
@@ -20,6 +22,13 @@ template <typename Number>
 Number parse_number(const std::string& text, const std::string& what) {
   Number value{};
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error == std::errc::result_out_of_range) {
+    const std::string range = std::is_floating_point_v<Number>
+                                  ? "magnitude at most 1.8e308"
+                                  : std::to_string(std::numeric_limits<Number>::min()) + ".." +
+                                        std::to_string(std::numeric_limits<Number>::max());
+    throw std::invalid_argument(what + ": '" + text + "' is out of range (" + range + ")");
+  }
   if (error != std::errc() || end != text.data() + text.size()) {
     throw std::invalid_argument(what + ": '" + text + "' is not a number");
   }

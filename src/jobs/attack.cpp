@@ -1,6 +1,7 @@
 #include "filkit/jobs/attack.hpp"
 
 #include "filkit/base/options.hpp"
+#include "filkit/base/stage.hpp"
 #include "filkit/data/tabular_datasets.hpp"
 #include "filkit/leakage/irfil.hpp"
 
@@ -44,6 +45,7 @@ AttackJobResult run_attack(const AttackJobOptions& requested, bool progress) {
   const AttributeColumns attribute = find_attribute(train, options.attribute);
   const VectorXd omega =
       options.weights.empty() ? VectorXd() : read_example_weights(options.weights, options.weights_column, train.n());
+  const StageScope stage("running the attacks");
   result.attack = attribute_inference(train, result.task.data.test, attribute, attack, omega);
   return result;
 }

@@ -6,6 +6,8 @@
 
 #include "filkit/base/io.hpp"
 #include "filkit/base/options.hpp"
+#include "filkit/base/stage.hpp"
+#include "filkit/leakage/result_checks.hpp"
 #include "filkit/base/summary.hpp"
 
 #include <chrono>
@@ -87,12 +89,20 @@ BoundJobResult run_bound(const BoundJobOptions& requested, bool progress) {
   const Dataset& train = result.data.train;
 
   auto start = Clock::now();
-  result.model = fit(train, task.fit);
+  {
+    const StageScope stage("fitting the model");
+    result.model = fit(train, task.fit);
+  }
+  require_finite_model(result.model);
   result.seconds["fit"] = seconds_since(start);
   stages.advance();
 
   start = Clock::now();
-  result.bounds = reconstruction_bounds(result.model, train, options.bound_options());
+  {
+    const StageScope stage("computing FIL and the bounds");
+    result.bounds = reconstruction_bounds(result.model, train, options.bound_options());
+  }
+  require_finite_fil(result.bounds.fil, "FIL");
   result.seconds["bounds"] = seconds_since(start);
   stages.finish();
 

@@ -1,6 +1,7 @@
 #include "filkit/jobs/dpsgd.hpp"
 
 #include "filkit/base/options.hpp"
+#include "filkit/base/stage.hpp"
 #include "filkit/base/summary.hpp"
 
 #include <cmath>
@@ -59,6 +60,7 @@ DpSgdJobResult run_dpsgd(const DpSgdJobOptions& requested, bool progress) {
   result.data = std::move(prepared.data);
   result.preprocessor = std::move(prepared.preprocessor);
   result.seconds = std::move(prepared.seconds);
+  const StageScope stage("training (DP-SGD)");
   result.training = train_dpsgd(result.data.train, result.data.test, options.training_options(), progress);
   for (const auto& [stage, seconds] : result.training.seconds) result.seconds[stage] = seconds;
   return result;

@@ -1,6 +1,8 @@
 #include "filkit/jobs/irfil.hpp"
 
 #include "filkit/base/options.hpp"
+#include "filkit/base/stage.hpp"
+#include "filkit/leakage/result_checks.hpp"
 #include "filkit/leakage/attribute_inference.hpp"
 
 #include <iomanip>
@@ -27,7 +29,9 @@ IrfilJobResult run_irfil(const IrfilJobOptions& requested, bool progress) {
   if (!options.attribute.empty())
     irfil_options.attribute_columns = find_attribute(result.task.data.train, options.attribute).columns;
   irfil_options.progress = progress;
+  const StageScope stage("reweighting (IRFIL: fits and FIL)");
   result.irfil = irfil(result.task.data.train, result.task.data.test, irfil_options);
+  require_finite_model(result.irfil.model);
   return result;
 }
 

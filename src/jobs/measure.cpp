@@ -6,7 +6,9 @@
 #include "filkit/base/io.hpp"
 #include "filkit/data/pipeline.hpp"
 #include "filkit/base/options.hpp"
+#include "filkit/base/stage.hpp"
 #include "filkit/base/summary.hpp"
+#include "filkit/leakage/result_checks.hpp"
 
 #include <iomanip>
 #include <ostream>
@@ -16,6 +18,7 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <unordered_map>
 
 namespace filkit {
 
@@ -23,10 +26,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The rows listed in `path`, one a line. A row listed twice is refused: a group counts each example
+// once, and the repetition is more likely a mistake in the file than a wish to weigh the row twice.
 std::vector<Index> read_row_file(const std::string& path, Index n) {
   std::ifstream in(path);
   if (!in) throw std::invalid_argument("--subset rows=" + path + ": cannot open the file");
   std::vector<Index> rows;
+  std::unordered_map<Index, int> first_line;
   std::string line;
   for (int line_number = 1; std::getline(in, line); ++line_number) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
@@ -40,6 +46,11 @@ std::vector<Index> read_row_file(const std::string& path, Index n) {
     if (used == 0 || line.find_first_not_of(" \t\r", used) != std::string::npos || value < 0 || value >= n)
       throw std::invalid_argument(path + ":" + std::to_string(line_number) + ": expected a row index in 0.." +
                                   std::to_string(n - 1) + ", got '" + line + "'");
+    const auto [seen, added] = first_line.emplace(static_cast<Index>(value), line_number);
+    if (!added)
+      throw std::invalid_argument(path + ":" + std::to_string(line_number) + ": row " + std::to_string(value) +
+                                  " is listed again (first on line " + std::to_string(seen->second) +
+                                  "); a group counts each example once");
     rows.push_back(static_cast<Index>(value));
   }
   if (rows.empty()) throw std::invalid_argument(path + ": no row indices");
@@ -103,16 +114,22 @@ MeasureResult run_measure(const MeasureOptions& requested, bool show_progress) {
   const Dataset& train = result.data.train;
 
   auto start = Clock::now();
-  result.model = fit(train, task.fit);
+  {
+    const StageScope stage("fitting the model");
+    result.model = fit(train, task.fit);
+  }
+  require_finite_model(result.model);
   result.seconds["fit"] = seconds_since(start);
   progress.advance();
 
   start = Clock::now();
+  const StageScope stage("computing FIL");
   result.sigma = composed_sigma(std::vector<double>(static_cast<std::size_t>(options.releases), options.fil.sigma));
   FilOptions fil_options = options.fil;
   fil_options.sigma = result.sigma;
   const FisherInformationLoss fil(result.model, train, VectorXd(), fil_options);
   result.fil = fil.per_example();
+  require_finite_fil(result.fil, "FIL");
   if (!options.attribute.empty()) {
     result.attribute_columns = attribute_columns(options.attribute, train);
     const CoordinateSelection selection = CoordinateSelection::columns(result.attribute_columns);

@@ -6,6 +6,7 @@
 
 #include "filkit/base/io.hpp"
 #include "filkit/base/options.hpp"
+#include "filkit/base/stage.hpp"
 
 #include <chrono>
 #include <cmath>
@@ -89,6 +90,7 @@ ReconstructJobResult run_reconstruct(const ReconstructJobOptions& requested, boo
   const ReconstructJobOptions& options = result.options;
   result.bound = run_bound(options.bound, show_progress);
   const auto start = Clock::now();
+  const StageScope stage("running the GLM reconstruction attack");
   Progress progress("filkit reconstruct: GLM attack", options.attack.trials, !show_progress);
   Index reported = 0;
   result.attack = evaluate_glm_attack(result.bound.model, result.bound.data.train, options.attack_options(),

@@ -7,6 +7,7 @@
 #include "filkit/base/summary.hpp"
 #include "filkit/data/pipeline.hpp"
 #include "filkit/leakage/fil.hpp"
+#include "filkit/leakage/result_checks.hpp"
 
 #include "base/seeding.hpp"
 
@@ -260,6 +261,8 @@ void group_by_eta(const Dataset& train, const VectorXd& omega, int groups, Attac
   const auto m = static_cast<Index>(r.examples.size());
   r.eta.resize(m);
   for (Index e = 0; e < m; ++e) r.eta(e) = all_eta(r.examples[static_cast<std::size_t>(e)]);
+  require_finite(r.eta, "FIL", "the attribute-level eta of an attacked example",
+                 "the model's Hessian may be nearly singular (raise l2)");
   r.group = eta_groups(r.eta, groups);
 }
 
@@ -302,9 +305,15 @@ AttackResult attribute_inference(const Dataset& train, const Dataset& test, cons
   AttackResult r;
   r.candidates = attribute_candidates(train, attribute);
   r.examples = attacked_examples(train.n(), options.max_examples, options.seed);
+  // Rank groups need an example each: more groups than examples would report empty (NaN) groups.
+  if (static_cast<std::size_t>(options.groups) > r.examples.size())
+    throw std::invalid_argument("AttackOptions.groups = " + std::to_string(options.groups) + ": more than the " +
+                                std::to_string(r.examples.size()) +
+                                " attacked examples; give at most one group per attacked example");
 
   auto start = Clock::now();
   r.model = fit(train, options.fit, omega);
+  require_finite_model(r.model);
   r.seconds["fit"] = seconds_since(start);
   evaluate_model(train, test, r);
 

@@ -132,6 +132,8 @@ std::optional<RowMatrix> training_images(const Input& input, std::size_t rows, S
       }
     }
     if (const auto fraction = number_at(settings, "test_fraction")) options.test_fraction = *fraction;
+    if (settings.contains("max_memory") && settings["max_memory"].is_string())
+      options.max_memory = parse_byte_size("max_memory", settings["max_memory"].get<std::string>());
     options.seed = integer(input.summary.value("seed", nlohmann::json(0)), "the summary's seed").get<unsigned long long>();
     const Dataset train = load_dataset(options).train;
     if (static_cast<std::size_t>(train.n()) != rows) {

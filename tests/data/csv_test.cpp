@@ -90,5 +90,21 @@ TEST(ColumnType, RoundTripsThroughStrings) {
   EXPECT_INVALID_ARGUMENT(parse_enum<ColumnType>("date"), "'date'", "inferred, numeric, nominal, string");
 }
 
+// A table of 2000 columns is refused at the row that takes its cells past the memory budget,
+// before it fills the memory.
+TEST(CsvReader, RefusesATableWhoseCellsExceedTheMemoryBudget) {
+  TempDir dir;
+  std::string header, row;
+  for (int j = 0; j < 2000; ++j) {
+    header += (j ? ",c" : "c") + std::to_string(j);
+    row += j ? ",1" : "1";
+  }
+  const std::string path = dir.write("wide.csv", header + "\n" + row + "\n" + row + "\n" + row + "\n");
+  EXPECT_EQ(read_csv(path).rows.size(), 3u);
+  EXPECT_INVALID_ARGUMENT(read_csv(path, ByteSize{100000}), "wide.csv' line 3", "2000 columns x 2 rows",
+                          "more than max_memory = 100000");
+  EXPECT_INVALID_ARGUMENT(read_csv(path, ByteSize{1000}), "reading '" + path + "'", "max_memory = 1000");
+}
+
 }  // namespace
 }  // namespace filkit

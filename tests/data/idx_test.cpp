@@ -134,5 +134,28 @@ TEST(IdxReader, RejectsMissingFile) {
   EXPECT_INVALID_ARGUMENT(read_idx_labels(dir.file("absent")), dir.file("absent"), "cannot open");
 }
 
+// 1.5 MB of zeros gzip to a couple of kilobytes: the header's shape is read first and refused
+// beyond the budget, before anything is inflated.
+TEST(IdxReader, RefusesAGzipBombByItsDeclaredShape) {
+  TempDir dir;
+  const std::string images = idx_bytes(kImages, {2000, 28, 28}, std::string(2000 * 784, '\0'));
+  testing::write_gzip(dir.file("bomb.gz"), images);
+  ASSERT_LT(testing::read_bytes(dir.file("bomb.gz")).size(), 16u << 10);
+  EXPECT_EQ(read_idx_images(dir.file("bomb.gz"), ByteSize{64u << 20}).rows(), 2000);
+  EXPECT_INVALID_ARGUMENT(read_idx_images(dir.file("bomb.gz"), ByteSize{64u << 10}), "bomb.gz'",
+                          "header declares 2000 x 28 x 28 bytes", "needs 1.5 MiB", "max_memory = 64K");
+  // Within the budget for the bytes but not for their doubles.
+  EXPECT_INVALID_ARGUMENT(read_idx_images(dir.file("bomb.gz"), ByteSize{4u << 20}), "converting 2000 images",
+                          "max_memory = 4M");
+}
+
+// A gzip stream is inflated no further than its header declares.
+TEST(IdxReader, RejectsAGzipStreamLongerThanItsHeaderSays) {
+  TempDir dir;
+  testing::write_gzip(dir.file("labels.gz"), idx_bytes(kLabels, {2}, std::string(1 << 20, '\1')));
+  EXPECT_INVALID_ARGUMENT(read_idx_labels(dir.file("labels.gz")), "longer than its header says",
+                          "declares 2 data bytes, found more");
+}
+
 }  // namespace
 }  // namespace filkit

@@ -58,6 +58,9 @@ TEST(Dataset, ValidateRejectsShapeMismatchNonFiniteValuesAndBadLabels) {
   data.X(1, 0) = std::nan("");
   EXPECT_INVALID_ARGUMENT(data.validate(), "row 1, column 0", "not finite");
   data = three_rows();
+  data.X(2, 1) = -1e200;
+  EXPECT_INVALID_ARGUMENT(data.validate(), "row 2, column 1", "-1e+200", "beyond +-1e150");
+  data = three_rows();
   data.y(0) = 3;
   EXPECT_INVALID_ARGUMENT(data.validate(), "y(0) = 3 is not a class index 0..2");
   data = three_rows();
@@ -89,8 +92,8 @@ TEST(SelectClasses, KeepsListedClassesRelabelledInTheGivenOrder) {
 
 TEST(SelectClasses, RejectsRepeatedNegativeAndUnknownClasses) {
   EXPECT_INVALID_ARGUMENT(select_classes(three_rows(), {1, 1}), "class 1", "twice");
-  EXPECT_INVALID_ARGUMENT(select_classes(three_rows(), {-1, 0}), "class -1");
-  EXPECT_INVALID_ARGUMENT(select_classes(three_rows(), {0, 3}), "class 3", "labels 0..2");
+  EXPECT_INVALID_ARGUMENT(select_classes(three_rows(), {-1, 0}), "classes contains -1");
+  EXPECT_INVALID_ARGUMENT(select_classes(three_rows(), {0, 3}), "classes contains 3", "labels 0..2");
 }
 
 TEST(ShuffleSplit, IsReproduciblePartitionOfTheRequestedSize) {
@@ -187,6 +190,38 @@ TEST(LoadDataset, SelectsCsvClassesByIndexOfTheSortedClassNames) {
   const DatasetSplit split = load_dataset(options);
   EXPECT_EQ(split.train.class_names, (std::vector<std::string>{"red", "blue"}));
   EXPECT_EQ(split.train.n() + split.test.n(), 13);  // 7 red + 6 blue of 20
+}
+
+// The hostile report: one 1e400 cell turned the numeric column into 124 one-hot columns, or (in
+// the test part) blamed a healthy cell. It is refused where it is, in either part.
+TEST(LoadDataset, RefusesANumberBeyondADoublesRangeWhereverTheSplitPutsIt) {
+  TempDir dir;
+  for (int row : {0, 7, 19}) {
+    std::string csv = twenty_rows_csv();
+    const std::string cell = "\n" + std::to_string(row) + ",";
+    csv.replace(csv.find(cell) + 1, std::to_string(row).size(), "1e400");
+    const DataOptions options = csv_options(dir.write("t.csv", csv));
+    EXPECT_INVALID_ARGUMENT(load_dataset(options), "t.csv' line " + std::to_string(row + 2) + ", column 1",
+                            "column 'x' holds '1e400'", "not finite");
+  }
+}
+
+TEST(LoadDataset, RefusesClassesOutsideTheDatasetsLabelsNamingTheRange) {
+  TempDir dir;
+  DataOptions options = csv_options(dir.write("t.csv", twenty_rows_csv()));
+  options.classes = {0, 5};
+  EXPECT_INVALID_ARGUMENT(load_dataset(options), "classes contains 5", "labels 0..1");
+  options.data = "fashion-mnist";  // refused before the images are looked for
+  options.target = "";
+  options.classes = {0, 12};
+  EXPECT_INVALID_ARGUMENT(load_dataset(options), "classes contains 12", "fashion-mnist (labels 0..9)");
+}
+
+TEST(LoadDataset, RefusesAFileBeyondTheMemoryBudgetBeforeReadingIt) {
+  TempDir dir;
+  DataOptions options = csv_options(dir.write("t.csv", twenty_rows_csv()));
+  options.max_memory = ByteSize{100};
+  EXPECT_INVALID_ARGUMENT(load_dataset(options), "reading '" + options.data + "'", "max_memory = 100");
 }
 
 TEST(LoadDataset, AsksForTheTargetColumnOfATable) {

@@ -5,6 +5,7 @@
 
 #include "test_util.hpp"
 
+#include <cmath>
 #include <cstdlib>
 
 namespace filkit {
@@ -36,7 +37,7 @@ TEST(NpyReader, ReadsEverySupportedDtypeAsDoubles) {
 
 TEST(NpyReader, ReadsNegativeAndFractionalValuesExactly) {
   TempDir dir;
-  const std::vector<double> values = {-1.5, 0.1, 1e300};
+  const std::vector<double> values = {-1.5, 0.1, -1e150};  // the largest magnitude accepted
   EXPECT_EQ(read_npy(dir.write("a.npy", npy_f8(values, 3))).values, values);
   const auto ints = read_npy(dir.write("i.npy", npy_bytes("<i4", "(2,)", raw_bytes(std::vector<std::int32_t>{-7, 9}))));
   EXPECT_EQ(ints.values, (std::vector<double>{-7, 9}));
@@ -160,6 +161,49 @@ TEST(NpzReader, ReadsArchivesWrittenByNumpy) {
   EXPECT_EQ(arrays.at("X").shape, (std::vector<Index>{2, 3}));
   EXPECT_EQ(arrays.at("X").values, (std::vector<double>{0, 1, 2, 3, 4, 5}));
   EXPECT_EQ(arrays.at("y").values, (std::vector<double>{3, 4}));
+}
+
+TEST(NpyReader, RefusesNonFiniteAndOverflowProneValuesNamingTheElement) {
+  TempDir dir;
+  const std::string nan = dir.write("nan.npy", npy_f8({1, 2, 3, std::nan(""), 5, 6}, 3, 2));
+  EXPECT_INVALID_ARGUMENT(read_npy(nan), "nan.npy'", "element (1, 1)", "is nan", "not finite");
+  const std::string huge = dir.write("huge.npy", npy_f8({1, 2, 1e200}, 3));
+  EXPECT_INVALID_ARGUMENT(read_npy(huge), "huge.npy'", "element (2)", "1e+200", "beyond +-1e150");
+  const std::string inf = dir.write("inf.npz", zip_bytes({{"X.npy", npy_f8({-INFINITY, 0}, 2)}}, true));
+  EXPECT_INVALID_ARGUMENT(read_npz(inf), "inf.npz:X.npy'", "element (0)", "-inf");
+}
+
+// The size an archive records for a member, as a corrupt or hostile archive may state it.
+std::string with_recorded_size(std::string zip, std::uint32_t size) {
+  const std::size_t directory = zip.find(std::string("PK\x01\x02", 4));
+  zip.replace(directory + 24, 4, testing::little_endian(size, 4));
+  return zip;
+}
+
+// A few hundred bytes that declare a 4 GB array: refused before anything of that size is allocated.
+TEST(NpzReader, RefusesAMemberWhoseDeclaredShapeIsNotWhatTheArchiveRecords) {
+  TempDir dir;
+  const std::string header_only = npy_bytes("<f8", "(500000000,)", "");
+  const std::string zip = zip_bytes({{"X.npy", header_only}}, true);
+  ASSERT_LT(zip.size(), 4096u);
+  EXPECT_INVALID_ARGUMENT(read_npz(dir.write("a.npz", zip)), "'X.npy'",
+                          "records " + std::to_string(header_only.size()) + " uncompressed bytes",
+                          "array header declares " + std::to_string(header_only.size() + 4000000000ULL));
+  const std::string recorded = with_recorded_size(zip, static_cast<std::uint32_t>(header_only.size() + 4000000000ULL));
+  EXPECT_INVALID_ARGUMENT(read_npz(dir.write("b.npz", recorded), ByteSize{std::uint64_t{1} << 30}),
+                          "inflating member 'X.npy'", "500000000 values", "needs 7.5 GiB", "max_memory = 1G");
+}
+
+// 8 MB of zeros deflate to a few kilobytes: within a budget they load, beyond it they are refused
+// before they are inflated.
+TEST(NpzReader, RefusesAZipBombBeyondTheMemoryBudget) {
+  TempDir dir;
+  const std::string zeros = npy_f8(std::vector<double>(1 << 20, 0.0), 1 << 20);
+  const std::string path = dir.write("bomb.npz", zip_bytes({{"X.npy", zeros}}, true));
+  ASSERT_LT(testing::read_bytes(path).size(), 64u << 10);
+  EXPECT_EQ(read_npz(path, ByteSize{64u << 20}).at("X").values.size(), 1u << 20);
+  EXPECT_INVALID_ARGUMENT(read_npz(path, ByteSize{4u << 20}), "inflating member 'X.npy'", "needs 16 MiB",
+                          "max_memory = 4M");
 }
 
 }  // namespace

@@ -402,5 +402,40 @@ TEST(FastPca, ScalingBeforePcaMatchesScalingAWholeCopy) {
   }
 }
 
+// Rows near 1e200 have squares beyond a double's range: their norm was Inf and the rows divided by
+// it all zeros. The norms are computed with scaled sums, so the scaled rows keep their directions.
+TEST(Preprocessor, RowNormsOfHugeAndTinyValuesDoNotOverflowOrVanish) {
+  Dataset data;
+  data.X = RowMatrix{{3e200, 4e200}, {1e200, 0}, {-3e-200, 4e-200}};
+  data.y = Eigen::Vector3d(0, 1, 0);
+  PreprocessOptions options;
+  options.row_scaling = RowScaling::kGlobalMax;
+  const Preprocessor fitted = Preprocessor::fit(data, options);
+  EXPECT_NEAR(fitted.global_max_norm / 5e200, 1.0, 1e-15);
+  const RowMatrix X = fitted.apply(data).X;
+  EXPECT_NEAR(X(0, 0), 0.6, 1e-15);
+  EXPECT_NEAR(X(1, 0), 0.2, 1e-15);
+  options.row_scaling = RowScaling::kUnitBall;
+  const RowMatrix ball = Preprocessor::fit(data, options).apply(data).X;
+  EXPECT_NEAR(ball(0, 1), 0.8, 1e-15);
+  EXPECT_NEAR(ball(1, 0), 1.0, 1e-15);
+  EXPECT_EQ(ball(2, 1), 4e-200);  // inside the ball: unchanged
+}
+
+// Rows near 1e140 (within the loaders' bound) have covariances near 1e280, whose sums overflow
+// over enough rows: PCA sums them over the rows shrunk by a power of two, and finds what it finds
+// on the small rows.
+TEST(Preprocessor, PcaOfRowsNear1e140MatchesPcaOfTheSameRowsScaledDown) {
+  const Dataset small = random_classification(300, 6, 2, 4);
+  const Dataset huge = scaled_copy(small, 1e140);
+  PreprocessOptions options = with_pca(3);
+  options.row_scaling = RowScaling::kNone;
+  const Preprocessor reference = Preprocessor::fit(small, options);
+  const Preprocessor fitted = Preprocessor::fit(huge, options);
+  ASSERT_TRUE(fitted.pca_components.allFinite());
+  EXPECT_LT((fitted.pca_components - reference.pca_components).cwiseAbs().maxCoeff(), 1e-9);
+  EXPECT_NEAR(fitted.pca_variances(0) / (reference.pca_variances(0) * 1e280), 1.0, 1e-9);
+}
+
 }  // namespace
 }  // namespace filkit

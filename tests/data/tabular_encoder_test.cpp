@@ -6,6 +6,8 @@
 
 #include "test_util.hpp"
 
+#include <cmath>
+
 namespace filkit {
 namespace {
 
@@ -220,6 +222,53 @@ TEST(TabularEncoder, EncodesACsvFileEndToEnd) {
   const Dataset data = TabularEncoder::fit(t, target("label")).transform(t);
   EXPECT_EQ(data.feature_names, (std::vector<std::string>{"SEX=Female", "hours"}));
   EXPECT_EQ(data.source, dir.file("t.csv"));
+}
+
+// A number beyond a double's range is still a number: the column stays numeric and the cell is
+// refused where it is, in training or in a test part, never turned into a one-hot level.
+TEST(TabularEncoder, RefusesNumbersBeyondADoublesRangeWhereTheyAre) {
+  const TextTable train = table({"x", "w", "y"}, {{"1", "2", "a"}, {"1e400", "3", "b"}, {"3", "4", "a"}});
+  EXPECT_INVALID_ARGUMENT(TabularEncoder::fit(train, target("y")), "'table.csv' line 3, column 1",
+                          "column 'x' holds '1e400'", "not finite");
+  const TextTable fine = table({"x", "w", "y"}, {{"1", "2", "a"}, {"2", "3", "b"}});
+  const TabularEncoder encoder = TabularEncoder::fit(fine, target("y"));
+  ASSERT_FALSE(encoder.columns()[0].categorical);
+  const TextTable test = table({"x", "w", "y"}, {{"1", "2", "a"}, {"2", "-1e400", "b"}});
+  EXPECT_INVALID_ARGUMENT(encoder.transform(test), "line 3, column 2", "column 'w' holds '-1e400'");
+  // A number too small for a double is that number rounded, not an error.
+  const TextTable tiny = table({"x", "y"}, {{"1e-400", "a"}, {"1", "b"}});
+  EXPECT_EQ(TabularEncoder::fit(tiny, target("y")).transform(tiny).d(), 1);
+}
+
+TEST(TabularEncoder, RefusesMagnitudesWhoseSquaresOverflow) {
+  const TextTable t = table({"x", "y"}, {{"1e300", "a"}, {"2e300", "b"}, {"1", "a"}});
+  EXPECT_INVALID_ARGUMENT(TabularEncoder::fit(t, target("y")), "line 2, column 1", "'1e300'", "beyond +-1e150",
+                          "rescale");
+  const TextTable large = table({"x", "y"}, {{"1e149", "a"}, {"-1e149", "b"}, {"0", "a"}});
+  const TabularEncoder encoder = TabularEncoder::fit(large, target("y"));
+  EXPECT_NEAR(encoder.columns()[0].scale / (std::sqrt(2.0 / 3.0) * 1e149), 1.0, 1e-12);
+  EXPECT_NEAR(encoder.transform(large).X(0, 0), std::sqrt(1.5), 1e-12);
+}
+
+TEST(TabularEncoder, RefusesAnEncodingBeyondTheMemoryBudgetBeforeAllocatingIt) {
+  // 20 categorical columns of 10 levels each encode 10 rows into 180 columns: 14400 bytes.
+  std::vector<std::string> header;
+  for (int j = 0; j < 20; ++j) header.push_back("c" + std::to_string(j));
+  header.push_back("y");
+  std::vector<std::vector<std::string>> rows;
+  for (int i = 0; i < 10; ++i) {
+    std::vector<std::string> row;
+    for (int j = 0; j < 20; ++j) row.push_back("level" + std::to_string(i));
+    row.push_back(i % 2 ? "a" : "b");
+    rows.push_back(row);
+  }
+  const TextTable wide = table(header, rows);
+  TabularOptions options = target("y");
+  options.max_memory = ByteSize{14400};
+  EXPECT_EQ(TabularEncoder::fit(wide, options).transform(wide).d(), 180);
+  options.max_memory = ByteSize{10000};
+  EXPECT_INVALID_ARGUMENT(TabularEncoder::fit(wide, options), "encoding 'table.csv' (10 rows x 180 columns",
+                          "from 21 in the file", "more than max_memory = 10000");
 }
 
 }  // namespace

@@ -129,5 +129,14 @@ TEST(RealIncome, TopEtaDecileIsMoreVulnerableThanTheBottom) {
   EXPECT_GT(by_decile[9], by_decile[0] + 0.1);
 }
 
+// `attack --groups 100000` wrote 42 MB of rows of NaN for groups without an example.
+TEST(AttackCommand, RefusesMoreGroupsThanAttackedExamples) {
+  const TempDir dir;
+  AttackJobOptions options = command_options(write_categorical_csv(dir, 60, true, 3, "t.csv"));
+  options.attack.max_examples = 20;
+  options.attack.groups = 100000;
+  EXPECT_INVALID_ARGUMENT(run_attack(options), "groups = 100000", "more than the 20 attacked examples");
+}
+
 }  // namespace
 }  // namespace filkit

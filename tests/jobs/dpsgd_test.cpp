@@ -1,11 +1,14 @@
 // The DP-SGD job and the `filkit dpsgd` command: in-process and once as a binary.
 #include "filkit/jobs/dpsgd.hpp"
 
+#include "filkit/base/finite.hpp"
+
 #include "test_util.hpp"
 
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -103,6 +106,35 @@ TEST(DpSgdBinary, PrintsHelpAndTheSummaryTable) {
   const auto bad = run(std::string(binary) + " dpsgd --data " + data + " --batch-size 16 --steps 20 --clip-norm 0");
   EXPECT_NE(bad.first, 0);
   EXPECT_NE(bad.second.find("clip_norm"), std::string::npos) << bad.second;
+}
+
+// `filkit dpsgd --step-size 1e308` reported NaN dFIL for every example and exited 0.
+TEST(DpSgdCommand, ADivergingRunIsAnErrorNamingTheStepAndTheStepSize) {
+  const TempDir dir;
+  DpSgdJobOptions options = small_job(testing::write_npz_dataset(dir, testing::random_classification(60, 3, 2, 4)));
+  options.dpsgd.step_size = 1e308;
+  options.dpsgd.steps = 1000;
+  options.dpsgd.report_epochs = {};
+  try {
+    run_dpsgd(options);
+    ADD_FAILURE() << "a diverged run passed";
+  } catch (const NonFiniteResult& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find("training (run 0, step "), std::string::npos) << message;
+    EXPECT_NE(message.find("training diverged: step_size = 1e+308 is likely too large"), std::string::npos)
+        << message;
+  }
+}
+
+// `--report-epochs 1e300` is step 1e301, which llround cannot represent: it silently ran step 1.
+TEST(DpSgdCommand, ReportEpochsBeyondTheStepsAreRefusedEvenWhenHuge) {
+  const TempDir dir;
+  DpSgdJobOptions options = small_job(testing::write_npz_dataset(dir, testing::random_classification(60, 3, 2, 4)));
+  options.dpsgd.report_epochs = {1e300};
+  EXPECT_INVALID_ARGUMENT(run_dpsgd(options), "report_epochs = 1e+300", "beyond steps = 40");
+  options.dpsgd.report_epochs = {};
+  options.dpsgd.steps = std::numeric_limits<Index>::max() / 2 + 1;
+  EXPECT_INVALID_ARGUMENT(run_dpsgd(options), "steps = ", "times runs = 2 must fit in a 64-bit count");
 }
 
 }  // namespace

@@ -157,5 +157,49 @@ TEST(DefaultJob, RunsOnFashionMnistZeroVsOne) {
   EXPECT_NE(printed.str().find("eta (FIL)"), std::string::npos);
 }
 
+// A row listed twice in --subset rows=F counted twice in the group; it is refused instead.
+TEST(MeasureCommand, RefusesARowListedTwiceInARowFile) {
+  const TempDir dir;
+  MeasureOptions options = small_job(testing::write_npz_dataset(dir, testing::random_classification(60, 3, 2, 5)));
+  const std::string rows = dir.write("rows.txt", "1\n4\n2\n4\n");
+  options.subsets = {"rows=" + rows};
+  EXPECT_INVALID_ARGUMENT(run_measure(options), rows + ":4: row 4 is listed again (first on line 2)");
+}
+
+// Flags are read by the library's parser: integers in their range, the thread count bounded by
+// the machine, sizes for --max-memory; a std::bad_alloc says what filkit was doing.
+TEST(MeasureBinary, RefusesOutOfRangeNumbersAndReportsRunningOutOfMemory) {
+  const char* binary = std::getenv("FILKIT_BINARY");
+  if (binary == nullptr) GTEST_SKIP() << "FILKIT_BINARY not set";
+  const TempDir dir;
+  const std::string data = testing::write_npz_dataset(dir, testing::random_classification(80, 3, 2, 6));
+  const std::string measure = std::string(binary) + " measure --quiet --data " + data + " --scale none ";
+  const auto expect_error = [](const std::pair<int, std::string>& run, const std::string& fragment) {
+    EXPECT_NE(run.first, 0) << run.second;
+    EXPECT_NE(run.second.find(fragment), std::string::npos) << run.second;
+  };
+  expect_error(testing::run_command(measure + "--threads 100000"), "--threads = 100000: expected 0..");
+  expect_error(testing::run_command(measure + "--classes 4294967296,4294967297"),
+               "classes = '4294967296': expected an integer in -2147483648..2147483647");
+  expect_error(testing::run_command(measure + "--releases 99999999999"), "releases = '99999999999'");
+  expect_error(testing::run_command(measure + "--sigma 1e400"), "sigma = '1e400': expected a number of magnitude");
+  expect_error(testing::run_command(measure + "--max-memory 2X"), "max_memory = '2X'");
+  expect_error(testing::run_command(measure + "--max-memory 1K"), "more than max_memory = 1K");
+  const auto fine = testing::run_command(measure + "--max-memory 64M --threads 1 --json " + dir.file("s.json"));
+  ASSERT_EQ(fine.first, 0) << fine.second;
+  EXPECT_EQ(nlohmann::json::parse(std::ifstream(dir.file("s.json")))["settings"]["max_memory"], "64M");
+
+  // An archive recording a 3.9 GB member that its header confirms, with a budget that allows it and
+  // an address space that does not: the allocation fails while loading.
+  const std::string header_only = testing::npy_bytes("<f8", "(490000000,)", "");
+  std::string zip = testing::zip_bytes({{"X.npy", header_only}, {"y.npy", testing::npy_f8({0, 1}, 2)}}, true);
+  const std::size_t directory = zip.find(std::string("PK\x01\x02", 4));
+  zip.replace(directory + 24, 4, testing::little_endian(header_only.size() + 3920000000ULL, 4));
+  const std::string huge = dir.write("huge.npz", zip);
+  expect_error(testing::run_command("ulimit -v 1000000; " + std::string(binary) + " measure --quiet --data " + huge +
+                                    " --max-memory 100G"),
+               "filkit: error: out of memory while loading the data; try a smaller subset");
+}
+
 }  // namespace
 }  // namespace filkit

@@ -11,11 +11,14 @@
 #pragma once
 
 #include "filkit/base/enum_names.hpp"
+#include "filkit/base/resources.hpp"
 
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
 #include <charconv>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <optional>
 #include <stdexcept>
@@ -44,7 +47,7 @@ nlohmann::json option_to_json(const T& value) {
     nlohmann::json array = nlohmann::json::array();
     for (const auto& element : value) array.push_back(option_to_json(element));
     return array;
-  } else if constexpr (std::is_enum_v<T>) {
+  } else if constexpr (std::is_enum_v<T> || std::is_same_v<T, ByteSize>) {
     return to_string(value);
   } else if constexpr (std::is_floating_point_v<T>) {
     // JSON has no infinities: spell them as the command line and Python accept them.
@@ -58,8 +61,9 @@ nlohmann::json option_to_json(const T& value) {
 }
 
 /// Parses the text of one option value (a flag's argument, a Python string): numbers must be
-/// whole tokens, enums one of their spellings, vectors comma-separated, optionals "auto" or a
-/// value. Throws std::invalid_argument naming `name` and what was expected.
+/// whole tokens (integers within their type's range, doubles within a double's), enums one of
+/// their spellings, sizes as parse_byte_size reads them, vectors comma-separated, optionals "auto"
+/// or a value. Throws std::invalid_argument naming `name` and what was expected.
 template <typename T>
 void option_from_text(const std::string& name, const std::string& text, T& value) {
   const auto fail = [&](const std::string& expected) {
@@ -100,18 +104,25 @@ void option_from_text(const std::string& name, const std::string& text, T& value
     else fail("true or false");
   } else if constexpr (std::is_same_v<T, std::string>) {
     value = text;
+  } else if constexpr (std::is_same_v<T, ByteSize>) {
+    value = parse_byte_size(name, text);
   } else if constexpr (std::is_floating_point_v<T>) {
-    std::size_t used = 0;
-    try {
-      value = static_cast<T>(std::stod(text, &used));
-    } catch (const std::exception&) {
-      fail("a number");
-    }
-    if (used != text.size()) fail("a number");
+    // strtod, not stod: a value too small for a double is that value rounded (ERANGE, but no
+    // error); one too large is refused rather than read as infinity.
+    errno = 0;
+    char* end = nullptr;
+    const double parsed = std::strtod(text.c_str(), &end);
+    if (text.empty() || end != text.c_str() + text.size()) fail("a number");
+    if (errno == ERANGE && (parsed > 1.0 || parsed < -1.0)) fail("a number of magnitude at most 1.8e308");
+    value = static_cast<T>(parsed);
   } else {
     static_assert(std::is_integral_v<T>, "option fields are numbers, booleans, strings, enums or vectors of them");
     const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (error != std::errc() || end != text.data() + text.size()) fail("an integer in range");
+    if (error == std::errc::result_out_of_range)
+      fail("an integer in " + std::to_string(std::numeric_limits<T>::min()) + ".." +
+           std::to_string(std::numeric_limits<T>::max()));
+    if (error != std::errc() || end != text.data() + text.size())
+      fail(std::is_signed_v<T> ? "an integer" : "a non-negative integer");
   }
 }
 

@@ -17,6 +17,14 @@ struct Summary {
   nlohmann::json to_json() const;
 };
 
+/// The mean of `values`, without overflow: when their sum is beyond a double's range, the mean is
+/// summed as x / n instead.
+double mean_without_overflow(const Eigen::Ref<const VectorXd>& values);
+
+/// sqrt(sum_i (x_i - center)^2 / divisor), without overflow: when the squares overflow (values
+/// near 1e300), the deviations are first divided by the largest of them, as hypot does.
+double root_mean_square_deviation(const Eigen::Ref<const VectorXd>& values, double center, double divisor);
+
 /// Mean, sample std, min, median (mean of the two middle values for even counts) and max.
 /// Throws std::invalid_argument for an empty vector.
 Summary summarize(const VectorXd& values);

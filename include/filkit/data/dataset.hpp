@@ -13,6 +13,16 @@
 
 namespace filkit {
 
+/// The largest magnitude of a value filkit loads. Squares of such values, and sums of many of them
+/// (row norms, PCA's covariance, a GLM's Hessian), stay far below a double's 1.8e308, so no
+/// statistic of the data overflows to Inf and turns the data into zeros or NaN. Loaders refuse a
+/// larger value (and NaN or Inf) naming the file and where in it the value is.
+inline constexpr double kMaxInputMagnitude = 1e150;
+
+/// Why `value` cannot be loaded ("is nan: not finite ...", "is 1e+200: beyond +-1e150, ..."), to
+/// follow where it is; empty if it can.
+std::string input_value_problem(double value);
+
 /// column, or a one-hot block of a categorical attribute (last level dropped, so the dropped
 /// level is the all-zero pattern).
 struct AttributeColumns {
@@ -36,7 +46,8 @@ struct Dataset {
 
   Index n() const { return X.rows(); }
   Index d() const { return X.cols(); }
-  /// Throws std::invalid_argument if shapes disagree, any value is NaN/Inf, a column index of
+  /// Throws std::invalid_argument if shapes disagree, any value is NaN/Inf or beyond
+  /// kMaxInputMagnitude, a column index of
   /// `attributes` is out of range, or (with class_names) a label is not an index 0..K-1.
   void validate() const;
   /// The attribute with this name, or throws std::invalid_argument listing the known names.

@@ -10,6 +10,11 @@
 
 namespace filkit {
 
+/// The help of max_memory, for every front end that binds it.
+inline constexpr const char* kMaxMemoryHelp =
+    "Memory budget (e.g. 2G, 512M): a file whose size, declared shape or encoding needs more is refused before "
+    "it is loaded; default: half of the physical memory";
+
 /// Where a dataset comes from and which part of it to keep.
 struct DataOptions {
   /// A built-in name ("fashion-mnist", "mnist", or a tabular one of tabular_datasets.hpp:
@@ -32,6 +37,9 @@ struct DataOptions {
   /// expensive jobs (networks); larger than the split keeps all.
   Index train_size = 0;
   Index test_size = 0;
+  /// The memory budget: a file whose size, declared shape or encoded matrix needs more is refused
+  /// before it is read, inflated or allocated (data/idx.hpp, npy.hpp, text_table.hpp).
+  ByteSize max_memory = default_memory_budget();
   /// Throws std::invalid_argument naming the field, value and rule (empty data, test_fraction
   /// outside [0, 1), negative or repeated classes, classes with regression).
   void validate() const;
@@ -51,6 +59,7 @@ void visit_fields(DataOptions& o, Visit&& visit) {
   visit("seed", o.seed, "Seed of the train/test split and of the subsets");
   visit("train_size", o.train_size, "Keep a random subset of this many training examples (0 = all)");
   visit("test_size", o.test_size, "Keep a random subset of this many test examples (0 = all)");
+  visit("max_memory", o.max_memory, kMaxMemoryHelp);
 }
 
 /// Loads and splits a dataset. Built-in datasets use their own train/test split; pixels stay

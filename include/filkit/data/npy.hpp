@@ -1,6 +1,7 @@
 // NumPy .npy / .npz (float64, float32, uint8, int64, int32, little-endian, C order).
 #pragma once
 
+#include "filkit/base/resources.hpp"
 #include "filkit/base/types.hpp"
 
 #include <map>
@@ -15,11 +16,15 @@ struct NpyArray {
   std::vector<double> values;  ///< C order
 };
 /// Reads format versions 1.0, 2.0 and 3.0. Throws std::invalid_argument naming the file for a
-/// bad magic string or header, an unsupported dtype or shape, Fortran order, or a data size
-/// that does not match the shape.
-NpyArray read_npy(const std::string& path);
+/// bad magic string or header, an unsupported dtype or shape, Fortran order, a data size that
+/// does not match the shape, a value that is NaN, Inf or beyond kMaxInputMagnitude (naming the
+/// element), or an array that needs more than `max_memory`.
+NpyArray read_npy(const std::string& path, ByteSize max_memory = default_memory_budget());
 /// Every array in an .npz archive (stored or deflated members, CRC-32 checked), keyed by name
-/// without ".npy". ZIP64 archives (over 4 GiB or 65535 members) are rejected.
-std::map<std::string, NpyArray> read_npz(const std::string& path);
+/// without ".npy". ZIP64 archives (over 4 GiB or 65535 members) are rejected. Before a member is
+/// inflated, the size the archive records for it must equal what its array header declares and,
+/// with the array's doubles, fit in `max_memory`: a small archive cannot make filkit allocate
+/// gigabytes.
+std::map<std::string, NpyArray> read_npz(const std::string& path, ByteSize max_memory = default_memory_budget());
 
 }  // namespace filkit

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "filkit/base/enum_names.hpp"
+#include "filkit/base/resources.hpp"
 #include "filkit/data/dataset.hpp"
 #include "filkit/data/text_table.hpp"
 
@@ -32,6 +33,9 @@ struct TabularOptions {
   bool target_categorical = true;          ///< classification (class indices) vs regression
   std::vector<std::string> missing = {"", "NA", "?"};  ///< spellings of a missing value
   MissingPolicy missing_policy = MissingPolicy::kDrop;  ///< default: drop incomplete rows
+  /// The memory budget: an encoded X (rows x one-hot width doubles) larger than this is refused
+  /// before it is allocated.
+  ByteSize max_memory = default_memory_budget();
   /// Throws std::invalid_argument if the target is empty, dropped, or categorical for regression.
   void validate() const;
 };
@@ -51,11 +55,12 @@ inline const std::string kMissingLevel = "<missing>";
 class TabularEncoder {
  public:
   /// Throws std::invalid_argument for unknown column names (listing the available ones),
-  /// non-numeric or NaN/Inf cells in numeric columns, no complete rows, or fewer than two
-  /// target classes.
+  /// non-numeric, NaN/Inf or too large (kMaxInputMagnitude) cells in numeric columns, no complete
+  /// rows, fewer than two target classes, or an encoding of the training rows beyond max_memory.
   static TabularEncoder fit(const TextTable& train, const TabularOptions& options);
   /// Encodes `table` (columns found by name). Throws std::invalid_argument naming the column,
-  /// value and line for unseen levels or classes, non-numeric or NaN/Inf numeric cells.
+  /// value and line for unseen levels or classes, non-numeric, NaN/Inf or too large numeric cells,
+  /// and before allocating when X would exceed max_memory.
   Dataset transform(const TextTable& table) const;
 
   struct Column {
@@ -67,6 +72,8 @@ class TabularEncoder {
   const std::vector<Column>& columns() const { return columns_; }
   const std::vector<std::string>& classes() const { return classes_; }
   const TabularOptions& options() const { return options_; }
+  /// The number of columns of an encoded X: one a numeric column, levels - 1 a categorical one.
+  Index encoded_width() const;
 
  private:
   TabularOptions options_;

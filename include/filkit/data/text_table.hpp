@@ -3,6 +3,7 @@
 #pragma once
 
 #include "filkit/base/enum_names.hpp"
+#include "filkit/base/resources.hpp"
 #include "filkit/base/types.hpp"
 
 #include <string>
@@ -41,14 +42,20 @@ struct TextTable {
 /// A CSV file with a header row. Cells may be quoted ("a,b", doubled quotes "" for a quote,
 /// line breaks inside quotes); blank lines are skipped; a UTF-8 byte order mark is ignored.
 /// Errors name the file and line: ragged rows, unterminated quotes, empty or duplicate header
-/// names. Every column type is kInferred.
-TextTable read_csv(const std::string& path);
+/// names. Every column type is kInferred. A file, or a table of cells, larger than `max_memory`
+/// is refused (naming the line reached) before it fills the memory.
+TextTable read_csv(const std::string& path, ByteSize max_memory = default_memory_budget());
 
 /// An ARFF file: `@relation`, `@attribute <name> numeric|real|integer|string|{a,b,...}`,
 /// `@data` then comma-separated rows; `%` starts a comment line; names and values may be quoted
 /// with ' or " (backslash escapes the next character); `?` marks a missing value. Nominal
 /// cells must be declared levels and numeric cells numbers (else an error naming the line).
-/// Sparse rows ({i v, ...}) and date/relational attributes are rejected.
-TextTable read_arff(const std::string& path);
+/// Sparse rows ({i v, ...}) and date/relational attributes are rejected; `max_memory` as for CSV.
+TextTable read_arff(const std::string& path, ByteSize max_memory = default_memory_budget());
+
+/// Throws std::invalid_argument when `table`'s cells, held as strings, with the `file_bytes` the
+/// reader holds, would exceed `max_memory` once it holds `rows` rows; `line` is where the reader is.
+void check_table_memory(const TextTable& table, std::size_t rows, Index line, std::uint64_t file_bytes,
+                        ByteSize max_memory);
 
 }  // namespace filkit

@@ -1,0 +1,50 @@
+// What a run may take from the machine: a memory budget that the loaders check a file's declared
+// size against before allocating, and a bound on the thread count.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace filkit {
+
+/// A number of bytes as users spell it: "2G", "512M", "64K", "1.5G" (binary units: K = 1024) or
+/// a plain count of bytes ("1048576").
+struct ByteSize {
+  std::uint64_t bytes = 0;
+  friend bool operator==(const ByteSize&, const ByteSize&) = default;
+};
+
+/// Parses a ByteSize; throws std::invalid_argument naming `name` and the accepted spellings for
+/// anything else (negative, empty, unknown unit, beyond 2^64 bytes).
+ByteSize parse_byte_size(const std::string& name, const std::string& text);
+
+/// The exact spelling of a size, in the largest unit that divides it ("2G", "3951M", "1000"),
+/// so that parse_byte_size reads it back to the same number of bytes.
+std::string to_string(ByteSize size);
+
+/// A size for people: "4.0 GiB", "512 MiB", "37 bytes".
+std::string readable_bytes(std::uint64_t bytes);
+
+/// The machine's physical memory in bytes (sysconf), or 0 if it cannot be told.
+std::uint64_t physical_memory_bytes();
+
+/// The default max_memory: half of the physical memory, rounded down to whole MiB (4 GiB if the
+/// physical memory cannot be told). Large enough for any real dataset filkit handles on that
+/// machine, small enough that a file declaring an absurd shape is refused rather than swapped in.
+ByteSize default_memory_budget();
+
+/// a * b, or UINT64_MAX when the product does not fit (sizes from a corrupt header).
+std::uint64_t saturating_product(std::uint64_t a, std::uint64_t b);
+
+/// Throws std::invalid_argument "<what> needs <bytes>, more than max_memory = <budget>; ..." when
+/// `bytes` exceeds `budget`. Loaders call it before allocating what a file declares.
+void check_memory(std::uint64_t bytes, ByteSize budget, const std::string& what);
+
+/// The largest thread count accepted: 4 x the hardware threads, at most 1024 (libgomp cannot
+/// start many thousands of threads and crashes trying).
+int max_thread_count();
+
+/// Throws std::invalid_argument naming `name` unless 0 <= threads <= max_thread_count().
+void check_thread_count(const std::string& name, long long threads);
+
+}  // namespace filkit
