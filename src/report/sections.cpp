@@ -167,8 +167,8 @@ void image_grid(const RowMatrix& images, const std::vector<std::size_t>& rows, c
     // Appends, not "#" + std::to_string(i): GCC 12 warns falsely (-Wrestrict) on the latter.
     std::string title = "#";
     title.append(std::to_string(i)).append("\neta ").append(format_short(eta[i])).append("\n");
-    const auto k = class_index(label[i]);
-    title.append(k ? class_name(input.summary, *k) : "label " + format_number(label[i]));
+    const auto label_class = class_index(label[i]);
+    title.append(label_class ? class_name(input.summary, *label_class) : "label " + format_number(label[i]));
     body += "set title " + gnuplot_string(title) + " noenhanced\nplot " + data + " matrix with image\n";
   }
   plotter.plot(section, name, caption, body + "unset multiplot", 1100, 260);
