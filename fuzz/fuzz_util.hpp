@@ -15,7 +15,13 @@
 #include <string_view>
 #include <vector>
 
+#include "filkit/base/resources.hpp"
+
 namespace filkit::fuzz {
+
+/// The readers' memory budget (max_memory) in the targets: below libFuzzer's -malloc_limit_mb
+/// (512 MB, flags.sh), so that an allocation the budget should have refused is a finding.
+inline const ByteSize kFuzzMemory{std::uint64_t{256} << 20};
 
 /// Aborts (a finding) when `condition` is false: an invariant of a reader's result.
 #define FILKIT_FUZZ_CHECK(condition)                                                         \
@@ -41,6 +47,13 @@ inline const std::filesystem::path& scratch_dir() {
     return std::filesystem::path(pattern);
   }();
   return dir;
+}
+
+/// Whether the targets skip the inputs of recorded findings (fuzz/README.md) so that fuzzing gets
+/// past them; FILKIT_FUZZ_ALL=1 turns that off, to see whether a finding is fixed.
+inline bool skip_known_findings() {
+  static const bool skip = std::getenv("FILKIT_FUZZ_ALL") == nullptr;
+  return skip;
 }
 
 /// Writes `bytes` to `name` in the scratch directory (replacing it) and returns the path.

@@ -30,19 +30,19 @@ inline bool known_idx_finding(std::string_view content) {
 /// Reads `path` as labels and as images; a selection of rows must equal those rows of the whole.
 inline void read_idx_every_way(const std::string& path) {
   runs_or_rejects([&] {
-    const VectorXd labels = read_idx_labels(path);
+    const VectorXd labels = read_idx_labels(path, kFuzzMemory);
     FILKIT_FUZZ_CHECK(((labels.array() >= 0) && (labels.array() <= 255)).all());
   });
   RowMatrix images;
-  if (!runs_or_rejects([&] { images = read_idx_images(path); }) || images.rows() == 0) return;
+  if (!runs_or_rejects([&] { images = read_idx_images(path, kFuzzMemory); }) || images.rows() == 0) return;
   const std::vector<Index> rows = {images.rows() - 1, 0, images.rows() / 2};
-  const RowMatrix selected = detail::read_idx_image_rows(path, rows, images.rows());
+  const RowMatrix selected = detail::read_idx_image_rows(path, rows, images.rows(), kFuzzMemory);
   FILKIT_FUZZ_CHECK(selected.rows() == 3 && selected.cols() == images.cols());
   for (std::size_t k = 0; k < rows.size(); ++k)
     FILKIT_FUZZ_CHECK(selected.row(static_cast<Index>(k)) == images.row(rows[k]));
   // A row outside the file, and a label count that does not match, are errors.
-  FILKIT_FUZZ_CHECK(!runs_or_rejects([&] { detail::read_idx_image_rows(path, {images.rows()}, images.rows()); }));
-  FILKIT_FUZZ_CHECK(!runs_or_rejects([&] { detail::read_idx_image_rows(path, {0}, images.rows() + 1); }));
+  FILKIT_FUZZ_CHECK(!runs_or_rejects([&] { detail::read_idx_image_rows(path, {images.rows()}, images.rows(), kFuzzMemory); }));
+  FILKIT_FUZZ_CHECK(!runs_or_rejects([&] { detail::read_idx_image_rows(path, {0}, images.rows() + 1, kFuzzMemory); }));
 }
 
 }  // namespace filkit::fuzz

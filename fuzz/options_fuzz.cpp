@@ -19,7 +19,7 @@ void parse_as(const std::string& text) {
   } catch (const nlohmann::json::type_error& error) {
     // Known finding options-1 (fuzz/README.md): a string option that is not UTF-8 is accepted,
     // and only writing the summary, after the job, fails. Skipped until fixed.
-    FILKIT_FUZZ_CHECK(error.id == 316);
+    if (!filkit::fuzz::skip_known_findings() || error.id != 316) throw;
   }
 }
 

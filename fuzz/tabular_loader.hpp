@@ -17,11 +17,11 @@
 namespace filkit::fuzz {
 
 inline void load_tabular(const std::uint8_t* data, std::size_t size, const std::string& file_name,
-                         TextTable (*read)(const std::string&)) {
+                         TextTable (*read)(const std::string&, ByteSize)) {
   if (size < 4) return;
   const std::string path = write_input(file_name, as_text(data + 4, size - 4));
   TextTable table;
-  if (!runs_or_rejects([&] { table = read(path); })) return;
+  if (!runs_or_rejects([&] { table = read(path, kFuzzMemory); })) return;
   FILKIT_FUZZ_CHECK(!table.header.empty() && table.types.size() == table.header.size());
   FILKIT_FUZZ_CHECK(table.lines.size() == table.rows.size());
   for (const auto& row : table.rows) FILKIT_FUZZ_CHECK(row.size() == table.header.size());
@@ -30,6 +30,7 @@ inline void load_tabular(const std::uint8_t* data, std::size_t size, const std::
   const unsigned flags = data[1];
   DataOptions options;
   options.data = path;
+  options.max_memory = kFuzzMemory;
   options.target = column(data[0]);
   options.regression = flags & 1u;
   options.missing_policy = flags & 2u ? MissingPolicy::kLevel : MissingPolicy::kDrop;

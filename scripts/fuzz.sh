@@ -8,6 +8,7 @@
 #   bash scripts/fuzz.sh list                                  the targets
 #   bash scripts/fuzz.sh TARGET 0 fuzz/findings/TARGET/crash-...   reproduce one finding (its stack)
 #   bash scripts/fuzz.sh TARGET triage   each finding's error and its innermost frames in filkit's code
+# Reproducing and triage run the recorded findings the targets otherwise skip (FILKIT_FUZZ_ALL=1).
 #   FILKIT_FUZZ_SKIP_BUILD=1   use the fuzzer as built (e.g. while another build runs in build-asan)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,13 +28,13 @@ fuzzer="$build/fuzz/${target}_fuzz"
 
 # Reproducing: the given inputs only, with the full report.
 if [ "$runs" = 0 ]; then
-  exec "$fuzzer" "${FILKIT_FUZZ_FLAGS[@]}" "$@"
+  FILKIT_FUZZ_ALL=1 exec "$fuzzer" "${FILKIT_FUZZ_FLAGS[@]}" "$@"
 fi
 if [ "$runs" = triage ]; then
   for finding in fuzz/findings/"$target"/*; do
     [ -f "$finding" ] || continue
     echo "== $finding"
-    "$fuzzer" "${FILKIT_FUZZ_FLAGS[@]}" "$finding" 2>&1 |
+    { FILKIT_FUZZ_ALL=1 "$fuzzer" "${FILKIT_FUZZ_FLAGS[@]}" "$finding" 2>&1 || true; } |
       grep -E "ERROR|runtime error|invariant failed|uncaught|#[0-9]+ .* in .*/(src|cli|fuzz)/[^ ]+\.(cpp|hpp):" | head -6 |
       sed -E 's/ \(BuildId: [0-9a-f]+\)//; s/0x[0-9a-f]+ in //; s#/[^ ]*/(src|cli|fuzz)/#\1/#'
   done
