@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Installs everything filkit needs on Debian 12 (as root) and builds it in Release.
+# Installs everything filkit needs on Debian 12 (as root) and builds it in Release. clang, its
+# sanitizer and libFuzzer runtimes (libclang-rt-dev), its OpenMP (libomp-dev) and llvm-symbolizer
+# (llvm) are for the sanitizer build and the fuzzers (scripts/asan-build.sh, scripts/fuzz.sh).
 # Idempotent: packages already present are not reinstalled, an existing build is updated.
 #   bash scripts/setup.sh [TARGET...]   build only these CMake targets (default: all, with the tests);
 #                                       run-default.sh builds just the filkit executable and the
@@ -14,6 +16,7 @@ APT_PACKAGES=(
   build-essential cmake pkg-config
   libeigen3-dev libcli11-dev nlohmann-json3-dev zlib1g-dev liblbfgspp-dev libspectra-dev libdeflate-dev
   ccache
+  clang libclang-rt-dev libomp-dev llvm
   libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev
   python3-numpy python3-pybind11 python3-pytest python3-dev
@@ -65,14 +68,7 @@ build="${FILKIT_BUILD_DIR:-build}"
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DFILKIT_BUILD_PYTHON=ON -DFILKIT_WITH_TORCH=ON \
   -DFILKIT_BUILD_BENCH="${FILKIT_BUILD_BENCH:-OFF}" \
   -DPython_EXECUTABLE=/usr/bin/python3 > /dev/null
-targets=("$@")
-((${#targets[@]})) || targets=(all)
-log="$build/setup-build.log"
-if ! cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" > "$log" 2>&1; then
-  grep -E -A3 "error|Error" "$log" | head -60 >&2
-  echo "setup: the build failed (full log: $log)" >&2
-  exit 1
-fi
+bash scripts/cmake-build.sh "$build" setup-build.log "$@"
 # Make `import filkit` work under /usr/bin/python3 by pointing a .pth file at the built package.
 site_packages=$(/usr/bin/python3 -c 'import site; print(site.getsitepackages()[0])')
 mkdir -p "$site_packages"

@@ -65,8 +65,16 @@ Plotter::Plotter(std::string gnuplot, fs::path scratch, fs::path out_dir)
   terminal_ = probe.exit_code == 0 ? "pngcairo enhanced font 'DejaVu Sans,11'" : "png enhanced";
 }
 
+Plotter Plotter::dry_run() {
+  Plotter plotter;
+  plotter.terminal_ = "png";
+  plotter.dry_run_ = true;
+  return plotter;
+}
+
 std::string Plotter::data(const std::string& name, const std::string& content) const {
   const fs::path path = scratch_ / name;
+  if (dry_run_) return gnuplot_string(path.string());
   std::ofstream out(path);
   out << content;
   if (!out.flush()) throw std::runtime_error("cannot write '" + path.string() + "'");
@@ -77,14 +85,19 @@ void Plotter::plot(Section& section, const std::string& name, const std::string&
                    int width, int height) {
   const std::string file = section.id + "-" + name;
   const fs::path png = scratch_ / (file + ".png"), script = scratch_ / (file + ".gp");
-  std::ofstream out(script);
-  out << "set terminal " << terminal_ << " size " << width << "," << height << "\n"
+  std::ostringstream text;
+  text << "set terminal " << terminal_ << " size " << width << "," << height << "\n"
       << "set output " << gnuplot_string(png.string()) << "\n"
       << "set grid lc rgb '#dddddd'\nset key top right\n"
       // Short tick labels: the default prints rounding noise on log axes ("1000000000.0025635").
       << "set format x '%g'\nset format y '%g'\n"
       << body << "\nunset output\n";
-  if (!out.flush()) throw std::runtime_error("cannot write '" + script.string() + "'");
+  if (dry_run_) {
+    section.figures.push_back({file + ".png", caption});
+    return;
+  }
+  std::ofstream out(script);
+  if (!(out << text.str()).flush()) throw std::runtime_error("cannot write '" + script.string() + "'");
   run(script);
   // The scratch directory is inside the report directory, so this rename is atomic.
   fs::rename(png, out_dir_ / (file + ".png"));
@@ -170,16 +183,19 @@ std::vector<std::vector<double>> histogram(const std::vector<std::vector<double>
   if (!(lo <= hi)) return {};
   // A single distinct value still gets a visible bar.
   if (hi - lo < 1e-12 * std::max(1.0, std::abs(lo))) lo -= 0.5, hi += 0.5;
-  const double width = (hi - lo) / bins;
+  // Half the bin width: finite even when the values span more than the largest double (hi - lo
+  // would be inf, and inf / inf the bin).
+  const double half_width = (hi / 2 - lo / 2) / bins;
   std::vector<std::vector<double>> rows(static_cast<std::size_t>(bins), std::vector<double>(groups.size() + 1, 0.0));
   for (int b = 0; b < bins; ++b) {
-    const double centre = lo + (b + 0.5) * width;
+    const double centre = 2 * (lo / 2 + (b + 0.5) * half_width);
     rows[static_cast<std::size_t>(b)][0] = log_bins ? std::pow(10.0, centre) : centre;
   }
   for (std::size_t g = 0; g < groups.size(); ++g)
     for (double v : groups[g]) {
       if (!usable(v)) continue;
-      const int b = std::min(bins - 1, static_cast<int>((scale(v) - lo) / width));
+      const double position = (scale(v) / 2 - lo / 2) / half_width;  // in [0, bins]
+      const int b = static_cast<int>(std::min<double>(bins - 1, position));
       rows[static_cast<std::size_t>(b)][g + 1] += 1.0;
     }
   return rows;

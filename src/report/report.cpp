@@ -28,9 +28,7 @@ void ReportOptions::validate() const {
   if (gnuplot.empty()) throw std::invalid_argument("ReportOptions.gnuplot: empty");
 }
 
-namespace {
-
-nlohmann::json read_summary(const std::string& path) {
+nlohmann::json report::read_summary(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw std::invalid_argument("report input '" + path + "': cannot open the file");
   nlohmann::json json;
@@ -44,7 +42,7 @@ nlohmann::json read_summary(const std::string& path) {
   return json;
 }
 
-report::Columns read_columns(const std::string& path) {
+report::Columns report::read_columns(const std::string& path) {
   const TextTable table = read_csv(path);
   report::Columns columns;
   for (std::size_t j = 0; j < table.header.size(); ++j) {
@@ -52,19 +50,22 @@ report::Columns read_columns(const std::string& path) {
     for (const auto& row : table.rows) {
       char* end = nullptr;
       const double value = std::strtod(row[j].c_str(), &end);
-      values.push_back(end != row[j].c_str() && *end == '\0' ? value : std::nan(""));
+      // The whole cell, not just up to a NUL byte inside it.
+      values.push_back(end != row[j].c_str() && end == row[j].c_str() + row[j].size() ? value : std::nan(""));
     }
   }
   return columns;
 }
 
+namespace {
+
 std::vector<Input> read_inputs(const ReportOptions& options) {
   std::vector<Input> inputs;
   for (std::size_t k = 0; k < options.inputs.size(); ++k) {
-    Input input{options.inputs[k], read_summary(options.inputs[k]), "", {}};
+    Input input{options.inputs[k], report::read_summary(options.inputs[k]), "", {}};
     if (k < options.tables.size() && !options.tables[k].empty()) {
       input.table_path = options.tables[k];
-      input.table = read_columns(input.table_path);
+      input.table = report::read_columns(input.table_path);
     }
     inputs.push_back(std::move(input));
   }
@@ -89,7 +90,9 @@ void add_common_facts(const Input& input, Section& section) {
     if (const auto value = report::number_at(input.summary, key)) section.facts.push_back({key, report::format_number(*value)});
 }
 
-std::vector<Section> draw_sections(const std::vector<Input>& inputs, report::Plotter& plotter, bool images) {
+}  // namespace
+
+std::vector<Section> report::draw_sections(const std::vector<Input>& inputs, Plotter& plotter, bool images) {
   std::vector<Section> sections;
   std::vector<const Input*> dpsgd;
   for (const Input& input : inputs) {
@@ -120,6 +123,8 @@ std::vector<Section> draw_sections(const std::vector<Input>& inputs, report::Plo
   }
   return sections;
 }
+
+namespace {
 
 std::string base64(const std::string& bytes) {
   static const char* alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -236,7 +241,7 @@ ReportResult write_report(const ReportOptions& options) {
   if (error) throw std::runtime_error("cannot create the report directory '" + options.out_dir + "': " + error.message());
   const ScratchDir scratch(out_dir);
   report::Plotter plotter(options.gnuplot, scratch.path(), out_dir);
-  const std::vector<Section> sections = draw_sections(inputs, plotter, options.images);
+  const std::vector<Section> sections = report::draw_sections(inputs, plotter, options.images);
 
   ReportResult result;
   result.html = (out_dir / "report.html").string();

@@ -42,6 +42,9 @@ class Plotter {
   /// Probes `gnuplot` once (throws std::runtime_error naming the command if it cannot run) and
   /// picks pngcairo, else png.
   Plotter(std::string gnuplot, std::filesystem::path scratch, std::filesystem::path out_dir);
+  /// A plotter that forms every data file and script but writes and runs none, and lists each
+  /// figure as drawn: the sections' handling of their inputs without gnuplot (fuzz/report_fuzz.cpp).
+  static Plotter dry_run();
   /// Writes a data file into the scratch directory; returns its path quoted for gnuplot.
   std::string data(const std::string& name, const std::string& content) const;
   /// Draws `body` (gnuplot commands after terminal and output are set) into
@@ -51,10 +54,22 @@ class Plotter {
 
  private:
   void run(const std::filesystem::path& script) const;
+  Plotter() = default;
   std::string gnuplot_;
   std::filesystem::path scratch_, out_dir_;
   std::string terminal_;
+  bool dry_run_ = false;
 };
+
+// ---------------------------------------------------------------------------------------------
+// The inputs (report.cpp).
+
+/// A summary JSON: an object with a string "command". Throws std::invalid_argument naming the file.
+nlohmann::json read_summary(const std::string& path);
+/// A per-example CSV table (read_csv), every column as numbers.
+Columns read_columns(const std::string& path);
+/// Every section of the report: one per input, all dpsgd inputs in one.
+std::vector<Section> draw_sections(const std::vector<Input>& inputs, Plotter& plotter, bool images);
 
 // ---------------------------------------------------------------------------------------------
 // JSON and table access that reports a missing field instead of throwing.

@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <numeric>
 #include <set>
+#include <stdexcept>
 
 namespace filkit::report {
 
@@ -52,6 +54,13 @@ std::string vertical_line(double x, const std::string& label, const std::string&
          format_number(x) + ", graph 0.95 right offset -0.5,0 textcolor rgb '" + colour + "'\n";
 }
 
+// A label of the per-example table as a class index, or nothing when it is not an integer in
+// int's range (a corrupt table: casting it would be undefined).
+std::optional<int> class_index(double label) {
+  if (!(label == std::floor(label) && std::abs(label) <= std::numeric_limits<int>::max())) return std::nullopt;
+  return static_cast<int>(label);
+}
+
 // "class 3" for relabelled class k when settings.classes names the originals, else "label k".
 std::string class_name(const nlohmann::json& summary, int k) {
   const nlohmann::json settings = summary.value("settings", nlohmann::json::object());
@@ -71,7 +80,7 @@ void eta_histogram_by_class(const Input& input, Plotter& plotter, Section& secti
   if (!eta || !label) return;
   std::map<int, std::vector<double>> by_class;
   for (std::size_t i = 0; i < eta->size(); ++i)
-    if (std::isfinite((*label)[i])) by_class[static_cast<int>((*label)[i])].push_back((*eta)[i]);
+    if (const auto k = class_index((*label)[i])) by_class[*k].push_back((*eta)[i]);
   std::vector<std::vector<double>> groups;
   std::string plots;
   for (const auto& [k, values] : by_class) {
@@ -108,11 +117,24 @@ std::optional<RowMatrix> training_images(const Input& input, std::size_t rows, S
     return std::nullopt;
   }
   try {
-    if (settings.contains("classes")) options.classes = settings["classes"].get<std::vector<int>>();
+    // Integers only: get<int> of a number out of int's range would be undefined.
+    const auto integer = [](const nlohmann::json& value, const char* what) {
+      if (!value.is_number_integer()) throw std::invalid_argument(std::string(what) + " is not an integer");
+      return value;
+    };
+    if (settings.contains("classes")) {
+      if (!settings["classes"].is_array()) throw std::invalid_argument("settings.classes is not a list");
+      for (const nlohmann::json& k : settings["classes"]) {
+        const auto value = integer(k, "settings.classes").get<std::int64_t>();
+        if (value < 0 || value > std::numeric_limits<int>::max())
+          throw std::invalid_argument("settings.classes holds " + std::to_string(value) + ", not a class");
+        options.classes.push_back(static_cast<int>(value));
+      }
+    }
     if (const auto fraction = number_at(settings, "test_fraction")) options.test_fraction = *fraction;
     if (settings.contains("max_memory") && settings["max_memory"].is_string())
       options.max_memory = parse_byte_size("max_memory", settings["max_memory"].get<std::string>());
-    options.seed = input.summary.value("seed", 0ULL);
+    options.seed = integer(input.summary.value("seed", nlohmann::json(0)), "the summary's seed").get<unsigned long long>();
     const Dataset train = load_dataset(options).train;
     if (static_cast<std::size_t>(train.n()) != rows) {
       section.notes.push_back(figure + ": skipped, " + options.data + " re-loads " + std::to_string(train.n()) +
@@ -145,7 +167,8 @@ void image_grid(const RowMatrix& images, const std::vector<std::size_t>& rows, c
     // Appends, not "#" + std::to_string(i): GCC 12 warns falsely (-Wrestrict) on the latter.
     std::string title = "#";
     title.append(std::to_string(i)).append("\neta ").append(format_short(eta[i])).append("\n");
-    title.append(class_name(input.summary, static_cast<int>(label[i])));
+    const auto label_class = class_index(label[i]);
+    title.append(label_class ? class_name(input.summary, *label_class) : "label " + format_number(label[i]));
     body += "set title " + gnuplot_string(title) + " noenhanced\nplot " + data + " matrix with image\n";
   }
   plotter.plot(section, name, caption, body + "unset multiplot", 1100, 260);

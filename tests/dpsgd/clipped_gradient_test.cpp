@@ -74,9 +74,8 @@ TEST_P(ClippedJacobian, MatchesCentralFiniteDifferencesOfTheClippedGradient) {
   EXPECT_LT(error, 1e-8) << "relative Frobenius error " << error;
   // A deliberately wrong Jacobian: the clip factor held constant (its derivative dropped). Below
   // the threshold f' is small but not zero, so the check must see it there too.
-  const ClippedGlmGradient unclipped(ClippedGradientStep(e.step.kind(), e.step.weights(), e.step.intercept(), 1e12,
-                                                         e.step.label()),
-                                     e.x, e.label);
+  const ClippedGradientStep unclipped_step(e.step.kind(), e.step.weights(), e.step.intercept(), 1e12, e.step.label());
+  const ClippedGlmGradient unclipped(unclipped_step, e.x, e.label);
   const MatrixXd wrong = g.clip_factor() * unclipped.dense_jacobian();
   EXPECT_GT((wrong - numeric).norm() / exact.norm(), 1e3 * error);
 }

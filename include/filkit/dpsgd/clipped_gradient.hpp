@@ -78,8 +78,10 @@ class ClippedGradientStep {
 /// pointer to `step`, which must outlive it (both live for one step of training).
 class ClippedGlmGradient : public JacobianOperator {
  public:
-  /// `x`: the d features; `label`: step.label_vector(y) or any real values of that size.
+  /// `x`: the d features; `label`: step.label_vector(y) or any real values of that size. `step` is
+  /// kept by reference: it must outlive this object (a temporary step does not compile).
   ClippedGlmGradient(const ClippedGradientStep& step, const Eigen::Ref<const VectorXd>& x, const VectorXd& label);
+  ClippedGlmGradient(ClippedGradientStep&&, const Eigen::Ref<const VectorXd>&, const VectorXd&) = delete;
 
   /// g~ (p K), built on first use (training needs only f r: the batch sum is one product).
   const VectorXd& clipped_gradient() const;

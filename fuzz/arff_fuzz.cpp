@@ -1,0 +1,8 @@
+// ARFF files through the ARFF loader (src/data/arff.cpp, tabular_encoder.cpp, load.cpp): see
+// tabular_loader.hpp for the input's 4 option bytes.
+#include "tabular_loader.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  filkit::fuzz::load_tabular(data, size, "input.arff", filkit::read_arff);
+  return 0;
+}

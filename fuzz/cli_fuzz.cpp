@@ -1,0 +1,51 @@
+// The command line's parsing (cli/: every subcommand's flags, bound by job_command.hpp onto the
+// library's options through option_from_text, and CLI11's own parsing): the input's lines are the
+// arguments after "filkit". Only the parse step runs: the top-level app's parse-complete callback,
+// which CLI11 calls after every flag is parsed and checked but before the subcommands' callbacks
+// (the jobs), ends the parse by an exception of its own. When the first argument names a
+// subcommand only that one is declared (building all eight apps is most of an execution's time).
+#include "commands.hpp"
+
+#include "filkit/base/types.hpp"
+
+#include "fuzz_util.hpp"
+
+namespace {
+
+struct Parsed {};  // not a std::exception: nothing in filkit or CLI11 catches it
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  std::vector<std::string> arguments = {"filkit"};
+  if (size > 0) {
+    for (const std::string_view line : filkit::fuzz::split(filkit::fuzz::as_text(data, size), '\n', 64))
+      arguments.emplace_back(line);
+  }
+  std::vector<const char*> argv;
+  for (const std::string& argument : arguments) argv.push_back(argument.c_str());
+
+  // As cli/main.cpp builds it.
+  CLI::App app{"filkit " + filkit::version()};
+  app.set_version_flag("--version", filkit::version());
+  app.require_subcommand(1);
+  using Setup = void (*)(CLI::App&);
+  const std::pair<const char*, Setup> commands[] = {
+      {"measure", filkit::cli::setup_measure}, {"accountant", filkit::cli::setup_accountant},
+      {"report", filkit::cli::setup_report},   {"dpsgd", filkit::cli::setup_dpsgd},
+      {"bound", filkit::cli::setup_bound},     {"reconstruct", filkit::cli::setup_reconstruct},
+      {"irfil", filkit::cli::setup_irfil},     {"attack", filkit::cli::setup_attack}};
+  Setup setup = filkit::cli::setup_all_commands;
+  for (const auto& [name, one] : commands)
+    if (arguments.size() > 1 && arguments[1] == name) setup = one;
+  setup(app);
+  app.parse_complete_callback([] { throw Parsed{}; });
+  filkit::fuzz::runs_or_rejects([&] {
+    try {
+      app.parse(static_cast<int>(argv.size()), argv.data());
+      FILKIT_FUZZ_CHECK(false);  // a successful parse goes on to the jobs
+    } catch (const Parsed&) {
+    }
+  });
+  return 0;
+}

@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# Writes the seed corpora fuzz/corpus/<target>/: a few small valid (and a few nearly valid) inputs
+# per fuzz target, in the input layout each target's comment describes. Deterministic (gzip and zip
+# timestamps fixed), so rerunning it changes nothing; needs only /usr/bin/python3.
+#   bash fuzz/make_corpus.sh
+set -euo pipefail
+cd "$(dirname "$0")"
+exec /usr/bin/python3 - <<'EOF'
+import gzip, io, json, os, shutil, struct, zipfile
+
+def target(name):
+    path = os.path.join("corpus", name)
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    def put(file, data):
+        with open(os.path.join(path, file), "wb") as out:
+            out.write(data.encode() if isinstance(data, str) else data)
+    return put
+
+def gz(data):
+    return gzip.compress(data, mtime=0)
+
+# ---- IDX: big-endian magic (0x0801 labels, 0x0803 images), dimensions, unsigned bytes.
+labels = struct.pack(">II", 0x801, 3) + bytes([0, 1, 9])
+images = struct.pack(">IIII", 0x803, 2, 2, 3) + bytes(range(0, 240, 20))
+no_images = struct.pack(">IIII", 0x803, 0, 28, 28)
+put = target("idx")
+put("labels", labels)
+put("images", images)
+put("no-images", no_images)
+put("labels.gz", gz(labels))
+put("images.gz", gz(images))
+put("images-two-members.gz", gz(images[:9]) + gz(images[9:]))
+put = target("idx_gzip")  # a mode byte, then the content the target compresses
+put("labels", b"\x00" + labels)
+put("images", b"\x00" + images)
+put("images-two-members", b"\x81" + images)
+put("images-trailing", b"\x02" + images)
+put("images-truncated", b"\x04" + images)
+put("images-wrong-size", b"\x08" + images)
+
+# ---- CSV and ARFF: 4 option bytes (fuzz/tabular_loader.hpp), then the file.
+put = target("csv")
+put("classification", b"\x02\x00\x00\x00" + b"a,b,y\n1,x,0\n2,y,1\n3,x,0\n4,y,1\n5,x,1\n")
+put("regression", b"\x01\x11\x00\x00" + b"x1,x2,target\n0.5,1e3,1.5\n-2,+4,2.5\n3,5,-1\n7,8,0\n")
+put("quoted-missing-level", b"\x02\x26\x01\x00" +
+    b'\xef\xbb\xbfage,"na,me",cls\r\n30,"a ""q""",yes\r\n,b,no\r\n40,NA,yes\r\n\r\n50,"multi\nline",no\r\n')
+put("classes", b"\x01\x40\x00\x00" + b"f,label\n1,a\n2,b\n3,c\n4,a\n5,b\n6,c\n")
+put("drop-categorical", b"\x00\x0c\x01\x02" + b"t,c,d\nu,1,9\nv,2,8\nu,3,7\nv,1,6\n")
+put = target("arff")
+put("typed", b"\x03\x00\x00\x00" + b"""% a comment
+@relation demo
+@attribute a numeric
+@attribute 'c c' {x,'y z'}
+@attribute s string
+@attribute t {p,q}
+@data
+1,x,'hi',p
+2,'y z',"ho",q
+?,x,a,p % trailing comment
+3,x,b,q
+4,'y z',\\'e,p
+""")
+put("regression", b"\x01\x01\x00\x00" + b"@RELATION r\n@ATTRIBUTE x REAL\n@ATTRIBUTE y INTEGER\n@DATA\n1.5,2\n2.5,3\n3,4\n")
+put("missing-level", b"\x01\x82\x00\x00" + b"@relation m\n@attribute g {a,b,c}\n@attribute k {n,y}\n@data\na,n\n?,y\nc,n\nb,y\n")
+
+# ---- NPY: \x93NUMPY, version, header length, the header dict, C-order little-endian data.
+def npy(descr, shape, data, version=(1, 0), fortran=False):
+    shape_text = "(%d,)" % shape[0] if len(shape) == 1 else "(%s)" % ", ".join(map(str, shape))
+    header = "{'descr': '%s', 'fortran_order': %s, 'shape': %s, }" % (descr, "True" if fortran else "False", shape_text)
+    length_bytes = 2 if version[0] == 1 else 4
+    total = 6 + 2 + length_bytes + len(header) + 1
+    header += " " * ((64 - total % 64) % 64) + "\n"
+    length = struct.pack("<H" if length_bytes == 2 else "<I", len(header))
+    return b"\x93NUMPY" + bytes(version) + length + header.encode() + data
+
+f8 = npy("<f8", (2, 3), struct.pack("<6d", 0, 1.5, -2, 3e10, 4, 5))
+y8 = npy("<f8", (2,), struct.pack("<2d", 0, 1))
+put = target("npy")
+put("f8-2d", f8)
+put("f4-1d", npy("<f4", (3,), struct.pack("<3f", 1, 2, 3)))
+put("u1-2d", npy("|u1", (2, 2), bytes([0, 255, 7, 8])))
+put("i8-1d", npy("<i8", (2,), struct.pack("<2q", -1, 2**40)))
+put("i4-v2", npy("<i4", (1, 2), struct.pack("<2i", 5, -6), version=(2, 0)))
+put("f8-v3-empty", npy("<f8", (0, 4), b"", version=(3, 0)))
+
+# ---- NPZ: a zip of .npy members, stored or deflated, with fixed timestamps.
+def npz(members, compressed):
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED if compressed else zipfile.ZIP_STORED) as archive:
+        for name, data in members:
+            info = zipfile.ZipInfo(name + ".npy", date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED if compressed else zipfile.ZIP_STORED
+            archive.writestr(info, data)
+    return buffer.getvalue()
+
+X = npy("<f8", (4, 2), struct.pack("<8d", 0, 1, 1, 0, 2, 2, 3, 1))
+y = npy("<i8", (4,), struct.pack("<4q", 0, 1, 0, 1))
+put = target("npz")
+put("stored", npz([("X", X), ("y", y)], False))
+put("deflated", npz([("X", X), ("y", y)], True))
+put("test-split", npz([("X", X), ("y", y), ("X_test", npy("<f4", (1, 2), struct.pack("<2f", 1, 1))),
+                       ("y_test", npy("|u1", (1,), b"\x01"))], True))
+
+# ---- The DP-SGD resume file: CBOR (RFC 8949) of what save_state writes, for the fingerprint of
+# fuzz/dpsgd_state_fuzz.cpp.
+def cbor(value):
+    def head(major, n):
+        if n < 24: return bytes([major << 5 | n])
+        for code, fmt in ((24, ">B"), (25, ">H"), (26, ">I"), (27, ">Q")):
+            if n < 1 << (8 * struct.calcsize(fmt)): return bytes([major << 5 | code]) + struct.pack(fmt, n)
+    if value is None: return b"\xf6"
+    if value is True: return b"\xf5"
+    if value is False: return b"\xf4"
+    if isinstance(value, int): return head(0, value) if value >= 0 else head(1, -1 - value)
+    if isinstance(value, float): return b"\xfb" + struct.pack(">d", value)
+    if isinstance(value, str): return head(3, len(value.encode())) + value.encode()
+    if isinstance(value, list): return head(4, len(value)) + b"".join(cbor(v) for v in value)
+    if isinstance(value, dict): return head(5, len(value)) + b"".join(cbor(k) + cbor(v) for k, v in value.items())
+    raise TypeError(value)
+
+fingerprint = {"settings": {"model": "logistic", "steps": 10, "noise_multiplier": 1.0},
+               "train": [4, 2], "test": [2, 2], "data_hash": "12345"}
+state = {"format": "filkit-dpsgd-state", "version": 1, "job": fingerprint, "run": 0, "step": 3,
+         "trainer": {"weights": [0.25, -0.5], "velocity": [0.0, 0.0], "rng": "123 456"},
+         "sums": [[[1.0, 2.0], [1.0, 4.0], [0.5, 0.5], [3.0, 3.0]]],
+         "train_accuracy": [[0.75]], "test_accuracy": [[0.5]], "run_seeds": [42, 2**63 + 5],
+         "parameters": [[0.1, 0.2]], "training_seconds": 1.5, "evaluation_seconds": 0.25}
+put = target("dpsgd_state")
+put("state", cbor(state))
+put("fresh", cbor(dict(state, step=0, trainer=None, sums=[], train_accuracy=[], test_accuracy=[],
+                       run_seeds=[], parameters=[])))
+put("other-job", cbor(dict(state, job=dict(fingerprint, settings=dict(fingerprint["settings"], steps=20)))))
+put("not-a-state", cbor({"format": "something else"}))
+
+# ---- Report inputs: summary JSON \0 per-example CSV \0 ... (fuzz/report_fuzz.cpp).
+def summary(command, **fields):
+    return json.dumps(dict(command=command, filkit_version="0.1.0", seed=1, **fields)).encode()
+
+def table(header, rows):
+    return (",".join(header) + "\n" + "".join(",".join(map(str, row)) + "\n" for row in rows)).encode()
+
+measure_table = table(["index", "label", "eta", "dfil", "loss", "gradient_norm"],
+                      [[0, 0, 0.5, 0.2, 0.1, 1.0], [1, 1, 2.5, 1.1, 0.3, 0.5], [2, 1, 0.01, 0.05, 1e-3, 2.0],
+                       [3, 0, "nan", "inf", 0, 0]])
+bound_table = table(["index", "dfil_bound", "fil_bound", "attack_mse"],
+                    [[0, 0.5, 0.25, 0.7], [1, 3.0, 2.0, 2.5], [2, 0.01, 0.005, 0.02]])
+put = target("report")
+put("measure", summary("measure", settings={"data": "fashion-mnist", "classes": [0, 1], "model": "logistic",
+                                            "sigma": 1.0, "l2": 0.01},
+                       eta={"mean": 1.0, "median": 0.5}, dfil={"median": 0.3}, n=4, d=2) + b"\0" + measure_table)
+put("bound", summary("bound", rdp={"mse_bound": 0.3}, perfect_privacy_mse=1.0) + b"\0" + bound_table)
+put("reconstruct", summary("reconstruct", rdp={"mse_bound": 0.3}, perfect_privacy_mse=1.0,
+                           attack={"above_dfil_bound": {"share": 0.9}}) + b"\0" + bound_table)
+put("dpsgd-two-runs", summary("dpsgd", snapshots=[
+        {"test_accuracy": 0.8, "dfil": {"mse_bound_at_max": 0.1, "mse_bound_at_median": 0.5}},
+        {"test_accuracy": 0.9, "dfil": {"mse_bound_at_max": 0.05, "mse_bound_at_median": 0.2}}]) + b"\0\0" +
+    summary("dpsgd", snapshots=[{"test_accuracy": 0.85, "dfil": {"mse_bound_at_max": 0.2}}]) + b"\0")
+attack = {"prior_accuracy": 0.5, "prior_by_group": [0.5, 0.5],
+          "by_sigma": [{"sigma": 0.1, "eta_mean": 2.0, "white_box": 0.9, "black_box": 0.8, "release_test_mse": 0.1,
+                        "white_box_by_group": [0.7, 0.95], "black_box_by_group": [0.6, 0.9]},
+                       {"sigma": 1.0, "eta_mean": 0.2, "white_box": 0.6, "black_box": 0.55, "release_test_mse": 0.3,
+                        "white_box_by_group": [0.5, 0.7], "black_box_by_group": [0.5, 0.6]}]}
+put("attack", summary("attack", **attack))
+put("irfil", summary("irfil", iterations=[{"iteration": 0, "eta": {"std": 1.0, "mean": 2.0}},
+                                          {"iteration": 1, "eta": {"std": 0.5, "mean": 1.8}}],
+                     eta_before=[0.5, 1.0, 4.0], eta_after=[1.0, 1.1, 1.2], attack_before=attack))
+put("unknown-command", summary("something") + b"\0" + table(["a"], [[1]]))
+
+# ---- Option parsers: a selector byte (fuzz/options_fuzz.cpp), then the text.
+put = target("options")
+for name, selector, text in [("int", 0, "42"), ("index", 1, "-7"), ("ull", 2, "18446744073709551615"),
+                             ("double", 4, "1.5e-3"), ("float", 5, "inf"), ("bool", 6, "off"), ("string", 7, "a b"),
+                             ("enum", 8, "least-squares"), ("ints", 10, "0,1,2"), ("indices", 11, "all"),
+                             ("doubles", 12, "0.5,1e-6,-2"), ("strings", 13, "SEX,,AGE"), ("optional", 14, "auto"),
+                             ("optional-double", 15, "0.25"), ("optional-ints", 16, "3,5"),
+                             ("optional-enum", 17, "softmax"), ("optional-bool", 18, "true"),
+                             ("index-list", 19, "0, 5 ,17")]:
+    put(name, bytes([selector]) + text.encode())
+
+# ---- The command line: one argument a line, after "filkit" (fuzz/cli_fuzz.cpp).
+put = target("cli")
+for name, args in [("measure", ["measure", "--data", "data.csv", "--target", "y", "--classes", "0,1", "--model",
+                                "logistic", "--sigma", "0.5", "--subset", "class=1", "--no-intercept", "--quiet"]),
+                   ("measure-auto", ["measure", "--pca", "auto", "--scale", "unit-ball", "--threads=2", "--l2", "1e-3"]),
+                   ("dpsgd", ["dpsgd", "--steps", "10", "--noise-multiplier", "1", "--batch-size", "5",
+                              "--sampling", "poisson", "--report-epochs", "1,5", "--hidden", "8", "--hidden", "4"]),
+                   ("accountant", ["accountant", "--q", "0.01", "--noise-multiplier", "1.1", "--steps", "100",
+                                   "--orders", "2,4.5,8", "--mechanism", "0.1,1,10"]),
+                   ("report", ["report", "--input", "a.json", "--table", "a.csv", "--report", "out", "--no-images"]),
+                   ("bound", ["bound", "--data", "mnist", "--sigma", "1"]),
+                   ("reconstruct", ["reconstruct", "--json", "r.json"]),
+                   ("irfil", ["irfil", "--iterations", "3"]),
+                   ("attack", ["attack", "--attribute", "SEX"]),
+                   ("version", ["--version"]),
+                   ("help", ["measure", "--help"])]:
+    put(name, "\n".join(args).encode())
+print("fuzz/make_corpus.sh: wrote", sum(len(files) for _, _, files in os.walk("corpus")), "seeds under fuzz/corpus/")
+EOF

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Configures and builds the sanitizer build: clang with AddressSanitizer and UndefinedBehaviorSanitizer
+# at -O1, with Eigen's assertions (no NDEBUG: sizes of every product, indices), the test suite,
+# the filkit executable and the libFuzzer targets of fuzz/; without LibTorch, the Python module and
+# the benchmarks. scripts/test.sh runs its tests after the normal suite, scripts/fuzz.sh its fuzzers.
+# Needs scripts/setup.sh's packages (clang, libclang-rt-dev, libomp-dev).
+#   bash scripts/asan-build.sh [TARGET...]   build only these CMake targets (default: all)
+#   FILKIT_ASAN_BUILD_DIR   build directory (default: build-asan)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build="${FILKIT_ASAN_BUILD_DIR:-build-asan}"
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ \
+  -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
+  -DFILKIT_SANITIZE=address,undefined -DFILKIT_BUILD_FUZZ=ON -DFILKIT_BUILD_TESTS=ON \
+  -DFILKIT_WITH_TORCH=OFF -DFILKIT_BUILD_PYTHON=OFF -DFILKIT_BUILD_BENCH=OFF > /dev/null
+bash scripts/cmake-build.sh "$build" asan-build.log "$@"
