@@ -4,7 +4,6 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view content = filkit::fuzz::as_text(data, size);
-  if (filkit::fuzz::skip_known_findings() && filkit::fuzz::known_idx_finding(content)) return 0;
   filkit::fuzz::read_idx_every_way(filkit::fuzz::write_input("input-idx-ubyte", content));
   return 0;
 }

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 exec /usr/bin/python3 - <<'EOF'
-import gzip, io, json, os, shutil, struct, zipfile
+import gzip, io, json, os, shutil, struct, zipfile, zlib
 
 def target(name):
     path = os.path.join("corpus", name)
@@ -119,19 +119,37 @@ def cbor(value):
     if isinstance(value, dict): return head(5, len(value)) + b"".join(cbor(k) + cbor(v) for k, v in value.items())
     raise TypeError(value)
 
+def framed(payload):  # the file's header: magic, version 2, payload length, CRC32 (little-endian)
+    return b"\x89FKDPSGD" + struct.pack("<IQI", 2, len(payload), zlib.crc32(payload)) + payload
+
+# The job of fuzz/dpsgd_state_fuzz.cpp: 2 runs of 10 steps, 4 examples, 2 parameters, snapshots
+# after steps 5 and 10, no Adam.
 fingerprint = {"settings": {"model": "logistic", "steps": 10, "noise_multiplier": 1.0},
                "train": [4, 2], "test": [2, 2], "data_hash": "12345"}
-state = {"format": "filkit-dpsgd-state", "version": 1, "job": fingerprint, "run": 0, "step": 3,
-         "trainer": {"weights": [0.25, -0.5], "velocity": [0.0, 0.0], "rng": "123 456"},
-         "sums": [[[1.0, 2.0], [1.0, 4.0], [0.5, 0.5], [3.0, 3.0]]],
-         "train_accuracy": [[0.75]], "test_accuracy": [[0.5]], "run_seeds": [42, 2**63 + 5],
-         "parameters": [[0.1, 0.2]], "training_seconds": 1.5, "evaluation_seconds": 0.25}
-put = target("dpsgd_state")
-put("state", cbor(state))
-put("fresh", cbor(dict(state, step=0, trainer=None, sums=[], train_accuracy=[], test_accuracy=[],
-                       run_seeds=[], parameters=[])))
-put("other-job", cbor(dict(state, job=dict(fingerprint, settings=dict(fingerprint["settings"], steps=20)))))
-put("not-a-state", cbor({"format": "something else"}))
+generator = " ".join(str((k * 2654435761 + 12345) % 2**64) for k in range(312)) + " 312"
+def trainer(step):
+    return {"parameters": [0.25, -0.5], "first_moment": [0.0, 0.125], "second_moment": [], "adam_steps": 0,
+            "generator": generator, "order": [2, 0, 3, 1], "trace": [1.0, 2.0, 0.5, 0.0],
+            "spectral": [0.5, 1.0, 0.25, 0.0], "sampled": [min(step, 2), 1, step, 0]}
+def sums(sampled):
+    return [{"trace": [1.0, 2.0, 0.5, 0.25], "trace_squares": [1.0, 4.0, 0.25, 0.0625],
+             "spectral": [0.5, 1.0, 0.25, 0.125], "sampled": [s, s // 2, 0, s]} for s in sampled]
+# Run 1, step 6: run 0 finished, the first snapshot reached twice and the second once.
+state = {"job": fingerprint, "run": 1, "step": 6, "trainer": trainer(6), "sums": sums([10, 10]),
+         "train_accuracy": [[0.75, 1.0], [0.5]], "test_accuracy": [[0.5, 0.5], [1.0]],
+         "run_seeds": [42, 2**63 + 5], "parameters": [[0.1, 0.2]], "training_seconds": 1.5,
+         "evaluation_seconds": 0.25}
+fresh = dict(state, run=0, step=0, trainer=None, sums=sums([0, 0]), train_accuracy=[[], []],
+             test_accuracy=[[], []], run_seeds=[], parameters=[])
+put = target("dpsgd_state")  # a mode byte (even: the payload, framed by the target; odd: the file)
+put("state", b"\x00" + cbor(state))
+put("run-0-step-3", b"\x00" + cbor(dict(state, run=0, step=3, trainer=trainer(3), sums=sums([0, 0]),
+                                      train_accuracy=[[], []], test_accuracy=[[], []], run_seeds=[42],
+                                      parameters=[])))
+put("fresh", b"\x00" + cbor(fresh))
+put("other-job", b"\x00" + cbor(dict(state, job=dict(fingerprint, settings=dict(fingerprint["settings"], steps=20)))))
+put("file", b"\x01" + framed(cbor(state)))
+put("file-version-1", b"\x01" + cbor(state))
 
 # ---- Report inputs: summary JSON \0 per-example CSV \0 ... (fuzz/report_fuzz.cpp).
 def summary(command, **fields):

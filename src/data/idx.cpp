@@ -214,9 +214,20 @@ RowMatrix to_doubles(const unsigned char* pixels, Index count, Index d) {
 // The images `rows` of `idx`, or all of them when `rows` is null. A selection's bytes are first
 // gathered and the decoded file freed, so that it (47 MB for 60000 images) and the doubles
 // (75 MB for 12000 images) are never held at once.
+// Pixels an image of `idx`. A zero dimension is refused: it declares no data bytes whatever the
+// others are, so the size check bounds neither the count (2^32 - 1 empty images) nor, with no
+// images, the product rows x columns (which could overflow).
+Index pixels_per_image(const IdxFile& idx, const std::string& path) {
+  if (idx.dims[0] == 0 || idx.dims[1] == 0 || idx.dims[2] == 0) {
+    throw std::invalid_argument("'" + path + "' declares " + shape_text(idx.dims) +
+                                " images x rows x columns: expected at least one image of 1 x 1 pixels");
+  }
+  return idx.dims[1] * idx.dims[2];
+}
+
 RowMatrix image_rows(IdxFile idx, const std::string& path, const std::vector<Index>* rows, ByteSize budget) {
   const Index n = idx.dims[0];
-  const Index d = idx.dims[1] * idx.dims[2];
+  const Index d = pixels_per_image(idx, path);
   const auto count = rows == nullptr ? n : static_cast<Index>(rows->size());
   check_memory(idx.content.size + static_cast<std::uint64_t>(count * d) * sizeof(double), budget,
                "converting " + std::to_string(count) + " images of '" + path + "' to doubles");

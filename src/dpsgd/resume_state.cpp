@@ -23,6 +23,11 @@ constexpr std::size_t kHeaderSize = 24;  // magic, version (4), payload length (
 // a crafted payload nested a million deep would overflow the stack.
 constexpr int kMaxNesting = 32;
 
+/// A value of the file for a message: its bytes may be anything, so invalid UTF-8 is replaced.
+std::string shown(const nlohmann::json& value) {
+  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 [[noreturn]] void refuse(const std::string& path, const std::string& problem) {
   throw std::runtime_error("checkpoint " + path + ": " + problem +
                            "; the file is damaged or not a filkit DP-SGD checkpoint: delete it to start the job over");
@@ -225,7 +230,7 @@ class StateReader {
       const nlohmann::json& settings = saved.at("settings");
       for (const auto& [key, value] : fingerprint.at("settings").items())
         if (!settings.contains(key) || settings.at(key) != value) {
-          difference = "setting '" + key + "' was " + settings.value(key, nlohmann::json()).dump() + ", now " + value.dump();
+          difference = "setting '" + key + "' was " + shown(settings.value(key, nlohmann::json())) + ", now " + shown(value);
           break;
         }
     }
@@ -260,14 +265,14 @@ class StateReader {
 
   Index integer(const nlohmann::json& value, const std::string& field, Index low, Index high) const {
     if (!is_integer_in(value, low, high))
-      refuse_field(field, "is " + value.dump() + ", expected an integer in [" + std::to_string(low) + ", " +
+      refuse_field(field, "is " + shown(value) + ", expected an integer in [" + std::to_string(low) + ", " +
                               std::to_string(high) + "]");
     return value.get<Index>();
   }
 
   double number(const nlohmann::json& value, const std::string& field, const Range& range) const {
     if (!value.is_number() || !range.holds(value.get<double>()))
-      refuse_field(field, "is " + value.dump() + ", expected " + range.describe());
+      refuse_field(field, "is " + shown(value) + ", expected " + range.describe());
     return value.get<double>();
   }
 
@@ -305,7 +310,7 @@ class StateReader {
       const nlohmann::json& seed = value[r];
       if (!seed.is_number_unsigned() || seed.get<std::uint64_t>() != expected_.run_seeds[r])
         refuse_field("run_seeds[" + std::to_string(r) + "]",
-                     "is " + seed.dump() + ", expected " + std::to_string(expected_.run_seeds[r]) + ", run " +
+                     "is " + shown(seed) + ", expected " + std::to_string(expected_.run_seeds[r]) + ", run " +
                          std::to_string(r) + "'s seed");
       seeds.push_back(expected_.run_seeds[r]);
     }

@@ -32,9 +32,10 @@ class GlmDpSgdModel : public DpSgdModel {
 
   VectorXd initial_parameters(std::mt19937_64& rng) const override {
     VectorXd w = VectorXd::Zero(parameter_count());
-    std::normal_distribution<double> normal(0.0, options_.init_scale);
-    if (options_.init_scale > 0.0)
+    if (options_.init_scale > 0.0) {  // a standard deviation of 0 is not admitted
+      std::normal_distribution<double> normal(0.0, options_.init_scale);
       for (Index i = 0; i < w.size(); ++i) w(i) = normal(rng);
+    }
     return w;
   }
 

@@ -91,8 +91,11 @@ class Trainer {
   /// Releases the noisy sum and moves the parameters (post-processing of the release).
   void update(VectorXd gradient) {
     VectorXd& w = state_.parameters;
-    std::normal_distribution<double> noise(0.0, options_.noise_multiplier * options_.clip_norm);
-    for (Index i = 0; i < gradient.size(); ++i) gradient(i) += noise(state_.generator);
+    // A scaled unit normal (the same numbers as normal_distribution(0, scale)), since a noise
+    // multiplier of 0 would be a standard deviation of 0, which normal_distribution does not admit.
+    const double scale = options_.noise_multiplier * options_.clip_norm;
+    std::normal_distribution<double> unit_normal;
+    for (Index i = 0; i < gradient.size(); ++i) gradient(i) += scale * unit_normal(state_.generator);
     gradient = gradient / static_cast<double>(options_.batch_size) + options_.weight_decay * w;
     VectorXd& m = state_.first_moment;
     if (options_.optimizer == Optimizer::kSgd) {

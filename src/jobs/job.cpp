@@ -72,7 +72,9 @@ FormedOutputs form_outputs(const JobResult& result, const JobOutputs& outputs) {
   FormedOutputs formed;
   std::optional<std::string> summary, table;
   const auto summary_json = [&]() -> const std::string& {
-    if (!summary) summary = result.to_json().dump(2) + "\n";
+    // Options are UTF-8 (option_from_text); names read from a data file (columns, levels) may not
+    // be, and are written with U+FFFD in place of their invalid bytes rather than failing here.
+    if (!summary) summary = result.to_json().dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     return *summary;
   };
   const auto table_content = [&]() -> const std::string& {

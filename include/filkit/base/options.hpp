@@ -103,6 +103,15 @@ void option_from_text(const std::string& name, const std::string& text, T& value
     else if (text == "false" || text == "0" || text == "off") value = false;
     else fail("true or false");
   } else if constexpr (std::is_same_v<T, std::string>) {
+    // The settings are recorded in the JSON summary, which holds UTF-8 only: refused here, before
+    // the job, rather than when the summary is written after it. The text is not echoed.
+    try {
+      (void)nlohmann::json(text).dump();
+    } catch (const nlohmann::json::type_error& error) {
+      const std::string what = error.what();
+      throw std::invalid_argument(name + ": the text is not UTF-8 (" + what.substr(what.find("] ") + 2) +
+                                  "); options are recorded in the JSON summary, which holds UTF-8 text only");
+    }
     value = text;
   } else if constexpr (std::is_same_v<T, ByteSize>) {
     value = parse_byte_size(name, text);
