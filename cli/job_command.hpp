@@ -4,6 +4,7 @@
 // --report, the job's further outputs, --threads and --quiet. No option is declared here.
 #pragma once
 
+#include "filkit/base/io.hpp"
 #include "filkit/base/options.hpp"
 #include "filkit/base/resources.hpp"
 #include "filkit/jobs/job.hpp"
@@ -116,7 +117,11 @@ CLI::App* add_job_command(CLI::App& app) {
   command->add_flag("--quiet,-q", run->quiet, "No progress and no summary");
   command->callback([options, run] {
     if (run->threads > 0) omp_set_num_threads(run->threads);
-    run_job<Job>(*options, run->outputs, run->quiet, &std::cout);
+    // An output written to standard output keeps it to itself: the summary table goes to stderr.
+    const JobOutputs& outputs = run->outputs;
+    bool stdout_taken = outputs.out == kStandardOutput || outputs.json == kStandardOutput;
+    for (const auto& [name, path] : outputs.extra) stdout_taken = stdout_taken || path == kStandardOutput;
+    run_job<Job>(*options, outputs, run->quiet, stdout_taken ? &std::cerr : &std::cout);
   });
   return command;
 }

@@ -7,6 +7,27 @@
 #include <exception>
 #include <iostream>
 #include <new>
+#include <string>
+#include <vector>
+
+namespace {
+
+// CLI11's message in filkit's form, naming an unknown command and where to find the flags.
+std::string command_line_problem(const CLI::App& app, int argc, char** argv, const CLI::ParseError& error) {
+  const auto chosen = app.get_subcommands();
+  if (chosen.empty()) {
+    std::string commands;
+    for (const CLI::App* command : app.get_subcommands([](const CLI::App*) { return true; }))
+      commands += (commands.empty() ? "" : ", ") + command->get_name();
+    const std::string first = argc > 1 ? argv[1] : "";
+    if (!first.empty() && first[0] != '-')
+      return "unknown command '" + first + "'; the commands: " + commands + " (filkit --help)";
+    return std::string(error.what()) + "; the commands: " + commands + " (filkit --help)";
+  }
+  return std::string(error.what()) + " (filkit " + chosen.front()->get_name() + " --help lists the flags)";
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"filkit " + filkit::version() +
@@ -18,7 +39,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
-    return app.exit(error);
+    if (error.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(error);  // --help
+    std::cerr << "filkit: error: " << command_line_problem(app, argc, argv, error) << "\n";
+    return error.get_exit_code();
   } catch (const std::bad_alloc&) {
     std::cerr << "filkit: error: " << filkit::out_of_memory_message()
               << "; try a smaller subset (--train-size, --classes) or a lower --max-memory, which makes filkit "

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <set>
 #include <stdexcept>
 
@@ -182,6 +183,10 @@ bool is_written_through(const std::string& path) {
 void check_output_path(const std::string& option, const std::string& path) {
   if (path == kStandardOutput) return;
   const auto refuse = [&](const std::string& problem) { throw std::invalid_argument(option + " " + path + ": " + problem); };
+  // "--out -q" gives the path "-q": far likelier a forgotten value than a file of that name.
+  if (path.size() > 1 && path[0] == '-')
+    refuse("looks like a flag, not a path (the option's value is missing?); for a file whose name begins with '-', "
+           "write ./" + path);
   struct stat entry {}, followed {};
   const bool is_link = ::lstat(path.c_str(), &entry) == 0 && S_ISLNK(entry.st_mode);
   if (::stat(path.c_str(), &followed) != 0) {
@@ -198,6 +203,23 @@ void check_output_path(const std::string& option, const std::string& path) {
     return;
   }
   require_writable_directory(option, path, fs::absolute(path).parent_path());  // for the temporary
+}
+
+void check_distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs) {
+  std::map<std::string, std::string> option_of;  // resolved path -> the option that names it
+  for (const auto& [option, path] : outputs) {
+    if (path.empty() || path == kStandardOutput) continue;
+    struct stat followed {};
+    if (::stat(path.c_str(), &followed) == 0 && !S_ISREG(followed.st_mode)) continue;  // devices, FIFOs
+    std::error_code error;
+    // A dangling link names the file it will create (weakly_canonical stops at it).
+    const fs::path named = fs::is_symlink(path, error) ? link_target(path) : fs::absolute(path);
+    const fs::path resolved = fs::weakly_canonical(named, error);
+    const auto [earlier, added] = option_of.emplace(error ? named.lexically_normal().string() : resolved.string(), option);
+    if (!added)
+      throw std::invalid_argument(option + " " + path + ": the same file as " + earlier->second +
+                                  "; each output needs a file of its own");
+  }
 }
 
 void write_output_files(const std::vector<OutputFile>& files) {

@@ -5,19 +5,33 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
+#include <vector>
 
 namespace filkit::detail {
 
 std::string read_file_bytes(const std::string& path, ByteSize budget) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error))
+    throw std::invalid_argument("'" + path + "' is a directory, expected a file");
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw std::invalid_argument("cannot open '" + path + "' for reading");
+  const std::string what = "reading '" + path + "'";
   const std::streamoff size = in.tellg();
-  if (size > 0) check_memory(static_cast<std::uint64_t>(size), budget, "reading '" + path + "'");
+  if (size > 0) check_memory(static_cast<std::uint64_t>(size), budget, what);
   in.seekg(0);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // In chunks, the budget checked as the content grows: a device or pipe (/dev/zero, a FIFO) has
+  // no size to check first, and may never end.
+  std::string bytes;
+  std::vector<char> chunk(std::size_t{1} << 16);
+  while (in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || in.gcount() > 0) {
+    const auto got = static_cast<std::size_t>(in.gcount());
+    check_memory(bytes.size() + got, budget, what);
+    bytes.append(chunk.data(), got);
+  }
   if (in.bad()) throw std::invalid_argument("error while reading '" + path + "'");
   return bytes;
 }

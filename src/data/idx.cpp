@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -39,6 +40,9 @@ struct Bytes {
 };
 
 Bytes read_file(const std::string& path, ByteSize budget) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error))
+    throw std::invalid_argument("'" + path + "' is a directory, expected a file");
   const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), std::fclose);
   if (!file || std::fseek(file.get(), 0, SEEK_END) != 0) {
     throw std::invalid_argument("cannot open '" + path + "' for reading");
@@ -62,9 +66,11 @@ Bytes read_file(const std::string& path, ByteSize budget) {
 std::string read_with_zlib(const std::string& path, std::size_t limit) {
   const std::unique_ptr<gzFile_s, int (*)(gzFile)> file(gzopen(path.c_str(), "rb"), gzclose);
   if (!file) throw std::invalid_argument("cannot open '" + path + "' for reading");
-  gzbuffer(file.get(), 1u << 20);
+  // Buffers of 1 MiB for whole files; reading a header needs no more than its few bytes.
+  const std::size_t chunk_size = std::min<std::size_t>(limit, 1u << 20);
+  if (chunk_size > (1u << 16)) gzbuffer(file.get(), 1u << 20);
   std::string content;
-  std::vector<char> chunk(1u << 20);
+  std::vector<char> chunk(std::max<std::size_t>(chunk_size, 1));
   while (content.size() < limit) {
     const auto wanted = static_cast<unsigned>(std::min<std::size_t>(chunk.size(), limit - content.size()));
     const int got = gzread(file.get(), chunk.data(), wanted);

@@ -370,6 +370,12 @@ Dataset random_subset(const Dataset& data, Index size, unsigned long long seed) 
 DatasetSplit load_dataset(const DataOptions& options) {
   options.validate();
   DatasetSplit split = load_source(options);
+  if (split.train.d() == 0) {  // every model and preprocessing step needs at least one feature
+    throw std::invalid_argument("'" + options.data + "' gives no feature column" +
+                                (options.target.empty() ? std::string(": X has 0 columns")
+                                                        : ": besides the target '" + options.target +
+                                                              "', every column is dropped (drop) or there is none"));
+  }
   if (!options.classes.empty()) {
     keep_classes(split.train, options.classes);
     keep_classes(split.test, options.classes);

@@ -1,4 +1,5 @@
 #include "filkit/dpsgd/clipped_gradient.hpp"
+#include "filkit/base/io.hpp"
 
 #include "models/glm_loss.hpp"
 
@@ -59,7 +60,7 @@ ClippedGradientStep::ClippedGradientStep(ModelKind kind, MatrixXd weights, bool 
     throw std::invalid_argument("ClippedGradientStep: softmax weights need >= 2 columns");
   if (input_dim() < 1) throw std::invalid_argument("ClippedGradientStep: no feature rows in the weights");
   if (!(clip_norm_ > 0.0) || !std::isfinite(clip_norm_))
-    throw std::invalid_argument("ClippedGradientStep: clip_norm = " + std::to_string(clip_norm_) +
+    throw std::invalid_argument("ClippedGradientStep: clip_norm = " + format_double(clip_norm_) +
                                 ": must be finite and > 0");
   feature_gram_ = feature_weights().transpose() * feature_weights();
 }

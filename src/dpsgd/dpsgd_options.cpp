@@ -54,8 +54,12 @@ void DpSgdOptions::validate() const {
     invalid("init_scale", format_double(init_scale), "must be finite and >= 0");
   require_probability("kappa_delta", kappa_delta);
   require_probability("rdp_delta", rdp_delta);
-  if (probes && *probes < 1) invalid("probes", std::to_string(*probes), "must be >= 1");
-  if (power_iterations < 1) invalid("power_iterations", std::to_string(power_iterations), "must be >= 1");
+  // Each probe is a draw per example and step (and, with the samples kept for the standard error,
+  // memory): beyond 10^6 the estimate's error, falling as 1/sqrt(probes), gains nothing.
+  if (probes && (*probes < 1 || *probes > 1000000))
+    invalid("probes", std::to_string(*probes), "must be in 1..1000000");
+  if (power_iterations < 1 || power_iterations > 1000000)
+    invalid("power_iterations", std::to_string(power_iterations), "must be in 1..1000000");
   if (runs < 1) invalid("runs", std::to_string(runs), "must be >= 1");
   Index total_steps = 0;  // the progress and the resume state count steps over all runs
   if (__builtin_mul_overflow(static_cast<Index>(runs), steps, &total_steps))

@@ -51,13 +51,25 @@ std::vector<double> parse_orders(const std::string& text) {
   return orders;
 }
 
-Mechanism parse_mechanism(const std::string& text) {
-  const std::vector<std::string> fields = split_commas(text);
-  if (fields.size() != 3) {
-    throw std::invalid_argument("mechanism '" + text + "' must be q,noise_multiplier,steps (three comma-separated numbers)");
+// The further mechanisms, three numbers each (q, noise multiplier, steps). The list's entries may
+// each hold one mechanism ("0.01,1,10", as the library takes them) or one number each (as a list
+// option reads "--mechanism 0.01,1,10", split at its commas): all are read as one list of numbers.
+std::vector<Mechanism> parse_mechanisms(const std::vector<std::string>& texts) {
+  std::vector<std::string> fields;
+  for (const std::string& text : texts)
+    for (std::string& field : split_commas(text)) fields.push_back(std::move(field));
+  if (fields.size() % 3 != 0) {
+    std::string given;
+    for (const std::string& field : fields) given += (given.empty() ? "" : ",") + field;
+    throw std::invalid_argument("mechanism '" + given + "': expected q,noise_multiplier,steps (three numbers) for "
+                                "each mechanism, got " + std::to_string(fields.size()) + " numbers");
   }
-  return {parse_number<double>(fields[0], "mechanism q"), parse_number<double>(fields[1], "mechanism noise_multiplier"),
-          parse_number<std::int64_t>(fields[2], "mechanism steps")};
+  std::vector<Mechanism> all;
+  for (std::size_t k = 0; k < fields.size(); k += 3)
+    all.push_back({parse_number<double>(fields[k], "mechanism q"),
+                   parse_number<double>(fields[k + 1], "mechanism noise_multiplier"),
+                   parse_number<std::int64_t>(fields[k + 2], "mechanism steps")});
+  return all;
 }
 
 bool has_single_mechanism(const AccountantOptions& options) {
@@ -80,6 +92,10 @@ std::int64_t steps_from_epochs(const AccountantOptions& options) {
   const double steps = options.q ? *options.epochs / *options.q
                                  : *options.epochs * static_cast<double>(*options.n) /
                                        static_cast<double>(*options.batch_size);
+  // Beyond 1e15 steps no accounting is meaningful, and beyond 2^63 the count does not fit.
+  if (!(steps <= 1e15))
+    throw std::invalid_argument("epochs = " + format_double(*options.epochs) + " means " + format_double(steps) +
+                                " steps, more than 1e15");
   const double nearest = std::round(steps);
   return static_cast<std::int64_t>(std::abs(steps - nearest) <= 1e-9 * nearest ? nearest : std::ceil(steps));
 }
@@ -91,7 +107,7 @@ std::int64_t step_count(const AccountantOptions& options) {
 std::vector<Mechanism> mechanisms(const AccountantOptions& options) {
   std::vector<Mechanism> all;
   if (has_single_mechanism(options)) all.push_back({sampling_rate(options), *options.noise_multiplier, step_count(options)});
-  for (const std::string& text : options.mechanisms) all.push_back(parse_mechanism(text));
+  for (const Mechanism& further : parse_mechanisms(options.mechanisms)) all.push_back(further);
   return all;
 }
 

@@ -1,10 +1,12 @@
 #include "filkit/jobs/attack.hpp"
 
 #include "filkit/base/options.hpp"
+#include "filkit/base/resources.hpp"
 #include "filkit/base/stage.hpp"
 #include "filkit/data/tabular_datasets.hpp"
 #include "filkit/leakage/irfil.hpp"
 
+#include <algorithm>
 #include <iomanip>
 #include <ostream>
 #include <stdexcept>
@@ -43,8 +45,15 @@ AttackJobResult run_attack(const AttackJobOptions& requested, bool progress) {
   attack.seed = options.seed;
   attack.progress = progress;
   const AttributeColumns attribute = find_attribute(train, options.attribute);
-  const VectorXd omega =
-      options.weights.empty() ? VectorXd() : read_example_weights(options.weights, options.weights_column, train.n());
+  const ByteSize budget = options.task.data.max_memory;
+  const VectorXd omega = options.weights.empty()
+                             ? VectorXd()
+                             : read_example_weights(options.weights, options.weights_column, train.n(), budget);
+  // Each trial keeps, per sigma, one right-or-wrong byte per attacked example and attack.
+  const Index attacked = attack.max_examples > 0 ? std::min(attack.max_examples, train.n()) : train.n();
+  check_memory(static_cast<std::uint64_t>(attack.trials) *
+                   (64 + attack.sigmas.size() * (128 + 2 * static_cast<std::uint64_t>(attacked))),
+               budget, "keeping the outcomes of trials = " + std::to_string(attack.trials));
   const StageScope stage("running the attacks");
   result.attack = attribute_inference(train, result.task.data.test, attribute, attack, omega);
   return result;

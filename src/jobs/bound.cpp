@@ -2,6 +2,7 @@
 
 #include "filkit/base/timing.hpp"
 
+#include "base/parsing.hpp"
 #include "jobs/json_numbers.hpp"
 
 #include "filkit/base/io.hpp"
@@ -27,8 +28,12 @@ using Clock = std::chrono::steady_clock;
 
 // A file of diameters: numbers separated by commas or white space.
 VectorXd read_diameters(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::invalid_argument("diameter '" + path + "': neither a number nor a readable file");
+  std::istringstream in;
+  try {
+    in.str(detail::read_file_bytes(path));  // within the default memory budget, as any input
+  } catch (const std::exception& error) {
+    throw std::invalid_argument("diameter '" + path + "': neither a number nor a readable file (" + error.what() + ")");
+  }
   std::vector<double> values;
   std::string token;
   while (in >> token) {

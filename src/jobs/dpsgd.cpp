@@ -49,6 +49,10 @@ void DpSgdJobOptions::resolve() {
 
 void DpSgdJobOptions::validate() const {
   data.validate();
+  // Flags of the networks are checked whatever the model, so that a wrong value is never ignored.
+  if (network.chunk < 1) throw std::invalid_argument("chunk = " + std::to_string(network.chunk) + ": must be >= 1");
+  for (Index width : network.hidden)
+    if (width < 1) throw std::invalid_argument("hidden = " + std::to_string(width) + ": widths must be >= 1");
   training_options().validate();
 }
 

@@ -115,6 +115,9 @@ void check_output_paths(const JobOutputs& outputs) {
   for (const auto& [name, path] : outputs.extra)
     if (!path.empty()) check_output_path(flag_of(name), path);
   check_report_directory(outputs.report);
+  std::vector<std::pair<std::string, std::string>> named = {{"--out", outputs.out}, {"--json", outputs.json}};
+  for (const auto& [name, path] : outputs.extra) named.emplace_back(flag_of(name), path);
+  check_distinct_outputs(named);
 }
 
 nlohmann::json job_summary_header(const std::string& command, std::uint64_t seed) {

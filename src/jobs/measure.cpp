@@ -10,6 +10,8 @@
 #include "filkit/base/summary.hpp"
 #include "filkit/leakage/result_checks.hpp"
 
+#include "base/parsing.hpp"
+
 #include <iomanip>
 #include <ostream>
 
@@ -28,9 +30,13 @@ using Clock = std::chrono::steady_clock;
 
 // The rows listed in `path`, one a line. A row listed twice is refused: a group counts each example
 // once, and the repetition is more likely a mistake in the file than a wish to weigh the row twice.
-std::vector<Index> read_row_file(const std::string& path, Index n) {
-  std::ifstream in(path);
-  if (!in) throw std::invalid_argument("--subset rows=" + path + ": cannot open the file");
+std::vector<Index> read_row_file(const std::string& path, Index n, ByteSize budget) {
+  std::istringstream in;
+  try {
+    in.str(detail::read_file_bytes(path, budget));
+  } catch (const std::exception& error) {
+    throw std::invalid_argument(std::string("--subset rows=") + path + ": " + error.what());
+  }
   std::vector<Index> rows;
   std::unordered_map<Index, int> first_line;
   std::string line;
@@ -57,7 +63,7 @@ std::vector<Index> read_row_file(const std::string& path, Index n) {
   return rows;
 }
 
-std::vector<Index> group_rows(const std::string& spec, const Dataset& train) {
+std::vector<Index> group_rows(const std::string& spec, const Dataset& train, ByteSize budget) {
   if (spec == "all") return {};
   if (spec.rfind("class=", 0) == 0) {
     const std::vector<Index> label = parse_index_list(spec.substr(6), "--subset class=K");
@@ -68,7 +74,7 @@ std::vector<Index> group_rows(const std::string& spec, const Dataset& train) {
     if (rows.empty()) throw std::invalid_argument("--subset '" + spec + "': no training example has that class");
     return rows;
   }
-  if (spec.rfind("rows=", 0) == 0) return read_row_file(spec.substr(5), train.n());
+  if (spec.rfind("rows=", 0) == 0) return read_row_file(spec.substr(5), train.n(), budget);
   throw std::invalid_argument("--subset '" + spec + "': expected all, class=K or rows=FILE");
 }
 
@@ -124,7 +130,8 @@ MeasureResult run_measure(const MeasureOptions& requested, bool show_progress) {
 
   start = Clock::now();
   const StageScope stage("computing FIL");
-  result.sigma = composed_sigma(std::vector<double>(static_cast<std::size_t>(options.releases), options.fil.sigma));
+  // R identical releases compose to sigma / sqrt(R) (composed_sigma's precision sum, in closed form).
+  result.sigma = composed_sigma({options.fil.sigma}) / std::sqrt(static_cast<double>(options.releases));
   FilOptions fil_options = options.fil;
   fil_options.sigma = result.sigma;
   const FisherInformationLoss fil(result.model, train, VectorXd(), fil_options);
@@ -138,7 +145,7 @@ MeasureResult run_measure(const MeasureOptions& requested, bool show_progress) {
   }
   const CoordinateSelection whole = CoordinateSelection::example(options.fil.label);
   for (const std::string& spec : options.subsets)
-    result.groups.push_back({spec, fil.subset(group_rows(spec, train), whole)});
+    result.groups.push_back({spec, fil.subset(group_rows(spec, train, options.task.data.max_memory), whole)});
   result.seconds["fil"] = seconds_since(start);
   progress.finish();
 

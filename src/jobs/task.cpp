@@ -1,6 +1,9 @@
 #include "filkit/jobs/task.hpp"
 
+#include "filkit/base/resources.hpp"
 #include "filkit/data/tabular_datasets.hpp"
+
+#include <cstdint>
 
 namespace filkit {
 
@@ -9,6 +12,19 @@ bool is_regression(const DataPipelineOptions& data) {
   const TabularDatasetInfo* builtin = find_tabular_dataset(data.data);
   return data.regression || (builtin != nullptr && builtin->task == TabularTask::kRegression);
 }
+
+// The fit (Newton's Hessian and its factorisation) and FIL (the FIM's eigenvectors) each hold
+// p x p matrices for p parameters: refused before loading work starts on them if they cannot fit.
+void check_model_memory(const Dataset& train, const FitOptions& fit, ByteSize budget) {
+  const auto d = static_cast<std::uint64_t>(train.d() + (fit.intercept ? 1 : 0));
+  const std::uint64_t classes =
+      fit.kind == ModelKind::kSoftmax && train.n() > 0 ? static_cast<std::uint64_t>(train.y.maxCoeff()) + 1 : 1;
+  const std::uint64_t p = d * classes;
+  check_memory(p > (std::uint64_t{1} << 28) ? UINT64_MAX : 3 * p * p * sizeof(double), budget,
+               "a model of " + std::to_string(p) + " parameters (" + std::to_string(train.d()) +
+                   " features; three p x p matrices for the fit and FIL)");
+}
+
 }  // namespace
 
 void TaskOptions::resolve() {
@@ -35,6 +51,7 @@ Task prepare_task(const TaskOptions& options, std::uint64_t seed) {
   task.preprocessor = std::move(prepared.preprocessor);
   task.seconds = std::move(prepared.seconds);
   task.fit = options.fit_options();
+  check_model_memory(task.data.train, task.fit, options.data.max_memory);
   return task;
 }
 

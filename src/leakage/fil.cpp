@@ -1,4 +1,5 @@
 #include "filkit/leakage/fil.hpp"
+#include "filkit/base/io.hpp"
 
 #include "filkit/base/low_rank_eigen.hpp"
 #include "base/parallel_blocks.hpp"
@@ -15,7 +16,7 @@ namespace filkit {
 
 void FilOptions::validate() const {
   if (!(sigma > 0.0) || !std::isfinite(sigma))
-    throw std::invalid_argument("FilOptions.sigma = " + std::to_string(sigma) + ": must be finite and > 0");
+    throw std::invalid_argument("FilOptions.sigma = " + format_double(sigma) + ": must be finite and > 0");
 }
 
 VectorXd PerExampleFil::attribute_mse_bound() const { return eta.array().square().inverse(); }
@@ -333,7 +334,7 @@ double composed_sigma(const std::vector<double>& sigmas) {
   double precision = 0.0;
   for (double sigma : sigmas) {
     if (!(sigma > 0.0) || !std::isfinite(sigma))
-      throw std::invalid_argument("composed_sigma: sigma = " + std::to_string(sigma) + " must be finite and > 0");
+      throw std::invalid_argument("composed_sigma: sigma = " + format_double(sigma) + " must be finite and > 0");
     precision += 1.0 / (sigma * sigma);
   }
   return 1.0 / std::sqrt(precision);

@@ -36,9 +36,15 @@ std::vector<Index> checked_rows(const std::vector<Index>& rows, Index n, const s
     for (Index i = 0; i < n; ++i) all[static_cast<std::size_t>(i)] = i;
     return all;
   }
-  for (Index i : rows)
+  std::vector<bool> listed(static_cast<std::size_t>(n), false);
+  for (Index i : rows) {
     if (i < 0 || i >= n)
       throw std::invalid_argument(what + ": row " + std::to_string(i) + " is outside 0.." + std::to_string(n - 1));
+    // Each row is one line of the outputs and one term of the summaries: a repeat would count twice.
+    if (listed[static_cast<std::size_t>(i)])
+      throw std::invalid_argument(what + ": row " + std::to_string(i) + " is listed twice");
+    listed[static_cast<std::size_t>(i)] = true;
+  }
   return rows;
 }
 

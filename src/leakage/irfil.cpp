@@ -161,8 +161,8 @@ nlohmann::json IrfilResult::to_json() const {
           {"eta_after", to_vector(eta_after)}};
 }
 
-VectorXd read_example_weights(const std::string& path, const std::string& column, Index n) {
-  const TextTable table = read_csv(path);
+VectorXd read_example_weights(const std::string& path, const std::string& column, Index n, ByteSize max_memory) {
+  const TextTable table = read_csv(path, max_memory);
   const auto find = [&](const std::string& name) {
     return static_cast<std::size_t>(std::find(table.header.begin(), table.header.end(), name) - table.header.begin());
   };

@@ -1,4 +1,5 @@
 #include "filkit/models/glm.hpp"
+#include "filkit/base/io.hpp"
 
 #include "models/glm_loss.hpp"
 
@@ -18,9 +19,9 @@ namespace filkit {
 
 void FitOptions::validate() const {
   if (!(l2 >= 0.0) || !std::isfinite(l2))
-    throw std::invalid_argument("FitOptions.l2 = " + std::to_string(l2) + ": must be finite and >= 0");
+    throw std::invalid_argument("FitOptions.l2 = " + format_double(l2) + ": must be finite and >= 0");
   if (!(gradient_tolerance > 0.0 && gradient_tolerance <= 1e-3))
-    throw std::invalid_argument("FitOptions.gradient_tolerance = " + std::to_string(gradient_tolerance) +
+    throw std::invalid_argument("FitOptions.gradient_tolerance = " + format_double(gradient_tolerance) +
                                 ": must lie in (0, 1e-3]");
   if (max_iterations < 1)
     throw std::invalid_argument("FitOptions.max_iterations = " + std::to_string(max_iterations) +
@@ -72,7 +73,7 @@ VectorXd checked_omega(const VectorXd& omega, Index n) {
   for (Index i = 0; i < n; ++i)
     if (!std::isfinite(omega(i)) || omega(i) < 0.0)
       throw std::invalid_argument("example weight " + std::to_string(i) + " = " +
-                                  std::to_string(omega(i)) + ": must be finite and >= 0");
+                                  format_double(omega(i)) + ": must be finite and >= 0");
   return omega;
 }
 
@@ -127,7 +128,7 @@ void reject_separable(const detail::GlmObjective& objective, const VectorXd& w, 
   if (w.norm() > 1e6 || losses.loss.maxCoeff() < 1e-8)
     throw std::runtime_error(to_string(options.kind) +
                              " regression with lambda = 0 has no finite minimiser: the training data are "
-                             "linearly separable (||w|| = " + std::to_string(w.norm()) +
+                             "linearly separable (||w|| = " + format_double(w.norm()) +
                              "). Set a positive L2 strength (option l2)");
 }
 
@@ -166,7 +167,7 @@ Model newton(const Dataset& data, const FitOptions& options, Model model, const 
       // double precision allows. Accept only if that is close to the requested tolerance.
       if (model.gradient_norm <= 1e3 * options.gradient_tolerance * scale) break;
       throw std::runtime_error("line search failed at Newton iteration " + std::to_string(iteration) +
-                               " (gradient norm " + std::to_string(model.gradient_norm) + ")");
+                               " (gradient norm " + format_double(model.gradient_norm) + ")");
     }
     w += t * step;
     value = candidate;
@@ -202,7 +203,7 @@ Model lbfgs(const Dataset& data, const FitOptions& options, Model model, const V
   if (model.gradient_norm > 1e3 * parameters.epsilon)
     throw std::runtime_error(to_string(options.kind) + " regression (L-BFGS) did not converge in " +
                              std::to_string(parameters.max_iterations) + " iterations (gradient norm " +
-                             std::to_string(model.gradient_norm) + ")");
+                             format_double(model.gradient_norm) + ")");
   model.set_flat(w);
   if (options.l2 == 0.0) reject_separable(objective, w, options);
   return model;
@@ -328,7 +329,7 @@ double mean_squared_error(const Model& model, const Dataset& data) {
 
 Model perturb_output(const Model& model, double sigma, std::uint64_t seed) {
   if (!(sigma >= 0.0) || !std::isfinite(sigma))
-    throw std::invalid_argument("output perturbation sigma = " + std::to_string(sigma) +
+    throw std::invalid_argument("output perturbation sigma = " + format_double(sigma) +
                                 ": must be finite and >= 0");
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> normal(0.0, 1.0);

@@ -4,6 +4,7 @@
 #include "filkit/data/dataset.hpp"
 #include "filkit/data/text_table.hpp"
 #include "filkit/base/io.hpp"
+#include "base/parsing.hpp"
 #include "report/report_internal.hpp"
 
 #include <unistd.h>
@@ -29,11 +30,15 @@ void ReportOptions::validate() const {
 }
 
 nlohmann::json report::read_summary(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::invalid_argument("report input '" + path + "': cannot open the file");
+  std::string text;
+  try {
+    text = detail::read_file_bytes(path);  // within the default memory budget, as any input
+  } catch (const std::exception& error) {
+    throw std::invalid_argument("report input '" + path + "': " + error.what());
+  }
   nlohmann::json json;
   try {
-    json = nlohmann::json::parse(in);
+    json = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& error) {
     throw std::invalid_argument("report input '" + path + "': not valid JSON: " + error.what());
   }
@@ -237,15 +242,23 @@ ReportResult write_report(const ReportOptions& options) {
   const std::vector<Input> inputs = read_inputs(options);
   const fs::path out_dir(options.out_dir);
   std::error_code error;
+  const bool existed = fs::exists(out_dir, error);
   fs::create_directories(out_dir, error);
   if (error) throw std::runtime_error("cannot create the report directory '" + options.out_dir + "': " + error.message());
-  const ScratchDir scratch(out_dir);
-  report::Plotter plotter(options.gnuplot, scratch.path(), out_dir);
-  const std::vector<Section> sections = report::draw_sections(inputs, plotter, options.images);
+  std::vector<Section> sections;
+  try {
+    const ScratchDir scratch(out_dir);
+    report::Plotter plotter(options.gnuplot, scratch.path(), out_dir);
+    sections = report::draw_sections(inputs, plotter, options.images);
+    write_output_file((out_dir / "report.html").string(), page_html(sections, out_dir));
+  } catch (...) {
+    // A directory this call made holds only what it wrote: a failed report leaves nothing behind.
+    if (!existed) fs::remove_all(out_dir, error);
+    throw;
+  }
 
   ReportResult result;
   result.html = (out_dir / "report.html").string();
-  write_output_file(result.html, page_html(sections, out_dir));
   for (const Section& section : sections) {
     for (const report::Figure& figure : section.figures) result.figures.push_back((out_dir / figure.file).string());
     for (const std::string& note : section.notes) result.notes.push_back(section.title + ": " + note);

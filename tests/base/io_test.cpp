@@ -212,6 +212,20 @@ TEST(CheckOutputPath, RefusesDirectoriesAndMissingOrBlockedDirectoriesNamingTheO
   check_output_path("--out", dir.file("new.csv"));  // new files, existing ones, standard output pass
   check_output_path("--out", blocker);
   check_output_path("--out", "-");
+  // A value that looks like a flag ("--out -q") is far likelier a forgotten value than a file name.
+  EXPECT_INVALID_ARGUMENT(check_output_path("--out", "-q"), "--out -q", "looks like a flag", "./-q");
+}
+
+TEST(CheckDistinctOutputs, RefusesTwoOptionsNamingOneFileButNotOneDevice) {
+  const TempDir dir;
+  const std::string file = dir.file("x.csv");
+  EXPECT_INVALID_ARGUMENT(check_distinct_outputs({{"--out", file}, {"--json", dir.file("sub/../x.csv")}}), "--json",
+                          "the same file as --out");
+  fs::create_symlink(file, dir.file("link.csv"));
+  EXPECT_INVALID_ARGUMENT(check_distinct_outputs({{"--out", file}, {"--json", dir.file("link.csv")}}), "--json",
+                          "the same file as --out");
+  check_distinct_outputs({{"--out", "/dev/null"}, {"--json", "/dev/null"}, {"--a", "-"}, {"--b", "-"}, {"--c", ""}});
+  check_distinct_outputs({{"--out", file}, {"--json", dir.file("y.json")}});
 }
 
 }  // namespace

@@ -25,6 +25,19 @@ TEST(OptionFromText, RefusesIntegersBeyondTheFieldsRangeWithTheRange) {
   EXPECT_EQ(steps, 10);  // decimal, not octal
 }
 
+// The settings go into the JSON summary, which holds UTF-8 only (fuzz finding options-1): refused
+// before the job, not when the summary is written after it.
+TEST(OptionFromText, RefusesTextThatIsNotUtf8) {
+  std::string data;
+  EXPECT_INVALID_ARGUMENT(option_from_text("data", "d\xff.csv", data), "data: the text is not UTF-8",
+                          "index 1: 0xFF");
+  EXPECT_TRUE(data.empty());
+  option_from_text("data", "donn\xc3\xa9es.csv", data);  // UTF-8 beyond ASCII is fine
+  EXPECT_EQ(data, "donn\xc3\xa9es.csv");
+  std::vector<std::string> columns;
+  EXPECT_THROW(option_from_text("categorical", "a,\xc3", columns), std::invalid_argument);
+}
+
 TEST(OptionFromText, RefusesEveryClassOutOfRangeInAList) {
   std::optional<std::vector<int>> classes;
   EXPECT_INVALID_ARGUMENT(option_from_text("classes", "4294967296,4294967297", classes),

@@ -52,6 +52,17 @@ TEST(IdxReader, RejectsWrongMagicNumber) {
   EXPECT_INVALID_ARGUMENT(read_idx_images(path), path, "0x00000803", "0x00000801");
 }
 
+// A zero dimension declares no data bytes whatever the others are (fuzz findings idx-1, idx-2):
+// 2^32 - 1 empty images would loop for seconds, 0 images of 2^32 - 1 x 2^32 - 1 overflow.
+TEST(IdxReader, RejectsAZeroImageDimension) {
+  TempDir dir;
+  for (const std::vector<std::uint32_t>& dims : std::vector<std::vector<std::uint32_t>>{
+           {4294967295u, 0, 28}, {4294967295u, 28, 0}, {0, 4294967295u, 4294967295u}, {0, 28, 28}}) {
+    const std::string path = dir.write("images", idx_bytes(kImages, dims, ""));
+    EXPECT_INVALID_ARGUMENT(read_idx_images(path), path, "expected at least one image of 1 x 1 pixels");
+  }
+}
+
 TEST(IdxReader, RejectsTruncatedData) {
   TempDir dir;
   const std::string bytes = three_images();

@@ -104,6 +104,21 @@ TEST(AccountantCli, ComposesRepeatedMechanisms) {
   EXPECT_NEAR(out["eps"].get<double>(), 7.32911, 1e-5);
 }
 
+// "--mechanism 0.04,1.5,1000" reaches the options split at its commas, as every list flag is:
+// the numbers are read in threes whichever way they were split.
+TEST(AccountantCli, ReadsMechanismsSplitIntoSingleNumbers) {
+  testing::TempDir dir;
+  AccountantCase whole = opacus_check_case(dir.file("whole.json")), split = opacus_check_case(dir.file("split.json"));
+  whole.steps = split.steps = 1000;
+  whole.mechanisms = {"0.04,1.5,1000", "0.04,1.5,250"};
+  split.mechanisms = {"0.04", "1.5", "1000", "0.04", "1.5", "250"};
+  run_accountant(whole);
+  run_accountant(split);
+  EXPECT_EQ(read_json(whole.json_path)["eps"], read_json(split.json_path)["eps"]);
+  split.mechanisms = {"0.04", "1.5"};
+  EXPECT_INVALID_ARGUMENT(run_accountant(split), "mechanism '0.04,1.5'", "three numbers", "got 2");
+}
+
 TEST(AccountantCli, SolvesForTheNoiseMultiplier) {
   testing::TempDir dir;
   AccountantCase options;

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace filkit {
@@ -17,6 +18,10 @@ inline constexpr const char* kStandardOutput = "-";
 /// new or regular file in an existing, writable directory. Call it before the work whose result
 /// goes there, so that a long run never ends at an unwritable path.
 void check_output_path(const std::string& option, const std::string& path);
+
+/// Throws std::invalid_argument when two of `outputs` (option, path) name the same regular file
+/// (after following links): one would silently replace the other. Devices and FIFOs may be shared.
+void check_distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs);
 
 /// One output: where it goes and its whole content.
 struct OutputFile {

@@ -26,6 +26,7 @@
 #pragma once
 
 #include "filkit/base/enum_names.hpp"
+#include "filkit/base/resources.hpp"
 #include "filkit/data/dataset.hpp"
 #include "filkit/leakage/fil.hpp"
 #include "filkit/models/glm.hpp"
@@ -117,6 +118,7 @@ VectorXd irfil_training_weights(const VectorXd& u, const VectorXd& labels, Irfil
 /// example in order (an `index` column, if present, must count 0..n-1). Throws
 /// std::invalid_argument naming the file, column and line for a missing column, a wrong row
 /// count, or a value that is not a finite number >= 0.
-VectorXd read_example_weights(const std::string& path, const std::string& column, Index n);
+VectorXd read_example_weights(const std::string& path, const std::string& column, Index n,
+                              ByteSize max_memory = default_memory_budget());
 
 }  // namespace filkit
