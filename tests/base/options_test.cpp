@@ -32,8 +32,8 @@ TEST(OptionFromText, RefusesTextThatIsNotUtf8) {
   EXPECT_INVALID_ARGUMENT(option_from_text("data", "d\xff.csv", data), "data: the text is not UTF-8",
                           "index 1: 0xFF");
   EXPECT_TRUE(data.empty());
-  option_from_text("data", "donn\xc3\xa9es.csv", data);  // UTF-8 beyond ASCII is fine
-  EXPECT_EQ(data, "donn\xc3\xa9es.csv");
+  option_from_text("data", "donn\xc3\xa9" "es.csv", data);  // UTF-8 beyond ASCII is fine
+  EXPECT_EQ(data, "donn\xc3\xa9" "es.csv");
   std::vector<std::string> columns;
   EXPECT_THROW(option_from_text("categorical", "a,\xc3", columns), std::invalid_argument);
 }
