@@ -213,5 +213,11 @@ for name, args in [("measure", ["measure", "--data", "data.csv", "--target", "y"
                    ("version", ["--version"]),
                    ("help", ["measure", "--help"])]:
     put(name, "\n".join(args).encode())
+# Every recorded finding (findings/<target>/, described in README.md) is a seed too, so that each
+# short run in the test suite replays them all.
+for name in sorted(os.listdir("findings")):
+    for finding in sorted(os.listdir(os.path.join("findings", name))):
+        shutil.copyfile(os.path.join("findings", name, finding), os.path.join("corpus", name, "finding-" + finding))
+
 print("fuzz/make_corpus.sh: wrote", sum(len(files) for _, _, files in os.walk("corpus")), "seeds under fuzz/corpus/")
 EOF
