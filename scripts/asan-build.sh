@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${FILKIT_ASAN_BUILD_DIR:-build-asan}"
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ \
-  -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
+  -DCMAKE_CXX_FLAGS_DEBUG="-O1 -gline-tables-only -D_GLIBCXX_ASSERTIONS" \
   -DFILKIT_SANITIZE=address,undefined -DFILKIT_BUILD_FUZZ=ON -DFILKIT_BUILD_TESTS=ON \
   -DFILKIT_WITH_TORCH=OFF -DFILKIT_BUILD_PYTHON=OFF -DFILKIT_BUILD_BENCH=OFF > /dev/null
 bash scripts/cmake-build.sh "$build" asan-build.log "$@"
