@@ -52,7 +52,7 @@ void DpSgdOptions::validate() const {
     invalid("weight_decay", format_double(weight_decay), "must be finite and >= 0");
   if (!(init_scale >= 0.0) || !std::isfinite(init_scale))
     invalid("init_scale", format_double(init_scale), "must be finite and >= 0");
-  require_probability("kappa_delta", kappa_delta);
+  if (kappa_delta) require_probability("kappa_delta", *kappa_delta);
   require_probability("rdp_delta", rdp_delta);
   // Each probe is a draw per example and step (and, with the samples kept for the standard error,
   // memory): beyond 10^6 the estimate's error, falling as 1/sqrt(probes), gains nothing.
@@ -67,8 +67,11 @@ void DpSgdOptions::validate() const {
   for (double epoch : report_epochs) require_positive("report_epochs", epoch);
 }
 
-DpSgdOptions DpSgdOptions::resolved() const {
+DpSgdOptions DpSgdOptions::resolved(std::optional<Index> n) const {
   DpSgdOptions options = *this;
+  // The paper's rule (Guo et al. 2022, section 6.1): the T steps of a run fail with probability at
+  // most T delta = 1/n, less than the chance of picking any one example at random.
+  if (!options.kappa_delta && n && *n > 0) options.kappa_delta = 1.0 / (static_cast<double>(*n) * static_cast<double>(steps));
   const bool autodiff = network.has_value();
   if (!options.trace) options.trace = autodiff ? TraceMethod::kGaussian : TraceMethod::kExact;
   if (!options.spectral) options.spectral = autodiff ? SpectralMethod::kNone : SpectralMethod::kExact;
@@ -100,7 +103,7 @@ nlohmann::json to_json(const DpSgdOptions& options) {
           {"weight_decay", options.weight_decay},
           {"init_scale", options.init_scale},
           {"subsampling", to_string(options.subsampling)},
-          {"kappa_delta", options.kappa_delta},
+          {"kappa_delta", option_to_json(options.kappa_delta)},
           {"trace", option_to_json(options.trace)},
           {"spectral", option_to_json(options.spectral)},
           {"probes", option_to_json(options.probes)},

@@ -125,7 +125,7 @@ ExpectedState expected_state(const Dataset& train, const Dataset& test, const Dp
 DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOptions& requested, bool progress,
                         CheckpointWhenDone when_done) {
   requested.validate();
-  const DpSgdOptions options = requested.resolved();
+  const DpSgdOptions options = requested.resolved(train.n());
   if (!options.checkpoint_path.empty()) check_output_path("DpSgdOptions.checkpoint_path", options.checkpoint_path);
   train.validate();
   if (test.n() > 0) test.validate();
@@ -140,10 +140,11 @@ DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOp
   result.n = n;
   result.num_classes = number_of_classes(train, test, options.network ? ModelKind::kSoftmax : options.kind);
   result.sampling_rate = static_cast<double>(options.batch_size) / n;
-  result.step_epsilon = step_epsilon(options.noise_multiplier, options.kappa_delta);
+  result.kappa_delta = *options.kappa_delta;
+  result.step_epsilon = step_epsilon(options.noise_multiplier, result.kappa_delta);
   result.kappa = options.subsampling == SubsamplingFactor::kOne
                      ? 1.0
-                     : subsampling_kappa(result.sampling_rate, options.noise_multiplier, options.kappa_delta);
+                     : subsampling_kappa(result.sampling_rate, options.noise_multiplier, result.kappa_delta);
   result.private_dims = train.d() + (options.label == LabelPrivacy::kPrivate
                                          ? (options.kind == ModelKind::kSoftmax ? result.num_classes : 1)
                                          : 0);

@@ -68,6 +68,8 @@ DpSgdJobResult run_dpsgd(const DpSgdJobOptions& requested, bool progress) {
   result.data = std::move(prepared.data);
   result.preprocessor = std::move(prepared.preprocessor);
   result.seconds = std::move(prepared.seconds);
+  // The data's autos, so that the summary's settings record the number used.
+  result.options.dpsgd.kappa_delta = result.options.dpsgd.resolved(result.data.train.n()).kappa_delta;
   const StageScope stage("training (DP-SGD)");
   result.training = train_dpsgd(result.data.train, result.data.test, options.training_options(), progress,
                                 CheckpointWhenDone::kKeep);

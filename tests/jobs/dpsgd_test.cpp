@@ -2,6 +2,7 @@
 #include "filkit/jobs/dpsgd.hpp"
 
 #include "filkit/base/finite.hpp"
+#include "filkit/dpsgd/step_privacy.hpp"
 
 #include "test_util.hpp"
 
@@ -70,6 +71,14 @@ TEST(DpSgdCommand, WritesPerExampleTableAndSummaryThatMatchTheLibrary) {
   EXPECT_TRUE(summary["seconds"].contains("training"));
   EXPECT_TRUE(summary.contains("preprocessing"));
   EXPECT_EQ(summary["settings"]["trace"], "exact");  // auto, resolved for a GLM
+  // delta behind kappa: the paper's rule 1/(n T) by default, recorded where it is used, so that T
+  // steps fail with probability at most 1/n; kappa follows from it (q = 25/200, sigma 1).
+  const double delta = 1.0 / (200.0 * 40.0);
+  EXPECT_DOUBLE_EQ(summary["settings"]["kappa_delta"].get<double>(), delta);
+  EXPECT_DOUBLE_EQ(summary["kappa_delta"].get<double>(), delta);
+  EXPECT_DOUBLE_EQ(summary["kappa_failure_probability"].get<double>(), 1.0 / 200.0);
+  EXPECT_DOUBLE_EQ(result.training.kappa, subsampling_kappa(25.0 / 200.0, 1.0, delta));
+  EXPECT_NE(result.training.kappa, subsampling_kappa(25.0 / 200.0, 1.0, 1e-5));
 }
 
 TEST(DpSgdCommand, BadOptionsNameTheField) {

@@ -121,8 +121,9 @@ struct DpSgdOptions {
   /// (default) starts at zero. The mlp and cnn start from PyTorch's default initialisation.
   double init_scale = 0.0;
   SubsamplingFactor subsampling = SubsamplingFactor::kAmplified;
-  /// delta of the per-step (eps0, delta)-DP guarantee behind kappa, in (0, 1). Paper: 1e-5.
-  double kappa_delta = 1e-5;
+  /// delta of the per-step (eps0, delta)-DP guarantee behind kappa, in (0, 1). auto = 1/(n T):
+  /// the reconstruction paper's rule (section 6), at most 1/n over the T steps of a run.
+  std::optional<double> kappa_delta;
   /// How Tr(G^T G) and ||G||_2 are computed per step, and the probes of an estimated trace
   /// (>= 1; paper: 50). auto: exact, exact and 50 for the closed-form GLMs; gaussian, none and 1
   /// for networks (exact traces of a network cost a backward pass per input coordinate).
@@ -152,8 +153,9 @@ struct DpSgdOptions {
   Index checkpoint_every = 0;
   /// Stop (saving the state) after this many steps in this call; 0 runs to the end.
   Index stop_after = 0;
-  /// These options with every auto filled in for the model (`network` set or not).
-  DpSgdOptions resolved() const;
+  /// These options with every auto filled in for the model (`network` set or not) and, given the
+  /// number of training examples n, for the data (kappa_delta = 1/(n T)).
+  DpSgdOptions resolved(std::optional<Index> n = std::nullopt) const;
   void validate() const;
 };
 
@@ -176,7 +178,8 @@ void visit_fields(DpSgdOptions& o, Visit&& visit) {
   visit("weight_decay", o.weight_decay, "Weight decay, >= 0");
   visit("init_scale", o.init_scale, "w_0 ~ N(0, init_scale^2 I); 0 starts at zero (GLMs and the softmax network)");
   visit("subsampling", o.subsampling, "Subsampling factor kappa: amplified (q/(q+(1-q)e^-eps0)) or one");
-  visit("kappa_delta", o.kappa_delta, "delta of the per-step DP guarantee behind kappa");
+  visit("kappa_delta", o.kappa_delta,
+        "delta of the per-step DP guarantee behind kappa; auto = 1/(n T), the paper's rule (at most 1/n over a run)");
   visit("trace", o.trace, "Tr(G^T G) per step: exact, coordinates or gaussian; auto = exact for GLMs, gaussian for networks");
   visit("spectral", o.spectral, "||G||_2 per step: exact, power-iteration or none; auto = exact for GLMs, none for networks");
   visit("probes", o.probes, "Probes per example and step of an estimated trace; auto = 50 for GLMs, 1 for networks");
@@ -229,6 +232,7 @@ struct DpSgdResult {
   Index num_classes = 2;    ///< K (2 for logistic)
   Index private_dims = 0;   ///< d_z
   double sampling_rate = 0.0;  ///< q = B / n
+  double kappa_delta = 0.0;    ///< delta behind kappa, as used (auto resolved to 1/(n T))
   double step_epsilon = 0.0;   ///< eps0 of one step
   double kappa = 1.0;
   std::vector<std::uint64_t> run_seeds;
