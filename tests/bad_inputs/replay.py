@@ -15,6 +15,7 @@ Standard library only; run it with /usr/bin/python3. See README.md in this direc
 """
 
 import argparse
+import atexit
 import concurrent.futures
 import fnmatch
 import gzip
@@ -687,6 +688,19 @@ class MemoryWatcher(threading.Thread):
 # Cases marked unprivileged run as this user and group when the replay runs as root: a read-only
 # directory or an unreadable file means nothing to root.
 UNPRIVILEGED_ID = 65534  # nobody, nogroup
+# Their copy of the binary, in a directory anyone may enter: the build directory may sit inside one
+# only root can (a clone in `mktemp -d`, mode 0700). Set by main when running as root.
+UNPRIVILEGED_FILKIT = None
+
+
+def copy_for_unprivileged(filkit):
+    directory = tempfile.mkdtemp(prefix="filkit-bad-input-bin-")
+    atexit.register(shutil.rmtree, directory, True)
+    os.chmod(directory, 0o755)
+    copy = os.path.join(directory, "filkit")
+    shutil.copy2(filkit, copy)
+    os.chmod(copy, 0o755)
+    return copy
 
 
 def run_command(argv, ctx, case, timeout, unprivileged=False):
@@ -695,8 +709,9 @@ def run_command(argv, ctx, case, timeout, unprivileged=False):
     identity = {}
     if unprivileged and os.geteuid() == 0:
         identity = {"user": UNPRIVILEGED_ID, "group": UNPRIVILEGED_ID, "extra_groups": []}
+    binary = UNPRIVILEGED_FILKIT if identity and UNPRIVILEGED_FILKIT else ctx["filkit"]
     start = time.monotonic()
-    process = subprocess.Popen([ctx["filkit"]] + argv, cwd=ctx["dir"], env=env, stdin=subprocess.DEVNULL,
+    process = subprocess.Popen([binary] + argv, cwd=ctx["dir"], env=env, stdin=subprocess.DEVNULL,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
                                **identity)
     watcher = MemoryWatcher(process, case.get("max_rss_mb", DEFAULT_MAX_RSS_MB))
@@ -1065,6 +1080,9 @@ def main():
     filkit = os.path.abspath(args.filkit)
     if not os.access(filkit, os.X_OK):
         sys.exit("replay.py: %s is not an executable" % filkit)
+    if os.geteuid() == 0:
+        global UNPRIVILEGED_FILKIT
+        UNPRIVILEGED_FILKIT = copy_for_unprivileged(filkit)
 
     base_env = dict(os.environ)
     base_env.pop("FILKIT_DATA_DIR", None)  # cases set their own
