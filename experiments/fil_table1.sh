@@ -17,6 +17,6 @@ summary = json.load(open(sys.argv[1]))
 first, last = summary["iterations"][0], summary["iterations"][-1]
 for name, it in (("", first), ("+IRFIL", last)):
     print(f"{sys.argv[2]:14s}{name:7s} eta {it['eta']['mean']:.4f} +- {it['eta']['std']:.4f}  "
-          f"train accuracy {100 * it['train_accuracy']:.2f}")
+          f"test accuracy {100 * it['test_accuracy']:.2f}  (train {100 * it['train_accuracy']:.2f})")
 PY
 done
