@@ -104,7 +104,9 @@ Dataset load_idx_part(const Builtin& builtin, const std::string& dir, const std:
     }
   }
   Dataset data;
-  data.X = detail::read_idx_image_rows(images_path, rows, labels.size(), max_memory);
+  detail::IdxImages images = detail::read_idx_image_rows(images_path, rows, labels.size(), max_memory);
+  data.X = std::move(images.X);
+  data.image = images.shape;
   data.y.resize(static_cast<Index>(rows.size()));
   for (std::size_t k = 0; k < rows.size(); ++k) data.y(static_cast<Index>(k)) = labels(rows[k]);
   data.class_names = builtin.class_names;

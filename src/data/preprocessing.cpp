@@ -675,6 +675,7 @@ Preprocessor Preprocessor::fit(const Dataset& train, const PreprocessOptions& op
   Preprocessor fitted;
   fitted.options = options;
   fitted.input_dimension = train.d();
+  fitted.input_image = train.image;
   // Each step reads the raw rows and redoes the cheap earlier steps a block at a time (see
   // kBlockRows) instead of keeping scaled copies of the data.
   if (global_max_before_pca(options) || options.pca_components > 0) {
@@ -708,6 +709,7 @@ Dataset Preprocessor::apply(const Dataset& data) const {
   out.class_names = data.class_names;
   out.source = data.source;
   out.dropped_rows = data.dropped_rows;
+  out.image = data.image;
   if (data.n() == 0) {
     out.X.resize(0, output_dimension());
   } else {
@@ -718,11 +720,16 @@ Dataset Preprocessor::apply(const Dataset& data) const {
     out.feature_names.clear();
     for (Index c = 1; c <= options.pca_components; ++c) out.feature_names.push_back("pc" + std::to_string(c));
     out.attributes.clear();
+    out.image.reset();
   }
   return out;
 }
 
 nlohmann::json Preprocessor::to_json() const {
+  const auto image_json = [](const std::optional<ImageShape>& image) {
+    return image ? nlohmann::json{image->channels, image->height, image->width} : nlohmann::json(nullptr);
+  };
+  const std::optional<ImageShape> output_image = options.pca_components > 0 ? std::nullopt : input_image;
   return {
       {"scale_pixels", options.scale_pixels},
       {"row_scaling", to_string(options.row_scaling)},
@@ -731,6 +738,8 @@ nlohmann::json Preprocessor::to_json() const {
       {"order", step_order(options)},
       {"input_dimension", input_dimension},
       {"output_dimension", output_dimension()},
+      {"input_image", image_json(input_image)},
+      {"output_image", image_json(output_image)},
       {"global_max_norm", global_max_norm},
       {"pca_variances", std::vector<double>(pca_variances.begin(), pca_variances.end())},
       {"pca_total_variance", pca_total_variance},

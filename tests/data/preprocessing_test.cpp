@@ -1,5 +1,5 @@
 // Preprocessing: pixel scaling, row scaling (global-max, unit-ball), PCA against an independent
-// SVD, the step order, the JSON record, and option validation.
+// SVD, the step order, the JSON record, the image shape through the steps, and option validation.
 #include "filkit/data/preprocessing.hpp"
 
 #include "test_util.hpp"
@@ -435,6 +435,44 @@ TEST(Preprocessor, PcaOfRowsNear1e140MatchesPcaOfTheSameRowsScaledDown) {
   ASSERT_TRUE(fitted.pca_components.allFinite());
   EXPECT_LT((fitted.pca_components - reference.pca_components).cwiseAbs().maxCoeff(), 1e-9);
   EXPECT_NEAR(fitted.pca_variances(0) / (reference.pca_variances(0) * 1e280), 1.0, 1e-9);
+}
+
+// ---- Images: the image shape through the steps ---------------------------------------------
+
+// n images of 3 x 4 x 5 pixels whose channels have their own offset and spread (like raw RGB).
+Dataset colour_images(Index n, unsigned seed, double scale = 1.0) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal;
+  Dataset data;
+  data.image = ImageShape{3, 4, 5};
+  data.X.resize(n, 60);
+  for (Index i = 0; i < n; ++i)
+    for (Index j = 0; j < 60; ++j) {
+      const double channel = static_cast<double>(j / 20);
+      data.X(i, j) = scale * ((1.0 + channel) * 30.0 * normal(rng) + 100.0 * channel);
+    }
+  data.y = VectorXd::Zero(n);
+  data.source = "colour_images";
+  return data;
+}
+
+TEST(Preprocessor, PixelAndRowScalingKeepTheImageShapeAndPcaClearsIt) {
+  const Dataset images = colour_images(5, 12);
+  PreprocessOptions options;
+  options.scale_pixels = true;
+  for (RowScaling scaling : {RowScaling::kNone, RowScaling::kGlobalMax, RowScaling::kUnitBall}) {
+    options.row_scaling = scaling;
+    const Preprocessor fitted = Preprocessor::fit(images, options);
+    EXPECT_EQ(fitted.apply(images).image, images.image) << to_string(scaling);
+    EXPECT_EQ(fitted.to_json()["input_image"], nlohmann::json({3, 4, 5}));
+    EXPECT_EQ(fitted.to_json()["output_image"], nlohmann::json({3, 4, 5}));
+  }
+  options.pca_components = 2;
+  const Preprocessor pca = Preprocessor::fit(images, options);
+  EXPECT_FALSE(pca.apply(images).image.has_value());  // PCA's columns are no image
+  EXPECT_EQ(pca.to_json()["output_image"], nullptr);
+  const nlohmann::json table = Preprocessor::fit(random_classification(10, 3, 2, 1), PreprocessOptions{}).to_json();
+  EXPECT_EQ(table["input_image"], nullptr);
 }
 
 // ---- The same numbers on any number of threads ----------------------------------------------

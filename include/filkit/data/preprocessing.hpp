@@ -8,6 +8,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include <optional>
 #include <string>
 
 namespace filkit {
@@ -54,6 +55,7 @@ void visit_fields(PreprocessOptions& o, Visit&& visit) {
 struct Preprocessor {
   PreprocessOptions options;
   Index input_dimension = 0;     ///< d of the data it was fitted on; apply() requires the same
+  std::optional<ImageShape> input_image;  ///< the image shape of the data it was fitted on, if any
   double global_max_norm = 1.0;  ///< the training split's largest row norm (global-max)
   VectorXd pca_mean;             ///< d
   MatrixXd pca_components;       ///< d x k, orthonormal columns, by decreasing variance
@@ -65,12 +67,14 @@ struct Preprocessor {
   /// or all-zero training rows with global-max scaling.
   static Preprocessor fit(const Dataset& train, const PreprocessOptions& options);
   /// The data transformed with the fitted statistics; after PCA, feature_names become
-  /// "pc1".."pck" and the column map is cleared. Throws std::invalid_argument if the data's
-  /// dimension differs from input_dimension (an empty dataset is accepted as it is).
+  /// "pc1".."pck" and the column map and image shape are cleared (the other steps keep them).
+  /// Throws std::invalid_argument if the data's dimension differs from input_dimension (an empty
+  /// dataset is accepted as it is).
   Dataset apply(const Dataset& data) const;
   Index output_dimension() const;
   /// The settings and fitted scalars (not the components): every option, the effective order
-  /// of the steps, input/output dimension, global_max_norm, PCA variances and total variance.
+  /// of the steps, input/output dimension and image shape ([C, H, W] or null), global_max_norm,
+  /// PCA variances and total variance.
   nlohmann::json to_json() const;
 };
 
