@@ -2,11 +2,11 @@
 #include "filkit/data/idx.hpp"
 #include "filkit/data/text_table.hpp"
 #include "filkit/data/tabular_encoder.hpp"
-#include "filkit/data/npy.hpp"
 #include "filkit/data/load.hpp"
 
 #include "filkit/data/tabular_datasets.hpp"
 #include "data/idx_decode.hpp"
+#include "data/npz_dataset.hpp"
 #include "base/parsing.hpp"
 
 #include <omp.h>
@@ -152,88 +152,6 @@ DatasetSplit load_table(const TextTable& table, const DataOptions& options) {
   return {encoder.transform(train), encoder.transform(table.select_rows(parts.test))};
 }
 
-const NpyArray& npz_array(const std::map<std::string, NpyArray>& arrays, const std::string& name,
-                          const std::string& path, std::size_t dims) {
-  const auto found = arrays.find(name);
-  if (found == arrays.end()) {
-    std::vector<std::string> names;
-    for (const auto& entry : arrays) names.push_back(entry.first);
-    throw std::invalid_argument("'" + path + "' has no array '" + name + "'; it holds: " +
-                                (names.empty() ? "nothing" : detail::quoted_list(names)));
-  }
-  if (found->second.shape.size() != dims) {
-    throw std::invalid_argument("array '" + name + "' of '" + path + "' must be " +
-                                std::to_string(dims) + "-D, found " +
-                                std::to_string(found->second.shape.size()) + "-D");
-  }
-  return found->second;
-}
-
-Dataset npz_dataset(const std::map<std::string, NpyArray>& arrays, const std::string& x_name,
-                    const std::string& y_name, const std::string& path) {
-  const NpyArray& x = npz_array(arrays, x_name, path, 2);
-  const NpyArray& y = npz_array(arrays, y_name, path, 1);
-  if (x.shape[0] != y.shape[0]) {
-    throw std::invalid_argument("'" + path + "': " + x_name + " has " + std::to_string(x.shape[0]) +
-                                " rows but " + y_name + " has " + std::to_string(y.shape[0]));
-  }
-  Dataset data;
-  data.X = Eigen::Map<const RowMatrix>(x.values.data(), x.shape[0], x.shape[1]);
-  data.y = Eigen::Map<const VectorXd>(y.values.data(), y.shape[0]);
-  data.source = path + " (" + x_name + ", " + y_name + ")";
-  return data;
-}
-
-// Replaces integer labels by indices into their sorted distinct training values; a test label
-// absent from training is an error, since no model output could stand for it.
-void index_npz_classes(DatasetSplit& split) {
-  std::vector<double> classes(split.train.y.begin(), split.train.y.end());
-  std::sort(classes.begin(), classes.end());
-  classes.erase(std::unique(classes.begin(), classes.end()), classes.end());
-  for (Dataset* data : {&split.train, &split.test}) {
-    for (double& label : data->y) {
-      const auto found = std::lower_bound(classes.begin(), classes.end(), label);
-      if (label != std::floor(label) || found == classes.end() || *found != label) {
-        throw std::invalid_argument(data->source + ": label " + detail::format_number(label) +
-                                    (label != std::floor(label)
-                                         ? " is not an integer class (set regression for real targets)"
-                                         : " does not occur in the training labels"));
-      }
-      label = static_cast<double>(found - classes.begin());
-    }
-  }
-  if (classes.size() < 2) {
-    throw std::invalid_argument(split.train.source + ": the training labels hold " +
-                                std::to_string(classes.size()) +
-                                " class; classification needs at least two (or set regression)");
-  }
-  for (double value : classes) split.train.class_names.push_back(detail::format_number(value));
-  split.test.class_names = split.train.class_names;
-}
-
-DatasetSplit load_npz(const std::string& path, const DataOptions& options) {
-  const auto arrays = read_npz(path, options.max_memory);
-  const bool has_x_test = arrays.count("X_test") > 0, has_y_test = arrays.count("y_test") > 0;
-  if (has_x_test != has_y_test) {
-    throw std::invalid_argument("'" + path + "' holds " + (has_x_test ? "X_test" : "y_test") +
-                                " without " + (has_x_test ? "y_test" : "X_test"));
-  }
-  DatasetSplit split;
-  const Dataset all = npz_dataset(arrays, "X", "y", path);
-  if (has_x_test) {
-    split = {all, npz_dataset(arrays, "X_test", "y_test", path)};
-    if (split.test.d() != all.d()) {
-      throw std::invalid_argument("'" + path + "': X has " + std::to_string(all.d()) +
-                                  " columns but X_test has " + std::to_string(split.test.d()));
-    }
-  } else {
-    const TrainTestIndices parts = shuffle_split(all.n(), options.test_fraction, options.seed);
-    split = {all.select_rows(parts.train), all.select_rows(parts.test)};
-  }
-  if (!options.regression) index_npz_classes(split);
-  return split;
-}
-
 void check_tabular_only(const DataOptions& options) {
   if (!options.target.empty() || !options.categorical.empty() || !options.drop.empty()) {
     throw std::invalid_argument("target, categorical and drop apply to CSV/ARFF data only, not to '" +
@@ -243,10 +161,14 @@ void check_tabular_only(const DataOptions& options) {
 
 DatasetSplit load_source(const DataOptions& options) {
   const std::string extension = detail::to_lower(fs::path(options.data).extension().string());
+  if (options.image_layout && extension != ".npz") {
+    throw std::invalid_argument("image_layout = " + to_string(*options.image_layout) +
+                                " applies to the 4-D image arrays of .npz files only, not to '" + options.data + "'");
+  }
   if (extension == ".csv") return load_table(read_csv(options.data, options.max_memory), options);
   if (extension == ".arff") return load_table(read_arff(options.data, options.max_memory), options);
   check_tabular_only(options);
-  if (extension == ".npz") return load_npz(options.data, options);
+  if (extension == ".npz") return detail::load_npz_dataset(options.data, options);
   if (extension == ".npy") {
     throw std::invalid_argument("'" + options.data + "' holds a single array; save X and y together "
                                 "with numpy.savez(path, X=X, y=y) and load the .npz");

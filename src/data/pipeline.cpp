@@ -52,6 +52,7 @@ DataOptions DataPipelineOptions::data_options(std::uint64_t seed) const {
   options.train_size = train_size;
   options.test_size = test_size;
   options.max_memory = max_memory;
+  options.image_layout = image_layout;
   return options;
 }
 

@@ -38,6 +38,7 @@ struct DataPipelineOptions {
   /// Divide pixels by 255; auto = for the built-in image datasets.
   std::optional<bool> pixel_scale;
   ByteSize max_memory = DataOptions{}.max_memory;
+  std::optional<ImageLayout> image_layout;
 
   /// The concrete options for dataset seed `seed` (autos resolved).
   DataOptions data_options(std::uint64_t seed) const;
@@ -51,7 +52,8 @@ template <class Visit>
 void visit_fields(DataPipelineOptions& o, Visit&& visit) {
   visit("data", o.data,
         "A built-in dataset (fashion-mnist, mnist; tabular: income-regression, income-classification, credit-g) or a "
-        "file: .csv/.arff (with target) or .npz (arrays X, y, optional X_test, y_test)");
+        "file: .csv/.arff (with target) or .npz (arrays X, y, optional X_test, y_test; X a table (n, d) or images "
+        "(n, H, W), (n, C, H, W), (n, H, W, C))");
   visit("classes", o.classes,
         "Classes to keep, relabelled 0..K-1 in the order given (e.g. 0,1); empty (or 'all') = all; auto = 0,1 for "
         "built-in image datasets, all for files");
@@ -60,6 +62,7 @@ void visit_fields(DataPipelineOptions& o, Visit&& visit) {
   visit("drop", o.drop, "CSV/ARFF: columns to ignore");
   visit("regression", o.regression, "The target is real-valued (least squares only)");
   visit("missing", o.missing, "Rows with missing cells: drop, or level (a level of their own)");
+  visit("image_layout", o.image_layout, kImageLayoutHelp);
   visit("test_fraction", o.test_fraction, "Files without a test split: share of rows held out (seeded by seed)");
   visit("train_size", o.train_size, "Keep a random subset of this many training examples (seeded; 0 = all)");
   visit("test_size", o.test_size, "Keep a random subset of this many test examples (seeded; 0 = all)");
