@@ -24,10 +24,7 @@ PreparedData load_and_preprocess(const DataOptions& data, const PreprocessOption
   return prepared;
 }
 
-bool is_builtin_image_dataset(const std::string& data) {
-  const std::vector<std::string> names = builtin_dataset_names();
-  return std::find(names.begin(), names.end(), data) != names.end();
-}
+bool is_builtin_image_dataset(const std::string& data) { return !builtin_dataset_name(data).empty(); }
 
 void DataPipelineOptions::resolve() {
   const bool builtin = is_builtin_image_dataset(data);

@@ -371,6 +371,30 @@ TEST(BuiltinDatasets, AreFoundUnderFilkitDataDirFirst) {
   EXPECT_EQ(split.test.image, (ImageShape{1, 2, 2}));
 }
 
+TEST(BuiltinDatasets, AreReadFromTheDirectoryNamedAfterAColon) {
+  TempDir dir;
+  write_tiny_mnist(dir.file("elsewhere"), 2, false);
+  const ScopedEnvironment data_dir("FILKIT_DATA_DIR", dir.file("nothing"));
+  DataOptions options;
+  options.data = "mnist:" + dir.file("elsewhere");
+  EXPECT_EQ(builtin_dataset_name(options.data), "mnist");
+  const DatasetSplit split = load_dataset(options);
+  EXPECT_EQ(split.train.n(), 20);
+  EXPECT_EQ(split.train.image, (ImageShape{1, 2, 2}));
+  EXPECT_EQ(split.train.class_names.size(), 10u);
+  options.data = "mnist:" + dir.file("missing");
+  EXPECT_INVALID_ARGUMENT(load_dataset(options), dir.file("missing"), "is not a directory", "idx3");
+  std::filesystem::remove(dir.file("elsewhere/t10k-labels-idx1-ubyte"));
+  options.data = "mnist:" + dir.file("elsewhere");
+  EXPECT_INVALID_ARGUMENT(load_dataset(options), dir.file("elsewhere"), "lacks 't10k-labels-idx1-ubyte[.gz]'");
+  options.data = "mnist:";
+  EXPECT_INVALID_ARGUMENT(load_dataset(options), "'mnist:' names no directory");
+  EXPECT_EQ(builtin_dataset_name("mnist"), "mnist");
+  EXPECT_EQ(builtin_dataset_name("cifar10:/x"), "cifar10");
+  EXPECT_EQ(builtin_dataset_name("cifar:/x"), "");
+  EXPECT_EQ(builtin_dataset_name("d.npz"), "");
+}
+
 TEST(BuiltinDatasets, ReportSearchedPathsAndTheSetupScriptWhenAbsent) {
   TempDir dir;
   const ScopedEnvironment data_dir("FILKIT_DATA_DIR", dir.file("data"));

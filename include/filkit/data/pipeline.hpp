@@ -51,9 +51,9 @@ struct DataPipelineOptions {
 template <class Visit>
 void visit_fields(DataPipelineOptions& o, Visit&& visit) {
   visit("data", o.data,
-        "A built-in dataset (fashion-mnist, mnist; tabular: income-regression, income-classification, credit-g) or a "
-        "file: .csv/.arff (with target) or .npz (arrays X, y, optional X_test, y_test; X a table (n, d) or images "
-        "(n, H, W), (n, C, H, W), (n, H, W, C))");
+        "A built-in dataset (images: fashion-mnist, mnist, cifar10, or NAME:DIR with its files in DIR; tabular: "
+        "income-regression, income-classification, credit-g) or a file: .csv/.arff (with target) or .npz (arrays X, "
+        "y, optional X_test, y_test; X a table (n, d) or images (n, H, W), (n, C, H, W), (n, H, W, C))");
   visit("classes", o.classes,
         "Classes to keep, relabelled 0..K-1 in the order given (e.g. 0,1); empty (or 'all') = all; auto = 0,1 for "
         "built-in image datasets, all for files");
@@ -73,7 +73,7 @@ void visit_fields(DataPipelineOptions& o, Visit&& visit) {
   visit("max_memory", o.max_memory, kMaxMemoryHelp);
 }
 
-/// Whether `data` names a built-in image dataset (fashion-mnist, mnist).
+/// Whether `data` names a built-in image dataset (fashion-mnist, mnist, cifar10, or NAME:DIR).
 bool is_builtin_image_dataset(const std::string& data);
 
 struct PreparedData {
