@@ -58,6 +58,7 @@ PreprocessOptions DataPipelineOptions::preprocess_options() const {
   resolved.resolve();
   PreprocessOptions options;
   options.scale_pixels = *resolved.pixel_scale;
+  options.standardize = standardize;
   options.row_scaling = scale;
   options.pca_components = *resolved.pca;
   return options;

@@ -37,6 +37,7 @@ struct DataPipelineOptions {
   RowScaling scale = RowScaling::kGlobalMax;
   /// Divide pixels by 255; auto = for the built-in image datasets.
   std::optional<bool> pixel_scale;
+  Standardization standardize = PreprocessOptions{}.standardize;
   ByteSize max_memory = DataOptions{}.max_memory;
   std::optional<ImageLayout> image_layout;
 
@@ -70,6 +71,7 @@ void visit_fields(DataPipelineOptions& o, Visit&& visit) {
   visit("scale", o.scale,
         "Row scaling: none, global-max (divide by the largest training row norm, before PCA), unit-ball");
   visit("pixel_scale", o.pixel_scale, "Divide pixels by 255; auto = for built-in image datasets");
+  visit("standardize", o.standardize, kStandardizeHelp);
   visit("max_memory", o.max_memory, kMaxMemoryHelp);
 }
 
