@@ -18,10 +18,11 @@ inline void read_idx_every_way(const std::string& path) {
   RowMatrix images;
   if (!runs_or_rejects([&] { images = read_idx_images(path, kFuzzMemory); }) || images.rows() == 0) return;
   const std::vector<Index> rows = {images.rows() - 1, 0, images.rows() / 2};
-  const RowMatrix selected = detail::read_idx_image_rows(path, rows, images.rows(), kFuzzMemory);
-  FILKIT_FUZZ_CHECK(selected.rows() == 3 && selected.cols() == images.cols());
+  const detail::IdxImages selected = detail::read_idx_image_rows(path, rows, images.rows(), kFuzzMemory);
+  FILKIT_FUZZ_CHECK(selected.X.rows() == 3 && selected.X.cols() == images.cols());
+  FILKIT_FUZZ_CHECK(selected.shape.channels == 1 && selected.shape.size() == images.cols());
   for (std::size_t k = 0; k < rows.size(); ++k)
-    FILKIT_FUZZ_CHECK(selected.row(static_cast<Index>(k)) == images.row(rows[k]));
+    FILKIT_FUZZ_CHECK(selected.X.row(static_cast<Index>(k)) == images.row(rows[k]));
   // A row outside the file, and a label count that does not match, are errors.
   FILKIT_FUZZ_CHECK(!runs_or_rejects([&] { detail::read_idx_image_rows(path, {images.rows()}, images.rows(), kFuzzMemory); }));
   FILKIT_FUZZ_CHECK(!runs_or_rejects([&] { detail::read_idx_image_rows(path, {0}, images.rows() + 1, kFuzzMemory); }));

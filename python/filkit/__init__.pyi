@@ -29,6 +29,8 @@ class Dataset:
     attributes: List[AttributeColumns]
     class_names: List[str]
     source: str
+    @property
+    def image(self) -> Optional[Tuple[int, int, int]]: ...
     def attribute(self, name: str) -> AttributeColumns: ...
     def select_rows(self, rows: Sequence[int]) -> "Dataset": ...
 
@@ -39,11 +41,11 @@ class DatasetSplit:
 
 def load_dataset(data: str = "fashion-mnist", *, classes: Sequence[int] = ..., target: str = "",
                  categorical: Sequence[str] = ..., drop: Sequence[str] = ..., missing: str = "drop",
-                 regression: bool = False, test_fraction: float = 0.2, seed: int = 0,
+                 image_layout: Optional[str] = None, regression: bool = False, test_fraction: float = 0.2, seed: int = 0,
                  train_size: int = 0, test_size: int = 0, max_memory: str | int = ...) -> DatasetSplit: ...
 def builtin_dataset_names() -> List[str]: ...
-def preprocess(split: DatasetSplit, *, scale_pixels: bool = False, row_scaling: str = "none", pca: int = 0,
-               scale_after_pca: bool = False) -> Tuple[DatasetSplit, Dict[str, Any]]: ...
+def preprocess(split: DatasetSplit, *, scale_pixels: bool = False, standardize: str = "none",
+               row_scaling: str = "none", pca: int = 0, scale_after_pca: bool = False) -> Tuple[DatasetSplit, Dict[str, Any]]: ...
 
 class Model:
     kind: str

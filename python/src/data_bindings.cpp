@@ -60,6 +60,14 @@ void bind_data(py::module_& m) {
       .def_readonly("attributes", &Dataset::attributes)
       .def_readonly("class_names", &Dataset::class_names)
       .def_readonly("source", &Dataset::source)
+      .def_property_readonly(
+          "image",
+          [](const Dataset& d) -> py::object {
+            if (!d.image) return py::none();
+            return py::make_tuple(d.image->channels, d.image->height, d.image->width);
+          },
+          "The image shape (channels, height, width) of every row of X, stored channel-major as PyTorch's NCHW "
+          "(X.reshape(n, C, H, W)); None for tables and after PCA")
       .def("attribute", &Dataset::attribute, py::arg("name"), py::return_value_policy::reference_internal)
       .def("select_rows", &Dataset::select_rows, py::arg("rows"))
       .def("__repr__", [](const Dataset& d) {
@@ -75,10 +83,13 @@ void bind_data(py::module_& m) {
 
   m.def("load_dataset", &load_dataset_from_kwargs,
         "load_dataset(data='fashion-mnist', *, classes=[], target='', categorical=[], drop=[], missing='drop', "
-        "regression=False, test_fraction=0.2, seed=0, train_size=0, test_size=0, max_memory=<half the RAM>): the "
-        "library's DataOptions. "
-        "Load a built-in dataset (fashion-mnist, mnist, income-regression, income-classification, credit-g) or a "
-        ".csv/.arff/.npz file and its train/test split. Pixels stay raw (0..255); see preprocess(). "
+        "image_layout=None, regression=False, test_fraction=0.2, seed=0, train_size=0, test_size=0, "
+        "max_memory=<half the RAM>): the library's DataOptions. "
+        "Load a built-in dataset (fashion-mnist, mnist, cifar10, or 'NAME:DIR' with an image built-in's files in "
+        "DIR; income-regression, income-classification, credit-g) or a .csv/.arff/.npz file and its train/test "
+        "split. An .npz X may be a table (n, d) or images (n, H, W), (n, C, H, W) or (n, H, W, C): image_layout "
+        "'nchw' or 'nhwc' says which a 4-D X is (None = auto, from the shape when it allows one reading). Images "
+        "keep their shape (Dataset.image). Pixels stay raw (0..255); see preprocess(). "
         "train_size/test_size > 0 keep a random subset drawn with seed (the CLI's --train-size/--test-size with "
         "the same --seed give the same rows). max_memory ('2G', '512M' or bytes) refuses a file whose size or "
         "declared shape needs more.");
@@ -103,9 +114,11 @@ void bind_data(py::module_& m) {
         return py::make_tuple(std::move(result), json_to_python(fitted.to_json().dump()));
       },
       py::arg("split"),
-      "preprocess(split, *, scale_pixels=False, row_scaling='none', pca=0, scale_after_pca=False): the library's "
-      "PreprocessOptions. Fit preprocessing on split.train and apply it to both parts: pixels /255, row scaling "
-      "(none, global-max, unit-ball), PCA to `pca` dimensions. Returns (split, record).");
+      "preprocess(split, *, scale_pixels=False, standardize='none', row_scaling='none', pca=0, "
+      "scale_after_pca=False): the library's PreprocessOptions. Fit preprocessing on split.train and apply it to "
+      "both parts: pixels /255, per-channel standardisation of images (standardize='channel': each channel's "
+      "training mean and standard deviation), row scaling (none, global-max, unit-ball), PCA to `pca` "
+      "dimensions. Returns (split, record).");
 }
 
 }  // namespace filkit::python

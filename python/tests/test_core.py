@@ -65,6 +65,27 @@ def test_library_errors_become_python_exceptions():
         filkit.measure(sigm=1.0)
 
 
+def test_npz_images_load_channel_major_and_standardize_per_channel(tmp_path):
+    rng = np.random.default_rng(1)
+    X = rng.integers(0, 256, size=(30, 4, 5, 3)).astype(np.float64)  # (n, H, W, C), as TensorFlow stores images
+    path = str(tmp_path / "images.npz")
+    np.savez(path, X=X, y=np.arange(30) % 2)
+    split = filkit.load_dataset(path, test_fraction=0.0)
+    assert split.train.image == (3, 4, 5)
+    np.testing.assert_array_equal(split.train.X.reshape(30, 3, 4, 5), X.transpose(0, 3, 1, 2))
+    out, record = filkit.preprocess(split, standardize="channel")
+    channels = out.train.X.reshape(30, 3, 20)
+    np.testing.assert_allclose(channels.mean(axis=(0, 2)), 0.0, atol=1e-12)
+    np.testing.assert_allclose(channels.std(axis=(0, 2)), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(record["channel_means"], X.mean(axis=(0, 1, 2)), rtol=1e-12)
+    assert record["input_image"] == [3, 4, 5] and out.train.image == (3, 4, 5)
+    with pytest.raises(ValueError, match="image_layout"):
+        np.savez(path, X=X[:, :3, :3, :], y=np.arange(30) % 2)  # (n, 3, 3, 3): either layout
+        filkit.load_dataset(path)
+    assert filkit.load_dataset(path, image_layout="nchw").train.image == (3, 3, 3)
+    assert synthetic().image is None
+
+
 def test_output_perturbation_is_seeded():
     model = filkit.fit(synthetic(), l2=1e-2)
     a, b = filkit.perturb_output(model, 0.1, 7), filkit.perturb_output(model, 0.1, 7)

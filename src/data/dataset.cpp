@@ -42,6 +42,21 @@ void check_labels(const Dataset& data) {
   }
 }
 
+void check_image_shape(const Dataset& data) {
+  const ImageShape& image = *data.image;
+  // Bounded step by step before multiplying: the product of absurd dimensions could overflow.
+  const Index d = data.d();
+  const bool fits = image.channels >= 1 && image.height >= 1 && image.width >= 1 && image.channels <= d &&
+                    image.height <= d / image.channels && image.width <= d / (image.channels * image.height);
+  if (!fits || image.size() != d) {
+    throw std::invalid_argument(data.source + ": the image shape " + to_string(image) + " (channels x height x width) " +
+                                (fits ? "holds " + std::to_string(image.size()) + " values but X has "
+                                      : "does not fit the ") +
+                                std::to_string(d) + " columns" + (fits ? "" : " of X") +
+                                "; each dimension must be >= 1 and C*H*W = d");
+  }
+}
+
 void check_attributes(const Dataset& data) {
   for (const auto& attribute : data.attributes) {
     for (Index column : attribute.columns) {
@@ -67,6 +82,10 @@ std::uint64_t uniform_below(std::mt19937_64& rng, std::uint64_t bound) {
 
 }  // namespace
 
+std::string to_string(const ImageShape& shape) {
+  return std::to_string(shape.channels) + " x " + std::to_string(shape.height) + " x " + std::to_string(shape.width);
+}
+
 std::string input_value_problem(double value) {
   if (!std::isfinite(value))
     return "is " + std::string(std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf") +
@@ -87,6 +106,7 @@ void Dataset::validate() const {
     throw std::invalid_argument(source + ": " + std::to_string(feature_names.size()) +
                                 " feature names for " + std::to_string(d()) + " columns");
   }
+  if (image) check_image_shape(*this);
   check_values(*this);
   check_attributes(*this);
   if (!class_names.empty()) check_labels(*this);
@@ -109,6 +129,7 @@ Dataset Dataset::select_rows(const std::vector<Index>& rows) const {
   selected.class_names = class_names;
   selected.source = source;
   selected.dropped_rows = dropped_rows;
+  selected.image = image;
   selected.X.resize(static_cast<Index>(rows.size()), d());
   selected.y.resize(static_cast<Index>(rows.size()));
   for (std::size_t k = 0; k < rows.size(); ++k) {

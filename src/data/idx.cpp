@@ -259,15 +259,16 @@ const std::string kImagesKind = "IDX image (idx3-ubyte)";
 
 namespace detail {
 
-RowMatrix read_idx_image_rows(const std::string& path, const std::vector<Index>& rows,
-                              Index expected_count, ByteSize budget) {
+IdxImages read_idx_image_rows(const std::string& path, const std::vector<Index>& rows, Index expected_count,
+                              ByteSize budget) {
   IdxFile idx = read_idx(path, kImagesMagic, kImagesKind, budget);
   if (idx.dims[0] != expected_count) {
     throw std::invalid_argument("'" + path + "' holds " + std::to_string(idx.dims[0]) +
                                 " images, but its label file holds " +
                                 std::to_string(expected_count) + " labels");
   }
-  return image_rows(std::move(idx), path, &rows, budget);
+  const ImageShape shape{1, idx.dims[1], idx.dims[2]};
+  return {image_rows(std::move(idx), path, &rows, budget), shape};
 }
 
 }  // namespace detail

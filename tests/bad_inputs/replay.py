@@ -330,6 +330,37 @@ def gen_idx(path, spec, ctx):
             f.write(content)
 
 
+def cifar_records(spec):
+    """CIFAR-10 records (record_bytes 3073: a label byte, then 3072 seeded random pixel bytes, the
+    red, green and blue planes row by row): `records` of them labelled i % 10, `labels`
+    {index: label} overriding some, `extra_bytes` appended after the last."""
+    rnd = rng_for(spec)
+    pixels = spec.get("record_bytes", 3073) - 1
+    overrides = {int(k): v for k, v in spec.get("labels", {}).items()}
+    out = bytearray()
+    for i in range(spec.get("records", 10)):
+        out.append(overrides.get(i, i % 10))
+        out += rnd.randbytes(pixels)
+    return bytes(out) + bytes(spec.get("extra_bytes", 0))
+
+
+def gen_cifar_batch(path, spec, ctx):
+    """One CIFAR-10 binary batch file: see cifar_records."""
+    with open(path, "wb") as f:
+        f.write(cifar_records(spec))
+
+
+def gen_cifar_dataset(path, spec, ctx):
+    """A CIFAR-10 binary directory (for --data cifar10:{dir}/..., or FILKIT_DATA_DIR=<parent> and
+    --data cifar10 when named cifar10): data_batch_1.bin .. data_batch_5.bin of `train` records
+    each and test_batch.bin of `test` (10 each), labels i % 10."""
+    os.makedirs(path, exist_ok=True)
+    for b in range(1, 6):
+        gen_cifar_batch(os.path.join(path, "data_batch_%d.bin" % b),
+                        {"records": spec.get("train", 10), "seed": 10 * spec.get("seed", 1) + b}, ctx)
+    gen_cifar_batch(os.path.join(path, "test_batch.bin"), {"records": spec.get("test", 10), "seed": spec.get("seed", 1)}, ctx)
+
+
 def gen_gzip_bomb_idx(path, spec, ctx):
     """A gzipped IDX image file: the header declares dims, the stream inflates to header +
     megabytes MB of zeros, built from concatenated gzip members of 1 MB (fast to make)."""
@@ -548,6 +579,7 @@ GENERATORS = {
     "random_bytes": gen_random_bytes,
     "csv": gen_csv, "wide_csv": gen_wide_csv, "arff": gen_arff, "npy": gen_npy, "npz": gen_npz,
     "npz_bomb": gen_npz_bomb, "idx_dataset": gen_idx_dataset, "idx": gen_idx,
+    "cifar_dataset": gen_cifar_dataset, "cifar_batch": gen_cifar_batch,
     "gzip_bomb_idx": gen_gzip_bomb_idx, "truncated_gzip": gen_truncated_gzip,
     "checkpoint": gen_checkpoint, "run": gen_run, "char_device": gen_char_device,
 }

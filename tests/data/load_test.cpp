@@ -68,6 +68,38 @@ TEST(Dataset, ValidateRejectsShapeMismatchNonFiniteValuesAndBadLabels) {
   EXPECT_INVALID_ARGUMENT(data.validate(), "attribute 'b'", "column 2");
 }
 
+// Two 1 x 2 x 3 images (d = 6), labelled 0 and 1.
+Dataset two_images() {
+  Dataset data;
+  data.X = RowMatrix{{1, 2, 3, 4, 5, 6}, {7, 8, 9, 10, 11, 12}};
+  data.y = Eigen::Vector2d(0, 1);
+  data.class_names = {"a", "b"};
+  data.image = ImageShape{1, 2, 3};
+  data.source = "two_images";
+  return data;
+}
+
+TEST(Dataset, ValidateChecksThatTheImageShapeFillsTheColumns) {
+  EXPECT_NO_THROW(two_images().validate());
+  EXPECT_EQ(to_string(*two_images().image), "1 x 2 x 3");
+  Dataset data = two_images();
+  data.image = ImageShape{3, 1, 1};
+  EXPECT_INVALID_ARGUMENT(data.validate(), "two_images", "image shape 3 x 1 x 1", "holds 3 values but X has 6 columns");
+  data.image = ImageShape{0, 2, 3};
+  EXPECT_INVALID_ARGUMENT(data.validate(), "image shape 0 x 2 x 3", "does not fit the 6 columns", ">= 1");
+  // Dimensions whose product overflows are refused, not multiplied.
+  data.image = ImageShape{Index{1} << 40, Index{1} << 40, Index{1} << 40};
+  EXPECT_INVALID_ARGUMENT(data.validate(), "does not fit the 6 columns");
+}
+
+TEST(Dataset, RowSelectionsClassSelectionAndSubsetsKeepTheImageShape) {
+  const ImageShape shape{1, 2, 3};
+  EXPECT_EQ(two_images().select_rows({1}).image, shape);
+  EXPECT_EQ(select_classes(two_images(), {1, 0}).image, shape);
+  EXPECT_EQ(random_subset(two_images(), 1, 3).image, shape);
+  EXPECT_FALSE(three_rows().select_rows({0}).image.has_value());
+}
+
 TEST(Dataset, AttributeLookupListsKnownNamesWhenAbsent) {
   const Dataset data = three_rows();
   EXPECT_EQ(data.attribute("b").columns, (std::vector<Index>{1}));
@@ -334,6 +366,33 @@ TEST(BuiltinDatasets, AreFoundUnderFilkitDataDirFirst) {
   for (Index i = 0; i < split.train.n(); ++i) {
     EXPECT_EQ(split.train.X(i, 0), split.train.y(i) == 0 ? 70.0 : 20.0);  // raw pixels, relabelled
   }
+  // The IDX header's rows x columns, one grey channel, in both parts.
+  EXPECT_EQ(split.train.image, (ImageShape{1, 2, 2}));
+  EXPECT_EQ(split.test.image, (ImageShape{1, 2, 2}));
+}
+
+TEST(BuiltinDatasets, AreReadFromTheDirectoryNamedAfterAColon) {
+  TempDir dir;
+  write_tiny_mnist(dir.file("elsewhere"), 2, false);
+  const ScopedEnvironment data_dir("FILKIT_DATA_DIR", dir.file("nothing"));
+  DataOptions options;
+  options.data = "mnist:" + dir.file("elsewhere");
+  EXPECT_EQ(builtin_dataset_name(options.data), "mnist");
+  const DatasetSplit split = load_dataset(options);
+  EXPECT_EQ(split.train.n(), 20);
+  EXPECT_EQ(split.train.image, (ImageShape{1, 2, 2}));
+  EXPECT_EQ(split.train.class_names.size(), 10u);
+  options.data = "mnist:" + dir.file("missing");
+  EXPECT_INVALID_ARGUMENT(load_dataset(options), dir.file("missing"), "is not a directory", "idx3");
+  std::filesystem::remove(dir.file("elsewhere/t10k-labels-idx1-ubyte"));
+  options.data = "mnist:" + dir.file("elsewhere");
+  EXPECT_INVALID_ARGUMENT(load_dataset(options), dir.file("elsewhere"), "lacks 't10k-labels-idx1-ubyte[.gz]'");
+  options.data = "mnist:";
+  EXPECT_INVALID_ARGUMENT(load_dataset(options), "'mnist:' names no directory");
+  EXPECT_EQ(builtin_dataset_name("mnist"), "mnist");
+  EXPECT_EQ(builtin_dataset_name("cifar10:/x"), "cifar10");
+  EXPECT_EQ(builtin_dataset_name("cifar:/x"), "");
+  EXPECT_EQ(builtin_dataset_name("d.npz"), "");
 }
 
 TEST(BuiltinDatasets, ReportSearchedPathsAndTheSetupScriptWhenAbsent) {

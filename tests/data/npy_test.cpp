@@ -83,10 +83,22 @@ TEST(NpyReader, RejectsBadMagicVersionAndHeader) {
                           "malformed header");
 }
 
-TEST(NpyReader, RejectsArraysOfMoreThanTwoDimensions) {
+TEST(NpyReader, ReadsImageArraysOfThreeAndFourDimensionsInCOrder) {
   TempDir dir;
-  const std::string path = dir.write("3d.npy", npy_bytes("<f8", "(1, 2, 3)", raw_bytes(kSix)));
-  EXPECT_INVALID_ARGUMENT(read_npy(path), path, "3 dimensions", "1-D and 2-D");
+  const NpyArray grey = read_npy(dir.write("3d.npy", npy_bytes("<f8", "(1, 2, 3)", raw_bytes(kSix))));
+  EXPECT_EQ(grey.shape, (std::vector<Index>{1, 2, 3}));
+  EXPECT_EQ(grey.values, kSix);
+  const NpyArray colour = read_npy(dir.write("4d.npy", npy_bytes("|u1", "(1, 3, 1, 2)", raw_bytes(std::vector<std::uint8_t>{1, 2, 3, 4, 5, 6}))));
+  EXPECT_EQ(colour.shape, (std::vector<Index>{1, 3, 1, 2}));
+  EXPECT_EQ(colour.values, kSix);
+}
+
+TEST(NpyReader, RejectsArraysOfNoneOrMoreThanFourDimensions) {
+  TempDir dir;
+  const std::string five = dir.write("5d.npy", npy_bytes("<f8", "(1, 1, 2, 3, 1)", raw_bytes(kSix)));
+  EXPECT_INVALID_ARGUMENT(read_npy(five), five, "5 dimensions", "1-D to 4-D");
+  const std::string scalar = dir.write("0d.npy", npy_bytes("<f8", "()", raw_bytes(std::vector<double>{1})));
+  EXPECT_INVALID_ARGUMENT(read_npy(scalar), scalar, "0 dimensions", "1-D to 4-D");
 }
 
 std::vector<std::pair<std::string, std::string>> two_arrays() {
@@ -171,6 +183,11 @@ TEST(NpyReader, RefusesNonFiniteAndOverflowProneValuesNamingTheElement) {
   EXPECT_INVALID_ARGUMENT(read_npy(huge), "huge.npy'", "element (2)", "1e+200", "beyond +-1e150");
   const std::string inf = dir.write("inf.npz", zip_bytes({{"X.npy", npy_f8({-INFINITY, 0}, 2)}}, true));
   EXPECT_INVALID_ARGUMENT(read_npz(inf), "inf.npz:X.npy'", "element (0)", "-inf");
+  // An image array names the element by all four indices: flat index 11 of (2, 3, 1, 2).
+  std::vector<double> pixels(12, 0.0);
+  pixels[11] = std::nan("");
+  const std::string image = dir.write("image.npy", npy_bytes("<f8", "(2, 3, 1, 2)", raw_bytes(pixels)));
+  EXPECT_INVALID_ARGUMENT(read_npy(image), "image.npy'", "element (1, 2, 0, 1)", "is nan");
 }
 
 // The size an archive records for a member, as a corrupt or hostile archive may state it.

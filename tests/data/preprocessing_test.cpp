@@ -1,5 +1,6 @@
-// Preprocessing: pixel scaling, row scaling (global-max, unit-ball), PCA against an independent
-// SVD, the step order, the JSON record, and option validation.
+// Preprocessing: pixel scaling, per-channel standardisation against a direct computation, row
+// scaling (global-max, unit-ball), PCA against an independent SVD, the step order, the JSON
+// record, and option validation.
 #include "filkit/data/preprocessing.hpp"
 
 #include "test_util.hpp"
@@ -437,6 +438,180 @@ TEST(Preprocessor, PcaOfRowsNear1e140MatchesPcaOfTheSameRowsScaledDown) {
   EXPECT_NEAR(fitted.pca_variances(0) / (reference.pca_variances(0) * 1e280), 1.0, 1e-9);
 }
 
+// ---- Images: the image shape through the steps, and per-channel standardisation --------------
+
+// n images of 3 x 4 x 5 pixels whose channels have their own offset and spread (like raw RGB).
+Dataset colour_images(Index n, unsigned seed, double scale = 1.0) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal;
+  Dataset data;
+  data.image = ImageShape{3, 4, 5};
+  data.X.resize(n, 60);
+  for (Index i = 0; i < n; ++i)
+    for (Index j = 0; j < 60; ++j) {
+      const double channel = static_cast<double>(j / 20);
+      data.X(i, j) = scale * ((1.0 + channel) * 30.0 * normal(rng) + 100.0 * channel);
+    }
+  data.y = VectorXd::Zero(n);
+  data.source = "colour_images";
+  return data;
+}
+
+TEST(Preprocessor, PixelAndRowScalingKeepTheImageShapeAndPcaClearsIt) {
+  const Dataset images = colour_images(5, 12);
+  PreprocessOptions options;
+  options.scale_pixels = true;
+  for (RowScaling scaling : {RowScaling::kNone, RowScaling::kGlobalMax, RowScaling::kUnitBall}) {
+    options.row_scaling = scaling;
+    const Preprocessor fitted = Preprocessor::fit(images, options);
+    EXPECT_EQ(fitted.apply(images).image, images.image) << to_string(scaling);
+    EXPECT_EQ(fitted.to_json()["input_image"], nlohmann::json({3, 4, 5}));
+    EXPECT_EQ(fitted.to_json()["output_image"], nlohmann::json({3, 4, 5}));
+  }
+  options.pca_components = 2;
+  const Preprocessor pca = Preprocessor::fit(images, options);
+  EXPECT_FALSE(pca.apply(images).image.has_value());  // PCA's columns are no image
+  EXPECT_EQ(pca.to_json()["output_image"], nullptr);
+  const nlohmann::json table = Preprocessor::fit(random_classification(10, 3, 2, 1), PreprocessOptions{}).to_json();
+  EXPECT_EQ(table["input_image"], nullptr);
+}
+
+PreprocessOptions channel_standardization() {
+  PreprocessOptions options;
+  options.standardize = Standardization::kChannel;
+  return options;
+}
+
+// Mean and population standard deviation of channel c (columns 20 c .. 20 c + 19), directly.
+std::pair<double, double> channel_moments(const RowMatrix& X, Index c) {
+  const auto pixels = X.middleCols(20 * c, 20).array();
+  const double mean = pixels.mean();
+  return {mean, std::sqrt((pixels - mean).square().mean())};
+}
+
+TEST(Standardization, RoundTripsThroughStrings) {
+  for (Standardization value : {Standardization::kNone, Standardization::kChannel}) {
+    EXPECT_EQ(parse_enum<Standardization>(to_string(value)), value);
+  }
+  EXPECT_INVALID_ARGUMENT(parse_enum<Standardization>("pixel"), "'pixel'", "none, channel");
+}
+
+TEST(Standardization, GivesEachTrainingChannelMeanZeroAndStandardDeviationOne) {
+  const Dataset train = colour_images(40, 1), test = colour_images(7, 2);
+  Preprocessor fitted;
+  const DatasetSplit out = preprocess({train, test}, channel_standardization(), &fitted);
+  ASSERT_EQ(fitted.channel_means.size(), 3);
+  for (Index c = 0; c < 3; ++c) {
+    const auto [mean, sd] = channel_moments(train.X, c);
+    EXPECT_NEAR(fitted.channel_means(c), mean, 1e-12 * std::abs(mean));
+    EXPECT_NEAR(fitted.channel_stds(c), sd, 1e-12 * sd);
+    const auto [out_mean, out_sd] = channel_moments(out.train.X, c);
+    EXPECT_NEAR(out_mean, 0.0, 1e-12);
+    EXPECT_NEAR(out_sd, 1.0, 1e-12);
+    // The test split is transformed with the training statistics, not its own.
+    const RowMatrix expected = (test.X.middleCols(20 * c, 20).array() - mean) / sd;
+    EXPECT_LT((out.test.X.middleCols(20 * c, 20) - expected).cwiseAbs().maxCoeff(), 1e-12);
+  }
+  EXPECT_GT(std::abs(channel_moments(out.test.X, 2).first), 1e-3);  // a different sample
+  EXPECT_EQ(out.train.image, train.image);
+  EXPECT_EQ(out.test.image, train.image);
+}
+
+TEST(Standardization, FollowsPixelScalingWhoseStatisticsItRecords) {
+  const Dataset train = colour_images(30, 3);
+  PreprocessOptions options = channel_standardization();
+  options.scale_pixels = true;
+  const Preprocessor scaled = Preprocessor::fit(train, options);
+  const Preprocessor raw = Preprocessor::fit(train, channel_standardization());
+  EXPECT_TRUE(scaled.channel_means.isApprox(raw.channel_means / 255.0, 1e-14));
+  EXPECT_TRUE(scaled.channel_stds.isApprox(raw.channel_stds / 255.0, 1e-14));
+  EXPECT_TRUE(scaled.apply(train).X.isApprox(raw.apply(train).X, 1e-12));
+  EXPECT_EQ(scaled.to_json()["order"], nlohmann::json({"scale_pixels", "standardize"}));
+}
+
+TEST(Standardization, StatisticsOfHugeValuesDoNotOverflow) {
+  // Values near 1e159, beyond what loaders accept (1e150) so that every square overflows here: a
+  // plain sum of squared deviations would be Inf. (At 1e150, 2e8 pixels a channel would do it.)
+  const Dataset train = colour_images(20, 4, 1e157);
+  ASSERT_TRUE(std::isinf(train.X.squaredNorm()));
+  const Preprocessor fitted = Preprocessor::fit(train, channel_standardization());
+  ASSERT_TRUE(fitted.channel_stds.allFinite());
+  const RowMatrix out = fitted.apply(train).X;
+  for (Index c = 0; c < 3; ++c) {
+    const auto [mean, sd] = channel_moments(train.X / 1e157, c);
+    EXPECT_NEAR(fitted.channel_stds(c) / 1e157, sd, 1e-12 * sd);
+    EXPECT_NEAR(fitted.channel_means(c) / 1e157, mean, 1e-12 * std::abs(mean));
+    EXPECT_NEAR(channel_moments(out, c).second, 1.0, 1e-12);
+  }
+}
+
+TEST(Standardization, RefusesTablesConstantChannelsAndOtherImageShapes) {
+  Dataset table = colour_images(10, 5);
+  table.image.reset();
+  EXPECT_INVALID_ARGUMENT(Preprocessor::fit(table, channel_standardization()), "standardize = channel needs images",
+                          "colour_images", "no image shape");
+  Dataset constant = colour_images(10, 6);
+  constant.X.middleCols(20, 20).setConstant(7.5);
+  EXPECT_INVALID_ARGUMENT(Preprocessor::fit(constant, channel_standardization()), "channel 1", "constant",
+                          "7.5", "standard deviation is 0");
+  const Preprocessor fitted = Preprocessor::fit(colour_images(10, 7), channel_standardization());
+  Dataset other = colour_images(2, 8);
+  other.image = ImageShape{1, 6, 10};
+  EXPECT_INVALID_ARGUMENT(fitted.apply(other), "holds images 1 x 6 x 10", "fitted on images 3 x 4 x 5");
+  // A test pixel far from a nearly constant training channel would leave the loadable range.
+  Dataset flat = colour_images(10, 9);
+  flat.X.middleCols(0, 20).setZero();
+  flat.X(0, 0) = 1e-200;
+  const Preprocessor tiny = Preprocessor::fit(flat, channel_standardization());
+  Dataset far = flat;
+  far.X(1, 3) = 1e100;
+  EXPECT_INVALID_ARGUMENT(tiny.apply(far), "row 1, column 3", "beyond +-1e150", "standard deviation is tiny");
+}
+
+TEST(Standardization, BeforePcaMatchesStandardizingAWholeCopy) {
+  const Dataset train = colour_images(200, 10);
+  for (RowScaling scaling : {RowScaling::kNone, RowScaling::kGlobalMax, RowScaling::kUnitBall}) {
+    for (bool pixels : {false, true}) {
+      SCOPED_TRACE(to_string(scaling) + (pixels ? ", pixels / 255" : ""));
+      PreprocessOptions options = channel_standardization();
+      options.scale_pixels = pixels;
+      options.row_scaling = scaling;
+      options.pca_components = 5;
+      const Preprocessor fitted = Preprocessor::fit(train, options);
+      // The same steps on a whole copy, each as its definition says.
+      RowMatrix rows = train.X / (pixels ? 255.0 : 1.0);
+      for (Index c = 0; c < 3; ++c) {
+        const auto [mean, sd] = channel_moments(rows, c);
+        rows.middleCols(20 * c, 20) = (rows.middleCols(20 * c, 20).array() - mean) / sd;
+      }
+      if (scaling == RowScaling::kGlobalMax) rows /= rows.rowwise().norm().maxCoeff();
+      if (scaling == RowScaling::kUnitBall)
+        for (Index i = 0; i < rows.rows(); ++i) rows.row(i) /= std::max(1.0, rows.row(i).norm());
+      const DensePca dense = dense_pca(rows);
+      EXPECT_LT(max_relative_difference(fitted.pca_variances, dense.variances.head(5)), 1e-10);
+      const RowMatrix expected = (rows.rowwise() - rows.colwise().mean()) * dense.components.leftCols(5);
+      const Dataset out = fitted.apply(train);
+      EXPECT_LT((out.X - expected).cwiseAbs().maxCoeff(), 1e-8 * expected.cwiseAbs().maxCoeff());
+      EXPECT_FALSE(out.image.has_value());  // PCA's columns are no image
+    }
+  }
+}
+
+TEST(Standardization, ToJsonRecordsTheStatistics) {
+  PreprocessOptions options = channel_standardization();
+  options.row_scaling = RowScaling::kGlobalMax;
+  const Preprocessor fitted = Preprocessor::fit(colour_images(12, 11), options);
+  const nlohmann::json json = fitted.to_json();
+  EXPECT_EQ(json["standardize"], "channel");
+  EXPECT_EQ(json["order"], nlohmann::json({"standardize", "row_scaling"}));
+  ASSERT_EQ(json["channel_means"].size(), 3u);
+  EXPECT_DOUBLE_EQ(json["channel_stds"][2].get<double>(), fitted.channel_stds(2));
+  EXPECT_EQ(json["input_image"], nlohmann::json({3, 4, 5}));
+  const nlohmann::json table = Preprocessor::fit(random_classification(10, 3, 2, 1), PreprocessOptions{}).to_json();
+  EXPECT_EQ(table["standardize"], "none");
+  EXPECT_TRUE(table["channel_means"].empty());
+}
+
 // ---- The same numbers on any number of threads ----------------------------------------------
 // 3000 rows of 150 columns are enough work for the passes to run in parallel, in three chunks.
 
@@ -464,13 +639,17 @@ TEST(Preprocessor, FitAndApplyAreBitwiseIdenticalOnAnyNumberOfThreads) {
   Dataset train;
   train.X = gaussian_rows(3000, 150, 81);
   train.y = VectorXd::Zero(3000);
-  PreprocessOptions before = with_pca(10), unit_ball = with_pca(10), after = with_pca(10);
+  train.image = ImageShape{6, 5, 5};
+  PreprocessOptions before = with_pca(10), unit_ball = with_pca(10), after = with_pca(10), standardized = with_pca(10);
   before.row_scaling = RowScaling::kGlobalMax;
   unit_ball.row_scaling = RowScaling::kUnitBall;  // PCA reads rows rescaled a block at a time
   after.row_scaling = RowScaling::kGlobalMax;
   after.scale_after_pca = true;
-  for (const PreprocessOptions& options : {before, unit_ball, after}) {
-    SCOPED_TRACE(to_string(options.row_scaling) + (options.scale_after_pca ? " after PCA" : " before PCA"));
+  standardized.standardize = Standardization::kChannel;  // and standardised a block at a time
+  standardized.row_scaling = RowScaling::kGlobalMax;
+  for (const PreprocessOptions& options : {before, unit_ball, after, standardized}) {
+    SCOPED_TRACE(to_string(options.row_scaling) + (options.scale_after_pca ? " after PCA" : " before PCA") +
+                 (options.standardize == Standardization::kChannel ? ", standardised" : ""));
     testing::expect_same_for_any_thread_count(
         [&] {
           const Preprocessor fitted = Preprocessor::fit(train, options);
@@ -482,6 +661,8 @@ TEST(Preprocessor, FitAndApplyAreBitwiseIdenticalOnAnyNumberOfThreads) {
           EXPECT_TRUE(testing::same_bits(one.first.pca_variances, more.first.pca_variances));
           EXPECT_TRUE(testing::same_bits(one.first.pca_total_variance, more.first.pca_total_variance));
           EXPECT_TRUE(testing::same_bits(one.first.global_max_norm, more.first.global_max_norm));
+          EXPECT_TRUE(testing::same_bits(one.first.channel_means, more.first.channel_means));
+          EXPECT_TRUE(testing::same_bits(one.first.channel_stds, more.first.channel_stds));
           EXPECT_TRUE(testing::same_bits(one.second, more.second));
         });
   }

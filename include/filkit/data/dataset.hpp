@@ -8,6 +8,7 @@
 #include "filkit/base/types.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,22 @@ struct AttributeColumns {
   bool categorical = false;
 };
 
+/// The shape of the image a row of X holds: `channels` planes of height x width pixels, stored
+/// channel-major as PyTorch's NCHW (one row is one C x H x W tensor): pixel (c, h, w) is column
+/// (c * height + h) * width + w. MNIST's rows are 1 x 28 x 28, CIFAR-10's 3 x 32 x 32 (all red
+/// pixels, then green, then blue, each plane row by row).
+struct ImageShape {
+  Index channels = 1;
+  Index height = 0;
+  Index width = 0;
+  /// channels * height * width, the number of columns a row of this shape fills.
+  Index size() const { return channels * height * width; }
+  friend bool operator==(const ImageShape&, const ImageShape&) = default;
+};
+
+/// "3 x 32 x 32" (channels x height x width).
+std::string to_string(const ImageShape& shape);
+
 /// A supervised dataset: X (n x d, one example a row) and targets y (n).
 /// For classification y holds class indices 0..K-1 as doubles; for regression real values.
 struct Dataset {
@@ -42,17 +59,21 @@ struct Dataset {
   std::vector<AttributeColumns> attributes;   ///< column map (may be empty for images)
   std::vector<std::string> class_names;       ///< K names for classification (may be empty)
   std::string source;                         ///< where it came from, recorded in outputs
+  /// The image shape of every row, when the rows are images (C*H*W == d); empty for tables and
+  /// after preprocessing that changes the columns (PCA). Row selections and splits keep it.
+  std::optional<ImageShape> image;
   Index dropped_rows = 0;  ///< source rows left out for missing values (tabular data only)
 
   Index n() const { return X.rows(); }
   Index d() const { return X.cols(); }
-  /// Throws std::invalid_argument if shapes disagree, any value is NaN/Inf or beyond
-  /// kMaxInputMagnitude, a column index of
-  /// `attributes` is out of range, or (with class_names) a label is not an index 0..K-1.
+  /// Throws std::invalid_argument if shapes disagree (y and X; an image shape with a dimension
+  /// below 1 or whose C*H*W is not d), any value is NaN/Inf or beyond kMaxInputMagnitude, a
+  /// column index of `attributes` is out of range, or (with class_names) a label is not an index
+  /// 0..K-1.
   void validate() const;
   /// The attribute with this name, or throws std::invalid_argument listing the known names.
   const AttributeColumns& attribute(const std::string& name) const;
-  /// Rows `rows` of this dataset, in that order (same columns and column map). Throws
+  /// Rows `rows` of this dataset, in that order (same columns, column map and image shape). Throws
   /// std::invalid_argument if an index is outside 0..n-1.
   Dataset select_rows(const std::vector<Index>& rows) const;
 };

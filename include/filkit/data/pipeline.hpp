@@ -37,7 +37,9 @@ struct DataPipelineOptions {
   RowScaling scale = RowScaling::kGlobalMax;
   /// Divide pixels by 255; auto = for the built-in image datasets.
   std::optional<bool> pixel_scale;
+  Standardization standardize = PreprocessOptions{}.standardize;
   ByteSize max_memory = DataOptions{}.max_memory;
+  std::optional<ImageLayout> image_layout;
 
   /// The concrete options for dataset seed `seed` (autos resolved).
   DataOptions data_options(std::uint64_t seed) const;
@@ -50,8 +52,9 @@ struct DataPipelineOptions {
 template <class Visit>
 void visit_fields(DataPipelineOptions& o, Visit&& visit) {
   visit("data", o.data,
-        "A built-in dataset (fashion-mnist, mnist; tabular: income-regression, income-classification, credit-g) or a "
-        "file: .csv/.arff (with target) or .npz (arrays X, y, optional X_test, y_test)");
+        "A built-in dataset (images: fashion-mnist, mnist, cifar10, or NAME:DIR with its files in DIR; tabular: "
+        "income-regression, income-classification, credit-g) or a file: .csv/.arff (with target) or .npz (arrays X, "
+        "y, optional X_test, y_test; X a table (n, d) or images (n, H, W), (n, C, H, W), (n, H, W, C))");
   visit("classes", o.classes,
         "Classes to keep, relabelled 0..K-1 in the order given (e.g. 0,1); empty (or 'all') = all; auto = 0,1 for "
         "built-in image datasets, all for files");
@@ -60,6 +63,7 @@ void visit_fields(DataPipelineOptions& o, Visit&& visit) {
   visit("drop", o.drop, "CSV/ARFF: columns to ignore");
   visit("regression", o.regression, "The target is real-valued (least squares only)");
   visit("missing", o.missing, "Rows with missing cells: drop, or level (a level of their own)");
+  visit("image_layout", o.image_layout, kImageLayoutHelp);
   visit("test_fraction", o.test_fraction, "Files without a test split: share of rows held out (seeded by seed)");
   visit("train_size", o.train_size, "Keep a random subset of this many training examples (seeded; 0 = all)");
   visit("test_size", o.test_size, "Keep a random subset of this many test examples (seeded; 0 = all)");
@@ -67,10 +71,11 @@ void visit_fields(DataPipelineOptions& o, Visit&& visit) {
   visit("scale", o.scale,
         "Row scaling: none, global-max (divide by the largest training row norm, before PCA), unit-ball");
   visit("pixel_scale", o.pixel_scale, "Divide pixels by 255; auto = for built-in image datasets");
+  visit("standardize", o.standardize, kStandardizeHelp);
   visit("max_memory", o.max_memory, kMaxMemoryHelp);
 }
 
-/// Whether `data` names a built-in image dataset (fashion-mnist, mnist).
+/// Whether `data` names a built-in image dataset (fashion-mnist, mnist, cifar10, or NAME:DIR).
 bool is_builtin_image_dataset(const std::string& data);
 
 struct PreparedData {

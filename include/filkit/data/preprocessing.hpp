@@ -1,6 +1,6 @@
-// Preprocessing, each step optional and recorded: pixel scaling to [0,1], row-norm scaling
-// (global-max as the FIL paper's scripts, or per-row unit-ball projection), and PCA fitted on
-// the training split only.
+// Preprocessing, each step optional and recorded: pixel scaling to [0,1], per-channel
+// standardisation of images, row-norm scaling (global-max as the FIL paper's scripts, or per-row
+// unit-ball projection), and PCA, all fitted on the training split only.
 #pragma once
 
 #include "filkit/base/enum_names.hpp"
@@ -8,6 +8,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include <optional>
 #include <string>
 
 namespace filkit {
@@ -24,22 +25,48 @@ struct EnumNames<RowScaling> {
   static constexpr std::pair<RowScaling, const char*> names[] = {{RowScaling::kNone, "none"}, {RowScaling::kGlobalMax, "global-max"}, {RowScaling::kUnitBall, "unit-ball"}};
 };
 
+/// Whether image pixels are standardised.
+enum class Standardization {
+  kNone,     ///< leave pixels as they are
+  kChannel,  ///< per image channel: subtract the training mean, divide by the training standard deviation
+};
+template <>
+struct EnumNames<Standardization> {
+  static constexpr const char* what = "standardization";
+  static constexpr std::pair<Standardization, const char*> names[] = {{Standardization::kNone, "none"},
+                                                                       {Standardization::kChannel, "channel"}};
+};
+
 struct PreprocessOptions {
   bool scale_pixels = false;      ///< divide by 255 (images); default off, on for built-ins in the CLI
+  /// channel: x_(c,h,w) -> (x_(c,h,w) - m_c) / s_c, with m_c and s_c the mean and the standard
+  /// deviation (population: divided by the count) of channel c over every pixel of every training
+  /// image, as torchvision's Normalize with a dataset's channel statistics. Needs images
+  /// (Dataset::image); applied after scale_pixels (which then changes nothing but rounding) and
+  /// before row scaling and PCA. Default none.
+  Standardization standardize = Standardization::kNone;
   RowScaling row_scaling = RowScaling::kNone;  ///< default none
   Index pca_components = 0;       ///< 0 = no PCA (default); else 1..d
-  /// Order as in the FIL paper's scripts: pixels -> row scaling -> PCA (centred on the training
-  /// mean). When `scale_after_pca` the row scaling is applied after PCA instead.
+  /// Order as in the FIL paper's scripts: pixels -> (standardisation) -> row scaling -> PCA
+  /// (centred on the training mean). When `scale_after_pca` the row scaling is applied after PCA
+  /// instead.
   bool scale_after_pca = false;
   /// Throws std::invalid_argument naming the field, value and rule (pca_components >= 0, a
-  /// known row_scaling). The bound pca_components <= d is checked by Preprocessor::fit.
+  /// known row_scaling and standardize). The bound pca_components <= d and the images that
+  /// standardisation needs are checked by Preprocessor::fit.
   void validate() const;
 };
+
+/// The help of standardize, for every front end that binds it.
+inline constexpr const char* kStandardizeHelp =
+    "Images: none, or channel (subtract each channel's training mean and divide by its training standard "
+    "deviation, after the pixel scaling)";
 
 /// The fields of PreprocessOptions by their Python keyword names (filkit.preprocess).
 template <class Visit>
 void visit_fields(PreprocessOptions& o, Visit&& visit) {
   visit("scale_pixels", o.scale_pixels, "Divide pixels by 255");
+  visit("standardize", o.standardize, kStandardizeHelp);
   visit("row_scaling", o.row_scaling, "none, global-max or unit-ball");
   visit("pca", o.pca_components, "PCA to this many dimensions fitted on the training split; 0 = none");
   visit("scale_after_pca", o.scale_after_pca, "Apply the row scaling after PCA instead of before");
@@ -54,6 +81,9 @@ void visit_fields(PreprocessOptions& o, Visit&& visit) {
 struct Preprocessor {
   PreprocessOptions options;
   Index input_dimension = 0;     ///< d of the data it was fitted on; apply() requires the same
+  std::optional<ImageShape> input_image;  ///< the image shape of the data it was fitted on, if any
+  VectorXd channel_means;        ///< C, standardize = channel: m_c (after pixel scaling)
+  VectorXd channel_stds;         ///< C, standardize = channel: s_c (> 0)
   double global_max_norm = 1.0;  ///< the training split's largest row norm (global-max)
   VectorXd pca_mean;             ///< d
   MatrixXd pca_components;       ///< d x k, orthonormal columns, by decreasing variance
@@ -62,15 +92,19 @@ struct Preprocessor {
 
   /// Bitwise identical for any number of OpenMP threads, as is apply(). Throws
   /// std::invalid_argument for invalid options, pca_components > d, fewer than 2 rows for PCA,
-  /// or all-zero training rows with global-max scaling.
+  /// all-zero training rows with global-max scaling, or, with standardize = channel, data without
+  /// an image shape or a channel that is constant over the training images (s_c = 0). The channel
+  /// statistics are summed without overflow for any values loaders accept (kMaxInputMagnitude).
   static Preprocessor fit(const Dataset& train, const PreprocessOptions& options);
   /// The data transformed with the fitted statistics; after PCA, feature_names become
-  /// "pc1".."pck" and the column map is cleared. Throws std::invalid_argument if the data's
-  /// dimension differs from input_dimension (an empty dataset is accepted as it is).
+  /// "pc1".."pck" and the column map and image shape are cleared (the other steps keep them).
+  /// Throws std::invalid_argument if the data's dimension differs from input_dimension, or, when
+  /// standardising, its image shape from input_image (an empty dataset is accepted as it is).
   Dataset apply(const Dataset& data) const;
   Index output_dimension() const;
   /// The settings and fitted scalars (not the components): every option, the effective order
-  /// of the steps, input/output dimension, global_max_norm, PCA variances and total variance.
+  /// of the steps, input/output dimension and image shape ([C, H, W] or null), the channel means
+  /// and standard deviations, global_max_norm, PCA variances and total variance.
   nlohmann::json to_json() const;
 };
 
