@@ -102,6 +102,16 @@ put("deflated", npz([("X", X), ("y", y)], True))
 put("test-split", npz([("X", X), ("y", y), ("X_test", npy("<f4", (1, 2), struct.pack("<2f", 1, 1))),
                        ("y_test", npy("|u1", (1,), b"\x01"))], True))
 
+# ---- CIFAR-10 binary batches: a class-selection byte, then 3073-byte records (label, 3 x 1024 pixels).
+def cifar_record(label, seed):
+    return bytes([label]) + bytes((seed * 37 + k * 11) % 256 for k in range(3072))
+put = target("cifar")
+put("three-records-every-class", b"\x00" + cifar_record(0, 1) + cifar_record(9, 2) + cifar_record(3, 3))
+put("classes-1-and-3", b"\x05" + cifar_record(1, 4) + cifar_record(3, 5) + cifar_record(2, 6))
+put("label-10", b"\x00" + cifar_record(10, 7))
+put("cifar-100-record", b"\x00" + b"\x01" + cifar_record(2, 8))
+put("short", b"\x00" + cifar_record(4, 9)[:1000])
+
 # ---- The DP-SGD resume file: CBOR (RFC 8949) of what save_state writes, for the fingerprint of
 # fuzz/dpsgd_state_fuzz.cpp.
 def cbor(value):
