@@ -26,6 +26,7 @@ std::string read_file_bytes(const std::string& path, ByteSize budget) {
   // In chunks, the budget checked as the content grows: a device or pipe (/dev/zero, a FIFO) has
   // no size to check first, and may never end.
   std::string bytes;
+  if (size > 0) bytes.reserve(static_cast<std::size_t>(size));  // a regular file: one allocation
   std::vector<char> chunk(std::size_t{1} << 16);
   while (in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || in.gcount() > 0) {
     const auto got = static_cast<std::size_t>(in.gcount());
