@@ -84,6 +84,8 @@ nlohmann::json to_json(const DpSgdOptions& options) {
   if (options.network)
     network = {{"architecture", to_string(options.network->architecture)},
                {"hidden", options.network->hidden},
+               {"layers", options.network->layers},
+               {"torchscript", options.network->torchscript},
                {"chunk", options.network->chunk}};
   return {{"kind", options.network ? "network" : to_string(options.kind)},
           {"network", network},

@@ -14,11 +14,16 @@
 namespace filkit {
 
 namespace {
-bool is_network(DpSgdModel model) { return model == DpSgdModel::kMlp || model == DpSgdModel::kCnn; }
+bool is_network(DpSgdModel model) { return model != DpSgdModel::kLogistic && model != DpSgdModel::kSoftmax; }
 }  // namespace
 
 DpSgdOptions DpSgdJobOptions::training_options() const {
   DpSgdOptions options = dpsgd;
+  if (model != DpSgdModel::kCustom && !network.layers.empty())
+    throw std::invalid_argument("arch: a layer specification needs model = custom (model is " + to_string(model) + ")");
+  if (model != DpSgdModel::kCustom && !network.torchscript.empty())
+    throw std::invalid_argument("torchscript: a TorchScript file needs model = custom (model is " + to_string(model) +
+                                ")");
   const bool glm = !is_network(model);
   const bool torch = engine == DpSgdEngine::kTorch || (engine == DpSgdEngine::kAuto && !glm);
   if (!glm && engine == DpSgdEngine::kClosedForm)
