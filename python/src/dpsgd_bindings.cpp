@@ -34,11 +34,32 @@ DpSgdOptions dpsgd_options(const py::kwargs& kwargs) {
 }  // namespace
 
 void bind_dpsgd(py::module_& m) {
+  py::class_<ConfidenceInterval>(m, "ConfidenceInterval", "A two-sided confidence interval.")
+      .def_readonly("lower", &ConfidenceInterval::lower)
+      .def_readonly("upper", &ConfidenceInterval::upper);
+  py::class_<MaxAndMedian>(m, "MaxAndMedian", "The largest and the median over examples.")
+      .def_readonly("max", &MaxAndMedian::max)
+      .def_readonly("median", &MaxAndMedian::median);
+  py::class_<RunBootstrap>(m, "RunBootstrap",
+                           "Max and median over examples of the run-averaged quantity, each run's own, and their "
+                           "percentile bootstrap intervals over runs (None with one run).")
+      .def_readonly("estimate", &RunBootstrap::estimate)
+      .def_readonly("per_run", &RunBootstrap::per_run)
+      .def_readonly("max_interval", &RunBootstrap::max_interval)
+      .def_readonly("median_interval", &RunBootstrap::median_interval)
+      .def_readonly("max_replicates", &RunBootstrap::max_replicates)
+      .def_readonly("median_replicates", &RunBootstrap::median_replicates)
+      .def_readonly("level", &RunBootstrap::level)
+      .def_readonly("resamples", &RunBootstrap::resamples)
+      .def_readonly("seed", &RunBootstrap::seed);
+
   py::class_<DpSgdSnapshot>(m, "DpSgdSnapshot", "The FIL accountant (mean over runs) at one step.")
       .def_readonly("step", &DpSgdSnapshot::step)
       .def_readonly("epoch", &DpSgdSnapshot::epoch)
       .def_readonly("fisher_trace", &DpSgdSnapshot::fisher_trace)
       .def_readonly("fisher_trace_standard_error", &DpSgdSnapshot::fisher_trace_standard_error)
+      .def_readonly("fisher_trace_per_run", &DpSgdSnapshot::fisher_trace_per_run)
+      .def_readonly("dfil_over_runs", &DpSgdSnapshot::dfil_over_runs)
       .def_readonly("fisher_spectral", &DpSgdSnapshot::fisher_spectral)
       .def_readonly("times_sampled", &DpSgdSnapshot::times_sampled)
       .def_readonly("train_accuracy", &DpSgdSnapshot::train_accuracy)
@@ -57,6 +78,7 @@ void bind_dpsgd(py::module_& m) {
       .def_readonly("step_epsilon", &DpSgdResult::step_epsilon)
       .def_readonly("kappa", &DpSgdResult::kappa)
       .def_readonly("run_seeds", &DpSgdResult::run_seeds)
+      .def_readonly("bootstrap_seed", &DpSgdResult::bootstrap_seed)
       .def_readonly("snapshots", &DpSgdResult::snapshots)
       .def_readonly("models", &DpSgdResult::models)
       .def_readonly("parameters", &DpSgdResult::parameters)
