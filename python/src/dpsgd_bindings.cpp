@@ -91,6 +91,9 @@ void bind_dpsgd(py::module_& m) {
   m.def("subsampling_kappa", &subsampling_kappa, py::arg("q"), py::arg("noise_multiplier"), py::arg("delta"));
   m.def("networks_available", &networks_available, "Whether the LibTorch plugin (libfilkit_torch.so) loads, so that the mlp and cnn networks can be used.");
 
+  // LibTorch's autograd engine refuses to run while the GIL is held when the torch module is loaded
+  // in the same process, and the computations need no Python objects.
+  const auto release_gil = py::call_guard<py::gil_scoped_release>();
   py::class_<Network>(m, "Network",
                       "A smooth network (softmax, tanh MLP, the paper's ConvNet) with batched per-example clipped "
                       "gradients and their Jacobian products about the input (LibTorch).")
@@ -116,15 +119,15 @@ void bind_dpsgd(py::module_& m) {
             return network.initial_parameters(rng);
           },
           py::arg("seed") = 0)
-      .def("logits", &Network::logits, py::arg("w"), py::arg("X"))
-      .def("accuracy", &Network::accuracy, py::arg("w"), py::arg("X"), py::arg("y"))
-      .def("gradients", &Network::gradients, py::arg("w"), py::arg("X"), py::arg("y"))
+      .def("logits", &Network::logits, py::arg("w"), py::arg("X"), release_gil)
+      .def("accuracy", &Network::accuracy, py::arg("w"), py::arg("X"), py::arg("y"), release_gil)
+      .def("gradients", &Network::gradients, py::arg("w"), py::arg("X"), py::arg("y"), release_gil)
       .def("clipped_gradients", &Network::clipped_gradients, py::arg("w"), py::arg("X"), py::arg("y"),
-           py::arg("clip_norm"))
+           py::arg("clip_norm"), release_gil)
       .def("jacobian_vector_products", &Network::jacobian_vector_products, py::arg("w"), py::arg("X"), py::arg("y"),
-           py::arg("clip_norm"), py::arg("V"), "Row b: G_b V_b, G_b = d g~_b / d x_b.")
+           py::arg("clip_norm"), py::arg("V"), "Row b: G_b V_b, G_b = d g~_b / d x_b.", release_gil)
       .def("vector_jacobian_products", &Network::vector_jacobian_products, py::arg("w"), py::arg("X"), py::arg("y"),
-           py::arg("clip_norm"), py::arg("U"), "Row b: G_b^T U_b.")
+           py::arg("clip_norm"), py::arg("U"), "Row b: G_b^T U_b.", release_gil)
       .def(
           "account_batch",
           [](const Network& network, const VectorXd& w, const RowMatrix& X, const VectorXd& y, double clip_norm,
@@ -132,7 +135,11 @@ void bind_dpsgd(py::module_& m) {
              std::uint64_t seed) {
             NetworkAccountingRequest request{parse_enum<TraceMethod>(trace), parse_enum<SpectralMethod>(spectral),
                                              probes, power_iterations};
-            const NetworkBatchAccounting a = network.account_batch(w, X, y, clip_norm, request, seed);
+            NetworkBatchAccounting a;
+            {
+              py::gil_scoped_release release;
+              a = network.account_batch(w, X, y, clip_norm, request, seed);
+            }
             return py::make_tuple(a.clipped_sum, a.trace, a.spectral);
           },
           py::arg("w"), py::arg("X"), py::arg("y"), py::arg("clip_norm"), py::arg("trace") = "gaussian",
