@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Throughput of per-example clipped gradients on the reconstruction paper's MNIST ConvNet: filkit's
-LibTorch plugin against the best batched PyTorch implementation of the same work, in the same run.
+LibTorch plugin against batched PyTorch implementations of the same work, in the same run.
 
 Workloads, each on a batch of B examples (default 100, 28 x 28 synthetic pixels, K = 10, float64,
 clip norm C = 1, the GELU-form smooth clip of include/filkit/dpsgd/clipped_gradient.hpp):
@@ -10,24 +10,41 @@ clip norm C = 1, the GELU-form smooth clip of include/filkit/dpsgd/clipped_gradi
            u_b ~ N(0, I_p), G_b = d g~_b / d x_b: one VJP through the clipped gradients about the
            input, the normals drawn inside the timed region (filkit: Network.account_batch with
            trace='gaussian', spectral='none', probes=1).
-PyTorch (Debian's python3-torch) does the same work batched: convolutions unfolded (F.unfold) with
-one GEMM for the layer, per-example convolution gradients by bmm of the pre-activation gradients
-with the patches, dense layers from their factors (norms ||dz||^2 ||a||^2, the probe's inner
-product dz^T U a, the batch sum (f dz)^T a), one backward to every pre-activation with
-create_graph, and the double backward of sum_b f_b <g_b, u_b> to the input for the probe.
+PyTorch (Debian's python3-torch), batched:
+  pytorch clipped / probe   the reference of issue 13: convolutions unfolded (F.unfold) with one
+           GEMM a layer, per-example convolution gradients by bmm of the pre-activation gradients
+           with the patches, dense layers from their factors (norms ||dz||^2 ||a||^2, the probe's
+           inner product dz^T U a, the batch sum (f dz)^T a), one backward to every pre-activation
+           with create_graph, torch.randn for u, and the double backward of sum_b f_b <g_b, u_b> to
+           the input;
+  pytorch probe by hand     filkit's algorithm written in PyTorch (docs/mathematics.md, section
+           7.9): hand-derived cotangents of the records (dz, input) of every layer and one reverse
+           pass through their graph, a dense layer's (U a, U^T dz) drawn from their joint law; what
+           filkit adds beyond it is engineering (pieces of the batch on separate threads, ziggurat
+           normals, malloc tuning, no Python).
 
-Before timing, the two are checked to compute the same numbers: the B x p clipped gradients and
-their sum, and ||G_b^T u_b||^2 for one fixed U (filkit's Network.vector_jacobian_products), each to
-1e-10 relative; the check fails the script otherwise.
+Before timing, all are checked to compute the same numbers: the B x p clipped gradients and their
+sum, and ||G_b^T u_b||^2 for one fixed U (filkit's Network.vector_jacobian_products), each to 1e-10
+relative; the check fails the script otherwise. (filkit's own probes are drawn differently from
+torch.randn and, for dense layers, in reduced form; tests/dpsgd/networks_test.cpp checks their
+estimate's mean and variance.)
 
 Timing: one repeat runs each workload --batches times (after a warm-up) and records examples/s;
 the workloads alternate within every repeat so that load from other processes hits them alike, and
 the report gives the median and the range over --repeats. --threads (default 2) sets OpenMP's and
-LibTorch's threads for both. With --plugin LABEL=PATH (repeatable) the script instead runs rounds of
+LibTorch's threads for all, and --wait-policy OMP_WAIT_POLICY. With libgomp's default (threads
+spin a while at every join) PyTorch is fastest on an idle machine, but on one shared with other
+work its many short parallel regions wait for descheduled threads and its throughput falls 3 to 10
+times at a load of 4 on 2 cores, where filkit's (a few long regions) hardly moves; passive keeps
+PyTorch steady there at about 20-35 % below its idle speed. Compare at a low load average. With
+--plugin LABEL=PATH (repeatable) the script instead runs rounds of
 worker processes, one per plugin (FILKIT_TORCH_PLUGIN=PATH, e.g. a baseline build's
-libfilkit_torch.so beside the current one), alternating, and reports every worker's numbers labelled
-by its plugin (the PyTorch numbers too: the plugin tunes the process's malloc, see below). --profile prints LibTorch's operator profile of
-one filkit probe batch and one PyTorch probe batch instead.
+libfilkit_torch.so beside the current one), alternating, and reports every worker's numbers
+labelled by its plugin. The PyTorch numbers too: filkit's plugin, once loaded, keeps freed blocks
+below 32 MB in glibc's heap (mallopt), which speeds PyTorch up as well (its clipped workload by
+half), so PyTorch is measured as fast as it gets beside filkit. --cpu-time counts CPU seconds
+instead of wall seconds (steadier on a busy machine; use with --threads 1). --profile prints
+LibTorch's operator profile of filkit's and PyTorch's probe.
 
   PYTHONPATH=build/python /usr/bin/python3 bench/network_throughput.py [--repeats 7] [--json FILE]
 """
@@ -44,6 +61,8 @@ import time
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--wait-policy", choices=["passive", "active", "default"], default="default",
+                        help="OMP_WAIT_POLICY for all (default: as the environment has it; see the header)")
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--batches", type=int, default=5, help="batches per timed repeat")
     parser.add_argument("--repeats", type=int, default=7)
@@ -61,8 +80,10 @@ def parse_args(argv=None):
 
 
 ARGS = parse_args()
-# Before torch and filkit load: libgomp reads its thread count once.
+# Before torch and filkit load: libgomp reads its settings once.
 os.environ["OMP_NUM_THREADS"] = str(ARGS.threads)
+if ARGS.wait_policy != "default":
+    os.environ["OMP_WAIT_POLICY"] = ARGS.wait_policy
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -298,7 +319,7 @@ def measure(problem, repeats, batches):
 
 def profile(problem):
     from torch.profiler import ProfilerActivity, profile as torch_profile
-    for name in ("filkit probe", "pytorch probe"):
+    for name in ("filkit probe", "pytorch probe", "pytorch probe by hand"):
         run = problem.workloads()[name]
         run()
         with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
@@ -340,8 +361,8 @@ def run_single():
         print(json.dumps(output))
         return
     print("check (relative differences, filkit vs PyTorch): " + ", ".join(f"{k} {v:.1e}" for k, v in errors.items()))
-    print_table(rates, f"B = {ARGS.batch}, {ARGS.threads} threads, p = {P}, load average {load_before:.2f} -> "
-                       f"{load_average():.2f}")
+    print_table(rates, f"B = {ARGS.batch}, {ARGS.threads} threads, OMP_WAIT_POLICY {ARGS.wait_policy}, p = {P}, "
+                       f"load average {load_before:.2f} -> {load_average():.2f}")
     if ARGS.json:
         with open(ARGS.json, "w") as out:
             json.dump({"args": vars(ARGS), **output}, out, indent=1)
@@ -355,14 +376,16 @@ def run_plugins():
         for label, path in plugins:
             env = dict(os.environ, FILKIT_TORCH_PLUGIN=os.path.abspath(path))
             command = [sys.executable, os.path.abspath(__file__), "--worker", "--threads", str(ARGS.threads),
-                       "--batch", str(ARGS.batch), "--batches", str(ARGS.batches), "--repeats", str(ARGS.repeats),
-                       "--clip-norm", str(ARGS.clip_norm)] + (["--cpu-time"] if ARGS.cpu_time else [])
+                       "--wait-policy", ARGS.wait_policy, "--batch", str(ARGS.batch), "--batches", str(ARGS.batches),
+                       "--repeats", str(ARGS.repeats), "--clip-norm", str(ARGS.clip_norm)]
+            command += ["--cpu-time"] if ARGS.cpu_time else []
             out = json.loads(subprocess.run(command, env=env, check=True, capture_output=True, text=True).stdout)
             loads += out["load"]
             for name, values in out["rates"].items():
                 key = f"{name} [{label}]"
                 pooled.setdefault(key, []).extend(values)
-    print_table(pooled, f"B = {ARGS.batch}, {ARGS.threads} threads, {ARGS.rounds} rounds x {ARGS.repeats} repeats, "
+    print_table(pooled, f"B = {ARGS.batch}, {ARGS.threads} threads, OMP_WAIT_POLICY {ARGS.wait_policy}, "
+                        f"{ARGS.rounds} rounds x {ARGS.repeats} repeats, "
                         f"load average {min(loads):.2f} to {max(loads):.2f}")
     if ARGS.json:
         with open(ARGS.json, "w") as out:
