@@ -47,6 +47,8 @@ instead of wall seconds (steadier on a busy machine; use with --threads 1). --pr
 LibTorch's operator profile of filkit's and PyTorch's probe.
 
   PYTHONPATH=build/python /usr/bin/python3 bench/network_throughput.py [--repeats 7] [--json FILE]
+
+--check-only runs the check alone (the test network_throughput_check, at --batch 60: three pieces).
 """
 import argparse
 import json
@@ -74,6 +76,8 @@ def parse_args(argv=None):
                         help="examples per CPU-second of the process instead of per second: steadier on a busy "
                              "machine, comparable across builds at --threads 1")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--check-only", action="store_true",
+                        help="only check that filkit and PyTorch agree (a test: exit 77 without torch)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--json", help="also write the results here")
     return parser.parse_args(argv)
@@ -86,8 +90,13 @@ if ARGS.wait_policy != "default":
     os.environ["OMP_WAIT_POLICY"] = ARGS.wait_policy
 
 import numpy as np  # noqa: E402
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
+
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError as error:  # python3-torch is not installed: a skipped test
+    print(f"network_throughput: no PyTorch ({error})", file=sys.stderr)
+    sys.exit(77)
 
 SIDE, CLASSES = 28, 10
 # (name, shape) of every parameter block in filkit's flat order (networks.hpp): each layer's weight
@@ -354,6 +363,9 @@ def run_single():
         profile(problem)
         return
     errors = problem.check()
+    if ARGS.check_only:
+        print("filkit and PyTorch agree (relative differences): " + ", ".join(f"{k} {v:.1e}" for k, v in errors.items()))
+        return
     load_before = load_average()
     rates = measure(problem, ARGS.repeats, ARGS.batches)
     output = {"rates": rates, "errors": errors, "load": [load_before, load_average()]}
