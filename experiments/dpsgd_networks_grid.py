@@ -15,7 +15,8 @@ epochs of the same run) this script tabulates
   dFIL bound (Theorem 2): MSE >= 1 / dFIL^2 at the largest and at the median dFIL of the data;
 
 marks the Pareto front of each bound (no other point has both higher accuracy and a higher bound),
-draws figure 5 with gnuplot (log y; the paper's perfect-privacy line at MSE = 1: guessing any point
+reports each bound's crossing accuracy (the highest test accuracy among the points whose bound is
+still >= 1, the perfect-privacy line; the README's "bound >= 1 up to"), draws figure 5 with gnuplot (log y; the paper's perfect-privacy line at MSE = 1: guessing any point
 of [0,1]^784 has per-coordinate MSE <= 1) and, for the setting with the best final test accuracy, a
 montage of the 8 highest- and 8 lowest-dFIL training images (the lowest among examples sampled at
 least once: with one run an example never sampled has dFIL 0).
@@ -24,7 +25,18 @@ Usage:
   experiments/dpsgd_networks_grid.py                      # both datasets, the default grid (~23 min on 2 idle cores)
   experiments/dpsgd_networks_grid.py --datasets mnist --settings 1:1:0.1,2:1:0.1
   experiments/dpsgd_networks_grid.py --quick              # a smoke test (~15 s)
+  experiments/dpsgd_networks_grid.py --runs 10            # the paper's 10 runs: intervals over runs (10x the time)
 Settings are sigma:C:rho triples. Runs whose JSON summary exists are reused (--force reruns them).
+
+With --runs R > 1 (the paper averages 10 runs) every setting trains R runs and dFIL is the run average
+of the accounted traces. filkit reports bootstrap intervals of the max and median dFIL bounds per point
+(drawn as error bars); this script propagates the run-to-run uncertainty through the crossing
+accuracies: it resamples the run indices with replacement (the same resample for every setting: run r
+of every setting has the same seed, so the runs are paired), recomputes every point's mean test
+accuracy and dFIL bounds from each run's per-example traces (the per-run columns of filkit's CSV), and
+recomputes the crossings and the gap between the max-dFIL and the RDP crossing; the percentile interval
+of these replicates is reported (--confidence-level, --bootstrap-resamples). The RDP bound does not
+depend on the run.
 Needs build/filkit (or --binary / $FILKIT_BINARY), build/python (the filkit module, for the images;
 or --python-path) and gnuplot. Outputs go to
 ${FILKIT_OUT:-/tmp/filkit-experiments}/dpsgd_networks_grid/<dataset>_n<N>_B<B>_T<T>_seed<S>/.
@@ -85,6 +97,85 @@ def pareto_front(rows, key):
     return front
 
 
+def crossing_accuracy(accuracies, bounds, line=PERFECT_PRIVACY):
+    """The crossing accuracy of a bound: the highest test accuracy among the points whose bound is still
+    >= line (the perfect-privacy line), or NaN when no point's is."""
+    above = [a for a, b in zip(accuracies, bounds) if b >= line]
+    return max(above) if above else math.nan
+
+
+def run_resamples(runs, resamples, seed):
+    """B x R counts: how often resample b draws run r (R runs with replacement)."""
+    return np.random.default_rng(seed).multinomial(runs, [1.0 / runs] * runs, size=resamples).astype(float)
+
+
+def dfil_bounds(traces, private_dims, counts, chunk=50):
+    """The max- and median-dFIL bounds 1/dFIL^2 of each resample: dFIL_i = sqrt(mean_r Tr_ri / d_z), the
+    mean over the resample's runs (counts: B x R; traces: R x n). Arrays of B."""
+    runs = traces.shape[0]
+    max_bound, median_bound = np.empty(len(counts)), np.empty(len(counts))
+    for start in range(0, len(counts), chunk):
+        means = counts[start:start + chunk] @ traces / runs
+        dfil = np.sqrt(means / private_dims)
+        max_bound[start:start + chunk] = 1.0 / dfil.max(axis=1) ** 2
+        median_bound[start:start + chunk] = 1.0 / np.median(dfil, axis=1) ** 2
+    return max_bound, median_bound
+
+
+def crossing_replicates(points, counts):
+    """Each series' crossing accuracy under each resample of the runs (counts: B x R, the same for every
+    point) and the gap max-dFIL minus RDP. points: dicts with accuracy_per_run (R), traces (R x n),
+    private_dims and rdp_bound. Returns {key: array of B}; NaN where no point of a resample crosses."""
+    runs = counts.shape[1]
+    accuracy = np.array([counts @ np.asarray(p["accuracy_per_run"], dtype=float) / runs for p in points])
+    bounds = {"rdp_bound": np.array([np.full(len(counts), p["rdp_bound"]) for p in points])}
+    dfil = [dfil_bounds(p["traces"], p["private_dims"], counts) for p in points]
+    bounds["max_dfil_bound"] = np.array([d[0] for d in dfil])
+    bounds["median_dfil_bound"] = np.array([d[1] for d in dfil])
+    crossings = {key: np.array([crossing_accuracy(accuracy[:, b], bounds[key][:, b]) for b in range(len(counts))])
+                 for key, _, _ in SERIES}
+    crossings["gap_max_dfil_minus_rdp"] = crossings["max_dfil_bound"] - crossings["rdp_bound"]
+    return crossings
+
+
+def crossings_with_uncertainty(points, resamples, level, seed):
+    """The crossing accuracies of the run-averaged points and, with more than one run, their percentile
+    bootstrap intervals over runs: {key: {accuracy, interval, replicates_without_crossing}}."""
+    runs = len(points[0]["accuracy_per_run"])
+    estimate = crossing_replicates(points, np.ones((1, runs)))
+    result = {}
+    replicates = crossing_replicates(points, run_resamples(runs, resamples, seed)) if runs > 1 else None
+    for key, value in estimate.items():
+        entry = {"accuracy": None if math.isnan(value[0]) else float(value[0]), "interval": None,
+                 "replicates_without_crossing": None}
+        if replicates is not None:
+            finite = replicates[key][np.isfinite(replicates[key])]
+            entry["replicates_without_crossing"] = int(len(replicates[key]) - len(finite))
+            if len(finite):
+                entry["interval"] = [float(q) for q in np.quantile(finite, [(1 - level) / 2, (1 + level) / 2])]
+        result[key] = entry
+    return result
+
+
+def load_per_run_traces(table_path, runs):
+    """{step: R x n array} of each run's accounted Tr(I_i) from filkit's per-example CSV (its columns
+    fisher_trace_run0 .. with R > 1, fisher_trace with one run), rows in example order."""
+    with open(table_path) as f:
+        header = f.readline().strip().split(",")
+    names = [f"fisher_trace_run{r}" for r in range(runs)] if runs > 1 else ["fisher_trace"]
+    missing = [name for name in names + ["step", "index"] if name not in header]
+    if missing:
+        raise SystemExit(f"{table_path}: no column {missing[0]} (a table of filkit dpsgd --runs {runs}?)")
+    columns = [header.index("step"), header.index("index")] + [header.index(name) for name in names]
+    table = np.loadtxt(table_path, delimiter=",", skiprows=1, usecols=columns, ndmin=2)
+    traces = {}
+    for step in np.unique(table[:, 0]):
+        rows = table[table[:, 0] == step]
+        rows = rows[np.argsort(rows[:, 1], kind="stable")]
+        traces[int(step)] = rows[:, 2:].T.copy()
+    return traces
+
+
 def run_setting(args, dataset, setting, out_dir, epochs):
     name = "sigma{}_C{}_rho{}".format(number(setting["sigma"]), number(setting["clip"]),
                                       number(setting["step_size"]))
@@ -96,6 +187,8 @@ def run_setting(args, dataset, setting, out_dir, epochs):
                "--step-size", number(setting["step_size"]), "--momentum", number(args.momentum),
                "--clip-norm", number(setting["clip"]), "--noise-multiplier", number(setting["sigma"]),
                "--trace", "gaussian", "--probes", str(args.probes), "--spectral", "none",
+               "--runs", str(args.runs), "--bootstrap-resamples", str(args.bootstrap_resamples),
+               "--confidence-level", number(args.confidence_level),
                "--json", summary_path, "--out", table_path, "--quiet"]
     if epochs:
         command += ["--report-epochs", ",".join(number(e) for e in epochs)]
@@ -119,17 +212,28 @@ def run_setting(args, dataset, setting, out_dir, epochs):
         summary = json.load(f)
     rows = []
     final_step = summary["snapshots"][-1]["step"]
+    def interval(dfil, key, end):
+        value = dfil.get(key)
+        return value[end] if value else None
+
     for checkpoint in summary["snapshots"]:
         dfil, rdp = checkpoint["dfil"], checkpoint["rdp"]
+        accuracies = checkpoint["test_accuracy_per_run"]
         rows.append({"dataset": dataset, "setting": name, "sigma": setting["sigma"], "clip": setting["clip"],
                      "step_size": setting["step_size"], "steps": checkpoint["step"],
                      "epoch": round(checkpoint["epoch"], 4), "final": int(checkpoint["step"] == final_step),
                      "test_accuracy": checkpoint["test_accuracy"],
-                     "train_accuracy": checkpoint["train_accuracy"],
+                     "test_accuracy_standard_error": (float(np.std(accuracies, ddof=1) / math.sqrt(len(accuracies)))
+                                                      if len(accuracies) > 1 else None),
+                     "train_accuracy": checkpoint["train_accuracy"], "runs": len(accuracies),
                      "rdp_eps": rdp["eps"], "rdp_order": rdp["optimal_order"], "rdp2_eps": rdp["order2_eps"],
                      "rdp_bound": rdp["mse_bound"],
                      "max_dfil": dfil["max"], "median_dfil": dfil["median"],
                      "max_dfil_bound": dfil["mse_bound_at_max"], "median_dfil_bound": dfil["mse_bound_at_median"],
+                     "max_dfil_bound_low": interval(dfil, "mse_bound_at_max_interval", 0),
+                     "max_dfil_bound_high": interval(dfil, "mse_bound_at_max_interval", 1),
+                     "median_dfil_bound_low": interval(dfil, "mse_bound_at_median_interval", 0),
+                     "median_dfil_bound_high": interval(dfil, "mse_bound_at_median_interval", 1),
                      "times_sampled_mean": checkpoint["times_sampled_mean"],
                      "wall_seconds": wall if checkpoint["step"] == final_step else None})
     return name, command, summary, rows
@@ -161,18 +265,26 @@ def plot_figure5(out_dir, dataset, rows, meta):
     plots = []
     for key, title, colour in SERIES:
         points = sorted(rows, key=lambda r: r["test_accuracy"])
+        # The dFIL bounds' bootstrap intervals over runs (none for RDP, or with one run): error bars.
+        bars = all(r.get(key + "_low") is not None for r in rows)
         with open(os.path.join(out_dir, f"figure5_{key}.dat"), "w") as f:
-            f.write("# test_accuracy bound(clamped to the plot floor) bound setting steps pareto\n")
+            f.write("# test_accuracy bound(clamped to the plot floor) bound setting steps pareto low high\n")
             for r in points:
                 value = r[key] if math.isfinite(r[key]) else top
                 clipped += value < floor
+                low, high = (r[key + "_low"], r[key + "_high"]) if bars else (value, value)
                 f.write(f"{r['test_accuracy']:.6g} {max(value, floor):.6g} {r[key]:.6g} {r['setting']} "
-                        f"{r['steps']} {r['pareto_' + key]}\n")
+                        f"{r['steps']} {r['pareto_' + key]} {max(min(low, top), floor):.6g} "
+                        f"{max(min(high, top), floor):.6g}\n")
         with open(os.path.join(out_dir, f"figure5_{key}_front.dat"), "w") as f:
             for r in points:
                 if r["pareto_" + key]:
                     f.write(f"{r['test_accuracy']:.6g} {max(r[key], floor):.6g}\n")
-        plots.append(f"'figure5_{key}.dat' using 1:2 with points pt 7 ps 1.1 lc rgb '{colour}' title '{title}'")
+        if bars:
+            plots.append(f"'figure5_{key}.dat' using 1:2:7:8 with yerrorbars pt 7 ps 1.1 lc rgb '{colour}' "
+                         f"title '{title}, {number(100 * meta['confidence_level'])}% CI'")
+        else:
+            plots.append(f"'figure5_{key}.dat' using 1:2 with points pt 7 ps 1.1 lc rgb '{colour}' title '{title}'")
         plots.append(f"'figure5_{key}_front.dat' using 1:2 with lines dt 2 lw 2 lc rgb '{colour}' "
                      "title 'Pareto front'")
     plots.append(f"{PERFECT_PRIVACY} with lines dt 3 lw 2 lc rgb 'black' title 'perfect privacy (MSE = 1)'")
@@ -181,7 +293,8 @@ def plot_figure5(out_dir, dataset, rows, meta):
     pad = max(0.01, (high - low) * 0.05)
     name = {"mnist": "MNIST", "fashion-mnist": "Fashion-MNIST"}.get(dataset, dataset)
     title = (f"{name} ConvNet DP-SGD: n = {meta['train_size']}, B = {meta['batch_size']}, "
-             f"T <= {meta['steps']}, momentum {number(meta['momentum'])}, 1 run")
+             f"T <= {meta['steps']}, momentum {number(meta['momentum'])}, "
+             f"{meta['runs']} run{'s' if meta['runs'] > 1 else ''}")
     if clipped:
         title += f"\\n({clipped} bounds below {floor:.0e} drawn at the bottom edge)"
     script = os.path.join(out_dir, "figure5.gp")
@@ -237,7 +350,7 @@ def plot_montage(out_dir, dataset, rows, args):
             canvas[top:top + side, left:left + side] = 1.0 - X[index].reshape(side, side) / 255.0
             labels.append((left + side / 2 - 0.5, top - 9, f"dFIL {float(r['dfil']):.3g}"))
             labels.append((left + side / 2 - 0.5, top - 3,
-                           f"#{index} y={int(float(r['label']))} k={int(float(r['times_sampled']))}"))
+                           f"#{index} y={int(float(r['label']))} k={float(r['times_sampled']):.3g}"))
             listing.append({"row": "highest" if row == 0 else "lowest", "index": index, "label": r["label"],
                             "dfil": r["dfil"], "times_sampled": r["times_sampled"],
                             "mse_bound": r["example_mse_bound"]})
@@ -247,7 +360,8 @@ def plot_montage(out_dir, dataset, rows, args):
     setting = f"sigma = {number(best['sigma'])}, C = {number(best['clip'])}, rho = {number(best['step_size'])}"
     title = (f"{name}, {setting}, T = {best['steps']} (test accuracy {best['test_accuracy']:.3f})\\n"
              f"top: the 8 highest dFIL; bottom: the 8 lowest among the {len(sampled)} examples sampled at least once "
-             f"({never} never sampled: dFIL 0)\\nk = times sampled (dFIL sums over those k steps, 1 run); "
+             f"({never} never sampled: dFIL 0)\\nk = times sampled (mean over runs; dFIL sums over those steps, "
+             f"{args.runs} run{'s' if args.runs > 1 else ''}); "
              "pixels shown inverted (dark = high value)")
     script = os.path.join(out_dir, "montage.gp")
     with open(script, "w") as f:
@@ -305,8 +419,9 @@ def run_grid(args, datasets):
 def analyse_dataset(args, dataset, results):
     meta = {"dataset": dataset, "train_size": args.train_size, "test_size": args.test_size, "seed": args.seed,
             "batch_size": args.batch_size, "steps": args.steps, "epochs": args.epochs, "momentum": args.momentum,
-            "probes": args.probes, "trace": "gaussian", "spectral": "none", "runs": 1, "model": "cnn",
-            "threads": args.threads, "jobs": args.jobs}
+            "probes": args.probes, "trace": "gaussian", "spectral": "none", "runs": args.runs, "model": "cnn",
+            "threads": args.threads, "jobs": args.jobs, "confidence_level": args.confidence_level,
+            "bootstrap_resamples": args.bootstrap_resamples, "crossing_bootstrap_seed": [args.seed, 1]}
     out_dir = dataset_dir(args, dataset)
     rows, runs = [], []
     for name, command, summary, setting_rows in results:
@@ -320,27 +435,70 @@ def analyse_dataset(args, dataset, results):
         for i, row in enumerate(rows):
             row["pareto_" + key] = int(i in front)
     write_csv(os.path.join(out_dir, "results.csv"), rows)
+    crossings = analyse_crossings(args, out_dir, results)
     figure = plot_figure5(out_dir, dataset, rows, meta)
     montage, best = plot_montage(out_dir, dataset, rows, args)
     with open(os.path.join(out_dir, "results.json.tmp"), "w") as f:
-        json.dump({"meta": meta, "runs": runs, "rows": rows, "figure5": figure, "montage": montage,
-                   "montage_setting": best["setting"], "perfect_privacy_mse": PERFECT_PRIVACY}, f, indent=1)
+        json.dump({"meta": meta, "runs": runs, "rows": rows, "crossings": crossings, "figure5": figure,
+                   "montage": montage, "montage_setting": best["setting"], "perfect_privacy_mse": PERFECT_PRIVACY},
+                  f, indent=1)
     os.replace(os.path.join(out_dir, "results.json.tmp"), os.path.join(out_dir, "results.json"))
 
     print(f"\n{dataset}: ConvNet, n = {args.train_size}, test {args.test_size}, B = {args.batch_size}, "
           f"momentum {number(args.momentum)}, seed {args.seed}; {out_dir}")
+    intervals = args.runs > 1  # the bounds' bootstrap intervals over runs beside them
+    def bound(row, key):
+        if not intervals:
+            return f"{row[key]:11.3g}"
+        return f"{row[key]:11.3g} [{row[key + '_low']:.3g}, {row[key + '_high']:.3g}]".ljust(32)
     print(f"{'sigma':>5} {'C':>3} {'rho':>5} {'T':>4} {'test acc':>8} {'eps2':>9} {'RDP bound':>10} "
-          f"{'1/maxdFIL^2':>11} {'1/meddFIL^2':>11} {'sec':>5} front")
+          + (f"{'1/maxdFIL^2 [CI]':>32} {'1/meddFIL^2 [CI]':>32}" if intervals else
+             f"{'1/maxdFIL^2':>11} {'1/meddFIL^2':>11}") + f" {'sec':>5} front")
     for row in sorted(rows, key=lambda r: r["test_accuracy"]):
         marks = "".join(c if row["pareto_" + k] else "." for c, k in
                         (("R", "rdp_bound"), ("M", "max_dfil_bound"), ("m", "median_dfil_bound")))
         seconds = "%5.0f" % row["wall_seconds"] if row["wall_seconds"] else "    -"
         print(f"{number(row['sigma']):>5} {number(row['clip']):>3} {number(row['step_size']):>5} {row['steps']:>4} "
               f"{row['test_accuracy']:8.4f} {row['rdp2_eps']:9.3g} {row['rdp_bound']:10.3g} "
-              f"{row['max_dfil_bound']:11.3g} {row['median_dfil_bound']:11.3g} {seconds} {marks}")
+              f"{bound(row, 'max_dfil_bound')} {bound(row, 'median_dfil_bound')} {seconds} {marks}")
     print("front: R = RDP bound, M = max-dFIL bound, m = median-dFIL bound on its Pareto front; "
           "sec = wall time of the run (with --jobs runs share the cores)")
+    print_crossings(crossings, args, rows)
     print(f"figures: {figure}, {montage}")
+
+
+def analyse_crossings(args, out_dir, results):
+    """Every point's per-run accuracies and traces, then the crossings with their bootstrap intervals."""
+    points = []
+    for name, _, summary, setting_rows in results:
+        traces = load_per_run_traces(os.path.join(out_dir, name + ".csv"), args.runs)
+        for snapshot, row in zip(summary["snapshots"], setting_rows):
+            point = {"accuracy_per_run": snapshot["test_accuracy_per_run"], "traces": traces[snapshot["step"]],
+                     "private_dims": summary["private_dims"], "rdp_bound": row["rdp_bound"]}
+            # The traces read back must give filkit's own bound: a misread table would not.
+            recomputed = dfil_bounds(point["traces"], point["private_dims"], np.ones((1, args.runs)))[0][0]
+            if not math.isclose(recomputed, row["max_dfil_bound"], rel_tol=1e-9):
+                raise SystemExit(f"{name}.csv, step {snapshot['step']}: the per-run traces give a max-dFIL bound of "
+                                 f"{recomputed:.6g}, the summary {row['max_dfil_bound']:.6g}")
+            points.append(point)
+    return crossings_with_uncertainty(points, args.bootstrap_resamples, args.confidence_level, [args.seed, 1])
+
+
+def print_crossings(crossings, args, rows):
+    level = number(100 * args.confidence_level) + "%"
+    print(f"crossing accuracies: the highest test accuracy whose bound is still >= {number(PERFECT_PRIVACY)}"
+          + (f"; {level} bootstrap intervals over the {args.runs} runs ({args.bootstrap_resamples} resamples, "
+             "paired across settings)" if args.runs > 1 else "; one run: no intervals (use --runs R > 1)"))
+    labels = dict((key, title) for key, title, _ in SERIES)
+    labels["gap_max_dfil_minus_rdp"] = "max dFIL minus RDP"
+    for key, entry in crossings.items():
+        gap = key == "gap_max_dfil_minus_rdp"
+        value = "none" if entry["accuracy"] is None else ("%+.4f" if gap else "%.4f") % entry["accuracy"]
+        interval = "" if entry["interval"] is None else "[%.4f, %.4f]" % tuple(entry["interval"])
+        notes = [] if gap else [f"{sum(r[key] >= PERFECT_PRIVACY for r in rows)} of {len(rows)} points on or above"]
+        if entry["replicates_without_crossing"]:
+            notes.append(f"{entry['replicates_without_crossing']} resamples without a crossing")
+        print(f"  {labels[key]:<26} {value:>8} {interval:<18} {'; '.join(notes)}")
 
 
 def main():
@@ -356,6 +514,11 @@ def main():
     parser.add_argument("--momentum", type=float, default=0.5)
     parser.add_argument("--probes", type=int, default=1, help="Gaussian probes of Tr(G^T G) per example and step")
     parser.add_argument("--seed", type=int, default=0, help="seed of the subsets, batches, noise and probes")
+    parser.add_argument("--runs", type=int, default=1,
+                        help="independent runs per setting, averaged by the accountant (the paper: 10)")
+    parser.add_argument("--confidence-level", type=float, default=0.95,
+                        help="level of the bootstrap intervals over runs (filkit's and the crossings')")
+    parser.add_argument("--bootstrap-resamples", type=int, default=1000, help="resamples of the runs")
     parser.add_argument("--threads", type=int, default=1,
                         help="threads of each filkit run (default 1: on 2 idle cores a second thread speeds one "
                              "ConvNet run up by ~10%%, two single-threaded runs side by side do ~1.7x the work; a "

@@ -56,7 +56,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FILKIT_FUZZ_CHECK(state->run >= 0 && state->run < expected().runs);
     FILKIT_FUZZ_CHECK(state->step >= 0 && state->step < expected().steps);
     FILKIT_FUZZ_CHECK(state->sums.size() == expected().snapshot_steps.size());
-    for (const auto& sums : state->sums) FILKIT_FUZZ_CHECK(sums.trace.size() == expected().n);
+    for (const auto& sums : state->sums) {
+      FILKIT_FUZZ_CHECK(static_cast<int>(sums.trace_per_run.size()) <= expected().runs);
+      for (const auto& trace : sums.trace_per_run) FILKIT_FUZZ_CHECK(trace.size() == expected().n);
+      FILKIT_FUZZ_CHECK(sums.spectral.size() == expected().n && sums.sampled.size() == expected().n);
+    }
     if (state->trainer) {
       FILKIT_FUZZ_CHECK(state->trainer->parameters.size() == expected().parameter_count);
       FILKIT_FUZZ_CHECK(static_cast<filkit::Index>(state->trainer->order.size()) == expected().n);

@@ -129,8 +129,8 @@ def cbor(value):
     if isinstance(value, dict): return head(5, len(value)) + b"".join(cbor(k) + cbor(v) for k, v in value.items())
     raise TypeError(value)
 
-def framed(payload):  # the file's header: magic, version 2, payload length, CRC32 (little-endian)
-    return b"\x89FKDPSGD" + struct.pack("<IQI", 2, len(payload), zlib.crc32(payload)) + payload
+def framed(payload, version=3):  # the file's header: magic, version, payload length, CRC32 (little-endian)
+    return b"\x89FKDPSGD" + struct.pack("<IQI", version, len(payload), zlib.crc32(payload)) + payload
 
 # The job of fuzz/dpsgd_state_fuzz.cpp: 2 runs of 10 steps, 4 examples, 2 parameters, snapshots
 # after steps 5 and 10, no Adam.
@@ -141,25 +141,26 @@ def trainer(step):
     return {"parameters": [0.25, -0.5], "first_moment": [0.0, 0.125], "second_moment": [], "adam_steps": 0,
             "generator": generator, "order": [2, 0, 3, 1], "trace": [1.0, 2.0, 0.5, 0.0],
             "spectral": [0.5, 1.0, 0.25, 0.0], "sampled": [min(step, 2), 1, step, 0]}
-def sums(sampled):
-    return [{"trace": [1.0, 2.0, 0.5, 0.25], "trace_squares": [1.0, 4.0, 0.25, 0.0625],
-             "spectral": [0.5, 1.0, 0.25, 0.125], "sampled": [s, s // 2, 0, s]} for s in sampled]
+def sums(sampled, runs):  # per snapshot: the most times an example was sampled, the runs through it
+    return [{"trace_per_run": [[1.0, 2.0, 0.5, 0.25], [0.5, 0.0, 1.5, 0.25]][:r],
+             "spectral": [0.5, 1.0, 0.25, 0.125], "sampled": [s, s // 2, 0, s]} for s, r in zip(sampled, runs)]
 # Run 1, step 6: run 0 finished, the first snapshot reached twice and the second once.
-state = {"job": fingerprint, "run": 1, "step": 6, "trainer": trainer(6), "sums": sums([10, 10]),
+state = {"job": fingerprint, "run": 1, "step": 6, "trainer": trainer(6), "sums": sums([10, 10], [2, 1]),
          "train_accuracy": [[0.75, 1.0], [0.5]], "test_accuracy": [[0.5, 0.5], [1.0]],
          "run_seeds": [42, 2**63 + 5], "parameters": [[0.1, 0.2]], "training_seconds": 1.5,
          "evaluation_seconds": 0.25}
-fresh = dict(state, run=0, step=0, trainer=None, sums=sums([0, 0]), train_accuracy=[[], []],
+fresh = dict(state, run=0, step=0, trainer=None, sums=sums([0, 0], [0, 0]), train_accuracy=[[], []],
              test_accuracy=[[], []], run_seeds=[], parameters=[])
 put = target("dpsgd_state")  # a mode byte (even: the payload, framed by the target; odd: the file)
 put("state", b"\x00" + cbor(state))
-put("run-0-step-3", b"\x00" + cbor(dict(state, run=0, step=3, trainer=trainer(3), sums=sums([0, 0]),
+put("run-0-step-3", b"\x00" + cbor(dict(state, run=0, step=3, trainer=trainer(3), sums=sums([0, 0], [0, 0]),
                                       train_accuracy=[[], []], test_accuracy=[[], []], run_seeds=[42],
                                       parameters=[])))
 put("fresh", b"\x00" + cbor(fresh))
 put("other-job", b"\x00" + cbor(dict(state, job=dict(fingerprint, settings=dict(fingerprint["settings"], steps=20)))))
 put("file", b"\x01" + framed(cbor(state)))
 put("file-version-1", b"\x01" + cbor(state))
+put("file-version-2", b"\x01" + framed(cbor(state), version=2))
 
 # ---- Report inputs: summary JSON \0 per-example CSV \0 ... (fuzz/report_fuzz.cpp).
 def summary(command, **fields):

@@ -16,7 +16,8 @@ class AttributeColumns:
     categorical: bool
 
 class Dataset:
-    def __init__(self, X: npt.ArrayLike, y: npt.ArrayLike, source: str = "numpy") -> None: ...
+    def __init__(self, X: npt.ArrayLike, y: npt.ArrayLike, source: str = "numpy",
+                 image: Optional[Tuple[int, int, int]] = None) -> None: ...
     @property
     def X(self) -> FloatArray: ...
     @property
@@ -145,11 +146,32 @@ def rdp_orders(grid: str = "opacus") -> List[float]: ...
 def noise_multiplier_for_epsilon(target_eps: float, delta: float, q: float, steps: int,
                                  orders: Optional[Any] = None) -> Tuple[float, PrivacySpent]: ...
 
-class DpSgdCheckpoint:
+class ConfidenceInterval:
+    lower: float
+    upper: float
+
+class MaxAndMedian:
+    max: float
+    median: float
+
+class RunBootstrap:
+    estimate: MaxAndMedian
+    per_run: List[MaxAndMedian]
+    max_interval: Optional[ConfidenceInterval]
+    median_interval: Optional[ConfidenceInterval]
+    max_replicates: List[float]
+    median_replicates: List[float]
+    level: float
+    resamples: int
+    seed: int
+
+class DpSgdSnapshot:
     step: int
     epoch: float
     fisher_trace: FloatArray
     fisher_trace_standard_error: FloatArray
+    fisher_trace_per_run: FloatArray
+    dfil_over_runs: RunBootstrap
     fisher_spectral: FloatArray
     times_sampled: FloatArray
     train_accuracy: List[float]
@@ -168,7 +190,8 @@ class DpSgdResult:
     step_epsilon: float
     kappa: float
     run_seeds: List[int]
-    checkpoints: List[DpSgdCheckpoint]
+    bootstrap_seed: int
+    snapshots: List[DpSgdSnapshot]
     models: List[Model]
     parameters: List[FloatArray]
     parameter_count: int
@@ -178,7 +201,7 @@ class DpSgdResult:
     steps_done: int
     seconds: Dict[str, float]
     @property
-    def final_checkpoint(self) -> DpSgdCheckpoint: ...
+    def final_snapshot(self) -> DpSgdSnapshot: ...
 
 def train_dpsgd(train: Dataset, test: Dataset, **options: Any) -> Tuple[DpSgdResult, Dict[str, Any]]: ...
 def subsampling_kappa(q: float, noise_multiplier: float, delta: float) -> float: ...
@@ -186,8 +209,10 @@ def networks_available() -> bool: ...
 
 class Network:
     def __init__(self, architecture: str, input_dim: int, num_classes: int, hidden: Sequence[int] = ...,
-                 intercept: bool = False, chunk: int = 100) -> None: ...
+                 intercept: bool = False, chunk: int = 100, layers: str = "", torchscript: str = "",
+                 image: Optional[Tuple[int, int, int]] = None) -> None: ...
     parameter_count: int
+    layers: str
     input_dim: int
     num_classes: int
     def describe(self) -> str: ...

@@ -16,7 +16,7 @@ namespace filkit::python {
 namespace {
 
 Dataset make_dataset(const Eigen::Ref<const RowMatrix>& X, const Eigen::Ref<const VectorXd>& y,
-                     const std::string& source) {
+                     const std::string& source, std::optional<std::tuple<Index, Index, Index>> image) {
   if (X.rows() != y.size())
     throw std::invalid_argument("Dataset: X has " + std::to_string(X.rows()) + " rows but y has " +
                                 std::to_string(y.size()) + " values");
@@ -24,6 +24,7 @@ Dataset make_dataset(const Eigen::Ref<const RowMatrix>& X, const Eigen::Ref<cons
   data.X = X;
   data.y = y;
   data.source = source;
+  if (image) data.image = ImageShape{std::get<0>(*image), std::get<1>(*image), std::get<2>(*image)};
   data.validate();
   return data;
 }
@@ -49,7 +50,9 @@ void bind_data(py::module_& m) {
 
   py::class_<Dataset>(m, "Dataset", "X (n x d, one example a row) and targets y (class indices or values).")
       .def(py::init(&make_dataset), py::arg("X"), py::arg("y"), py::arg("source") = "numpy",
-           "A dataset from NumPy arrays (copied once into the library's row-major storage).")
+           py::arg("image") = py::none(),
+           "A dataset from NumPy arrays (copied once into the library's row-major storage); image=(C, H, W) when "
+           "the rows are images, channel-major (X.reshape(n, C, H, W) as PyTorch's NCHW).")
       .def_property_readonly("X", [](const Dataset& d) -> const RowMatrix& { return d.X; },
                              py::return_value_policy::reference_internal, "Features, n x d (read-only view)")
       .def_property_readonly("y", [](const Dataset& d) -> const VectorXd& { return d.y; },

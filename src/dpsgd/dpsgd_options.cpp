@@ -65,6 +65,12 @@ void DpSgdOptions::validate() const {
   if (__builtin_mul_overflow(static_cast<Index>(runs), steps, &total_steps))
     invalid("steps", std::to_string(steps), "times runs = " + std::to_string(runs) + " must fit in a 64-bit count");
   for (double epoch : report_epochs) require_positive("report_epochs", epoch);
+  // A percentile interval at 95% from fewer than tens of resamples rests on one or two of them;
+  // beyond 10^6 its Monte-Carlo error is far below the runs' own.
+  if (bootstrap_resamples < 10 || bootstrap_resamples > 1000000)
+    invalid("bootstrap_resamples", std::to_string(bootstrap_resamples), "must be in 10..1000000");
+  if (!(confidence_level > 0.0 && confidence_level < 1.0))
+    invalid("confidence_level", format_double(confidence_level), "must be in (0, 1)");
 }
 
 DpSgdOptions DpSgdOptions::resolved(std::optional<Index> n) const {
@@ -84,6 +90,8 @@ nlohmann::json to_json(const DpSgdOptions& options) {
   if (options.network)
     network = {{"architecture", to_string(options.network->architecture)},
                {"hidden", options.network->hidden},
+               {"layers", options.network->layers},
+               {"torchscript", options.network->torchscript},
                {"chunk", options.network->chunk}};
   return {{"kind", options.network ? "network" : to_string(options.kind)},
           {"network", network},
@@ -112,6 +120,8 @@ nlohmann::json to_json(const DpSgdOptions& options) {
           {"seed", options.seed},
           {"report_epochs", options.report_epochs},
           {"rdp_delta", options.rdp_delta},
+          {"bootstrap_resamples", options.bootstrap_resamples},
+          {"confidence_level", options.confidence_level},
           {"checkpoint_path", options.checkpoint_path},
           {"checkpoint_every", options.checkpoint_every},
           {"stop_after", options.stop_after}};

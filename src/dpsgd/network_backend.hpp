@@ -9,27 +9,24 @@
 // static library (it would get a second copy of its globals): it may use only header-only code.
 #pragma once
 
+#include "filkit/dpsgd/network_layers.hpp"
 #include "filkit/dpsgd/networks.hpp"
 
 #include <cstdint>
 #include <random>
 #include <string>
+#include <vector>
 
 namespace filkit {
 
 /// Raise whenever NetworkBackend, the factory, or a type they take or return changes.
-inline constexpr int kNetworkBackendAbiVersion = 1;
+inline constexpr int kNetworkBackendAbiVersion = 2;
 
-/// One network's computations. Network checks every argument's shape and range before calling
-/// these; the backend only throws std::invalid_argument for a shape the architecture cannot take
-/// (when it is created).
+/// One network's computations for a plan (network_layers.hpp) that Network has checked. Network
+/// checks every argument's shape and range before calling these.
 class NetworkBackend {
  public:
   virtual ~NetworkBackend() = default;
-
-  virtual Index parameter_count() const = 0;
-  virtual std::string describe() const = 0;
-  virtual VectorXd initial_parameters(std::mt19937_64& rng) const = 0;
 
   virtual MatrixXd logits(const VectorXd& w, const RowMatrix& X) const = 0;
   virtual MatrixXd gradients(const VectorXd& w, const RowMatrix& X, const VectorXd& y) const = 0;
@@ -44,9 +41,24 @@ class NetworkBackend {
                                                std::uint64_t seed) const = 0;
 };
 
+/// A TorchScript module read as a chain of layers.
+struct TorchScriptNetwork {
+  std::vector<LayerSpec> layers;  ///< empty when an operator is not a supported layer
+  VectorXd parameters;            ///< the module's weights in network_layers.hpp's order
+  /// The first operator that is not a supported layer (e.g. "relu", "batch_norm", "mul") and its
+  /// position among the module's operators (1-based); "" when all are supported.
+  std::string unsupported_operator;
+  Index unsupported_position = 0;
+  /// Two seeded random inputs (rows, in the data's layout) and the module's own outputs on them,
+  /// to check that the rebuilt network computes what the module computes.
+  RowMatrix sample_inputs;
+  MatrixXd sample_outputs;
+};
+
 /// The plugin's exported symbols, looked up by these names with dlsym.
 inline constexpr const char* kNetworkBackendAbiVersionSymbol = "filkit_network_backend_abi_version";
 inline constexpr const char* kCreateNetworkBackendSymbol = "filkit_create_network_backend";
+inline constexpr const char* kReadTorchScriptSymbol = "filkit_read_torchscript";
 
 }  // namespace filkit
 
@@ -54,8 +66,14 @@ inline constexpr const char* kCreateNetworkBackendSymbol = "filkit_create_networ
 extern "C" {
 /// The plugin's kNetworkBackendAbiVersion, checked before anything else is called.
 int filkit_network_backend_abi_version();
-/// A new backend (owned by the caller) for validated options, input_dim >= 1 and num_classes >= 2.
-/// Throws std::invalid_argument when the architecture cannot take the input (a cnn's image side).
-filkit::NetworkBackend* filkit_create_network_backend(const filkit::NetworkOptions& options, filkit::Index input_dim,
-                                                      filkit::Index num_classes);
+/// A new backend (owned by the caller) for a checked plan; `options` gives the chunk size and the
+/// softmax intercept.
+filkit::NetworkBackend* filkit_create_network_backend(const filkit::NetworkPlan& plan,
+                                                      const filkit::NetworkOptions& options);
+/// Reads a TorchScript file for inputs of `input_shape` ({d} or {C, H, W}). Throws
+/// std::invalid_argument when the file cannot be read as a TorchScript module or its forward
+/// cannot run on such inputs; an unsupported operator is reported in the result, not thrown.
+filkit::TorchScriptNetwork filkit_read_torchscript(const std::string& path,
+                                                   const std::vector<filkit::Index>& input_shape,
+                                                   std::uint64_t seed);
 }

@@ -28,9 +28,11 @@ constexpr const char* kPluginFileName = "libfilkit_torch.so";
 
 using CreateNetworkBackend = decltype(&filkit_create_network_backend);
 using NetworkBackendAbiVersion = decltype(&filkit_network_backend_abi_version);
+using ReadTorchScript = decltype(&filkit_read_torchscript);
 
 struct LoadedPlugin {
   CreateNetworkBackend create = nullptr;  // null when no plugin loaded
+  ReadTorchScript read_torchscript = nullptr;
   std::string failure;                    // then: every path tried and why it failed
 };
 
@@ -79,7 +81,8 @@ LoadedPlugin load_plugin() {
     }
     const auto abi_version = reinterpret_cast<NetworkBackendAbiVersion>(dlsym(handle, kNetworkBackendAbiVersionSymbol));
     const auto create = reinterpret_cast<CreateNetworkBackend>(dlsym(handle, kCreateNetworkBackendSymbol));
-    if (abi_version == nullptr || create == nullptr) {
+    const auto read_torchscript = reinterpret_cast<ReadTorchScript>(dlsym(handle, kReadTorchScriptSymbol));
+    if (abi_version == nullptr || create == nullptr || read_torchscript == nullptr) {
       tried += "\n  " + path + ": not a filkit network plugin (it lacks " + kNetworkBackendAbiVersionSymbol +
                " or " + kCreateNetworkBackendSymbol + ")";
       continue;
@@ -90,11 +93,11 @@ LoadedPlugin load_plugin() {
                "): rebuild it (target filkit_torch_plugin)";
       continue;
     }
-    return {create, {}};
+    return {create, read_torchscript, {}};
   }
   if (tried.empty()) tried = "\n  (no candidate path)";
-  return {nullptr,
-          std::string("the networks (mlp, cnn, and softmax with engine torch) need LibTorch, which filkit loads "
+  return {nullptr, nullptr,
+          std::string("the networks (mlp, cnn, cifar-cnn, custom, and softmax with engine torch) need LibTorch, which filkit loads "
                       "from its plugin ") +
               kPluginFileName + " on first use, and no plugin could be loaded; tried:" + tried +
               "\nRun scripts/setup.sh (installs libtorch-dev and builds with -DFILKIT_WITH_TORCH=ON), or set "
@@ -108,11 +111,21 @@ const LoadedPlugin& plugin() {
 
 }  // namespace
 
-std::unique_ptr<NetworkBackend> create_network_backend(const NetworkOptions& options, Index input_dim,
-                                                       Index num_classes) {
+namespace {
+const LoadedPlugin& loaded_plugin() {
   const LoadedPlugin& loaded = plugin();
   if (loaded.create == nullptr) throw std::runtime_error(loaded.failure);
-  return std::unique_ptr<NetworkBackend>(loaded.create(options, input_dim, num_classes));
+  return loaded;
+}
+}  // namespace
+
+std::unique_ptr<NetworkBackend> create_network_backend(const NetworkPlan& plan, const NetworkOptions& options) {
+  return std::unique_ptr<NetworkBackend>(loaded_plugin().create(plan, options));
+}
+
+TorchScriptNetwork read_torchscript(const std::string& path, const std::vector<Index>& input_shape,
+                                    std::uint64_t seed) {
+  return loaded_plugin().read_torchscript(path, input_shape, seed);
 }
 
 bool network_plugin_loads() noexcept {

@@ -10,9 +10,12 @@ namespace filkit {
 
 /// A backend from the plugin, which is loaded on the first call (thread-safe, once; a failure is
 /// remembered). Throws std::runtime_error naming every path tried and why each failed when no
-/// plugin loads, and std::invalid_argument when the architecture cannot take the input.
-std::unique_ptr<NetworkBackend> create_network_backend(const NetworkOptions& options, Index input_dim,
-                                                       Index num_classes);
+/// plugin loads.
+std::unique_ptr<NetworkBackend> create_network_backend(const NetworkPlan& plan, const NetworkOptions& options);
+
+/// A TorchScript file read by the plugin (network_backend.hpp's filkit_read_torchscript).
+TorchScriptNetwork read_torchscript(const std::string& path, const std::vector<Index>& input_shape,
+                                    std::uint64_t seed);
 
 /// Whether the plugin loads (loading it if not yet tried); never throws.
 bool network_plugin_loads() noexcept;

@@ -5,7 +5,10 @@
 #include "dpsgd/network_backend.hpp"
 #include "dpsgd/network_plugin.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <system_error>
 #include <limits>
 #include <stdexcept>
 
@@ -20,16 +23,111 @@ void NetworkOptions::validate() const {
         throw std::invalid_argument("NetworkOptions.hidden = " + std::to_string(width) + ": widths must be >= 1");
   }
   if (intercept && architecture != NetworkArchitecture::kSoftmax)
-    throw std::invalid_argument("NetworkOptions.intercept: only the softmax network takes an intercept (the mlp "
-                                "and cnn layers have biases)");
+    throw std::invalid_argument("NetworkOptions.intercept: only the softmax network takes an intercept (the other "
+                                "networks' layers have biases)");
+  const bool custom = architecture == NetworkArchitecture::kCustom;
+  if (custom && layers.empty() == torchscript.empty())
+    throw std::invalid_argument(layers.empty() ? "network custom: give a layer specification (arch) or a TorchScript "
+                                                 "file (torchscript)"
+                                               : "network custom: give a layer specification (arch) or a TorchScript "
+                                                 "file (torchscript), not both");
+  if (!custom && !layers.empty())
+    throw std::invalid_argument("arch = '" + layers + "': a layer specification needs the custom model (it would be "
+                                "ignored by " + to_string(architecture) + ")");
+  if (!custom && !torchscript.empty())
+    throw std::invalid_argument("torchscript = '" + torchscript + "': a TorchScript file needs the custom model (it "
+                                "would be ignored by " + to_string(architecture) + ")");
+  if (!layers.empty()) parse_network_layers(layers);
+  if (!torchscript.empty()) {  // before any data is loaded, and without LibTorch
+    std::error_code error;
+    if (!std::filesystem::is_regular_file(torchscript, error))
+      throw std::invalid_argument("torchscript = '" + torchscript + "': " +
+                                  (std::filesystem::exists(torchscript, error) ? "not a regular file"
+                                                                               : "no such file") +
+                                  " (expected a module saved by torch.jit.save)");
+  }
   if (chunk < 1) throw std::invalid_argument("NetworkOptions.chunk = " + std::to_string(chunk) + ": must be >= 1");
+}
+
+std::vector<LayerSpec> builtin_network_layers(const NetworkOptions& options, Index num_classes) {
+  const std::string K = std::to_string(num_classes);
+  switch (options.architecture) {
+    case NetworkArchitecture::kSoftmax: return parse_network_layers("dense:" + K + ":nobias");
+    case NetworkArchitecture::kMlp: {
+      std::string spec = "flatten";
+      for (Index width : options.hidden) spec += ",dense:" + std::to_string(width) + ",tanh";
+      return parse_network_layers(spec + ",dense:" + K);
+    }
+    case NetworkArchitecture::kCnn:
+      return parse_network_layers("conv:16:8:2:2,tanh,avgpool:2:1,conv:32:4:2,tanh,avgpool:2:1,flatten,dense:32,tanh,"
+                                  "dense:" + K);
+    case NetworkArchitecture::kCifarCnn:
+      return parse_network_layers(
+          "conv:32:3:1:1,tanh,conv:32:3:1:1,tanh,avgpool:2:2,conv:64:3:1:1,tanh,conv:64:3:1:1,tanh,avgpool:2:2,"
+          "conv:128:3:1:1,tanh,conv:128:3:1:1,tanh,avgpool:2:2,flatten,dense:128,tanh,dense:" + K);
+    case NetworkArchitecture::kCustom: break;
+  }
+  throw std::invalid_argument("builtin_network_layers: custom networks have no built-in layers");
 }
 
 bool networks_available() { return network_plugin_loads(); }
 
+namespace {
+
+/// The shape of one input: the image's (C, H, W) for the networks that take images, else {d}.
+std::vector<Index> network_input_shape(const NetworkOptions& options, Index d, const std::optional<ImageShape>& image) {
+  const NetworkArchitecture a = options.architecture;
+  if (a == NetworkArchitecture::kSoftmax || a == NetworkArchitecture::kMlp) return {d + (options.intercept ? 1 : 0)};
+  if (image) {
+    if (image->size() != d)
+      throw std::invalid_argument("Network: the image shape " + to_string(*image) + " does not have " +
+                                  std::to_string(d) + " values");
+    return {image->channels, image->height, image->width};
+  }
+  if (a == NetworkArchitecture::kCustom) return {d};
+  const Index side = std::llround(std::sqrt(static_cast<double>(d)));
+  if (side * side != d)
+    throw std::invalid_argument("Network: " + to_string(a) + " takes images, but these rows have no image shape and d = " +
+                                std::to_string(d) + " is not a square (load image data with pca 0)");
+  return {1, side, side};
+}
+
+/// PyTorch's default initialisation: each weight and bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
+VectorXd default_initial_parameters(const NetworkPlan& plan, std::mt19937_64& rng) {
+  VectorXd w = VectorXd::Zero(plan.parameter_count);
+  for (const PlannedLayer& layer : plan.layers) {
+    if (!layer.spec.has_parameters()) continue;
+    const double bound = 1.0 / std::sqrt(static_cast<double>(layer.fan_in()));
+    std::uniform_real_distribution<double> uniform(-bound, bound);
+    for (Index i = 0; i < layer.parameter_count(); ++i) w(layer.offset + i) = uniform(rng);
+  }
+  return w;
+}
+
+/// The rebuilt network must compute what the module computes (it may do more than call its
+/// layers in order: a residual connection, a scaling, another order).
+void check_torchscript_outputs(const Network& network, const TorchScriptNetwork& module, const std::string& path) {
+  if (module.sample_outputs.cols() != network.num_classes())
+    throw std::invalid_argument("torchscript '" + path + "': the module returns " +
+                                std::to_string(module.sample_outputs.cols()) + " scores an example, but the data has " +
+                                std::to_string(network.num_classes()) + " classes");
+  const MatrixXd rebuilt = network.logits(module.parameters, module.sample_inputs);
+  const double scale = std::max(1.0, module.sample_outputs.cwiseAbs().maxCoeff());
+  const double difference = (rebuilt - module.sample_outputs).cwiseAbs().maxCoeff();
+  if (!(difference <= 1e-9 * scale))
+    throw std::invalid_argument("torchscript '" + path + "': the module's outputs differ from those of its layers "
+                                "applied in order (" + network.plan().describe() + ") by up to " +
+                                std::to_string(difference) + ": filkit accounts only networks that are a chain of "
+                                "supported layers (no residual connections or other operations between them)");
+}
+
+}  // namespace
+
 struct Network::Impl {
   NetworkOptions options;
   Index d = 0, K = 0, p = 0;
+  NetworkPlan plan;
+  std::optional<VectorXd> imported_parameters;  // a TorchScript module's weights
   std::unique_ptr<NetworkBackend> backend;
 
   void check_shapes(const VectorXd& w, const RowMatrix& X, const VectorXd& y, const char* what) const {
@@ -54,7 +152,9 @@ struct Network::Impl {
   }
 };
 
-Network::Network(const NetworkOptions& options, Index input_dim, Index num_classes) : impl_(std::make_unique<Impl>()) {
+Network::Network(const NetworkOptions& options, Index input_dim, Index num_classes,
+                 const std::optional<ImageShape>& image)
+    : impl_(std::make_unique<Impl>()) {
   options.validate();
   if (input_dim < 1) throw std::invalid_argument("Network: input_dim = " + std::to_string(input_dim) + ": must be >= 1");
   if (num_classes < 2)
@@ -62,8 +162,35 @@ Network::Network(const NetworkOptions& options, Index input_dim, Index num_class
   impl_->options = options;
   impl_->d = input_dim;
   impl_->K = num_classes;
-  impl_->backend = create_network_backend(options, input_dim, num_classes);
-  impl_->p = impl_->backend->parameter_count();
+  const std::vector<Index> input_shape = network_input_shape(options, input_dim, image);
+  std::optional<TorchScriptNetwork> module;
+  std::vector<LayerSpec> layers;
+  if (!options.torchscript.empty()) {
+    module = read_torchscript(options.torchscript, input_shape, /*seed=*/0x5eed);
+    if (!module->unsupported_operator.empty()) {
+      const std::string reason = refused_layer_reason(module->unsupported_operator);
+      throw std::invalid_argument(
+          "torchscript '" + options.torchscript + "': operation " + std::to_string(module->unsupported_position) +
+          " (" + module->unsupported_operator + ") " +
+          (reason.empty() ? "is not one of the supported layers (linear, conv2d, avg_pool2d, flatten, tanh, sigmoid, "
+                            "softplus, gelu, elu, selu)"
+                          : "cannot be accounted: " + reason));
+    }
+    layers = module->layers;
+  } else {
+    layers = options.layers.empty() ? builtin_network_layers(options, num_classes) : parse_network_layers(options.layers);
+  }
+  impl_->plan = plan_network(layers, input_shape, num_classes);
+  impl_->p = impl_->plan.parameter_count;
+  impl_->backend = create_network_backend(impl_->plan, options);
+  if (module) {
+    if (module->parameters.size() != impl_->p)
+      throw std::invalid_argument("torchscript '" + options.torchscript + "': " +
+                                  std::to_string(module->parameters.size()) + " weights for " +
+                                  std::to_string(impl_->p) + " parameters");
+    check_torchscript_outputs(*this, *module, options.torchscript);
+    impl_->imported_parameters = std::move(module->parameters);
+  }
 }
 
 Network::~Network() = default;
@@ -74,9 +201,14 @@ const NetworkOptions& Network::options() const { return impl_->options; }
 Index Network::input_dim() const { return impl_->d; }
 Index Network::num_classes() const { return impl_->K; }
 Index Network::parameter_count() const { return impl_->p; }
-std::string Network::describe() const { return impl_->backend->describe(); }
+const NetworkPlan& Network::plan() const { return impl_->plan; }
+std::string Network::describe() const { return impl_->plan.describe(); }
 
-VectorXd Network::initial_parameters(std::mt19937_64& rng) const { return impl_->backend->initial_parameters(rng); }
+VectorXd Network::initial_parameters(std::mt19937_64& rng) const {
+  if (impl_->imported_parameters) return *impl_->imported_parameters;
+  if (impl_->options.architecture == NetworkArchitecture::kSoftmax) return VectorXd::Zero(impl_->p);
+  return default_initial_parameters(impl_->plan, rng);
+}
 
 MatrixXd Network::logits(const VectorXd& w, const RowMatrix& X) const {
   impl_->check_shapes(w, X, VectorXd::Zero(X.rows()), "logits");

@@ -69,6 +69,12 @@ std::string_view payload_of(std::string_view bytes, const std::string& path) {
     refuse(path, "it does not begin with the checkpoint's magic bytes (\\x89FKDPSGD; files of filkit before format "
                  "version 2 are not read)");
   const std::uint64_t version = little_endian_at(bytes, 8, 4);
+  if (version < kResumeFormatVersion)
+    throw std::runtime_error("checkpoint " + path + ": format version " + std::to_string(version) +
+                             " was written by an earlier filkit; this one reads version " +
+                             std::to_string(kResumeFormatVersion) +
+                             " (which keeps each run's traces for the confidence intervals) and cannot resume from it: "
+                             "delete it to start the job over");
   if (version != kResumeFormatVersion)
     refuse(path, "format version " + std::to_string(version) + ", this filkit reads version " +
                      std::to_string(kResumeFormatVersion));
@@ -143,11 +149,11 @@ nlohmann::json trainer_json(const TrainerState& trainer) {
 
 nlohmann::json state_json(const nlohmann::json& fingerprint, const ResumeState& state) {
   nlohmann::json sums = nlohmann::json::array(), parameters = nlohmann::json::array();
-  for (const SnapshotSums& c : state.sums)
-    sums.push_back({{"trace", to_list(c.trace)},
-                    {"trace_squares", to_list(c.trace_squares)},
-                    {"spectral", to_list(c.spectral)},
-                    {"sampled", to_list(c.sampled)}});
+  for (const SnapshotSums& c : state.sums) {
+    nlohmann::json traces = nlohmann::json::array();
+    for (const VectorXd& trace : c.trace_per_run) traces.push_back(to_list(trace));
+    sums.push_back({{"trace_per_run", traces}, {"spectral", to_list(c.spectral)}, {"sampled", to_list(c.sampled)}});
+  }
   for (const VectorXd& w : state.parameters) parameters.push_back(to_list(w));
   return {{"job", fingerprint},
           {"run", state.run},
@@ -330,12 +336,18 @@ class StateReader {
     std::vector<SnapshotSums> sums;
     for (std::size_t c = 0; c < count; ++c) {
       const std::string field = "sums[" + std::to_string(c) + "]";
-      const double sampled_at_most = static_cast<double>(runs_through(c, run, step) * expected_.snapshot_steps[c]);
-      sums.push_back({examples_vector(member(value[c], field, "trace"), field + ".trace", non_negative()),
-                      examples_vector(member(value[c], field, "trace_squares"), field + ".trace_squares", non_negative()),
-                      examples_vector(member(value[c], field, "spectral"), field + ".spectral",
-                                      non_negative(!expected_.spectral_computed)),
-                      examples_vector(member(value[c], field, "sampled"), field + ".sampled", count_up_to(sampled_at_most))});
+      const Index runs = runs_through(c, run, step);
+      const double sampled_at_most = static_cast<double>(runs * expected_.snapshot_steps[c]);
+      const nlohmann::json& traces = array(member(value[c], field, "trace_per_run"), field + ".trace_per_run",
+                                           static_cast<std::size_t>(runs), "one per run through the snapshot");
+      SnapshotSums snapshot;
+      for (Index r = 0; r < runs; ++r)
+        snapshot.trace_per_run.push_back(
+            examples_vector(traces[r], field + ".trace_per_run[" + std::to_string(r) + "]", non_negative()));
+      snapshot.spectral = examples_vector(member(value[c], field, "spectral"), field + ".spectral",
+                                          non_negative(!expected_.spectral_computed));
+      snapshot.sampled = examples_vector(member(value[c], field, "sampled"), field + ".sampled", count_up_to(sampled_at_most));
+      sums.push_back(std::move(snapshot));
     }
     return sums;
   }
@@ -413,7 +425,9 @@ std::optional<std::string> read_if_present(const std::string& path) {
 
 nlohmann::json job_fingerprint(const Dataset& train, const Dataset& test, const DpSgdOptions& options) {
   nlohmann::json settings = to_json(options);
-  for (const char* key : {"checkpoint_path", "checkpoint_every", "stop_after"}) settings.erase(key);
+  // Where and how often the state is saved, and how the results are summarised, do not change it.
+  for (const char* key : {"checkpoint_path", "checkpoint_every", "stop_after", "bootstrap_resamples", "confidence_level"})
+    settings.erase(key);
   std::uint64_t hash = 0xcbf29ce484222325ULL;  // FNV-1a over the bytes of X and y
   auto mix = [&hash](const double* data, Index count) {
     const auto* bytes = reinterpret_cast<const unsigned char*>(data);

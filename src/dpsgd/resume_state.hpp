@@ -10,8 +10,10 @@
 //   bytes 12..19  payload length in bytes (the rest of the file)
 //   bytes 20..23  CRC32 (zlib's) of the payload
 //   bytes 24..    payload: CBOR (exact doubles, compact) of {"job": the fingerprint, "run", "step",
-//                 "trainer", "sums", "train_accuracy", "test_accuracy", "run_seeds",
-//                 "parameters", "training_seconds", "evaluation_seconds"}
+//                 "trainer", "sums" (per snapshot: "trace_per_run", one per-example vector for
+//                 each run through it, and the sums "spectral", "sampled"), "train_accuracy",
+//                 "test_accuracy", "run_seeds", "parameters", "training_seconds",
+//                 "evaluation_seconds"}
 #pragma once
 
 #include "filkit/dpsgd/training.hpp"
@@ -27,12 +29,15 @@
 
 namespace filkit::detail {
 
-/// Version 1 was the bare CBOR payload, without header or checksum.
-constexpr std::uint32_t kResumeFormatVersion = 2;
+/// Version 1 was the bare CBOR payload, without header or checksum; version 2 kept only the sum
+/// and the sum of squares of the runs' traces, too little for the intervals over runs.
+constexpr std::uint32_t kResumeFormatVersion = 3;
 
-/// Sums over runs of each snapshot's accountant, turned into means at the end.
+/// Each snapshot's accountant: every run's traces (for the means, standard errors and bootstrap
+/// intervals), and sums over runs of the rest, turned into means at the end.
 struct SnapshotSums {
-  VectorXd trace, trace_squares, spectral, sampled;
+  std::vector<VectorXd> trace_per_run;  ///< one per run through the snapshot
+  VectorXd spectral, sampled;
 };
 
 /// Resuming: what identifies a job (settings and data, not where or how often it saves).

@@ -115,7 +115,7 @@ NetworkOptions network_options(const DpSgdOptions& options) {
 class NetworkDpSgdModel : public DpSgdModel {
  public:
   NetworkDpSgdModel(const Dataset& train, const DpSgdOptions& options, Index num_classes)
-      : train_(train), options_(options), network_(network_options(options), train.d(), num_classes) {
+      : train_(train), options_(options), network_(network_options(options), train.d(), num_classes, train.image) {
     if (options.label == LabelPrivacy::kPrivate)
       throw std::invalid_argument("DpSgdOptions.label = private: networks treat the label as public (only the "
                                   "closed-form GLMs account for a private label)");

@@ -4,6 +4,8 @@
 
 #include "filkit/base/finite.hpp"
 #include "filkit/base/io.hpp"
+#include "filkit/base/resources.hpp"
+#include "filkit/base/run_bootstrap.hpp"
 #include "filkit/dpsgd/step_privacy.hpp"
 
 #include "base/seeding.hpp"
@@ -103,6 +105,36 @@ std::uint64_t run_seed(const DpSgdOptions& options, int run) {
   return splitmix64(options.seed ^ splitmix64(static_cast<std::uint64_t>(run)));
 }
 
+// A stream apart from the runs' (theirs mix the seed with splitmix64 of the run index).
+std::uint64_t bootstrap_seed(const DpSgdOptions& options) { return splitmix64(~splitmix64(options.seed)); }
+
+/// Refuses, before training, per-run traces (with their copies) beyond the memory budget.
+void check_per_run_trace_memory(const DpSgdOptions& options, Index n, std::size_t snapshots) {
+  const std::uint64_t doubles = saturating_product(
+      saturating_product(static_cast<std::uint64_t>(snapshots), static_cast<std::uint64_t>(options.runs)),
+      static_cast<std::uint64_t>(n));
+  const std::uint64_t copies = options.checkpoint_path.empty() ? 2 : 6;  // see DpSgdOptions::max_memory
+  check_memory(saturating_product(doubles, copies * sizeof(double)), options.max_memory,
+               "keeping each run's per-example traces for the confidence intervals (" + std::to_string(snapshots) +
+                   " snapshots x " + std::to_string(options.runs) + " runs x " + std::to_string(n) + " examples, " +
+                   std::to_string(copies) + " copies)");
+}
+
+/// Each run's traces as rows.
+MatrixXd rows_of(const std::vector<VectorXd>& runs, Index n) {
+  MatrixXd matrix(static_cast<Index>(runs.size()), n);
+  for (std::size_t r = 0; r < runs.size(); ++r) matrix.row(static_cast<Index>(r)) = runs[r].transpose();
+  return matrix;
+}
+
+/// The standard error over runs of each column's mean (0 for one run).
+VectorXd standard_error_of_mean(const MatrixXd& per_run, const VectorXd& mean) {
+  const Index runs = per_run.rows();
+  if (runs < 2) return VectorXd::Zero(per_run.cols());
+  const VectorXd squares = (per_run.rowwise() - mean.transpose()).colwise().squaredNorm().transpose();
+  return (squares / static_cast<double>(runs - 1) / static_cast<double>(runs)).cwiseSqrt();
+}
+
 /// What a resume file of this call must agree with.
 ExpectedState expected_state(const Dataset& train, const Dataset& test, const DpSgdOptions& options,
                              const DpSgdModel& model, const std::vector<Index>& steps) {
@@ -152,6 +184,7 @@ DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOp
   result.parameter_count = model->parameter_count();
   result.architecture = model->describe();
   const std::vector<Index> steps = snapshot_steps(options, n);
+  check_per_run_trace_memory(options, n, steps.size());
 
   const ExpectedState expected =
       options.checkpoint_path.empty() ? ExpectedState{} : expected_state(train, test, options, *model, steps);
@@ -163,7 +196,7 @@ DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOp
     }
   }
   if (!result.resumed) {
-    state.sums.assign(steps.size(), {VectorXd::Zero(n), VectorXd::Zero(n), VectorXd::Zero(n), VectorXd::Zero(n)});
+    state.sums.assign(steps.size(), {{}, VectorXd::Zero(n), VectorXd::Zero(n)});
     state.train_accuracy.assign(steps.size(), {});
     state.test_accuracy.assign(steps.size(), {});
   }
@@ -197,8 +230,7 @@ DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOp
         const RunAccountant& a = trainer.accountant();
         require_finite_accounting(a, options, training_stage(run, t));
         SnapshotSums& sums = state.sums[next];
-        sums.trace += scale * a.trace;
-        sums.trace_squares += (scale * a.trace).cwiseAbs2();
+        sums.trace_per_run.push_back(scale * a.trace);
         sums.spectral += scale * a.spectral;
         sums.sampled += a.sampled;
         const auto evaluation_start = std::chrono::steady_clock::now();
@@ -247,19 +279,26 @@ DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOp
   if (model->is_glm())
     for (const VectorXd& w : result.parameters) result.models.push_back(model->glm(w));
   const double runs = options.runs;
+  result.bootstrap_seed = bootstrap_seed(options);
+  const auto dfil_of_trace = [d = static_cast<double>(result.private_dims)](double trace) { return std::sqrt(trace / d); };
   result.snapshots.resize(steps.size());
+  double bootstrap_seconds = 0.0;
   for (std::size_t c = 0; c < steps.size(); ++c) {
     DpSgdSnapshot& snapshot = result.snapshots[c];
     snapshot.step = steps[c];
     snapshot.epoch = static_cast<double>(steps[c]) * result.sampling_rate;
-    snapshot.fisher_trace = state.sums[c].trace / runs;
-    const VectorXd variance = (state.sums[c].trace_squares / runs - snapshot.fisher_trace.cwiseAbs2()).cwiseMax(0.0);
-    snapshot.fisher_trace_standard_error =
-        options.runs > 1 ? VectorXd((variance / (runs - 1)).cwiseSqrt()) : VectorXd::Zero(n);
+    snapshot.fisher_trace_per_run = rows_of(state.sums[c].trace_per_run, n);
+    state.sums[c].trace_per_run.clear();  // held once
+    snapshot.fisher_trace = mean_over_runs(snapshot.fisher_trace_per_run);
+    snapshot.fisher_trace_standard_error = standard_error_of_mean(snapshot.fisher_trace_per_run, snapshot.fisher_trace);
     snapshot.fisher_spectral = state.sums[c].spectral / runs;
     require_finite(snapshot.dfil(result.private_dims), "accounting (step " + std::to_string(steps[c]) + ")",
                    "dFIL of an example", "the accounted Fisher information overflows: clip_norm x noise_multiplier "
                    "may be too small, or steps too many");
+    const auto bootstrap_start = std::chrono::steady_clock::now();
+    snapshot.dfil_over_runs = bootstrap_over_runs(snapshot.fisher_trace_per_run, dfil_of_trace, options.confidence_level,
+                                                  options.bootstrap_resamples, result.bootstrap_seed);
+    bootstrap_seconds += seconds_since(bootstrap_start);
     snapshot.times_sampled = state.sums[c].sampled / runs;
     snapshot.train_accuracy = state.train_accuracy[c];
     snapshot.test_accuracy = state.test_accuracy[c];
@@ -271,6 +310,7 @@ DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOp
   }
   result.seconds["evaluation"] = state.evaluation_seconds;
   result.seconds["training"] = state.training_seconds;
+  result.seconds["bootstrap"] = bootstrap_seconds;
   return result;
 }
 

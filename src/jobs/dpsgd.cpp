@@ -14,11 +14,16 @@
 namespace filkit {
 
 namespace {
-bool is_network(DpSgdModel model) { return model == DpSgdModel::kMlp || model == DpSgdModel::kCnn; }
+bool is_network(DpSgdModel model) { return model != DpSgdModel::kLogistic && model != DpSgdModel::kSoftmax; }
 }  // namespace
 
 DpSgdOptions DpSgdJobOptions::training_options() const {
   DpSgdOptions options = dpsgd;
+  if (model != DpSgdModel::kCustom && !network.layers.empty())
+    throw std::invalid_argument("arch: a layer specification needs model = custom (model is " + to_string(model) + ")");
+  if (model != DpSgdModel::kCustom && !network.torchscript.empty())
+    throw std::invalid_argument("torchscript: a TorchScript file needs model = custom (model is " + to_string(model) +
+                                ")");
   const bool glm = !is_network(model);
   const bool torch = engine == DpSgdEngine::kTorch || (engine == DpSgdEngine::kAuto && !glm);
   if (!glm && engine == DpSgdEngine::kClosedForm)
@@ -71,8 +76,9 @@ DpSgdJobResult run_dpsgd(const DpSgdJobOptions& requested, bool progress) {
   // The data's autos, so that the summary's settings record the number used.
   result.options.dpsgd.kappa_delta = result.options.dpsgd.resolved(result.data.train.n()).kappa_delta;
   const StageScope stage("training (DP-SGD)");
-  result.training = train_dpsgd(result.data.train, result.data.test, options.training_options(), progress,
-                                CheckpointWhenDone::kKeep);
+  DpSgdOptions training = options.training_options();
+  training.max_memory = options.data.max_memory;  // also the budget of the per-run traces
+  result.training = train_dpsgd(result.data.train, result.data.test, training, progress, CheckpointWhenDone::kKeep);
   for (const auto& [stage, seconds] : result.training.seconds) result.seconds[stage] = seconds;
   return result;
 }
@@ -129,6 +135,7 @@ void DpSgdJobResult::print_summary(std::ostream& out) const {
         << c.rdp_order2 << std::setw(11) << c.rdp_mse_bound() << std::defaultfloat << "\n";
     if (!c.privacy.warning.empty()) out << "  note: " << c.privacy.warning << "\n";
   }
+  t.print_dfil_over_runs(out);
   out << "  seconds:";
   for (const auto& [stage, value] : seconds) out << " " << stage << " " << std::setprecision(3) << value;
   out << "\n";

@@ -1,8 +1,12 @@
 // Shared pieces of the report: inputs, sections, the gnuplot runner and data-file helpers.
 #pragma once
 
+#include "filkit/data/dataset.hpp"
+
 #include <nlohmann/json.hpp>
 
+#include <array>
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -97,7 +101,56 @@ std::vector<std::vector<double>> points(const std::vector<double>& x, const std:
 /// Formats a number for captions and fact tables (6 significant digits).
 std::string format_number(double value);
 
-// The sections, one per command kind (report_sections.cpp).
+// ---------------------------------------------------------------------------------------------
+// The examples' images (montage.cpp).
+
+/// The training images of a run, re-loaded as its summary records them.
+struct RunImages {
+  RowMatrix X;        ///< the raw values (as loaded: no pixel scaling, standardisation or PCA), one row an image
+  ImageShape shape;   ///< of every row, C x H x W channel-major (ImageShape)
+};
+
+/// Re-loads the training images of the run `summary` describes: its settings (data, NAME:DIR,
+/// classes, image_layout, train_size, test_fraction, max_memory, ... read back by
+/// options_from_settings) and its seed, so that row i is the table's row i. Nullopt, with
+/// `why_not` saying why, when the data are not images (a table), the recorded image shape
+/// (preprocessing.input_image) is malformed, disagrees with its row length or with what the data
+/// re-load, the images are not grey or RGB (montage_problem), the re-loaded rows are not
+/// `rows`, or the data cannot be re-loaded (the loader's message). Never throws for a bad summary.
+std::optional<RunImages> run_training_images(const nlohmann::json& summary, std::size_t rows, std::string& why_not);
+
+/// Why rows of `columns` values cannot be drawn as images of `shape`: a dimension below 1, C*H*W
+/// other than `columns`, or C other than 1 (grey) or 3 (red, green, blue); empty if they can.
+std::string montage_problem(const ImageShape& shape, Index columns);
+
+/// One image as drawn: height x width pixels of 8-bit red, green and blue, row by row.
+struct RgbImage {
+  Index height = 0, width = 0;
+  std::vector<std::array<std::uint8_t, 3>> pixels;  ///< pixel (h, w) at h * width + w
+  const std::array<std::uint8_t, 3>& at(Index h, Index w) const { return pixels[static_cast<std::size_t>(h * width + w)]; }
+};
+
+/// The values drawn as black (lo) and as full intensity (hi), one range for every image and
+/// channel of a montage.
+struct DisplayRange {
+  double lo = 0, hi = 0;
+};
+/// The smallest and largest value of `images` (every row and channel).
+DisplayRange display_range(const RowMatrix& images);
+
+/// Row `row` of `images` (channel-major C x H x W rows, shape checked by montage_problem) as
+/// drawn: value v becomes round(255 (v - lo) / (hi - lo)), clamped to 0..255 (128 when hi <= lo);
+/// grey (C = 1) sets red, green and blue alike, colour (C = 3) takes channels 0, 1, 2 as red,
+/// green, blue. Throws std::invalid_argument with montage_problem's reason, or for a row outside
+/// the matrix.
+RgbImage display_image(const RowMatrix& images, Index row, const ImageShape& shape, const DisplayRange& range);
+
+/// gnuplot's data for `plot FILE using 1:2:3:4:5 with rgbimage`: a line "w h r g b" a pixel, so
+/// column w, row h is drawn at x = w, y = h (the montage reverses the y axis: row 0 on top).
+std::string rgbimage_data(const RgbImage& image);
+
+// ---------------------------------------------------------------------------------------------
+// The sections, one per command kind (sections.cpp).
 void measure_section(const Input& input, Plotter& plotter, Section& section, bool images);
 void bound_section(const Input& input, Plotter& plotter, Section& section);
 void reconstruct_section(const Input& input, Plotter& plotter, Section& section);

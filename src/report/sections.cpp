@@ -1,6 +1,4 @@
 // The report's sections, one per command kind: which figures each draws from which fields.
-#include "filkit/data/dataset.hpp"
-#include "filkit/data/load.hpp"
 #include "report/report_internal.hpp"
 
 #include <algorithm>
@@ -100,76 +98,34 @@ void eta_histogram_by_class(const Input& input, Plotter& plotter, Section& secti
                    "set xlabel 'eta (per-example FIL)'\nset ylabel 'training examples'\nset yrange [0:*]\n" + plots);
 }
 
-// The raw training images in the order load_dataset gives them, re-loaded from the summary's
-// settings; nullopt (with a note) when they are not images or cannot be loaded.
-std::optional<RowMatrix> training_images(const Input& input, std::size_t rows, Section& section) {
-  const std::string figure = "highest/lowest-eta images";
-  const nlohmann::json settings = input.summary.value("settings", nlohmann::json::object());
-  if (!settings.is_object() || !settings.contains("data") || !settings["data"].is_string()) {
-    section.notes.push_back(figure + ": skipped, the summary has no settings.data");
-    return std::nullopt;
-  }
-  DataOptions options;
-  options.data = settings["data"].get<std::string>();
-  const std::string extension = std::filesystem::path(options.data).extension().string();
-  if (extension == ".csv" || extension == ".arff") {
-    section.notes.push_back(figure + ": skipped, " + options.data + " is a table, not images");
-    return std::nullopt;
-  }
-  try {
-    // Integers only: get<int> of a number out of int's range would be undefined.
-    const auto integer = [](const nlohmann::json& value, const char* what) {
-      if (!value.is_number_integer()) throw std::invalid_argument(std::string(what) + " is not an integer");
-      return value;
-    };
-    if (settings.contains("classes")) {
-      if (!settings["classes"].is_array()) throw std::invalid_argument("settings.classes is not a list");
-      for (const nlohmann::json& k : settings["classes"]) {
-        const auto value = integer(k, "settings.classes").get<std::int64_t>();
-        if (value < 0 || value > std::numeric_limits<int>::max())
-          throw std::invalid_argument("settings.classes holds " + std::to_string(value) + ", not a class");
-        options.classes.push_back(static_cast<int>(value));
-      }
-    }
-    if (const auto fraction = number_at(settings, "test_fraction")) options.test_fraction = *fraction;
-    if (settings.contains("max_memory") && settings["max_memory"].is_string())
-      options.max_memory = parse_byte_size("max_memory", settings["max_memory"].get<std::string>());
-    options.seed = integer(input.summary.value("seed", nlohmann::json(0)), "the summary's seed").get<unsigned long long>();
-    const Dataset train = load_dataset(options).train;
-    if (static_cast<std::size_t>(train.n()) != rows) {
-      section.notes.push_back(figure + ": skipped, " + options.data + " re-loads " + std::to_string(train.n()) +
-                              " training rows but the table has " + std::to_string(rows));
-      return std::nullopt;
-    }
-    return train.X;
-  } catch (const std::exception& error) {
-    section.notes.push_back(figure + ": skipped, cannot re-load " + options.data + ": " + error.what());
-    return std::nullopt;
-  }
-}
-
-// One row of images drawn with gnuplot's `matrix with image`, titled by eta and label.
-void image_grid(const RowMatrix& images, const std::vector<std::size_t>& rows, const Input& input, Index side,
+// One row of images drawn with gnuplot's `with rgbimage`, each H x W as its shape says (grey or
+// red, green, blue), titled by eta and label.
+void image_grid(const RunImages& images, const std::vector<std::size_t>& rows, const Input& input,
                 const std::string& name, const std::string& caption, Plotter& plotter, Section& section) {
   const auto& eta = input.table.at("eta");
   const auto& label = input.table.at("label");
-  std::string body = "unset grid\nunset key\nunset tics\nunset border\nunset colorbox\nset palette gray\n"
-                     "set cbrange [" + format_number(images.minCoeff()) + ":" + format_number(images.maxCoeff()) +
-                     "]\nset size ratio -1\nset xrange [-0.5:" + std::to_string(side) + "-0.5]\nset yrange [" +
-                     std::to_string(side) + "-0.5:-0.5]\nset multiplot layout 1," + std::to_string(rows.size()) + "\n";
+  // One linear map of values to intensities for every image and channel: the smallest value of
+  // the training images is black, the largest full intensity (no gamma: the pixels as an image
+  // viewer shows them, grey and colour alike). The images are the values as loaded (before pixel
+  // scaling, standardisation or PCA, which the report does not apply), so raw 0..255 pixels show
+  // as they are and a file's own affine scaling (standardised values) is undone; one map for all
+  // keeps a faint or dark example visibly so, where a stretch per image would hide it.
+  const DisplayRange range = display_range(images.X);
+  const ImageShape& shape = images.shape;
+  std::string body = "unset grid\nunset key\nunset tics\nunset border\nset size ratio -1\nset xrange [-0.5:" +
+                     std::to_string(shape.width) + "-0.5]\nset yrange [" + std::to_string(shape.height) +
+                     "-0.5:-0.5]\nset multiplot layout 1," + std::to_string(rows.size()) + "\n";
   for (std::size_t k = 0; k < rows.size(); ++k) {
     const std::size_t i = rows[k];
-    std::vector<std::vector<double>> pixels(static_cast<std::size_t>(side));
-    for (Index r = 0; r < side; ++r)
-      for (Index c = 0; c < side; ++c) pixels[static_cast<std::size_t>(r)].push_back(images(static_cast<Index>(i), r * side + c));
     const std::string data =
-        plotter.data(section.id + "-" + name + "-" + std::to_string(k) + ".dat", rows_text(pixels));
+        plotter.data(section.id + "-" + name + "-" + std::to_string(k) + ".dat",
+                     rgbimage_data(display_image(images.X, static_cast<Index>(i), shape, range)));
     // Appends, not "#" + std::to_string(i): GCC 12 warns falsely (-Wrestrict) on the latter.
     std::string title = "#";
     title.append(std::to_string(i)).append("\neta ").append(format_short(eta[i])).append("\n");
     const auto label_class = class_index(label[i]);
     title.append(label_class ? class_name(input.summary, *label_class) : "label " + format_number(label[i]));
-    body += "set title " + gnuplot_string(title) + " noenhanced\nplot " + data + " matrix with image\n";
+    body += "set title " + gnuplot_string(title) + " noenhanced\nplot " + data + " using 1:2:3:4:5 with rgbimage\n";
   }
   plotter.plot(section, name, caption, body + "unset multiplot", 1100, 260);
 }
@@ -178,24 +134,27 @@ void extreme_eta_images(const Input& input, Plotter& plotter, Section& section) 
   const std::string figure = "highest/lowest-eta images";
   const auto* eta = column(input, "eta", figure, section);
   if (!eta || !column(input, "label", figure, section)) return;
-  const auto images = training_images(input, eta->size(), section);
-  if (!images) return;
-  const auto side = static_cast<Index>(std::lround(std::sqrt(static_cast<double>(images->cols()))));
-  if (side * side != images->cols()) {
-    section.notes.push_back(figure + ": skipped, rows of " + std::to_string(images->cols()) +
-                            " values are not square images");
+  std::string why_not;
+  const auto images = run_training_images(input.summary, eta->size(), why_not);
+  if (!images) {
+    section.notes.push_back(figure + ": skipped, " + why_not);
     return;
   }
   std::vector<std::size_t> order;
   for (std::size_t i = 0; i < eta->size(); ++i)
     if (std::isfinite((*eta)[i])) order.push_back(i);
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return (*eta)[a] > (*eta)[b]; });
+  // Stable: examples of equal eta keep their training order, so the figure is the same every time.
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return (*eta)[a] > (*eta)[b]; });
   const std::size_t count = std::min<std::size_t>(8, order.size());
+  if (count == 0) {
+    section.notes.push_back(figure + ": skipped, no finite eta in " + input.table_path);
+    return;
+  }
   const std::vector<std::size_t> highest(order.begin(), order.begin() + static_cast<long>(count));
   const std::vector<std::size_t> lowest(order.end() - static_cast<long>(count), order.end());
-  image_grid(*images, highest, input, side, "highest-eta-images",
+  image_grid(*images, highest, input, "highest-eta-images",
              "The training images with the highest eta (most exposed), highest first.", plotter, section);
-  image_grid(*images, std::vector<std::size_t>(lowest.rbegin(), lowest.rend()), input, side, "lowest-eta-images",
+  image_grid(*images, std::vector<std::size_t>(lowest.rbegin(), lowest.rend()), input, "lowest-eta-images",
              "The training images with the lowest eta (least exposed), lowest first.", plotter, section);
 }
 

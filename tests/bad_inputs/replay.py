@@ -473,7 +473,7 @@ CHECKPOINT_MAGIC = b"\x89FKDPSGD"
 CHECKPOINT_HEADER = 24
 
 
-def checkpoint_frame(payload, version=2):
+def checkpoint_frame(payload, version):
     return CHECKPOINT_MAGIC + struct.pack("<IQI", version, len(payload), zlib.crc32(payload)) + payload
 
 
@@ -512,8 +512,8 @@ def gen_checkpoint(path, spec, ctx):
     """A real checkpoint: runs filkit with `args` (which must write `path`, e.g. dpsgd
     --checkpoint ... --stop-after ...), then applies `mutate`: flip_bit [byte, bit] (byte < 0
     counts from the end), truncate (bytes to keep), edits (payload edits, then re-framed with a
-    correct header and CRC), version (re-framed with this version number), bare_cbor (only the
-    payload, as format version 1 wrote it)."""
+    correct header and CRC, and the version filkit wrote), version (re-framed with this version
+    number), bare_cbor (only the payload, as format version 1 wrote it)."""
     argv = substitute(spec["args"], ctx["dir"])
     result = subprocess.run([ctx["filkit"]] + argv, cwd=ctx["dir"], capture_output=True, timeout=120,
                             env=ctx["base_env"])
@@ -523,6 +523,7 @@ def gen_checkpoint(path, spec, ctx):
     mutate = spec.get("mutate", {})
     with open(path, "rb") as f:
         data = bytearray(f.read())
+    written_version = struct.unpack_from("<I", data, len(CHECKPOINT_MAGIC))[0]
     if "flip_bit" in mutate:
         byte, bit = mutate["flip_bit"]
         data[byte] ^= 1 << bit
@@ -541,7 +542,7 @@ def gen_checkpoint(path, spec, ctx):
         if mutate.get("bare_cbor"):
             data = bytearray(payload)
         else:
-            data = bytearray(checkpoint_frame(payload, mutate.get("version", 2)))
+            data = bytearray(checkpoint_frame(payload, mutate.get("version", written_version)))
     with open(path, "wb") as f:
         f.write(data)
 

@@ -1,14 +1,54 @@
 // Option values from text, as flags and Python strings give them: integers within their type's
-// range (never wrapped), doubles within a double's, sizes; index lists with their limits.
+// range (never wrapped), doubles within a double's, sizes; index lists with their limits; option
+// values read back from the JSON settings a summary records.
 #include "filkit/base/index_list.hpp"
 #include "filkit/base/options.hpp"
 
 #include "test_util.hpp"
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 
 namespace filkit {
+
+// Every kind of option field, to read back from the settings it records.
+enum class Shade { kLight, kDark };
+template <>
+struct EnumNames<Shade> {
+  static constexpr const char* what = "shade";
+  static constexpr std::pair<Shade, const char*> names[] = {{Shade::kLight, "light"}, {Shade::kDark, "dark"}};
+};
+
+struct EveryKindOfField {
+  int count = 0;
+  std::uint64_t seed = 0;
+  double rate = 0.0;
+  bool flag = false;
+  std::string path;
+  ByteSize budget;
+  Shade shade = Shade::kLight;
+  std::optional<Shade> auto_shade;
+  std::optional<std::vector<int>> classes;
+  std::vector<std::string> columns;
+  std::optional<double> auto_rate;
+};
+
+template <class Visit>
+void visit_fields(EveryKindOfField& o, Visit&& visit) {
+  visit("count", o.count, "");
+  visit("seed", o.seed, "");
+  visit("rate", o.rate, "");
+  visit("flag", o.flag, "");
+  visit("path", o.path, "");
+  visit("budget", o.budget, "");
+  visit("shade", o.shade, "");
+  visit("auto_shade", o.auto_shade, "");
+  visit("classes", o.classes, "");
+  visit("columns", o.columns, "");
+  visit("auto_rate", o.auto_rate, "");
+}
+
 namespace {
 
 TEST(OptionFromText, RefusesIntegersBeyondTheFieldsRangeWithTheRange) {
@@ -70,6 +110,63 @@ TEST(IndexList, RefusesIndicesBeyondAnIndexNamingTheOption) {
   EXPECT_INVALID_ARGUMENT(parse_index_list("1,99999999999999999999", "attribute"), "attribute",
                           "'99999999999999999999' is beyond the largest index");
   EXPECT_INVALID_ARGUMENT(parse_index_list("1,-2", "attribute"), "attribute", "non-negative integers");
+}
+
+TEST(OptionsFromSettings, ReadBackEveryFieldAsItsSettingsRecordIt) {
+  EveryKindOfField recorded;
+  recorded.count = -7;
+  recorded.seed = 18446744073709551615u;
+  recorded.rate = 0.1 + 0.2;  // not a short decimal: read back bit for bit
+  recorded.flag = true;
+  recorded.path = "cifar10:/data/cifar, with a comma";
+  option_from_text("budget", "512M", recorded.budget);
+  recorded.shade = Shade::kDark;
+  recorded.classes = std::vector<int>{3, 5};
+  recorded.columns = {"a,b", "c"};
+  recorded.auto_rate = std::numeric_limits<double>::infinity();
+  const nlohmann::json settings = settings_json(recorded);
+  EveryKindOfField read;
+  read.auto_shade = Shade::kDark;  // "auto" in the settings empties it
+  options_from_settings(settings, read);
+  EXPECT_EQ(settings_json(read), settings);
+  EXPECT_EQ(read.seed, recorded.seed);
+  EXPECT_EQ(read.rate, recorded.rate);
+  EXPECT_EQ(read.columns, recorded.columns);
+  EXPECT_FALSE(read.auto_shade.has_value());
+  EXPECT_EQ(read.auto_rate, std::numeric_limits<double>::infinity());
+}
+
+TEST(OptionsFromSettings, KeepFieldsTheSettingsLackAndIgnoreOtherNames) {
+  EveryKindOfField read;
+  read.count = 4;
+  options_from_settings(nlohmann::json{{"rate", 2.5}, {"model", "mlp"}}, read);
+  EXPECT_EQ(read.count, 4);
+  EXPECT_EQ(read.rate, 2.5);
+}
+
+TEST(OptionsFromSettings, RefuseValuesThatDoNotFitTheirFieldNamingTheSetting) {
+  EveryKindOfField read;
+  EXPECT_INVALID_ARGUMENT(options_from_settings(nlohmann::json{{"shade", "grey"}}, read), "settings.shade = 'grey'",
+                          "one of light, dark");
+  EXPECT_INVALID_ARGUMENT(options_from_settings(nlohmann::json{{"count", 1.5}}, read), "settings.count = '1.5'",
+                          "an integer");
+  EXPECT_INVALID_ARGUMENT(options_from_settings(nlohmann::json{{"count", 1e20}}, read), "settings.count",
+                          "an integer");
+  EXPECT_INVALID_ARGUMENT(options_from_settings(nlohmann::json{{"seed", -1}}, read), "settings.seed",
+                          "a non-negative integer");
+  EXPECT_INVALID_ARGUMENT(options_from_settings(nlohmann::json{{"flag", 1}}, read), "settings.flag = 1",
+                          "true or false");
+  EXPECT_INVALID_ARGUMENT(options_from_settings(nlohmann::json{{"path", 3}}, read), "settings.path = 3",
+                          "expected text");
+  EXPECT_INVALID_ARGUMENT(options_from_settings(nlohmann::json{{"classes", {{"nested"}}}}, read), "settings.classes",
+                          "expected a number");
+  EXPECT_INVALID_ARGUMENT(options_from_settings(nlohmann::json{{"classes", {1, 4294967296}}}, read),
+                          "settings.classes = '4294967296'", "an integer in");
+  EXPECT_INVALID_ARGUMENT(options_from_settings(nlohmann::json{{"columns", {"a", nullptr}}}, read),
+                          "settings.columns = null", "expected text");
+  EXPECT_INVALID_ARGUMENT(options_from_settings(nlohmann::json{{"rate", {1, 2}}}, read), "settings.rate = [1,2]",
+                          "a number");
+  EXPECT_INVALID_ARGUMENT(options_from_settings(nlohmann::json::array(), read), "settings: not an object");
 }
 
 }  // namespace

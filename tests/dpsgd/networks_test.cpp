@@ -12,7 +12,10 @@
 #include <Eigen/SVD>
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cmath>
+#include <optional>
+#include <ostream>
 #include <cstdlib>
 #include <random>
 #include <sstream>
@@ -36,28 +39,82 @@ NetworkOptions options_for(NetworkArchitecture architecture) {
   return options;
 }
 
-/// A small instance of each architecture: inputs (images of side 16 for the cnn), labels, weights.
+/// A network to test: a built-in architecture or a layer specification, on vectors or images.
+struct NetworkCase {
+  std::string name;
+  NetworkOptions options;
+  Index d = 6;
+  std::optional<ImageShape> image;
+};
+
+// gtest prints parameters in failure messages and test lists: the name and the layers, not bytes.
+void PrintTo(const NetworkCase& c, std::ostream* out) {
+  *out << c.name << (c.options.layers.empty() ? "" : " " + c.options.layers);
+}
+
+NetworkCase builtin_case(NetworkArchitecture architecture) {
+  NetworkCase c{to_string(architecture), options_for(architecture)};
+  if (architecture == NetworkArchitecture::kCnn) c.d = 256;  // a square grey image without a shape
+  if (architecture == NetworkArchitecture::kCifarCnn) c.image = ImageShape{3, 8, 8};
+  if (c.image) c.d = c.image->size();
+  return c;
+}
+
+/// A random chain of every layer kind on a random (colour or grey, not always square) image; the
+/// draw is repeated until the shapes fit.
+NetworkCase random_case(unsigned seed) {
+  std::mt19937_64 rng(seed);
+  auto pick = [&](Index low, Index high) { return std::uniform_int_distribution<Index>(low, high)(rng); };
+  const char* activations[] = {"tanh", "sigmoid", "softplus:2", "gelu", "gelu:tanh", "elu:0.7", "selu"};
+  auto activation = [&] { return std::string(activations[pick(0, 6)]); };
+  while (true) {
+    NetworkCase c{"random" + std::to_string(seed), options_for(NetworkArchitecture::kCustom)};
+    c.image = ImageShape{pick(1, 2) == 1 ? 1 : 3, pick(7, 11), pick(7, 11)};
+    c.d = c.image->size();
+    std::string spec;
+    for (Index block = pick(1, 2); block > 0; --block) {
+      spec += "conv:" + std::to_string(pick(2, 4)) + ":" + std::to_string(pick(2, 3)) + ":" + std::to_string(pick(1, 2)) +
+              ":" + std::to_string(pick(0, 1)) + "," + activation() + ",";
+      if (pick(0, 1) == 1) spec += pick(0, 1) == 1 ? "avgpool:2:1," : "avgpool:2,";
+    }
+    spec += "flatten,";
+    if (pick(0, 1) == 1) spec += "dense:" + std::to_string(pick(3, 6)) + "," + activation() + ",";
+    c.options.layers = spec + "dense:3";
+    try {
+      plan_network(parse_network_layers(c.options.layers), {c.image->channels, c.image->height, c.image->width}, 3);
+      c.name += "_" + std::to_string(c.image->channels) + "x" + std::to_string(c.image->height) + "x" +
+                std::to_string(c.image->width);
+      return c;
+    } catch (const std::invalid_argument&) {  // an image too small for the drawn windows: draw again
+    }
+  }
+}
+
+/// A small instance of a case: random inputs in [0, 1], labels, weights.
 struct Fixture {
   Network network;
   RowMatrix X;
   VectorXd y, w;
 };
 
-Fixture fixture(NetworkArchitecture architecture, Index rows = 5, unsigned seed = 3) {
-  const Index d = architecture == NetworkArchitecture::kCnn ? 256 : 6;
-  Network network(options_for(architecture), d, 3);
+Fixture fixture(const NetworkCase& c, Index rows = 5, unsigned seed = 3) {
+  Network network(c.options, c.d, 3, c.image);
   std::mt19937_64 rng(seed);
   VectorXd w = network.initial_parameters(rng);
-  if (architecture == NetworkArchitecture::kSoftmax) {
+  if (c.options.architecture == NetworkArchitecture::kSoftmax) {
     std::normal_distribution<double> normal(0.0, 0.7);
     for (Index i = 0; i < w.size(); ++i) w(i) = normal(rng);
   }
   std::uniform_real_distribution<double> pixel(0.0, 1.0);
-  RowMatrix X(rows, d);
+  RowMatrix X(rows, c.d);
   for (Index i = 0; i < X.size(); ++i) X(i) = pixel(rng);
   VectorXd y(rows);
   for (Index i = 0; i < rows; ++i) y(i) = static_cast<double>(i % 3);
   return {std::move(network), X, y, w};
+}
+
+Fixture fixture(NetworkArchitecture architecture, Index rows = 5, unsigned seed = 3) {
+  return fixture(builtin_case(architecture), rows, seed);
 }
 
 double cross_entropy(const Network& network, const VectorXd& w, const RowMatrix& x, double y) {
@@ -66,12 +123,22 @@ double cross_entropy(const Network& network, const VectorXd& w, const RowMatrix&
   return top + std::log((scores.array() - top).exp().sum()) - scores(0, static_cast<Index>(y));
 }
 
-class EveryArchitecture : public ::testing::TestWithParam<NetworkArchitecture> {};
+class EveryArchitecture : public ::testing::TestWithParam<NetworkCase> {};
 
+// The built-ins and six random architectures (every layer kind, grey and colour, any image size).
 INSTANTIATE_TEST_SUITE_P(Networks, EveryArchitecture,
-                         ::testing::Values(NetworkArchitecture::kSoftmax, NetworkArchitecture::kMlp,
-                                           NetworkArchitecture::kCnn),
-                         [](const auto& info) { return to_string(info.param); });
+                         ::testing::Values(builtin_case(NetworkArchitecture::kSoftmax),
+                                           builtin_case(NetworkArchitecture::kMlp),
+                                           builtin_case(NetworkArchitecture::kCnn),
+                                           builtin_case(NetworkArchitecture::kCifarCnn), random_case(1),
+                                           random_case(2), random_case(3), random_case(4), random_case(5),
+                                           random_case(6)),
+                         [](const auto& info) {
+                           std::string name = info.param.name;
+                           for (char& c : name)
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return name;
+                         });
 
 TEST_P(EveryArchitecture, PerExampleGradientsAreDirectionalDerivativesOfTheLoss) {
   REQUIRE_TORCH();
@@ -138,9 +205,9 @@ TEST_P(EveryArchitecture, BatchedAccountingEqualsOneExampleAtATime) {
     request.probes = 2;
     request.power_iterations = 2;
     const NetworkBatchAccounting batched = f.network.account_batch(f.w, f.X, f.y, 0.3, request, 99);
-    NetworkOptions one = f.network.options();
-    one.chunk = 1;
-    const Network single(one, f.network.input_dim(), f.network.num_classes());
+    NetworkCase one = GetParam();
+    one.options.chunk = 1;
+    const Network single(one.options, one.d, 3, one.image);
     const NetworkBatchAccounting separate = single.account_batch(f.w, f.X, f.y, 0.3, request, 99);
     EXPECT_LT((batched.clipped_sum - separate.clipped_sum).norm(), 1e-12 * batched.clipped_sum.norm());
     EXPECT_LT((batched.trace - separate.trace).norm(), 1e-10 * batched.trace.norm());
@@ -220,6 +287,9 @@ TEST(NetworkAccounting, OneGaussianProbeIsUnbiasedWithTheVarianceOfAGaussianQuad
   constexpr Index kCopies = 1000;
   for (NetworkArchitecture architecture : {NetworkArchitecture::kMlp, NetworkArchitecture::kCnn}) {
     const Fixture f = fixture(architecture, 2);
+    NetworkOptions options = f.network.options();
+    options.chunk = kCopies;
+    const Network network(options, f.network.input_dim(), f.network.num_classes());
     const double C = 0.3;
     const NetworkAccountingRequest gaussian{TraceMethod::kGaussian, SpectralMethod::kNone, 1, 1};
     for (Index b = 0; b < f.X.rows(); ++b) {
@@ -227,7 +297,7 @@ TEST(NetworkAccounting, OneGaussianProbeIsUnbiasedWithTheVarianceOfAGaussianQuad
       const double trace = G.squaredNorm(), variance = 2.0 * (G.transpose() * G).squaredNorm();
       const RowMatrix X = f.X.row(b).replicate(kCopies, 1);
       const VectorXd estimates =
-          f.network.account_batch(f.w, X, VectorXd::Constant(kCopies, f.y(b)), C, gaussian, 17 + b).trace;
+          network.account_batch(f.w, X, VectorXd::Constant(kCopies, f.y(b)), C, gaussian, 17 + b).trace;
       const double mean = estimates.mean();
       const double sample_variance = (estimates.array() - mean).square().sum() / (kCopies - 1);
       EXPECT_NEAR(mean, trace, 4.0 * std::sqrt(variance / kCopies)) << to_string(architecture) << " example " << b;
@@ -291,6 +361,49 @@ TEST(Network, InitialisesLikePyTorch) {
   EXPECT_GT(w.head(1040).cwiseAbs().maxCoeff(), 0.12);
   EXPECT_LE(w.tail(330).cwiseAbs().maxCoeff(), 1.0 / std::sqrt(32.0));
   EXPECT_GT(w.tail(330).cwiseAbs().maxCoeff(), 0.9 / std::sqrt(32.0));
+}
+
+TEST(Network, TheBuiltInConvNetsWrittenAsSpecificationsGiveBitIdenticalResults) {
+  REQUIRE_TORCH();
+  for (NetworkArchitecture architecture : {NetworkArchitecture::kCnn, NetworkArchitecture::kCifarCnn}) {
+    const NetworkCase builtin = builtin_case(architecture);
+    NetworkCase spec = builtin;
+    spec.options.architecture = NetworkArchitecture::kCustom;
+    spec.options.layers = to_string(builtin_network_layers(builtin.options, 3));
+    spec.image = builtin.image ? builtin.image : ImageShape{1, 16, 16};
+    const Fixture a = fixture(builtin), b = fixture(spec);
+    ASSERT_EQ(a.w, b.w) << "the same initial parameters from the same generator";
+    EXPECT_EQ(a.network.describe(), b.network.describe());
+    EXPECT_EQ(a.network.logits(a.w, a.X), b.network.logits(b.w, b.X));
+    EXPECT_EQ(a.network.clipped_gradients(a.w, a.X, a.y, 0.3), b.network.clipped_gradients(b.w, b.X, b.y, 0.3));
+    const NetworkAccountingRequest request{TraceMethod::kGaussian, SpectralMethod::kPowerIteration, 2, 3};
+    const NetworkBatchAccounting ra = a.network.account_batch(a.w, a.X, a.y, 0.3, request, 7);
+    const NetworkBatchAccounting rb = b.network.account_batch(b.w, b.X, b.y, 0.3, request, 7);
+    EXPECT_EQ(ra.clipped_sum, rb.clipped_sum);
+    EXPECT_EQ(ra.trace, rb.trace);
+    EXPECT_EQ(ra.spectral, rb.spectral);
+  }
+}
+
+TEST(Network, TakesColourImagesOfAnySizeAndChecksTheirShape) {
+  REQUIRE_TORCH();
+  NetworkOptions cnn;  // the MNIST ConvNet on colour images: conv1 has 3 input channels
+  EXPECT_EQ(Network(cnn, 3 * 28 * 28, 10, ImageShape{3, 28, 28}).parameter_count(), 26010 + 2 * 16 * 64);
+  NetworkOptions cifar;
+  cifar.architecture = NetworkArchitecture::kCifarCnn;
+  EXPECT_EQ(Network(cifar, 3072, 10, ImageShape{3, 32, 32}).parameter_count(), 550570);
+  EXPECT_THROW(Network(cnn, 3 * 28 * 28, 10, ImageShape{3, 28, 27}), std::invalid_argument);  // C H W != d
+  NetworkOptions custom;
+  custom.architecture = NetworkArchitecture::kCustom;
+  EXPECT_THROW(Network(custom, 16, 3), std::invalid_argument);  // neither layers nor a TorchScript file
+  custom.layers = "conv:2:2,flatten,dense:3";
+  EXPECT_THROW(Network(custom, 16, 3), std::invalid_argument);  // a convolution on rows without an image shape
+  EXPECT_EQ(Network(custom, 16, 3, ImageShape{1, 4, 4}).parameter_count(), (2 * 4 + 2) + (3 * 18 + 3));
+  custom.torchscript = "model.pt";
+  EXPECT_THROW(Network(custom, 16, 3, ImageShape{1, 4, 4}), std::invalid_argument);  // both
+  NetworkOptions mlp = options_for(NetworkArchitecture::kMlp);
+  mlp.layers = "flatten,dense:3";
+  EXPECT_THROW(Network(mlp, 6, 3), std::invalid_argument);  // a specification needs custom
 }
 
 TEST(NetworkPlugin, NetworksAvailableSaysWhetherANetworkCanBeBuilt) {

@@ -81,6 +81,9 @@ void expect_same_results(const DpSgdResult& a, const DpSgdResult& b) {
   for (std::size_t c = 0; c < a.snapshots.size(); ++c) {
     EXPECT_EQ(a.snapshots[c].fisher_trace, b.snapshots[c].fisher_trace);
     EXPECT_EQ(a.snapshots[c].fisher_trace_standard_error, b.snapshots[c].fisher_trace_standard_error);
+    EXPECT_EQ(a.snapshots[c].fisher_trace_per_run, b.snapshots[c].fisher_trace_per_run);
+    EXPECT_EQ(a.snapshots[c].dfil_over_runs.max_replicates, b.snapshots[c].dfil_over_runs.max_replicates);
+    EXPECT_EQ(a.snapshots[c].dfil_over_runs.median_replicates, b.snapshots[c].dfil_over_runs.median_replicates);
     EXPECT_EQ(a.snapshots[c].fisher_spectral.hasNaN(), b.snapshots[c].fisher_spectral.hasNaN());
     if (!a.snapshots[c].fisher_spectral.hasNaN()) EXPECT_EQ(a.snapshots[c].fisher_spectral, b.snapshots[c].fisher_spectral);
     EXPECT_EQ(a.snapshots[c].times_sampled, b.snapshots[c].times_sampled);
@@ -180,6 +183,15 @@ TEST(ResumeState, EveryTruncationAndExtensionIsRefused) {
   other_version[8] = 1;
   write_file(job.options.checkpoint_path, other_version);
   EXPECT_NE(refusal([&] { job.run(); }).find("format version 1"), std::string::npos);
+  // Version 2 kept only sums of the runs' traces: too little for the intervals over runs.
+  other_version[8] = 2;
+  write_file(job.options.checkpoint_path, other_version);
+  const std::string older = refusal([&] { job.run(); });
+  for (const char* part : {"format version 2 was written by an earlier filkit", "reads version 3", "delete it"})
+    EXPECT_NE(older.find(part), std::string::npos) << older;
+  other_version[8] = 4;
+  write_file(job.options.checkpoint_path, other_version);
+  EXPECT_NE(refusal([&] { job.run(); }).find("format version 4, this filkit reads version 3"), std::string::npos);
 }
 
 /// A valid CRC over content that does not fit the job: refused, naming `field`.
@@ -220,9 +232,15 @@ TEST(ResumeState, ContentThatDoesNotFitTheJobIsRefusedNamingTheField) {
   expect_refused(job, saved, [](json& p) { p["trainer"]["sampled"][0] = 4; }, "'trainer.sampled[0]'");  // > 3 steps
   expect_refused(job, saved, [](json& p) { p["trainer"]["sampled"][0] = 0.5; }, "'trainer.sampled[0]'");
   expect_refused(job, saved, [](json& p) { p["sums"].erase(1); }, "'sums'");
-  expect_refused(job, saved, [](json& p) { p["sums"][0]["trace"].erase(5); }, "'sums[0].trace'");
+  expect_refused(job, saved, [](json& p) { p["sums"][0]["trace_per_run"][0].erase(5); }, "'sums[0].trace_per_run[0]'");
+  expect_refused(job, saved, [](json& p) { p["sums"][0]["trace_per_run"][0][2] = -1.0; },
+                 "'sums[0].trace_per_run[0][2]'");
+  expect_refused(job, saved, [](json& p) { p["sums"][1]["trace_per_run"][0][0] = inf; }, "'sums[1].trace_per_run[0][0]'");
+  // One finished run holds both snapshots (run 1 is at step 3, before either): one trace each.
+  expect_refused(job, saved, [](json& p) { p["sums"][1]["trace_per_run"].push_back(p["sums"][1]["trace_per_run"][0]); },
+                 "'sums[1].trace_per_run' holds 2 entries, expected 1");
+  expect_refused(job, saved, [](json& p) { p["sums"][0].erase("trace_per_run"); }, "'sums[0].trace_per_run' is missing");
   expect_refused(job, saved, [](json& p) { p["sums"][1]["sampled"][3] = 13; }, "'sums[1].sampled[3]'");  // > 1 run x 6
-  expect_refused(job, saved, [](json& p) { p["sums"][1]["trace_squares"][0] = inf; }, "'sums[1].trace_squares[0]'");
   expect_refused(job, saved, [](json& p) { p["sums"][0] = json::array(); }, "'sums[0]' is not an object");
   expect_refused(job, saved, [](json& p) { p["train_accuracy"][0].push_back(0.5); }, "'train_accuracy[0]'");
   expect_refused(job, saved, [](json& p) { p["train_accuracy"][1] = json::array(); }, "'train_accuracy[1]'");

@@ -1,11 +1,13 @@
 #include "filkit/dpsgd/training.hpp"
 
+#include "filkit/base/summary.hpp"
 #include "filkit/dpsgd/clipped_gradient.hpp"
 
 #include "test_util.hpp"
 
 #include <Eigen/Eigenvalues>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <random>
@@ -77,6 +79,8 @@ TEST(DpSgdOptions, InvalidValuesThrowNamingTheField) {
       {"power_iterations", [](DpSgdOptions& o) { o.power_iterations = 0; }},
       {"runs", [](DpSgdOptions& o) { o.runs = 0; }},
       {"report_epochs", [](DpSgdOptions& o) { o.report_epochs = {-1.0}; }},
+      {"bootstrap_resamples", [](DpSgdOptions& o) { o.bootstrap_resamples = 9; }},
+      {"confidence_level", [](DpSgdOptions& o) { o.confidence_level = 1.0; }},
   };
   for (const auto& [field, spoil] : cases) {
     DpSgdOptions options;
@@ -147,6 +151,9 @@ TEST(DpSgd, SeededRunsAreReproducibleAndIndependentOfThreadCount) {
         EXPECT_TRUE(testing::same_bits(one.final_snapshot().fisher_trace, more.final_snapshot().fisher_trace));
         EXPECT_TRUE(testing::same_bits(one.final_snapshot().fisher_spectral, more.final_snapshot().fisher_spectral));
         EXPECT_EQ(one.final_snapshot().test_accuracy, more.final_snapshot().test_accuracy);
+        EXPECT_EQ(one.final_snapshot().dfil_over_runs.max_replicates, more.final_snapshot().dfil_over_runs.max_replicates);
+        EXPECT_EQ(one.final_snapshot().dfil_over_runs.median_replicates,
+                  more.final_snapshot().dfil_over_runs.median_replicates);
       });
   const DpSgdResult first = train_dpsgd(train, Dataset(), options);
   options.seed = 8;
@@ -184,6 +191,89 @@ TEST(DpSgd, AccountantGrowsOverCheckpointsAndEtaBoundsDfil) {
   EXPECT_TRUE((last.eta().array() >= last.dfil(result.private_dims).array() * (1 - 1e-12)).all());
   const DpSgdSnapshot& first = result.snapshots[0];
   EXPECT_EQ((first.times_sampled.array() == 0).count(), (first.fisher_trace.array() == 0).count());
+}
+
+TEST(DpSgd, KeepsEachRunsTracesAndBootstrapsTheMaxAndMedianDfilOverRuns) {
+  const Dataset train = random_classification(60, 4, 2, 9);
+  DpSgdOptions options = small_options();
+  options.report_epochs = {2.0};
+  options.runs = 3;
+  options.bootstrap_resamples = 200;
+  options.confidence_level = 0.9;
+  const DpSgdResult three = train_dpsgd(train, Dataset(), options);
+  options.runs = 1;
+  const DpSgdResult one = train_dpsgd(train, Dataset(), options);
+  const double d = static_cast<double>(three.private_dims);
+  const auto dfil_of = [d](const VectorXd& trace) { return VectorXd((trace / d).cwiseSqrt()); };
+  EXPECT_EQ(three.bootstrap_seed, one.bootstrap_seed);
+  ASSERT_EQ(three.snapshots.size(), 2u);
+  for (std::size_t c = 0; c < 2; ++c) {
+    const DpSgdSnapshot& s = three.snapshots[c];
+    ASSERT_EQ(s.fisher_trace_per_run.rows(), 3);
+    ASSERT_EQ(s.fisher_trace_per_run.cols(), 60);
+    std::vector<VectorXd> runs;
+    for (Index r = 0; r < 3; ++r) runs.push_back(s.fisher_trace_per_run.row(r).transpose());
+    // Run r's seed depends on (seed, r) only: run 0 is the one-run job's run.
+    EXPECT_EQ(runs[0], one.snapshots[c].fisher_trace);
+    EXPECT_NE(runs[1], runs[0]);
+    // The mean is the runs added in order; the standard error their sample spread / sqrt(3).
+    EXPECT_EQ(s.fisher_trace, VectorXd((runs[0] + runs[1] + runs[2]) / 3.0));
+    for (Index i = 0; i < 60; ++i) {
+      double squares = 0.0;
+      for (const VectorXd& run : runs) squares += std::pow(run(i) - s.fisher_trace(i), 2);
+      EXPECT_NEAR(s.fisher_trace_standard_error(i), std::sqrt(squares / 2.0 / 3.0), 1e-12 * (1 + s.fisher_trace(i)));
+    }
+    // The estimate is the summary's max and median of dFIL; each run's own beside it.
+    const RunBootstrap& b = s.dfil_over_runs;
+    const Summary mean_dfil = summarize(s.dfil(three.private_dims));
+    EXPECT_EQ(b.estimate.max, mean_dfil.max);
+    EXPECT_EQ(b.estimate.median, mean_dfil.median);
+    ASSERT_EQ(b.per_run.size(), 3u);
+    for (std::size_t r = 0; r < 3; ++r) {
+      const Summary run = summarize(dfil_of(runs[r]));
+      EXPECT_EQ(b.per_run[r].max, run.max);
+      EXPECT_EQ(b.per_run[r].median, run.median);
+    }
+    // The intervals: the run_bootstrap unit on these traces, seeded from the job's seed. A mean of
+    // the runs is at most the largest run and at least the smallest: every replicate of the max lies
+    // between max_i min_r and max_r max_i of dFIL.
+    const RunBootstrap direct =
+        bootstrap_over_runs(s.fisher_trace_per_run, [d](double t) { return std::sqrt(t / d); }, 0.9, 200, three.bootstrap_seed);
+    EXPECT_EQ(b.max_replicates, direct.max_replicates);
+    EXPECT_EQ(b.median_replicates, direct.median_replicates);
+    ASSERT_TRUE(b.max_interval && b.median_interval);
+    EXPECT_EQ(b.level, 0.9);
+    EXPECT_EQ(b.resamples, 200);
+    const VectorXd smallest = runs[0].cwiseMin(runs[1]).cwiseMin(runs[2]);
+    const double largest = std::max({b.per_run[0].max, b.per_run[1].max, b.per_run[2].max});
+    EXPECT_GE(b.max_interval->lower, dfil_of(smallest).maxCoeff());
+    EXPECT_LE(b.max_interval->upper, largest);
+    EXPECT_LE(b.max_interval->lower, b.max_interval->upper);
+    EXPECT_LT(b.max_interval->lower, b.max_interval->upper) << "three different runs vary";
+    EXPECT_LE(b.median_interval->lower, b.median_interval->upper);
+    // One run: the traces and the statistics, no interval.
+    EXPECT_EQ(one.snapshots[c].fisher_trace_per_run.rows(), 1);
+    EXPECT_FALSE(one.snapshots[c].dfil_over_runs.max_interval.has_value());
+    EXPECT_FALSE(one.snapshots[c].dfil_over_runs.median_interval.has_value());
+    EXPECT_EQ(one.snapshots[c].fisher_trace_standard_error, VectorXd::Zero(60));
+  }
+  options.seed = 8;
+  EXPECT_NE(train_dpsgd(train, Dataset(), options).bootstrap_seed, one.bootstrap_seed);
+}
+
+TEST(DpSgd, PerRunTracesBeyondTheMemoryBudgetAreRefusedBeforeTraining) {
+  const Dataset train = random_classification(60, 4, 2, 9);
+  DpSgdOptions options = small_options();
+  options.runs = 100000;  // 60 examples x 10^5 runs x 8 bytes x 2 copies = 96 MB
+  options.max_memory = ByteSize{std::uint64_t{64} << 20};
+  try {
+    train_dpsgd(train, Dataset(), options);
+    ADD_FAILURE() << "accepted";
+  } catch (const std::invalid_argument& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find("max_memory"), std::string::npos) << message;
+    EXPECT_NE(message.find("1 snapshots x 100000 runs x 60 examples"), std::string::npos) << message;
+  }
 }
 
 TEST(DpSgd, EstimatedTracesAndPowerIterationAgreeWithTheExactAccountant) {

@@ -2,10 +2,12 @@
 #include "filkit/jobs/dpsgd.hpp"
 
 #include "filkit/base/finite.hpp"
+#include "filkit/base/io.hpp"
 #include "filkit/dpsgd/step_privacy.hpp"
 
 #include "test_util.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -51,7 +53,7 @@ TEST(DpSgdCommand, WritesPerExampleTableAndSummaryThatMatchTheLibrary) {
   ASSERT_EQ(static_cast<Index>(lines.size()), 2 * result.data.train.n() + 1);  // steps 16 and 40
   EXPECT_EQ(lines[0],
             "step,epoch,index,label,times_sampled,eta,dfil,attribute_mse_bound,example_mse_bound,fisher_trace,"
-            "fisher_trace_standard_error");
+            "fisher_trace_standard_error,fisher_trace_run0,fisher_trace_run1");
   const nlohmann::json summary = nlohmann::json::parse(std::ifstream(outputs.json));
   EXPECT_EQ(summary["command"], "dpsgd");
   EXPECT_EQ(summary["n"], 200);
@@ -67,8 +69,28 @@ TEST(DpSgdCommand, WritesPerExampleTableAndSummaryThatMatchTheLibrary) {
   EXPECT_NEAR(summary["snapshots"][1]["rdp"]["eps"].get<double>(), result.training.final_snapshot().privacy.eps,
               1e-15);
   EXPECT_GT(summary["snapshots"][1]["rdp"]["mse_bound"].get<double>(), 0.0);
+  // The max and median dFIL over two runs: each run's, and bootstrap intervals with their MSE bounds.
+  const RunBootstrap& runs = result.training.final_snapshot().dfil_over_runs;
+  const nlohmann::json& final_dfil = summary["snapshots"][1]["dfil"];
+  EXPECT_EQ(final_dfil["max_per_run"].size(), 2u);
+  EXPECT_EQ(final_dfil["median_per_run"][1].get<double>(), runs.per_run[1].median);
+  EXPECT_EQ(final_dfil["max_interval"][0].get<double>(), runs.max_interval->lower);
+  EXPECT_EQ(final_dfil["median_interval"][1].get<double>(), runs.median_interval->upper);
+  EXPECT_EQ(final_dfil["mse_bound_at_max_interval"][0].get<double>(), 1.0 / std::pow(runs.max_interval->upper, 2));
+  EXPECT_EQ(final_dfil["mse_bound_at_max_interval"][1].get<double>(), 1.0 / std::pow(runs.max_interval->lower, 2));
+  EXPECT_LE(final_dfil["mse_bound_at_median_interval"][0].get<double>(), final_dfil["mse_bound_at_median"].get<double>());
+  EXPECT_EQ(final_dfil["mse_bound_at_max_per_run"][0].get<double>(), 1.0 / std::pow(runs.per_run[0].max, 2));
+  EXPECT_EQ(summary["bootstrap"]["seed"].get<std::uint64_t>(), result.training.bootstrap_seed);
+  EXPECT_EQ(summary["bootstrap"]["resamples"], 1000);
+  EXPECT_EQ(summary["bootstrap"]["level"], 0.95);
+  EXPECT_EQ(summary["bootstrap"]["intervals"], true);
+  EXPECT_EQ(summary["settings"]["confidence_level"], 0.95);
+  // Each run's traces in the table: run 1 of the last example of the final snapshot.
+  const std::string last_cell = "," + format_double(result.training.final_snapshot().fisher_trace_per_run(1, 199));
+  EXPECT_TRUE(lines.back().ends_with(last_cell)) << lines.back() << " vs " << last_cell;
   EXPECT_TRUE(summary.contains("filkit_version"));
   EXPECT_TRUE(summary["seconds"].contains("training"));
+  EXPECT_TRUE(summary["seconds"].contains("bootstrap"));
   EXPECT_TRUE(summary.contains("preprocessing"));
   EXPECT_EQ(summary["settings"]["trace"], "exact");  // auto, resolved for a GLM
   // delta behind kappa: the paper's rule 1/(n T) by default, recorded where it is used, so that T
@@ -79,6 +101,34 @@ TEST(DpSgdCommand, WritesPerExampleTableAndSummaryThatMatchTheLibrary) {
   EXPECT_DOUBLE_EQ(summary["kappa_failure_probability"].get<double>(), 1.0 / 200.0);
   EXPECT_DOUBLE_EQ(result.training.kappa, subsampling_kappa(25.0 / 200.0, 1.0, delta));
   EXPECT_NE(result.training.kappa, subsampling_kappa(25.0 / 200.0, 1.0, 1e-5));
+}
+
+TEST(DpSgdCommand, OneRunHasNoIntervalsAndSaysSo) {
+  const TempDir dir;
+  DpSgdJobOptions options = small_job(testing::write_npz_dataset(dir, testing::random_classification(100, 3, 2, 4)));
+  options.dpsgd.runs = 1;
+  JobOutputs outputs;
+  outputs.out = dir.file("dpsgd.csv");
+  outputs.json = dir.file("summary.json");
+  std::ostringstream printed;
+  const DpSgdJobResult result = run_job<DpSgdJob>(options, outputs, false, &printed);
+  EXPECT_NE(printed.str().find("one run: no confidence intervals for the max and median dFIL"), std::string::npos)
+      << printed.str();
+  const nlohmann::json summary = nlohmann::json::parse(std::ifstream(outputs.json));
+  for (const char* key : {"max_interval", "median_interval", "mse_bound_at_max_interval", "mse_bound_at_median_interval"})
+    EXPECT_TRUE(summary["snapshots"][1]["dfil"][key].is_null()) << key;
+  EXPECT_EQ(summary["snapshots"][1]["dfil"]["max_per_run"][0], summary["snapshots"][1]["dfil"]["max"]);
+  EXPECT_EQ(summary["bootstrap"]["intervals"], false);
+  EXPECT_NE(summary["bootstrap"]["note"].get<std::string>().find("one run"), std::string::npos);
+  EXPECT_EQ(testing::read_lines(outputs.out)[0].find("fisher_trace_run"), std::string::npos);
+
+  options.dpsgd.runs = 3;
+  std::ostringstream three;
+  run_job<DpSgdJob>(options, JobOutputs{}, false, &three);
+  EXPECT_NE(three.str().find("dFIL over 3 runs: 95% bootstrap intervals (1000 resamples of the runs, seed"),
+            std::string::npos)
+      << three.str();
+  EXPECT_NE(three.str().find("median"), std::string::npos);
 }
 
 TEST(DpSgdCommand, BadOptionsNameTheField) {
@@ -106,7 +156,7 @@ TEST(DpSgdBinary, PrintsHelpAndTheSummaryTable) {
   EXPECT_EQ(help.first, 0);
   for (const char* flag : {"--data", "--model", "--batch-size", "--sampling", "--steps", "--step-size", "--clip-norm",
                            "--noise-multiplier", "--momentum", "--subsampling", "--trace", "--spectral", "--runs", "--report-epochs", "--checkpoint", "--out",
-                           "--json", "--seed"})
+                           "--json", "--seed", "--bootstrap-resamples", "--confidence-level"})
     EXPECT_NE(help.second.find(flag), std::string::npos) << flag;
   const auto job = run(std::string(binary) + " dpsgd --data " + data + " --batch-size 16 --steps 20 --report-epochs 1");
   EXPECT_EQ(job.first, 0) << job.second;

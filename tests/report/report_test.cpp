@@ -156,11 +156,13 @@ TEST(Report, DrawsEverySectionOfEveryCommandAndEmbedsTheFigures) {
 
 TEST(Report, MeasureWithReportDrawsTheMeasureFiguresAndImageGrids) {
   const TempDir dir;
-  // 4 x 4 "images": the grids re-load them from the .npz in training order.
+  // 4 x 4 grey images (an (n, H, W) array): the grids re-load them from the .npz in training order.
   const Dataset data = testing::random_classification(60, 16, 2, 4);
   std::vector<double> x(data.X.data(), data.X.data() + data.X.size()), y(data.y.data(), data.y.data() + data.y.size());
   const std::string npz = dir.write(
-      "images.npz", testing::zip_bytes({{"X.npy", testing::npy_f8(x, 60, 16)}, {"y.npy", testing::npy_f8(y, 60)}}, false));
+      "images.npz", testing::zip_bytes({{"X.npy", testing::npy_bytes("<f8", "(60, 4, 4)", testing::raw_bytes(x))},
+                                        {"y.npy", testing::npy_f8(y, 60)}},
+                                       false));
   MeasureOptions options;
   options.task.data.data = npz;
   options.task.data.scale = RowScaling::kNone;

@@ -144,4 +144,52 @@ nlohmann::json settings_json(const Options& options) {
   return settings;
 }
 
+/// Reads a field back from its recorded setting, the inverse of option_to_json: text (enums,
+/// sizes, "auto", "nan", "inf") and numbers are read as option_from_text reads a flag's argument,
+/// so they meet the same rules (integers whole and in range); booleans must be JSON booleans and
+/// lists JSON arrays. Throws std::invalid_argument naming `name` and what was expected.
+template <typename T>
+void option_from_json(const std::string& name, const nlohmann::json& json, T& value) {
+  if (json.is_string()) return option_from_text(name, json.get<std::string>(), value);
+  const auto fail = [&](const std::string& expected) {
+    throw std::invalid_argument(name + " = " + json.dump() + ": expected " + expected);
+  };
+  if constexpr (is_optional<T>::value) {
+    typename T::value_type inner{};
+    option_from_json(name, json, inner);
+    value = std::move(inner);
+  } else if constexpr (is_vector<T>::value) {
+    if (!json.is_array()) fail("a list");
+    T elements;
+    for (const nlohmann::json& element_json : json) {
+      typename T::value_type element{};
+      option_from_json(name, element_json, element);
+      elements.push_back(std::move(element));
+    }
+    value = std::move(elements);
+  } else if constexpr (std::is_same_v<T, bool>) {
+    if (!json.is_boolean()) fail("true or false");
+    value = json.get<bool>();
+  } else if constexpr (std::is_arithmetic_v<T>) {
+    if (!json.is_number()) fail("a number");
+    // dump() spells a double so that strtod reads back the same double.
+    option_from_text(name, json.dump(), value);
+  } else {
+    fail("text");
+  }
+}
+
+/// Sets each visited field of `options` that `settings` (a summary's "settings" object, as
+/// settings_json writes it) names; fields it does not name keep their values and names it has
+/// beyond them are ignored. Throws std::invalid_argument naming "settings.<name>" for a value
+/// that does not fit its field, or if `settings` is not an object.
+template <typename Options>
+void options_from_settings(const nlohmann::json& settings, Options& options) {
+  if (!settings.is_object()) throw std::invalid_argument("settings: not an object of named values");
+  visit_fields(options, [&](const char* name, auto& field, const char*) {
+    if (const auto found = settings.find(name); found != settings.end())
+      option_from_json(std::string("settings.") + name, *found, field);
+  });
+}
+
 }  // namespace filkit

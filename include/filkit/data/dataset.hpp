@@ -44,7 +44,11 @@ struct ImageShape {
   Index width = 0;
   /// channels * height * width, the number of columns a row of this shape fills.
   Index size() const { return channels * height * width; }
-  friend bool operator==(const ImageShape&, const ImageShape&) = default;
+  // Written out: the LibTorch plugin, which includes this header, is compiled as C++17.
+  friend bool operator==(const ImageShape& a, const ImageShape& b) {
+    return a.channels == b.channels && a.height == b.height && a.width == b.width;
+  }
+  friend bool operator!=(const ImageShape& a, const ImageShape& b) { return !(a == b); }
 };
 
 /// "3 x 32 x 32" (channels x height x width).

@@ -19,16 +19,21 @@
 // operation is differentiable again, so the clipped per-example gradients of a batch, their VJPs
 // and their JVPs are each one batched pass, with no per-example backward.
 //
-// Architectures (smooth: tanh and average pooling, so that G exists everywhere):
-//   softmax: x -> W x~ (K x p, x~ = [1, x] with an intercept), parameters in the GLM's order, so the
-//            autodiff accountant can be checked against the closed form of clipped_gradient.hpp;
-//   mlp:     dense + tanh for each hidden width, then dense to K;
-//   cnn:     the reconstruction paper's MNIST ConvNet on s x s single-channel images (d = s^2):
-//            conv 16 8x8 stride 2 pad 2, tanh, avgpool 2x2 stride 1, conv 32 4x4 stride 2, tanh,
-//            avgpool 2x2 stride 1, dense 32, tanh, dense K (26,010 parameters for 28x28, K = 10).
-// Parameters are one flat vector: layer by layer, each weight (row-major: out x in, or
-// out x (in_channels * k * k) for a convolution) followed by its bias.
-//
+// Architectures: chains of smooth layers (network_layers.hpp), built in or the user's own:
+//   softmax:   x -> W x~ (K x p, x~ = [1, x] with an intercept), parameters in the GLM's order, so
+//              the autodiff accountant can be checked against the closed form of clipped_gradient.hpp;
+//   mlp:       flatten, dense + tanh for each hidden width, then dense to K;
+//   cnn:       the reconstruction paper's MNIST ConvNet (on C x H x W images; grey 28 x 28: 26,010
+//              parameters): conv 16 8x8 stride 2 pad 2, tanh, avgpool 2x2 stride 1, conv 32 4x4
+//              stride 2, tanh, avgpool 2x2 stride 1, flatten, dense 32, tanh, dense K;
+//   cifar-cnn: the paper's CIFAR-10 ConvNet: (conv 3x3 pad 1 + tanh) x 2 at 32, 64 and 128
+//              channels, each pair followed by avgpool 2x2 stride 2, flatten, dense 128, tanh,
+//              dense K (550,570 parameters on 3 x 32 x 32);
+//   custom:    a layer specification (`layers`, e.g. "conv:16:8:2:2,tanh,avgpool:2:1,...") or a
+//              TorchScript file (`torchscript`, saved by torch.jit.save from a PyTorch module that
+//              is a chain of supported layers; its weights are the initial parameters).
+// Images come with their shape (Dataset::image, channel-major); without one, cnn and cifar-cnn
+// take a square single-channel image (d = s^2).
 // LibTorch is optional (CMake FILKIT_WITH_TORCH, turned on by scripts/setup.sh) and lives in a
 // plugin, libfilkit_torch.so, opened on the first Network so that nothing else pays for loading it;
 // without the plugin a Network cannot be constructed (std::runtime_error naming the paths tried;
@@ -36,21 +41,25 @@
 #pragma once
 
 #include "filkit/base/enum_names.hpp"
+#include "filkit/data/dataset.hpp"
 #include "filkit/dpsgd/jacobian_estimators.hpp"
+#include "filkit/dpsgd/network_layers.hpp"
 #include "filkit/base/types.hpp"
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace filkit {
 
-enum class NetworkArchitecture { kSoftmax, kMlp, kCnn };
+enum class NetworkArchitecture { kSoftmax, kMlp, kCnn, kCifarCnn, kCustom };
 template <>
 struct EnumNames<NetworkArchitecture> {
   static constexpr const char* what = "network architecture";
-  static constexpr std::pair<NetworkArchitecture, const char*> names[] = {{NetworkArchitecture::kSoftmax, "softmax"}, {NetworkArchitecture::kMlp, "mlp"}, {NetworkArchitecture::kCnn, "cnn"}};
+  static constexpr std::pair<NetworkArchitecture, const char*> names[] = {{NetworkArchitecture::kSoftmax, "softmax"}, {NetworkArchitecture::kMlp, "mlp"}, {NetworkArchitecture::kCnn, "cnn"},
+      {NetworkArchitecture::kCifarCnn, "cifar-cnn"}, {NetworkArchitecture::kCustom, "custom"}};
 };
 
 struct NetworkOptions {
@@ -62,8 +71,18 @@ struct NetworkOptions {
   /// Examples differentiated together (>= 1): larger is faster until memory runs out; the results
   /// do not depend on it.
   Index chunk = 100;
+  /// custom: a layer specification (parse_network_layers' syntax); exactly one of this and
+  /// `torchscript`.
+  std::string layers;
+  /// custom: a TorchScript file (torch.jit.save of a scripted or traced module).
+  std::string torchscript;
+  /// Throws std::invalid_argument naming the option; a TorchScript file must exist (it is read
+  /// when the Network is built).
   void validate() const;
 };
+
+/// The layers of a built-in architecture (any but custom) for `num_classes` classes.
+std::vector<LayerSpec> builtin_network_layers(const NetworkOptions& options, Index num_classes);
 
 /// Whether the LibTorch plugin loads (loading it now if not yet tried), i.e. a Network can be built.
 bool networks_available();
@@ -87,10 +106,13 @@ struct NetworkBatchAccounting {
 /// All inputs are Eigen (one example a row); LibTorch stays inside the implementation.
 class Network {
  public:
-  /// `input_dim` d >= 1, `num_classes` K >= 2. Throws std::invalid_argument for bad options or
-  /// shapes (a cnn needs d = s^2 with s >= 14), std::runtime_error when the LibTorch plugin does
-  /// not load.
-  Network(const NetworkOptions& options, Index input_dim, Index num_classes);
+  /// `input_dim` d >= 1, `num_classes` K >= 2, `image` the rows' shape when they are images
+  /// (C * H * W = d). Throws std::invalid_argument for bad options or shapes (naming the layer
+  /// that does not fit), for a TorchScript module that is not a chain of supported layers or whose
+  /// outputs the rebuilt network does not reproduce, and std::runtime_error when the LibTorch
+  /// plugin does not load.
+  Network(const NetworkOptions& options, Index input_dim, Index num_classes,
+          const std::optional<ImageShape>& image = std::nullopt);
   ~Network();
   Network(Network&&) noexcept;
   Network& operator=(Network&&) noexcept;
@@ -99,11 +121,13 @@ class Network {
   Index input_dim() const;
   Index num_classes() const;
   Index parameter_count() const;
+  /// The layers as laid out for the input.
+  const NetworkPlan& plan() const;
   /// One line a layer with its output shape and parameter count.
   std::string describe() const;
 
   /// PyTorch's default initialisation (each weight and bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)))
-  /// for mlp and cnn, drawn from `rng` in parameter order; zeros for softmax.
+  /// drawn from `rng` in parameter order; zeros for softmax; a TorchScript module's own weights.
   VectorXd initial_parameters(std::mt19937_64& rng) const;
 
   /// Class scores (B x K) of the rows of X at parameters w.

@@ -31,9 +31,15 @@
 // accumulated FIM: the exact norm needs the d_z x d_z FIM of every example (12665 x 784^2 doubles
 // for MNIST 0/1), and the paper too reports per-step spectral norms (by power iteration) and
 // traces. Traces add exactly, so dFIL is exact given the run.
+//
+// Reported per snapshot for the data set (Guo et al. 2022, figure 5): the max and median over
+// examples of dFIL (of the run-averaged traces) and their MSE bounds 1/dFIL^2; with runs > 1 also
+// each run's own, and confidence intervals from the bootstrap over runs (run_bootstrap.hpp).
 #pragma once
 
 #include "filkit/base/enum_names.hpp"
+#include "filkit/base/resources.hpp"
+#include "filkit/base/run_bootstrap.hpp"
 #include "filkit/dpsgd/rdp_accountant.hpp"
 #include "filkit/data/dataset.hpp"
 #include "filkit/models/label_privacy.hpp"
@@ -45,6 +51,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
+#include <iosfwd>
 #include <map>
 #include <optional>
 #include <string>
@@ -141,6 +148,17 @@ struct DpSgdOptions {
   std::vector<double> report_epochs;
   /// delta of the (eps, delta)-DP guarantee reported from the RDP accountant, in (0, 1).
   double rdp_delta = 1e-5;
+  /// runs > 1: confidence intervals for the max and median dFIL over examples by the bootstrap
+  /// over runs (run_bootstrap.hpp): B resamples of the runs, in [10, 10^6] (default 1000), and
+  /// the percentile interval's level in (0, 1) (default 0.95). The resamples are seeded from
+  /// `seed` (DpSgdResult::bootstrap_seed). Reporting only: training and the resume file ignore them.
+  int bootstrap_resamples = 1000;
+  double confidence_level = 0.95;
+  /// Memory budget: each run's per-example traces are kept at every snapshot for the intervals
+  /// (S snapshots x R runs x n doubles, held twice, and four more times while a resume file is
+  /// written), refused before training when above it. The dpsgd job sets it from --max-memory;
+  /// not an option of its own.
+  ByteSize max_memory = default_memory_budget();
 
   /// Resuming long runs. With a path, the whole state (parameters, optimiser, generators,
   /// accountants, the runs done) is written there atomically every `checkpoint_every` steps (0:
@@ -187,6 +205,9 @@ void visit_fields(DpSgdOptions& o, Visit&& visit) {
   visit("runs", o.runs, "Independent runs averaged by the accountant");
   visit("report_epochs", o.report_epochs, "Also report snapshots at these epochs (multiples of n/B steps)");
   visit("rdp_delta", o.rdp_delta, "delta of the reported (eps, delta)-DP guarantee");
+  visit("bootstrap_resamples", o.bootstrap_resamples,
+        "Runs > 1: bootstrap resamples of the runs behind the confidence intervals of max and median dFIL");
+  visit("confidence_level", o.confidence_level, "Runs > 1: level of those (percentile) confidence intervals");
   visit("checkpoint", o.checkpoint_path,
         "Resume file: the state is saved here and a rerun with the same settings resumes from it");
   visit("checkpoint_every", o.checkpoint_every, "Save the state every this many steps (0: only when stopping early)");
@@ -202,6 +223,11 @@ struct DpSgdSnapshot {
   VectorXd fisher_trace;
   /// Standard error of that mean over runs (0 for one run).
   VectorXd fisher_trace_standard_error;
+  /// Tr(I_i) of each run alone: R x n, row r the Theorem 3 sum of run r; fisher_trace is its mean.
+  MatrixXd fisher_trace_per_run;
+  /// The max and median over examples of dFIL: of the mean over runs (those of dfil()), of each
+  /// run alone, and their bootstrap confidence intervals over runs (none for one run).
+  RunBootstrap dfil_over_runs;
   /// sum over sampled steps of kappa ||G||_2^2 / (sigma C)^2, mean over runs (>= ||I_i||_2).
   VectorXd fisher_spectral;
   /// How many steps sampled each example, mean over runs.
@@ -236,6 +262,8 @@ struct DpSgdResult {
   double step_epsilon = 0.0;   ///< eps0 of one step
   double kappa = 1.0;
   std::vector<std::uint64_t> run_seeds;
+  /// Seed of the bootstrap's resamples (derived from the options' seed; the same for every snapshot).
+  std::uint64_t bootstrap_seed = 0;
   /// In increasing step order; the last is the final step T.
   std::vector<DpSgdSnapshot> snapshots;
   /// GLMs: the final model of each run (evaluate with accuracy(), predict()); empty for networks.
@@ -256,11 +284,17 @@ struct DpSgdResult {
 
   const DpSgdSnapshot& final_snapshot() const { return snapshots.back(); }
   /// Settings, derived constants, seeds, per-snapshot summaries (median / max of eta and dFIL
-  /// and their MSE bounds, accuracies), timings and the version.
+  /// and their MSE bounds; for dFIL also each run's and, with runs > 1, confidence intervals),
+  /// accuracies, timings and the version.
   nlohmann::json summary(const DpSgdOptions& options) const;
   /// One row per (snapshot, example): step, epoch, index, label, times sampled, eta, dFIL,
-  /// 1/eta^2, 1/dFIL^2, the trace and its standard error.
+  /// 1/eta^2, 1/dFIL^2, the trace and its standard error; with runs > 1 also each run's trace
+  /// (columns fisher_trace_run0 .. fisher_trace_run<R-1>).
   std::vector<std::string> table_header() const;
+  /// For the terminal: per snapshot, the max and median dFIL with their intervals, the range of
+  /// the runs' own values and the MSE bounds 1/dFIL^2 (one line saying why there are no intervals
+  /// for one run).
+  void print_dfil_over_runs(std::ostream& out) const;
   std::vector<std::vector<double>> table_rows(const Dataset& train) const;
 };
 

@@ -14,13 +14,13 @@
 namespace filkit {
 
 /// What is trained: a GLM (G in closed form, or the softmax network through LibTorch) or a network.
-enum class DpSgdModel { kLogistic, kSoftmax, kMlp, kCnn };
+enum class DpSgdModel { kLogistic, kSoftmax, kMlp, kCnn, kCifarCnn, kCustom };
 template <>
 struct EnumNames<DpSgdModel> {
   static constexpr const char* what = "model";
   static constexpr std::pair<DpSgdModel, const char*> names[] = {
       {DpSgdModel::kLogistic, "logistic"}, {DpSgdModel::kSoftmax, "softmax"}, {DpSgdModel::kMlp, "mlp"},
-      {DpSgdModel::kCnn, "cnn"}};
+      {DpSgdModel::kCnn, "cnn"}, {DpSgdModel::kCifarCnn, "cifar-cnn"}, {DpSgdModel::kCustom, "custom"}};
 };
 
 /// How G = d g~ / dx is differentiated.
@@ -49,16 +49,30 @@ struct DpSgdJobOptions {
   void validate() const;
 };
 
+/// What is trained and how it is differentiated: the job's and filkit.train_dpsgd's options.
+template <class Visit>
+void visit_model_fields(DpSgdJobOptions& o, Visit&& visit) {
+  visit("model", o.model,
+        "logistic or softmax (GLMs, G in closed form); through LibTorch: mlp (tanh), cnn (the paper's MNIST ConvNet), "
+        "cifar-cnn (its CIFAR-10 ConvNet) or custom (arch or torchscript); networks use every class unless classes "
+        "says otherwise");
+  visit("engine", o.engine,
+        "How G = d g~/dx is differentiated: closed-form (GLMs), torch (LibTorch autodiff; softmax and the networks), "
+        "auto");
+  visit("hidden", o.network.hidden, "mlp: hidden layer widths");
+  visit("arch", o.network.layers,
+        "custom: layers, e.g. conv:16:8:2:2,tanh,avgpool:2:1,conv:32:4:2,tanh,avgpool:2:1,flatten,dense:32,tanh,dense:10 "
+        "(dense:OUT[:nobias], conv:OUT:K[:STRIDE[:PAD]], avgpool:K[:STRIDE[:PAD]], flatten, tanh, sigmoid, "
+        "softplus[:BETA], gelu[:tanh], elu[:ALPHA], selu)");
+  visit("torchscript", o.network.torchscript,
+        "custom: a TorchScript file (torch.jit.save of a chain of supported layers; its weights start the training)");
+  visit("chunk", o.network.chunk, "Networks: examples differentiated together (memory vs speed)");
+}
+
 template <class Visit>
 void visit_fields(DpSgdJobOptions& o, Visit&& visit) {
   visit_fields(o.data, visit);
-  visit("model", o.model,
-        "logistic or softmax (GLMs, G in closed form), mlp (tanh) or cnn (the paper's MNIST ConvNet) through LibTorch; "
-        "mlp and cnn use every class unless classes says otherwise");
-  visit("engine", o.engine,
-        "How G = d g~/dx is differentiated: closed-form (GLMs), torch (LibTorch autodiff; softmax, mlp, cnn), auto");
-  visit("hidden", o.network.hidden, "mlp: hidden layer widths");
-  visit("chunk", o.network.chunk, "Networks: examples differentiated together (memory vs speed)");
+  visit_model_fields(o, visit);
   visit_fields(o.dpsgd, visit);
 }
 
@@ -91,7 +105,7 @@ struct DpSgdJob {
       "Without options: MNIST 0 vs 1, logistic regression, B = 600, T = 1000, rho = 0.1, C = 1, noise multiplier 1.";
   static constexpr const char* out_help =
       "Per-example CSV, one row per (snapshot, example): step, epoch, index, label, times sampled, eta, dfil, MSE "
-      "bounds, Fisher trace and its standard error";
+      "bounds, Fisher trace and its standard error; with --runs R > 1 each run's trace (fisher_trace_run0 ..)";
   static std::vector<ExtraOutput> extra_outputs() { return {}; }
   static DpSgdJobResult run(const Options& options, bool progress) { return run_dpsgd(options, progress); }
 };

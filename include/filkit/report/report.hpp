@@ -3,7 +3,9 @@
 //
 // Each summary is read by its "command" field, one report section per input:
 //   measure      eta histograms by class; the 8 highest- and lowest-eta training images (image
-//                datasets, re-loaded from settings.data / settings.classes in training order);
+//                datasets: re-loaded with the run's recorded data settings and seed, in training
+//                order, each drawn H x W, grey or red-green-blue, by its C x H x W shape; tables
+//                and shapes that do not fit get a note instead);
 //                eta against loss and gradient norm; dFIL with its Cramer-Rao bound 1/dFIL^2
 //                (FIL paper, Hannun et al. 2021, sections 3-4 and figures 2-4).
 //   bound        histogram of the per-example dFIL bound 1/dFIL^2 against the RDP bound and the

@@ -1,7 +1,8 @@
 // The LibTorch plugin (libfilkit_torch.so): the NetworkBackend of network_backend.hpp behind
 // networks.hpp's Network, with batched per-example clipped gradients and their Jacobian-vector and
-// vector-Jacobian products about the input. The only translation unit that includes LibTorch
-// (slow to compile, slow to load); it links no filkit library code, only headers.
+// vector-Jacobian products about the input, for any chain of layers that network_layers.hpp
+// accepts. With torchscript_reader.cpp, the only code that includes LibTorch (slow to compile,
+// slow to load); it links no filkit library code, only headers.
 #include "dpsgd/network_backend.hpp"
 
 #include "base/seeding.hpp"
@@ -62,22 +63,6 @@ Tensor gradient_of(const std::vector<Tensor>& outputs, const std::vector<Tensor>
                                          /*allow_unused=*/true)[0];
   return g.defined() ? g : at::zeros_like(input);
 }
-
-struct Layer {
-  enum class Type { kDense, kConv, kTanh, kAvgPool, kFlatten };
-  Type type;
-  std::int64_t in = 0, out = 0;  // dense: features; conv: channels
-  std::int64_t kernel = 0, stride = 1, padding = 0;
-  bool bias = true;
-  std::int64_t offset = 0;                 // of the weight in the flat parameters
-  std::vector<std::int64_t> output_shape;  // of one example
-  std::int64_t weight_size() const {
-    return type == Type::kDense ? out * in : type == Type::kConv ? out * in * kernel * kernel : 0;
-  }
-  std::int64_t fan_in() const { return type == Type::kConv ? in * kernel * kernel : in; }
-  bool has_parameters() const { return type == Type::kDense || type == Type::kConv; }
-  std::int64_t parameter_count() const { return has_parameters() ? weight_size() + (bias ? out : 0) : 0; }
-};
 
 /// glibc hands every freed block above 128 kB back to the system (raising that bound adaptively
 /// only up to the block sizes it has seen freed), so a step's temporaries of a few MB, allocated
@@ -308,97 +293,59 @@ struct ForwardPass {
   std::vector<Tensor> inputs, preactivations;
 };
 
+Tensor activation(const LayerSpec& layer, const Tensor& a) {
+  switch (layer.kind) {
+    case LayerKind::kTanh: return at::tanh(a);
+    case LayerKind::kSigmoid: return at::sigmoid(a);
+    case LayerKind::kSoftplus: return at::softplus(a, layer.beta, layer.threshold);
+    case LayerKind::kGelu: return at::gelu(a, layer.gelu_tanh ? "tanh" : "none");
+    case LayerKind::kElu: return at::elu(a, layer.alpha, layer.scale, layer.input_scale);
+    case LayerKind::kSelu: return at::selu(a);
+    default: throw std::logic_error("activation: not an activation");
+  }
+}
+
 struct TorchNetwork final : NetworkBackend {
   NetworkOptions options;
-  Index d = 0, K = 0, p = 0;
-  std::int64_t side = 0;  // cnn
-  std::vector<Layer> layers;
+  NetworkPlan plan;
+  Index p = 0;
 
-  void add(Layer layer, const std::vector<std::int64_t>& shape) {
-    layer.offset = p;
-    layer.output_shape = shape;
-    p += layer.parameter_count();
-    layers.push_back(layer);
-  }
-
-  void build() {
-    using T = Layer::Type;
-    switch (options.architecture) {
-      case NetworkArchitecture::kSoftmax: {
-        const std::int64_t in = d + (options.intercept ? 1 : 0);
-        add({T::kDense, in, K, 0, 1, 0, /*bias=*/false}, {K});
-        break;
-      }
-      case NetworkArchitecture::kMlp: {
-        std::int64_t in = d;
-        for (Index width : options.hidden) {
-          add({T::kDense, in, width}, {width});
-          add({T::kTanh}, {width});
-          in = width;
-        }
-        add({T::kDense, in, K}, {K});
-        break;
-      }
-      case NetworkArchitecture::kCnn: {
-        side = std::llround(std::sqrt(static_cast<double>(d)));
-        if (side * side != d)
-          throw std::invalid_argument("cnn: the input must be a square single-channel image, but d = " +
-                                      std::to_string(d) + " is not a square (use pca 0 and scale none on image data)");
-        auto conv_side = [](std::int64_t s, std::int64_t k, std::int64_t stride, std::int64_t pad) {
-          return (s + 2 * pad - k) / stride + 1;
-        };
-        const std::int64_t s1 = conv_side(side, 8, 2, 2), s2 = s1 - 1, s3 = conv_side(s2, 4, 2, 0), s4 = s3 - 1;
-        if (s1 < 1 || s2 < 1 || s3 < 1 || s4 < 1)
-          throw std::invalid_argument("cnn: images of side " + std::to_string(side) +
-                                      " are too small for the ConvNet (side >= 16 needed)");
-        add({T::kConv, 1, 16, 8, 2, 2}, {16, s1, s1});
-        add({T::kTanh}, {16, s1, s1});
-        add({T::kAvgPool, 0, 0, 2, 1, 0}, {16, s2, s2});
-        add({T::kConv, 16, 32, 4, 2, 0}, {32, s3, s3});
-        add({T::kTanh}, {32, s3, s3});
-        add({T::kAvgPool, 0, 0, 2, 1, 0}, {32, s4, s4});
-        add({T::kFlatten}, {32 * s4 * s4});
-        add({T::kDense, 32 * s4 * s4, 32}, {32});
-        add({T::kTanh}, {32});
-        add({T::kDense, 32, K}, {K});
-        break;
-      }
-    }
-  }
-
+  /// The logits of a batch x (B x d), recording what per-example gradients need.
   ForwardPass forward(const Tensor& w, const Tensor& x) const {
-    using T = Layer::Type;
     const std::int64_t B = x.size(0);
     ForwardPass pass;
-    Tensor a = x;
-    if (options.architecture == NetworkArchitecture::kCnn) a = x.reshape({B, 1, side, side});
-    if (options.intercept) a = at::cat({at::ones({B, 1}, kDouble), x}, 1);
-    for (const Layer& layer : layers) {
-      switch (layer.type) {
-        case T::kDense: {
-          const Tensor W = w.narrow(0, layer.offset, layer.weight_size()).view({layer.out, layer.in});
+    Tensor a = options.intercept ? at::cat({at::ones({B, 1}, kDouble), x}, 1) : x;
+    if (plan.input_shape.size() == 3) a = a.reshape({B, plan.input_shape[0], plan.input_shape[1], plan.input_shape[2]});
+    for (const PlannedLayer& layer : plan.layers) {
+      const LayerSpec& s = layer.spec;
+      switch (s.kind) {
+        case LayerKind::kDense: {
+          const Tensor W = w.narrow(0, layer.offset, layer.weight_size()).view({s.out, layer.in});
           Tensor z = at::matmul(a, W.t());
-          if (layer.bias) z = z + w.narrow(0, layer.offset + layer.weight_size(), layer.out);
+          if (s.bias) z = z + w.narrow(0, layer.offset + layer.weight_size(), s.out);
           pass.inputs.push_back(a);
           pass.preactivations.push_back(z);
           a = z;
           break;
         }
-        case T::kConv: {
-          const Tensor patches = at::im2col(a, {layer.kernel, layer.kernel}, {1, 1}, {layer.padding, layer.padding},
-                                            {layer.stride, layer.stride});  // B x in k^2 x L
-          const Tensor W = w.narrow(0, layer.offset, layer.weight_size()).view({layer.out, layer.fan_in()});
+        case LayerKind::kConv: {
+          const Tensor patches = at::im2col(a, {s.kernel_h, s.kernel_w}, {1, 1}, {s.padding_h, s.padding_w},
+                                            {s.stride_h, s.stride_w});  // B x in kh kw x L
+          const Tensor W = w.narrow(0, layer.offset, layer.weight_size()).view({s.out, layer.fan_in()});
           // (B L x in k^2) times (in k^2 x out) as one GEMM, rather than B small ones.
           Tensor z = at::matmul(patches.transpose(1, 2), W.t()).transpose(1, 2);  // B x out x L
-          if (layer.bias) z = z + w.narrow(0, layer.offset + layer.weight_size(), layer.out).view({1, layer.out, 1});
+          if (s.bias) z = z + w.narrow(0, layer.offset + layer.weight_size(), s.out).view({1, s.out, 1});
           pass.inputs.push_back(patches);
           pass.preactivations.push_back(z);
-          a = z.view({B, layer.out, layer.output_shape[1], layer.output_shape[2]});
+          a = z.view({B, s.out, layer.output_shape[1], layer.output_shape[2]});
           break;
         }
-        case T::kTanh: a = at::tanh(a); break;
-        case T::kAvgPool: a = at::avg_pool2d(a, {layer.kernel, layer.kernel}, {layer.stride, layer.stride}); break;
-        case T::kFlatten: a = a.reshape({B, -1}); break;
+        case LayerKind::kAvgPool:
+          a = at::avg_pool2d(a, {s.kernel_h, s.kernel_w}, {s.stride_h, s.stride_w}, {s.padding_h, s.padding_w},
+                             /*ceil_mode=*/false, /*count_include_pad=*/true);
+          break;
+        case LayerKind::kFlatten: a = a.reshape({B, -1}); break;
+        default: a = activation(s, a); break;
       }
     }
     pass.logits = a;
@@ -419,9 +366,6 @@ struct TorchNetwork final : NetworkBackend {
                          const NetworkAccountingRequest& request, std::uint64_t seed, Index first,
                          NetworkBatchAccounting& result) const;
 
-  Index parameter_count() const override { return p; }
-  std::string describe() const override;
-  VectorXd initial_parameters(std::mt19937_64& rng) const override;
   MatrixXd logits(const VectorXd& w, const RowMatrix& X) const override;
   MatrixXd gradients(const VectorXd& w, const RowMatrix& X, const VectorXd& y) const override;
   MatrixXd clipped_gradients(const VectorXd& w, const RowMatrix& X, const VectorXd& y, double clip_norm) const override;
@@ -542,12 +486,12 @@ ClippedGradients TorchNetwork::per_example_gradients(const Tensor& w, const Tens
   ClippedGradients g;
   g.x = x;
   std::size_t l = 0;
-  for (const Layer& layer : layers) {
-    if (!layer.has_parameters()) continue;
+  for (const PlannedLayer& layer : plan.layers) {
+    if (!layer.spec.has_parameters()) continue;
     GradientBlock block;
-    block.conv = layer.type == Layer::Type::kConv;
-    block.bias = layer.bias;
-    block.out = layer.out;
+    block.conv = layer.spec.kind == LayerKind::kConv;
+    block.bias = layer.spec.bias;
+    block.out = layer.spec.out;
     block.in = layer.fan_in();
     block.delta = dz[l].detach();
     block.input = pass.inputs[l].detach();
@@ -584,7 +528,7 @@ ClippedGradients TorchNetwork::per_example_gradients(const Tensor& w, const Tens
 VectorXd TorchNetwork::account_piece(const Tensor& w, const Tensor& x_data, const Tensor& labels, double C,
                                      const NetworkAccountingRequest& request, std::uint64_t seed, Index first,
                                      NetworkBatchAccounting& result) const {
-  const std::int64_t B = x_data.size(0);
+  const std::int64_t B = x_data.size(0), d = x_data.size(1);
   const Tensor x = x_data.detach().requires_grad_(true);
   ClippedGradients clipped = per_example_gradients(w, x, labels, C, /*create_graph=*/true);
   VectorXd clipped_sum = to_vector(clipped.batch_sum());
@@ -640,40 +584,10 @@ VectorXd TorchNetwork::account_piece(const Tensor& w, const Tensor& x_data, cons
   return clipped_sum;
 }
 
-std::string TorchNetwork::describe() const {
-  static const char* kNames[] = {"dense", "conv", "tanh", "avgpool", "flatten"};
-  std::ostringstream out;
-  for (const Layer& layer : layers) {
-    out << kNames[static_cast<int>(layer.type)];
-    if (layer.type == Layer::Type::kConv || layer.type == Layer::Type::kAvgPool)
-      out << " " << layer.kernel << "x" << layer.kernel << " stride " << layer.stride;
-    if (layer.padding > 0) out << " pad " << layer.padding;
-    out << " -> [";
-    for (std::size_t i = 0; i < layer.output_shape.size(); ++i) out << (i ? "x" : "") << layer.output_shape[i];
-    out << "]";
-    if (layer.has_parameters()) out << ", " << layer.parameter_count() << " parameters";
-    out << "\n";
-  }
-  out << "total " << p << " parameters\n";
-  return out.str();
-}
-
-VectorXd TorchNetwork::initial_parameters(std::mt19937_64& rng) const {
-  VectorXd w = VectorXd::Zero(p);
-  if (options.architecture == NetworkArchitecture::kSoftmax) return w;
-  for (const Layer& layer : layers) {
-    if (!layer.has_parameters()) continue;
-    const double bound = 1.0 / std::sqrt(static_cast<double>(layer.fan_in()));
-    std::uniform_real_distribution<double> uniform(-bound, bound);
-    for (std::int64_t i = 0; i < layer.parameter_count(); ++i) w(layer.offset + i) = uniform(rng);
-  }
-  return w;
-}
-
 MatrixXd TorchNetwork::logits(const VectorXd& w, const RowMatrix& X) const {
   at::NoGradGuard no_grad;
   const Tensor weights = to_tensor(w);
-  MatrixXd scores(X.rows(), K);
+  MatrixXd scores(X.rows(), plan.layers.back().output_shape[0]);
   constexpr Index kRows = 2000;
   for (Index start = 0; start < X.rows(); start += kRows) {
     const Index rows = std::min(kRows, X.rows() - start);
@@ -759,12 +673,11 @@ extern "C" __attribute__((visibility("default"))) int filkit_network_backend_abi
 }
 
 extern "C" __attribute__((visibility("default"))) filkit::NetworkBackend* filkit_create_network_backend(
-    const filkit::NetworkOptions& options, filkit::Index input_dim, filkit::Index num_classes) {
+    const filkit::NetworkPlan& plan, const filkit::NetworkOptions& options) {
   auto network = std::make_unique<filkit::TorchNetwork>();
   network->options = options;
-  network->d = input_dim;
-  network->K = num_classes;
-  network->build();
+  network->plan = plan;
+  network->p = plan.parameter_count;
   // LibTorch's own thread pool follows OpenMP's setting (--threads).
   at::set_num_threads(omp_get_max_threads());
   return network.release();

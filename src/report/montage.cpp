@@ -1,0 +1,166 @@
+// The examples' images in the report: the run's training images re-loaded as its summary records
+// them, and each image as the red, green and blue pixels gnuplot draws.
+#include "filkit/base/options.hpp"
+#include "filkit/data/load.hpp"
+#include "filkit/data/pipeline.hpp"
+#include "report/report_internal.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+#include <stdexcept>
+
+namespace filkit::report {
+
+namespace {
+
+// The image shape the summary records for the loaded data (preprocessing.input_image, written by
+// Preprocessor::to_json): nullopt if the summary predates it; an empty shape (all zero) if it
+// records null, i.e. a table. Throws std::invalid_argument when the record is malformed.
+std::optional<ImageShape> recorded_image_shape(const nlohmann::json& summary) {
+  const auto preprocessing = summary.find("preprocessing");
+  if (preprocessing == summary.end() || !preprocessing->is_object()) return std::nullopt;
+  const auto record = preprocessing->find("input_image");
+  if (record == preprocessing->end()) return std::nullopt;
+  if (record->is_null()) return ImageShape{0, 0, 0};
+  // Each dimension at most 2^20: a real image's, and C*H*W cannot overflow.
+  const auto dimension = [](const nlohmann::json& value) {
+    return value.is_number_integer() && value.get<std::int64_t>() >= 1 && value.get<std::int64_t>() <= (1 << 20);
+  };
+  if (!record->is_array() || record->size() != 3 || !std::all_of(record->begin(), record->end(), dimension))
+    throw std::invalid_argument("the summary's preprocessing.input_image is " + record->dump() +
+                                ", not [channels, height, width] of integers in 1..1048576");
+  const auto at = [&](std::size_t k) { return static_cast<Index>((*record)[k].get<std::int64_t>()); };
+  return ImageShape{at(0), at(1), at(2)};
+}
+
+// The training split exactly as the job loaded it (its settings read back field by field), before
+// any preprocessing: the montage shows the examples, not their scaled or projected features.
+Dataset reload_training_split(const nlohmann::json& summary, const nlohmann::json& settings) {
+  DataPipelineOptions pipeline;
+  options_from_settings(settings, pipeline);
+  std::uint64_t seed = 0;
+  if (const auto found = summary.find("seed"); found != summary.end()) option_from_json("seed", *found, seed);
+  return load_dataset(pipeline.data_options(seed)).train;
+}
+
+}  // namespace
+
+std::optional<RunImages> run_training_images(const nlohmann::json& summary, std::size_t rows, std::string& why_not) {
+  const nlohmann::json settings = summary.value("settings", nlohmann::json::object());
+  if (!settings.is_object() || !settings.contains("data") || !settings["data"].is_string()) {
+    why_not = "the summary has no settings.data";
+    return std::nullopt;
+  }
+  const std::string data = settings["data"].get<std::string>();
+  std::optional<ImageShape> recorded;
+  try {
+    recorded = recorded_image_shape(summary);
+  } catch (const std::invalid_argument& error) {
+    why_not = error.what();
+    return std::nullopt;
+  }
+  const std::string extension = std::filesystem::path(data).extension().string();
+  if ((recorded && recorded->size() == 0) || extension == ".csv" || extension == ".arff") {
+    why_not = data + " is a table, not images" +
+              (recorded && recorded->size() == 0 ? " (the summary records no image shape)" : "");
+    return std::nullopt;
+  }
+  if (recorded) {
+    // The recorded shape against the recorded row length, before the work of re-loading.
+    const auto dimension = number_at(summary, "preprocessing.input_dimension");
+    if (dimension && *dimension != static_cast<double>(recorded->size())) {
+      why_not = "the summary records images of " + to_string(*recorded) + " (" + std::to_string(recorded->size()) +
+                " values) but rows of " + format_number(*dimension) + " values (preprocessing.input_dimension)";
+      return std::nullopt;
+    }
+    if (const std::string problem = montage_problem(*recorded, recorded->size()); !problem.empty()) {
+      why_not = problem;
+      return std::nullopt;
+    }
+  }
+  Dataset train;
+  try {
+    train = reload_training_split(summary, settings);
+  } catch (const std::exception& error) {
+    why_not = "cannot re-load " + data + ": " + error.what();
+    return std::nullopt;
+  }
+  if (!train.image) {
+    why_not = data + " re-loads a table of " + std::to_string(train.d()) + " columns, not images";
+    return std::nullopt;
+  }
+  if (recorded && *recorded != *train.image) {
+    why_not = "the summary records images of " + to_string(*recorded) + " but " + data + " re-loads images of " +
+              to_string(*train.image) + " (the data changed since the run?)";
+    return std::nullopt;
+  }
+  if (static_cast<std::size_t>(train.n()) != rows) {
+    why_not = data + " re-loads " + std::to_string(train.n()) + " training rows but the table has " +
+              std::to_string(rows);
+    return std::nullopt;
+  }
+  if (const std::string problem = montage_problem(*train.image, train.d()); !problem.empty()) {
+    why_not = problem;
+    return std::nullopt;
+  }
+  return RunImages{std::move(train.X), *train.image};
+}
+
+std::string montage_problem(const ImageShape& shape, Index columns) {
+  if (shape.channels < 1 || shape.height < 1 || shape.width < 1)
+    return "the image shape " + to_string(shape) + " has a dimension below 1";
+  if (shape.size() != columns)
+    return "images of " + to_string(shape) + " fill " + std::to_string(shape.size()) + " values, but the rows hold " +
+           std::to_string(columns);
+  if (shape.channels != 1 && shape.channels != 3)
+    return "images of " + std::to_string(shape.channels) + " channels (" + to_string(shape) +
+           "): only grey (1 channel) or red, green, blue (3) can be drawn";
+  return "";
+}
+
+DisplayRange display_range(const RowMatrix& images) {
+  if (images.size() == 0) return {};
+  return {images.minCoeff(), images.maxCoeff()};
+}
+
+RgbImage display_image(const RowMatrix& images, Index row, const ImageShape& shape, const DisplayRange& range) {
+  if (const std::string problem = montage_problem(shape, images.cols()); !problem.empty())
+    throw std::invalid_argument("display_image: " + problem);
+  if (row < 0 || row >= images.rows())
+    throw std::invalid_argument("display_image: row " + std::to_string(row) + " is outside 0.." +
+                                std::to_string(images.rows() - 1));
+  // Halves, not hi - lo: finite for any two finite values (the loaders allow +-1e150 only, but
+  // the map should not depend on that).
+  const double half_span = range.hi / 2 - range.lo / 2;
+  const auto intensity = [&](double value) -> std::uint8_t {
+    if (!(half_span > 0)) return 128;
+    const double scaled = std::round(255.0 * (value / 2 - range.lo / 2) / half_span);
+    return static_cast<std::uint8_t>(std::clamp(scaled, 0.0, 255.0));  // NaN cannot reach here: loaders refuse it
+  };
+  const Index plane = shape.height * shape.width;
+  RgbImage image{shape.height, shape.width, std::vector<std::array<std::uint8_t, 3>>(static_cast<std::size_t>(plane))};
+  for (Index p = 0; p < plane; ++p)
+    for (Index c = 0; c < 3; ++c)
+      image.pixels[static_cast<std::size_t>(p)][static_cast<std::size_t>(c)] =
+          intensity(images(row, (shape.channels == 1 ? 0 : c) * plane + p));
+  return image;
+}
+
+std::string rgbimage_data(const RgbImage& image) {
+  std::string text;
+  text.reserve(static_cast<std::size_t>(image.height * image.width) * 16);
+  char line[64];
+  for (Index h = 0; h < image.height; ++h)
+    for (Index w = 0; w < image.width; ++w) {
+      const auto& [r, g, b] = image.at(h, w);
+      std::snprintf(line, sizeof line, "%lld %lld %d %d %d\n", static_cast<long long>(w), static_cast<long long>(h), r, g,
+                    b);
+      text += line;
+    }
+  return text;
+}
+
+}  // namespace filkit::report
