@@ -2,6 +2,9 @@
 # Installs everything filkit needs on Debian 12 (as root) and builds it in Release. clang, its
 # sanitizer and libFuzzer runtimes (libclang-rt-dev), its OpenMP (libomp-dev) and llvm-symbolizer
 # (llvm) are for the sanitizer build and the fuzzers (scripts/asan-build.sh, scripts/fuzz.sh).
+# OpenBLAS (libopenblas0-openmp) becomes libblas.so.3 through Debian's alternatives, for LibTorch
+# and so the networks: the reference BLAS halves their speed. python3-torch is for the network
+# throughput benchmark's PyTorch reference (bench/network_throughput.py).
 # Idempotent: packages already present are not reinstalled, an existing build is updated.
 #   bash scripts/setup.sh [TARGET...]   build only these CMake targets (default: all, with the tests);
 #                                       run-default.sh builds just the filkit executable and the
@@ -18,8 +21,8 @@ APT_PACKAGES=(
   ccache
   clang libclang-rt-dev libomp-dev llvm
   libgtest-dev libgmock-dev libbenchmark-dev
-  libtorch-dev
-  python3-numpy python3-pybind11 python3-pytest python3-dev
+  libtorch-dev libopenblas0-openmp
+  python3-numpy python3-pybind11 python3-pytest python3-dev python3-torch
   dataset-fashion-mnist
   gnuplot-nox chromium fonts-dejavu-core
   r-base-core r-cran-kernlab weka

@@ -21,6 +21,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 namespace filkit {
 namespace {
@@ -216,6 +217,27 @@ TEST_P(EveryArchitecture, BatchedAccountingEqualsOneExampleAtATime) {
   }
 }
 
+TEST(NetworkAccounting, ResultsAreTheSameBitsOnAnyNumberOfThreads) {
+  // A chunk's pieces run on separate threads, each piece single-threaded, so nothing is summed in
+  // an order that follows the thread count.
+  REQUIRE_TORCH();
+  Fixture f = fixture(NetworkArchitecture::kCnn, 60);
+  NetworkOptions options = f.network.options();
+  options.chunk = 60;  // three pieces of 20
+  const Network network(options, f.network.input_dim(), f.network.num_classes());
+  const NetworkAccountingRequest gaussian{TraceMethod::kGaussian, SpectralMethod::kNone, 2, 1};
+  testing::expect_same_for_any_thread_count(
+      [&] {
+        const NetworkBatchAccounting a = network.account_batch(f.w, f.X, f.y, 0.3, gaussian, 5);
+        return std::make_tuple(a.clipped_sum, a.trace, network.clipped_gradients(f.w, f.X, f.y, 0.3));
+      },
+      [](const auto& one, const auto& more) {
+        EXPECT_TRUE(testing::same_bits(std::get<0>(one), std::get<0>(more)));
+        EXPECT_TRUE(testing::same_bits(std::get<1>(one), std::get<1>(more)));
+        EXPECT_TRUE(testing::same_bits(std::get<2>(one), std::get<2>(more)));
+      });
+}
+
 /// G of one example, column by column from central differences of the clipped gradient.
 MatrixXd finite_difference_jacobian(const Network& network, const VectorXd& w, const RowMatrix& x, double y, double C) {
   const double h = 1e-5;
@@ -253,6 +275,36 @@ TEST(NetworkAccounting, ExactAndEstimatedTraceAndSpectralNormAgreeWithTheDenseJa
     // while a wrong scale (a missing factor d, or a square root) is off by far more.
     EXPECT_NEAR(c.trace(b), trace, 0.15 * trace);
     EXPECT_NEAR(g.trace(b), trace, 0.15 * trace);
+  }
+}
+
+TEST(NetworkAccounting, OneGaussianProbeIsUnbiasedWithTheVarianceOfAGaussianQuadraticForm) {
+  // ||G^T u||^2 with u ~ N(0, I_p) has mean Tr(G^T G) and variance 2 ||G^T G||_F^2. The probes of a
+  // dense layer are drawn from the joint law of (U a, U^T delta), not as a whole U, and those of a
+  // convolution whole: both must keep this law. Copies of one example at different positions of a
+  // batch draw independent probes.
+  REQUIRE_TORCH();
+  constexpr Index kCopies = 1000;
+  for (NetworkArchitecture architecture : {NetworkArchitecture::kMlp, NetworkArchitecture::kCnn}) {
+    const Fixture f = fixture(architecture, 2);
+    NetworkOptions options = f.network.options();
+    options.chunk = kCopies;
+    const Network network(options, f.network.input_dim(), f.network.num_classes());
+    const double C = 0.3;
+    const NetworkAccountingRequest gaussian{TraceMethod::kGaussian, SpectralMethod::kNone, 1, 1};
+    for (Index b = 0; b < f.X.rows(); ++b) {
+      const MatrixXd G = finite_difference_jacobian(f.network, f.w, f.X.row(b), f.y(b), C);
+      const double trace = G.squaredNorm(), variance = 2.0 * (G.transpose() * G).squaredNorm();
+      const RowMatrix X = f.X.row(b).replicate(kCopies, 1);
+      const VectorXd estimates =
+          network.account_batch(f.w, X, VectorXd::Constant(kCopies, f.y(b)), C, gaussian, 17 + b).trace;
+      const double mean = estimates.mean();
+      const double sample_variance = (estimates.array() - mean).square().sum() / (kCopies - 1);
+      EXPECT_NEAR(mean, trace, 4.0 * std::sqrt(variance / kCopies)) << to_string(architecture) << " example " << b;
+      // The sample variance's relative sd is sqrt((kurtosis - 1) / n) <= sqrt(14 / n) = 12 %.
+      EXPECT_NEAR(sample_variance, variance, 0.35 * variance) << to_string(architecture) << " example " << b;
+      EXPECT_GT((estimates.array() - estimates(0)).abs().maxCoeff(), 0.0);  // not one probe repeated
+    }
   }
 }
 

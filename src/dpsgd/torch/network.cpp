@@ -6,12 +6,13 @@
 #include "dpsgd/network_backend.hpp"
 
 #include "base/seeding.hpp"
+#include "base/splitmix_stream.hpp"
 
 #include <ATen/ATen.h>
-#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
 #include <torch/csrc/autograd/autograd.h>
 
+#include <malloc.h>
 #include <omp.h>
 
 #include <cmath>
@@ -55,69 +56,234 @@ VectorXd to_vector(const Tensor& t) {
   return v;
 }
 
-/// Gradients of `output` (a scalar) about `input`; zeros where `input` does not reach it.
-Tensor gradient_of(const Tensor& output, const Tensor& input, bool create_graph = false) {
-  const Tensor g = torch::autograd::grad({output}, {input}, {}, /*retain_graph=*/true, create_graph,
+/// Gradients of sum_i <outputs_i, cotangents_i> about `input`; zeros where `input` does not reach them.
+Tensor gradient_of(const std::vector<Tensor>& outputs, const std::vector<Tensor>& cotangents, const Tensor& input,
+                   bool create_graph = false) {
+  const Tensor g = torch::autograd::grad(outputs, {input}, cotangents, /*retain_graph=*/true, create_graph,
                                          /*allow_unused=*/true)[0];
   return g.defined() ? g : at::zeros_like(input);
 }
 
-/// Rows b of one weight's or bias's per-example gradients: stored (B x size), or, for a dense
-/// layer's weight, as the outer products left_b right_b^T (B x out and B x in) that are never
-/// formed. On a CPU the elementwise work on B x p tensors, not the network, dominates the cost, so
-/// norms (||l||^2 ||r||^2), inner products (l^T U r) and batch sums (L^T R) use the factors.
-struct GradientBlock {
-  Tensor block, left, right;
+/// glibc hands every freed block above 128 kB back to the system (raising that bound adaptively
+/// only up to the block sizes it has seen freed), so a step's temporaries of a few MB, allocated
+/// and freed dozens of times, are faulted in and zeroed anew each time: a fifth of a step. Keeping
+/// blocks below 32 MB, and up to 128 MB of free memory, in the heap avoids that. Process-wide, set
+/// once when the plugin loads (what a well-tuned PyTorch in the same process then enjoys too).
+const bool kMallocTuned = mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1 && mallopt(M_TRIM_THRESHOLD, 128 << 20) == 1;
 
-  std::int64_t size() const { return block.defined() ? block.size(1) : left.size(1) * right.size(1); }
-  Tensor materialize() const {
-    return block.defined() ? block : at::bmm(left.unsqueeze(2), right.unsqueeze(1)).reshape({left.size(0), size()});
-  }
+/// B x (everything else): LibTorch 1.13 broadcasts a B x 1 factor over B x n quickly, over
+/// B x m x n ten times slower.
+Tensor flat_rows(const Tensor& t) { return t.reshape({t.size(0), -1}); }
+
+/// out_b = A_b B_b for every example b (A: B x m x k, B: B x k x n, any strides), the examples
+/// split across LibTorch's threads, since at::bmm multiplies them one after another on one thread
+/// (inside a piece, see pieces_of, everything runs on the piece's thread anyway). Values only: no
+/// graph is recorded.
+Tensor batched_matmul(const Tensor& A, const Tensor& B) {
+  const Tensor a = A.detach(), b = B.detach();
+  Tensor product = at::empty({a.size(0), a.size(1), b.size(2)}, kDouble);
+  at::parallel_for(0, a.size(0), 1, [&](std::int64_t begin, std::int64_t end) {
+    Tensor slice = product.slice(0, begin, end);
+    at::bmm_out(slice, a.slice(0, begin, end), b.slice(0, begin, end));
+  });
+  return product;
+}
+
+/// One parameter layer's per-example gradients, from the two factors that one backward pass of
+/// the summed loss gives for the whole batch: delta = dL/dz (dense: B x out; conv: B x out x L),
+/// whose row b is example b's own since its loss depends only on its own row, and the layer's input
+/// (dense: B x in; conv: the unfolded patches, B x in k^2 x L). Example b's weight gradient is
+/// delta_b input_b^T (for a convolution a sum over the L positions), its bias gradient delta_b
+/// (summed over L). Dense weight gradients are never formed: their norms ||delta||^2 ||a||^2, inner
+/// products delta^T U a and batch sum (f delta)^T A come from the factors; convolution weight
+/// gradients are formed once, for their norms. Values only (the graph is ClippedGradients').
+struct GradientBlock {
+  bool conv = false, bias = false;
+  std::int64_t out = 0, in = 0;  // in: in k^2 for a convolution
+  Tensor delta, input;
+  Tensor weight;         // conv: B x out x in
+  Tensor bias_gradient;  // B x out
+
+  std::int64_t weight_size() const { return out * in; }
+  std::int64_t size() const { return weight_size() + (bias ? out : 0); }
   Tensor squared_norms() const {  // B
-    return block.defined() ? block.pow(2).sum(1) : left.pow(2).sum(1) * right.pow(2).sum(1);
-  }
-  Tensor inner_products(const Tensor& U) const {  // B: <row b, U row b>, U B x size
-    if (block.defined()) return (block * U).sum(1);
-    const Tensor Ur = at::bmm(U.reshape({left.size(0), left.size(1), right.size(1)}), right.unsqueeze(2));
-    return (left * Ur.squeeze(2)).sum(1);
-  }
-  Tensor weighted_sum(const Tensor& weights) const {  // size: sum_b weights_b row_b
-    if (block.defined()) return at::mv(block.t(), weights);
-    return at::mm((left * weights.unsqueeze(1)).t(), right).reshape({-1});
+    if (!conv) return delta.pow(2).sum(1) * (input.pow(2).sum(1) + (bias ? 1.0 : 0.0));
+    const Tensor weights = flat_rows(weight).pow(2).sum(1);
+    return bias ? weights + bias_gradient.pow(2).sum(1) : weights;
   }
 };
 
-/// Per-example gradients g_b (B x p as blocks in parameter order) and their clipped versions
-/// g~_b = factor_b g_b.
+/// What a product G^T U needs of a probe U (B x p), block by block: a convolution's weight rows
+/// (B x out x in), of a dense layer's only U a (B x out) and U^T delta (B x in), and the bias rows.
+struct BlockProbe {
+  Tensor weight;
+  Tensor times_input, transposed_times_delta;
+  Tensor bias;
+};
+
+/// Per-example gradients g_b (blocks in parameter order) and their clipped versions
+/// g~_b = f_b g_b, f_b = f(||g_b||), with products with G_b = d g~_b / d x_b for every example at
+/// once. g~ depends on x only through the records R = (delta, input) of every block, so
+///   G^T U = J_R^T c(U): the cotangents c = dR of sum_b <g~_b, U_b> by hand (batched products, no
+///          graph), then one reverse pass through the kept graph of R (forward and backward pass);
+///   G V   = T(J_R V):   J_R V by the double-backward trick on R (dummy cotangents c, H = J_R^T c
+///          kept with its graph, J_R V = d <H, V> / dc), then the tangent T of g~ by hand;
+/// with dg~ = f dg + f'(||g||) <g, dg> / ||g|| g (clipped_gradient.hpp; docs/mathematics.md,
+/// section 7.9).
 struct ClippedGradients {
   std::vector<GradientBlock> blocks;
-  Tensor factor;  // B
+  Tensor factor;  // B: f_b
+  Tensor slope;   // B: f'(||g_b||) / ||g_b||, 0 when unclipped
+  Tensor x;       // the input (requires grad): B x d
+  std::vector<Tensor> records;  // delta and input of every block as functions of x (with create_graph)
 
-  /// sum_b <g~_b, U_b> for U (B x p).
-  Tensor contract(const Tensor& U) const {
-    Tensor inner = at::zeros({factor.size(0)}, kDouble);
-    std::int64_t offset = 0;
-    for (const GradientBlock& block : blocks) {
-      inner = inner + block.inner_products(U.narrow(1, offset, block.size()));
-      offset += block.size();
-    }
-    return (factor * inner).sum();
+  std::int64_t rows() const { return factor.size(0); }
+  std::int64_t size() const {
+    std::int64_t p = 0;
+    for (const GradientBlock& block : blocks) p += block.size();
+    return p;
   }
-  /// sum_b g~_b (p), detached.
-  Tensor batch_sum() const {
-    std::vector<Tensor> sums;
-    const Tensor f = factor.detach();
-    for (const GradientBlock& block : blocks) sums.push_back(block.weighted_sum(f).detach());
-    return at::cat(sums);
-  }
-  /// g~ (B x p) or, unclipped, g.
+  /// sum_b g~_b (p).
+  Tensor batch_sum() const;
+  /// g~ (B x p) or, unclipped, g, into g.
+  void materialize(Tensor& g, bool clipped = true) const;
   Tensor materialize(bool clipped = true) const {
-    std::vector<Tensor> parts;
-    for (const GradientBlock& block : blocks) parts.push_back(block.materialize());
-    const Tensor g = at::cat(parts, 1);
-    return clipped ? g * factor.unsqueeze(1) : g;
+    Tensor g = at::empty({rows(), size()}, kDouble);
+    materialize(g, clipped);
+    return g;
   }
+  /// What G^T U needs of U (B x p).
+  std::vector<BlockProbe> probe_of(const Tensor& U) const;
+  /// Row b: G_b^T U_b (B x d).
+  Tensor vector_jacobian_products(const std::vector<BlockProbe>& probe) const;
+  Tensor vector_jacobian_products(const Tensor& U) const { return vector_jacobian_products(probe_of(U)); }
+  /// H = J_R^T c for the dummy cotangents c (B x d, with its graph), for jacobian_vector_products.
+  Tensor prepare_jacobian_vector_products();
+  /// Row b: G_b V_b (B x p) for the V of `directional` = <H, V> (any scalar linear in H).
+  Tensor jacobian_vector_products(const Tensor& directional) const;
+
+ private:
+  std::vector<Tensor> dummy_cotangents_;
+  Tensor unclipped_;  // g (B x p), for the JVPs' tangent map
 };
+
+Tensor ClippedGradients::batch_sum() const {
+  std::vector<Tensor> sums;
+  for (const GradientBlock& block : blocks) {
+    if (block.conv) sums.push_back(at::mv(block.weight.reshape({rows(), block.weight_size()}).t(), factor));
+    else sums.push_back(at::mm((block.delta * factor.unsqueeze(1)).t(), block.input).reshape({-1}));
+    if (block.bias) sums.push_back(at::mv(block.bias_gradient.t(), factor));
+  }
+  return at::cat(sums);
+}
+
+void ClippedGradients::materialize(Tensor& g, bool clipped) const {
+  const std::int64_t B = rows();
+  const Tensor f = clipped ? factor : at::ones({B}, kDouble);
+  std::int64_t offset = 0;
+  for (const GradientBlock& block : blocks) {
+    Tensor weight = g.narrow(1, offset, block.weight_size());
+    if (block.conv) {
+      at::mul_out(weight, flat_rows(block.weight), f.unsqueeze(1));
+    } else {
+      Tensor outer_products = weight.view({B, block.out, block.in});
+      at::mul_out(outer_products, (block.delta * f.unsqueeze(1)).unsqueeze(2), block.input.unsqueeze(1));
+    }
+    if (block.bias) {
+      Tensor bias = g.narrow(1, offset + block.weight_size(), block.out);
+      at::mul_out(bias, block.bias_gradient, f.unsqueeze(1));
+    }
+    offset += block.size();
+  }
+}
+
+std::vector<BlockProbe> ClippedGradients::probe_of(const Tensor& U) const {
+  const std::int64_t B = rows();
+  std::vector<BlockProbe> probe;
+  std::int64_t offset = 0;
+  for (const GradientBlock& block : blocks) {
+    BlockProbe part;
+    const Tensor weight = U.narrow(1, offset, block.weight_size()).view({B, block.out, block.in});
+    if (block.conv) {
+      part.weight = weight;
+    } else {
+      part.times_input = batched_matmul(weight, block.input.unsqueeze(2)).squeeze(2);
+      part.transposed_times_delta = batched_matmul(weight.transpose(1, 2), block.delta.unsqueeze(2)).squeeze(2);
+    }
+    if (block.bias) part.bias = U.narrow(1, offset + block.weight_size(), block.out);
+    probe.push_back(part);
+    offset += block.size();
+  }
+  return probe;
+}
+
+/// Of every record, the derivative of the probe sum_b <g~_b, U_b>: with c_b = <g_b, U_b> the
+/// cotangent of g_b is U~_b = f_b U_b + beta_b g_b, beta_b = c_b f'(||g_b||) / ||g_b||, and of a
+/// block's weight gradient delta input^T: d delta = U~ input, d input = U~^T delta (dense: U~ never
+/// formed, U~ a = f U a + beta ||a||^2 delta, U~^T delta = f U^T delta + beta ||delta||^2 a).
+Tensor ClippedGradients::vector_jacobian_products(const std::vector<BlockProbe>& probe) const {
+  const std::int64_t B = rows();
+  auto per_row = [B](const Tensor& t) { return t.view({B, 1}); };
+  Tensor inner = at::zeros({B}, kDouble);
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    const GradientBlock& block = blocks[i];
+    if (block.conv) inner += (flat_rows(block.weight) * flat_rows(probe[i].weight)).sum(1);
+    else inner += (block.delta * probe[i].times_input).sum(1);
+    if (block.bias) inner += (block.bias_gradient * probe[i].bias).sum(1);
+  }
+  const Tensor beta = inner * slope;
+  std::vector<Tensor> cotangents;
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    const GradientBlock& block = blocks[i];
+    const BlockProbe& u = probe[i];
+    Tensor d_delta, d_input;
+    if (block.conv) {
+      const Tensor cotangent = (flat_rows(u.weight) * per_row(factor) + flat_rows(block.weight) * per_row(beta))
+                                   .view({B, block.out, block.in});
+      d_delta = batched_matmul(cotangent, block.input);
+      if (block.bias) d_delta += (u.bias * per_row(factor) + block.bias_gradient * per_row(beta)).unsqueeze(2);
+      d_input = batched_matmul(cotangent.transpose(1, 2), block.delta);
+    } else {
+      const Tensor input_norms = block.input.pow(2).sum(1) + (block.bias ? 1.0 : 0.0);
+      d_delta = (block.bias ? u.times_input + u.bias : u.times_input) * per_row(factor) +
+                block.delta * per_row(beta * input_norms);
+      d_input = u.transposed_times_delta * per_row(factor) + block.input * per_row(beta * block.delta.pow(2).sum(1));
+    }
+    cotangents.push_back(d_delta);
+    cotangents.push_back(d_input);
+  }
+  return gradient_of(records, cotangents, x);
+}
+
+Tensor ClippedGradients::prepare_jacobian_vector_products() {
+  dummy_cotangents_.clear();
+  for (const Tensor& record : records) dummy_cotangents_.push_back(at::zeros_like(record).requires_grad_(true));
+  unclipped_ = materialize(false);
+  return gradient_of(records, dummy_cotangents_, x, /*create_graph=*/true);
+}
+
+Tensor ClippedGradients::jacobian_vector_products(const Tensor& directional) const {
+  const std::vector<Tensor> tangents = torch::autograd::grad({directional}, dummy_cotangents_, {}, /*retain_graph=*/true,
+                                                             /*create_graph=*/false, /*allow_unused=*/true);
+  auto tangent = [&](std::size_t i) { return tangents[i].defined() ? tangents[i] : at::zeros_like(records[i]); };
+  const std::int64_t B = rows();
+  Tensor dg = at::empty({B, size()}, kDouble);
+  std::int64_t offset = 0;
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    const GradientBlock& block = blocks[i];
+    const Tensor d_delta = tangent(2 * i), d_input = tangent(2 * i + 1);
+    Tensor weight = dg.narrow(1, offset, block.weight_size()).view({B, block.out, block.in});
+    if (block.conv)
+      weight.copy_(batched_matmul(d_delta, block.input.transpose(1, 2)) +
+                   batched_matmul(block.delta, d_input.transpose(1, 2)));
+    else
+      weight.copy_(d_delta.unsqueeze(2) * block.input.unsqueeze(1) + block.delta.unsqueeze(2) * d_input.unsqueeze(1));
+    if (block.bias) dg.narrow(1, offset + block.weight_size(), block.out).copy_(block.conv ? d_delta.sum(2) : d_delta);
+    offset += block.size();
+  }
+  const Tensor inner = (unclipped_ * dg).sum(1);
+  return dg * factor.unsqueeze(1) + unclipped_ * (slope * inner).unsqueeze(1);
+}
 
 /// The records of one forward pass needed for per-example gradients: for every layer with
 /// parameters, its input (dense: B x in; conv: the unfolded patches, B x in k^2 x L) and its
@@ -186,44 +352,19 @@ struct TorchNetwork final : NetworkBackend {
     return pass;
   }
 
-  /// Per-example gradients of the cross-entropy as a differentiable function of x, and their
-  /// clip factors f_b = 1 / (GELU(||g_b||/C - 1) + 1), GELU in JAX's tanh form
-  /// (clipped_gradient.hpp); C <= 0 leaves them unclipped (f = 1).
+  /// Per-example gradients of the cross-entropy at x (requires grad) and their clip factors
+  /// f_b = 1 / (GELU(||g_b||/C - 1) + 1), GELU in JAX's tanh form (clipped_gradient.hpp); C <= 0
+  /// leaves them unclipped (f = 1). With create_graph, Jacobian products about x are available.
   ClippedGradients per_example_gradients(const Tensor& w, const Tensor& x, const Tensor& labels, double C,
-                                         bool create_graph) const {
-    const ForwardPass pass = forward(w, x);
-    const Tensor loss = -at::log_softmax(pass.logits, 1).gather(1, labels.view({-1, 1})).sum();
-    const std::vector<Tensor> dz = torch::autograd::grad({loss}, pass.preactivations, {}, true, create_graph);
-    ClippedGradients g;
-    std::size_t l = 0;
-    for (const PlannedLayer& layer : plan.layers) {
-      if (!layer.spec.has_parameters()) continue;
-      const Tensor& input = pass.inputs[l];
-      const Tensor& grad = dz[l];
-      ++l;
-      if (layer.spec.kind == LayerKind::kDense) {
-        g.blocks.push_back({Tensor(), grad, input});
-        if (layer.spec.bias) g.blocks.push_back({grad});
-      } else {
-        g.blocks.push_back({at::bmm(grad, input.transpose(1, 2)).reshape({x.size(0), layer.weight_size()})});
-        if (layer.spec.bias) g.blocks.push_back({grad.sum(2)});
-      }
-    }
-    if (C <= 0.0) {
-      g.factor = at::ones({x.size(0)}, kDouble);
-      return g;
-    }
-    Tensor squared_norm = at::zeros({x.size(0)}, kDouble);
-    for (const GradientBlock& block : g.blocks) squared_norm = squared_norm + block.squared_norms();
-    const Tensor t = at::sqrt(squared_norm) / C - 1.0;
-    const Tensor gelu = 0.5 * t * (1.0 + at::tanh(std::sqrt(2.0 / M_PI) * (t + 0.044715 * t * t * t)));
-    g.factor = 1.0 / (gelu + 1.0);
-    return g;
-  }
+                                         bool create_graph) const;
 
-  void account_chunk(const Tensor& w, const Tensor& x, const Tensor& labels, double C,
-                     const NetworkAccountingRequest& request, std::uint64_t seed, Index first,
-                     NetworkBatchAccounting& result) const;
+  /// Row b: the clipped (C > 0) or plain (C = 0) gradient of example b (B x p).
+  MatrixXd per_example_rows(const VectorXd& w, const RowMatrix& X, const VectorXd& y, double C) const;
+  /// Accounts the examples first, first + 1, ... of the batch in `result` (trace, spectral) and
+  /// returns their clipped sum.
+  VectorXd account_piece(const Tensor& w, const Tensor& x, const Tensor& labels, double C,
+                         const NetworkAccountingRequest& request, std::uint64_t seed, Index first,
+                         NetworkBatchAccounting& result) const;
 
   MatrixXd logits(const VectorXd& w, const RowMatrix& X) const override;
   MatrixXd gradients(const VectorXd& w, const RowMatrix& X, const VectorXd& y) const override;
@@ -236,58 +377,177 @@ struct TorchNetwork final : NetworkBackend {
                                        const NetworkAccountingRequest& request, std::uint64_t seed) const override;
 };
 
-/// One generator per example (seeded by its position in the batch), so that estimates do not
-/// depend on how the batch is cut into chunks.
-std::vector<at::Generator> example_generators(std::uint64_t seed, Index first, Index count) {
-  std::vector<at::Generator> generators;
-  for (Index b = 0; b < count; ++b)
-    generators.push_back(at::make_generator<at::CPUGeneratorImpl>(
-        splitmix64(seed ^ splitmix64(static_cast<std::uint64_t>(first + b)))));
-  return generators;
+/// Consecutive examples of a batch: the first and how many.
+struct Rows {
+  Index first, count;
+};
+
+/// A chunk cut into pieces of at most 25 examples, as equal as possible. The pieces of a chunk are
+/// differentiated concurrently, one piece on each of LibTorch's threads, each on one thread: the
+/// many small operations of a step (per-example products of a few thousand flops, elementwise work
+/// on a few hundred kB, per-example loops such as at::bmm's and im2col's) then never wait for a
+/// fork and join or for one thread, and the results do not depend on the number of threads. On one
+/// thread, pieces of 10 to 100 examples cost the same per example (the smaller fit the caches).
+std::vector<Rows> pieces_of(Rows chunk) {
+  constexpr Index kPieceRows = 25;
+  const Index count = (chunk.count + kPieceRows - 1) / kPieceRows;
+  std::vector<Rows> pieces;
+  Index first = chunk.first;
+  for (Index i = 0; i < count; ++i) {
+    const Index rows = chunk.count / count + (i < chunk.count % count ? 1 : 0);
+    pieces.push_back({first, rows});
+    first += rows;
+  }
+  return pieces;
 }
 
-Tensor gaussian_rows(std::vector<at::Generator>& generators, std::int64_t size) {
-  const Tensor rows = at::empty({static_cast<std::int64_t>(generators.size()), size}, kDouble);
+/// body(i, pieces[i]) for every piece, concurrently on LibTorch's threads; inside, LibTorch and
+/// OpenBLAS run single-threaded (they do not nest parallel regions).
+template <class Body>
+void for_each_piece(const std::vector<Rows>& pieces, const Body& body) {
+  at::parallel_for(0, static_cast<std::int64_t>(pieces.size()), 1, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) body(static_cast<std::size_t>(i), pieces[i]);
+  });
+}
+
+/// One stream per example, keyed by the seed and the example's position in the batch, so that
+/// estimates do not depend on how the batch is cut into chunks.
+std::vector<SplitMixStream> example_streams(std::uint64_t seed, Index first, Index count) {
+  std::vector<SplitMixStream> streams;
+  for (Index b = 0; b < count; ++b)
+    streams.emplace_back(splitmix64(seed ^ splitmix64(static_cast<std::uint64_t>(first + b))));
+  return streams;
+}
+
+/// Row b: `size` standard normals from stream b.
+Tensor gaussian_rows(std::vector<SplitMixStream>& streams, std::int64_t size) {
+  const Tensor rows = at::empty({static_cast<std::int64_t>(streams.size()), size}, kDouble);
+  double* data = rows.data_ptr<double>();
   at::parallel_for(0, rows.size(0), 1, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t b = begin; b < end; ++b) rows[b].normal_(0.0, 1.0, generators[b]);
+    for (std::int64_t b = begin; b < end; ++b)
+      for (std::int64_t i = 0; i < size; ++i) data[b * size + i] = streams[b].normal();
   });
   return rows;
 }
 
-Tensor coordinate_rows(std::vector<at::Generator>& generators, std::int64_t size) {
-  std::vector<Tensor> rows;
-  for (at::Generator& g : generators) rows.push_back(at::randint(size, {1}, g, at::TensorOptions().dtype(at::kLong)));
-  return at::stack(rows);  // B x 1
+/// Row b: one index uniform on {0, ..., size - 1} from stream b (B x 1).
+Tensor coordinate_rows(std::vector<SplitMixStream>& streams, std::int64_t size) {
+  Tensor rows = at::empty({static_cast<std::int64_t>(streams.size()), 1}, at::TensorOptions().dtype(at::kLong));
+  std::int64_t* data = rows.data_ptr<std::int64_t>();
+  for (std::size_t b = 0; b < streams.size(); ++b)
+    data[b] = static_cast<std::int64_t>(streams[b].below(static_cast<std::uint64_t>(size)));
+  return rows;
+}
+
+/// A probe U with rows u_b ~ N(0, I_p) from the examples' streams, as much of it as G^T U needs.
+/// A dense layer's U a and U^T delta are drawn from their joint law, given a and delta, from out +
+/// in normals instead of out x in: with a^ = a / ||a||, z ~ N(0, I_out), z' ~ N(0, I_in),
+///   U a = ||a|| z,   U^T delta = a^ (delta . z) + ||delta|| (I - a^ a^T) z'
+/// (U a^ and U (I - a^ a^T) are independent), so G^T U, and the trace estimate ||G^T U||^2, have
+/// the same distribution as with the whole U, at a third of the normals for the ConvNet.
+std::vector<BlockProbe> gaussian_probe(const ClippedGradients& clipped, std::vector<SplitMixStream>& streams) {
+  std::int64_t count = 0;
+  for (const GradientBlock& block : clipped.blocks)
+    count += (block.conv ? block.weight_size() : block.out + block.in) + (block.bias ? block.out : 0);
+  const Tensor normals = gaussian_rows(streams, count);
+  const std::int64_t B = normals.size(0);
+  auto next = [&, offset = std::int64_t{0}](std::int64_t size) mutable {
+    const Tensor part = normals.narrow(1, offset, size);
+    offset += size;
+    return part;
+  };
+  std::vector<BlockProbe> probe;
+  for (const GradientBlock& block : clipped.blocks) {
+    BlockProbe part;
+    if (block.conv) {
+      part.weight = next(block.weight_size()).view({B, block.out, block.in});
+    } else {
+      const Tensor z = next(block.out), z_prime = next(block.in);
+      const Tensor input_norm = block.input.norm(2, {1}, /*keepdim=*/true);
+      const Tensor direction = block.input / input_norm.clamp_min(1e-300);  // 0 where a = 0
+      part.times_input = input_norm * z;
+      part.transposed_times_delta =
+          direction * (block.delta * z).sum(1, /*keepdim=*/true) +
+          block.delta.norm(2, {1}, /*keepdim=*/true) * (z_prime - direction * (direction * z_prime).sum(1, true));
+    }
+    if (block.bias) part.bias = next(block.out);
+    probe.push_back(part);
+  }
+  return probe;
 }
 
 Tensor squared_row_norms(const Tensor& t) { return t.pow(2).sum(1); }
 
-void TorchNetwork::account_chunk(const Tensor& w, const Tensor& x_data, const Tensor& labels, double C,
-                                 const NetworkAccountingRequest& request, std::uint64_t seed, Index first,
-                                 NetworkBatchAccounting& result) const {
+ClippedGradients TorchNetwork::per_example_gradients(const Tensor& w, const Tensor& x, const Tensor& labels, double C,
+                                                     bool create_graph) const {
+  const ForwardPass pass = forward(w, x);
+  const Tensor loss = -at::log_softmax(pass.logits, 1).gather(1, labels.view({-1, 1})).sum();
+  const std::vector<Tensor> dz = torch::autograd::grad({loss}, pass.preactivations, {}, create_graph, create_graph);
+  ClippedGradients g;
+  g.x = x;
+  std::size_t l = 0;
+  for (const PlannedLayer& layer : plan.layers) {
+    if (!layer.spec.has_parameters()) continue;
+    GradientBlock block;
+    block.conv = layer.spec.kind == LayerKind::kConv;
+    block.bias = layer.spec.bias;
+    block.out = layer.spec.out;
+    block.in = layer.fan_in();
+    block.delta = dz[l].detach();
+    block.input = pass.inputs[l].detach();
+    if (block.conv) block.weight = batched_matmul(block.delta, block.input.transpose(1, 2));
+    if (block.bias) block.bias_gradient = block.conv ? block.delta.sum(2) : block.delta;
+    if (create_graph) {
+      g.records.push_back(dz[l]);
+      g.records.push_back(pass.inputs[l]);
+    }
+    g.blocks.push_back(std::move(block));
+    ++l;
+  }
+  const std::int64_t B = x.size(0);
+  if (C <= 0.0) {
+    g.factor = at::ones({B}, kDouble);
+    g.slope = at::zeros({B}, kDouble);
+    return g;
+  }
+  Tensor squared_norm = at::zeros({B}, kDouble);
+  for (const GradientBlock& block : g.blocks) squared_norm += block.squared_norms();
+  const Tensor norm = at::sqrt(squared_norm);
+  const Tensor t = norm / C - 1.0;
+  const double k = std::sqrt(2.0 / M_PI), a = 0.044715;
+  const Tensor th = at::tanh(k * (t + a * t * t * t));
+  const Tensor gelu = 0.5 * t * (1.0 + th);
+  const Tensor gelu_derivative = 0.5 * (1.0 + th) + 0.5 * t * (1.0 - th * th) * k * (1.0 + 3.0 * a * t * t);
+  g.factor = 1.0 / (gelu + 1.0);
+  // f'(u) = -GELU'(u/C - 1) f(u)^2 / C; at g = 0 the slope multiplies g = 0.
+  g.slope = at::where(norm > 0.0, -gelu_derivative * g.factor * g.factor / (C * norm.clamp_min(1e-300)),
+                      at::zeros_like(norm));
+  return g;
+}
+
+VectorXd TorchNetwork::account_piece(const Tensor& w, const Tensor& x_data, const Tensor& labels, double C,
+                                     const NetworkAccountingRequest& request, std::uint64_t seed, Index first,
+                                     NetworkBatchAccounting& result) const {
   const std::int64_t B = x_data.size(0), d = x_data.size(1);
   const Tensor x = x_data.detach().requires_grad_(true);
-  const ClippedGradients clipped = per_example_gradients(w, x, labels, C, /*create_graph=*/true);
-  result.clipped_sum += to_vector(clipped.batch_sum());
+  ClippedGradients clipped = per_example_gradients(w, x, labels, C, /*create_graph=*/true);
+  VectorXd clipped_sum = to_vector(clipped.batch_sum());
 
-  // H(U) = G^T U with its graph (U a dummy of zeros): G v = dH/dU contracted with v.
+  // G v = clipped.jacobian_vector_products(<H, v>) (ClippedGradients: the double-backward trick).
   const bool needs_jvp = request.trace != TraceMethod::kGaussian || request.spectral != SpectralMethod::kNone;
-  Tensor U, H;
-  if (needs_jvp) {
-    U = at::zeros({B, p}, kDouble).requires_grad_(true);
-    H = gradient_of(clipped.contract(U), x, /*create_graph=*/true);
-  }
-  auto jvp = [&](const Tensor& V) { return gradient_of((H * V).sum(), U); };
-  auto vjp = [&](const Tensor& W) { return gradient_of(clipped.contract(W), x); };
+  Tensor H;
+  if (needs_jvp) H = clipped.prepare_jacobian_vector_products();
+  auto jvp = [&](const Tensor& V) { return clipped.jacobian_vector_products((H * V).sum()); };
+  auto vjp = [&](const Tensor& W) { return clipped.vector_jacobian_products(W); };
 
-  std::vector<at::Generator> generators = example_generators(seed, first, B);
+  std::vector<SplitMixStream> streams = example_streams(seed, first, B);
   Tensor trace = at::zeros({B}, kDouble), spectral = at::full({B}, std::nan(""), kDouble);
   const bool exact_spectral = request.spectral == SpectralMethod::kExact;
   std::vector<Tensor> columns;  // G e_k, kept only for the exact spectral norm
   if (request.trace == TraceMethod::kExact || exact_spectral) {
     Tensor exact_trace = at::zeros({B}, kDouble);
     for (Index k = 0; k < d; ++k) {
-      const Tensor column = gradient_of(H.select(1, k).sum(), U);
+      const Tensor column = clipped.jacobian_vector_products(H.select(1, k).sum());
       exact_trace += squared_row_norms(column);
       if (exact_spectral) columns.push_back(column);
     }
@@ -295,19 +555,20 @@ void TorchNetwork::account_chunk(const Tensor& w, const Tensor& x_data, const Te
   }
   if (request.trace == TraceMethod::kCoordinates) {
     for (int j = 0; j < request.probes; ++j) {
-      const Tensor k = coordinate_rows(generators, d);
-      trace += static_cast<double>(d) * squared_row_norms(gradient_of(H.gather(1, k).sum(), U));
+      const Tensor k = coordinate_rows(streams, d);
+      trace += static_cast<double>(d) * squared_row_norms(clipped.jacobian_vector_products(H.gather(1, k).sum()));
     }
     trace /= request.probes;
   } else if (request.trace == TraceMethod::kGaussian) {
-    for (int j = 0; j < request.probes; ++j) trace += squared_row_norms(vjp(gaussian_rows(generators, p)));
+    for (int j = 0; j < request.probes; ++j)
+      trace += squared_row_norms(clipped.vector_jacobian_products(gaussian_probe(clipped, streams)));
     trace /= request.probes;
   }
   if (exact_spectral) {
     const Tensor G = at::stack(columns, 2);  // B x p x d
     spectral = at::linalg_eigvalsh(at::bmm(G.transpose(1, 2), G)).select(1, d - 1).clamp_min(0.0);
   } else if (request.spectral == SpectralMethod::kPowerIteration) {
-    Tensor v = gaussian_rows(generators, d);
+    Tensor v = gaussian_rows(streams, d);
     v = v / at::norm(v, 2, {1}, true);
     for (int it = 0; it < request.power_iterations; ++it) {
       const Tensor Gv = jvp(v);
@@ -320,6 +581,7 @@ void TorchNetwork::account_chunk(const Tensor& w, const Tensor& x_data, const Te
   }
   result.trace.segment(first, B) = to_vector(trace);
   result.spectral.segment(first, B) = to_vector(spectral);
+  return clipped_sum;
 }
 
 MatrixXd TorchNetwork::logits(const VectorXd& w, const RowMatrix& X) const {
@@ -335,30 +597,48 @@ MatrixXd TorchNetwork::logits(const VectorXd& w, const RowMatrix& X) const {
 }
 
 MatrixXd TorchNetwork::gradients(const VectorXd& w, const RowMatrix& X, const VectorXd& y) const {
-  const Tensor x = to_tensor(X).requires_grad_(true);
-  return to_row_matrix(per_example_gradients(to_tensor(w), x, to_labels(y), 0.0, /*create_graph=*/false).materialize(false));
+  return per_example_rows(w, X, y, 0.0);
 }
 
 MatrixXd TorchNetwork::clipped_gradients(const VectorXd& w, const RowMatrix& X, const VectorXd& y,
                                          double clip_norm) const {
-  const Tensor x = to_tensor(X).requires_grad_(true);
-  return to_row_matrix(per_example_gradients(to_tensor(w), x, to_labels(y), clip_norm, /*create_graph=*/false).materialize());
+  return per_example_rows(w, X, y, clip_norm);
 }
 
 MatrixXd TorchNetwork::jacobian_vector_products(const VectorXd& w, const RowMatrix& X, const VectorXd& y,
                                                 double clip_norm, const RowMatrix& V) const {
   const Tensor x = to_tensor(X).requires_grad_(true);
-  const ClippedGradients clipped = per_example_gradients(to_tensor(w), x, to_labels(y), clip_norm, true);
-  const Tensor U = at::zeros({X.rows(), p}, kDouble).requires_grad_(true);
-  const Tensor H = gradient_of(clipped.contract(U), x, /*create_graph=*/true);
-  return to_row_matrix(gradient_of((H * to_tensor(V)).sum(), U));
+  ClippedGradients clipped = per_example_gradients(to_tensor(w), x, to_labels(y), clip_norm, true);
+  const Tensor H = clipped.prepare_jacobian_vector_products();
+  return to_row_matrix(clipped.jacobian_vector_products((H * to_tensor(V)).sum()));
 }
 
 MatrixXd TorchNetwork::vector_jacobian_products(const VectorXd& w, const RowMatrix& X, const VectorXd& y,
                                                 double clip_norm, const RowMatrix& U) const {
   const Tensor x = to_tensor(X).requires_grad_(true);
   const ClippedGradients clipped = per_example_gradients(to_tensor(w), x, to_labels(y), clip_norm, true);
-  return to_row_matrix(gradient_of(clipped.contract(to_tensor(U)), x));
+  return to_row_matrix(clipped.vector_jacobian_products(to_tensor(U)));
+}
+
+MatrixXd TorchNetwork::per_example_rows(const VectorXd& w, const RowMatrix& X, const VectorXd& y, double C) const {
+  const Tensor weights = to_tensor(w);
+  const Tensor rows = at::empty({X.rows(), p}, kDouble);
+  for (Index start = 0; start < X.rows(); start += options.chunk) {
+    for_each_piece(pieces_of({start, std::min(options.chunk, X.rows() - start)}), [&](std::size_t, Rows piece) {
+      const Tensor x = to_tensor(RowMatrix(X.middleRows(piece.first, piece.count))).requires_grad_(true);
+      Tensor piece_rows = rows.narrow(0, piece.first, piece.count);
+      per_example_gradients(weights, x, to_labels(y.segment(piece.first, piece.count)), C, /*create_graph=*/false)
+          .materialize(piece_rows);
+    });
+  }
+  // Column-major for Eigen: transposed in blocks of columns on all threads (a piece's rows written
+  // straight into their columns take three times as long, every cache line written in parts).
+  MatrixXd g(X.rows(), p);
+  const Tensor columns = at::from_blob(g.data(), {p, X.rows()}, kDouble);
+  at::parallel_for(0, p, 2048, [&](std::int64_t begin, std::int64_t end) {
+    columns.narrow(0, begin, end - begin).copy_(rows.narrow(1, begin, end - begin).t());
+  });
+  return g;
 }
 
 NetworkBatchAccounting TorchNetwork::account_batch(const VectorXd& w, const RowMatrix& X, const VectorXd& y,
@@ -371,9 +651,14 @@ NetworkBatchAccounting TorchNetwork::account_batch(const VectorXd& w, const RowM
   const Tensor weights = to_tensor(w);
   const Index chunk = options.chunk;
   for (Index start = 0; start < X.rows(); start += chunk) {
-    const Index rows = std::min(chunk, X.rows() - start);
-    account_chunk(weights, to_tensor(RowMatrix(X.middleRows(start, rows))), to_labels(y.segment(start, rows)),
-                  clip_norm, request, seed, start, result);
+    const std::vector<Rows> pieces = pieces_of({start, std::min(chunk, X.rows() - start)});
+    std::vector<VectorXd> sums(pieces.size());
+    for_each_piece(pieces, [&](std::size_t i, Rows piece) {
+      sums[i] = account_piece(weights, to_tensor(RowMatrix(X.middleRows(piece.first, piece.count))),
+                              to_labels(y.segment(piece.first, piece.count)), clip_norm, request, seed, piece.first,
+                              result);
+    });
+    for (const VectorXd& sum : sums) result.clipped_sum += sum;
   }
   return result;
 }
