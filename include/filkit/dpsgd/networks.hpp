@@ -15,9 +15,13 @@
 // product of that row with the layer's input (unfolded into patches for convolutions; for dense
 // layers the product is never formed: its norm, its inner product with a probe and the batch sum
 // come from the two factors, which halves the cost on a CPU, where the elementwise work on B x p
-// tensors dominates). Every
-// operation is differentiable again, so the clipped per-example gradients of a batch, their VJPs
-// and their JVPs are each one batched pass, with no per-example backward.
+// tensors dominates). The clipped per-example gradients of a batch, their VJPs and their JVPs are
+// each one batched pass, with no per-example backward: the probes' cotangents of each layer's
+// backward-pass gradient and input are derived by hand (the clip factor's too) and autograd runs
+// one reverse pass through the kept graph (docs/mathematics.md, section 7.9). A chunk is cut into
+// pieces of at most 25 examples differentiated concurrently, one a thread, so results are the same
+// bits for any number of threads. Estimators draw from one counter-based stream per example
+// (base/splitmix_stream.hpp), so they do not depend on how a batch is cut either.
 //
 // Architectures: chains of smooth layers (network_layers.hpp), built in or the user's own:
 //   softmax:   x -> W x~ (K x p, x~ = [1, x] with an intercept), parameters in the GLM's order, so
@@ -68,7 +72,8 @@ struct NetworkOptions {
   std::vector<Index> hidden = {128};
   /// softmax only: a constant-1 coordinate, as the GLM's intercept.
   bool intercept = false;
-  /// Examples differentiated together (>= 1): larger is faster until memory runs out; the results
+  /// Examples in flight at once (>= 1; its pieces of <= 25 run on the threads concurrently): the
+  /// memory bound; the results
   /// do not depend on it.
   Index chunk = 100;
   /// custom: a layer specification (parse_network_layers' syntax); exactly one of this and
