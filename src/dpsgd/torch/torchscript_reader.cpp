@@ -101,9 +101,11 @@ struct ChainReader {
         if (!transposed || !transposed->isBool() || transposed->toBool()) return std::nullopt;
       }
       if (!take_parameters(node, layer)) return std::nullopt;
-      const auto shape = constant(node, 1)->toTensor().sizes();
-      layer.kernel_h = shape[2];
-      layer.kernel_w = shape[3];
+      // The weight (out, in, kh, kw), held here: sizes() is a view into the tensor it came from.
+      const at::Tensor weight = constant(node, 1)->toTensor();
+      if (weight.dim() != 4) return std::nullopt;
+      layer.kernel_h = weight.size(2);
+      layer.kernel_w = weight.size(3);
       if (!padding) {  // padding="valid" or "same" (stride 1, odd kernels: symmetric)
         const auto text = constant(node, 4);
         if (!text || !text->isString()) return std::nullopt;
