@@ -1,0 +1,214 @@
+// Private training that uses public data to leak less Fisher information (docs/mathematics.md,
+// section 9; Edmunds 2024, "Fisher information for private training of machine learning models",
+// chapter 2 and Algorithm 1):
+//
+//   1. split the data into a public and a private part (split_public_private, seeded);
+//   2. pre-train the model on the public part without privacy (T1 steps; Algorithm 1, lines 3-6);
+//   3. optionally freeze the smallest-magnitude fraction of the pre-trained parameters (magnitude
+//      pruning, thesis section 2.2): their gradient coordinates are never released, so they are not
+//      in the clipped vector, not in its norm, get no noise, and contribute nothing to the FIL;
+//   4. train on the private part by one of
+//        sgd:    non-private minibatch training (the utility reference; no accounting);
+//        dpsgd:  DP-SGD (GELU clipping, Gaussian noise) with per-example FIL accounting;
+//        prune:  dpsgd with the frozen coordinates of step 3;
+//        fim:    prune (or dpsgd, with freeze_fraction 0) releasing the clipped output of a learned
+//                gradient model instead of the plain gradient (Algorithm 1, lines 7-16): before each
+//                private step the gradient model g_phi is trained on public batches at the current
+//                parameters to minimise (thesis equations 2.4, 2.7-2.9)
+//                  perturbation:  ||g_phi||^2 + lambda ||d r / dx||_F^2 [/ ||r||^2 with snr],
+//                                 r = clip(M (grad l + g_phi(theta, x, M grad l)))
+//                  gradient:      ||M grad l - g_phi||^2 + lambda ||d r / dx||_F^2 [/ ||r||^2],
+//                                 r = clip(g_phi(theta, x, M grad l))
+//                (M: the unfrozen coordinates), the Frobenius norm estimated by Hutchinson probes
+//                ||J^T u||^2, u ~ N(0, I) (a third derivative of the loss when differentiated for
+//                phi: LibTorch's autograd). The private step then releases sum_b r_b + N(0, s^2 C^2 I)
+//                on the unfrozen coordinates, and the accountant of training.hpp adds
+//                kappa Tr(J_b^T J_b) / (s C)^2 for each batch member, J_b = d r_b / d x_b (labels
+//                public, as in the thesis).
+// The gradient model is post-processing of public data and of the released parameters, so it
+// changes nothing in the DP guarantee (the RDP accountant's eps is the same for dpsgd, prune and
+// fim) while it changes the per-example FIL.
+//
+// The model trained is linear softmax regression (K >= 2 classes, optional intercept), the model
+// of the thesis' tables 3.1, 3.3 and 3.4, with parameters in the GLM's order (W column by column).
+// The gradient model follows the thesis' appendix (table B.6): a convolutional branch over the
+// image (conv 16 8x8 stride 2 pad 2, GELU, avgpool 2 stride 1, conv 32 4x4 stride 2, GELU, avgpool
+// 2 stride 1; left out for non-image rows) whose features are concatenated with the unfrozen
+// parameters and gradient, then [norm, dense, GELU] per hidden width and a dense layer to the
+// unfrozen coordinates. Normalisation is per example (layer normalisation), not over the batch:
+// the thesis' batch normalisation makes each example's released vector depend on the other
+// members of its private batch (so J_b would not be the Jacobian of what is released about z_b,
+// and the per-example accounting would be wrong), and it is degenerate for batches of one.
+#pragma once
+
+#include "filkit/base/enum_names.hpp"
+#include "filkit/data/dataset.hpp"
+#include "filkit/dpsgd/training.hpp"
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace filkit {
+
+/// A data set cut into a public and a private part (disjoint, together every row once).
+struct PublicPrivateSplit {
+  Dataset public_part;
+  Dataset private_part;
+  std::vector<Index> public_rows;   ///< rows of the data set, in the order of public_part
+  std::vector<Index> private_rows;  ///< rows of the data set, in the order of private_part
+};
+
+/// round(public_fraction * n) rows chosen by a seeded shuffle are public, the rest private (both
+/// keep the data's row order). Throws std::invalid_argument for a fraction outside (0, 1) or a
+/// part that would be empty.
+PublicPrivateSplit split_public_private(const Dataset& data, double public_fraction, std::uint64_t seed);
+
+/// Magnitude pruning: true for the round(freeze_fraction * p) coordinates of smallest |w| (ties
+/// broken by index). freeze_fraction in [0, 1).
+std::vector<bool> smallest_magnitude_mask(const VectorXd& w, double freeze_fraction);
+
+/// What the private phase does (see above).
+enum class PrivateTrainingMethod { kSgd, kDpSgd, kPrune, kFim };
+template <>
+struct EnumNames<PrivateTrainingMethod> {
+  static constexpr const char* what = "private training method";
+  static constexpr std::pair<PrivateTrainingMethod, const char*> names[] = {
+      {PrivateTrainingMethod::kSgd, "sgd"},
+      {PrivateTrainingMethod::kDpSgd, "dpsgd"},
+      {PrivateTrainingMethod::kPrune, "prune"},
+      {PrivateTrainingMethod::kFim, "fim"}};
+};
+
+/// What the gradient model outputs and is fitted to.
+enum class GradientObjective {
+  kPerturbation,  ///< g_phi is added to the gradient, penalised by ||g_phi||^2 (thesis 2.5-2.9)
+  kGradient,      ///< g_phi replaces the gradient, fitted by ||grad l - g_phi||^2 (thesis 2.4)
+};
+template <>
+struct EnumNames<GradientObjective> {
+  static constexpr const char* what = "gradient objective";
+  static constexpr std::pair<GradientObjective, const char*> names[] = {
+      {GradientObjective::kPerturbation, "perturbation"}, {GradientObjective::kGradient, "gradient"}};
+};
+
+/// The learned gradient model of fim and its training on public data.
+struct GradientModelOptions {
+  GradientObjective objective = GradientObjective::kPerturbation;
+  /// lambda >= 0: weight of the Fisher term. Thesis: 1e3.
+  double lambda = 1e3;
+  /// Divide the Fisher term by ||r||^2 (the signal-to-noise form, thesis equation 2.8).
+  bool snr = true;
+  /// Widths of the dense hidden layers (each >= 1, at least one). Thesis: 256, 256.
+  std::vector<Index> hidden = {256, 256};
+  /// The convolutional branch over image rows (ignored for rows without an image shape).
+  bool conv = true;
+  /// Public steps before the first private step (T3), then `decay` fewer before each next one, but
+  /// at least `min_steps` (the thesis' epochs, epoch decay and min epochs, counted in batches).
+  Index steps = 200;
+  Index decay = 50;
+  Index min_steps = 20;
+  /// Public batch size (B3, >= 1; at most the public part's size).
+  Index batch_size = 512;
+  /// AdamW step size (> 0) and decoupled weight decay (>= 0). Thesis: 0.01 and 0.1.
+  double step_size = 0.01;
+  double weight_decay = 0.1;
+  /// Hutchinson probes per example in the training objective (>= 1). Thesis: 2.
+  int probes = 2;
+  /// Public steps before private step t (1-based).
+  Index steps_before(Index t) const;
+  void validate() const;
+};
+
+template <class Visit>
+void visit_fields(GradientModelOptions& o, Visit&& visit) {
+  visit("objective", o.objective, "fim: perturbation (g_phi added to the gradient) or gradient (g_phi replaces it)");
+  visit("lambda", o.lambda, "fim: weight of the Fisher term ||d r/dx||_F^2 in the gradient model's objective");
+  visit("snr", o.snr, "fim: divide the Fisher term by ||r||^2 (the signal-to-noise form)");
+  visit("gradient_hidden", o.hidden, "fim: the gradient model's dense hidden widths");
+  visit("gradient_conv", o.conv, "fim: the gradient model's convolutional branch over images");
+  visit("gradient_steps", o.steps, "fim: public steps of the gradient model before the first private step");
+  visit("gradient_decay", o.decay, "fim: that many fewer before each next private step");
+  visit("gradient_min_steps", o.min_steps, "fim: but at least this many");
+  visit("gradient_batch_size", o.batch_size, "fim: public batch size of the gradient model");
+  visit("gradient_step_size", o.step_size, "fim: AdamW step size of the gradient model");
+  visit("gradient_weight_decay", o.weight_decay, "fim: AdamW weight decay of the gradient model");
+  visit("gradient_probes", o.probes, "fim: Hutchinson probes per example in the gradient model's objective");
+}
+
+/// Non-private minibatch training (pre-training, and the sgd method).
+struct PlainTrainingOptions {
+  Index steps = 1000;       ///< >= 0 (0: none)
+  Index batch_size = 512;   ///< >= 1, at most the data's size
+  double step_size = 0.01;  ///< Adam step size, > 0
+  double weight_decay = 1e-4;  ///< added to the gradient times w, >= 0
+  void validate(const std::string& name) const;
+};
+
+struct PublicDataTrainingOptions {
+  /// Fraction of the training rows that are public, in (0, 1). Thesis: 0.5 (table 3.1), 0.05 (3.2).
+  double public_fraction = 0.5;
+  /// Pre-training on the public part (T1, B1, eta1); steps 0 starts the private phase from
+  /// private_phase.init_scale's initialisation.
+  PlainTrainingOptions pretrain;
+  /// Fraction of the pre-trained parameters frozen for prune and fim, in [0, 1). Thesis: 0.5.
+  double freeze_fraction = 0.5;
+  /// The methods compared, each from the same pre-trained model and the same seeds.
+  std::vector<PrivateTrainingMethod> methods = {PrivateTrainingMethod::kSgd, PrivateTrainingMethod::kDpSgd,
+                                                PrivateTrainingMethod::kPrune, PrivateTrainingMethod::kFim};
+  /// The private phase (T2 steps, B2, eta2, C, sigma, optimiser, runs, seed, accounting). Its
+  /// kind must be softmax; trace gaussian or exact (auto: gaussian, probes auto 2); spectral none.
+  DpSgdOptions private_phase;
+  GradientModelOptions gradient_model;
+  /// Throws std::invalid_argument naming the field.
+  void validate() const;
+};
+
+/// The private phase's options as run, autos resolved (trace, probes, spectral).
+DpSgdOptions resolved_private_phase(const PublicDataTrainingOptions& options, Index n_private);
+
+/// One method's result over the runs.
+struct MethodResult {
+  PrivateTrainingMethod method = PrivateTrainingMethod::kDpSgd;
+  /// dpsgd, prune, fim: the accountant's result (per-example traces of the private examples,
+  /// accuracies, the RDP eps). sgd: only the accuracies (snapshots[0]), no traces.
+  DpSgdResult training;
+  /// Coordinates frozen (prune, fim; else 0).
+  Index frozen = 0;
+  /// fim: per run and private step, the mean over the private batch of the cosine similarity of the
+  /// learned perturbation g_phi(theta_t, z_b) with the mean public gradient at theta_t (thesis
+  /// figure 3.4), and the gradient model's objective after its last public step.
+  std::vector<std::vector<double>> perturbation_cosine;
+  std::vector<std::vector<double>> gradient_model_loss;
+};
+
+struct PublicDataTrainingResult {
+  Index n_public = 0, n_private = 0, num_classes = 0, parameter_count = 0;
+  /// Test (and train = private part) accuracy of the pre-trained model, one per run.
+  std::vector<double> pretrain_test_accuracy, pretrain_train_accuracy;
+  std::vector<MethodResult> methods;
+  std::map<std::string, double> seconds;
+  const MethodResult* find(PrivateTrainingMethod method) const;
+};
+
+/// Pre-trains on `public_part`, then trains on `private_part` by every method of
+/// options.methods, `private_phase.runs` runs each (run r of every method starts from the same
+/// pre-trained model and uses the same batches and noise seeds). The fim method needs the LibTorch
+/// plugin (so do dpsgd and prune, which share its accounting code). Throws std::invalid_argument
+/// for bad options, labels that are not class indices, feature counts that differ, and
+/// std::runtime_error when the plugin does not load.
+PublicDataTrainingResult train_with_public_data(const Dataset& public_part, const Dataset& private_part,
+                                                const Dataset& test, const PublicDataTrainingOptions& options,
+                                                bool progress = false);
+
+/// The final parameters of one run of one method trained on `private_part` (the learned attack's
+/// shadow models: same initialisation and procedure for every shadow data set). runs must be 1.
+VectorXd train_one_model(const Dataset& public_part, const Dataset& private_part,
+                         const PublicDataTrainingOptions& options, PrivateTrainingMethod method);
+
+nlohmann::json to_json(const PublicDataTrainingOptions& options);
+
+}  // namespace filkit
