@@ -16,7 +16,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cmath>
 #include <numeric>
 #include <random>
@@ -396,8 +395,7 @@ PublicDataTrainingResult train_with_public_data(const Dataset& public_part, cons
         }
         return *slot;
       };
-      if (progress) std::fprintf(stderr, "%s:\n", to_string(method).c_str());
-      m.training = train_dpsgd_with_models(private_part, test, phase, model_of_run, progress);
+      m.training = train_dpsgd_with_models(private_part, test, phase, model_of_run, progress, to_string(method));
       if (method != PrivateTrainingMethod::kDpSgd)
         m.frozen = std::count(starts[0].frozen.begin(), starts[0].frozen.end(), true);
       if (method == PrivateTrainingMethod::kFim)
