@@ -1,4 +1,4 @@
-// Private training with public data (public_data_training.hpp; docs/mathematics.md, section 9):
+// Private training with public data (public_data_training.hpp; docs/mathematics.md, section 11):
 // the split, magnitude freezing, non-private pre-training, and the private phase of every method,
 // whose dpsgd, prune and fim runs go through train_dpsgd's trainer and accountant with a model
 // (PublicDataModel) built per run: its pre-trained start, its frozen coordinates and, for fim, its
