@@ -330,3 +330,33 @@ TEST(JobOutputs, RouteTheOutputsIntoTheReportDirectoryAndDrawTheReport) {
 
 }  // namespace
 }  // namespace filkit
+
+namespace filkit {
+namespace {
+
+TEST(Report, FimDrawsAccuracyDfilPerMethodTheDistributionAndTheCosine) {
+  const TempDir dir;
+  const std::string summary = R"({"command": "fim", "n_public": 30, "n_private": 40, "num_classes": 2,
+    "parameter_count": 10, "methods": [
+      {"method": "sgd", "test_accuracy": {"mean": 0.9, "std": 0.01}},
+      {"method": "dpsgd", "test_accuracy": {"mean": 0.85, "std": 0.02}, "rdp_epsilon": 3.5,
+       "max_dfil": {"mean": 2.0, "std": 0.1}, "mean_dfil": {"mean": 0.5, "std": 0.01}, "median_dfil": {"mean": 0.4, "std": 0.01}},
+      {"method": "fim", "test_accuracy": {"mean": 0.86, "std": 0.02}, "rdp_epsilon": 3.5,
+       "max_dfil": {"mean": 1.0, "std": 0.1}, "mean_dfil": {"mean": 0.2, "std": 0.01}, "median_dfil": {"mean": 0.1, "std": 0.01},
+       "perturbation_cosine_with_mean_public_gradient": [[0.9, 0.8, 0.7], [0.85, 0.8, null]]}]})";
+  std::string table = "method,index,label,times_sampled,dfil,dfil_mse_bound,fisher_trace\n";
+  for (int code : {1, 3})
+    for (int i = 0; i < 40; ++i) table += std::to_string(code) + "," + std::to_string(i) + ",0,1," + std::to_string(0.1 * code + 0.01 * i) + ",1,1\n";
+  ReportOptions options;
+  options.inputs = {dir.write("fim.json", summary)};
+  options.tables = {dir.write("fim.csv", table)};
+  options.out_dir = dir.file("report");
+  const ReportResult result = write_report(options);
+  EXPECT_TRUE(result.notes.empty()) << notes_text(result);
+  for (const char* figure : {"1-fim-accuracy.png", "1-fim-dfil.png", "1-fim-dfil-histogram.png", "1-fim-perturbation-cosine.png"})
+    EXPECT_TRUE(has_figure(result, figure)) << figure;
+  expect_figures_embedded(result);
+}
+
+}  // namespace
+}  // namespace filkit

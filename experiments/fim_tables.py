@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Private training with public data, side by side with Edmunds 2024 ("Fisher information for
+private training of machine learning models", chapter 3), with the built `filkit fim`:
+
+  table31  MNIST (10 classes), softmax regression, 50 % public, the thesis' table B.1 settings
+           (eps 20.53): accuracy and max/mean/median dFIL of pretrain, sgd, dpsgd, prune, fim,
+           mean (std) over --runs runs (thesis: 3).
+  fig31    the same for public fractions 0.5, 0.2, 0.1, 0.05, 0.01 (thesis figure 3.1).
+  fig32    the same at 50 % public for several lambda (thesis figure 3.2).
+  table34  binary MNIST (0 vs 1), 1000 private and 1000 public examples, no pre-training, full
+           batches, 5 steps, sigma 0.05, C 10 (eps 1571.4; thesis table B.2): dFIL per method.
+
+The gradient model's steps are the thesis' epochs counted in batches; with 1000 public examples and
+batch 1000 (table34) one batch is one epoch, so --gradient-steps 200 is the thesis' schedule there.
+For table31 one epoch of 30000 public examples is 59 batches: the thesis' 200 epochs per private
+step are out of reach on two cores, and --gradient-steps says how many batches are used instead.
+
+Usage: experiments/fim_tables.py EXPERIMENT [--runs R] [--gradient-steps N --gradient-decay N
+       --gradient-min-steps N] [--fractions ...] [--lambdas ...]
+Outputs go to ${FILKIT_OUT:-/tmp/filkit-experiments}/fim/<experiment>/ (one JSON per setting); the
+script prints a table with the thesis' numbers beside filkit's.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FILKIT = os.environ.get("FILKIT_BINARY", os.path.join(ROOT, "build", "filkit"))
+OUT = os.path.join(os.environ.get("FILKIT_OUT", "/tmp/filkit-experiments"), "fim")
+
+# The thesis' numbers: (accuracy, max dFIL, mean dFIL, median dFIL), each (mean, std).
+THESIS_TABLE31 = {
+    "pretrain": ((0.9208, 0.0005), None, None, None),
+    "sgd": ((0.9226, 0.0005), None, None, None),
+    "dpsgd": ((0.9211, 0.0005), (0.6615, 0.0498), (0.0608, 0.0002), (0.0132, 0.0002)),
+    "prune": ((0.9217, 0.0002), (0.6731, 0.0980), (0.0497, 0.0002), (0.0112, 0.0002)),
+    "fim": ((0.9228, 0.0005), (0.3391, 0.0284), (0.0286, 0.0001), (0.0098, 0.0002)),
+}
+THESIS_TABLE34 = {
+    "sgd": ((0.9964, 0.0005), None, None, None),
+    "dpsgd": ((0.9951, 0.0011), (4.1469, 0.0622), (1.4096, 0.1710), (1.4521, 0.1506)),
+    "prune": ((0.9924, 0.0031), (2.9422, 0.2106), (1.0357, 0.0401), (1.0180, 0.0670)),
+    "fim": ((0.9975, 0.0008), (2.3875, 0.0286), (0.5713, 0.0217), (0.5339, 0.0392)),
+}
+THESIS_EPSILON = {"table31": 20.5318, "table34": 1571.4291}
+
+# Table B.1 (figure 3.1 column): pre-train 30 epochs of batch 512 at 0.01 (wd 1e-4); train one epoch
+# of batch 512 at 0.01 (wd 1e-5), sigma 0.5, C 10; parameter density 0.5; FIM lr 0.01, wd 0.1,
+# lambda 1e3; delta 1e-9.
+TABLE31 = {"classes": "all", "public-fraction": 0.5, "pretrain-steps": 1760, "pretrain-batch-size": 512,
+           "pretrain-step-size": 0.01, "pretrain-weight-decay": 1e-4, "freeze-fraction": 0.5,
+           "batch-size": 512, "steps": 59, "step-size": 0.01, "optimizer": "adam", "weight-decay": 1e-5,
+           "noise-multiplier": 0.5, "clip-norm": 10, "lambda": 1e3, "gradient-batch-size": 512,
+           "gradient-step-size": 0.01, "gradient-weight-decay": 0.1, "kappa-delta": 1e-9, "rdp-delta": 1e-9}
+# Table B.2: 1000 private samples (and 1000 public), batch 1024 (here the whole private part),
+# 5 epochs at 0.1 (wd 0), sigma 0.05, C 10; no pre-training (section 3.2); FIM 200 epochs, decay 50,
+# min 20, lr 0.01, wd 0.1, lambda 1e3.
+TABLE34 = {"classes": "0,1", "train-size": 2000, "public-fraction": 0.5, "pretrain-steps": 0,
+           "freeze-fraction": 0.5, "batch-size": 1000, "steps": 5, "step-size": 0.1, "optimizer": "adam",
+           "weight-decay": 0, "noise-multiplier": 0.05, "clip-norm": 10, "lambda": 1e3,
+           "gradient-batch-size": 1000, "gradient-step-size": 0.01, "gradient-weight-decay": 0.1,
+           "kappa-delta": 1e-9, "rdp-delta": 1e-9}
+
+
+def run(name, settings, args):
+    os.makedirs(os.path.join(OUT, args.experiment), exist_ok=True)
+    path = os.path.join(OUT, args.experiment, name + ".json")
+    if os.path.exists(path) and not args.again:
+        return json.load(open(path))
+    flags = [FILKIT, "fim", "--quiet", "--json", path, "--runs", str(args.runs), "--seed", str(args.seed)]
+    for key, value in settings.items():
+        flags += ["--" + key, str(value)]
+    for key in ["gradient_steps", "gradient_decay", "gradient_min_steps"]:
+        if getattr(args, key) is not None:
+            flags += ["--" + key.replace("_", "-"), str(getattr(args, key))]
+    print(" ".join(flags), file=sys.stderr, flush=True)
+    subprocess.run(flags, check=True)
+    return json.load(open(path))
+
+
+def cell(entry):
+    return f"{entry['mean']:.4f} ({entry['std']:.4f})"
+
+
+def thesis_cell(pair):
+    return "-" if pair is None else f"{pair[0]:.4f} ({pair[1]:.4f})"
+
+
+def print_table(summary, thesis, epsilon):
+    rows = [("pretrain", summary["pretrain"], None)] + [(m["method"], m, m) for m in summary["methods"]]
+    print(f"eps: filkit {next((m['rdp_epsilon'] for m in summary['methods'] if 'rdp_epsilon' in m), float('nan')):.4f}"
+          f", thesis {epsilon}; runs: {summary['settings']['runs']}; n public {summary['n_public']}, "
+          f"n private {summary['n_private']}")
+    print("| method | accuracy (filkit) | accuracy (thesis) | max dFIL (filkit) | (thesis) | mean dFIL (filkit) | "
+          "(thesis) | median dFIL (filkit) | (thesis) |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for name, entry, method in rows:
+        ours = [cell(entry["test_accuracy"])]
+        for key in ["max_dfil", "mean_dfil", "median_dfil"]:
+            ours.append(cell(method[key]) if method is not None and key in method else "-")
+        theirs = [thesis_cell(x) for x in thesis.get(name, (None,) * 4)]
+        print(f"| {name} | " + " | ".join(f"{a} | {b}" for a, b in zip(ours, theirs)) + " |")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("experiment", choices=["table31", "fig31", "fig32", "table34"])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--gradient-steps", dest="gradient_steps", type=int)
+    parser.add_argument("--gradient-decay", dest="gradient_decay", type=int)
+    parser.add_argument("--gradient-min-steps", dest="gradient_min_steps", type=int)
+    parser.add_argument("--fractions", default="0.5,0.2,0.1,0.05,0.01")
+    parser.add_argument("--lambdas", default="0,10,100,1000,10000")
+    parser.add_argument("--again", action="store_true", help="rerun settings whose JSON exists")
+    args = parser.parse_args()
+    if args.experiment == "table31":
+        print_table(run("table31", TABLE31, args), THESIS_TABLE31, THESIS_EPSILON["table31"])
+    elif args.experiment == "table34":
+        print_table(run("table34", TABLE34, args), THESIS_TABLE34, THESIS_EPSILON["table34"])
+    else:
+        sweep = [float(v) for v in (args.fractions if args.experiment == "fig31" else args.lambdas).split(",")]
+        key = "public-fraction" if args.experiment == "fig31" else "lambda"
+        print(f"| {key} | eps | method | test accuracy | max dFIL | mean dFIL | median dFIL |")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
+        for value in sweep:
+            settings = dict(TABLE31, **{key: value})
+            if key == "public-fraction":  # one private epoch and 30 public epochs of batch 512, as the thesis
+                settings["steps"] = max(1, round(60000 * (1 - value) / 512))
+                settings["pretrain-steps"] = max(1, round(30 * 60000 * value / 512))
+            summary = run(f"{key}={value}", settings, args)
+            eps = next((m["rdp_epsilon"] for m in summary["methods"] if "rdp_epsilon" in m), float("nan"))
+            print(f"| {value} | {eps:.4f} | pretrain | {cell(summary['pretrain']['test_accuracy'])} | - | - | - |")
+            for m in summary["methods"]:
+                dfil = [cell(m[k]) if k in m else "-" for k in ["max_dfil", "mean_dfil", "median_dfil"]]
+                print(f"| {value} | {eps:.4f} | {m['method']} | {cell(m['test_accuracy'])} | " + " | ".join(dfil) + " |")
+
+
+if __name__ == "__main__":
+    main()
