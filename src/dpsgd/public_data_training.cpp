@@ -10,6 +10,7 @@
 
 #include "base/seeding.hpp"
 #include "dpsgd/network_plugin.hpp"
+#include "dpsgd/optimizer_steps.hpp"
 #include "dpsgd/trainable_models.hpp"
 
 #include <nlohmann/json.hpp>
@@ -190,19 +191,14 @@ VectorXd train_without_privacy(const Dataset& data, VectorXd w, Index K, bool in
   std::vector<Index> order(static_cast<std::size_t>(n));
   std::iota(order.begin(), order.end(), Index{0});
   VectorXd m = VectorXd::Zero(w.size()), v = VectorXd::Zero(w.size());
-  constexpr double b1 = 0.9, b2 = 0.999, epsilon = 1e-8;
+  Index adam_steps = 0;
+  const DpSgdOptions adam;  // Adam's default moment decays and epsilon
   for (Index t = 1; t <= o.steps; ++t) {
-    for (Index j = 0; j < B; ++j) {
-      std::uniform_int_distribution<Index> pick(j, n - 1);
-      std::swap(order[static_cast<std::size_t>(j)], order[static_cast<std::size_t>(pick(rng))]);
-    }
+    detail::shuffle_batch_to_front(order, B, rng);
     const std::vector<Index> batch(order.begin(), order.begin() + B);
     const VectorXd g = mean_gradient(data, batch, Eigen::Map<const MatrixXd>(w.data(), p, K), intercept) +
                        o.weight_decay * w;
-    m = b1 * m + (1.0 - b1) * g;
-    v = b2 * v + (1.0 - b2) * g.cwiseAbs2();
-    const double c1 = 1.0 - std::pow(b1, static_cast<double>(t)), c2 = 1.0 - std::pow(b2, static_cast<double>(t));
-    w.array() -= o.step_size * (m.array() / c1) / ((v.array() / c2).sqrt() + epsilon);
+    detail::adam_step(w, g, m, v, adam_steps, o.step_size, adam.adam_beta1, adam.adam_beta2, adam.adam_epsilon);
   }
   if (!w.allFinite())
     throw std::runtime_error("training without privacy diverged: lower its step size (now " +

@@ -5,6 +5,7 @@
 
 #include "filkit/dpsgd/training.hpp"
 
+#include "dpsgd/optimizer_steps.hpp"
 #include "dpsgd/trainable_models.hpp"
 
 #include <algorithm>
@@ -73,11 +74,7 @@ class Trainer {
     std::vector<Index> batch;
     std::vector<Index>& order = state_.order;
     if (options_.sampling == BatchSampling::kUniform) {
-      // Partial Fisher-Yates: the first B entries of order become a uniform B-subset.
-      for (Index j = 0; j < options_.batch_size; ++j) {
-        std::uniform_int_distribution<Index> pick(j, n - 1);
-        std::swap(order[j], order[pick(state_.generator)]);
-      }
+      shuffle_batch_to_front(order, options_.batch_size, state_.generator);  // a uniform B-subset
       batch.assign(order.begin(), order.begin() + options_.batch_size);
     } else {
       const double q = static_cast<double>(options_.batch_size) / n;
@@ -106,13 +103,8 @@ class Trainer {
       w -= options_.step_size * m;
       return;
     }
-    VectorXd& v = state_.second_moment;
-    const Index t = ++state_.adam_steps;
-    const double b1 = options_.adam_beta1, b2 = options_.adam_beta2;
-    m = b1 * m + (1.0 - b1) * gradient;
-    v = b2 * v + (1.0 - b2) * gradient.cwiseAbs2();
-    const double c1 = 1.0 - std::pow(b1, t), c2 = 1.0 - std::pow(b2, t);
-    w.array() -= options_.step_size * (m.array() / c1) / ((v.array() / c2).sqrt() + options_.adam_epsilon);
+    adam_step(w, gradient, m, state_.second_moment, state_.adam_steps, options_.step_size, options_.adam_beta1,
+              options_.adam_beta2, options_.adam_epsilon);
   }
 
   const Dataset& train_;
