@@ -43,15 +43,16 @@ class NetworkBackend {
                                                std::uint64_t seed) const = 0;
 };
 
-/// What the released-gradient backend computes (public_data_training.hpp): linear softmax
-/// regression's per-example gradient restricted to the unfrozen coordinates, optionally with a
-/// learned gradient model g_phi, and the smooth clip of the result.
+/// What the released-gradient backend computes (public_data_training.hpp): the trained model's
+/// per-example gradient restricted to the unfrozen coordinates, optionally with a learned gradient
+/// model g_phi, and the smooth clip of the result.
 struct ReleasedGradientSpec {
+  NetworkPlan plan;                   ///< the trained model (softmax regression is the softmax plan)
   Index input_dim = 0;                ///< d (the private pixels)
   std::optional<ImageShape> image;    ///< the rows' shape, for the gradient model's conv branch
   Index num_classes = 2;              ///< K
-  bool intercept = false;             ///< x~ = [1, x]
-  std::vector<Index> released;        ///< the unfrozen coordinates of the K (d + intercept) parameters
+  bool intercept = false;             ///< x~ = [1, x] (the softmax plan's)
+  std::vector<Index> released;        ///< the unfrozen coordinates of the plan's parameters
   bool learned = false;               ///< with a gradient model g_phi (fim); else r = clip(M g)
   GradientModelOptions gradient_model;
   double clip_norm = 1.0;

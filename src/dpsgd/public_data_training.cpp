@@ -13,6 +13,8 @@
 #include "dpsgd/optimizer_steps.hpp"
 #include "dpsgd/trainable_models.hpp"
 
+#include "filkit/dpsgd/networks.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -98,11 +100,9 @@ void PublicDataTrainingOptions::validate() const {
   pretrain.validate("pretrain");
   gradient_model.validate();
   private_phase.validate();
-  if (private_phase.network)
-    throw std::invalid_argument("private training with public data trains linear softmax regression; networks are not "
-                                "supported as the trained model");
-  if (private_phase.kind != ModelKind::kSoftmax)
-    throw std::invalid_argument("model: private training with public data trains softmax regression (any K >= 2)");
+  if (!private_phase.network && private_phase.kind != ModelKind::kSoftmax)
+    throw std::invalid_argument("model: private training with public data trains softmax regression (any K >= 2) or a "
+                                "network, not " + to_string(private_phase.kind));
   if (private_phase.label != LabelPrivacy::kPublic)
     throw std::invalid_argument("label = private: the released gradient's Jacobian is taken about the pixels only "
                                 "(labels public, as in the thesis)");
@@ -182,11 +182,65 @@ VectorXd mean_gradient(const Dataset& data, const std::vector<Index>& rows, cons
   return Eigen::Map<const VectorXd>(G.data(), G.size());
 }
 
+/// The model trained: softmax regression (gradients and accuracy in closed form) or a network
+/// (through LibTorch, networks.hpp). Either way the released-gradient backend differentiates its
+/// plan (network_layers.hpp: softmax regression is the softmax plan, in the GLM's order).
+class TrainedModel {
+ public:
+  TrainedModel(const Dataset& like, const DpSgdOptions& phase, Index K)
+      : K_(K), intercept_(!phase.network && phase.intercept), init_scale_(phase.init_scale) {
+    if (phase.network) {
+      network_.emplace(*phase.network, like.d(), K, like.image);
+      plan_ = network_->plan();
+    } else {
+      NetworkOptions softmax;
+      softmax.architecture = NetworkArchitecture::kSoftmax;
+      softmax.intercept = intercept_;
+      plan_ = plan_network(builtin_network_layers(softmax, K), {like.d() + (intercept_ ? 1 : 0)}, K);
+    }
+  }
+  Index parameter_count() const { return plan_.parameter_count; }
+  const NetworkPlan& plan() const { return plan_; }
+  bool intercept() const { return intercept_; }
+  bool is_glm() const { return !network_; }
+  Index p() const { return plan_.parameter_count / K_; }  // softmax: rows of W
+
+  Model glm(const VectorXd& w, Index n) const { return softmax_model(w, p(), K_, intercept_, n); }
+
+  VectorXd initial_parameters(std::mt19937_64& rng) const {
+    if (network_) return network_->initial_parameters(rng);
+    VectorXd w = VectorXd::Zero(parameter_count());
+    if (init_scale_ > 0.0) {
+      std::normal_distribution<double> unit_normal;
+      for (Index i = 0; i < w.size(); ++i) w(i) = init_scale_ * unit_normal(rng);
+    }
+    return w;
+  }
+
+  /// The mean cross-entropy gradient over `rows` of `data` at w.
+  VectorXd mean_gradient(const Dataset& data, const std::vector<Index>& rows, const VectorXd& w) const {
+    if (!network_) return filkit::mean_gradient(data, rows, Eigen::Map<const MatrixXd>(w.data(), p(), K_), intercept_);
+    const Dataset batch = data.select_rows(rows);
+    return network_->gradients(w, batch.X, batch.y).colwise().mean().transpose();
+  }
+
+  double accuracy(const VectorXd& w, const Dataset& data) const {
+    return network_ ? network_->accuracy(w, data.X, data.y) : filkit::accuracy(glm(w, data.n()), data);
+  }
+
+ private:
+  Index K_;
+  bool intercept_;
+  double init_scale_;
+  std::optional<Network> network_;
+  NetworkPlan plan_;
+};
+
 /// Non-private minibatch Adam on the mean cross-entropy (plus weight decay times w), from w.
-VectorXd train_without_privacy(const Dataset& data, VectorXd w, Index K, bool intercept,
+VectorXd train_without_privacy(const TrainedModel& model, const Dataset& data, VectorXd w,
                                const PlainTrainingOptions& o, std::uint64_t seed) {
   if (o.steps == 0) return w;
-  const Index n = data.n(), B = std::min(o.batch_size, n), p = data.d() + (intercept ? 1 : 0);
+  const Index n = data.n(), B = std::min(o.batch_size, n);
   std::mt19937_64 rng(seed);
   std::vector<Index> order(static_cast<std::size_t>(n));
   std::iota(order.begin(), order.end(), Index{0});
@@ -196,8 +250,7 @@ VectorXd train_without_privacy(const Dataset& data, VectorXd w, Index K, bool in
   for (Index t = 1; t <= o.steps; ++t) {
     detail::shuffle_batch_to_front(order, B, rng);
     const std::vector<Index> batch(order.begin(), order.begin() + B);
-    const VectorXd g = mean_gradient(data, batch, Eigen::Map<const MatrixXd>(w.data(), p, K), intercept) +
-                       o.weight_decay * w;
+    const VectorXd g = model.mean_gradient(data, batch, w) + o.weight_decay * w;
     detail::adam_step(w, g, m, v, adam_steps, o.step_size, adam.adam_beta1, adam.adam_beta2, adam.adam_epsilon);
   }
   if (!w.allFinite())
@@ -214,17 +267,17 @@ double cosine(const VectorXd& a, const VectorXd& b) {
 /// One run of dpsgd, prune or fim: the released vectors come from the plugin's backend.
 class PublicDataModel final : public DpSgdModel {
  public:
-  PublicDataModel(const Dataset& public_part, const Dataset& private_part, const DpSgdOptions& phase,
-                  const GradientModelOptions& gradient_model, PrivateTrainingMethod method, VectorXd start,
-                  std::vector<bool> frozen, Index K, std::uint64_t run_seed)
-      : public_(public_part), private_(private_part), phase_(phase), gradient_model_(gradient_model),
-        method_(method), start_(std::move(start)), frozen_(std::move(frozen)), K_(K),
-        p_(private_part.d() + (phase.intercept ? 1 : 0)) {
+  PublicDataModel(const TrainedModel& model, const Dataset& public_part, const Dataset& private_part,
+                  const DpSgdOptions& phase, const GradientModelOptions& gradient_model, PrivateTrainingMethod method,
+                  VectorXd start, std::vector<bool> frozen, Index K, std::uint64_t run_seed)
+      : model_(model), public_(public_part), private_(private_part), phase_(phase), gradient_model_(gradient_model),
+        method_(method), start_(std::move(start)), frozen_(std::move(frozen)) {
     ReleasedGradientSpec spec;
+    spec.plan = model.plan();
     spec.input_dim = private_part.d();
     spec.image = private_part.image;
     spec.num_classes = K;
-    spec.intercept = phase.intercept;
+    spec.intercept = model.intercept();
     for (Index i = 0; i < static_cast<Index>(frozen_.size()); ++i)
       if (!frozen_[static_cast<std::size_t>(i)]) spec.released.push_back(i);
     released_ = spec.released;
@@ -235,11 +288,12 @@ class PublicDataModel final : public DpSgdModel {
     backend_->initialize(splitmix64(run_seed ^ 0x6a09e667f3bcc908ULL));
   }
 
-  Index parameter_count() const override { return p_ * K_; }
+  Index parameter_count() const override { return model_.parameter_count(); }
   VectorXd initial_parameters(std::mt19937_64&) const override { return start_; }
-  bool is_glm() const override { return true; }
-  Model glm(const VectorXd& w) const override { return softmax_model(w, p_, K_, phase_.intercept, private_.n()); }
-  double accuracy(const VectorXd& w, const Dataset& data) const override { return filkit::accuracy(glm(w), data); }
+  bool is_glm() const override { return model_.is_glm(); }
+  Model glm(const VectorXd& w) const override { return model_.glm(w, private_.n()); }
+  double accuracy(const VectorXd& w, const Dataset& data) const override { return model_.accuracy(w, data); }
+  std::string describe() const override { return model_.is_glm() ? std::string() : model_.plan().describe(); }
   const std::vector<bool>* frozen() const override { return &frozen_; }
 
   StepAccounting step(const VectorXd& w, const std::vector<Index>& batch, std::uint64_t run_seed,
@@ -273,7 +327,7 @@ class PublicDataModel final : public DpSgdModel {
     loss_.push_back(trained.final_loss);
     std::vector<Index> all(static_cast<std::size_t>(public_.n()));
     std::iota(all.begin(), all.end(), Index{0});
-    const VectorXd full = mean_gradient(public_, all, Eigen::Map<const MatrixXd>(w.data(), p_, K_), phase_.intercept);
+    const VectorXd full = model_.mean_gradient(public_, all, w);
     VectorXd mean_public(static_cast<Index>(released_.size()));
     for (std::size_t j = 0; j < released_.size(); ++j) mean_public(static_cast<Index>(j)) = full(released_[j]);
     const MatrixXd perturbation = backend_->perturbation(w, Xb, yb);
@@ -282,6 +336,7 @@ class PublicDataModel final : public DpSgdModel {
     cosine_.push_back(sum / static_cast<double>(perturbation.rows()));
   }
 
+  const TrainedModel& model_;
   const Dataset& public_;
   const Dataset& private_;
   const DpSgdOptions& phase_;
@@ -289,7 +344,6 @@ class PublicDataModel final : public DpSgdModel {
   PrivateTrainingMethod method_;
   VectorXd start_;
   std::vector<bool> frozen_;
-  Index K_, p_;
   std::vector<Index> released_;
   std::unique_ptr<ReleasedGradientBackend> backend_;
   // The model is const to the trainer; its gradient model and diagnostics change as it trains.
@@ -302,17 +356,11 @@ struct RunStart {
   std::vector<bool> frozen;  ///< the smallest-magnitude coordinates of `parameters`
 };
 
-RunStart pretrained_start(const Dataset& public_part, const PublicDataTrainingOptions& options,
-                          const DpSgdOptions& phase, Index K, std::uint64_t run_seed) {
-  const Index p = public_part.d() + (phase.intercept ? 1 : 0);
+RunStart pretrained_start(const TrainedModel& model, const Dataset& public_part,
+                          const PublicDataTrainingOptions& options, std::uint64_t run_seed) {
   std::mt19937_64 rng(run_seed);
-  VectorXd w = VectorXd::Zero(p * K);
-  if (phase.init_scale > 0.0) {
-    std::normal_distribution<double> unit_normal;
-    for (Index i = 0; i < w.size(); ++i) w(i) = phase.init_scale * unit_normal(rng);
-  }
   RunStart start;
-  start.parameters = train_without_privacy(public_part, w, K, phase.intercept, options.pretrain,
+  start.parameters = train_without_privacy(model, public_part, model.initial_parameters(rng), options.pretrain,
                                            splitmix64(run_seed ^ 0xbb67ae8584caa73bULL));
   start.frozen = smallest_magnitude_mask(start.parameters, options.freeze_fraction);
   return start;
@@ -343,16 +391,18 @@ PublicDataTrainingResult train_with_public_data(const Dataset& public_part, cons
   result.n_public = public_part.n();
   result.n_private = private_part.n();
   result.num_classes = class_count(public_part, private_part, test);
-  const Index K = result.num_classes, p = private_part.d() + (phase.intercept ? 1 : 0);
-  result.parameter_count = p * K;
+  const Index K = result.num_classes;
+  const TrainedModel trained(private_part, phase, K);
+  const Index p = trained.parameter_count();
+  result.parameter_count = p;
 
   const auto pretrain_begin = std::chrono::steady_clock::now();
   std::vector<RunStart> starts;
   for (int run = 0; run < phase.runs; ++run) {
-    starts.push_back(pretrained_start(public_part, options, phase, K, dpsgd_run_seed(phase, run)));
-    const Model model = softmax_model(starts.back().parameters, p, K, phase.intercept, public_part.n());
-    result.pretrain_train_accuracy.push_back(accuracy(model, private_part));
-    result.pretrain_test_accuracy.push_back(test.n() > 0 ? accuracy(model, test) : std::nan(""));
+    starts.push_back(pretrained_start(trained, public_part, options, dpsgd_run_seed(phase, run)));
+    const VectorXd& w = starts.back().parameters;
+    result.pretrain_train_accuracy.push_back(trained.accuracy(w, private_part));
+    result.pretrain_test_accuracy.push_back(test.n() > 0 ? trained.accuracy(w, test) : std::nan(""));
   }
   result.seconds["pretrain"] = seconds_since(pretrain_begin);
 
@@ -365,17 +415,16 @@ PublicDataTrainingResult train_with_public_data(const Dataset& public_part, cons
       snapshot.step = phase.steps;
       const PlainTrainingOptions plain{phase.steps, phase.batch_size, phase.step_size, phase.weight_decay};
       for (int run = 0; run < phase.runs; ++run) {
-        const VectorXd w = train_without_privacy(private_part, starts[static_cast<std::size_t>(run)].parameters, K,
-                                                 phase.intercept, plain, dpsgd_run_seed(phase, run));
-        const Model model = softmax_model(w, p, K, phase.intercept, private_part.n());
-        snapshot.train_accuracy.push_back(accuracy(model, private_part));
-        snapshot.test_accuracy.push_back(test.n() > 0 ? accuracy(model, test) : std::nan(""));
+        const VectorXd w = train_without_privacy(trained, private_part, starts[static_cast<std::size_t>(run)].parameters,
+                                                 plain, dpsgd_run_seed(phase, run));
+        snapshot.train_accuracy.push_back(trained.accuracy(w, private_part));
+        snapshot.test_accuracy.push_back(test.n() > 0 ? trained.accuracy(w, test) : std::nan(""));
         m.training.parameters.push_back(w);
       }
       m.training.n = private_part.n();
       m.training.num_classes = K;
       m.training.private_dims = private_part.d();
-      m.training.parameter_count = p * K;
+      m.training.parameter_count = p;
       m.training.snapshots.push_back(snapshot);
     } else {
       std::vector<std::unique_ptr<PublicDataModel>> models(static_cast<std::size_t>(phase.runs));
@@ -384,10 +433,10 @@ PublicDataTrainingResult train_with_public_data(const Dataset& public_part, cons
         if (!slot) {
           const RunStart& start = starts[static_cast<std::size_t>(run)];
           std::vector<bool> frozen = method == PrivateTrainingMethod::kDpSgd
-                                         ? std::vector<bool>(static_cast<std::size_t>(p * K), false)
+                                         ? std::vector<bool>(static_cast<std::size_t>(p), false)
                                          : start.frozen;
-          slot = std::make_unique<PublicDataModel>(public_part, private_part, phase, options.gradient_model, method,
-                                                   start.parameters, std::move(frozen), K, seed);
+          slot = std::make_unique<PublicDataModel>(trained, public_part, private_part, phase, options.gradient_model,
+                                                   method, start.parameters, std::move(frozen), K, seed);
         }
         return *slot;
       };

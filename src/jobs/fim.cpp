@@ -33,9 +33,28 @@ PublicDataTrainingOptions FimJobOptions::default_training() {
   return t;
 }
 
+PublicDataTrainingOptions FimJobOptions::training_options() const {
+  PublicDataTrainingOptions t = training;
+  if (model == DpSgdModel::kLogistic)
+    throw std::invalid_argument("model = logistic: use softmax (any number of classes, 2 included)");
+  if (model != DpSgdModel::kCustom && (!network.layers.empty() || !network.torchscript.empty()))
+    throw std::invalid_argument("arch / torchscript: a custom network needs model = custom (model is " +
+                                to_string(model) + ")");
+  t.private_phase.kind = ModelKind::kSoftmax;
+  t.private_phase.network.reset();
+  if (model != DpSgdModel::kSoftmax) {
+    NetworkOptions net = network;
+    net.architecture = parse_enum<NetworkArchitecture>(to_string(model));
+    t.private_phase.network = net;
+  }
+  return t;
+}
+
 void FimJobOptions::validate() const {
   data.validate();
-  training.validate();
+  for (Index width : network.hidden)
+    if (width < 1) throw std::invalid_argument("hidden = " + std::to_string(width) + ": widths must be >= 1");
+  training_options().validate();
 }
 
 namespace {
@@ -76,6 +95,7 @@ FimJobResult run_fim(const FimJobOptions& requested, bool progress) {
   requested.validate();
   FimJobResult result;
   result.options = requested;
+  // Networks (model other than softmax) use every class unless classes says otherwise; so does softmax here.
   result.options.data.resolve();
   const FimJobOptions& options = result.options;
   const std::uint64_t seed = options.training.private_phase.seed;
@@ -88,7 +108,7 @@ FimJobResult run_fim(const FimJobOptions& requested, bool progress) {
   result.options.training.private_phase = resolved_private_phase(options.training, result.split.private_part.n());
   const StageScope stage("training with public data");
   result.training = train_with_public_data(result.split.public_part, result.split.private_part, result.data.test,
-                                           result.options.training, progress);
+                                           result.options.training_options(), progress);
   for (const auto& [name, seconds] : result.training.seconds) result.seconds[name] = seconds;
   for (const MethodResult& m : result.training.methods) result.methods.push_back(summarize_method(m));
   return result;

@@ -65,8 +65,16 @@ Dataset image_data(Index n, int K, unsigned seed) {
   return data;
 }
 
+NetworkPlan softmax_plan(Index d, int K, bool intercept) {
+  NetworkOptions softmax;
+  softmax.architecture = NetworkArchitecture::kSoftmax;
+  softmax.intercept = intercept;
+  return plan_network(builtin_network_layers(softmax, K), {d + (intercept ? 1 : 0)}, K);
+}
+
 ReleasedGradientSpec spec_for(const Dataset& data, int K, bool intercept, bool learned, double freeze) {
   ReleasedGradientSpec spec;
+  spec.plan = softmax_plan(data.d(), K, intercept);
   spec.input_dim = data.d();
   spec.image = data.image;
   spec.num_classes = K;
@@ -111,6 +119,37 @@ TEST(ReleasedGradient, WithoutAModelIsTheClosedFormClippedGradientAndItsExactTra
     sum += closed.clipped_gradient();
   }
   EXPECT_LT((accounting.clipped_sum - sum).norm(), 1e-13 * sum.norm());
+}
+
+TEST(ReleasedGradient, OfANetworkIsTheNetworksClippedGradientAndItsExactTrace) {
+  REQUIRE_PLUGIN();
+  const int K = 3;
+  Dataset data = testing::random_classification(5, 64, K, 4);
+  data.X = (data.X.array() * 3.0).matrix();
+  data.image = ImageShape{1, 8, 8};
+  NetworkOptions options;
+  options.architecture = NetworkArchitecture::kCustom;
+  options.layers = "conv:3:3:1:1,tanh,avgpool:2:2,conv:2:2:1:0,gelu,flatten,dense:5,tanh,dense:3";
+  const Network network(options, 64, K, data.image);
+  std::mt19937_64 rng(7);
+  const VectorXd w = network.initial_parameters(rng);
+  ReleasedGradientSpec spec;
+  spec.plan = network.plan();
+  spec.input_dim = 64;
+  spec.image = data.image;
+  spec.num_classes = K;
+  spec.clip_norm = 0.3;
+  for (Index i = 0; i < network.parameter_count(); ++i) spec.released.push_back(i);
+  const auto backend = create_released_gradient_backend(spec);
+  const MatrixXd expected = network.clipped_gradients(w, data.X, data.y, spec.clip_norm);
+  const MatrixXd released = backend->released(w, data.X, data.y);
+  EXPECT_LT((released - expected).norm(), 1e-12 * expected.norm());
+  NetworkAccountingRequest exact;
+  exact.trace = TraceMethod::kExact;
+  exact.spectral = SpectralMethod::kNone;
+  const VectorXd reference = network.account_batch(w, data.X, data.y, spec.clip_norm, exact, 1).trace;
+  const VectorXd trace = backend->account_batch(w, data.X, data.y, exact, 1).trace;
+  EXPECT_LT((trace - reference).norm(), 1e-10 * reference.norm());
 }
 
 /// Tr(J^T J) of the released vector of row b by central differences of backend->released.
@@ -342,6 +381,29 @@ TEST(TrainWithPublicData, PruneKeepsFrozenParametersAndEveryMethodStartsFromTheP
   EXPECT_EQ(fim.perturbation_cosine[0].size(), 1u);
 }
 
+TEST(TrainWithPublicData, TrainsANetworkWithFrozenCoordinatesAndALearnedGradient) {
+  REQUIRE_PLUGIN();
+  const Dataset data = image_data(50, 2, 61);
+  const PublicPrivateSplit split = split_public_private(data, 0.4, 3);
+  PublicDataTrainingOptions o = small_options();
+  o.private_phase.runs = 1;
+  o.private_phase.steps = 2;
+  NetworkOptions network;
+  network.architecture = NetworkArchitecture::kCustom;
+  network.layers = "conv:2:3:2:1,tanh,avgpool:2:2,flatten,dense:2";
+  o.private_phase.network = network;
+  o.methods = {PrivateTrainingMethod::kPrune, PrivateTrainingMethod::kFim};
+  const PublicDataTrainingResult result = train_with_public_data(split.public_part, split.private_part, data, o);
+  const Index p = 2 * 9 + 2 + 2 * 32 + 2;  // conv 2 x (1 x 3 x 3) + 2, dense 2 x (2 x 4 x 4) + 2
+  EXPECT_EQ(result.parameter_count, p);
+  for (const MethodResult& m : result.methods) {
+    EXPECT_EQ(m.frozen, p / 2);
+    EXPECT_GT(m.training.final_snapshot().fisher_trace.maxCoeff(), 0.0) << to_string(m.method);
+    EXPECT_TRUE(m.training.final_snapshot().fisher_trace.allFinite());
+  }
+  EXPECT_EQ(result.find(PrivateTrainingMethod::kFim)->perturbation_cosine[0].size(), 2u);
+}
+
 TEST(TrainWithPublicData, RefusesBadOptionsWithTheirNames) {
   const Dataset data = image_data(30, 2, 51);
   const PublicPrivateSplit split = split_public_private(data, 0.5, 1);
@@ -361,7 +423,6 @@ TEST(TrainWithPublicData, RefusesBadOptionsWithTheirNames) {
   refuses([](auto& o) { o.private_phase.trace = TraceMethod::kCoordinates; }, {"trace = coordinates"});
   refuses([](auto& o) { o.private_phase.spectral = SpectralMethod::kExact; }, {"spectral = exact"});
   refuses([](auto& o) { o.private_phase.checkpoint_path = "x"; }, {"cannot be resumed"});
-  refuses([](auto& o) { o.private_phase.network = NetworkOptions{}; }, {"networks are not supported"});
   refuses([](auto& o) { o.private_phase.kind = ModelKind::kLogistic; }, {"softmax"});
   refuses([](auto& o) { o.pretrain.step_size = 0; }, {"pretrain_step_size"});
   refuses([](auto& o) { o.gradient_model.batch_size = 1000; o.methods = {PrivateTrainingMethod::kFim}; },

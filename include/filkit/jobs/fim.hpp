@@ -7,6 +7,7 @@
 
 #include "filkit/data/pipeline.hpp"
 #include "filkit/dpsgd/public_data_training.hpp"
+#include "filkit/jobs/dpsgd.hpp"
 #include "filkit/jobs/job.hpp"
 
 #include <map>
@@ -20,14 +21,26 @@ struct FimJobOptions {
   DataPipelineOptions data{.data = "mnist", .classes = std::vector<int>{}, .pca = 0, .scale = RowScaling::kNone};
   /// The thesis' section 3.1 settings (its table B.1, figure 3.1 column) but for the gradient
   /// model's steps, counted here in batches (gradient_steps 200 = 200 batches, not epochs).
+  /// The trained model: softmax regression (default, the thesis' linear model) or a network
+  /// through LibTorch (cnn: the thesis' table 3.2 ConvNet; mlp; custom with arch or torchscript).
+  DpSgdModel model = DpSgdModel::kSoftmax;
+  NetworkOptions network;
   PublicDataTrainingOptions training = default_training();
   static PublicDataTrainingOptions default_training();
+  /// `training` with the model resolved into private_phase.network (empty for softmax).
+  PublicDataTrainingOptions training_options() const;
   void validate() const;
 };
 
 template <class Visit>
 void visit_fields(FimJobOptions& o, Visit&& visit) {
   visit_fields(o.data, visit);
+  visit("model", o.model,
+        "The trained model: softmax (regression, the thesis' linear model), or through LibTorch mlp, cnn (the "
+        "thesis' table 3.2 ConvNet), cifar-cnn, custom (arch or torchscript)");
+  visit("hidden", o.network.hidden, "mlp: hidden layer widths");
+  visit("arch", o.network.layers, "custom: layers, as filkit dpsgd --arch");
+  visit("torchscript", o.network.torchscript, "custom: a TorchScript file, as filkit dpsgd --torchscript");
   PublicDataTrainingOptions& t = o.training;
   visit("public_fraction", t.public_fraction, "Fraction of the training examples that are public, in (0, 1)");
   visit("freeze_fraction", t.freeze_fraction,

@@ -7,6 +7,7 @@
 
 #include "base/seeding.hpp"
 #include "base/splitmix_stream.hpp"
+#include "dpsgd/torch/forward_pass.hpp"
 #include "dpsgd/torch/tensor_conversions.hpp"
 
 #include <ATen/ATen.h>
@@ -261,69 +262,12 @@ Tensor ClippedGradients::jacobian_vector_products(const Tensor& directional) con
 /// The records of one forward pass needed for per-example gradients: for every layer with
 /// parameters, its input (dense: B x in; conv: the unfolded patches, B x in k^2 x L) and its
 /// pre-activation (dense: B x out; conv: B x out x L).
-struct ForwardPass {
-  Tensor logits;
-  std::vector<Tensor> inputs, preactivations;
-};
-
-Tensor activation(const LayerSpec& layer, const Tensor& a) {
-  switch (layer.kind) {
-    case LayerKind::kTanh: return at::tanh(a);
-    case LayerKind::kSigmoid: return at::sigmoid(a);
-    case LayerKind::kSoftplus: return at::softplus(a, layer.beta, layer.threshold);
-    case LayerKind::kGelu: return at::gelu(a, layer.gelu_tanh ? "tanh" : "none");
-    case LayerKind::kElu: return at::elu(a, layer.alpha, layer.scale, layer.input_scale);
-    case LayerKind::kSelu: return at::selu(a);
-    default: throw std::logic_error("activation: not an activation");
-  }
-}
-
 struct TorchNetwork final : NetworkBackend {
   NetworkOptions options;
   NetworkPlan plan;
   Index p = 0;
 
-  /// The logits of a batch x (B x d), recording what per-example gradients need.
-  ForwardPass forward(const Tensor& w, const Tensor& x) const {
-    const std::int64_t B = x.size(0);
-    ForwardPass pass;
-    Tensor a = options.intercept ? at::cat({at::ones({B, 1}, kDouble), x}, 1) : x;
-    if (plan.input_shape.size() == 3) a = a.reshape({B, plan.input_shape[0], plan.input_shape[1], plan.input_shape[2]});
-    for (const PlannedLayer& layer : plan.layers) {
-      const LayerSpec& s = layer.spec;
-      switch (s.kind) {
-        case LayerKind::kDense: {
-          const Tensor W = w.narrow(0, layer.offset, layer.weight_size()).view({s.out, layer.in});
-          Tensor z = at::matmul(a, W.t());
-          if (s.bias) z = z + w.narrow(0, layer.offset + layer.weight_size(), s.out);
-          pass.inputs.push_back(a);
-          pass.preactivations.push_back(z);
-          a = z;
-          break;
-        }
-        case LayerKind::kConv: {
-          const Tensor patches = at::im2col(a, {s.kernel_h, s.kernel_w}, {1, 1}, {s.padding_h, s.padding_w},
-                                            {s.stride_h, s.stride_w});  // B x in kh kw x L
-          const Tensor W = w.narrow(0, layer.offset, layer.weight_size()).view({s.out, layer.fan_in()});
-          // (B L x in k^2) times (in k^2 x out) as one GEMM, rather than B small ones.
-          Tensor z = at::matmul(patches.transpose(1, 2), W.t()).transpose(1, 2);  // B x out x L
-          if (s.bias) z = z + w.narrow(0, layer.offset + layer.weight_size(), s.out).view({1, s.out, 1});
-          pass.inputs.push_back(patches);
-          pass.preactivations.push_back(z);
-          a = z.view({B, s.out, layer.output_shape[1], layer.output_shape[2]});
-          break;
-        }
-        case LayerKind::kAvgPool:
-          a = at::avg_pool2d(a, {s.kernel_h, s.kernel_w}, {s.stride_h, s.stride_w}, {s.padding_h, s.padding_w},
-                             /*ceil_mode=*/false, /*count_include_pad=*/true);
-          break;
-        case LayerKind::kFlatten: a = a.reshape({B, -1}); break;
-        default: a = activation(s, a); break;
-      }
-    }
-    pass.logits = a;
-    return pass;
-  }
+  ForwardPass forward(const Tensor& w, const Tensor& x) const { return forward_pass(plan, options.intercept, w, x); }
 
   /// Per-example gradients of the cross-entropy at x (requires grad) and their clip factors
   /// f_b = 1 / (GELU(||g_b||/C - 1) + 1), GELU in JAX's tanh form (clipped_gradient.hpp); C <= 0
@@ -637,6 +581,60 @@ NetworkBatchAccounting TorchNetwork::account_batch(const VectorXd& w, const RowM
 }
 
 }  // namespace
+
+Tensor activation(const LayerSpec& layer, const Tensor& a) {
+  switch (layer.kind) {
+    case LayerKind::kTanh: return at::tanh(a);
+    case LayerKind::kSigmoid: return at::sigmoid(a);
+    case LayerKind::kSoftplus: return at::softplus(a, layer.beta, layer.threshold);
+    case LayerKind::kGelu: return at::gelu(a, layer.gelu_tanh ? "tanh" : "none");
+    case LayerKind::kElu: return at::elu(a, layer.alpha, layer.scale, layer.input_scale);
+    case LayerKind::kSelu: return at::selu(a);
+    default: throw std::logic_error("activation: not an activation");
+  }
+}
+
+ForwardPass forward_pass(const NetworkPlan& plan, bool intercept, const Tensor& w, const Tensor& x) {
+  const std::int64_t B = x.size(0);
+  ForwardPass pass;
+  Tensor a = intercept ? at::cat({at::ones({B, 1}, kDouble), x}, 1) : x;
+  if (plan.input_shape.size() == 3) a = a.reshape({B, plan.input_shape[0], plan.input_shape[1], plan.input_shape[2]});
+  for (const PlannedLayer& layer : plan.layers) {
+    const LayerSpec& s = layer.spec;
+    switch (s.kind) {
+      case LayerKind::kDense: {
+        const Tensor W = w.narrow(0, layer.offset, layer.weight_size()).view({s.out, layer.in});
+        Tensor z = at::matmul(a, W.t());
+        if (s.bias) z = z + w.narrow(0, layer.offset + layer.weight_size(), s.out);
+        pass.inputs.push_back(a);
+        pass.preactivations.push_back(z);
+        a = z;
+        break;
+      }
+      case LayerKind::kConv: {
+        const Tensor patches = at::im2col(a, {s.kernel_h, s.kernel_w}, {1, 1}, {s.padding_h, s.padding_w},
+                                          {s.stride_h, s.stride_w});  // B x in kh kw x L
+        const Tensor W = w.narrow(0, layer.offset, layer.weight_size()).view({s.out, layer.fan_in()});
+        // (B L x in k^2) times (in k^2 x out) as one GEMM, rather than B small ones.
+        Tensor z = at::matmul(patches.transpose(1, 2), W.t()).transpose(1, 2);  // B x out x L
+        if (s.bias) z = z + w.narrow(0, layer.offset + layer.weight_size(), s.out).view({1, s.out, 1});
+        pass.inputs.push_back(patches);
+        pass.preactivations.push_back(z);
+        a = z.view({B, s.out, layer.output_shape[1], layer.output_shape[2]});
+        break;
+      }
+      case LayerKind::kAvgPool:
+        a = at::avg_pool2d(a, {s.kernel_h, s.kernel_w}, {s.stride_h, s.stride_w}, {s.padding_h, s.padding_w},
+                           /*ceil_mode=*/false, /*count_include_pad=*/true);
+        break;
+      case LayerKind::kFlatten: a = a.reshape({B, -1}); break;
+      default: a = activation(s, a); break;
+    }
+  }
+  pass.logits = a;
+  return pass;
+}
+
 }  // namespace filkit
 
 // The plugin's only exported symbols (it is built with hidden visibility).

@@ -3,12 +3,16 @@
 //   r(x) = clip(v(x)),  v = M g            (dpsgd, prune)
 //                       v = M g + g_phi    (fim, perturbation objective; thesis equation 2.9)
 //                       v = g_phi          (fim, gradient objective; thesis equation 2.4)
-// with g = vec(x~ (softmax(W^T x~) - e_y)^T) the linear softmax model's per-example gradient
-// (column-major, the GLM's order), M the unfrozen coordinates and clip the GELU clip of
-// clipped_gradient.hpp. Everything is plain LibTorch autograd: J^T u = d<r, u>/dx is one reverse
-// pass, and the gradient model's objective, which contains ||J^T u||^2, is differentiated about
-// phi by a further reverse pass through that graph (create_graph): a third derivative of the loss.
+// with g the trained model's per-example cross-entropy gradient in the plan's parameter order (for
+// softmax regression vec(x~ (softmax(W^T x~) - e_y)^T), the GLM's order), M the unfrozen
+// coordinates and clip the GELU clip of clipped_gradient.hpp. g comes from one reverse pass of the
+// summed loss to every layer's pre-activations (row b of each is example b's own) and per-example
+// products with the layers' inputs, kept in the graph. Everything is plain LibTorch autograd:
+// J^T u = d<r, u>/dx is one reverse pass, and the gradient model's objective, which contains
+// ||J^T u||^2, is differentiated about phi by a further reverse pass through that graph
+// (create_graph): a third derivative of the loss.
 #include "dpsgd/network_backend.hpp"
+#include "dpsgd/torch/forward_pass.hpp"
 #include "dpsgd/torch/tensor_conversions.hpp"
 
 #include <ATen/ATen.h>
@@ -44,7 +48,6 @@ Tensor tanh_gelu(const Tensor& t) { return at::gelu(t, "tanh"); }
 class TorchReleasedGradient final : public ReleasedGradientBackend {
  public:
   explicit TorchReleasedGradient(const ReleasedGradientSpec& spec) : spec_(spec) {
-    p_ = spec.input_dim + (spec.intercept ? 1 : 0);
     released_ = at::empty({static_cast<std::int64_t>(spec.released.size())}, at::TensorOptions().dtype(at::kLong));
     for (std::size_t i = 0; i < spec.released.size(); ++i) released_[static_cast<std::int64_t>(i)] = spec.released[i];
     m_ = static_cast<std::int64_t>(spec.released.size());
@@ -104,7 +107,7 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
     const Index n = X.rows(), B = std::min<Index>(o.batch_size, n);
     std::vector<Index> order(static_cast<std::size_t>(n));
     std::iota(order.begin(), order.end(), Index{0});
-    const Tensor W = weights(theta);
+    const Tensor w = weights(theta);
     for (Index s = 0; s < steps; ++s) {
       for (Index j = 0; j < B; ++j) {  // partial Fisher-Yates: a uniform B-subset
         std::uniform_int_distribution<Index> pick(j, n - 1);
@@ -118,8 +121,8 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
       }
       const Tensor probes = at::randn({B * o.probes, m_}, generator, kDouble);
       optimizer_->zero_grad();
-      const Tensor loss = objective_tensor(W, to_tensor(Xb), to_labels(yb), probes);
-      loss.backward();
+      const Tensor loss = objective_tensor(w, to_tensor(Xb), to_labels(yb), probes);
+      loss.backward({}, false, false, parameters_);  // phi only (theta is a leaf too)
       optimizer_->step();
       out.final_loss = loss.item<double>();
     }
@@ -161,13 +164,11 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
   }
 
   MatrixXd released(const VectorXd& theta, const RowMatrix& X, const VectorXd& y) const override {
-    at::NoGradGuard no_grad;
-    return to_row_matrix(released_tensor(weights(theta), to_tensor(X), to_labels(y)).released);
+    return to_row_matrix(released_tensor(weights(theta), to_tensor(X), to_labels(y), false).released);
   }
 
   MatrixXd perturbation(const VectorXd& theta, const RowMatrix& X, const VectorXd& y) const override {
-    at::NoGradGuard no_grad;
-    const Forward f = released_tensor(weights(theta), to_tensor(X), to_labels(y));
+    const Forward f = released_tensor(weights(theta), to_tensor(X), to_labels(y), false);
     return f.model_output.defined() ? MatrixXd(to_row_matrix(f.model_output)) : MatrixXd::Zero(X.rows(), m_);
   }
 
@@ -217,9 +218,29 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
     Tensor gradient;      ///< M g (B x m)
   };
 
-  /// theta (column-major p x K) as the p x K matrix W.
-  Tensor weights(const VectorXd& theta) const {
-    return to_tensor(theta).reshape({spec_.num_classes, p_}).t();
+  /// theta as a leaf that requires grad: the per-example gradients are reverse passes through it.
+  static Tensor weights(const VectorXd& theta) { return to_tensor(theta).set_requires_grad(true); }
+
+  /// Per-example gradients of the cross-entropy (B x p, the plan's parameter order), in the graph
+  /// (about x and, through x, for the gradient model's objective) when `create_graph`.
+  Tensor per_example_gradients(const Tensor& w, const Tensor& x, const Tensor& labels, bool create_graph) const {
+    const ForwardPass pass = forward_pass(spec_.plan, spec_.intercept, w, x);
+    const Tensor loss = -at::log_softmax(pass.logits, 1).gather(1, labels.view({-1, 1})).sum();
+    const std::vector<Tensor> dz = torch::autograd::grad({loss}, pass.preactivations, {}, true, create_graph);
+    std::vector<Tensor> blocks;
+    std::size_t l = 0;
+    const std::int64_t B = x.size(0);
+    for (const PlannedLayer& layer : spec_.plan.layers) {
+      if (!layer.spec.has_parameters()) continue;
+      const Tensor& delta = dz[l];           // dense: B x out; conv: B x out x L
+      const Tensor& input = pass.inputs[l];  // dense: B x in;  conv: B x (in kh kw) x L
+      const bool conv = layer.spec.kind == LayerKind::kConv;
+      blocks.push_back((conv ? at::matmul(delta, input.transpose(1, 2)) : delta.unsqueeze(2) * input.unsqueeze(1))
+                           .reshape({B, -1}));  // the weight's (out x fan_in) row-major layout
+      if (layer.spec.bias) blocks.push_back(conv ? delta.sum(2) : delta);
+      ++l;
+    }
+    return at::cat(blocks, 1);
   }
 
   static Tensor gradient_about(const Tensor& output, const Tensor& input, bool create_graph = false) {
@@ -236,16 +257,13 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
     return h.reshape({x.size(0), -1});
   }
 
-  Forward released_tensor(const Tensor& W, const Tensor& x, const Tensor& labels) const {
+  Forward released_tensor(const Tensor& w, const Tensor& x, const Tensor& labels, bool create_graph = true) const {
     const std::int64_t B = x.size(0);
-    const Tensor xt = spec_.intercept ? at::cat({at::ones({B, 1}, kDouble), x}, 1) : x;
-    const Tensor residual = at::softmax(xt.mm(W), 1) - at::one_hot(labels, spec_.num_classes).to(at::kDouble);
-    const Tensor g = (residual.unsqueeze(2) * xt.unsqueeze(1)).reshape({B, -1});  // g[k p + j] = x~_j r_k
     Forward f;
-    f.gradient = g.index_select(1, released_);
+    f.gradient = per_example_gradients(w, x, labels, create_graph).index_select(1, released_);
     Tensor v = f.gradient;
     if (spec_.learned) {
-      const Tensor theta_released = W.t().reshape({1, -1}).index_select(1, released_).expand({B, m_});
+      const Tensor theta_released = w.detach().index_select(0, released_).unsqueeze(0).expand({B, m_});
       std::vector<Tensor> inputs;
       if (use_conv_) inputs.push_back(conv_features(x));
       inputs.push_back(theta_released);
@@ -265,10 +283,10 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
 
   /// mean_b [ L'_b + lambda F_b ], F_b = mean_s ||J_b^T u_bs||^2 (/ ||r_b||^2 with snr), probes
   /// row b * S + s.
-  Tensor objective_tensor(const Tensor& W, const Tensor& x_values, const Tensor& labels, const Tensor& probes) const {
+  Tensor objective_tensor(const Tensor& w, const Tensor& x_values, const Tensor& labels, const Tensor& probes) const {
     const GradientModelOptions& o = spec_.gradient_model;
     const Tensor x = x_values.detach().clone().set_requires_grad(true);
-    const Forward f = released_tensor(W, x, labels);
+    const Forward f = released_tensor(w, x, labels);
     const std::int64_t B = x.size(0), S = probes.size(0) / B;
     const Tensor utility = o.objective == GradientObjective::kPerturbation
                                ? f.model_output.pow(2).sum(1)
@@ -283,7 +301,6 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
   }
 
   ReleasedGradientSpec spec_;
-  Index p_ = 0;
   std::int64_t m_ = 0;
   Tensor released_;
   bool use_conv_ = false;
