@@ -29,8 +29,9 @@
 // changes nothing in the DP guarantee (the RDP accountant's eps is the same for dpsgd, prune and
 // fim) while it changes the per-example FIL.
 //
-// The model trained is linear softmax regression (K >= 2 classes, optional intercept), the model
-// of the thesis' tables 3.1, 3.3 and 3.4, with parameters in the GLM's order (W column by column).
+// The model trained is softmax regression (K >= 2 classes, optional intercept; the thesis' tables
+// 3.1, 3.3 and 3.4), parameters in the GLM's order (W column by column), or a smooth network of
+// networks.hpp (private_phase.network; the thesis' table 3.2 ConvNet), parameters in its order.
 // The gradient model follows the thesis' appendix (table B.6): a convolutional branch over the
 // image (conv 16 8x8 stride 2 pad 2, GELU, avgpool 2 stride 1, conv 32 4x4 stride 2, GELU, avgpool
 // 2 stride 1; left out for non-image rows) whose features are concatenated with the unfrozen
@@ -106,7 +107,8 @@ struct PublicDataTrainingOptions {
   std::vector<PrivateTrainingMethod> methods = {PrivateTrainingMethod::kSgd, PrivateTrainingMethod::kDpSgd,
                                                 PrivateTrainingMethod::kPrune, PrivateTrainingMethod::kFim};
   /// The private phase (T2 steps, B2, eta2, C, sigma, optimiser, runs, seed, accounting). Its
-  /// kind must be softmax; trace gaussian or exact (auto: gaussian, probes auto 2); spectral none.
+  /// kind must be softmax, or network set; trace gaussian or exact (auto: gaussian, probes auto 2);
+  /// spectral none.
   DpSgdOptions private_phase;
   GradientModelOptions gradient_model;
   /// Throws std::invalid_argument naming the field.
