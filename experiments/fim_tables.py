@@ -7,6 +7,7 @@ private training of machine learning models", chapter 3), with the built `filkit
            mean (std) over --runs runs (thesis: 3).
   fig31    the same for public fractions 0.5, 0.2, 0.1, 0.05, 0.01 (thesis figure 3.1).
   fig32    the same at 50 % public for several lambda (thesis figure 3.2).
+  table32  MNIST ConvNet (the reconstruction paper's, table B.7), 5 % public, sigma 2, C 8 (eps 0.631).
   table34  binary MNIST (0 vs 1), 1000 private and 1000 public examples, no pre-training, full
            batches, 5 steps, sigma 0.05, C 10 (eps 1571.4; thesis table B.2): dFIL per method.
 
@@ -38,13 +39,20 @@ THESIS_TABLE31 = {
     "prune": ((0.9217, 0.0002), (0.6731, 0.0980), (0.0497, 0.0002), (0.0112, 0.0002)),
     "fim": ((0.9228, 0.0005), (0.3391, 0.0284), (0.0286, 0.0001), (0.0098, 0.0002)),
 }
+THESIS_TABLE32 = {
+    "pretrain": ((0.9524, 0.0038), None, None, None),
+    "sgd": ((0.9717, 0.0007), None, None, None),
+    "dpsgd": ((0.9597, 0.0007), (0.1961, 0.0158), (0.0106, 0.0001), (0.0034, 0.0001)),
+    "prune": ((0.9618, 0.0011), (0.1865, 0.0068), (0.0093, 0.0004), (0.0026, 0.0002)),
+    "fim": ((0.9705, 0.0014), (0.3211, 0.0405), (0.0057, 0.0002), (0.0007, 0.0001)),
+}
 THESIS_TABLE34 = {
     "sgd": ((0.9964, 0.0005), None, None, None),
     "dpsgd": ((0.9951, 0.0011), (4.1469, 0.0622), (1.4096, 0.1710), (1.4521, 0.1506)),
     "prune": ((0.9924, 0.0031), (2.9422, 0.2106), (1.0357, 0.0401), (1.0180, 0.0670)),
     "fim": ((0.9975, 0.0008), (2.3875, 0.0286), (0.5713, 0.0217), (0.5339, 0.0392)),
 }
-THESIS_EPSILON = {"table31": 20.5318, "table34": 1571.4291}
+THESIS_EPSILON = {"table31": 20.5318, "table32": 0.6310, "table34": 1571.4291}
 
 # Table B.1 (figure 3.1 column): pre-train 30 epochs of batch 512 at 0.01 (wd 1e-4); train one epoch
 # of batch 512 at 0.01 (wd 1e-5), sigma 0.5, C 10; parameter density 0.5; FIM lr 0.01, wd 0.1,
@@ -53,6 +61,14 @@ TABLE31 = {"classes": "all", "public-fraction": 0.5, "pretrain-steps": 1760, "pr
            "pretrain-step-size": 0.01, "pretrain-weight-decay": 1e-4, "freeze-fraction": 0.5,
            "batch-size": 512, "steps": 59, "step-size": 0.01, "optimizer": "adam", "weight-decay": 1e-5,
            "noise-multiplier": 0.5, "clip-norm": 10, "lambda": 1e3, "gradient-batch-size": 512,
+           "gradient-step-size": 0.01, "gradient-weight-decay": 0.1, "kappa-delta": 1e-9, "rdp-delta": 1e-9}
+# Table B.1 (table 3.2 column): the ConvNet; pre-train 100 epochs of the 3000 public examples (batch
+# 512, 0.01, wd 0.01); train one epoch of the 57000 private ones (batch 512, 0.01, wd 1e-4), sigma 2,
+# C 8; density 0.5; FIM lr 0.01, wd 0.1, lambda 1e3; delta 1e-9.
+TABLE32 = {"model": "cnn", "classes": "all", "public-fraction": 0.05, "pretrain-steps": 586,
+           "pretrain-batch-size": 512, "pretrain-step-size": 0.01, "pretrain-weight-decay": 0.01,
+           "freeze-fraction": 0.5, "batch-size": 512, "steps": 111, "step-size": 0.01, "optimizer": "adam",
+           "weight-decay": 1e-4, "noise-multiplier": 2, "clip-norm": 8, "lambda": 1e3, "gradient-batch-size": 512,
            "gradient-step-size": 0.01, "gradient-weight-decay": 0.1, "kappa-delta": 1e-9, "rdp-delta": 1e-9}
 # Table B.2: 1000 private samples (and 1000 public), batch 1024 (here the whole private part),
 # 5 epochs at 0.1 (wd 0), sigma 0.05, C 10; no pre-training (section 3.2); FIM 200 epochs, decay 50,
@@ -72,7 +88,7 @@ def run(name, settings, args):
     flags = [FILKIT, "fim", "--quiet", "--json", path, "--runs", str(args.runs), "--seed", str(args.seed)]
     for key, value in settings.items():
         flags += ["--" + key, str(value)]
-    for key in ["gradient_steps", "gradient_decay", "gradient_min_steps"]:
+    for key in ["gradient_steps", "gradient_decay", "gradient_min_steps", "steps", "pretrain_steps"]:
         if getattr(args, key) is not None:
             flags += ["--" + key.replace("_", "-"), str(getattr(args, key))]
     print(" ".join(flags), file=sys.stderr, flush=True)
@@ -106,18 +122,22 @@ def print_table(summary, thesis, epsilon):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("experiment", choices=["table31", "fig31", "fig32", "table34"])
+    parser.add_argument("experiment", choices=["table31", "table32", "fig31", "fig32", "table34"])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--gradient-steps", dest="gradient_steps", type=int)
     parser.add_argument("--gradient-decay", dest="gradient_decay", type=int)
     parser.add_argument("--gradient-min-steps", dest="gradient_min_steps", type=int)
+    parser.add_argument("--steps", type=int, help="private steps instead of one epoch (a reduced run)")
+    parser.add_argument("--pretrain-steps", dest="pretrain_steps", type=int, help="pre-training steps instead")
     parser.add_argument("--fractions", default="0.5,0.2,0.1,0.05,0.01")
     parser.add_argument("--lambdas", default="0,10,100,1000,10000")
     parser.add_argument("--again", action="store_true", help="rerun settings whose JSON exists")
     args = parser.parse_args()
     if args.experiment == "table31":
         print_table(run("table31", TABLE31, args), THESIS_TABLE31, THESIS_EPSILON["table31"])
+    elif args.experiment == "table32":
+        print_table(run("table32", TABLE32, args), THESIS_TABLE32, THESIS_EPSILON["table32"])
     elif args.experiment == "table34":
         print_table(run("table34", TABLE34, args), THESIS_TABLE34, THESIS_EPSILON["table34"])
     else:
