@@ -85,12 +85,13 @@ def run(name, settings, args):
     path = os.path.join(OUT, args.experiment, name + ".json")
     if os.path.exists(path) and not args.again:
         return json.load(open(path))
+    settings = dict(settings)
+    for key in ["gradient_steps", "gradient_decay", "gradient_min_steps", "steps", "pretrain_steps"]:
+        if getattr(args, key) is not None:  # the command line's reductions replace the thesis' values
+            settings[key.replace("_", "-")] = getattr(args, key)
     flags = [FILKIT, "fim", "--quiet", "--json", path, "--runs", str(args.runs), "--seed", str(args.seed)]
     for key, value in settings.items():
         flags += ["--" + key, str(value)]
-    for key in ["gradient_steps", "gradient_decay", "gradient_min_steps", "steps", "pretrain_steps"]:
-        if getattr(args, key) is not None:
-            flags += ["--" + key.replace("_", "-"), str(getattr(args, key))]
     print(" ".join(flags), file=sys.stderr, flush=True)
     subprocess.run(flags, check=True)
     return json.load(open(path))
