@@ -6,6 +6,7 @@
 #include "filkit/jobs/attack.hpp"
 #include "filkit/jobs/dpsgd.hpp"
 #include "filkit/jobs/irfil.hpp"
+#include "filkit/jobs/learned_attack.hpp"
 #include "filkit/jobs/measure.hpp"
 #include "filkit/jobs/reconstruct.hpp"
 #include "filkit/jobs/report.hpp"
@@ -33,6 +34,7 @@ void bind_jobs(py::module_& m) {
   add_job<BoundJob>(defaults);
   add_job<ReconstructJob>(defaults);
   add_job<DpSgdJob>(defaults);
+  add_job<LearnedAttackJob>(defaults);
   add_job<AccountantJob>(defaults);
   add_job<ReportJob>(defaults);
 

@@ -62,18 +62,23 @@ void LearnedReconstructionOptions::validate() const {
     throw std::invalid_argument("attacker_weight_decay = " + text(attacker_weight_decay) + ": must be finite and >= 0");
 }
 
-AttackData draw_attack_data(const Dataset& data, const LearnedReconstructionOptions& options) {
+AttackData draw_attack_data(const Dataset& data, const LearnedReconstructionOptions& options, Index public_size) {
   options.validate();
+  if (public_size < 0) throw std::invalid_argument("public_size = " + std::to_string(public_size) + ": must be >= 0");
   const Index candidates = options.train_shadow_models + options.target_shadow_models;
-  if (data.n() < options.fixed_size + candidates)
-    throw std::invalid_argument("the learned attack needs fixed_size + train_shadow_models + target_shadow_models = " +
-                                std::to_string(options.fixed_size + candidates) + " rows, and the data (" +
+  const Index needed = public_size + options.fixed_size + candidates;
+  if (data.n() < needed)
+    throw std::invalid_argument("the learned attack needs public_size + fixed_size + train_shadow_models + "
+                                "target_shadow_models = " + std::to_string(needed) + " rows, and the data (" +
                                 data.source + ") has " + std::to_string(data.n()));
   const std::vector<Index> order = seeded_permutation(data.n(), splitmix64(options.seed ^ 0x5eedf1c5ULL));
-  std::vector<Index> fixed(order.begin(), order.begin() + options.fixed_size);
-  std::sort(fixed.begin(), fixed.end());
-  const std::vector<Index> chosen(order.begin() + options.fixed_size, order.begin() + options.fixed_size + candidates);
-  return {data.select_rows(fixed), data.select_rows(chosen)};
+  const auto rows = [&](Index start, Index count, bool sorted) {
+    std::vector<Index> part(order.begin() + start, order.begin() + start + count);
+    if (sorted) std::sort(part.begin(), part.end());
+    return data.select_rows(part);
+  };
+  return {rows(0, public_size, true), rows(public_size, options.fixed_size, true),
+          rows(public_size + options.fixed_size, candidates, false)};
 }
 
 Dataset with_candidate(const Dataset& fixed, const Dataset& candidates, Index candidate) {
@@ -134,11 +139,20 @@ RowMatrix mlp_inputs(const RowMatrix& standardised, const VectorXd& labels, Inde
 
 MatrixXd relu(const MatrixXd& z) { return z.cwiseMax(0.0); }
 
+/// A B, in parallel column blocks when large enough to pay for a parallel region (the choice
+/// depends on the sizes only, so the result does not depend on the thread count).
+MatrixXd product(const MatrixXd& a, const MatrixXd& b) {
+  constexpr double kParallelMultiplyAdds = 1 << 21;
+  if (static_cast<double>(a.rows()) * static_cast<double>(a.cols()) * static_cast<double>(b.cols()) < kParallelMultiplyAdds)
+    return a * b;
+  return detail::product_in_column_blocks(a, b);
+}
+
 /// Activations of every layer for the rows of `inputs` (layer 0: the inputs), rows as examples.
 std::vector<MatrixXd> forward(const Attacker& mlp, const MatrixXd& inputs) {
   std::vector<MatrixXd> activations{inputs};
   for (std::size_t l = 0; l < mlp.weights.size(); ++l) {
-    MatrixXd z = detail::product_in_column_blocks(activations.back(), mlp.weights[l].transpose());
+    MatrixXd z = product(activations.back(), mlp.weights[l].transpose());
     z.rowwise() += mlp.biases[l].transpose();
     activations.push_back(l + 1 < mlp.weights.size() ? relu(z) : z);
   }
@@ -268,10 +282,10 @@ double mlp_loss_and_gradient(const Attacker& mlp, const RowMatrix& inputs, const
   if (gradient == nullptr) return loss;
   MatrixXd delta = 2.0 * scale * residual;  // d loss / d z of the last layer
   for (std::size_t l = mlp.weights.size(); l-- > 0;) {
-    gradient->weights[l] = detail::product_in_column_blocks(delta.transpose(), a[l]);
+    gradient->weights[l] = product(delta.transpose(), a[l]);
     gradient->biases[l] = delta.colwise().sum().transpose();
     if (l == 0) break;
-    delta = detail::product_in_column_blocks(delta, mlp.weights[l]);
+    delta = product(delta, mlp.weights[l]);
     delta.array() *= (a[l].array() > 0.0).cast<double>();  // ReLU's derivative
   }
   return loss;
@@ -357,7 +371,7 @@ RowMatrix train_shadow_models(const Dataset& fixed, const Dataset& candidates, I
   Progress bar("shadow models", count, !progress);
   detail::for_each_block(count, 1, [&](Index i, Index) {
     try {
-      parameters[static_cast<std::size_t>(i)] = train(with_candidate(fixed, candidates, i));
+      parameters[static_cast<std::size_t>(i)] = train(with_candidate(fixed, candidates, i), i);
     } catch (...) {
       failure.capture();
     }

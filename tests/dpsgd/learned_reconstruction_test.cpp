@@ -58,7 +58,7 @@ LearnedReconstructionOptions linear_options() {
 TEST(LearnedReconstruction, LinearAttackerInvertsOneNoiselessGradientStep) {
   const Dataset fixed = random_images(30, {1, 7, 7}, 2, 1);
   const Dataset candidates = random_images(320, {1, 7, 7}, 2, 2);
-  const auto train = [](const Dataset& data) { return one_gradient_step(data, 2, 0.5); };
+  const auto train = [](const Dataset& data, Index) { return one_gradient_step(data, 2, 0.5); };
   const LearnedReconstructionResult result = run_learned_reconstruction(fixed, candidates, train, linear_options());
   ASSERT_EQ(result.targets.size(), 20u);
   EXPECT_EQ(result.parameter_count, 2 * 50);
@@ -74,7 +74,7 @@ TEST(LearnedReconstruction, LinearAttackerInvertsOneNoiselessGradientStep) {
 TEST(LearnedReconstruction, LinearAttackerInvertsThreeClasses) {
   const Dataset fixed = random_images(20, {1, 7, 8}, 3, 3);
   const Dataset candidates = random_images(420, {1, 7, 8}, 3, 4);
-  const auto train = [](const Dataset& data) { return one_gradient_step(data, 3, 1.0); };
+  const auto train = [](const Dataset& data, Index) { return one_gradient_step(data, 3, 1.0); };
   LearnedReconstructionOptions options = linear_options();
   options.train_shadow_models = 400;
   const LearnedReconstructionResult result = run_learned_reconstruction(fixed, candidates, train, options);
@@ -84,7 +84,7 @@ TEST(LearnedReconstruction, LinearAttackerInvertsThreeClasses) {
 TEST(LearnedReconstruction, MlpAttackerBeatsTheClassMeanInTheNoiselessCase) {
   const Dataset fixed = random_images(10, {1, 7, 7}, 2, 5);
   const Dataset candidates = random_images(440, {1, 7, 7}, 2, 6);
-  const auto train = [](const Dataset& data) { return one_gradient_step(data, 2, 0.5); };
+  const auto train = [](const Dataset& data, Index) { return one_gradient_step(data, 2, 0.5); };
   LearnedReconstructionOptions options = linear_options();
   options.train_shadow_models = 400;
   options.target_shadow_models = 40;
@@ -134,11 +134,11 @@ TEST(LearnedReconstruction, ResultsDoNotDependOnTheThreadCount) {
   const Dataset candidates = random_images(120, {1, 7, 7}, 2, 8);
   LearnedReconstructionOptions options = linear_options();
   options.train_shadow_models = 100;
-  options.attacker_hidden = {40, 20};  // the MLP: its products run in parallel blocks
-  options.attacker_epochs = 3;
+  options.attacker_hidden = {1500, 20};  // the first layer's products are large enough to run in parallel
+  options.attacker_epochs = 2;
   options.attacker_batch_size = 16;
   const auto run = [&] {
-    return run_learned_reconstruction(fixed, candidates, [](const Dataset& data) { return one_gradient_step(data, 2, 0.5); },
+    return run_learned_reconstruction(fixed, candidates, [](const Dataset& data, Index) { return one_gradient_step(data, 2, 0.5); },
                                       options);
   };
   testing::expect_same_for_any_thread_count(run, [](const LearnedReconstructionResult& one,
@@ -152,9 +152,7 @@ TEST(LearnedReconstruction, ResultsDoNotDependOnTheThreadCount) {
   });
 }
 
-TEST(LearnedReconstruction, ShadowModelsRunOnEveryThreadAndInAnyOrder) {
-  // Each model depends only on its own data: a trainer that records nothing shared gives the same
-  // parameters as calling it in order.
+TEST(LearnedReconstruction, ShadowDataIsDFixedFollowedByTheCandidate) {
   const Dataset fixed = random_images(5, {1, 7, 7}, 2, 9);
   const Dataset candidates = random_images(40, {1, 7, 7}, 2, 10);
   const Dataset train = with_candidate(fixed, candidates, 3);
@@ -227,7 +225,7 @@ void expect_invalid_argument(const Call& call, const std::string& message_part) 
 TEST(LearnedReconstruction, RefusesBadInputsNamingWhatIsWrong) {
   const Dataset fixed = random_images(10, {1, 7, 7}, 2, 16);
   const Dataset candidates = random_images(50, {1, 7, 7}, 2, 17);
-  const auto train = [](const Dataset& data) { return one_gradient_step(data, 2, 0.5); };
+  const auto train = [](const Dataset& data, Index) { return one_gradient_step(data, 2, 0.5); };
   LearnedReconstructionOptions options = linear_options();
   options.train_shadow_models = 40;
   options.target_shadow_models = 20;  // 60 > 50 candidates
@@ -264,7 +262,7 @@ TEST(LearnedReconstruction, RefusesBadInputsNamingWhatIsWrong) {
   bad = options;
   bad.attacker_step_size = 0;
   expect_invalid_argument([&] { bad.validate(); }, "attacker_step_size = 0");
-  const auto ragged = [&](const Dataset& data) {
+  const auto ragged = [&](const Dataset& data, Index) {
     return data.X(data.n() - 1, 0) > 0.5 ? VectorXd::Zero(3) : VectorXd::Zero(4);
   };
   expect_invalid_argument([&] { run_learned_reconstruction(fixed, candidates, ragged, options); }, "parameters and model 0 has");
@@ -277,16 +275,19 @@ TEST(LearnedReconstruction, DrawsDisjointFixedAndCandidateRows) {
   options.fixed_size = 20;
   options.train_shadow_models = 50;
   options.target_shadow_models = 30;
-  const AttackData drawn = draw_attack_data(data, options);
+  EXPECT_EQ(draw_attack_data(data, options).public_part.n(), 0);
+  options.train_shadow_models = 40;
+  const AttackData drawn = draw_attack_data(data, options, 10);
+  ASSERT_EQ(drawn.public_part.n(), 10);
   ASSERT_EQ(drawn.fixed.n(), 20);
-  ASSERT_EQ(drawn.candidates.n(), 80);
+  ASSERT_EQ(drawn.candidates.n(), 70);
   std::vector<int> seen(100, 0);
+  for (Index i = 0; i < 10; ++i) ++seen[static_cast<std::size_t>(drawn.public_part.X(i, 0))];
   for (Index i = 0; i < 20; ++i) ++seen[static_cast<std::size_t>(drawn.fixed.X(i, 0))];
-  for (Index i = 0; i < 80; ++i) ++seen[static_cast<std::size_t>(drawn.candidates.X(i, 0))];
+  for (Index i = 0; i < 70; ++i) ++seen[static_cast<std::size_t>(drawn.candidates.X(i, 0))];
   for (int count : seen) EXPECT_EQ(count, 1);
   EXPECT_EQ(drawn.fixed.image, data.image);
-  options.fixed_size = 21;
-  expect_invalid_argument([&] { draw_attack_data(data, options); }, "= 101 rows, and the data (random_images) has 100");
+  expect_invalid_argument([&] { draw_attack_data(data, options, 11); }, "= 101 rows, and the data (random_images) has 100");
 }
 
 }  // namespace

@@ -72,17 +72,21 @@ void visit_fields(LearnedReconstructionOptions& o, Visit&& visit) {
 
 /// The shared data and the candidates z_i, drawn from one data set.
 struct AttackData {
-  Dataset fixed;       ///< D_fixed
-  Dataset candidates;  ///< train_shadow_models + target_shadow_models examples: training ones first
+  Dataset public_part;  ///< public_size rows for the trainer's public data (empty for 0)
+  Dataset fixed;        ///< D_fixed
+  Dataset candidates;   ///< train_shadow_models + target_shadow_models examples: training ones first
 };
 
-/// Draws D_fixed (fixed_size rows) and the candidates (train + target shadow models) from `data`
-/// without overlap by a seeded shuffle. Throws std::invalid_argument when `data` has too few rows.
-AttackData draw_attack_data(const Dataset& data, const LearnedReconstructionOptions& options);
+/// Draws a public part (public_size rows), D_fixed (fixed_size rows) and the candidates (train +
+/// target shadow models) from `data` without overlap by a seeded shuffle. Throws
+/// std::invalid_argument when `data` has too few rows.
+AttackData draw_attack_data(const Dataset& data, const LearnedReconstructionOptions& options, Index public_size = 0);
 
-/// Trains a model on `train` (always with the same initialisation and procedure) and returns the
-/// released parameters. Called concurrently from several threads: it must be thread-safe.
-using ShadowTrainer = std::function<VectorXd(const Dataset& train)>;
+/// Trains a model on `train` with the same initialisation and procedure for every shadow model and
+/// returns the released parameters. `model` (0, 1, ...) is the shadow model's index, from which a
+/// trainer may derive the seed of its noise (fresh for every release); nothing else may depend on
+/// it. Called concurrently from several threads: it must be thread-safe.
+using ShadowTrainer = std::function<VectorXd(const Dataset& train, Index model)>;
 
 /// D_fixed followed by the one candidate row: the shadow model's training data.
 Dataset with_candidate(const Dataset& fixed, const Dataset& candidates, Index candidate);
