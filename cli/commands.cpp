@@ -7,6 +7,7 @@ void setup_all_commands(CLI::App& app) {
   setup_accountant(app);
   setup_report(app);
   setup_dpsgd(app);
+  setup_fim(app);
   setup_bound(app);
   setup_reconstruct(app);
   setup_irfil(app);

@@ -5,6 +5,7 @@
 #include "filkit/jobs/accountant.hpp"
 #include "filkit/jobs/attack.hpp"
 #include "filkit/jobs/dpsgd.hpp"
+#include "filkit/jobs/fim.hpp"
 #include "filkit/jobs/irfil.hpp"
 #include "filkit/jobs/learned_attack.hpp"
 #include "filkit/jobs/measure.hpp"
@@ -34,6 +35,7 @@ void bind_jobs(py::module_& m) {
   add_job<BoundJob>(defaults);
   add_job<ReconstructJob>(defaults);
   add_job<DpSgdJob>(defaults);
+  add_job<FimJob>(defaults);
   add_job<LearnedAttackJob>(defaults);
   add_job<AccountantJob>(defaults);
   add_job<ReportJob>(defaults);

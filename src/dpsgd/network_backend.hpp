@@ -11,8 +11,10 @@
 
 #include "filkit/dpsgd/network_layers.hpp"
 #include "filkit/dpsgd/networks.hpp"
+#include "filkit/dpsgd/gradient_model.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -20,7 +22,7 @@
 namespace filkit {
 
 /// Raise whenever NetworkBackend, the factory, or a type they take or return changes.
-inline constexpr int kNetworkBackendAbiVersion = 2;
+inline constexpr int kNetworkBackendAbiVersion = 3;
 
 /// One network's computations for a plan (network_layers.hpp) that Network has checked. Network
 /// checks every argument's shape and range before calling these.
@@ -41,6 +43,53 @@ class NetworkBackend {
                                                std::uint64_t seed) const = 0;
 };
 
+/// What the released-gradient backend computes (public_data_training.hpp): linear softmax
+/// regression's per-example gradient restricted to the unfrozen coordinates, optionally with a
+/// learned gradient model g_phi, and the smooth clip of the result.
+struct ReleasedGradientSpec {
+  Index input_dim = 0;                ///< d (the private pixels)
+  std::optional<ImageShape> image;    ///< the rows' shape, for the gradient model's conv branch
+  Index num_classes = 2;              ///< K
+  bool intercept = false;             ///< x~ = [1, x]
+  std::vector<Index> released;        ///< the unfrozen coordinates of the K (d + intercept) parameters
+  bool learned = false;               ///< with a gradient model g_phi (fim); else r = clip(M g)
+  GradientModelOptions gradient_model;
+  double clip_norm = 1.0;
+};
+
+/// The statistics of one call of LearnedGradientBackend::train.
+struct GradientModelTraining {
+  double final_loss = 0.0;  ///< the objective on the last public batch
+};
+
+/// The released vectors r(x) = clip(M g + g_phi) (or clip(g_phi), clip(M g)) of a batch, their
+/// accounting and the gradient model's training. All matrices one example a row.
+class ReleasedGradientBackend {
+ public:
+  virtual ~ReleasedGradientBackend() = default;
+  /// Draws phi afresh (PyTorch's default initialisation) from `seed`.
+  virtual void initialize(std::uint64_t seed) = 0;
+  /// `steps` AdamW steps of phi on uniformly drawn batches of the public data at parameters theta.
+  virtual GradientModelTraining train(const VectorXd& theta, const RowMatrix& X, const VectorXd& y, Index steps,
+                                      std::uint64_t seed) = 0;
+  /// Sum of r over the batch (released coordinates) and each member's Tr(J^T J), J = dr/dx.
+  virtual NetworkBatchAccounting account_batch(const VectorXd& theta, const RowMatrix& X, const VectorXd& y,
+                                               const NetworkAccountingRequest& request, std::uint64_t seed) const = 0;
+  /// r of every row (B x released), g_phi of every row (B x released; zeros without a model).
+  virtual MatrixXd released(const VectorXd& theta, const RowMatrix& X, const VectorXd& y) const = 0;
+  virtual MatrixXd perturbation(const VectorXd& theta, const RowMatrix& X, const VectorXd& y) const = 0;
+  /// Row b: J_b^T U_b (B x d).
+  virtual MatrixXd released_vjp(const VectorXd& theta, const RowMatrix& X, const VectorXd& y,
+                                const RowMatrix& U) const = 0;
+  /// The gradient model's objective on a batch with the given probes (row b * probes + s: the s-th
+  /// probe of example b), and its gradient about phi (for the finite-difference tests).
+  virtual double objective(const VectorXd& theta, const RowMatrix& X, const VectorXd& y, const RowMatrix& probes) const = 0;
+  virtual VectorXd objective_gradient(const VectorXd& theta, const RowMatrix& X, const VectorXd& y,
+                                      const RowMatrix& probes) const = 0;
+  virtual VectorXd phi() const = 0;
+  virtual void set_phi(const VectorXd& phi) = 0;
+};
+
 /// A TorchScript module read as a chain of layers.
 struct TorchScriptNetwork {
   std::vector<LayerSpec> layers;  ///< empty when an operator is not a supported layer
@@ -59,6 +108,7 @@ struct TorchScriptNetwork {
 inline constexpr const char* kNetworkBackendAbiVersionSymbol = "filkit_network_backend_abi_version";
 inline constexpr const char* kCreateNetworkBackendSymbol = "filkit_create_network_backend";
 inline constexpr const char* kReadTorchScriptSymbol = "filkit_read_torchscript";
+inline constexpr const char* kCreateReleasedGradientBackendSymbol = "filkit_create_released_gradient_backend";
 
 }  // namespace filkit
 
@@ -73,6 +123,8 @@ filkit::NetworkBackend* filkit_create_network_backend(const filkit::NetworkPlan&
 /// Reads a TorchScript file for inputs of `input_shape` ({d} or {C, H, W}). Throws
 /// std::invalid_argument when the file cannot be read as a TorchScript module or its forward
 /// cannot run on such inputs; an unsupported operator is reported in the result, not thrown.
+/// A new released-gradient backend (owned by the caller) for a checked specification.
+filkit::ReleasedGradientBackend* filkit_create_released_gradient_backend(const filkit::ReleasedGradientSpec& spec);
 filkit::TorchScriptNetwork filkit_read_torchscript(const std::string& path,
                                                    const std::vector<filkit::Index>& input_shape,
                                                    std::uint64_t seed);

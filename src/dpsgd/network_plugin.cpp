@@ -29,10 +29,12 @@ constexpr const char* kPluginFileName = "libfilkit_torch.so";
 using CreateNetworkBackend = decltype(&filkit_create_network_backend);
 using NetworkBackendAbiVersion = decltype(&filkit_network_backend_abi_version);
 using ReadTorchScript = decltype(&filkit_read_torchscript);
+using CreateReleasedGradientBackend = decltype(&filkit_create_released_gradient_backend);
 
 struct LoadedPlugin {
   CreateNetworkBackend create = nullptr;  // null when no plugin loaded
   ReadTorchScript read_torchscript = nullptr;
+  CreateReleasedGradientBackend create_released_gradient = nullptr;
   std::string failure;                    // then: every path tried and why it failed
 };
 
@@ -82,7 +84,9 @@ LoadedPlugin load_plugin() {
     const auto abi_version = reinterpret_cast<NetworkBackendAbiVersion>(dlsym(handle, kNetworkBackendAbiVersionSymbol));
     const auto create = reinterpret_cast<CreateNetworkBackend>(dlsym(handle, kCreateNetworkBackendSymbol));
     const auto read_torchscript = reinterpret_cast<ReadTorchScript>(dlsym(handle, kReadTorchScriptSymbol));
-    if (abi_version == nullptr || create == nullptr || read_torchscript == nullptr) {
+    const auto create_released_gradient =
+        reinterpret_cast<CreateReleasedGradientBackend>(dlsym(handle, kCreateReleasedGradientBackendSymbol));
+    if (abi_version == nullptr || create == nullptr || read_torchscript == nullptr || create_released_gradient == nullptr) {
       tried += "\n  " + path + ": not a filkit network plugin (it lacks " + kNetworkBackendAbiVersionSymbol +
                " or " + kCreateNetworkBackendSymbol + ")";
       continue;
@@ -93,11 +97,11 @@ LoadedPlugin load_plugin() {
                "): rebuild it (target filkit_torch_plugin)";
       continue;
     }
-    return {create, read_torchscript, {}};
+    return {create, read_torchscript, create_released_gradient, {}};
   }
   if (tried.empty()) tried = "\n  (no candidate path)";
-  return {nullptr, nullptr,
-          std::string("the networks (mlp, cnn, cifar-cnn, custom, and softmax with engine torch) need LibTorch, which filkit loads "
+  return {nullptr, nullptr, nullptr,
+          std::string("the networks (and private training with public data: fim, prune, dpsgd) need LibTorch, which filkit loads "
                       "from its plugin ") +
               kPluginFileName + " on first use, and no plugin could be loaded; tried:" + tried +
               "\nRun scripts/setup.sh (installs libtorch-dev and builds with -DFILKIT_WITH_TORCH=ON), or set "
@@ -126,6 +130,10 @@ std::unique_ptr<NetworkBackend> create_network_backend(const NetworkPlan& plan, 
 TorchScriptNetwork read_torchscript(const std::string& path, const std::vector<Index>& input_shape,
                                     std::uint64_t seed) {
   return loaded_plugin().read_torchscript(path, input_shape, seed);
+}
+
+std::unique_ptr<ReleasedGradientBackend> create_released_gradient_backend(const ReleasedGradientSpec& spec) {
+  return std::unique_ptr<ReleasedGradientBackend>(loaded_plugin().create_released_gradient(spec));
 }
 
 bool network_plugin_loads() noexcept {

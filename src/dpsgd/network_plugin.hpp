@@ -17,6 +17,9 @@ std::unique_ptr<NetworkBackend> create_network_backend(const NetworkPlan& plan, 
 TorchScriptNetwork read_torchscript(const std::string& path, const std::vector<Index>& input_shape,
                                     std::uint64_t seed);
 
+/// A released-gradient backend from the plugin (public_data_training.hpp's dpsgd, prune and fim).
+std::unique_ptr<ReleasedGradientBackend> create_released_gradient_backend(const ReleasedGradientSpec& spec);
+
 /// Whether the plugin loads (loading it if not yet tried); never throws.
 bool network_plugin_loads() noexcept;
 

@@ -9,6 +9,7 @@
 #include "filkit/dpsgd/training.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <random>
 #include <vector>
@@ -38,7 +39,23 @@ class DpSgdModel {
   virtual Model glm(const VectorXd& w) const;
   /// One line a layer (networks), for the summary.
   virtual std::string describe() const { return {}; }
+  /// Coordinates that are never released (magnitude pruning, public_data_training.hpp): the
+  /// trainer adds no noise to them and leaves them where they are. nullptr: none.
+  virtual const std::vector<bool>* frozen() const { return nullptr; }
 };
+
+/// The model of each run of train_dpsgd_with_models, given the run's index and seed; the reference
+/// stays valid until the training returns. Private training with public data builds one a run (its
+/// pre-trained start, frozen coordinates and gradient model).
+using DpSgdModelOfRun = std::function<const DpSgdModel&(int run, std::uint64_t run_seed)>;
+
+/// train_dpsgd with the model of each run given (every run's must have the same parameter count
+/// and be a GLM or not alike). No resume file: checkpoint_path must be empty.
+DpSgdResult train_dpsgd_with_models(const Dataset& train, const Dataset& test, const DpSgdOptions& options,
+                                    const DpSgdModelOfRun& model_of_run, bool progress = false);
+
+/// The seed of run `run` (what train_dpsgd records in run_seeds).
+std::uint64_t dpsgd_run_seed(const DpSgdOptions& options, int run);
 
 /// The model `options` asks for on `train` with K classes: the GLM of options.kind, or
 /// options.network through LibTorch.

@@ -97,6 +97,9 @@ class Trainer {
     std::normal_distribution<double> unit_normal;
     for (Index i = 0; i < gradient.size(); ++i) gradient(i) += scale * unit_normal(state_.generator);
     gradient = gradient / static_cast<double>(options_.batch_size) + options_.weight_decay * w;
+    if (const std::vector<bool>* frozen = model_.frozen())  // never released, never moved
+      for (Index i = 0; i < gradient.size(); ++i)
+        if ((*frozen)[static_cast<std::size_t>(i)]) gradient(i) = 0.0;
     VectorXd& m = state_.first_moment;
     if (options_.optimizer == Optimizer::kSgd) {
       m = options_.momentum * m + gradient;  // the velocity

@@ -101,9 +101,7 @@ void require_finite_accounting(const RunAccountant& a, const DpSgdOptions& optio
     require_finite(a.spectral, stage, "the accounted ||G||_2^2 of an example (its eta)", divergence_cause(options));
 }
 
-std::uint64_t run_seed(const DpSgdOptions& options, int run) {
-  return splitmix64(options.seed ^ splitmix64(static_cast<std::uint64_t>(run)));
-}
+std::uint64_t run_seed(const DpSgdOptions& options, int run) { return dpsgd_run_seed(options, run); }
 
 // A stream apart from the runs' (theirs mix the seed with splitmix64 of the run index).
 std::uint64_t bootstrap_seed(const DpSgdOptions& options) { return splitmix64(~splitmix64(options.seed)); }
@@ -154,8 +152,31 @@ ExpectedState expected_state(const Dataset& train, const Dataset& test, const Dp
 
 }  // namespace
 
+std::uint64_t dpsgd_run_seed(const DpSgdOptions& options, int run) {
+  return splitmix64(options.seed ^ splitmix64(static_cast<std::uint64_t>(run)));
+}
+
+namespace {
+DpSgdResult train_runs(const Dataset& train, const Dataset& test, const DpSgdOptions& requested, bool progress,
+                       CheckpointWhenDone when_done, const DpSgdModelOfRun* model_of_run);
+}  // namespace
+
 DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOptions& requested, bool progress,
                         CheckpointWhenDone when_done) {
+  return train_runs(train, test, requested, progress, when_done, nullptr);
+}
+
+DpSgdResult train_dpsgd_with_models(const Dataset& train, const Dataset& test, const DpSgdOptions& options,
+                                    const DpSgdModelOfRun& model_of_run, bool progress) {
+  if (!options.checkpoint_path.empty())
+    throw std::invalid_argument("checkpoint: resuming is not available for this training (its models' state is not "
+                                "in the resume file); leave it empty");
+  return train_runs(train, test, options, progress, CheckpointWhenDone::kRemove, &model_of_run);
+}
+
+namespace {
+DpSgdResult train_runs(const Dataset& train, const Dataset& test, const DpSgdOptions& requested, bool progress,
+                       CheckpointWhenDone when_done, const DpSgdModelOfRun* model_of_run) {
   requested.validate();
   const DpSgdOptions options = requested.resolved(train.n());
   if (!options.checkpoint_path.empty()) check_output_path("DpSgdOptions.checkpoint_path", options.checkpoint_path);
@@ -180,7 +201,12 @@ DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOp
   result.private_dims = train.d() + (options.label == LabelPrivacy::kPrivate
                                          ? (options.kind == ModelKind::kSoftmax ? result.num_classes : 1)
                                          : 0);
-  const std::unique_ptr<DpSgdModel> model = make_dpsgd_model(train, options, result.num_classes);
+  const std::unique_ptr<DpSgdModel> shared_model =
+      model_of_run == nullptr ? make_dpsgd_model(train, options, result.num_classes) : nullptr;
+  const auto run_model = [&](int run) -> const DpSgdModel& {
+    return model_of_run == nullptr ? *shared_model : (*model_of_run)(run, run_seed(options, run));
+  };
+  const DpSgdModel* model = &run_model(0);
   result.parameter_count = model->parameter_count();
   result.architecture = model->describe();
   const std::vector<Index> steps = snapshot_steps(options, n);
@@ -215,6 +241,9 @@ DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOp
   bar.advance(static_cast<std::int64_t>(state.run) * options.steps + state.step);
   Index steps_this_call = 0;
   for (int run = state.run; run < options.runs; ++run) {
+    model = &run_model(run);
+    if (model->parameter_count() != result.parameter_count)
+      throw std::logic_error("train_dpsgd: the models of the runs differ in size");
     Trainer trainer(train, options, *model, run_seed(options, run));
     const Index first_step = run == state.run ? state.step + 1 : 1;
     if (first_step > 1) trainer.restore(*state.trainer);
@@ -313,5 +342,7 @@ DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOp
   result.seconds["bootstrap"] = bootstrap_seconds;
   return result;
 }
+
+}  // namespace
 
 }  // namespace filkit

@@ -7,6 +7,7 @@
 
 #include "base/seeding.hpp"
 #include "base/splitmix_stream.hpp"
+#include "dpsgd/torch/tensor_conversions.hpp"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -27,34 +28,6 @@ namespace filkit {
 namespace {
 
 using at::Tensor;
-
-const at::TensorOptions kDouble = at::TensorOptions().dtype(at::kDouble);
-
-Tensor to_tensor(const RowMatrix& X) {
-  return at::from_blob(const_cast<double*>(X.data()), {X.rows(), X.cols()}, kDouble).clone();
-}
-
-Tensor to_tensor(const VectorXd& v) { return at::from_blob(const_cast<double*>(v.data()), {v.size()}, kDouble).clone(); }
-
-Tensor to_labels(const VectorXd& y) {
-  Tensor labels = at::empty({y.size()}, at::TensorOptions().dtype(at::kLong));
-  for (Index i = 0; i < y.size(); ++i) labels[i] = static_cast<std::int64_t>(y(i));
-  return labels;
-}
-
-RowMatrix to_row_matrix(const Tensor& t) {
-  const Tensor c = t.detach().contiguous();
-  RowMatrix m(c.size(0), c.size(1));
-  std::memcpy(m.data(), c.data_ptr<double>(), sizeof(double) * m.size());
-  return m;
-}
-
-VectorXd to_vector(const Tensor& t) {
-  const Tensor c = t.detach().contiguous();
-  VectorXd v(c.numel());
-  std::memcpy(v.data(), c.data_ptr<double>(), sizeof(double) * v.size());
-  return v;
-}
 
 /// Gradients of sum_i <outputs_i, cotangents_i> about `input`; zeros where `input` does not reach them.
 Tensor gradient_of(const std::vector<Tensor>& outputs, const std::vector<Tensor>& cotangents, const Tensor& input,

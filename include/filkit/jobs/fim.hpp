@@ -1,0 +1,84 @@
+// The job behind `filkit fim`: load -> preprocess -> split into public and private parts ->
+// pre-train on the public part -> train on the private part by sgd, dpsgd, prune and fim with
+// per-example FIL accounting (dpsgd/public_data_training.hpp; docs/mathematics.md, section 9) ->
+// a table of every private example's dFIL per method and a summary comparing the methods like the
+// thesis' tables 3.1-3.4 (accuracy and max/mean/median dFIL, mean and standard deviation over runs).
+#pragma once
+
+#include "filkit/data/pipeline.hpp"
+#include "filkit/dpsgd/public_data_training.hpp"
+#include "filkit/jobs/job.hpp"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace filkit {
+
+struct FimJobOptions {
+  /// MNIST pixels / 255, no PCA, no row scaling, every class (the thesis' table 3.1 data).
+  DataPipelineOptions data{.data = "mnist", .classes = std::vector<int>{}, .pca = 0, .scale = RowScaling::kNone};
+  /// The thesis' section 3.1 settings (its table B.1, figure 3.1 column) but for the gradient
+  /// model's steps, counted here in batches (gradient_steps 200 = 200 batches, not epochs).
+  PublicDataTrainingOptions training = default_training();
+  static PublicDataTrainingOptions default_training();
+  void validate() const;
+};
+
+template <class Visit>
+void visit_fields(FimJobOptions& o, Visit&& visit) {
+  visit_fields(o.data, visit);
+  PublicDataTrainingOptions& t = o.training;
+  visit("public_fraction", t.public_fraction, "Fraction of the training examples that are public, in (0, 1)");
+  visit("freeze_fraction", t.freeze_fraction,
+        "prune and fim: fraction of the pre-trained parameters frozen (smallest magnitudes), in [0, 1)");
+  visit("methods", t.methods, "Methods compared on the private part: sgd, dpsgd, prune, fim");
+  visit("pretrain_steps", t.pretrain.steps, "Pre-training steps (Adam, no privacy) on the public part; 0: none");
+  visit("pretrain_batch_size", t.pretrain.batch_size, "Pre-training batch size");
+  visit("pretrain_step_size", t.pretrain.step_size, "Pre-training Adam step size");
+  visit("pretrain_weight_decay", t.pretrain.weight_decay, "Pre-training weight decay");
+  visit_fields(t.gradient_model, visit);
+  visit_fields(t.private_phase, visit);
+}
+
+/// One method's numbers over the runs (the thesis' tables: mean and standard deviation over runs).
+struct MethodSummary {
+  std::string method;
+  std::vector<double> test_accuracy, train_accuracy;  ///< one per run
+  /// Per run: max, mean and median over the private examples of that run's dFIL (empty for sgd).
+  std::vector<double> max_dfil, mean_dfil, median_dfil;
+};
+
+struct FimJobResult final : JobResult {
+  FimJobOptions options;  ///< as run, autos resolved
+  DatasetSplit data;      ///< after preprocessing (train = public + private)
+  PublicPrivateSplit split;
+  Preprocessor preprocessor;
+  PublicDataTrainingResult training;
+  std::vector<MethodSummary> methods;
+  std::map<std::string, double> seconds;
+  nlohmann::json to_json() const override;
+  /// One row per (accounted method, private example): method (1 dpsgd, 2 prune, 3 fim), row in the
+  /// training data, label, times sampled, dFIL (run average), 1/dFIL^2, Fisher trace.
+  NumericTable table() const override;
+  void print_summary(std::ostream& out) const override;
+};
+
+FimJobResult run_fim(const FimJobOptions& options, bool progress = false);
+
+struct FimJob {
+  using Options = FimJobOptions;
+  static constexpr const char* name = "fim";
+  static constexpr const char* description =
+      "Private training with public data that leaks less Fisher information (Edmunds 2024): split the data into "
+      "public and private parts, pre-train on the public part, then train on the private part by sgd, dpsgd, prune "
+      "(frozen smallest-magnitude parameters) and fim (a learned gradient model trained on public data to lower "
+      "||d g~/dx||), with every private example's dFIL. Without options: MNIST, softmax regression, 50 % public.";
+  static constexpr const char* out_help =
+      "Per-example CSV, one row per (method, private example): method (1 dpsgd, 2 prune, 3 fim), index, label, times "
+      "sampled, dfil, 1/dfil^2, fisher_trace";
+  static std::vector<ExtraOutput> extra_outputs() { return {}; }
+  static FimJobResult run(const Options& options, bool progress) { return run_fim(options, progress); }
+};
+
+}  // namespace filkit

@@ -1,0 +1,446 @@
+// Private training with public data (public_data_training.hpp; docs/mathematics.md, section 9):
+// the split, magnitude freezing, non-private pre-training, and the private phase of every method,
+// whose dpsgd, prune and fim runs go through train_dpsgd's trainer and accountant with a model
+// (PublicDataModel) built per run: its pre-trained start, its frozen coordinates and, for fim, its
+// gradient model, trained on public batches before each private step.
+#include "filkit/dpsgd/public_data_training.hpp"
+
+#include "filkit/base/io.hpp"
+#include "filkit/base/timing.hpp"
+
+#include "base/seeding.hpp"
+#include "dpsgd/network_plugin.hpp"
+#include "dpsgd/trainable_models.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+
+namespace filkit {
+
+PublicPrivateSplit split_public_private(const Dataset& data, double public_fraction, std::uint64_t seed) {
+  if (!(public_fraction > 0.0 && public_fraction < 1.0))
+    throw std::invalid_argument("public_fraction = " + format_double(public_fraction) + ": must lie in (0, 1)");
+  const TrainTestIndices indices = shuffle_split(data.n(), public_fraction, seed);
+  PublicPrivateSplit split;
+  split.public_rows = indices.test;
+  split.private_rows = indices.train;
+  std::sort(split.public_rows.begin(), split.public_rows.end());
+  std::sort(split.private_rows.begin(), split.private_rows.end());
+  if (split.public_rows.empty() || split.private_rows.empty())
+    throw std::invalid_argument("public_fraction = " + format_double(public_fraction) + " of " +
+                                std::to_string(data.n()) + " examples leaves the " +
+                                (split.public_rows.empty() ? "public" : "private") +
+                                " part empty: use more data or a fraction nearer 0.5");
+  split.public_part = data.select_rows(split.public_rows);
+  split.private_part = data.select_rows(split.private_rows);
+  return split;
+}
+
+std::vector<bool> smallest_magnitude_mask(const VectorXd& w, double freeze_fraction) {
+  if (!(freeze_fraction >= 0.0 && freeze_fraction < 1.0))
+    throw std::invalid_argument("freeze_fraction = " + format_double(freeze_fraction) + ": must lie in [0, 1)");
+  const Index p = w.size();
+  const Index frozen = std::llround(freeze_fraction * static_cast<double>(p));
+  std::vector<Index> order(static_cast<std::size_t>(p));
+  std::iota(order.begin(), order.end(), Index{0});
+  std::stable_sort(order.begin(), order.end(), [&](Index a, Index b) { return std::abs(w(a)) < std::abs(w(b)); });
+  std::vector<bool> mask(static_cast<std::size_t>(p), false);
+  for (Index k = 0; k < frozen; ++k) mask[static_cast<std::size_t>(order[static_cast<std::size_t>(k)])] = true;
+  return mask;
+}
+
+Index GradientModelOptions::steps_before(Index t) const {
+  const Index decayed = steps - (t - 1) * decay;
+  return std::max(std::min(min_steps, steps), decayed);
+}
+
+void GradientModelOptions::validate() const {
+  if (!(lambda >= 0.0 && std::isfinite(lambda)))
+    throw std::invalid_argument("lambda = " + format_double(lambda) + ": must be >= 0 and finite");
+  if (hidden.empty()) throw std::invalid_argument("gradient_hidden: the gradient model needs at least one hidden layer");
+  for (Index width : hidden)
+    if (width < 1) throw std::invalid_argument("gradient_hidden = " + std::to_string(width) + ": widths must be >= 1");
+  if (steps < 0) throw std::invalid_argument("gradient_steps = " + std::to_string(steps) + ": must be >= 0");
+  if (decay < 0) throw std::invalid_argument("gradient_decay = " + std::to_string(decay) + ": must be >= 0");
+  if (min_steps < 0) throw std::invalid_argument("gradient_min_steps = " + std::to_string(min_steps) + ": must be >= 0");
+  if (batch_size < 1)
+    throw std::invalid_argument("gradient_batch_size = " + std::to_string(batch_size) + ": must be >= 1");
+  if (!(step_size > 0.0 && std::isfinite(step_size)))
+    throw std::invalid_argument("gradient_step_size = " + format_double(step_size) + ": must be > 0");
+  if (!(weight_decay >= 0.0 && std::isfinite(weight_decay)))
+    throw std::invalid_argument("gradient_weight_decay = " + format_double(weight_decay) + ": must be >= 0");
+  if (probes < 1) throw std::invalid_argument("gradient_probes = " + std::to_string(probes) + ": must be >= 1");
+}
+
+void PlainTrainingOptions::validate(const std::string& name) const {
+  if (steps < 0) throw std::invalid_argument(name + "_steps = " + std::to_string(steps) + ": must be >= 0");
+  if (batch_size < 1)
+    throw std::invalid_argument(name + "_batch_size = " + std::to_string(batch_size) + ": must be >= 1");
+  if (!(step_size > 0.0 && std::isfinite(step_size)))
+    throw std::invalid_argument(name + "_step_size = " + format_double(step_size) + ": must be > 0");
+  if (!(weight_decay >= 0.0 && std::isfinite(weight_decay)))
+    throw std::invalid_argument(name + "_weight_decay = " + format_double(weight_decay) + ": must be >= 0");
+}
+
+void PublicDataTrainingOptions::validate() const {
+  if (!(public_fraction > 0.0 && public_fraction < 1.0))
+    throw std::invalid_argument("public_fraction = " + format_double(public_fraction) + ": must lie in (0, 1)");
+  if (!(freeze_fraction >= 0.0 && freeze_fraction < 1.0))
+    throw std::invalid_argument("freeze_fraction = " + format_double(freeze_fraction) + ": must lie in [0, 1)");
+  if (methods.empty()) throw std::invalid_argument("methods: name at least one of sgd, dpsgd, prune, fim");
+  pretrain.validate("pretrain");
+  gradient_model.validate();
+  private_phase.validate();
+  if (private_phase.network)
+    throw std::invalid_argument("private training with public data trains linear softmax regression; networks are not "
+                                "supported as the trained model");
+  if (private_phase.kind != ModelKind::kSoftmax)
+    throw std::invalid_argument("model: private training with public data trains softmax regression (any K >= 2)");
+  if (private_phase.label != LabelPrivacy::kPublic)
+    throw std::invalid_argument("label = private: the released gradient's Jacobian is taken about the pixels only "
+                                "(labels public, as in the thesis)");
+  if (private_phase.trace && *private_phase.trace == TraceMethod::kCoordinates)
+    throw std::invalid_argument("trace = coordinates: use gaussian or exact for private training with public data");
+  if (private_phase.spectral && *private_phase.spectral != SpectralMethod::kNone)
+    throw std::invalid_argument("spectral = " + to_string(*private_phase.spectral) +
+                                ": not available for private training with public data (eta is not reported); use none");
+  if (!private_phase.checkpoint_path.empty() || private_phase.stop_after > 0)
+    throw std::invalid_argument("checkpoint / stop_after: private training with public data cannot be resumed (the "
+                                "gradient model's state is not in the resume file)");
+}
+
+DpSgdOptions resolved_private_phase(const PublicDataTrainingOptions& options, Index n_private) {
+  DpSgdOptions o = options.private_phase;
+  o.kind = ModelKind::kSoftmax;
+  if (!o.trace) o.trace = TraceMethod::kGaussian;
+  if (!o.probes) o.probes = 2;  // the thesis' Hutchinson samples
+  o.spectral = SpectralMethod::kNone;
+  return o.resolved(n_private);
+}
+
+const MethodResult* PublicDataTrainingResult::find(PrivateTrainingMethod method) const {
+  for (const MethodResult& m : methods)
+    if (m.method == method) return &m;
+  return nullptr;
+}
+
+namespace {
+
+Index class_count(const Dataset& a, const Dataset& b, const Dataset& c) {
+  double largest = 1.0;
+  for (const Dataset* data : {&a, &b, &c})
+    for (Index i = 0; i < data->n(); ++i) {
+      const double y = data->y(i);
+      if (!(y >= 0.0) || y != std::floor(y))
+        throw std::invalid_argument("label " + format_double(y) + " of row " + std::to_string(i) +
+                                    " is not a class index (0, 1, ...)");
+      largest = std::max(largest, y);
+    }
+  return static_cast<Index>(largest) + 1;
+}
+
+Model softmax_model(const VectorXd& w, Index p, Index K, bool intercept, Index n) {
+  Model m;
+  m.kind = ModelKind::kSoftmax;
+  m.intercept = intercept;
+  m.n_train = n;
+  m.num_classes = K;
+  m.weights = Eigen::Map<const MatrixXd>(w.data(), p, K);
+  return m;
+}
+
+/// The rows of X (with a leading 1 for the intercept).
+MatrixXd design(const Dataset& data, const std::vector<Index>& rows, bool intercept) {
+  const Index p = data.d() + (intercept ? 1 : 0);
+  MatrixXd Xt(static_cast<Index>(rows.size()), p);
+  for (std::size_t b = 0; b < rows.size(); ++b) {
+    const Index i = static_cast<Index>(b);
+    if (intercept) Xt(i, 0) = 1.0;
+    Xt.row(i).tail(data.d()) = data.X.row(rows[b]);
+  }
+  return Xt;
+}
+
+/// The mean cross-entropy gradient over `rows` at W (p x K), as a vector in the GLM's order.
+VectorXd mean_gradient(const Dataset& data, const std::vector<Index>& rows, const MatrixXd& W, bool intercept) {
+  const MatrixXd Xt = design(data, rows, intercept);
+  MatrixXd R = Xt * W;  // logits, then residuals softmax - onehot
+  for (Index i = 0; i < R.rows(); ++i) {
+    R.row(i).array() -= R.row(i).maxCoeff();
+    R.row(i) = R.row(i).array().exp().matrix();
+    R.row(i) /= R.row(i).sum();
+    R(i, static_cast<Index>(data.y(rows[static_cast<std::size_t>(i)]))) -= 1.0;
+  }
+  const MatrixXd G = Xt.transpose() * R / static_cast<double>(rows.size());
+  return Eigen::Map<const VectorXd>(G.data(), G.size());
+}
+
+/// Non-private minibatch Adam on the mean cross-entropy (plus weight decay times w), from w.
+VectorXd train_without_privacy(const Dataset& data, VectorXd w, Index K, bool intercept,
+                               const PlainTrainingOptions& o, std::uint64_t seed) {
+  if (o.steps == 0) return w;
+  const Index n = data.n(), B = std::min(o.batch_size, n), p = data.d() + (intercept ? 1 : 0);
+  std::mt19937_64 rng(seed);
+  std::vector<Index> order(static_cast<std::size_t>(n));
+  std::iota(order.begin(), order.end(), Index{0});
+  VectorXd m = VectorXd::Zero(w.size()), v = VectorXd::Zero(w.size());
+  constexpr double b1 = 0.9, b2 = 0.999, epsilon = 1e-8;
+  for (Index t = 1; t <= o.steps; ++t) {
+    for (Index j = 0; j < B; ++j) {
+      std::uniform_int_distribution<Index> pick(j, n - 1);
+      std::swap(order[static_cast<std::size_t>(j)], order[static_cast<std::size_t>(pick(rng))]);
+    }
+    const std::vector<Index> batch(order.begin(), order.begin() + B);
+    const VectorXd g = mean_gradient(data, batch, Eigen::Map<const MatrixXd>(w.data(), p, K), intercept) +
+                       o.weight_decay * w;
+    m = b1 * m + (1.0 - b1) * g;
+    v = b2 * v + (1.0 - b2) * g.cwiseAbs2();
+    const double c1 = 1.0 - std::pow(b1, static_cast<double>(t)), c2 = 1.0 - std::pow(b2, static_cast<double>(t));
+    w.array() -= o.step_size * (m.array() / c1) / ((v.array() / c2).sqrt() + epsilon);
+  }
+  if (!w.allFinite())
+    throw std::runtime_error("training without privacy diverged: lower its step size (now " +
+                             format_double(o.step_size) + ")");
+  return w;
+}
+
+double cosine(const VectorXd& a, const VectorXd& b) {
+  const double denominator = a.norm() * b.norm();
+  return denominator > 0.0 ? a.dot(b) / denominator : 0.0;
+}
+
+/// One run of dpsgd, prune or fim: the released vectors come from the plugin's backend.
+class PublicDataModel final : public DpSgdModel {
+ public:
+  PublicDataModel(const Dataset& public_part, const Dataset& private_part, const DpSgdOptions& phase,
+                  const GradientModelOptions& gradient_model, PrivateTrainingMethod method, VectorXd start,
+                  std::vector<bool> frozen, Index K, std::uint64_t run_seed)
+      : public_(public_part), private_(private_part), phase_(phase), gradient_model_(gradient_model),
+        method_(method), start_(std::move(start)), frozen_(std::move(frozen)), K_(K),
+        p_(private_part.d() + (phase.intercept ? 1 : 0)) {
+    ReleasedGradientSpec spec;
+    spec.input_dim = private_part.d();
+    spec.image = private_part.image;
+    spec.num_classes = K;
+    spec.intercept = phase.intercept;
+    for (Index i = 0; i < static_cast<Index>(frozen_.size()); ++i)
+      if (!frozen_[static_cast<std::size_t>(i)]) spec.released.push_back(i);
+    released_ = spec.released;
+    spec.learned = method == PrivateTrainingMethod::kFim;
+    spec.gradient_model = gradient_model;
+    spec.clip_norm = phase.clip_norm;
+    backend_ = create_released_gradient_backend(spec);
+    backend_->initialize(splitmix64(run_seed ^ 0x6a09e667f3bcc908ULL));
+  }
+
+  Index parameter_count() const override { return p_ * K_; }
+  VectorXd initial_parameters(std::mt19937_64&) const override { return start_; }
+  bool is_glm() const override { return true; }
+  Model glm(const VectorXd& w) const override { return softmax_model(w, p_, K_, phase_.intercept, private_.n()); }
+  double accuracy(const VectorXd& w, const Dataset& data) const override { return filkit::accuracy(glm(w), data); }
+  const std::vector<bool>* frozen() const override { return &frozen_; }
+
+  StepAccounting step(const VectorXd& w, const std::vector<Index>& batch, std::uint64_t run_seed,
+                      Index t) const override {
+    const RowMatrix Xb = private_.select_rows(batch).X;
+    VectorXd yb(static_cast<Index>(batch.size()));
+    for (std::size_t b = 0; b < batch.size(); ++b) yb(static_cast<Index>(b)) = private_.y(batch[b]);
+    if (method_ == PrivateTrainingMethod::kFim) train_gradient_model(w, Xb, yb, run_seed, t);
+    NetworkAccountingRequest request;
+    request.trace = *phase_.trace;
+    request.probes = *phase_.probes;
+    const NetworkBatchAccounting a = backend_->account_batch(w, Xb, yb, request, derive_seed(run_seed, t, 1));
+    StepAccounting out{VectorXd::Zero(parameter_count()), a.trace, a.spectral};
+    for (std::size_t j = 0; j < released_.size(); ++j) out.clipped_sum(released_[j]) = a.clipped_sum(static_cast<Index>(j));
+    return out;
+  }
+
+  const std::vector<double>& perturbation_cosine() const { return cosine_; }
+  const std::vector<double>& gradient_model_loss() const { return loss_; }
+
+ private:
+  static std::uint64_t derive_seed(std::uint64_t run_seed, Index t, std::uint64_t purpose) {
+    return splitmix64(run_seed ^ splitmix64(static_cast<std::uint64_t>(t) * 4 + purpose));
+  }
+
+  /// Before private step t: the gradient model's public steps at w, and the figure 3.4 diagnostic.
+  void train_gradient_model(const VectorXd& w, const RowMatrix& Xb, const VectorXd& yb, std::uint64_t run_seed,
+                            Index t) const {
+    const GradientModelTraining trained = backend_->train(w, public_.X, public_.y, gradient_model_.steps_before(t),
+                                                          derive_seed(run_seed, t, 2));
+    loss_.push_back(trained.final_loss);
+    std::vector<Index> all(static_cast<std::size_t>(public_.n()));
+    std::iota(all.begin(), all.end(), Index{0});
+    const VectorXd full = mean_gradient(public_, all, Eigen::Map<const MatrixXd>(w.data(), p_, K_), phase_.intercept);
+    VectorXd mean_public(static_cast<Index>(released_.size()));
+    for (std::size_t j = 0; j < released_.size(); ++j) mean_public(static_cast<Index>(j)) = full(released_[j]);
+    const MatrixXd perturbation = backend_->perturbation(w, Xb, yb);
+    double sum = 0.0;
+    for (Index b = 0; b < perturbation.rows(); ++b) sum += cosine(perturbation.row(b).transpose(), mean_public);
+    cosine_.push_back(sum / static_cast<double>(perturbation.rows()));
+  }
+
+  const Dataset& public_;
+  const Dataset& private_;
+  const DpSgdOptions& phase_;
+  const GradientModelOptions& gradient_model_;
+  PrivateTrainingMethod method_;
+  VectorXd start_;
+  std::vector<bool> frozen_;
+  Index K_, p_;
+  std::vector<Index> released_;
+  std::unique_ptr<ReleasedGradientBackend> backend_;
+  // The model is const to the trainer; its gradient model and diagnostics change as it trains.
+  mutable std::vector<double> cosine_, loss_;
+};
+
+/// What every method of a run starts from.
+struct RunStart {
+  VectorXd parameters;       ///< pre-trained (or initialised) on the public part
+  std::vector<bool> frozen;  ///< the smallest-magnitude coordinates of `parameters`
+};
+
+RunStart pretrained_start(const Dataset& public_part, const PublicDataTrainingOptions& options,
+                          const DpSgdOptions& phase, Index K, std::uint64_t run_seed) {
+  const Index p = public_part.d() + (phase.intercept ? 1 : 0);
+  std::mt19937_64 rng(run_seed);
+  VectorXd w = VectorXd::Zero(p * K);
+  if (phase.init_scale > 0.0) {
+    std::normal_distribution<double> unit_normal;
+    for (Index i = 0; i < w.size(); ++i) w(i) = phase.init_scale * unit_normal(rng);
+  }
+  RunStart start;
+  start.parameters = train_without_privacy(public_part, w, K, phase.intercept, options.pretrain,
+                                           splitmix64(run_seed ^ 0xbb67ae8584caa73bULL));
+  start.frozen = smallest_magnitude_mask(start.parameters, options.freeze_fraction);
+  return start;
+}
+
+}  // namespace
+
+PublicDataTrainingResult train_with_public_data(const Dataset& public_part, const Dataset& private_part,
+                                                const Dataset& test, const PublicDataTrainingOptions& options,
+                                                bool progress) {
+  options.validate();
+  public_part.validate();
+  private_part.validate();
+  if (public_part.n() == 0 || private_part.n() == 0)
+    throw std::invalid_argument(std::string("the ") + (public_part.n() == 0 ? "public" : "private") +
+                                " part is empty: public_fraction must leave examples on both sides");
+  for (const Dataset* data : {&public_part, &test})
+    if (data->n() > 0 && data->d() != private_part.d())
+      throw std::invalid_argument("the " + std::string(data == &test ? "test" : "public") + " data has " +
+                                  std::to_string(data->d()) + " features, the private part " +
+                                  std::to_string(private_part.d()));
+  if (options.gradient_model.batch_size > public_part.n() &&
+      std::find(options.methods.begin(), options.methods.end(), PrivateTrainingMethod::kFim) != options.methods.end())
+    throw std::invalid_argument("gradient_batch_size = " + std::to_string(options.gradient_model.batch_size) +
+                                ": must be <= the public part's " + std::to_string(public_part.n()) + " examples");
+  const DpSgdOptions phase = resolved_private_phase(options, private_part.n());
+  PublicDataTrainingResult result;
+  result.n_public = public_part.n();
+  result.n_private = private_part.n();
+  result.num_classes = class_count(public_part, private_part, test);
+  const Index K = result.num_classes, p = private_part.d() + (phase.intercept ? 1 : 0);
+  result.parameter_count = p * K;
+
+  const auto pretrain_begin = std::chrono::steady_clock::now();
+  std::vector<RunStart> starts;
+  for (int run = 0; run < phase.runs; ++run) {
+    starts.push_back(pretrained_start(public_part, options, phase, K, dpsgd_run_seed(phase, run)));
+    const Model model = softmax_model(starts.back().parameters, p, K, phase.intercept, public_part.n());
+    result.pretrain_train_accuracy.push_back(accuracy(model, private_part));
+    result.pretrain_test_accuracy.push_back(test.n() > 0 ? accuracy(model, test) : std::nan(""));
+  }
+  result.seconds["pretrain"] = seconds_since(pretrain_begin);
+
+  for (PrivateTrainingMethod method : options.methods) {
+    const auto begin = std::chrono::steady_clock::now();
+    MethodResult m;
+    m.method = method;
+    if (method == PrivateTrainingMethod::kSgd) {
+      DpSgdSnapshot snapshot;
+      snapshot.step = phase.steps;
+      const PlainTrainingOptions plain{phase.steps, phase.batch_size, phase.step_size, phase.weight_decay};
+      for (int run = 0; run < phase.runs; ++run) {
+        const VectorXd w = train_without_privacy(private_part, starts[static_cast<std::size_t>(run)].parameters, K,
+                                                 phase.intercept, plain, dpsgd_run_seed(phase, run));
+        const Model model = softmax_model(w, p, K, phase.intercept, private_part.n());
+        snapshot.train_accuracy.push_back(accuracy(model, private_part));
+        snapshot.test_accuracy.push_back(test.n() > 0 ? accuracy(model, test) : std::nan(""));
+        m.training.parameters.push_back(w);
+      }
+      m.training.n = private_part.n();
+      m.training.num_classes = K;
+      m.training.private_dims = private_part.d();
+      m.training.parameter_count = p * K;
+      m.training.snapshots.push_back(snapshot);
+    } else {
+      std::vector<std::unique_ptr<PublicDataModel>> models(static_cast<std::size_t>(phase.runs));
+      const DpSgdModelOfRun model_of_run = [&](int run, std::uint64_t seed) -> const DpSgdModel& {
+        auto& slot = models[static_cast<std::size_t>(run)];
+        if (!slot) {
+          const RunStart& start = starts[static_cast<std::size_t>(run)];
+          std::vector<bool> frozen = method == PrivateTrainingMethod::kDpSgd
+                                         ? std::vector<bool>(static_cast<std::size_t>(p * K), false)
+                                         : start.frozen;
+          slot = std::make_unique<PublicDataModel>(public_part, private_part, phase, options.gradient_model, method,
+                                                   start.parameters, std::move(frozen), K, seed);
+        }
+        return *slot;
+      };
+      if (progress) std::fprintf(stderr, "%s:\n", to_string(method).c_str());
+      m.training = train_dpsgd_with_models(private_part, test, phase, model_of_run, progress);
+      if (method != PrivateTrainingMethod::kDpSgd)
+        m.frozen = std::count(starts[0].frozen.begin(), starts[0].frozen.end(), true);
+      if (method == PrivateTrainingMethod::kFim)
+        for (const auto& model : models) {
+          m.perturbation_cosine.push_back(model->perturbation_cosine());
+          m.gradient_model_loss.push_back(model->gradient_model_loss());
+        }
+    }
+    result.seconds[to_string(method)] = seconds_since(begin);
+    result.methods.push_back(std::move(m));
+  }
+  return result;
+}
+
+VectorXd train_one_model(const Dataset& public_part, const Dataset& private_part,
+                         const PublicDataTrainingOptions& options, PrivateTrainingMethod method) {
+  if (options.private_phase.runs != 1)
+    throw std::invalid_argument("train_one_model: runs = " + std::to_string(options.private_phase.runs) +
+                                ": one model is trained (runs must be 1)");
+  PublicDataTrainingOptions one = options;
+  one.methods = {method};
+  return train_with_public_data(public_part, private_part, Dataset{}, one, false).methods.front().training.parameters.front();
+}
+
+nlohmann::json to_json(const PublicDataTrainingOptions& options) {
+  nlohmann::json json;
+  json["public_fraction"] = options.public_fraction;
+  json["freeze_fraction"] = options.freeze_fraction;
+  std::vector<std::string> methods;
+  for (PrivateTrainingMethod m : options.methods) methods.push_back(to_string(m));
+  json["methods"] = methods;
+  json["pretrain"] = {{"steps", options.pretrain.steps},
+                      {"batch_size", options.pretrain.batch_size},
+                      {"step_size", options.pretrain.step_size},
+                      {"weight_decay", options.pretrain.weight_decay}};
+  const GradientModelOptions& g = options.gradient_model;
+  json["gradient_model"] = {{"objective", to_string(g.objective)}, {"lambda", g.lambda}, {"snr", g.snr},
+                            {"hidden", g.hidden},  {"conv", g.conv},     {"steps", g.steps},
+                            {"decay", g.decay},     {"min_steps", g.min_steps}, {"batch_size", g.batch_size},
+                            {"step_size", g.step_size}, {"weight_decay", g.weight_decay}, {"probes", g.probes},
+                            {"normalisation", "layer (per example)"}};
+  json["private_phase"] = to_json(options.private_phase);
+  return json;
+}
+
+}  // namespace filkit

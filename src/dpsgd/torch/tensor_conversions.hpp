@@ -1,0 +1,44 @@
+// Eigen <-> LibTorch conversions shared by the plugin's sources (double precision; copies, so
+// the tensors own their memory).
+#pragma once
+
+#include "filkit/base/types.hpp"
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <cstring>
+
+namespace filkit {
+
+inline const at::TensorOptions kDouble = at::TensorOptions().dtype(at::kDouble);
+
+inline at::Tensor to_tensor(const RowMatrix& X) {
+  return at::from_blob(const_cast<double*>(X.data()), {X.rows(), X.cols()}, kDouble).clone();
+}
+
+inline at::Tensor to_tensor(const VectorXd& v) {
+  return at::from_blob(const_cast<double*>(v.data()), {v.size()}, kDouble).clone();
+}
+
+inline at::Tensor to_labels(const VectorXd& y) {
+  at::Tensor labels = at::empty({y.size()}, at::TensorOptions().dtype(at::kLong));
+  for (Index i = 0; i < y.size(); ++i) labels[i] = static_cast<std::int64_t>(y(i));
+  return labels;
+}
+
+inline RowMatrix to_row_matrix(const at::Tensor& t) {
+  const at::Tensor c = t.detach().contiguous();
+  RowMatrix m(c.size(0), c.size(1));
+  std::memcpy(m.data(), c.data_ptr<double>(), sizeof(double) * m.size());
+  return m;
+}
+
+inline VectorXd to_vector(const at::Tensor& t) {
+  const at::Tensor c = t.detach().contiguous();
+  VectorXd v(c.numel());
+  std::memcpy(v.data(), c.data_ptr<double>(), sizeof(double) * v.size());
+  return v;
+}
+
+}  // namespace filkit

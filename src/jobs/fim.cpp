@@ -1,0 +1,190 @@
+#include "filkit/jobs/fim.hpp"
+
+#include "filkit/base/options.hpp"
+#include "filkit/base/stage.hpp"
+#include "filkit/base/summary.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <iomanip>
+#include <sstream>
+#include <ostream>
+
+namespace filkit {
+
+PublicDataTrainingOptions FimJobOptions::default_training() {
+  PublicDataTrainingOptions t;
+  t.public_fraction = 0.5;
+  t.freeze_fraction = 0.5;  // parameter density 0.5
+  t.pretrain = {.steps = 1760, .batch_size = 512, .step_size = 0.01, .weight_decay = 1e-4};  // 30 epochs of 30000
+  DpSgdOptions& p = t.private_phase;
+  p.kind = ModelKind::kSoftmax;
+  p.batch_size = 512;
+  p.steps = 59;  // one epoch of the 30000 private examples
+  p.step_size = 0.01;
+  p.optimizer = Optimizer::kAdam;
+  p.weight_decay = 1e-5;
+  p.noise_multiplier = 0.5;
+  p.clip_norm = 10.0;
+  p.kappa_delta = 1e-9;  // the thesis' delta
+  p.rdp_delta = 1e-9;
+  p.spectral = SpectralMethod::kNone;
+  return t;
+}
+
+void FimJobOptions::validate() const {
+  data.validate();
+  training.validate();
+}
+
+namespace {
+
+double std_of(const std::vector<double>& values) {
+  if (values.size() < 2) return 0.0;
+  return summarize(Eigen::Map<const VectorXd>(values.data(), static_cast<Index>(values.size()))).std;
+}
+double mean_of(const std::vector<double>& values) {
+  double sum = 0.0;
+  for (double v : values) sum += v;
+  return values.empty() ? std::nan("") : sum / static_cast<double>(values.size());
+}
+nlohmann::json mean_and_std(const std::vector<double>& values) {
+  return {{"mean", mean_of(values)}, {"std", std_of(values)}, {"runs", values}};
+}
+
+MethodSummary summarize_method(const MethodResult& m) {
+  MethodSummary s;
+  s.method = to_string(m.method);
+  const DpSgdSnapshot& last = m.training.final_snapshot();
+  s.test_accuracy = last.test_accuracy;
+  s.train_accuracy = last.train_accuracy;
+  if (m.method == PrivateTrainingMethod::kSgd) return s;
+  const double d = static_cast<double>(m.training.private_dims);
+  for (Index r = 0; r < last.fisher_trace_per_run.rows(); ++r) {
+    const Summary dfil = summarize(VectorXd((last.fisher_trace_per_run.row(r).transpose() / d).cwiseSqrt()));
+    s.max_dfil.push_back(dfil.max);
+    s.mean_dfil.push_back(dfil.mean);
+    s.median_dfil.push_back(dfil.median);
+  }
+  return s;
+}
+
+}  // namespace
+
+FimJobResult run_fim(const FimJobOptions& requested, bool progress) {
+  requested.validate();
+  FimJobResult result;
+  result.options = requested;
+  result.options.data.resolve();
+  const FimJobOptions& options = result.options;
+  const std::uint64_t seed = options.training.private_phase.seed;
+  PreparedData prepared = load_and_preprocess(options.data, seed);
+  result.data = std::move(prepared.data);
+  result.preprocessor = std::move(prepared.preprocessor);
+  result.seconds = std::move(prepared.seconds);
+  result.split = split_public_private(result.data.train, options.training.public_fraction, seed);
+  // The autos the private part decides (kappa_delta, trace, probes), recorded as used.
+  result.options.training.private_phase = resolved_private_phase(options.training, result.split.private_part.n());
+  const StageScope stage("training with public data");
+  result.training = train_with_public_data(result.split.public_part, result.split.private_part, result.data.test,
+                                           result.options.training, progress);
+  for (const auto& [name, seconds] : result.training.seconds) result.seconds[name] = seconds;
+  for (const MethodResult& m : result.training.methods) result.methods.push_back(summarize_method(m));
+  return result;
+}
+
+nlohmann::json FimJobResult::to_json() const {
+  nlohmann::json json = job_summary_header(FimJob::name, options.training.private_phase.seed);
+  json["settings"] = settings_json(options);
+  json["source"] = data.train.source;
+  json["preprocessing"] = preprocessor.to_json();
+  json["n_public"] = training.n_public;
+  json["n_private"] = training.n_private;
+  json["n_test"] = data.test.n();
+  json["d"] = data.train.d();
+  json["num_classes"] = training.num_classes;
+  json["parameter_count"] = training.parameter_count;
+  json["normalisation"] =
+      "the gradient model normalises each example's features (layer normalisation), not the batch: batch "
+      "normalisation would couple a private batch's members, so an example's released vector would depend on the "
+      "others and its Jacobian would not be what is accounted; it is also degenerate for batches of one";
+  json["pretrain"] = {{"test_accuracy", mean_and_std(training.pretrain_test_accuracy)},
+                      {"train_accuracy", mean_and_std(training.pretrain_train_accuracy)}};
+  nlohmann::json methods = nlohmann::json::array();
+  for (std::size_t k = 0; k < this->methods.size(); ++k) {
+    const MethodSummary& s = this->methods[k];
+    const MethodResult& m = training.methods[k];
+    nlohmann::json entry = {{"method", s.method},
+                            {"test_accuracy", mean_and_std(s.test_accuracy)},
+                            {"train_accuracy", mean_and_std(s.train_accuracy)}};
+    if (m.method != PrivateTrainingMethod::kSgd) {
+      const DpSgdSnapshot& last = m.training.final_snapshot();
+      entry["max_dfil"] = mean_and_std(s.max_dfil);
+      entry["mean_dfil"] = mean_and_std(s.mean_dfil);
+      entry["median_dfil"] = mean_and_std(s.median_dfil);
+      entry["frozen_parameters"] = m.frozen;
+      entry["kappa"] = m.training.kappa;
+      entry["step_epsilon"] = m.training.step_epsilon;
+      entry["rdp_epsilon"] = last.privacy.eps;
+      entry["rdp_order"] = last.privacy.optimal_order;
+      entry["rdp_delta"] = last.privacy.delta;
+      entry["run_seeds"] = m.training.run_seeds;
+    }
+    if (m.method == PrivateTrainingMethod::kFim) {
+      entry["perturbation_cosine_with_mean_public_gradient"] = m.perturbation_cosine;
+      entry["gradient_model_final_loss"] = m.gradient_model_loss;
+    }
+    methods.push_back(entry);
+  }
+  json["methods"] = methods;
+  json["seconds"] = seconds;
+  return json;
+}
+
+NumericTable FimJobResult::table() const {
+  NumericTable table;
+  table.header = {"method", "index", "label", "times_sampled", "dfil", "dfil_mse_bound", "fisher_trace"};
+  for (const MethodResult& m : training.methods) {
+    if (m.method == PrivateTrainingMethod::kSgd) continue;
+    const DpSgdSnapshot& last = m.training.final_snapshot();
+    const VectorXd dfil = last.dfil(m.training.private_dims);
+    for (Index i = 0; i < dfil.size(); ++i)
+      table.rows.push_back({static_cast<double>(static_cast<int>(m.method)), static_cast<double>(split.private_rows[static_cast<std::size_t>(i)]),
+                            split.private_part.y(i), last.times_sampled(i), dfil(i), 1.0 / (dfil(i) * dfil(i)),
+                            last.fisher_trace(i)});
+  }
+  return table;
+}
+
+void FimJobResult::print_summary(std::ostream& out) const {
+  const DpSgdOptions& p = options.training.private_phase;
+  out << "filkit fim: " << options.data.data << ", " << training.n_public << " public + " << training.n_private
+      << " private examples, d = " << data.train.d() << ", K = " << training.num_classes << ", "
+      << training.parameter_count << " parameters; B = " << p.batch_size << ", T = " << p.steps
+      << ", C = " << p.clip_norm << ", noise multiplier = " << p.noise_multiplier << ", " << p.runs << " run(s)\n";
+  out << "  " << std::left << std::setw(10) << "method" << std::right << std::setw(20) << "test accuracy"
+      << std::setw(22) << "max dFIL" << std::setw(22) << "mean dFIL" << std::setw(22) << "median dFIL"
+      << std::setw(10) << "RDP eps" << "\n";
+  const auto cell = [&](const std::vector<double>& v, int precision) {
+    std::ostringstream s;
+    s << std::fixed << std::setprecision(precision) << mean_of(v) << " (" << std_of(v) << ")";
+    return s.str();
+  };
+  out << "  " << std::left << std::setw(10) << "pretrain" << std::right << std::setw(20)
+      << cell(training.pretrain_test_accuracy, 4) << "\n";
+  for (std::size_t k = 0; k < methods.size(); ++k) {
+    const MethodSummary& s = methods[k];
+    out << "  " << std::left << std::setw(10) << s.method << std::right << std::setw(20) << cell(s.test_accuracy, 4);
+    if (!s.max_dfil.empty())
+      out << std::setw(22) << cell(s.max_dfil, 4) << std::setw(22) << cell(s.mean_dfil, 4) << std::setw(22)
+          << cell(s.median_dfil, 4) << std::setw(10) << std::setprecision(4)
+          << training.methods[k].training.final_snapshot().privacy.eps;
+    out << "\n";
+  }
+  out << "  (mean (std) over runs; dFIL over the private examples)\n  seconds:";
+  for (const auto& [stage, value] : seconds) out << " " << stage << " " << std::setprecision(3) << value;
+  out << "\n";
+}
+
+}  // namespace filkit

@@ -1,0 +1,375 @@
+// Private training with public data (public_data_training.hpp): the split and the magnitude mask
+// by hand; the released vector and its Jacobian against the closed-form GLM (clipped_gradient.hpp)
+// and dense central differences; the gradient model's third-derivative training gradient against
+// differences of its objective; fim with lambda = 0 against dpsgd, dpsgd against train_dpsgd's
+// closed form, and frozen coordinates that stay put and count for nothing.
+#include "filkit/dpsgd/public_data_training.hpp"
+
+#include "filkit/dpsgd/clipped_gradient.hpp"
+#include "filkit/dpsgd/networks.hpp"
+
+#include "dpsgd/network_plugin.hpp"
+#include "test_util.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <numeric>
+#include <random>
+#include <set>
+
+namespace filkit {
+namespace {
+
+void expect_invalid(const std::function<void()>& statement, const std::vector<std::string>& fragments) {
+  EXPECT_INVALID_ARGUMENT(statement(), fragments);
+}
+
+#define REQUIRE_PLUGIN() \
+  if (!networks_available()) GTEST_SKIP() << "no LibTorch plugin (built with FILKIT_WITH_TORCH=OFF?)"
+
+TEST(SplitPublicPrivate, CutsEveryRowOnceBySeedAndRefusesBadFractions) {
+  const Dataset data = testing::random_classification(100, 3, 2, 1);
+  const PublicPrivateSplit split = split_public_private(data, 0.3, 7);
+  EXPECT_EQ(split.public_part.n(), 30);
+  EXPECT_EQ(split.private_part.n(), 70);
+  std::set<Index> all(split.public_rows.begin(), split.public_rows.end());
+  all.insert(split.private_rows.begin(), split.private_rows.end());
+  EXPECT_EQ(all.size(), 100u);
+  EXPECT_TRUE(std::is_sorted(split.public_rows.begin(), split.public_rows.end()));
+  EXPECT_EQ(split.public_part.X.row(4), data.X.row(split.public_rows[4]));
+  EXPECT_EQ(split_public_private(data, 0.3, 7).public_rows, split.public_rows);
+  EXPECT_NE(split_public_private(data, 0.3, 8).public_rows, split.public_rows);
+  for (double bad : {0.0, 1.0, -0.1, 1.5, std::nan("")})
+    expect_invalid([&] { split_public_private(data, bad, 1); }, {"public_fraction", "(0, 1)"});
+  EXPECT_EQ(split_public_private(data, 0.999, 1).private_part.n(), 1) << "a private example is always kept";
+  expect_invalid([&] { split_public_private(data, 0.001, 1); }, {"public part empty"});
+}
+
+TEST(SmallestMagnitudeMask, FreezesTheSmallestAbsoluteValuesTiesByIndex) {
+  VectorXd w(6);
+  w << 0.5, -0.1, 0.2, -0.2, 3.0, 0.0;
+  const std::vector<bool> mask = smallest_magnitude_mask(w, 0.5);
+  EXPECT_EQ(mask, (std::vector<bool>{false, true, true, false, false, true}));  // |w| 0, 0.1, then 0.2 at index 2
+  EXPECT_EQ(std::count(mask.begin(), mask.end(), true), 3);
+  EXPECT_EQ(smallest_magnitude_mask(w, 0.0), std::vector<bool>(6, false));
+  expect_invalid([&] { smallest_magnitude_mask(w, 1.0); }, {"freeze_fraction", "[0, 1)"});
+}
+
+/// A 1 x 16 x 16 image problem (the smallest the gradient model's conv branch takes) with K classes.
+Dataset image_data(Index n, int K, unsigned seed) {
+  Dataset data = testing::random_classification(n, 256, K, seed);
+  data.X = (data.X.array() * 4.0).matrix();  // pixels of order one
+  data.image = ImageShape{1, 16, 16};
+  return data;
+}
+
+ReleasedGradientSpec spec_for(const Dataset& data, int K, bool intercept, bool learned, double freeze) {
+  ReleasedGradientSpec spec;
+  spec.input_dim = data.d();
+  spec.image = data.image;
+  spec.num_classes = K;
+  spec.intercept = intercept;
+  const Index p = (data.d() + (intercept ? 1 : 0)) * K;
+  const std::vector<bool> frozen = smallest_magnitude_mask(VectorXd::LinSpaced(p, -1.0, 1.5), freeze);
+  for (Index i = 0; i < p; ++i)
+    if (!frozen[static_cast<std::size_t>(i)]) spec.released.push_back(i);
+  spec.learned = learned;
+  spec.gradient_model.hidden = {12, 8};
+  spec.gradient_model.lambda = 3.0;
+  spec.clip_norm = 0.7;
+  return spec;
+}
+
+VectorXd random_vector(Index size, unsigned seed, double scale = 1.0) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal;
+  VectorXd v(size);
+  for (Index i = 0; i < size; ++i) v(i) = scale * normal(rng);
+  return v;
+}
+
+TEST(ReleasedGradient, WithoutAModelIsTheClosedFormClippedGradientAndItsExactTrace) {
+  REQUIRE_PLUGIN();
+  const int K = 3;
+  Dataset data = testing::random_classification(6, 5, K, 2);
+  const ReleasedGradientSpec spec = spec_for(data, K, true, false, 0.0);
+  const auto backend = create_released_gradient_backend(spec);
+  const VectorXd theta = random_vector(6 * K, 3);
+  const ClippedGradientStep step(ModelKind::kSoftmax, Eigen::Map<const MatrixXd>(theta.data(), 6, K), true,
+                                 spec.clip_norm, LabelPrivacy::kPublic);
+  const MatrixXd released = backend->released(theta, data.X, data.y);
+  NetworkAccountingRequest exact;
+  exact.trace = TraceMethod::kExact;
+  const NetworkBatchAccounting accounting = backend->account_batch(theta, data.X, data.y, exact, 1);
+  VectorXd sum = VectorXd::Zero(6 * K);
+  for (Index b = 0; b < data.n(); ++b) {
+    const ClippedGlmGradient closed(step, data.X.row(b).transpose(), step.label_vector(data.y(b)));
+    EXPECT_LT((released.row(b).transpose() - closed.clipped_gradient()).norm(), 1e-13 * closed.clipped_gradient().norm());
+    EXPECT_NEAR(accounting.trace(b), closed.jacobian_trace(), 1e-11 * closed.jacobian_trace());
+    sum += closed.clipped_gradient();
+  }
+  EXPECT_LT((accounting.clipped_sum - sum).norm(), 1e-13 * sum.norm());
+}
+
+/// Tr(J^T J) of the released vector of row b by central differences of backend->released.
+double finite_difference_trace(const ReleasedGradientBackend& backend, const VectorXd& theta, const Dataset& data,
+                               Index b, MatrixXd* jacobian = nullptr) {
+  const double h = 1e-5;
+  RowMatrix x = data.X.row(b);
+  const VectorXd y = VectorXd::Constant(1, data.y(b));
+  MatrixXd J(backend.released(theta, x, y).cols(), data.d());
+  for (Index k = 0; k < data.d(); ++k) {
+    RowMatrix plus = x, minus = x;
+    plus(0, k) += h;
+    minus(0, k) -= h;
+    J.col(k) = (backend.released(theta, plus, y) - backend.released(theta, minus, y)).row(0).transpose() / (2 * h);
+  }
+  if (jacobian != nullptr) *jacobian = J;
+  return J.squaredNorm();
+}
+
+TEST(ReleasedGradient, FrozenCoordinatesAreLeftOutOfTheVectorItsNormAndItsJacobian) {
+  REQUIRE_PLUGIN();
+  const int K = 2;
+  const Dataset data = testing::random_classification(3, 4, K, 5);
+  const ReleasedGradientSpec spec = spec_for(data, K, false, false, 0.5);
+  ASSERT_EQ(spec.released.size(), 4u);
+  const auto backend = create_released_gradient_backend(spec);
+  const VectorXd theta = random_vector(4 * K, 6);
+  NetworkAccountingRequest exact;
+  exact.trace = TraceMethod::kExact;
+  const NetworkBatchAccounting accounting = backend->account_batch(theta, data.X, data.y, exact, 1);
+  for (Index b = 0; b < data.n(); ++b) {
+    // Independent: the masked softmax gradient in Eigen, clipped by its own norm.
+    const auto masked = [&](const VectorXd& x) {
+      VectorXd scores = Eigen::Map<const MatrixXd>(theta.data(), 4, K).transpose() * x;
+      scores = (scores.array() - scores.maxCoeff()).exp().matrix();
+      VectorXd r = scores / scores.sum();
+      r(static_cast<Index>(data.y(b))) -= 1.0;
+      VectorXd g(4 * K);
+      for (Index k = 0; k < K; ++k) g.segment(4 * k, 4) = r(k) * x;
+      VectorXd v(static_cast<Index>(spec.released.size()));
+      for (std::size_t j = 0; j < spec.released.size(); ++j) v(static_cast<Index>(j)) = g(spec.released[j]);
+      return VectorXd(soft_clip_factor(v.norm(), spec.clip_norm) * v);
+    };
+    const VectorXd x = data.X.row(b).transpose();
+    EXPECT_LT((backend->released(theta, data.X.row(b), data.y.segment(b, 1)).row(0).transpose() - masked(x)).norm(), 1e-14);
+    MatrixXd J(4, 4);
+    for (Index k = 0; k < 4; ++k) {
+      VectorXd plus = x, minus = x;
+      plus(k) += 1e-6;
+      minus(k) -= 1e-6;
+      J.col(k) = (masked(plus) - masked(minus)) / 2e-6;
+    }
+    EXPECT_NEAR(accounting.trace(b), J.squaredNorm(), 1e-7 * J.squaredNorm());
+  }
+}
+
+TEST(ReleasedGradient, LearnedModelJacobianMatchesDifferencesAndGaussianProbesAverageToTheTrace) {
+  REQUIRE_PLUGIN();
+  const int K = 3;
+  const Dataset data = image_data(3, K, 8);
+  for (GradientObjective objective : {GradientObjective::kPerturbation, GradientObjective::kGradient}) {
+    SCOPED_TRACE(to_string(objective));
+    ReleasedGradientSpec spec = spec_for(data, K, true, true, 0.5);
+    spec.gradient_model.objective = objective;
+    const auto backend = create_released_gradient_backend(spec);
+    backend->initialize(11);
+    backend->set_phi(random_vector(backend->phi().size(), 12, 0.05));  // a model that is far from zero
+    const VectorXd theta = random_vector(257 * K, 9, 0.05);
+    NetworkAccountingRequest exact;
+    exact.trace = TraceMethod::kExact;
+    const NetworkBatchAccounting accounting = backend->account_batch(theta, data.X, data.y, exact, 1);
+    NetworkAccountingRequest gaussian;
+    gaussian.trace = TraceMethod::kGaussian;
+    gaussian.probes = 4000;
+    const NetworkBatchAccounting estimated = backend->account_batch(theta, data.X, data.y, gaussian, 2);
+    for (Index b = 0; b < data.n(); ++b) {
+      MatrixXd J;
+      const double trace = finite_difference_trace(*backend, theta, data, b, &J);
+      EXPECT_NEAR(accounting.trace(b), trace, 1e-6 * trace);
+      // J^T u against the dense difference Jacobian.
+      const VectorXd u = random_vector(J.rows(), 20 + static_cast<unsigned>(b));
+      const MatrixXd vjp = backend->released_vjp(theta, data.X.row(b), data.y.segment(b, 1), u.transpose());
+      EXPECT_LT((vjp.row(0).transpose() - J.transpose() * u).norm(), 1e-6 * (J.transpose() * u).norm());
+      // Hutchinson: the mean of ||J^T u||^2 has relative sd <= sqrt(2 / probes) = 2.2 %.
+      EXPECT_NEAR(estimated.trace(b), trace, 0.12 * trace);
+    }
+  }
+}
+
+TEST(ReleasedGradient, TrainingGradientOfTheFisherObjectiveMatchesDifferences) {
+  REQUIRE_PLUGIN();
+  const int K = 2;
+  const Dataset data = image_data(4, K, 13);
+  for (bool snr : {true, false})
+    for (GradientObjective objective : {GradientObjective::kPerturbation, GradientObjective::kGradient}) {
+      SCOPED_TRACE(to_string(objective) + (snr ? " snr" : ""));
+      ReleasedGradientSpec spec = spec_for(data, K, false, true, 0.25);
+      spec.gradient_model.objective = objective;
+      spec.gradient_model.snr = snr;
+      const auto backend = create_released_gradient_backend(spec);
+      backend->initialize(21);
+      const VectorXd phi = random_vector(backend->phi().size(), 22, 0.05);
+      backend->set_phi(phi);
+      const VectorXd theta = random_vector(256 * K, 23, 0.05);
+      const RowMatrix probes = random_vector(4 * 2 * spec.released.size(), 24)
+                                   .reshaped<Eigen::RowMajor>(8, static_cast<Index>(spec.released.size()));
+      const VectorXd gradient = backend->objective_gradient(theta, data.X, data.y, probes);
+      ASSERT_EQ(gradient.size(), phi.size());
+      for (unsigned direction = 0; direction < 4; ++direction) {
+        const VectorXd v = random_vector(phi.size(), 30 + direction);
+        const double h = 1e-5;
+        backend->set_phi(phi + h * v);
+        const double plus = backend->objective(theta, data.X, data.y, probes);
+        backend->set_phi(phi - h * v);
+        const double minus = backend->objective(theta, data.X, data.y, probes);
+        backend->set_phi(phi);
+        const double difference = (plus - minus) / (2 * h), analytic = gradient.dot(v);
+        EXPECT_NEAR(analytic, difference, 1e-6 * std::abs(difference) + 1e-9);
+      }
+      // A gradient from a 10 % wrong lambda fails the same check: the Fisher term is not negligible.
+      ReleasedGradientSpec other = spec;
+      other.gradient_model.lambda *= 1.1;
+      const auto wrong = create_released_gradient_backend(other);
+      wrong->set_phi(phi);
+      const VectorXd v = random_vector(phi.size(), 30);
+      const double h = 1e-5;
+      backend->set_phi(phi + h * v);
+      const double plus = backend->objective(theta, data.X, data.y, probes);
+      backend->set_phi(phi - h * v);
+      const double minus = backend->objective(theta, data.X, data.y, probes);
+      backend->set_phi(phi);
+      const double difference = (plus - minus) / (2 * h);
+      EXPECT_GT(std::abs(wrong->objective_gradient(theta, data.X, data.y, probes).dot(v) - difference),
+                100 * (1e-6 * std::abs(difference) + 1e-9));
+    }
+}
+
+PublicDataTrainingOptions small_options() {
+  PublicDataTrainingOptions o;
+  o.public_fraction = 0.4;
+  o.pretrain = {.steps = 20, .batch_size = 16, .step_size = 0.05, .weight_decay = 1e-4};
+  o.freeze_fraction = 0.5;
+  DpSgdOptions& p = o.private_phase;
+  p.kind = ModelKind::kSoftmax;
+  p.batch_size = 12;
+  p.steps = 6;
+  p.step_size = 0.05;
+  p.optimizer = Optimizer::kAdam;
+  p.clip_norm = 1.0;
+  p.noise_multiplier = 1.0;
+  p.trace = TraceMethod::kExact;
+  p.runs = 2;
+  p.seed = 3;
+  o.gradient_model.hidden = {10};
+  o.gradient_model.steps = 3;
+  o.gradient_model.decay = 1;
+  o.gradient_model.min_steps = 1;
+  o.gradient_model.batch_size = 8;
+  return o;
+}
+
+TEST(TrainWithPublicData, FimWithLambdaZeroIsDpSgdAndDpSgdIsTheClosedForm) {
+  REQUIRE_PLUGIN();
+  const Dataset data = image_data(60, 3, 31);
+  const PublicPrivateSplit split = split_public_private(data, 0.4, 1);
+  PublicDataTrainingOptions o = small_options();
+  o.freeze_fraction = 0.0;
+  o.gradient_model.lambda = 0.0;  // the objective is ||g_phi||^2 alone: g_phi stays at its zero start
+  o.methods = {PrivateTrainingMethod::kDpSgd, PrivateTrainingMethod::kFim};
+  const PublicDataTrainingResult result = train_with_public_data(split.public_part, split.private_part, Dataset{}, o);
+  const DpSgdResult& dpsgd = result.find(PrivateTrainingMethod::kDpSgd)->training;
+  const DpSgdResult& fim = result.find(PrivateTrainingMethod::kFim)->training;
+  EXPECT_EQ(fim.final_snapshot().fisher_trace, dpsgd.final_snapshot().fisher_trace);
+  EXPECT_EQ(fim.parameters, dpsgd.parameters);
+  for (double cosine : result.find(PrivateTrainingMethod::kFim)->perturbation_cosine[0]) EXPECT_EQ(cosine, 0.0);
+
+  // Without pre-training dpsgd starts at zero, as train_dpsgd's softmax GLM: same batches, noise
+  // and accounting, the trace by the closed form.
+  o.pretrain.steps = 0;
+  o.methods = {PrivateTrainingMethod::kDpSgd};
+  const PublicDataTrainingResult scratch = train_with_public_data(split.public_part, split.private_part, Dataset{}, o);
+  const DpSgdResult closed_form = train_dpsgd(split.private_part, Dataset{}, resolved_private_phase(o, split.private_part.n()));
+  const VectorXd& a = scratch.methods[0].training.final_snapshot().fisher_trace;
+  const VectorXd& b = closed_form.final_snapshot().fisher_trace;
+  EXPECT_LT((a - b).norm(), 1e-10 * b.norm());
+  EXPECT_GT(b.minCoeff() + b.maxCoeff(), 0.0);
+  for (std::size_t r = 0; r < closed_form.parameters.size(); ++r)
+    EXPECT_LT((scratch.methods[0].training.parameters[r] - closed_form.parameters[r]).norm(),
+              1e-10 * closed_form.parameters[r].norm());
+}
+
+TEST(TrainWithPublicData, PruneKeepsFrozenParametersAndEveryMethodStartsFromThePretrainedModel) {
+  REQUIRE_PLUGIN();
+  const Dataset data = image_data(60, 2, 41);
+  const PublicPrivateSplit split = split_public_private(data, 0.4, 2);
+  PublicDataTrainingOptions o = small_options();
+  o.private_phase.steps = 1;
+  o.private_phase.runs = 1;
+  o.methods = {PrivateTrainingMethod::kSgd, PrivateTrainingMethod::kDpSgd, PrivateTrainingMethod::kPrune,
+               PrivateTrainingMethod::kFim};
+  const PublicDataTrainingResult result = train_with_public_data(split.public_part, split.private_part, data, o);
+  EXPECT_EQ(result.parameter_count, 256 * 2);
+  const MethodResult& prune = *result.find(PrivateTrainingMethod::kPrune);
+  const MethodResult& fim = *result.find(PrivateTrainingMethod::kFim);
+  EXPECT_EQ(prune.frozen, 256);
+  EXPECT_EQ(fim.frozen, 256);
+  // Pre-train again by hand (zero private steps) to find the start and its frozen coordinates.
+  PublicDataTrainingOptions start_only = o;
+  start_only.private_phase.steps = 1;
+  start_only.methods = {PrivateTrainingMethod::kSgd};
+  start_only.private_phase.step_size = 1e-300;  // moves nothing
+  const VectorXd start = train_with_public_data(split.public_part, split.private_part, data, start_only)
+                             .methods[0].training.parameters[0];
+  const std::vector<bool> frozen = smallest_magnitude_mask(start, 0.5);
+  Index moved_free = 0;
+  for (const MethodResult* m : {&prune, &fim}) {
+    const VectorXd& w = m->training.parameters[0];
+    for (Index i = 0; i < w.size(); ++i) {
+      if (frozen[static_cast<std::size_t>(i)]) EXPECT_EQ(w(i), start(i)) << to_string(m->method) << " coordinate " << i;
+      else moved_free += w(i) != start(i);
+    }
+  }
+  EXPECT_GT(moved_free, 200);
+  const VectorXd& dpsgd = result.find(PrivateTrainingMethod::kDpSgd)->training.parameters[0];
+  Index moved = 0;
+  for (Index i = 0; i < dpsgd.size(); ++i) moved += frozen[static_cast<std::size_t>(i)] && dpsgd(i) != start(i);
+  EXPECT_GT(moved, 200) << "dpsgd freezes nothing";
+  EXPECT_EQ(result.pretrain_test_accuracy.size(), 1u);
+  EXPECT_EQ(fim.perturbation_cosine[0].size(), 1u);
+}
+
+TEST(TrainWithPublicData, RefusesBadOptionsWithTheirNames) {
+  const Dataset data = image_data(30, 2, 51);
+  const PublicPrivateSplit split = split_public_private(data, 0.5, 1);
+  const auto refuses = [&](const std::function<void(PublicDataTrainingOptions&)>& change,
+                           std::vector<std::string> fragments) {
+    PublicDataTrainingOptions o = small_options();
+    change(o);
+    expect_invalid([&] { train_with_public_data(split.public_part, split.private_part, Dataset{}, o); },
+                                     fragments);
+  };
+  refuses([](auto& o) { o.public_fraction = 1.0; }, {"public_fraction", "(0, 1)"});
+  refuses([](auto& o) { o.freeze_fraction = 1.0; }, {"freeze_fraction"});
+  refuses([](auto& o) { o.methods.clear(); }, {"methods"});
+  refuses([](auto& o) { o.gradient_model.hidden = {}; }, {"gradient_hidden"});
+  refuses([](auto& o) { o.gradient_model.probes = 0; }, {"gradient_probes"});
+  refuses([](auto& o) { o.gradient_model.lambda = -1; }, {"lambda"});
+  refuses([](auto& o) { o.private_phase.trace = TraceMethod::kCoordinates; }, {"trace = coordinates"});
+  refuses([](auto& o) { o.private_phase.spectral = SpectralMethod::kExact; }, {"spectral = exact"});
+  refuses([](auto& o) { o.private_phase.checkpoint_path = "x"; }, {"cannot be resumed"});
+  refuses([](auto& o) { o.private_phase.network = NetworkOptions{}; }, {"networks are not supported"});
+  refuses([](auto& o) { o.private_phase.kind = ModelKind::kLogistic; }, {"softmax"});
+  refuses([](auto& o) { o.pretrain.step_size = 0; }, {"pretrain_step_size"});
+  refuses([](auto& o) { o.gradient_model.batch_size = 1000; o.methods = {PrivateTrainingMethod::kFim}; },
+          {"gradient_batch_size", "public part"});
+  PublicDataTrainingOptions o = small_options();
+  expect_invalid(
+      [&] { train_with_public_data(split.public_part, Dataset{}, Dataset{}, o); }, {"private part is empty"});
+}
+
+}  // namespace
+}  // namespace filkit
