@@ -127,9 +127,9 @@ nlohmann::json LearnedAttackJobResult::to_json() const {
         {"perfect_privacy", {{"mse", mean_and_std(column(targets, &TargetReconstruction::baseline_mse))},
                              {"ssim", mean_and_std(column(targets, &TargetReconstruction::baseline_ssim))}}},
         {"parameter_count", m.attack.parameter_count},
-        {"shadow_seconds", m.attack.shadow_seconds},
-        {"attacker_seconds", m.attack.attacker_seconds},
-        {"shadow_models_per_second", shadow_count / std::max(m.attack.shadow_seconds, 1e-9)},
+        {"seconds", {{"shadow_models", m.attack.shadow_seconds},
+                     {"attacker", m.attack.attacker_seconds},
+                     {"shadow_models_per_second", shadow_count / std::max(m.attack.shadow_seconds, 1e-9)}}},
     };
   }
   json["methods"] = methods;
@@ -182,7 +182,7 @@ void LearnedAttackJobResult::print_summary(std::ostream& out) const {
     out << "  " << std::setw(8) << to_string(m.method) << std::scientific << std::setprecision(3) << std::setw(12)
         << number(j["mse"]["mean"]) << std::setw(12) << number(j["ssim"]["mean"]) << std::setw(14)
         << number(j["perfect_privacy"]["mse"]["mean"]) << std::setw(15) << number(j["perfect_privacy"]["ssim"]["mean"])
-        << std::setw(13) << number(j["shadow_models_per_second"]) << std::defaultfloat << "\n";
+        << std::setw(13) << number(j["seconds"]["shadow_models_per_second"]) << std::defaultfloat << "\n";
   }
   out << "  note: " << kLpipsNote << "\n";
 }
