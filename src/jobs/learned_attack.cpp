@@ -173,15 +173,15 @@ void LearnedAttackJobResult::print_summary(std::ostream& out) const {
   out << "filkit learned-attack: " << options.data.data << ", " << data.public_part.n() << " public, |D_fixed| = "
       << data.fixed.n() << ", " << a.train_shadow_models << " + " << a.target_shadow_models << " shadow models, attacker "
       << (a.attacker_hidden.empty() ? "linear" : "mlp") << "\n";
-  out << "  " << std::setw(8) << "method" << std::setw(12) << "mse" << std::setw(12) << "ssim" << std::setw(14)
-      << "class-mean mse" << std::setw(15) << "class-mean ssim" << std::setw(13) << "shadow/s" << "\n";
+  out << "  " << std::setw(8) << "method" << std::setw(12) << "mse" << std::setw(12) << "ssim" << std::setw(17)
+      << "class-mean mse" << std::setw(17) << "class-mean ssim" << std::setw(13) << "shadow/s" << "\n";
   const nlohmann::json json = to_json();
   const auto number = [](const nlohmann::json& value) { return value.is_null() ? std::nan("") : value.get<double>(); };
   for (const LearnedAttackMethodResult& m : methods) {
     const nlohmann::json& j = json["methods"][to_string(m.method)];
     out << "  " << std::setw(8) << to_string(m.method) << std::scientific << std::setprecision(3) << std::setw(12)
-        << number(j["mse"]["mean"]) << std::setw(12) << number(j["ssim"]["mean"]) << std::setw(14)
-        << number(j["perfect_privacy"]["mse"]["mean"]) << std::setw(15) << number(j["perfect_privacy"]["ssim"]["mean"])
+        << number(j["mse"]["mean"]) << std::setw(12) << number(j["ssim"]["mean"]) << std::setw(17)
+        << number(j["perfect_privacy"]["mse"]["mean"]) << std::setw(17) << number(j["perfect_privacy"]["ssim"]["mean"])
         << std::setw(13) << number(j["seconds"]["shadow_models_per_second"]) << std::defaultfloat << "\n";
   }
   out << "  note: " << kLpipsNote << "\n";
