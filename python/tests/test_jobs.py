@@ -51,6 +51,9 @@ CASES = {
     "bound": {},
     "reconstruct": {"trials": 2, "rows": [0, 7]},
     "dpsgd": {"steps": 10},
+    "fim": {"classes": [0, 1], "train_size": 400, "test_size": 100, "pretrain_steps": 20, "batch_size": 50,
+            "steps": 2, "gradient_steps": 2, "gradient_decay": 0, "gradient_min_steps": 1,
+            "gradient_batch_size": 50, "gradient_hidden": [8]},
     "accountant": {"q": 0.01, "noise_multiplier": 1.1, "steps": 100},
 }
 
@@ -89,10 +92,11 @@ def test_attack_and_report_from_both_front_ends(tmp_path):
 
 def test_every_cli_command_is_a_python_job():
     assert sorted(filkit.jobs()) == sorted(["measure", "irfil", "attack", "bound", "reconstruct", "dpsgd",
-                                            "accountant", "report"])
+                                            "fim", "accountant", "report"])
     defaults = filkit.defaults("measure")
     assert defaults["l2"] == 8e-4 and defaults["classes"] == "auto" and defaults["sigma"] == 1.0
     assert filkit.defaults("dpsgd")["momentum"] == 0.5
+    assert filkit.defaults("fim")["public_fraction"] == 0.5 and filkit.defaults("fim")["lambda"] == 1e3
     with pytest.raises(TypeError, match="unknown option 'sigm'"):
         filkit.run("measure", sigm=1.0)
     with pytest.raises(ValueError, match="unknown job"):

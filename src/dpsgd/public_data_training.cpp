@@ -1,4 +1,4 @@
-// Private training with public data (public_data_training.hpp; docs/mathematics.md, section 9):
+// Private training with public data (public_data_training.hpp; docs/mathematics.md, section 11):
 // the split, magnitude freezing, non-private pre-training, and the private phase of every method,
 // whose dpsgd, prune and fim runs go through train_dpsgd's trainer and accountant with a model
 // (PublicDataModel) built per run: its pre-trained start, its frozen coordinates and, for fim, its
@@ -16,7 +16,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cmath>
 #include <numeric>
 #include <random>
@@ -396,8 +395,7 @@ PublicDataTrainingResult train_with_public_data(const Dataset& public_part, cons
         }
         return *slot;
       };
-      if (progress) std::fprintf(stderr, "%s:\n", to_string(method).c_str());
-      m.training = train_dpsgd_with_models(private_part, test, phase, model_of_run, progress);
+      m.training = train_dpsgd_with_models(private_part, test, phase, model_of_run, progress, to_string(method));
       if (method != PrivateTrainingMethod::kDpSgd)
         m.frozen = std::count(starts[0].frozen.begin(), starts[0].frozen.end(), true);
       if (method == PrivateTrainingMethod::kFim)

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <random>
 #include <vector>
 
@@ -52,7 +53,8 @@ using DpSgdModelOfRun = std::function<const DpSgdModel&(int run, std::uint64_t r
 /// train_dpsgd with the model of each run given (every run's must have the same parameter count
 /// and be a GLM or not alike). No resume file: checkpoint_path must be empty.
 DpSgdResult train_dpsgd_with_models(const Dataset& train, const Dataset& test, const DpSgdOptions& options,
-                                    const DpSgdModelOfRun& model_of_run, bool progress = false);
+                                    const DpSgdModelOfRun& model_of_run, bool progress = false,
+                                    const std::string& progress_label = "dpsgd");
 
 /// The seed of run `run` (what train_dpsgd records in run_seeds).
 std::uint64_t dpsgd_run_seed(const DpSgdOptions& options, int run);

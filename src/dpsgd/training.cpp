@@ -158,25 +158,26 @@ std::uint64_t dpsgd_run_seed(const DpSgdOptions& options, int run) {
 
 namespace {
 DpSgdResult train_runs(const Dataset& train, const Dataset& test, const DpSgdOptions& requested, bool progress,
-                       CheckpointWhenDone when_done, const DpSgdModelOfRun* model_of_run);
+                       CheckpointWhenDone when_done, const DpSgdModelOfRun* model_of_run, const std::string& label);
 }  // namespace
 
 DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOptions& requested, bool progress,
                         CheckpointWhenDone when_done) {
-  return train_runs(train, test, requested, progress, when_done, nullptr);
+  return train_runs(train, test, requested, progress, when_done, nullptr, "dpsgd");
 }
 
 DpSgdResult train_dpsgd_with_models(const Dataset& train, const Dataset& test, const DpSgdOptions& options,
-                                    const DpSgdModelOfRun& model_of_run, bool progress) {
+                                    const DpSgdModelOfRun& model_of_run, bool progress,
+                                    const std::string& progress_label) {
   if (!options.checkpoint_path.empty())
     throw std::invalid_argument("checkpoint: resuming is not available for this training (its models' state is not "
                                 "in the resume file); leave it empty");
-  return train_runs(train, test, options, progress, CheckpointWhenDone::kRemove, &model_of_run);
+  return train_runs(train, test, options, progress, CheckpointWhenDone::kRemove, &model_of_run, progress_label);
 }
 
 namespace {
 DpSgdResult train_runs(const Dataset& train, const Dataset& test, const DpSgdOptions& requested, bool progress,
-                       CheckpointWhenDone when_done, const DpSgdModelOfRun* model_of_run) {
+                       CheckpointWhenDone when_done, const DpSgdModelOfRun* model_of_run, const std::string& label) {
   requested.validate();
   const DpSgdOptions options = requested.resolved(train.n());
   if (!options.checkpoint_path.empty()) check_output_path("DpSgdOptions.checkpoint_path", options.checkpoint_path);
@@ -237,7 +238,7 @@ DpSgdResult train_runs(const Dataset& train, const Dataset& test, const DpSgdOpt
     state.evaluation_seconds = evaluation_before + evaluation_seconds;
     state.training_seconds = training_before + seconds_since(start) - evaluation_seconds;
   };
-  Progress bar("dpsgd", static_cast<std::int64_t>(options.runs) * options.steps, !progress);
+  Progress bar(label, static_cast<std::int64_t>(options.runs) * options.steps, !progress);
   bar.advance(static_cast<std::int64_t>(state.run) * options.steps + state.step);
   Index steps_this_call = 0;
   for (int run = state.run; run < options.runs; ++run) {

@@ -1,5 +1,5 @@
 // The options of fim's learned gradient model g_phi (public_data_training.hpp; docs/mathematics.md,
-// section 9; Edmunds 2024, chapter 2 and table B.6): what it outputs, the objective it is trained
+// section 11; Edmunds 2024, chapter 2 and table B.6): what it outputs, the objective it is trained
 // to on public data, its shape and its optimiser. A header of its own because the LibTorch plugin,
 // compiled as C++17, reads it (network_backend.hpp).
 #pragma once

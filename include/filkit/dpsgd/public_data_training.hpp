@@ -1,5 +1,5 @@
 // Private training that uses public data to leak less Fisher information (docs/mathematics.md,
-// section 9; Edmunds 2024, "Fisher information for private training of machine learning models",
+// section 11; Edmunds 2024, "Fisher information for private training of machine learning models",
 // chapter 2 and Algorithm 1):
 //
 //   1. split the data into a public and a private part (split_public_private, seeded);

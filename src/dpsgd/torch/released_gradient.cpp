@@ -1,5 +1,5 @@
 // The plugin's ReleasedGradientBackend (network_backend.hpp): what private training with public
-// data releases per example (public_data_training.hpp; docs/mathematics.md, section 9),
+// data releases per example (public_data_training.hpp; docs/mathematics.md, section 11),
 //   r(x) = clip(v(x)),  v = M g            (dpsgd, prune)
 //                       v = M g + g_phi    (fim, perturbation objective; thesis equation 2.9)
 //                       v = g_phi          (fim, gradient objective; thesis equation 2.4)

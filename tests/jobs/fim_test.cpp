@@ -1,0 +1,108 @@
+// The fim job and `filkit fim`: its outputs against a direct library call on the same split, the
+// table's shape, the summary's per-method numbers, and bad options named.
+#include "filkit/jobs/fim.hpp"
+
+#include "filkit/dpsgd/networks.hpp"
+
+#include "test_util.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+
+namespace filkit {
+namespace {
+
+using testing::TempDir;
+
+FimJobOptions small_job(const std::string& path) {
+  FimJobOptions o;
+  o.data.data = path;
+  o.data.classes = std::vector<int>{};
+  PublicDataTrainingOptions& t = o.training;
+  t.public_fraction = 0.4;
+  t.pretrain = {.steps = 30, .batch_size = 20, .step_size = 0.05, .weight_decay = 1e-4};
+  t.private_phase.batch_size = 20;
+  t.private_phase.steps = 4;
+  t.private_phase.step_size = 0.05;
+  t.private_phase.runs = 2;
+  t.private_phase.seed = 9;
+  t.gradient_model.hidden = {8};
+  t.gradient_model.steps = 3;
+  t.gradient_model.decay = 1;
+  t.gradient_model.min_steps = 1;
+  t.gradient_model.batch_size = 16;
+  return o;
+}
+
+TEST(FimCommand, WritesOneRowPerAccountedMethodAndExampleAndTheLibrarysNumbers) {
+  if (!networks_available()) GTEST_SKIP() << "no LibTorch plugin";
+  const TempDir dir;
+  const FimJobOptions options = small_job(testing::write_npz_dataset(dir, testing::random_classification(200, 6, 3, 4)));
+  JobOutputs outputs;
+  outputs.out = dir.file("fim.csv");
+  outputs.json = dir.file("fim.json");
+  const FimJobResult result = run_job<FimJob>(options, outputs);
+  const Index n_private = result.training.n_private;
+  EXPECT_EQ(result.training.n_public + n_private, result.data.train.n());
+  const std::vector<std::string> lines = testing::read_lines(outputs.out);
+  ASSERT_EQ(lines.size(), static_cast<std::size_t>(1 + 3 * n_private));  // dpsgd, prune, fim
+  EXPECT_EQ(lines[0], "method,index,label,times_sampled,dfil,dfil_mse_bound,fisher_trace");
+
+  std::ifstream in(outputs.json);
+  const nlohmann::json json = nlohmann::json::parse(in);
+  EXPECT_EQ(json["command"], "fim");
+  EXPECT_EQ(json["seed"], 9);
+  EXPECT_EQ(json["settings"]["public_fraction"], 0.4);
+  EXPECT_EQ(json["settings"]["trace"], "gaussian");
+  EXPECT_EQ(json["settings"]["probes"], 2);
+  ASSERT_EQ(json["methods"].size(), 4u);
+  EXPECT_EQ(json["methods"][0]["method"], "sgd");
+  EXPECT_FALSE(json["methods"][0].contains("max_dfil"));
+  const nlohmann::json& fim = json["methods"][3];
+  EXPECT_EQ(fim["method"], "fim");
+  EXPECT_EQ(fim["max_dfil"]["runs"].size(), 2u);
+  EXPECT_EQ(fim["perturbation_cosine_with_mean_public_gradient"].size(), 2u);
+  EXPECT_EQ(fim["perturbation_cosine_with_mean_public_gradient"][0].size(), 4u);
+  EXPECT_EQ(fim["frozen_parameters"], 9);  // half of 3 x 6
+  EXPECT_EQ(json["methods"][1]["rdp_epsilon"], fim["rdp_epsilon"]) << "same DP guarantee for every private method";
+
+  // The same numbers as the library on the job's own split.
+  PublicDataTrainingOptions direct = result.options.training;
+  const PublicDataTrainingResult again =
+      train_with_public_data(result.split.public_part, result.split.private_part, result.data.test, direct);
+  for (std::size_t k = 1; k < again.methods.size(); ++k)
+    EXPECT_EQ(again.methods[k].training.final_snapshot().fisher_trace,
+              result.training.methods[k].training.final_snapshot().fisher_trace);
+  const double max_dfil = result.training.methods[3].training.final_snapshot().dfil(6).maxCoeff();
+  EXPECT_GT(max_dfil, 0.0);
+}
+
+TEST(FimCommand, RefusesBadOptionsBeforeLoading) {
+  FimJobOptions o = small_job("/nonexistent.npz");
+  o.training.public_fraction = 0.0;
+  EXPECT_INVALID_ARGUMENT(run_fim(o), "public_fraction", "(0, 1)");
+  o = small_job("/nonexistent.npz");
+  o.training.freeze_fraction = -0.5;
+  EXPECT_INVALID_ARGUMENT(run_fim(o), "freeze_fraction");
+  o = small_job("/nonexistent.npz");
+  o.training.private_phase.checkpoint_path = "/tmp/state";
+  EXPECT_INVALID_ARGUMENT(run_fim(o), "cannot be resumed");
+}
+
+TEST(FimCommand, FromTheCommandLine) {
+  const char* binary = std::getenv("FILKIT_BINARY");
+  if (binary == nullptr) GTEST_SKIP() << "FILKIT_BINARY not set";
+  const auto [status, output] = testing::run_command(std::string(binary) + " fim --data x.npz --public-fraction 1.5");
+  EXPECT_NE(status, 0);
+  EXPECT_NE(output.find("public_fraction = 1.5: must lie in (0, 1)"), std::string::npos) << output;
+  const auto [help_status, help] = testing::run_command(std::string(binary) + " fim --help");
+  EXPECT_EQ(help_status, 0);
+  for (const char* flag : {"--public-fraction", "--freeze-fraction", "--methods", "--lambda", "--snr",
+                           "--gradient-steps", "--pretrain-steps", "--noise-multiplier"})
+    EXPECT_NE(help.find(flag), std::string::npos) << flag;
+}
+
+}  // namespace
+}  // namespace filkit
