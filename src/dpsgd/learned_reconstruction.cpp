@@ -393,14 +393,21 @@ RowMatrix train_shadow_models(const Dataset& fixed, const Dataset& candidates, I
 }
 
 /// Standardises every column by the mean and standard deviation of the first `fitted` rows; a
-/// column constant on them (e.g. a frozen parameter) is only centred.
-RowMatrix standardise(const RowMatrix& parameters, Index fitted) {
+/// column constant on them (e.g. a frozen parameter) is only centred. With `clip`, the later rows
+/// are clipped to the range each column takes on the first ones.
+RowMatrix standardise(const RowMatrix& parameters, Index fitted, bool clip) {
   const auto fit = parameters.topRows(fitted);
   const Eigen::RowVectorXd mean = fit.colwise().mean();
   Eigen::RowVectorXd sd = ((fit.rowwise() - mean).colwise().squaredNorm() / static_cast<double>(fitted)).cwiseSqrt();
   for (Index j = 0; j < sd.size(); ++j)
     if (!(sd(j) > 1e-12 * std::max(1.0, std::abs(mean(j))))) sd(j) = 1.0;
-  return (parameters.rowwise() - mean).array().rowwise() / sd.array();
+  RowMatrix standardised = (parameters.rowwise() - mean).array().rowwise() / sd.array();
+  if (!clip) return standardised;
+  const Eigen::RowVectorXd low = standardised.topRows(fitted).colwise().minCoeff();
+  const Eigen::RowVectorXd high = standardised.topRows(fitted).colwise().maxCoeff();
+  for (Index i = fitted; i < standardised.rows(); ++i)
+    standardised.row(i) = standardised.row(i).cwiseMax(low).cwiseMin(high);
+  return standardised;
 }
 
 double mse(const VectorXd& a, const VectorXd& b) { return (a - b).squaredNorm() / static_cast<double>(a.size()); }
@@ -423,7 +430,7 @@ LearnedReconstructionResult run_learned_reconstruction(const Dataset& fixed, con
   result.shadow_seconds = seconds_since(start);
 
   start = std::chrono::steady_clock::now();
-  const RowMatrix standardised = standardise(parameters, m);
+  const RowMatrix standardised = standardise(parameters, m, options.clip_inputs);
   const VectorXd labels = candidates.y.head(m + targets);
   const Attacker attacker = fit_attacker(standardised.topRows(m), labels.head(m), candidates.X.topRows(m), num_classes,
                                              options, progress);

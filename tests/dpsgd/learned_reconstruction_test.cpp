@@ -52,6 +52,7 @@ LearnedReconstructionOptions linear_options() {
   options.fixed_size = 30;
   options.attacker_hidden = {};
   options.ridge = 1e-12;
+  options.clip_inputs = false;  // exact inversion: a target may lie just outside the training range
   return options;
 }
 
@@ -97,6 +98,23 @@ TEST(LearnedReconstruction, MlpAttackerBeatsTheClassMeanInTheNoiselessCase) {
   double attack = 0, baseline = 0;
   for (const TargetReconstruction& target : result.targets) attack += target.mse, baseline += target.baseline_mse;
   EXPECT_LT(attack, 0.5 * baseline);  // 0.028 against 0.082 per target
+}
+
+TEST(LearnedReconstruction, ClipsHeldOutInputsToTheTrainingRange) {
+  // A trainer whose one parameter is the target's first pixel, and 1e6 for the first held-out
+  // target: unclipped, the linear map sends it to about 1e6; clipped, into the training range.
+  Dataset candidates = random_images(60, {1, 7, 7}, 1, 20);
+  candidates.X(50, 0) = 1e6;
+  const Dataset fixed = random_images(3, {1, 7, 7}, 1, 21);
+  const auto train = [](const Dataset& data, Index) { return VectorXd::Constant(1, data.X(data.n() - 1, 0)); };
+  LearnedReconstructionOptions options = linear_options();
+  options.train_shadow_models = 50;
+  options.target_shadow_models = 5;
+  const double unclipped = run_learned_reconstruction(fixed, candidates, train, options).targets[0].reconstruction(0);
+  options.clip_inputs = true;
+  const double clipped = run_learned_reconstruction(fixed, candidates, train, options).targets[0].reconstruction(0);
+  EXPECT_NEAR(unclipped, 1e6, 1.0);
+  EXPECT_LE(clipped, candidates.X.topRows(50).col(0).maxCoeff() + 1e-9);
 }
 
 TEST(LearnedReconstruction, MlpGradientMatchesFiniteDifferences) {

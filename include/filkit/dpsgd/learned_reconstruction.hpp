@@ -6,7 +6,8 @@
 // target's image. The attack is then run on held-out shadow models whose z it has not seen.
 //
 //   input  = standardised parameters (mean and standard deviation per coordinate, fitted on the
-//            training shadow models only) concatenated with the one-hot label;
+//            training shadow models only; a held-out target's clipped to their range) concatenated
+//            with the one-hot label;
 //   output = the example's features (pixels);
 //   attacker = an MLP (ReLU hidden layers, squared error, Adam with L2 weight decay as PyTorch's
 //            Adam), or, with no hidden layer, least squares solved in closed form, one linear map
@@ -40,6 +41,12 @@ struct LearnedReconstructionOptions {
   /// Widths of the attacker's ReLU hidden layers (thesis, table B.8: 512, 256); empty: the linear
   /// least-squares attacker in closed form.
   std::vector<Index> attacker_hidden = {512, 256};
+  /// Clip each standardised input of a held-out target to the range it takes over the training
+  /// shadow models. A coordinate almost constant on them (binary MNIST, sgd: the weight of a pixel
+  /// that is dark in nearly every image, which Adam's normalised steps move by about the step size
+  /// only for the few targets that light it) divides a held-out value by a tiny deviation, and
+  /// the attacker extrapolates linearly (500 sgd shadow models: one target's MSE 3.8e4 unclipped).
+  bool clip_inputs = true;
   /// Linear attacker: ridge added to the diagonal of X^T X / m (inputs standardised; intercept not
   /// penalised), >= 0. With fewer shadow models per label than parameters the map is
   /// underdetermined and a small ridge lets a few targets' errors explode (binary MNIST, sgd, 1000
@@ -64,6 +71,8 @@ void visit_fields(LearnedReconstructionOptions& o, Visit&& visit) {
   visit("fixed_size", o.fixed_size, "Examples in D_fixed, the training data every shadow model shares");
   visit("attacker_hidden", o.attacker_hidden,
         "Attacker MLP's ReLU hidden widths; empty: linear least squares in closed form (one map per label)");
+  visit("clip_inputs", o.clip_inputs,
+        "Clip held-out targets' standardised parameters to the range seen over the training shadow models");
   visit("ridge", o.ridge, "Linear attacker: ridge added to the diagonal of X^T X / m");
   visit("attacker_epochs", o.attacker_epochs, "MLP attacker: epochs over the training shadow models");
   visit("attacker_batch_size", o.attacker_batch_size, "MLP attacker: minibatch size");
