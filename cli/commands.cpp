@@ -12,6 +12,7 @@ void setup_all_commands(CLI::App& app) {
   setup_reconstruct(app);
   setup_irfil(app);
   setup_attack(app);
+  setup_learned_attack(app);
 }
 
 }  // namespace filkit::cli

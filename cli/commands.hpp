@@ -19,5 +19,6 @@ void setup_bound(CLI::App& app);
 void setup_reconstruct(CLI::App& app);
 void setup_irfil(CLI::App& app);
 void setup_attack(CLI::App& app);
+void setup_learned_attack(CLI::App& app);
 
 }  // namespace filkit::cli

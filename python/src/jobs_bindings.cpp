@@ -7,6 +7,7 @@
 #include "filkit/jobs/dpsgd.hpp"
 #include "filkit/jobs/fim.hpp"
 #include "filkit/jobs/irfil.hpp"
+#include "filkit/jobs/learned_attack.hpp"
 #include "filkit/jobs/measure.hpp"
 #include "filkit/jobs/reconstruct.hpp"
 #include "filkit/jobs/report.hpp"
@@ -35,6 +36,7 @@ void bind_jobs(py::module_& m) {
   add_job<ReconstructJob>(defaults);
   add_job<DpSgdJob>(defaults);
   add_job<FimJob>(defaults);
+  add_job<LearnedAttackJob>(defaults);
   add_job<AccountantJob>(defaults);
   add_job<ReportJob>(defaults);
 

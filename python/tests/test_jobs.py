@@ -55,6 +55,8 @@ CASES = {
             "steps": 2, "gradient_steps": 2, "gradient_decay": 0, "gradient_min_steps": 1,
             "gradient_batch_size": 50, "gradient_hidden": [8]},
     "accountant": {"q": 0.01, "noise_multiplier": 1.1, "steps": 100},
+    "learned-attack": {"methods": ["sgd"], "train_shadow_models": 20, "target_shadow_models": 5,
+                       "attacker_hidden": [8], "attacker_epochs": 1},
 }
 
 
@@ -92,11 +94,13 @@ def test_attack_and_report_from_both_front_ends(tmp_path):
 
 def test_every_cli_command_is_a_python_job():
     assert sorted(filkit.jobs()) == sorted(["measure", "irfil", "attack", "bound", "reconstruct", "dpsgd",
-                                            "fim", "accountant", "report"])
+                                            "fim", "learned-attack", "accountant", "report"])
     defaults = filkit.defaults("measure")
     assert defaults["l2"] == 8e-4 and defaults["classes"] == "auto" and defaults["sigma"] == 1.0
     assert filkit.defaults("dpsgd")["momentum"] == 0.5
     assert filkit.defaults("fim")["public_fraction"] == 0.5 and filkit.defaults("fim")["lambda"] == 1e3
+    assert filkit.defaults("learned-attack")["train_shadow_models"] == 9500
+    assert filkit.defaults("learned-attack")["attacker_hidden"] == [512, 256]
     with pytest.raises(TypeError, match="unknown option 'sigm'"):
         filkit.run("measure", sigm=1.0)
     with pytest.raises(ValueError, match="unknown job"):

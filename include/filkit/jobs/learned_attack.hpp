@@ -1,0 +1,135 @@
+// The job behind `filkit learned-attack`: the learned reconstruction attack
+// (dpsgd/learned_reconstruction.hpp; Balle et al. 2022 as in Edmunds 2024, section 3.2) against
+// softmax regression trained privately with public data (dpsgd/public_data_training.hpp) by each
+// of sgd, dpsgd, prune and fim. Load -> draw the public part, D_fixed and the candidates -> per
+// method: one shadow model per candidate (train_one_model on D_fixed + {z_i}), the attacker, the
+// held-out targets' reconstructions with MSE and SSIM beside the class-mean baseline.
+#pragma once
+
+#include "filkit/data/pipeline.hpp"
+#include "filkit/dpsgd/learned_reconstruction.hpp"
+#include "filkit/dpsgd/public_data_training.hpp"
+#include "filkit/jobs/job.hpp"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace filkit {
+
+/// The thesis' table B.2 as the private phase: 1000 private samples (D_fixed and the target) in
+/// full batches (B = 1024 > n), 5 epochs, Adam with step size 0.1, no weight decay, sigma 0.05,
+/// clip 10, softmax from w = 0 with an intercept; no pre-training; half the parameters frozen for
+/// prune and fim; the gradient model on 1000 public samples with its own table B.2 settings.
+inline PublicDataTrainingOptions learned_attack_training_defaults() {
+  PublicDataTrainingOptions o;
+  o.pretrain.steps = 0;
+  o.freeze_fraction = 0.5;
+  o.private_phase.kind = ModelKind::kSoftmax;
+  o.private_phase.intercept = true;
+  o.private_phase.batch_size = 1000;
+  o.private_phase.steps = 5;
+  o.private_phase.optimizer = Optimizer::kAdam;
+  o.private_phase.step_size = 0.1;
+  o.private_phase.weight_decay = 0.0;
+  o.private_phase.noise_multiplier = 0.05;
+  o.private_phase.clip_norm = 10.0;
+  o.gradient_model.batch_size = 1000;
+  return o;
+}
+
+struct LearnedAttackJobOptions {
+  /// MNIST 0 vs 1, pixels / 255, no PCA (the attack reconstructs images), no row scaling.
+  DataPipelineOptions data{.data = "mnist", .classes = std::vector<int>{0, 1}, .pca = 0, .scale = RowScaling::kNone};
+  /// Rows of the training split given to train_one_model as public data (thesis: 1000).
+  Index public_size = 1000;
+  LearnedReconstructionOptions attack;
+  PublicDataTrainingOptions training = learned_attack_training_defaults();
+  /// false: shadow model i trains with the seed derived from (seed, i), so its noise, batches and
+  /// gradient model are fresh draws, as for a real release (the initialisation, w = 0 with
+  /// init_scale 0, is the same for all); true: every shadow model uses `seed` itself.
+  bool same_seed = false;
+  void resolve();
+  void validate() const;
+};
+
+/// The settings of public-data training the attack uses (its `seed` is the attack's).
+template <class Visit>
+void visit_training_fields(PublicDataTrainingOptions& o, Visit&& visit) {
+  visit("methods", o.methods, "Private training methods attacked: sgd, dpsgd, prune, fim");
+  visit("pretrain_steps", o.pretrain.steps, "Pre-training steps on the public part (thesis: none for the attack)");
+  visit("pretrain_batch_size", o.pretrain.batch_size, "Pre-training batch size");
+  visit("pretrain_step_size", o.pretrain.step_size, "Pre-training Adam step size");
+  visit("pretrain_weight_decay", o.pretrain.weight_decay, "Pre-training weight decay");
+  visit("freeze_fraction", o.freeze_fraction, "prune and fim: fraction of the parameters frozen (smallest magnitude)");
+  DpSgdOptions& p = o.private_phase;
+  visit("intercept", p.intercept, "Softmax regression with an intercept");
+  visit("batch_size", p.batch_size, "Private phase: batch size B (at most fixed_size + 1)");
+  visit("sampling", p.sampling, "Private phase: uniform (B without replacement) or poisson (rate B/n)");
+  visit("steps", p.steps, "Private phase: steps T");
+  visit("step_size", p.step_size, "Private phase: step size");
+  visit("optimizer", p.optimizer, "Private phase: sgd (with momentum) or adam");
+  visit("weight_decay", p.weight_decay, "Private phase: weight decay");
+  visit("init_scale", p.init_scale, "w_0 ~ N(0, init_scale^2 I); 0 starts every shadow model at zero");
+  visit("clip_norm", p.clip_norm, "dpsgd, prune, fim: clip norm C");
+  visit("noise_multiplier", p.noise_multiplier, "dpsgd, prune, fim: noise multiplier sigma");
+  visit("trace", p.trace, "dpsgd, prune, fim: Tr(G^T G) per step: exact or gaussian; auto = gaussian");
+  visit("probes", p.probes, "dpsgd, prune, fim: probes of the estimated trace; auto = 2");
+  visit_fields(o.gradient_model, visit);
+}
+
+template <class Visit>
+void visit_fields(LearnedAttackJobOptions& o, Visit&& visit) {
+  visit_fields(o.data, visit);
+  visit("public_size", o.public_size, "Rows of the training split used as public data (the gradient model's)");
+  visit_fields(o.attack, visit);
+  visit("same_seed", o.same_seed,
+        "Train every shadow model with the same seed (same noise too); default: seed of model i from (seed, i)");
+  visit_training_fields(o.training, visit);
+}
+
+/// One method's attack.
+struct LearnedAttackMethodResult {
+  PrivateTrainingMethod method = PrivateTrainingMethod::kSgd;
+  LearnedReconstructionResult attack;
+};
+
+struct LearnedAttackJobResult final : JobResult {
+  LearnedAttackJobOptions options;  ///< as run, autos resolved
+  AttackData data;                  ///< the public part, D_fixed and the candidates (after preprocessing)
+  Preprocessor preprocessor;
+  std::vector<LearnedAttackMethodResult> methods;
+  std::map<std::string, double> seconds;  ///< "load", "preprocess", "<method> shadow models", "<method> attacker"
+  nlohmann::json to_json() const override;
+  /// One row per (method, target): method (code, see the summary's method_codes), target (row of
+  /// the candidates), label, mse, ssim, baseline_mse, baseline_ssim.
+  NumericTable table() const override;
+  /// "reconstructions_out": the first 16 targets' images: method (-2 = the target, -1 = the
+  /// class-mean baseline, else the method's code), target, label, x0..x{d-1}.
+  NumericTable extra_table(const std::string& name) const override;
+  void print_summary(std::ostream& out) const override;
+};
+
+LearnedAttackJobResult run_learned_attack(const LearnedAttackJobOptions& options, bool progress = false);
+
+struct LearnedAttackJob {
+  using Options = LearnedAttackJobOptions;
+  static constexpr const char* name = "learned-attack";
+  static constexpr const char* description =
+      "The learned reconstruction attack (Balle et al. 2022; Edmunds 2024, section 3.2): shadow softmax models "
+      "trained on D_fixed + {z_i} by sgd, dpsgd, prune or fim, an MLP (or linear) attacker from standardised "
+      "parameters and the label to the image, and the MSE and SSIM of its reconstructions of held-out targets beside "
+      "the class-mean (perfect privacy) baseline. LPIPS is not computed. Defaults: the thesis' table B.2 on MNIST 0 "
+      "vs 1 (9500 + 500 shadow models per method).";
+  static constexpr const char* out_help =
+      "Per-target CSV, one row per (method, target): method (0 sgd, 1 dpsgd, 2 prune, 3 fim), target, label, mse, "
+      "ssim, baseline_mse, baseline_ssim";
+  static std::vector<ExtraOutput> extra_outputs() {
+    return {{"reconstructions_out",
+             "CSV of the first 16 targets' images: method (-2 = target, -1 = class-mean baseline, 0 sgd, 1 dpsgd, 2 "
+             "prune, 3 fim), target, label, x0..x{d-1}"}};
+  }
+  static LearnedAttackJobResult run(const Options& options, bool progress) { return run_learned_attack(options, progress); }
+};
+
+}  // namespace filkit

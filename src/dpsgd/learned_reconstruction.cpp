@@ -1,0 +1,467 @@
+#include "filkit/dpsgd/learned_reconstruction.hpp"
+
+#include "base/parallel_blocks.hpp"
+#include "base/seeding.hpp"
+#include "base/splitmix_stream.hpp"
+#include "filkit/base/first_exception.hpp"
+#include "filkit/base/io.hpp"
+
+#include <Eigen/Cholesky>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace filkit {
+
+namespace {
+
+std::string text(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+
+void require_positive(const char* name, Index value) {
+  if (value < 1) throw std::invalid_argument(std::string(name) + " = " + std::to_string(value) + ": must be >= 1");
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+/// 0, 1, ..., n - 1 in a seeded Fisher-Yates order (the same on every platform).
+std::vector<Index> seeded_permutation(Index n, std::uint64_t seed) {
+  std::vector<Index> order(static_cast<std::size_t>(n));
+  std::iota(order.begin(), order.end(), Index{0});
+  SplitMixStream stream(seed);
+  for (Index i = n - 1; i > 0; --i)
+    std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(stream.below(static_cast<std::uint64_t>(i) + 1))]);
+  return order;
+}
+
+}  // namespace
+
+void LearnedReconstructionOptions::validate() const {
+  require_positive("train_shadow_models", train_shadow_models);
+  require_positive("target_shadow_models", target_shadow_models);
+  require_positive("fixed_size", fixed_size);
+  for (Index width : attacker_hidden)
+    if (width < 1) throw std::invalid_argument("attacker_hidden = " + std::to_string(width) + ": widths must be >= 1");
+  if (!(ridge >= 0.0 && std::isfinite(ridge))) throw std::invalid_argument("ridge = " + text(ridge) + ": must be finite and >= 0");
+  require_positive("attacker_epochs", attacker_epochs);
+  require_positive("attacker_batch_size", attacker_batch_size);
+  if (!(attacker_step_size > 0.0 && std::isfinite(attacker_step_size)))
+    throw std::invalid_argument("attacker_step_size = " + text(attacker_step_size) + ": must be finite and > 0");
+  if (!(attacker_weight_decay >= 0.0 && std::isfinite(attacker_weight_decay)))
+    throw std::invalid_argument("attacker_weight_decay = " + text(attacker_weight_decay) + ": must be finite and >= 0");
+}
+
+AttackData draw_attack_data(const Dataset& data, const LearnedReconstructionOptions& options, Index public_size) {
+  options.validate();
+  if (public_size < 0) throw std::invalid_argument("public_size = " + std::to_string(public_size) + ": must be >= 0");
+  const Index candidates = options.train_shadow_models + options.target_shadow_models;
+  const Index needed = public_size + options.fixed_size + candidates;
+  if (data.n() < needed)
+    throw std::invalid_argument("the learned attack needs public_size + fixed_size + train_shadow_models + "
+                                "target_shadow_models = " + std::to_string(needed) + " rows, and the data (" +
+                                data.source + ") has " + std::to_string(data.n()));
+  const std::vector<Index> order = seeded_permutation(data.n(), splitmix64(options.seed ^ 0x5eedf1c5ULL));
+  const auto rows = [&](Index start, Index count, bool sorted) {
+    std::vector<Index> part(order.begin() + start, order.begin() + start + count);
+    if (sorted) std::sort(part.begin(), part.end());
+    return data.select_rows(part);
+  };
+  return {rows(0, public_size, true), rows(public_size, options.fixed_size, true),
+          rows(public_size + options.fixed_size, candidates, false)};
+}
+
+Dataset with_candidate(const Dataset& fixed, const Dataset& candidates, Index candidate) {
+  Dataset train = fixed;
+  train.X.conservativeResize(fixed.n() + 1, Eigen::NoChange);
+  train.X.row(fixed.n()) = candidates.X.row(candidate);
+  train.y.conservativeResize(fixed.n() + 1);
+  train.y(fixed.n()) = candidates.y(candidate);
+  return train;
+}
+
+// ---- SSIM -----------------------------------------------------------------------------------
+
+double ssim(const VectorXd& x, const VectorXd& y, const ImageShape& shape, double data_range) {
+  constexpr Index kWindow = 7;
+  if (x.size() != shape.size() || y.size() != shape.size())
+    throw std::invalid_argument("ssim: images of " + std::to_string(x.size()) + " and " + std::to_string(y.size()) +
+                                " values for the shape " + to_string(shape) + " (" + std::to_string(shape.size()) + ")");
+  if (shape.height < kWindow || shape.width < kWindow)
+    throw std::invalid_argument("ssim: the image shape " + to_string(shape) + " is smaller than the 7 x 7 window");
+  const double c1 = std::pow(0.01 * data_range, 2), c2 = std::pow(0.03 * data_range, 2);
+  constexpr double n = kWindow * kWindow;
+  double total = 0;
+  for (Index c = 0; c < shape.channels; ++c) {
+    const Index plane = c * shape.height * shape.width;
+    const auto at = [&](const VectorXd& image, Index h, Index w) { return image(plane + h * shape.width + w); };
+    for (Index top = 0; top + kWindow <= shape.height; ++top)
+      for (Index left = 0; left + kWindow <= shape.width; ++left) {
+        double sx = 0, sy = 0;
+        for (Index h = top; h < top + kWindow; ++h)
+          for (Index w = left; w < left + kWindow; ++w) sx += at(x, h, w), sy += at(y, h, w);
+        const double mx = sx / n, my = sy / n;
+        double vx = 0, vy = 0, cxy = 0;  // centred sums: no cancellation for flat windows
+        for (Index h = top; h < top + kWindow; ++h)
+          for (Index w = left; w < left + kWindow; ++w) {
+            const double dx = at(x, h, w) - mx, dy = at(y, h, w) - my;
+            vx += dx * dx, vy += dy * dy, cxy += dx * dy;
+          }
+        vx /= n - 1, vy /= n - 1, cxy /= n - 1;
+        total += (2 * mx * my + c1) * (2 * cxy + c2) / ((mx * mx + my * my + c1) * (vx + vy + c2));
+      }
+  }
+  const Index windows = (shape.height - kWindow + 1) * (shape.width - kWindow + 1) * shape.channels;
+  return total / static_cast<double>(windows);
+}
+
+// ---- the attacker ---------------------------------------------------------------------------
+
+namespace {
+
+/// Standardised parameters followed by the one-hot label.
+RowMatrix mlp_inputs(const RowMatrix& standardised, const VectorXd& labels, Index num_classes) {
+  RowMatrix inputs = RowMatrix::Zero(standardised.rows(), standardised.cols() + num_classes);
+  inputs.leftCols(standardised.cols()) = standardised;
+  for (Index i = 0; i < labels.size(); ++i) inputs(i, standardised.cols() + static_cast<Index>(labels(i))) = 1.0;
+  return inputs;
+}
+
+MatrixXd relu(const MatrixXd& z) { return z.cwiseMax(0.0); }
+
+/// A B, in parallel column blocks when large enough to pay for a parallel region (the choice
+/// depends on the sizes only, so the result does not depend on the thread count).
+MatrixXd product(const MatrixXd& a, const MatrixXd& b) {
+  constexpr double kParallelMultiplyAdds = 1 << 21;
+  if (static_cast<double>(a.rows()) * static_cast<double>(a.cols()) * static_cast<double>(b.cols()) < kParallelMultiplyAdds)
+    return a * b;
+  return detail::product_in_column_blocks(a, b);
+}
+
+/// Activations of every layer for the rows of `inputs` (layer 0: the inputs), rows as examples.
+std::vector<MatrixXd> forward(const Attacker& mlp, const MatrixXd& inputs) {
+  std::vector<MatrixXd> activations{inputs};
+  for (std::size_t l = 0; l < mlp.weights.size(); ++l) {
+    MatrixXd z = product(activations.back(), mlp.weights[l].transpose());
+    z.rowwise() += mlp.biases[l].transpose();
+    activations.push_back(l + 1 < mlp.weights.size() ? relu(z) : z);
+  }
+  return activations;
+}
+
+Attacker zeros_like(const Attacker& mlp) {
+  Attacker zero = mlp;
+  for (MatrixXd& w : zero.weights) w.setZero();
+  for (VectorXd& b : zero.biases) b.setZero();
+  return zero;
+}
+
+/// Adam (Kingma and Ba 2015) with L2 weight decay added to the gradient, as torch.optim.Adam.
+struct Adam {
+  Attacker first, second;
+  Index step = 0;
+  double step_size, weight_decay;
+  static constexpr double kBeta1 = 0.9, kBeta2 = 0.999, kEpsilon = 1e-8;
+
+  Adam(const Attacker& mlp, double step_size_, double weight_decay_)
+      : first(zeros_like(mlp)), second(zeros_like(mlp)), step_size(step_size_), weight_decay(weight_decay_) {}
+
+  template <class Matrix>
+  void update(Matrix& w, Matrix g, Matrix& m, Matrix& v) const {
+    g += weight_decay * w;
+    m = kBeta1 * m + (1 - kBeta1) * g;
+    v = kBeta2 * v + (1 - kBeta2) * g.cwiseAbs2();
+    const double correction1 = 1 - std::pow(kBeta1, static_cast<double>(step));
+    const double correction2 = 1 - std::pow(kBeta2, static_cast<double>(step));
+    w.array() -= step_size * (m.array() / correction1) / ((v.array() / correction2).sqrt() + kEpsilon);
+  }
+
+  void apply(Attacker& mlp, const Attacker& gradient) {
+    ++step;
+    for (std::size_t l = 0; l < mlp.weights.size(); ++l) {
+      update(mlp.weights[l], gradient.weights[l], first.weights[l], second.weights[l]);
+      update(mlp.biases[l], gradient.biases[l], first.biases[l], second.biases[l]);
+    }
+  }
+};
+
+Attacker fit_mlp(const RowMatrix& inputs, const RowMatrix& outputs, const LearnedReconstructionOptions& options,
+                 bool progress) {
+  Attacker mlp = initial_mlp(inputs.cols(), options.attacker_hidden, outputs.cols(), splitmix64(options.seed + 1));
+  Adam adam(mlp, options.attacker_step_size, options.attacker_weight_decay);
+  const Index m = inputs.rows(), batch = std::min(options.attacker_batch_size, m);
+  Progress bar("attacker epochs", options.attacker_epochs, !progress);
+  Attacker gradient = zeros_like(mlp);
+  for (Index epoch = 0; epoch < options.attacker_epochs; ++epoch) {
+    const std::vector<Index> order = seeded_permutation(m, splitmix64(options.seed + 2 + static_cast<std::uint64_t>(epoch)));
+    for (Index start = 0; start < m; start += batch) {
+      const Index count = std::min(batch, m - start);
+      RowMatrix x(count, inputs.cols()), y(count, outputs.cols());
+      for (Index i = 0; i < count; ++i) {
+        x.row(i) = inputs.row(order[static_cast<std::size_t>(start + i)]);
+        y.row(i) = outputs.row(order[static_cast<std::size_t>(start + i)]);
+      }
+      mlp_loss_and_gradient(mlp, x, y, &gradient);
+      adam.apply(mlp, gradient);
+    }
+    bar.advance();
+  }
+  bar.finish();
+  return mlp;
+}
+
+/// Least squares from [parameters, 1] to the outputs over the rows of one label; the ridge is not
+/// applied to the intercept.
+MatrixXd fit_linear_map(const RowMatrix& parameters, const RowMatrix& outputs, double ridge) {
+  const Index m = parameters.rows(), p = parameters.cols();
+  MatrixXd design(m, p + 1);
+  design.leftCols(p) = parameters;
+  design.col(p).setOnes();
+  MatrixXd gram = detail::product_in_column_blocks(design.transpose(), design) / static_cast<double>(m);
+  gram.diagonal().head(p).array() += ridge;
+  const MatrixXd right = detail::product_in_column_blocks(design.transpose(), MatrixXd(outputs)) / static_cast<double>(m);
+  return gram.ldlt().solve(right);
+}
+
+Attacker fit_linear(const RowMatrix& standardised, const VectorXd& labels, const RowMatrix& outputs, double ridge,
+                    Index num_classes) {
+  Attacker linear;
+  linear.linear = true;
+  for (Index k = 0; k < num_classes; ++k) {
+    std::vector<Index> rows;
+    for (Index i = 0; i < labels.size(); ++i)
+      if (labels(i) == static_cast<double>(k)) rows.push_back(i);
+    if (rows.empty()) {  // no training model with this label: no map (predict refuses it)
+      linear.weights.emplace_back();
+      continue;
+    }
+    linear.weights.push_back(fit_linear_map(standardised(rows, Eigen::all), outputs(rows, Eigen::all), ridge));
+  }
+  return linear;
+}
+
+}  // namespace
+
+Attacker initial_mlp(Index inputs, const std::vector<Index>& hidden, Index outputs, std::uint64_t seed) {
+  SplitMixStream stream(seed);
+  Attacker mlp;
+  Index in = inputs;
+  std::vector<Index> widths = hidden;
+  widths.push_back(outputs);
+  for (Index out : widths) {
+    const double bound = 1.0 / std::sqrt(static_cast<double>(in));
+    const auto draw = [&] { return bound * (2.0 * stream.uniform() - 1.0); };
+    MatrixXd w(out, in);
+    for (Index j = 0; j < in; ++j)
+      for (Index i = 0; i < out; ++i) w(i, j) = draw();
+    VectorXd b(out);
+    for (Index i = 0; i < out; ++i) b(i) = draw();
+    mlp.weights.push_back(std::move(w));
+    mlp.biases.push_back(std::move(b));
+    in = out;
+  }
+  return mlp;
+}
+
+double mlp_loss_and_gradient(const Attacker& mlp, const RowMatrix& inputs, const RowMatrix& outputs,
+                             Attacker* gradient) {
+  const std::vector<MatrixXd> a = forward(mlp, MatrixXd(inputs));
+  const MatrixXd residual = a.back() - MatrixXd(outputs);
+  const double scale = 1.0 / static_cast<double>(residual.size());
+  const double loss = residual.squaredNorm() * scale;
+  if (gradient == nullptr) return loss;
+  MatrixXd delta = 2.0 * scale * residual;  // d loss / d z of the last layer
+  for (std::size_t l = mlp.weights.size(); l-- > 0;) {
+    gradient->weights[l] = product(delta.transpose(), a[l]);
+    gradient->biases[l] = delta.colwise().sum().transpose();
+    if (l == 0) break;
+    delta = product(delta, mlp.weights[l]);
+    delta.array() *= (a[l].array() > 0.0).cast<double>();  // ReLU's derivative
+  }
+  return loss;
+}
+
+RowMatrix Attacker::predict(const RowMatrix& standardised, const VectorXd& labels) const {
+  if (!linear) {
+    const Index num_classes = weights.front().cols() - standardised.cols();
+    for (Index i = 0; i < labels.size(); ++i)
+      if (!(labels(i) >= 0 && labels(i) < static_cast<double>(num_classes)))
+        throw std::invalid_argument("learned attack: label " + text(labels(i)) + " beyond the attacker's " +
+                                    std::to_string(num_classes) + " classes");
+    return forward(*this, MatrixXd(mlp_inputs(standardised, labels, num_classes))).back();
+  }
+  RowMatrix predictions(standardised.rows(), weights.front().cols());
+  for (Index i = 0; i < standardised.rows(); ++i) {
+    const auto k = static_cast<std::size_t>(labels(i));
+    if (k >= weights.size() || weights[k].size() == 0)
+      throw std::invalid_argument("learned attack: no training shadow model has label " + text(labels(i)) +
+                                  ", so the linear attacker has no map for it");
+    const MatrixXd& map = weights[k];
+    const Index p = map.rows() - 1;
+    predictions.row(i) = standardised.row(i) * map.topRows(p) + map.row(p);
+  }
+  return predictions;
+}
+
+Attacker fit_attacker(const RowMatrix& standardised, const VectorXd& labels, const RowMatrix& outputs,
+                      Index num_classes, const LearnedReconstructionOptions& options, bool progress) {
+  if (options.attacker_hidden.empty()) return fit_linear(standardised, labels, outputs, options.ridge, num_classes);
+  return fit_mlp(mlp_inputs(standardised, labels, num_classes), outputs, options, progress);
+}
+
+// ---- the attack -----------------------------------------------------------------------------
+
+namespace {
+
+Index class_count(const Dataset& data, const char* what) {
+  Index count = 0;
+  for (Index i = 0; i < data.n(); ++i) {
+    const double label = data.y(i);
+    if (!(label >= 0 && label == std::floor(label) && label < 1e6))
+      throw std::invalid_argument(std::string("learned attack: ") + what + " row " + std::to_string(i) + " has label " +
+                                  text(label) + ", not a class index 0, 1, ...");
+    count = std::max(count, static_cast<Index>(label) + 1);
+  }
+  return count;
+}
+
+/// Throws std::invalid_argument for inputs the attack cannot use; returns the number of classes.
+Index check_attack_inputs(const Dataset& fixed, const Dataset& candidates, const LearnedReconstructionOptions& options) {
+  options.validate();
+  if (fixed.n() == 0) throw std::invalid_argument("learned attack: D_fixed is empty (fixed_size must be >= 1)");
+  const Index needed = options.train_shadow_models + options.target_shadow_models;
+  if (candidates.n() < needed)
+    throw std::invalid_argument("learned attack: train_shadow_models + target_shadow_models = " + std::to_string(needed) +
+                                " shadow models need as many candidates, and there are " +
+                                std::to_string(candidates.n()));
+  if (fixed.d() != candidates.d())
+    throw std::invalid_argument("learned attack: D_fixed has " + std::to_string(fixed.d()) +
+                                " features and the candidates " + std::to_string(candidates.d()));
+  if (fixed.image != candidates.image)
+    throw std::invalid_argument("learned attack: D_fixed and the candidates have different image shapes");
+  if (!fixed.class_names.empty() && !candidates.class_names.empty() && fixed.class_names != candidates.class_names)
+    throw std::invalid_argument("learned attack: D_fixed and the candidates have different class names");
+  std::vector<bool> in_fixed(static_cast<std::size_t>(class_count(fixed, "D_fixed")), false);
+  for (Index i = 0; i < fixed.n(); ++i) in_fixed[static_cast<std::size_t>(fixed.y(i))] = true;
+  const Index num_classes = std::max<Index>(class_count(candidates, "candidate"), static_cast<Index>(in_fixed.size()));
+  for (Index i = 0; i < needed; ++i) {
+    const auto k = static_cast<std::size_t>(candidates.y(i));
+    if (k >= in_fixed.size() || !in_fixed[k])
+      throw std::invalid_argument("learned attack: candidate " + std::to_string(i) + " has label " + std::to_string(k) +
+                                  ", which no example of D_fixed has (labels must match)");
+  }
+  return num_classes;
+}
+
+/// The parameters of every shadow model, one row each (model i trained on D_fixed + candidate i).
+RowMatrix train_shadow_models(const Dataset& fixed, const Dataset& candidates, Index count, const ShadowTrainer& train,
+                              bool progress) {
+  std::vector<VectorXd> parameters(static_cast<std::size_t>(count));
+  FirstException failure;
+  Progress bar("shadow models", count, !progress);
+  detail::for_each_block(count, 1, [&](Index i, Index) {
+    try {
+      parameters[static_cast<std::size_t>(i)] = train(with_candidate(fixed, candidates, i), i);
+    } catch (...) {
+      failure.capture();
+    }
+    bar.advance();
+  });
+  failure.rethrow_if_any();
+  bar.finish();
+  const Index p = parameters.front().size();
+  RowMatrix rows(count, p);
+  for (Index i = 0; i < count; ++i) {
+    const VectorXd& w = parameters[static_cast<std::size_t>(i)];
+    if (w.size() != p)
+      throw std::invalid_argument("learned attack: shadow model " + std::to_string(i) + " has " +
+                                  std::to_string(w.size()) + " parameters and model 0 has " + std::to_string(p));
+    if (!w.allFinite()) throw std::runtime_error("learned attack: shadow model " + std::to_string(i) + " has non-finite parameters");
+    rows.row(i) = w.transpose();
+  }
+  return rows;
+}
+
+/// Standardises every column by the mean and standard deviation of the first `fitted` rows; a
+/// column constant on them (e.g. a frozen parameter) is only centred. With `clip`, the later rows
+/// are clipped to the range each column takes on the first ones.
+RowMatrix standardise(const RowMatrix& parameters, Index fitted, bool clip) {
+  const auto fit = parameters.topRows(fitted);
+  const Eigen::RowVectorXd mean = fit.colwise().mean();
+  Eigen::RowVectorXd sd = ((fit.rowwise() - mean).colwise().squaredNorm() / static_cast<double>(fitted)).cwiseSqrt();
+  for (Index j = 0; j < sd.size(); ++j)
+    if (!(sd(j) > 1e-12 * std::max(1.0, std::abs(mean(j))))) sd(j) = 1.0;
+  RowMatrix standardised = (parameters.rowwise() - mean).array().rowwise() / sd.array();
+  if (!clip) return standardised;
+  const Eigen::RowVectorXd low = standardised.topRows(fitted).colwise().minCoeff();
+  const Eigen::RowVectorXd high = standardised.topRows(fitted).colwise().maxCoeff();
+  for (Index i = fitted; i < standardised.rows(); ++i)
+    standardised.row(i) = standardised.row(i).cwiseMax(low).cwiseMin(high);
+  return standardised;
+}
+
+double mse(const VectorXd& a, const VectorXd& b) { return (a - b).squaredNorm() / static_cast<double>(a.size()); }
+
+}  // namespace
+
+LearnedReconstructionResult run_learned_reconstruction(const Dataset& fixed, const Dataset& candidates,
+                                                       const ShadowTrainer& train,
+                                                       const LearnedReconstructionOptions& options, bool progress) {
+  const Index num_classes = check_attack_inputs(fixed, candidates, options);
+  const Index m = options.train_shadow_models, targets = options.target_shadow_models;
+  LearnedReconstructionResult result;
+  result.num_classes = num_classes;
+  result.features = fixed.d();
+  result.has_ssim = fixed.image.has_value() && fixed.image->height >= 7 && fixed.image->width >= 7;
+
+  auto start = std::chrono::steady_clock::now();
+  const RowMatrix parameters = train_shadow_models(fixed, candidates, m + targets, train, progress);
+  result.parameter_count = parameters.cols();
+  result.shadow_seconds = seconds_since(start);
+
+  start = std::chrono::steady_clock::now();
+  const RowMatrix standardised = standardise(parameters, m, options.clip_inputs);
+  const VectorXd labels = candidates.y.head(m + targets);
+  const Attacker attacker = fit_attacker(standardised.topRows(m), labels.head(m), candidates.X.topRows(m), num_classes,
+                                             options, progress);
+  const RowMatrix reconstructions = attacker.predict(standardised.middleRows(m, targets), labels.tail(targets));
+  result.attacker_seconds = seconds_since(start);
+
+  result.class_means.assign(static_cast<std::size_t>(num_classes), VectorXd::Zero(fixed.d()));
+  std::vector<Index> counts(static_cast<std::size_t>(num_classes), 0);
+  for (Index i = 0; i < m; ++i) {
+    const auto k = static_cast<std::size_t>(labels(i));
+    result.class_means[k] += candidates.X.row(i).transpose();
+    ++counts[k];
+  }
+  for (std::size_t k = 0; k < counts.size(); ++k)
+    if (counts[k] > 0) result.class_means[k] /= static_cast<double>(counts[k]);
+
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (Index t = 0; t < targets; ++t) {
+    TargetReconstruction target;
+    target.candidate = m + t;
+    target.label = labels(m + t);
+    target.reconstruction = reconstructions.row(t).transpose();
+    const VectorXd truth = candidates.X.row(m + t).transpose();
+    const VectorXd& baseline = result.class_means[static_cast<std::size_t>(target.label)];
+    target.mse = mse(target.reconstruction, truth);
+    target.baseline_mse = mse(baseline, truth);
+    target.ssim = result.has_ssim ? ssim(target.reconstruction, truth, *fixed.image) : nan;
+    target.baseline_ssim = result.has_ssim ? ssim(baseline, truth, *fixed.image) : nan;
+    result.targets.push_back(std::move(target));
+  }
+  return result;
+}
+
+}  // namespace filkit
