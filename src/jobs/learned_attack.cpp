@@ -133,8 +133,26 @@ nlohmann::json LearnedAttackJobResult::to_json() const {
     };
   }
   json["methods"] = methods;
+  json["reconstructions"] = reconstructions_json();
   json["seconds"] = seconds;
   return json;
+}
+
+nlohmann::json LearnedAttackJobResult::reconstructions_json() const {
+  // The first kReportedTargets rows of each kind of reconstructions_out, for the report's figure
+  // (the thesis' figure 3.3); pixels as floats, which a figure cannot tell from doubles.
+  constexpr std::size_t kReportedTargets = 8;
+  nlohmann::json rows = nlohmann::json::array();
+  const NumericTable table = extra_table("reconstructions_out");
+  std::map<double, std::size_t> per_kind;
+  for (const std::vector<double>& row : table.rows) {
+    if (per_kind[row[0]]++ >= kReportedTargets) continue;
+    std::vector<float> pixels(row.begin() + 3, row.end());
+    rows.push_back({{"method", row[0]}, {"target", row[1]}, {"label", row[2]}, {"pixels", pixels}});
+  }
+  nlohmann::json out = {{"rows", rows}, {"method", "-2 the target, -1 the class-mean baseline, else method_codes"}};
+  if (data.fixed.image) out["image"] = {data.fixed.image->channels, data.fixed.image->height, data.fixed.image->width};
+  return out;
 }
 
 NumericTable LearnedAttackJobResult::table() const {

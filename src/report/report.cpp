@@ -115,6 +115,7 @@ std::vector<Section> report::draw_sections(const std::vector<Input>& inputs, Plo
     else if (command == "reconstruct") report::reconstruct_section(input, plotter, section);
     else if (command == "irfil") report::irfil_section(input, plotter, section);
     else if (command == "fim") report::fim_section(input, plotter, section);
+    else if (command == "learned-attack") report::learned_attack_section(input, plotter, section);
     else if (command == "attack") report::attack_section(input.summary, "attack", plotter, section);
     else section.notes.push_back("no report section for command '" + command + "' yet; only its facts are shown");
     sections.push_back(std::move(section));

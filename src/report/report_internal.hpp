@@ -157,6 +157,8 @@ void reconstruct_section(const Input& input, Plotter& plotter, Section& section)
 void irfil_section(const Input& input, Plotter& plotter, Section& section);
 /// fim_section.cpp: accuracy and dFIL per method, dFIL per private example, fim's cosine similarity.
 void fim_section(const Input& input, Plotter& plotter, Section& section);
+/// learned_attack_section.cpp: MSE and SSIM per method with the baseline, the reconstructions' grid.
+void learned_attack_section(const Input& input, Plotter& plotter, Section& section);
 void attack_section(const nlohmann::json& attack, const std::string& name, Plotter& plotter, Section& section);
 /// One section for every dpsgd input together (the Pareto front is across runs).
 void dpsgd_section(const std::vector<const Input*>& inputs, Plotter& plotter, Section& section);

@@ -6,6 +6,8 @@
 #include "filkit/report/report.hpp"
 #include "test_util.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -355,6 +357,40 @@ TEST(Report, FimDrawsAccuracyDfilPerMethodTheDistributionAndTheCosine) {
   EXPECT_TRUE(result.notes.empty()) << notes_text(result);
   for (const char* figure : {"1-fim-accuracy.png", "1-fim-dfil.png", "1-fim-dfil-histogram.png", "1-fim-perturbation-cosine.png"})
     EXPECT_TRUE(has_figure(result, figure)) << figure;
+  expect_figures_embedded(result);
+}
+
+}  // namespace
+}  // namespace filkit
+
+namespace filkit {
+namespace {
+
+TEST(Report, LearnedAttackDrawsScoresPerMethodAndTheReconstructionGrid) {
+  const TempDir dir;
+  nlohmann::json summary = {{"command", "learned-attack"},
+                            {"counts", {{"fixed", 999}}},
+                            {"lpips", "LPIPS is not computed"},
+                            {"method_codes", {{"sgd", 0}, {"dpsgd", 1}}}};
+  for (const char* method : {"sgd", "dpsgd"})
+    summary["methods"][method] = {{"mse", {{"mean", 0.02}, {"std", 0.01}}},
+                                  {"ssim", {{"mean", 0.5}, {"std", 0.1}}},
+                                  {"perfect_privacy", {{"mse", {{"mean", 0.04}}}, {"ssim", {{"mean", 0.45}}}}}};
+  nlohmann::json rows = nlohmann::json::array();
+  for (double kind : {-2.0, -1.0, 0.0, 1.0})
+    for (int target = 0; target < 3; ++target) {
+      std::vector<double> pixels(64);
+      for (int j = 0; j < 64; ++j) pixels[static_cast<std::size_t>(j)] = std::fmod(0.1 * j + kind + target, 1.0);
+      rows.push_back({{"method", kind}, {"target", target}, {"label", 0}, {"pixels", pixels}});
+    }
+  summary["reconstructions"] = {{"image", {1, 8, 8}}, {"rows", rows}};
+  ReportOptions options;
+  options.inputs = {dir.write("attack.json", summary.dump())};
+  options.out_dir = dir.file("report");
+  const ReportResult result = write_report(options);
+  for (const char* figure : {"1-learned-attack-mse.png", "1-learned-attack-ssim.png", "1-learned-attack-reconstructions.png"})
+    EXPECT_TRUE(has_figure(result, figure)) << figure << "\n" << notes_text(result);
+  EXPECT_NE(notes_text(result).find("LPIPS"), std::string::npos) << "the LPIPS note is shown";
   expect_figures_embedded(result);
 }
 

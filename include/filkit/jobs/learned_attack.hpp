@@ -107,6 +107,9 @@ struct LearnedAttackJobResult final : JobResult {
   /// "reconstructions_out": the first 16 targets' images: method (-2 = the target, -1 = the
   /// class-mean baseline, else the method's code), target, label, x0..x{d-1}.
   NumericTable extra_table(const std::string& name) const override;
+  /// The first 8 targets, their class-mean baselines and each method's reconstructions (the
+  /// summary's "reconstructions", drawn by the report like the thesis' figure 3.3).
+  nlohmann::json reconstructions_json() const;
   void print_summary(std::ostream& out) const override;
 };
 

@@ -25,7 +25,7 @@ struct ReportJob {
   static constexpr const char* name = "report";
   static constexpr const char* description =
       "Draw figures (PNG, with gnuplot) and write a self-contained HTML report from the JSON summaries and "
-      "per-example CSV tables of measure, bound, reconstruct, dpsgd, fim, irfil and attack.";
+      "per-example CSV tables of measure, bound, reconstruct, dpsgd, fim, learned-attack, irfil and attack.";
   static constexpr const char* out_help = "";
   /// The report directory is this job's own option.
   static constexpr bool writes_its_own_report = true;
