@@ -269,8 +269,8 @@ class PublicDataModel final : public DpSgdModel {
  public:
   PublicDataModel(const TrainedModel& model, const Dataset& public_part, const Dataset& private_part,
                   const DpSgdOptions& phase, const GradientModelOptions& gradient_model, PrivateTrainingMethod method,
-                  VectorXd start, std::vector<bool> frozen, Index K, std::uint64_t run_seed)
-      : model_(model), public_(public_part), private_(private_part), phase_(phase), gradient_model_(gradient_model),
+                  VectorXd start, std::vector<bool> frozen, Index K, std::uint64_t run_seed, bool account_fil)
+      : account_fil_(account_fil), model_(model), public_(public_part), private_(private_part), phase_(phase), gradient_model_(gradient_model),
         method_(method), start_(std::move(start)), frozen_(std::move(frozen)) {
     ReleasedGradientSpec spec;
     spec.plan = model.plan();
@@ -302,10 +302,17 @@ class PublicDataModel final : public DpSgdModel {
     VectorXd yb(static_cast<Index>(batch.size()));
     for (std::size_t b = 0; b < batch.size(); ++b) yb(static_cast<Index>(b)) = private_.y(batch[b]);
     if (method_ == PrivateTrainingMethod::kFim) train_gradient_model(w, Xb, yb, run_seed, t);
-    NetworkAccountingRequest request;
-    request.trace = *phase_.trace;
-    request.probes = *phase_.probes;
-    const NetworkBatchAccounting a = backend_->account_batch(w, Xb, yb, request, derive_seed(run_seed, t, 1));
+    NetworkBatchAccounting a;
+    if (account_fil_) {
+      NetworkAccountingRequest request;
+      request.trace = *phase_.trace;
+      request.probes = *phase_.probes;
+      a = backend_->account_batch(w, Xb, yb, request, derive_seed(run_seed, t, 1));
+    } else {  // the release alone (the same vectors, no Jacobian)
+      a.clipped_sum = backend_->released(w, Xb, yb).colwise().sum().transpose();
+      a.trace = VectorXd::Zero(Xb.rows());
+      a.spectral = VectorXd::Constant(Xb.rows(), std::nan(""));
+    }
     StepAccounting out{VectorXd::Zero(parameter_count()), a.trace, a.spectral};
     for (std::size_t j = 0; j < released_.size(); ++j) out.clipped_sum(released_[j]) = a.clipped_sum(static_cast<Index>(j));
     return out;
@@ -336,6 +343,7 @@ class PublicDataModel final : public DpSgdModel {
     cosine_.push_back(sum / static_cast<double>(perturbation.rows()));
   }
 
+  bool account_fil_;
   const TrainedModel& model_;
   const Dataset& public_;
   const Dataset& private_;
@@ -436,7 +444,8 @@ PublicDataTrainingResult train_with_public_data(const Dataset& public_part, cons
                                          ? std::vector<bool>(static_cast<std::size_t>(p), false)
                                          : start.frozen;
           slot = std::make_unique<PublicDataModel>(trained, public_part, private_part, phase, options.gradient_model,
-                                                   method, start.parameters, std::move(frozen), K, seed);
+                                                   method, start.parameters, std::move(frozen), K, seed,
+                                                   options.account_fil);
         }
         return *slot;
       };
@@ -462,6 +471,7 @@ VectorXd train_one_model(const Dataset& public_part, const Dataset& private_part
                                 ": one model is trained (runs must be 1)");
   PublicDataTrainingOptions one = options;
   one.methods = {method};
+  one.account_fil = false;
   return train_with_public_data(public_part, private_part, Dataset{}, one, false).methods.front().training.parameters.front();
 }
 

@@ -404,6 +404,21 @@ TEST(TrainWithPublicData, TrainsANetworkWithFrozenCoordinatesAndALearnedGradient
   EXPECT_EQ(result.find(PrivateTrainingMethod::kFim)->perturbation_cosine[0].size(), 2u);
 }
 
+TEST(TrainOneModel, ReleasesTheSameModelWithoutAccounting) {
+  REQUIRE_PLUGIN();
+  const Dataset data = image_data(40, 2, 71);
+  const PublicPrivateSplit split = split_public_private(data, 0.5, 4);
+  PublicDataTrainingOptions o = small_options();
+  o.private_phase.runs = 1;
+  for (PrivateTrainingMethod method : {PrivateTrainingMethod::kDpSgd, PrivateTrainingMethod::kFim}) {
+    o.methods = {method};
+    const VectorXd accounted =
+        train_with_public_data(split.public_part, split.private_part, Dataset{}, o).methods[0].training.parameters[0];
+    const VectorXd alone = train_one_model(split.public_part, split.private_part, o, method);
+    EXPECT_LT((alone - accounted).norm(), 1e-12 * accounted.norm()) << to_string(method);
+  }
+}
+
 TEST(TrainWithPublicData, RefusesBadOptionsWithTheirNames) {
   const Dataset data = image_data(30, 2, 51);
   const PublicPrivateSplit split = split_public_private(data, 0.5, 1);

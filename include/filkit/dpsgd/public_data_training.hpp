@@ -111,6 +111,10 @@ struct PublicDataTrainingOptions {
   /// spectral none.
   DpSgdOptions private_phase;
   GradientModelOptions gradient_model;
+  /// Whether dpsgd, prune and fim account each private example's FIL (not an option of the
+  /// commands: train_one_model turns it off, since a shadow model's release needs none; the
+  /// traces are then zero).
+  bool account_fil = true;
   /// Throws std::invalid_argument naming the field.
   void validate() const;
 };
