@@ -60,6 +60,25 @@ CASES = {
 }
 
 
+LIBTORCH_JOBS = {"fim", "learned-attack"}
+
+
+def assert_close(a, b, where, rel=1e-9):
+    """Equal structures, numbers equal to `rel` relative (exactly equal for everything else)."""
+    if isinstance(a, dict):
+        assert isinstance(b, dict) and a.keys() == b.keys(), where
+        for key in a:
+            assert_close(a[key], b[key], f"{where}.{key}", rel)
+    elif isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b), where
+        for k, (x, y) in enumerate(zip(a, b)):
+            assert_close(x, y, f"{where}[{k}]", rel)
+    elif isinstance(a, float) and isinstance(b, float):
+        assert a == pytest.approx(b, rel=rel, abs=1e-300), where
+    else:
+        assert a == b, where
+
+
 @pytest.mark.skipif(BINARY is None, reason="FILKIT_BINARY not set")
 @pytest.mark.parametrize("job", sorted(CASES))
 def test_cli_and_python_record_identical_settings(job, tmp_path):
@@ -73,8 +92,12 @@ def test_cli_and_python_record_identical_settings(job, tmp_path):
     from_python = filkit.run(job, **options)["summary"]
     assert from_python["settings"] == from_cli["settings"]
     assert from_python["command"] == from_cli["command"] == job
-    # The numbers agree too (timings aside).
-    assert without_timings(from_python) == without_timings(from_cli)
+    # The numbers agree too (timings aside): bit for bit, but for the jobs whose numbers come from
+    # LibTorch's parallel kernels, whose last bits may differ from run to run.
+    if job in LIBTORCH_JOBS:
+        assert_close(without_timings(from_python), without_timings(from_cli), job)
+    else:
+        assert without_timings(from_python) == without_timings(from_cli)
 
 
 @pytest.mark.skipif(BINARY is None, reason="FILKIT_BINARY not set")
