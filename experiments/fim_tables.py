@@ -16,7 +16,7 @@ batch 1000 (table34) one batch is one epoch, so --gradient-steps 200 is the thes
 For table31 one epoch of 30000 public examples is 59 batches: the thesis' 200 epochs per private
 step are out of reach on two cores, and --gradient-steps says how many batches are used instead.
 
-Usage: experiments/fim_tables.py EXPERIMENT [--runs R] [--gradient-steps N --gradient-decay N
+Usage: experiments/fim_tables.py EXPERIMENT [--runs R] [--threads T] [--gradient-steps N --gradient-decay N
        --gradient-min-steps N] [--fractions ...] [--lambdas ...]
 Outputs go to ${FILKIT_OUT:-/tmp/filkit-experiments}/fim/<experiment>/ (one JSON per setting); the
 script prints a table with the thesis' numbers beside filkit's.
@@ -89,7 +89,8 @@ def run(name, settings, args):
     for key in ["gradient_steps", "gradient_decay", "gradient_min_steps", "steps", "pretrain_steps"]:
         if getattr(args, key) is not None:  # the command line's reductions replace the thesis' values
             settings[key.replace("_", "-")] = getattr(args, key)
-    flags = [FILKIT, "fim", "--quiet", "--json", path, "--runs", str(args.runs), "--seed", str(args.seed)]
+    flags = [FILKIT, "fim", "--quiet", "--json", path, "--runs", str(args.runs), "--seed", str(args.seed),
+             "--threads", str(args.threads)]
     for key, value in settings.items():
         flags += ["--" + key, str(value)]
     print(" ".join(flags), file=sys.stderr, flush=True)
@@ -126,6 +127,7 @@ def main():
     parser.add_argument("experiment", choices=["table31", "table32", "fig31", "fig32", "table34"])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=0, help="filkit's --threads (0: all cores)")
     parser.add_argument("--gradient-steps", dest="gradient_steps", type=int)
     parser.add_argument("--gradient-decay", dest="gradient_decay", type=int)
     parser.add_argument("--gradient-min-steps", dest="gradient_min_steps", type=int)
