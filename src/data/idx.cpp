@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -255,12 +256,61 @@ RowMatrix image_rows(IdxFile idx, const std::string& path, const std::vector<Ind
 
 const std::string kImagesKind = "IDX image (idx3-ubyte)";
 
+// The images `rows` of an uncompressed IDX file, reading only their bytes: a rank of a sharded job
+// holds its own rows, never the whole file (docs/distributed.md). Returns nothing for a gzipped
+// file, which has to be inflated from its start, or rows out of increasing order (the caller then
+// reads the file whole).
+std::optional<detail::IdxImages> read_uncompressed_rows(const std::string& path, const std::vector<Index>& rows,
+                                                Index expected_count, ByteSize budget) {
+  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), std::fclose);
+  if (!file) throw std::invalid_argument("cannot open '" + path + "' for reading");
+  std::string header(16, '\0');
+  header.resize(std::fread(header.data(), 1, header.size(), file.get()));
+  if (header.size() >= 2 && static_cast<unsigned char>(header[0]) == 0x1f && static_cast<unsigned char>(header[1]) == 0x8b)
+    return std::nullopt;
+  if (std::adjacent_find(rows.begin(), rows.end(), std::greater_equal<Index>()) != rows.end()) return std::nullopt;
+  const IdxHeader parsed = parse_idx_header(header, path, kImagesMagic, kImagesKind);
+  if (std::fseek(file.get(), 0, SEEK_END) != 0) throw std::invalid_argument("cannot read '" + path + "'");
+  const auto found_bytes = static_cast<std::uint64_t>(std::ftell(file.get())) - header.size();
+  if (found_bytes != parsed.data_bytes) {
+    throw std::invalid_argument("'" + path + "' is " + (found_bytes < parsed.data_bytes ? "truncated" : "longer than its header says") +
+                                ": the header declares " + std::to_string(parsed.data_bytes) + " data bytes, found " +
+                                std::to_string(found_bytes));
+  }
+  IdxFile dims_only{parsed.dims, Bytes(), header.size()};
+  const Index d = pixels_per_image(dims_only, path);
+  if (parsed.dims[0] != expected_count) {
+    throw std::invalid_argument("'" + path + "' holds " + std::to_string(parsed.dims[0]) +
+                                " images, but its label file holds " + std::to_string(expected_count) + " labels");
+  }
+  const auto count = static_cast<Index>(rows.size());
+  check_memory(static_cast<std::uint64_t>(count * d) * (1 + sizeof(double)), budget,
+               "reading " + std::to_string(count) + " images of '" + path + "' as doubles");
+  Bytes kept(static_cast<std::size_t>(count * d));
+  for (Index k = 0; k < count;) {  // runs of consecutive rows, one read each
+    Index run = 1;
+    while (k + run < count && rows[k + run] == rows[k] + run) ++run;
+    if (rows[k] < 0 || rows[k] + run > parsed.dims[0])
+      throw std::invalid_argument("image " + std::to_string(rows[k] < 0 ? rows[k] : rows[k] + run - 1) +
+                                  " is outside '" + path + "' (" + std::to_string(parsed.dims[0]) + " images)");
+    const auto offset = static_cast<long>(header.size()) + static_cast<long>(rows[k] * d);
+    const auto bytes = static_cast<std::size_t>(run * d);
+    if (std::fseek(file.get(), offset, SEEK_SET) != 0 ||
+        std::fread(kept.data.get() + k * d, 1, bytes, file.get()) != bytes)
+      throw std::invalid_argument("cannot read '" + path + "'");
+    k += run;
+  }
+  return detail::IdxImages{to_doubles(kept.data.get(), count, d), ImageShape{1, parsed.dims[1], parsed.dims[2]}};
+}
+
 }  // namespace
 
 namespace detail {
 
 IdxImages read_idx_image_rows(const std::string& path, const std::vector<Index>& rows, Index expected_count,
                               ByteSize budget) {
+  if (std::optional<IdxImages> images = read_uncompressed_rows(path, rows, expected_count, budget))
+    return std::move(*images);
   IdxFile idx = read_idx(path, kImagesMagic, kImagesKind, budget);
   if (idx.dims[0] != expected_count) {
     throw std::invalid_argument("'" + path + "' holds " + std::to_string(idx.dims[0]) +
