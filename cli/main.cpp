@@ -1,12 +1,14 @@
 // filkit: Fisher information loss of trained models. main only wires up the subcommands.
 #include "commands.hpp"
 
+#include "filkit/base/communicator.hpp"
 #include "filkit/base/stage.hpp"
 #include "filkit/base/types.hpp"
 
 #include <exception>
 #include <iostream>
 #include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,7 +31,14 @@ std::string command_line_problem(const CLI::App& app, int argc, char** argv, con
 
 }  // namespace
 
-int main(int argc, char** argv) {
+// "filkit: error: ", naming the rank under mpirun.
+static std::string error_prefix() {
+  const filkit::Communicator& world = filkit::Communicator::world();
+  if (!world.distributed()) return "filkit: error: ";
+  return "filkit (rank " + std::to_string(world.rank()) + " of " + std::to_string(world.size()) + "): error: ";
+}
+
+static int run_command_line(int argc, char** argv) {
   CLI::App app{"filkit " + filkit::version() +
                ": how much a trained model leaks about its training examples, measured by "
                "Fisher information loss (FIL). Run `filkit measure` for the default job."};
@@ -40,16 +49,30 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
     if (error.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(error);  // --help
-    std::cerr << "filkit: error: " << command_line_problem(app, argc, argv, error) << "\n";
+    std::cerr << error_prefix() << command_line_problem(app, argc, argv, error) << "\n";
     return error.get_exit_code();
   } catch (const std::bad_alloc&) {
-    std::cerr << "filkit: error: " << filkit::out_of_memory_message()
+    std::cerr << error_prefix() << filkit::out_of_memory_message()
               << "; try a smaller subset (--train-size, --classes) or a lower --max-memory, which makes filkit "
                  "refuse inputs larger than that before loading them\n";
     return 1;
   } catch (const std::exception& error) {
-    std::cerr << "filkit: error: " << error.what() << "\n";
+    std::cerr << error_prefix() << error.what() << "\n";
     return 1;
   }
   return 0;
+}
+
+int main(int argc, char** argv) {
+  std::optional<filkit::MpiSession> mpi;
+  try {
+    mpi.emplace(&argc, &argv);  // starts MPI under mpirun; nothing otherwise
+  } catch (const std::exception& error) {
+    std::cerr << "filkit: error: " << error.what() << "\n";
+    return 1;
+  }
+  const int code = run_command_line(argc, argv);
+  // The other ranks may wait in a collective this rank will not join: end them all.
+  if (code != 0) filkit::MpiSession::abort_if_distributed(code);
+  return code;
 }

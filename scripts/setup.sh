@@ -2,6 +2,8 @@
 # Installs everything filkit needs on Debian 12 (as root) and builds it in Release. clang, its
 # sanitizer and libFuzzer runtimes (libclang-rt-dev), its OpenMP (libomp-dev) and llvm-symbolizer
 # (llvm) are for the sanitizer build and the fuzzers (scripts/asan-build.sh, scripts/fuzz.sh).
+# Open MPI (libopenmpi-dev, openmpi-bin) lets measure run on several processes or machines under
+# mpirun (docs/distributed.md); filkit builds without it too.
 # OpenBLAS (libopenblas0-openmp) becomes libblas.so.3 through Debian's alternatives, for LibTorch
 # and so the networks: the reference BLAS halves their speed. python3-torch is for the network
 # throughput benchmark's PyTorch reference (bench/network_throughput.py).
@@ -26,6 +28,7 @@ APT_PACKAGES=(
   dataset-fashion-mnist
   gnuplot-nox chromium fonts-dejavu-core
   r-base-core r-cran-kernlab weka
+  libopenmpi-dev openmpi-bin python3-mpi4py
 )
 if ! command -v npm > /dev/null; then APT_PACKAGES+=(npm); fi
 

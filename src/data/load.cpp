@@ -1,3 +1,4 @@
+#include "filkit/base/communicator.hpp"
 #include "filkit/data/cifar.hpp"
 #include "filkit/data/dataset.hpp"
 #include "filkit/data/idx.hpp"
@@ -16,6 +17,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <optional>
 #include <numeric>
@@ -167,7 +169,8 @@ std::string request_dir(const BuiltinRequest& request) {
 // One part ("train" or "t10k") of a built-in dataset with its original labels, keeping only
 // the rows of `classes` (all when empty) so that unwanted images are never converted.
 Dataset load_idx_part(const Builtin& builtin, const std::string& dir, const std::string& part,
-                      const std::vector<int>& classes, ByteSize max_memory) {
+                      const std::vector<int>& classes, ByteSize max_memory,
+                      const std::function<void(const VectorXd& labels, std::vector<Index>& rows)>& narrow = {}) {
   const std::string labels_path = *idx_file(dir, part + "-labels-idx1-ubyte");
   const std::string images_path = *idx_file(dir, part + "-images-idx3-ubyte");
   const VectorXd labels = read_idx_labels(labels_path, max_memory);
@@ -181,6 +184,7 @@ Dataset load_idx_part(const Builtin& builtin, const std::string& dir, const std:
       rows.push_back(i);
     }
   }
+  if (narrow) narrow(labels, rows);
   Dataset data;
   detail::IdxImages images = detail::read_idx_image_rows(images_path, rows, labels.size(), max_memory);
   data.X = std::move(images.X);
@@ -313,6 +317,9 @@ void DataOptions::validate() const {
                                 detail::quoted_list(builtin_dataset_names()) +
                                 ") or a .csv, .arff or .npz file");
   }
+  if (shard_count < 1 || shard_rank < 0 || shard_rank >= shard_count)
+    throw std::invalid_argument("shard " + std::to_string(shard_rank) + " of " + std::to_string(shard_count) +
+                                ": expected 0 <= shard_rank < shard_count");
   if (train_size < 0 || test_size < 0)
     throw std::invalid_argument("train_size = " + std::to_string(train_size) + ", test_size = " +
                                 std::to_string(test_size) + ": must be >= 0 (0 keeps all)");
@@ -373,18 +380,92 @@ std::string builtin_dataset_dir(const std::string& name) {
                               " FILKIT_DATA_DIR to a directory holding " + name + "/");
 }
 
-Dataset random_subset(const Dataset& data, Index size, unsigned long long seed) {
-  if (size <= 0 || size >= data.n()) return data;
-  std::vector<Index> order(data.n());
+namespace {
+
+// The rows random_subset keeps of n: `size` of them, chosen by a partial Fisher-Yates shuffle
+// seeded by `seed`, in increasing order.
+std::vector<Index> random_subset_rows(Index n, Index size, unsigned long long seed) {
+  std::vector<Index> order(static_cast<std::size_t>(n));
   std::iota(order.begin(), order.end(), Index{0});
   std::mt19937_64 rng(seed);
   for (Index j = 0; j < size; ++j) {  // partial Fisher-Yates
-    std::uniform_int_distribution<Index> pick(j, data.n() - 1);
+    std::uniform_int_distribution<Index> pick(j, n - 1);
     std::swap(order[j], order[pick(rng)]);
   }
   order.resize(size);
   std::sort(order.begin(), order.end());
+  return order;
+}
+
+constexpr unsigned long long kTestSubsetSeedMix = 0x5bd1e995ULL;  // the test subset's seed: seed ^ this
+
+Dataset rows_of_shard(const Dataset& data, const DataOptions& options) {
+  const RowShard shard = RowShard::of(data.n(), options.shard_rank, options.shard_count);
+  std::vector<Index> rows(static_cast<std::size_t>(shard.size()));
+  std::iota(rows.begin(), rows.end(), shard.begin);
+  return data.select_rows(rows);
+}
+
+// One part of a built-in IDX image set as load_dataset gives it whole, but only this process's
+// shard of it: the labels are read in full (one byte an example) to choose the classes, the
+// subset and the shard, and only the shard's images are read.
+Dataset load_idx_shard(const Builtin& builtin, const std::string& dir, const std::string& part,
+                       const DataOptions& options) {
+  const bool train = part == "train";
+  const Index size = train ? options.train_size : options.test_size;
+  const unsigned long long seed = train ? options.seed : options.seed ^ kTestSubsetSeedMix;
+  const auto narrow = [&](const VectorXd& labels, std::vector<Index>& rows) {
+    if (train) {  // the whole training set must hold every class, not each shard
+      for (int label : options.classes)
+        if (std::none_of(rows.begin(), rows.end(), [&](Index i) { return labels(i) == label; }))
+          throw std::invalid_argument("class " + std::to_string(label) + " has no training example in " +
+                                      builtin.name + " train");
+    }
+    if (size > 0 && size < static_cast<Index>(rows.size())) {
+      std::vector<Index> kept;
+      for (Index position : random_subset_rows(static_cast<Index>(rows.size()), size, seed))
+        kept.push_back(rows[static_cast<std::size_t>(position)]);
+      rows = std::move(kept);
+    }
+    const RowShard shard = RowShard::of(static_cast<Index>(rows.size()), options.shard_rank, options.shard_count);
+    rows = std::vector<Index>(rows.begin() + shard.begin, rows.begin() + shard.end);
+  };
+  Dataset data = load_idx_part(builtin, dir, part, options.classes, options.max_memory, narrow);
+  if (!options.classes.empty()) data = select_classes(data, options.classes);
+  return data;
+}
+
+// load_dataset's result cut to this process's shard (DataOptions::shard_rank).
+DatasetSplit load_dataset_shard(const DataOptions& options) {
+  const std::optional<BuiltinRequest> builtin = builtin_request(options.data);
+  if (builtin && builtin->builtin->format == BuiltinFormat::kIdx && !options.regression && options.target.empty() &&
+      options.categorical.empty() && options.drop.empty() && !options.image_layout) {
+    for (int label : options.classes)
+      if (label >= static_cast<int>(builtin->builtin->class_names.size()))
+        throw std::invalid_argument("classes contains " + std::to_string(label) + ", which is not a label of " +
+                                    builtin->builtin->name + " (labels 0.." +
+                                    std::to_string(builtin->builtin->class_names.size() - 1) + ")");
+    const std::string dir = request_dir(*builtin);
+    DatasetSplit split{load_idx_shard(*builtin->builtin, dir, "train", options),
+                       load_idx_shard(*builtin->builtin, dir, "t10k", options)};
+    split.train.validate();
+    split.test.validate();
+    return split;
+  }
+  DataOptions whole = options;
+  whole.shard_rank = 0;
+  whole.shard_count = 1;
+  const DatasetSplit split = load_dataset(whole);
+  return {rows_of_shard(split.train, options), rows_of_shard(split.test, options)};
+}
+
+}  // namespace
+
+Dataset random_subset(const Dataset& data, Index size, unsigned long long seed) {
+  if (size <= 0 || size >= data.n()) return data;
+  const std::vector<Index> order = random_subset_rows(data.n(), size, seed);
   Dataset subset = data;
+
   subset.X.resize(size, data.d());
   subset.y.resize(size);
   for (Index i = 0; i < size; ++i) {
@@ -396,6 +477,7 @@ Dataset random_subset(const Dataset& data, Index size, unsigned long long seed) 
 
 DatasetSplit load_dataset(const DataOptions& options) {
   options.validate();
+  if (options.shard_count > 1) return load_dataset_shard(options);
   DatasetSplit split = load_source(options);
   if (split.train.d() == 0) {  // every model and preprocessing step needs at least one feature
     throw std::invalid_argument("'" + options.data + "' gives no feature column" +
@@ -413,7 +495,7 @@ DatasetSplit load_dataset(const DataOptions& options) {
     split.train = random_subset(split.train, options.train_size, options.seed);
   }
   if (options.test_size > 0 && options.test_size < split.test.n()) {
-    split.test = random_subset(split.test, options.test_size, options.seed ^ 0x5bd1e995ULL);
+    split.test = random_subset(split.test, options.test_size, options.seed ^ kTestSubsetSeedMix);
   }
   split.train.validate();
   split.test.validate();

@@ -8,7 +8,11 @@
 
 namespace filkit {
 
-PreparedData load_and_preprocess(const DataOptions& data, const PreprocessOptions& preprocessing) {
+PreparedData load_and_preprocess(const DataOptions& whole, const PreprocessOptions& preprocessing,
+                                 const Communicator& comm) {
+  DataOptions data = whole;
+  data.shard_rank = comm.rank();
+  data.shard_count = comm.size();
   PreparedData prepared;
   auto start = std::chrono::steady_clock::now();
   DatasetSplit raw;
@@ -19,7 +23,7 @@ PreparedData load_and_preprocess(const DataOptions& data, const PreprocessOption
   prepared.seconds["load"] = seconds_since(start);
   start = std::chrono::steady_clock::now();
   const StageScope stage("preprocessing the data");
-  prepared.data = preprocess(raw, preprocessing, &prepared.preprocessor);
+  prepared.data = preprocess(raw, preprocessing, &prepared.preprocessor, comm);
   prepared.seconds["preprocess"] = seconds_since(start);
   return prepared;
 }
@@ -69,8 +73,8 @@ void DataPipelineOptions::validate() const {
   preprocess_options().validate();
 }
 
-PreparedData load_and_preprocess(const DataPipelineOptions& options, std::uint64_t seed) {
-  return load_and_preprocess(options.data_options(seed), options.preprocess_options());
+PreparedData load_and_preprocess(const DataPipelineOptions& options, std::uint64_t seed, const Communicator& comm) {
+  return load_and_preprocess(options.data_options(seed), options.preprocess_options(), comm);
 }
 
 }  // namespace filkit

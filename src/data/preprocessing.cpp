@@ -1,5 +1,7 @@
 #include "filkit/data/preprocessing.hpp"
 
+#include "filkit/base/communicator.hpp"
+
 #include "base/parallel_blocks.hpp"
 #include "base/parsing.hpp"
 
@@ -63,9 +65,9 @@ void check_global_max_norm(const Preprocessor& fitted) {
   }
 }
 
-void fit_row_scaling(const RowMatrix& X, Preprocessor& fitted) {
+void fit_row_scaling(const RowMatrix& X, Preprocessor& fitted, const Communicator& comm) {
   if (fitted.options.row_scaling != RowScaling::kGlobalMax) return;
-  fitted.global_max_norm = max_row_norm(X);
+  fitted.global_max_norm = comm.max(max_row_norm(X));
   check_global_max_norm(fitted);
 }
 
@@ -180,7 +182,7 @@ struct RowStats {
 constexpr Index kChunkBlocks = 16;
 constexpr Index kChunkRows = kChunkBlocks * kBlockRows;
 
-RowStats unscaled_row_stats(const RowMatrix& raw, const Preprocessor& fitted) {
+RowStats unscaled_row_stats(const RowMatrix& raw, const Preprocessor& fitted, const Communicator& comm) {
   RowStats total{VectorXd::Zero(raw.cols()), 0.0, true};
   const auto add_chunk = [&, scratch = RowMatrix()](RowStats& stats, Index first, Index rows_in_chunk) mutable {
     for (Index start = first; start < first + rows_in_chunk; start += kBlockRows) {
@@ -199,6 +201,9 @@ RowStats unscaled_row_stats(const RowMatrix& raw, const Preprocessor& fitted) {
   };
   detail::reduce_blocks_in_order(raw.rows(), kChunkRows, total, add_chunk, merge,
                                  pass_threads(raw.rows(), raw.cols()) > 1);
+  comm.sum(total.sum);  // the other shards' rows
+  total.max_norm = comm.max(total.max_norm);
+  total.small_integers = comm.all(total.small_integers);
   return total;
 }
 
@@ -207,10 +212,11 @@ RowStats unscaled_row_stats(const RowMatrix& raw, const Preprocessor& fitted) {
 // power of two (exact) that brings the largest possible deviation below 1, so that the squares of
 // values up to kMaxInputMagnitude neither overflow nor lose the small ones. Blocks of rows are
 // added in order: the statistics are the same for any thread count.
-void fit_channel_statistics(const Dataset& train, Preprocessor& fitted) {
+void fit_channel_statistics(const Dataset& train, Preprocessor& fitted, const Communicator& comm) {
   const Index channels = train.image->channels, plane = train.image->height * train.image->width, n = train.n();
+  const Index all_rows = comm.sum(n);
   const double pixel = fitted.options.scale_pixels ? 255.0 : 1.0;
-  const double count = static_cast<double>(n) * static_cast<double>(plane);
+  const double count = static_cast<double>(all_rows) * static_cast<double>(plane);
   const bool parallel = pass_threads(n, train.d()) > 1;
   const auto pixels = [&](Index first, Index rows, Index c) {
     return train.X.block(first, c * plane, rows, plane).array() / pixel;
@@ -232,6 +238,8 @@ void fit_channel_statistics(const Dataset& train, Preprocessor& fitted) {
         first_pass.largest = first_pass.largest.cwiseMax(partial.largest);
       },
       parallel);
+  comm.sum(first_pass.sum);
+  for (Index c = 0; c < channels; ++c) first_pass.largest(c) = comm.max(first_pass.largest(c));
   const VectorXd mean = first_pass.sum / count;
   VectorXd shrink(channels);  // |x - m_c| <= 2 max |x|
   for (Index c = 0; c < channels; ++c) {
@@ -247,6 +255,7 @@ void fit_channel_statistics(const Dataset& train, Preprocessor& fitted) {
           partial(c) += ((pixels(first, rows, c) - mean(c)) * shrink(c)).square().sum();
       },
       [&](const VectorXd& partial) { squares += partial; }, parallel);
+  comm.sum(squares);
   fitted.channel_means = mean;
   fitted.channel_stds = (squares / count).cwiseSqrt().cwiseQuotient(shrink);
   for (Index c = 0; c < channels; ++c) {
@@ -568,9 +577,11 @@ void add_shifted_gram(const Eigen::Ref<const RowMatrix>& block, const VectorXd& 
 // order, so the result does not depend on the thread count. The exact single-precision kernel
 // centres on the rounded mean c instead, and
 // sum (u - m)(u - m)^T = sum (u - c)(u - c)^T - n (m - c)(m - c)^T.
+// On several ranks n is this rank's rows, `all_rows` everyone's, `mean` theirs; the sums of the
+// ranks are added before the correction.
 template <class Rows>
 MatrixXd covariance_upper(Index n, Index d, const VectorXd& mean, bool small_integers,
-                          const Rows& rows, detail::GramKernel kernel) {
+                          const Rows& rows, detail::GramKernel kernel, Index all_rows, const Communicator& comm) {
   kernel = resolve(kernel, small_integers);
   const VectorXd centre = kernel == detail::GramKernel::kAvx512Float ? VectorXd(mean.array().round()) : mean;
   MatrixXd C = MatrixXd::Zero(d, d);
@@ -583,10 +594,11 @@ MatrixXd covariance_upper(Index n, Index d, const VectorXd& mean, bool small_int
       },
       [&C](const MatrixXd& partial) { C.triangularView<Eigen::Upper>() += partial; },
       pass_threads(n, d * d / 64 + 1) > 1);  // the work grows with n d^2
+  comm.sum(C);
   if (kernel == detail::GramKernel::kAvx512Float) {
-    C.selfadjointView<Eigen::Upper>().rankUpdate(mean - centre, -static_cast<double>(n));
+    C.selfadjointView<Eigen::Upper>().rankUpdate(mean - centre, -static_cast<double>(all_rows));
   }
-  return C / static_cast<double>(n - 1);
+  return C / static_cast<double>(all_rows - 1);
 }
 
 // The k largest eigenpairs of the symmetric C (upper triangle read), by decreasing eigenvalue,
@@ -646,21 +658,21 @@ double covariance_shrink(double max_norm) {
 // PCA of the rows f u_i: mean f m and covariance f^2 C_u from the unscaled rows' mean m and
 // covariance C_u (see pca_input_factor); C_u is summed over s u_i and rescaled by (f / s)^2, so
 // that rows near 1e150 do not overflow it.
-void fit_pca(const RowMatrix& raw, const RowStats& stats, Preprocessor& fitted) {
-  const Index k = fitted.options.pca_components, n = raw.rows(), d = raw.cols();
+void fit_pca(const RowMatrix& raw, const RowStats& stats, Preprocessor& fitted, const Communicator& comm) {
+  const Index k = fitted.options.pca_components, n = comm.sum(raw.rows()), d = raw.cols();
   const double factor = pca_input_factor(fitted);
   const double shrink = covariance_shrink(stats.max_norm);
   const VectorXd unscaled_mean = stats.sum / static_cast<double>(n);
   fitted.pca_mean = factor * unscaled_mean;
   MatrixXd covariance = covariance_upper(
-      n, d, shrink * unscaled_mean, stats.small_integers,
+      raw.rows(), d, shrink * unscaled_mean, stats.small_integers,
       [&](Index start, Index count, RowMatrix& scratch) -> Eigen::Ref<const RowMatrix> {
         const Eigen::Ref<const RowMatrix> rows = unscaled_rows(raw, start, count, fitted, scratch);
         if (shrink == 1.0) return rows;
         scratch = shrink * rows;
         return scratch;
       },
-      detail::GramKernel::kAuto);
+      detail::GramKernel::kAuto, n, comm);
   covariance *= (factor / shrink) * (factor / shrink);
   if (!covariance.allFinite()) {
     throw std::invalid_argument("PCA: the covariance of the training rows is beyond the range of a double; rescale "
@@ -672,6 +684,10 @@ void fit_pca(const RowMatrix& raw, const RowStats& stats, Preprocessor& fitted) 
   fitted.pca_variances = fitted.pca_variances.cwiseMax(0.0);
   fitted.pca_total_variance = covariance.trace();
   fix_signs(fitted.pca_components);
+  // Every rank has the same covariance; rank 0's components are taken by all, so that ranks on
+  // different processors cannot disagree in the last bit.
+  comm.broadcast(fitted.pca_components);
+  comm.broadcast(fitted.pca_variances);
 }
 
 // The components for the projection kernel: row-major, zero columns up to a multiple of 8.
@@ -730,16 +746,16 @@ RowMatrix transform_until_final_scaling(const RowMatrix& raw, const Preprocessor
   return out;
 }
 
-void check_fit_input(const Dataset& train, const PreprocessOptions& options) {
+void check_fit_input(const Dataset& train, const PreprocessOptions& options, Index all_rows) {
   const Index k = options.pca_components;
   if (k > train.d()) {
     throw std::invalid_argument("pca_components = " + std::to_string(k) + " must be in 1.." +
                                 std::to_string(train.d()) + " (the data's dimension), or 0 for no PCA");
   }
-  if (k > 0 && train.n() < 2) {
-    throw std::invalid_argument("PCA needs at least 2 training rows, found " + std::to_string(train.n()));
+  if (k > 0 && all_rows < 2) {
+    throw std::invalid_argument("PCA needs at least 2 training rows, found " + std::to_string(all_rows));
   }
-  if (train.n() == 0) throw std::invalid_argument("cannot fit preprocessing on 0 training rows");
+  if (all_rows == 0) throw std::invalid_argument("cannot fit preprocessing on 0 training rows");
   if (standardized(options) && !train.image) {
     throw std::invalid_argument("standardize = channel needs images, but " + train.source +
                                 " has no image shape (a table, or images flattened by an earlier PCA)");
@@ -778,26 +794,26 @@ void PreprocessOptions::validate() const {
   }
 }
 
-Preprocessor Preprocessor::fit(const Dataset& train, const PreprocessOptions& options) {
+Preprocessor Preprocessor::fit(const Dataset& train, const PreprocessOptions& options, const Communicator& comm) {
   options.validate();
-  check_fit_input(train, options);
+  check_fit_input(train, options, comm.sum(train.n()));
   Preprocessor fitted;
   fitted.options = options;
   fitted.input_dimension = train.d();
   fitted.input_image = train.image;
-  if (standardized(options)) fit_channel_statistics(train, fitted);
+  if (standardized(options)) fit_channel_statistics(train, fitted, comm);
   // Each step reads the raw rows and redoes the cheap earlier steps a block at a time (see
   // kBlockRows) instead of keeping scaled copies of the data.
   if (global_max_before_pca(options) || options.pca_components > 0) {
-    const RowStats stats = unscaled_row_stats(train.X, fitted);
+    const RowStats stats = unscaled_row_stats(train.X, fitted, comm);
     if (global_max_before_pca(options)) {
       // The largest norm of the rows PCA sees, e.g. the norm of a raw row over 255.
       fitted.global_max_norm = stats.max_norm / unscaled_pixel_divisor(options);
       check_global_max_norm(fitted);
     }
-    if (options.pca_components > 0) fit_pca(train.X, stats, fitted);
+    if (options.pca_components > 0) fit_pca(train.X, stats, fitted, comm);
   }
-  if (options.scale_after_pca) fit_row_scaling(transform_until_final_scaling(train.X, fitted), fitted);
+  if (options.scale_after_pca) fit_row_scaling(transform_until_final_scaling(train.X, fitted), fitted, comm);
   return fitted;
 }
 
@@ -875,7 +891,7 @@ MatrixXd covariance(const RowMatrix& X, const VectorXd& mean, GramKernel kernel)
       [&](Index start, Index count, RowMatrix&) -> Eigen::Ref<const RowMatrix> {
         return X.middleRows(start, count);
       },
-      kernel);
+      kernel, X.rows(), Communicator::local());
   return upper.selfadjointView<Eigen::Upper>();
 }
 
@@ -891,9 +907,9 @@ void top_eigenpairs(const MatrixXd& C, Index k, EigenSolver solver, MatrixXd& ve
 
 }  // namespace detail
 
-DatasetSplit preprocess(const DatasetSplit& split, const PreprocessOptions& options,
-                        Preprocessor* fitted) {
-  const Preprocessor preprocessor = Preprocessor::fit(split.train, options);
+DatasetSplit preprocess(const DatasetSplit& split, const PreprocessOptions& options, Preprocessor* fitted,
+                        const Communicator& comm) {
+  const Preprocessor preprocessor = Preprocessor::fit(split.train, options, comm);
   if (fitted != nullptr) *fitted = preprocessor;
   return {preprocessor.apply(split.train), preprocessor.apply(split.test)};
 }

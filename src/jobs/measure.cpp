@@ -2,6 +2,8 @@
 
 #include "filkit/base/timing.hpp"
 
+#include "filkit/base/communicator.hpp"
+
 #include "filkit/base/index_list.hpp"
 #include "filkit/base/io.hpp"
 #include "filkit/data/pipeline.hpp"
@@ -20,6 +22,7 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <numeric>
 #include <unordered_map>
 
 namespace filkit {
@@ -63,19 +66,52 @@ std::vector<Index> read_row_file(const std::string& path, Index n, ByteSize budg
   return rows;
 }
 
-std::vector<Index> group_rows(const std::string& spec, const Dataset& train, ByteSize budget) {
-  if (spec == "all") return {};
-  if (spec.rfind("class=", 0) == 0) {
+// The rows of this rank's shard (starting at example `offset` of `n_all`) in the group `spec`;
+// every rank reads a row file whole (one index a line) and keeps its own rows.
+std::vector<Index> group_rows(const std::string& spec, const Dataset& train, Index offset, Index n_all,
+                              ByteSize budget, const Communicator& comm) {
+  std::vector<Index> rows;
+  if (spec == "all") {
+    rows.resize(static_cast<std::size_t>(train.n()));
+    std::iota(rows.begin(), rows.end(), Index{0});
+  } else if (spec.rfind("class=", 0) == 0) {
     const std::vector<Index> label = parse_index_list(spec.substr(6), "--subset class=K");
     if (label.size() != 1) throw std::invalid_argument("--subset '" + spec + "': expected one class index");
-    std::vector<Index> rows;
     for (Index i = 0; i < train.n(); ++i)
       if (train.y(i) == static_cast<double>(label[0])) rows.push_back(i);
-    if (rows.empty()) throw std::invalid_argument("--subset '" + spec + "': no training example has that class");
-    return rows;
+  } else if (spec.rfind("rows=", 0) == 0) {
+    for (Index row : read_row_file(spec.substr(5), n_all, budget))
+      if (row >= offset && row < offset + train.n()) rows.push_back(row - offset);
+  } else {
+    throw std::invalid_argument("--subset '" + spec + "': expected all, class=K or rows=FILE");
   }
-  if (spec.rfind("rows=", 0) == 0) return read_row_file(spec.substr(5), train.n(), budget);
-  throw std::invalid_argument("--subset '" + spec + "': expected all, class=K or rows=FILE");
+  if (comm.sum(static_cast<Index>(rows.size())) == 0)
+    throw std::invalid_argument("--subset '" + spec + "': no training example has that class");
+  return rows;
+}
+
+// The mean of a per-example quantity over all ranks' examples, from this rank's mean over its n.
+double mean_over_ranks(double local_mean, Index n, Index n_all, const Communicator& comm) {
+  if (!comm.distributed()) return local_mean;
+  return comm.sum(n > 0 ? local_mean * static_cast<double>(n) : 0.0) / static_cast<double>(n_all);
+}
+
+// The share of correct predictions over all ranks' examples (counts added exactly).
+double accuracy_over_ranks(const Model& model, const Dataset& data, Index n_all, const Communicator& comm) {
+  if (!comm.distributed()) return accuracy(model, data);
+  const double correct = data.n() > 0 ? std::round(accuracy(model, data) * static_cast<double>(data.n())) : 0.0;
+  return static_cast<double>(comm.sum(static_cast<Index>(correct))) / static_cast<double>(n_all);
+}
+
+// Rank 0 gets every rank's per-example results, in example order.
+void gather_per_example(MeasureResult& result, const Communicator& comm) {
+  result.labels = comm.gather(result.data.train.y);
+  if (!comm.distributed()) return;
+  result.fil.eta = comm.gather(result.fil.eta);
+  result.fil.dfil = comm.gather(result.fil.dfil);
+  result.loss.loss = comm.gather(result.loss.loss);
+  result.loss.gradient_norm = comm.gather(result.loss.gradient_norm);
+  if (result.attribute_eta.size()) result.attribute_eta = comm.gather(result.attribute_eta);
 }
 
 std::vector<Index> attribute_columns(const std::string& attribute, const Dataset& train) {
@@ -106,14 +142,23 @@ void MeasureOptions::validate() const {
 
 MeasureResult run_measure(const MeasureOptions& requested, bool show_progress) {
   requested.validate();
+  const Communicator& comm = Communicator::world();
+  show_progress = show_progress && comm.is_root();
   MeasureResult result;
   result.options = requested;
   result.options.task.resolve();
   const MeasureOptions& options = result.options;
   // Stages: load, preprocess, fit, FIL (the long ones on raw pixels are fit and FIL).
   Progress progress("measure", 4, !show_progress);
-  Task task = prepare_task(options.task, options.seed);
+  Task task = prepare_task(options.task, options.seed, comm);
   result.data = std::move(task.data);
+  result.ranks = comm.size();
+  result.n_train = comm.sum(result.data.train.n());
+  result.n_test = comm.sum(result.data.test.n());
+  if (result.n_train < comm.size())
+    throw std::invalid_argument(std::to_string(comm.size()) + " MPI ranks for " + std::to_string(result.n_train) +
+                                " training examples: run on at most as many ranks as examples");
+  const Index offset = comm.exclusive_prefix_sum(result.data.train.n());
   result.preprocessor = std::move(task.preprocessor);
   result.seconds = std::move(task.seconds);
   progress.advance(2);
@@ -122,7 +167,7 @@ MeasureResult run_measure(const MeasureOptions& requested, bool show_progress) {
   auto start = Clock::now();
   {
     const StageScope stage("fitting the model");
-    result.model = fit(train, task.fit);
+    result.model = fit(train, task.fit, VectorXd(), comm);
   }
   require_finite_model(result.model);
   result.seconds["fit"] = seconds_since(start);
@@ -134,7 +179,7 @@ MeasureResult run_measure(const MeasureOptions& requested, bool show_progress) {
   result.sigma = composed_sigma({options.fil.sigma}) / std::sqrt(static_cast<double>(options.releases));
   FilOptions fil_options = options.fil;
   fil_options.sigma = result.sigma;
-  const FisherInformationLoss fil(result.model, train, VectorXd(), fil_options);
+  const FisherInformationLoss fil(result.model, train, VectorXd(), fil_options, comm);
   result.fil = fil.per_example();
   require_finite_fil(result.fil, "FIL");
   if (!options.attribute.empty()) {
@@ -145,17 +190,21 @@ MeasureResult run_measure(const MeasureOptions& requested, bool show_progress) {
   }
   const CoordinateSelection whole = CoordinateSelection::example(options.fil.label);
   for (const std::string& spec : options.subsets)
-    result.groups.push_back({spec, fil.subset(group_rows(spec, train, options.task.data.max_memory), whole)});
+    result.groups.push_back(
+        {spec, fil.subset_of_rows(group_rows(spec, train, offset, result.n_train, options.task.data.max_memory, comm),
+                                  whole)});
   result.seconds["fil"] = seconds_since(start);
   progress.finish();
 
   result.loss = per_example_loss(result.model, train);
   result.release = perturb_output(result.model, options.fil.sigma, options.seed);
   const bool classification = !result.model.regression;
-  result.train_accuracy = classification ? accuracy(result.model, train) : std::nan("");
-  result.test_accuracy = classification ? accuracy(result.model, result.data.test) : std::nan("");
-  result.train_mse = mean_squared_error(result.model, train);
-  result.test_mse = mean_squared_error(result.model, result.data.test);
+  const Dataset& test = result.data.test;
+  result.train_accuracy = classification ? accuracy_over_ranks(result.model, train, result.n_train, comm) : std::nan("");
+  result.test_accuracy = classification ? accuracy_over_ranks(result.model, test, result.n_test, comm) : std::nan("");
+  result.train_mse = mean_over_ranks(mean_squared_error(result.model, train), train.n(), result.n_train, comm);
+  result.test_mse = mean_over_ranks(mean_squared_error(result.model, test), test.n(), result.n_test, comm);
+  gather_per_example(result, comm);
   return result;
 }
 
@@ -170,8 +219,9 @@ nlohmann::json subset_json(const SubsetFil& fil) {
 
 nlohmann::json MeasureResult::to_json() const {
   nlohmann::json json = job_summary_header(MeasureJob::name, options.seed);
-  json["n"] = data.train.n();
-  json["n_test"] = data.test.n();
+  json["n"] = n_train;
+  json["n_test"] = n_test;
+  json["mpi_ranks"] = ranks;
   json["d"] = data.train.d();
   json["private_dims_per_example"] = fil.private_dims;
   json["settings"] = settings_json(options);
@@ -210,9 +260,9 @@ NumericTable MeasureResult::table() const {
   if (attribute_eta.size()) header.push_back("attribute_eta");
   const VectorXd attribute_bound = fil.attribute_mse_bound(), example_bound = fil.example_mse_bound();
   std::vector<std::vector<double>>& rows = table.rows;
-  rows.reserve(static_cast<std::size_t>(data.train.n()));
-  for (Index i = 0; i < data.train.n(); ++i) {
-    std::vector<double> row = {static_cast<double>(i), data.train.y(i), fil.eta(i), fil.dfil(i), attribute_bound(i),
+  rows.reserve(static_cast<std::size_t>(fil.eta.size()));
+  for (Index i = 0; i < fil.eta.size(); ++i) {
+    std::vector<double> row = {static_cast<double>(i), labels(i), fil.eta(i), fil.dfil(i), attribute_bound(i),
                                example_bound(i), loss.loss(i), loss.gradient_norm(i)};
     if (attribute_eta.size()) row.push_back(attribute_eta(i));
     rows.push_back(std::move(row));
@@ -238,7 +288,8 @@ void print_row(std::ostream& out, const std::string& name, const Summary& s) {
 
 void MeasureResult::print_summary(std::ostream& out) const {
   const Dataset& train = data.train;
-  out << "filkit measure: " << options.task.data.data << ", n = " << train.n() << ", d = " << train.d() << ", "
+  out << "filkit measure: " << options.task.data.data << ", n = " << n_train << ", d = " << train.d()
+      << (ranks > 1 ? " on " + std::to_string(ranks) + " MPI ranks" : "") << ", "
       << to_string(model.kind) << ", lambda = " << options.task.fit.l2 << ", sigma = " << sigma
       << (options.releases > 1 ? " (" + std::to_string(options.releases) + " releases composed)" : "") << ", label "
       << to_string(options.fil.label) << "\n";

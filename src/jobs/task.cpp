@@ -44,9 +44,9 @@ void TaskOptions::validate() const {
   fit_options().validate();
 }
 
-Task prepare_task(const TaskOptions& options, std::uint64_t seed) {
+Task prepare_task(const TaskOptions& options, std::uint64_t seed, const Communicator& comm) {
   Task task;
-  PreparedData prepared = load_and_preprocess(options.data, seed);
+  PreparedData prepared = load_and_preprocess(options.data, seed, comm);
   task.data = std::move(prepared.data);
   task.preprocessor = std::move(prepared.preprocessor);
   task.seconds = std::move(prepared.seconds);

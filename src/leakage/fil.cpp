@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <limits>
 #include <stdexcept>
 
@@ -52,15 +53,15 @@ double largest_symmetric_eigenvalue(const MatrixXd& symmetric) {
 // ---------------------------------------------------------------------------------------------
 
 FisherInformationLoss::FisherInformationLoss(const Model& model, const Dataset& train,
-                                             const VectorXd& omega, FilOptions options)
-    : model_(model), train_(train), options_(options) {
+                                             const VectorXd& omega, FilOptions options, const Communicator& comm)
+    : model_(model), train_(train), options_(options), comm_(&comm) {
   options_.validate();
   if (train.d() != model.input_dim())
     throw std::invalid_argument("FIL: the model takes " + std::to_string(model.input_dim()) +
                                 " features but the data have " + std::to_string(train.d()));
-  if (train.n() != model.n_train)
+  if (const Index n = comm.sum(train.n()); n != model.n_train)
     throw std::invalid_argument("FIL: the model was fitted on " + std::to_string(model.n_train) +
-                                " examples but the data have " + std::to_string(train.n()));
+                                " examples but the data have " + std::to_string(n));
   omega_ = omega.size() ? omega : VectorXd::Ones(train.n());
   if (omega_.size() != train.n())
     throw std::invalid_argument("FIL: expected " + std::to_string(train.n()) + " example weights, got " +
@@ -70,7 +71,7 @@ FisherInformationLoss::FisherInformationLoss(const Model& model, const Dataset& 
   coding.regression = model.regression;
   target_ = model.kind == ModelKind::kSoftmax ? train.y : model_targets(train, coding);
   scores_ = detail::Design(train.X, model.intercept).times(model.weights);
-  H_ = filkit::hessian(model, train, omega_);
+  H_ = filkit::hessian(model, train, omega_, comm);
   const Eigen::SelfAdjointEigenSolver<MatrixXd> solver(H_);
   eigenvalues_ = solver.eigenvalues();
   eigenvectors_ = solver.eigenvectors();
@@ -302,16 +303,20 @@ MatrixXd FisherInformationLoss::selection_gram(const std::vector<Index>& rows,
 }
 
 SubsetFil FisherInformationLoss::subset(const std::vector<Index>& rows, const CoordinateSelection& selection) const {
-  std::vector<Index> chosen = rows;
-  if (chosen.empty()) {
-    chosen.resize(static_cast<std::size_t>(train_.n()));
-    for (Index i = 0; i < train_.n(); ++i) chosen[static_cast<std::size_t>(i)] = i;
-  }
+  if (!rows.empty()) return subset_of_rows(rows, selection);
+  std::vector<Index> all(static_cast<std::size_t>(train_.n()));
+  std::iota(all.begin(), all.end(), Index{0});
+  return subset_of_rows(all, selection);
+}
+
+SubsetFil FisherInformationLoss::subset_of_rows(const std::vector<Index>& chosen,
+                                                const CoordinateSelection& selection) const {
   for (Index i : chosen)
     if (i < 0 || i >= train_.n())
       throw std::invalid_argument("FIL subset: row " + std::to_string(i) + " is outside 0.." +
                                   std::to_string(train_.n() - 1));
-  const MatrixXd M = selection_gram(chosen, selection);
+  MatrixXd M = selection_gram(chosen, selection);
+  comm_->sum(M);  // the other ranks' rows
   // H^-1 M H^-1 has the eigenvalues of diag(1/lambda) Q^T M Q diag(1/lambda).
   const VectorXd inverse = eigenvalues_.cwiseInverse();
   const MatrixXd rotated = inverse.asDiagonal() *
@@ -319,7 +324,7 @@ SubsetFil FisherInformationLoss::subset(const std::vector<Index>& rows, const Co
                                                             detail::product_in_column_blocks(M, eigenvectors_)) *
                            inverse.asDiagonal();
   SubsetFil result;
-  result.examples = static_cast<Index>(chosen.size());
+  result.examples = comm_->sum(static_cast<Index>(chosen.size()));
   result.coordinates = result.examples * private_dims(selection);
   result.eta = std::sqrt(std::max(0.0, largest_symmetric_eigenvalue(rotated))) / options_.sigma;
   result.dfil = std::sqrt(std::max(0.0, rotated.trace()) / static_cast<double>(result.coordinates)) /

@@ -59,10 +59,10 @@ void check_finite(const Dataset& data) {
   }
 }
 
-Index infer_num_classes(const Dataset& data) {
+Index infer_num_classes(const Dataset& data, const Communicator& comm = Communicator::local()) {
   Index classes = static_cast<Index>(data.class_names.size());
   if (data.n() > 0) classes = std::max<Index>(classes, static_cast<Index>(data.y.maxCoeff()) + 1);
-  return std::max<Index>(classes, 2);
+  return std::max<Index>(comm.max(classes), 2);
 }
 
 VectorXd checked_omega(const VectorXd& omega, Index n) {
@@ -77,14 +77,14 @@ VectorXd checked_omega(const VectorXd& omega, Index n) {
   return omega;
 }
 
-Model empty_model(const Dataset& data, const FitOptions& options) {
+Model empty_model(const Dataset& data, const FitOptions& options, const Communicator& comm) {
   Model model;
   model.kind = options.kind;
   model.intercept = options.intercept;
   model.regression = options.regression;
   model.l2 = options.l2;
-  model.n_train = data.n();
-  model.num_classes = options.kind == ModelKind::kSoftmax ? infer_num_classes(data)
+  model.n_train = comm.sum(data.n());
+  model.num_classes = options.kind == ModelKind::kSoftmax ? infer_num_classes(data, comm)
                       : options.regression                 ? 1
                                                            : 2;
   const Index p = data.d() + (options.intercept ? 1 : 0);
@@ -109,31 +109,37 @@ Eigen::LLT<MatrixXd> factorise(const MatrixXd& H, const FitOptions& options) {
   return llt;
 }
 
-Model fit_least_squares(const Dataset& data, const FitOptions& options, const VectorXd& omega) {
-  Model model = empty_model(data, options);
+Model fit_least_squares(const Dataset& data, const FitOptions& options, const VectorXd& omega,
+                        const Communicator& comm) {
+  Model model = empty_model(data, options, comm);
   const VectorXd target = model_targets(data, options);
   const detail::Design design(data.X, options.intercept);
   MatrixXd H = design.weighted_gram(omega);
-  H.diagonal().array() += static_cast<double>(data.n()) * options.l2;
-  const VectorXd rhs = design.transpose_times(VectorXd(omega.cwiseProduct(target)));
+  comm.sum(H);
+  H.diagonal().array() += static_cast<double>(model.n_train) * options.l2;
+  VectorXd rhs = design.transpose_times(VectorXd(omega.cwiseProduct(target)));
+  comm.sum(rhs);
   model.weights.col(0) = factorise(H, options).solve(rhs);
-  model.gradient_norm = objective_gradient(model, data, omega).norm();
+  model.gradient_norm = detail::GlmObjective(model, data, omega, comm).gradient(model.flat()).norm();
   return model;
 }
 
 // Without a penalty, separable data have no finite minimiser: Newton still "converges" because
 // the gradient vanishes as ||w|| grows. Every example fitted to certainty exposes it.
-void reject_separable(const detail::GlmObjective& objective, const VectorXd& w, const FitOptions& options) {
+void reject_separable(const detail::GlmObjective& objective, const VectorXd& w, const FitOptions& options,
+                      const Communicator& comm) {
   const PerExampleLoss losses = objective.per_example(w);
-  if (w.norm() > 1e6 || losses.loss.maxCoeff() < 1e-8)
+  const double largest_loss = comm.max(losses.loss.size() ? losses.loss.maxCoeff() : 0.0);
+  if (w.norm() > 1e6 || largest_loss < 1e-8)
     throw std::runtime_error(to_string(options.kind) +
                              " regression with lambda = 0 has no finite minimiser: the training data are "
                              "linearly separable (||w|| = " + format_double(w.norm()) +
                              "). Set a positive L2 strength (option l2)");
 }
 
-Model newton(const Dataset& data, const FitOptions& options, Model model, const VectorXd& omega) {
-  const detail::GlmObjective objective(model, data, omega);
+Model newton(const Dataset& data, const FitOptions& options, Model model, const VectorXd& omega,
+             const Communicator& comm) {
+  const detail::GlmObjective objective(model, data, omega, comm);
   VectorXd w = model.flat();
   const double scale = std::max(1.0, objective.gradient(VectorXd::Zero(w.size())).norm());
   double value = objective.value(w);
@@ -173,12 +179,13 @@ Model newton(const Dataset& data, const FitOptions& options, Model model, const 
     value = candidate;
   }
   model.set_flat(w);
-  if (options.l2 == 0.0) reject_separable(objective, w, options);
+  if (options.l2 == 0.0) reject_separable(objective, w, options, comm);
   return model;
 }
 
-Model lbfgs(const Dataset& data, const FitOptions& options, Model model, const VectorXd& omega) {
-  const detail::GlmObjective objective(model, data, omega);
+Model lbfgs(const Dataset& data, const FitOptions& options, Model model, const VectorXd& omega,
+            const Communicator& comm) {
+  const detail::GlmObjective objective(model, data, omega, comm);
   VectorXd w = model.flat();
   const double scale = std::max(1.0, objective.gradient(VectorXd::Zero(w.size())).norm());
   LBFGSpp::LBFGSParam<double> parameters;
@@ -205,14 +212,16 @@ Model lbfgs(const Dataset& data, const FitOptions& options, Model model, const V
                              std::to_string(parameters.max_iterations) + " iterations (gradient norm " +
                              format_double(model.gradient_norm) + ")");
   model.set_flat(w);
-  if (options.l2 == 0.0) reject_separable(objective, w, options);
+  if (options.l2 == 0.0) reject_separable(objective, w, options, comm);
   return model;
 }
 
-Model minimise(const Dataset& data, const FitOptions& options, Model start, const VectorXd& omega) {
+Model minimise(const Dataset& data, const FitOptions& options, Model start, const VectorXd& omega,
+               const Communicator& comm = Communicator::local()) {
   const bool use_lbfgs = options.solver == Solver::kLbfgs ||
                          (options.solver == Solver::kAuto && start.weights.size() > kNewtonMaxParams);
-  return use_lbfgs ? lbfgs(data, options, std::move(start), omega) : newton(data, options, std::move(start), omega);
+  return use_lbfgs ? lbfgs(data, options, std::move(start), omega, comm)
+                   : newton(data, options, std::move(start), omega, comm);
 }
 
 }  // namespace
@@ -237,29 +246,29 @@ VectorXd model_targets(const Dataset& data, const FitOptions& options) {
   return target;
 }
 
-Model fit(const Dataset& data, const FitOptions& options, const VectorXd& omega) {
+Model fit(const Dataset& data, const FitOptions& options, const VectorXd& omega, const Communicator& comm) {
   options.validate();
   data.validate();
   check_finite(data);
-  if (data.n() == 0) throw std::invalid_argument("data '" + data.source + "' has no examples");
+  if (comm.sum(data.n()) == 0) throw std::invalid_argument("data '" + data.source + "' has no examples");
   const VectorXd weights = checked_omega(omega, data.n());
   model_targets(data, options);  // domain check before any work
-  if (options.kind == ModelKind::kLeastSquares) return fit_least_squares(data, options, weights);
-  return minimise(data, options, empty_model(data, options), weights);
+  if (options.kind == ModelKind::kLeastSquares) return fit_least_squares(data, options, weights, comm);
+  return minimise(data, options, empty_model(data, options, comm), weights, comm);
 }
 
 Model refit(const Dataset& data, const FitOptions& options, const Model& start, const VectorXd& omega) {
   options.validate();
   const VectorXd weights = checked_omega(omega, data.n());
-  if (options.kind == ModelKind::kLeastSquares) return fit_least_squares(data, options, weights);
-  Model model = empty_model(data, options);
+  if (options.kind == ModelKind::kLeastSquares) return fit_least_squares(data, options, weights, Communicator::local());
+  Model model = empty_model(data, options, Communicator::local());
   if (start.weights.rows() == model.weights.rows() && start.weights.cols() == model.weights.cols())
     model.weights = start.weights;
   return minimise(data, options, model, weights);
 }
 
-MatrixXd hessian(const Model& model, const Dataset& data, const VectorXd& omega) {
-  const detail::GlmObjective objective(model, data, checked_omega(omega, data.n()));
+MatrixXd hessian(const Model& model, const Dataset& data, const VectorXd& omega, const Communicator& comm) {
+  const detail::GlmObjective objective(model, data, checked_omega(omega, data.n()), comm);
   return objective.hessian(model.flat());
 }
 

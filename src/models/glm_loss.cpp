@@ -100,9 +100,9 @@ VectorXd class_probabilities(ModelKind kind, const VectorXd& scores) {
   return shifted / shifted.sum();
 }
 
-GlmObjective::GlmObjective(const Model& model, const Dataset& data, VectorXd omega)
+GlmObjective::GlmObjective(const Model& model, const Dataset& data, VectorXd omega, const Communicator& comm)
     : shape_(model), design_(data.X, model.intercept), omega_(std::move(omega)),
-      penalty_(static_cast<double>(data.n()) * model.l2) {
+      penalty_(static_cast<double>(comm.sum(data.n())) * model.l2), comm_(&comm) {
   FitOptions options;
   options.kind = model.kind;
   options.regression = model.regression;
@@ -134,7 +134,7 @@ double GlmObjective::value(const VectorXd& w) const {
         for (Index b = 0; b < count; ++b) partial += omega_(start + b) * example_loss(a.row(b), start + b);
       },
       [&](double partial) { total += partial; }, Design::worth_sharing(loss_pass_work()));
-  return total + 0.5 * penalty_ * w.squaredNorm();
+  return comm_->sum(total) + 0.5 * penalty_ * w.squaredNorm();
 }
 
 VectorXd GlmObjective::gradient(const VectorXd& w) const {
@@ -158,6 +158,7 @@ VectorXd GlmObjective::gradient(const VectorXd& w) const {
         partial = design_.transpose_times_rows(residual, start);
       },
       [&](const MatrixXd& partial) { g += partial; }, Design::worth_sharing(2 * loss_pass_work()));
+  comm_->sum(g);
   return Eigen::Map<const VectorXd>(g.data(), g.size()) + penalty_ * w;
 }
 
@@ -190,6 +191,7 @@ MatrixXd GlmObjective::hessian(const VectorXd& w) const {
   reduce_blocks_in_order(
       n, Design::kRowBlock, H, add_rows, [&](const MatrixXd& partial) { H += partial; },
       Design::worth_sharing(n * (p * K) * (p * K) / 2));
+  comm_->sum(H);
   for (Index k = 0; k < K; ++k)
     for (Index l = k + 1; l < K; ++l) H.block(l * p, k * p, p, p) = H.block(k * p, l * p, p, p).transpose();
   H.diagonal().array() += penalty_;

@@ -60,7 +60,10 @@ VectorXd class_probabilities(ModelKind kind, const VectorXd& scores);
 /// Design::kRowBlock rows at a time (scores, losses and their sums), summed in block order.
 class GlmObjective {
  public:
-  GlmObjective(const Model& model, const Dataset& data, VectorXd omega);
+  /// On several ranks of `comm`, `data` is this rank's shard: value, gradient and Hessian are of
+  /// all shards (each a collective call) and the penalty counts all examples.
+  GlmObjective(const Model& model, const Dataset& data, VectorXd omega,
+               const Communicator& comm = Communicator::local());
   double value(const VectorXd& w) const;
   VectorXd gradient(const VectorXd& w) const;
   MatrixXd hessian(const VectorXd& w) const;
@@ -79,6 +82,7 @@ class GlmObjective {
   VectorXd omega_;
   VectorXd target_;  // binary models: -1/+1, 0/1 or real; softmax: class index
   double penalty_;   // n * lambda
+  const Communicator* comm_;
 };
 
 }  // namespace filkit::detail

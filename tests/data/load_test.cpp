@@ -1,6 +1,7 @@
 // Datasets, class selection, the seeded split, and load_dataset on every kind of source:
 // CSV/ARFF/npz files generated here, tiny built-in look-alikes under $FILKIT_DATA_DIR, and the
 // real MNIST and Fashion-MNIST files when they are installed.
+#include "filkit/base/communicator.hpp"
 #include "filkit/data/dataset.hpp"
 #include "filkit/data/load.hpp"
 
@@ -450,6 +451,81 @@ TEST(RealData, FashionMnistZeroVersusOneHas12000TrainingImages) {
   EXPECT_EQ(split->train.X.maxCoeff(), 255.0);
   EXPECT_EQ((split->train.y.array() == 0).count(), 6000);
   EXPECT_EQ(split->train.class_names, (std::vector<std::string>{"T-shirt/top", "Trouser"}));
+}
+
+// A miniature MNIST whose pixels tell the rows apart: row i of a part has pixels i, i + 1, ...
+void write_distinct_mnist(const std::string& dir, int n) {
+  std::filesystem::create_directories(dir);
+  for (const std::string part : {"train", "t10k"}) {
+    std::string labels, pixels;
+    for (int i = 0; i < n; ++i) {
+      labels += static_cast<char>((i * 7) % 10);
+      for (int k = 0; k < 4; ++k) pixels += static_cast<char>((i + k) % 251);
+    }
+    const auto count = static_cast<std::uint32_t>(n);
+    std::ofstream(dir + "/" + part + "-images-idx3-ubyte", std::ios::binary) << idx_bytes(0x803, {count, 2, 2}, pixels);
+    std::ofstream(dir + "/" + part + "-labels-idx1-ubyte", std::ios::binary) << idx_bytes(0x801, {count}, labels);
+  }
+}
+
+// The shards of K ranks, one after the other, are the whole load: the same rows in the same order.
+void expect_shards_make_the_whole(const DataOptions& whole_options, int ranks) {
+  const DatasetSplit whole = load_dataset(whole_options);
+  for (const bool train : {true, false}) {
+    const Dataset& all = train ? whole.train : whole.test;
+    Index row = 0;
+    for (int rank = 0; rank < ranks; ++rank) {
+      DataOptions options = whole_options;
+      options.shard_rank = rank;
+      options.shard_count = ranks;
+      const DatasetSplit split = load_dataset(options);
+      const Dataset& shard = train ? split.train : split.test;
+      const RowShard expected = RowShard::of(all.n(), rank, ranks);
+      ASSERT_EQ(shard.n(), expected.size()) << "rank " << rank << " of " << ranks;
+      EXPECT_EQ(shard.X, all.X.middleRows(row, shard.n())) << "rank " << rank << " of " << ranks;
+      EXPECT_EQ(shard.y, all.y.segment(row, shard.n())) << "rank " << rank << " of " << ranks;
+      EXPECT_EQ(shard.class_names, all.class_names);
+      EXPECT_EQ(shard.feature_names, all.feature_names);
+      EXPECT_EQ(shard.image, all.image);
+      row += shard.n();
+    }
+    EXPECT_EQ(row, all.n());
+  }
+}
+
+TEST(LoadDataset, ShardsOfAnIdxBuiltinReadOnlyTheirRowsAndMakeTheWholeLoad) {
+  TempDir dir;
+  write_distinct_mnist(dir.file("digits"), 97);
+  DataOptions options;
+  options.data = "mnist:" + dir.file("digits");
+  options.classes = {3, 1, 4};
+  options.train_size = 17;  // the seeded subset is chosen before the shards are cut
+  options.test_size = 11;
+  options.seed = 5;
+  for (int ranks = 1; ranks <= 4; ++ranks) expect_shards_make_the_whole(options, ranks);
+  options.classes.clear();
+  options.train_size = options.test_size = 0;
+  expect_shards_make_the_whole(options, 3);
+}
+
+TEST(LoadDataset, ShardsOfOtherSourcesAreCutFromTheWholeLoad) {
+  TempDir dir;
+  const DataOptions options = csv_options(dir.write("t.csv", twenty_rows_csv()));
+  for (int ranks = 1; ranks <= 4; ++ranks) expect_shards_make_the_whole(options, ranks);
+}
+
+TEST(RowShard, SplitsRowsIntoContiguousBlocksOfNearlyEqualSize) {
+  EXPECT_EQ(RowShard::of(10, 0, 3).begin, 0);
+  EXPECT_EQ(RowShard::of(10, 0, 3).end, 4);  // the first n % K ranks take one more
+  EXPECT_EQ(RowShard::of(10, 1, 3).begin, 4);
+  EXPECT_EQ(RowShard::of(10, 1, 3).end, 7);
+  EXPECT_EQ(RowShard::of(10, 2, 3).end, 10);
+  EXPECT_EQ(RowShard::of(2, 3, 4).size(), 0);
+  EXPECT_THROW(RowShard::of(10, 3, 3), std::invalid_argument);
+  DataOptions options;
+  options.shard_count = 2;
+  options.shard_rank = 2;
+  EXPECT_INVALID_ARGUMENT(options.validate(), "shard 2 of 2", "0 <= shard_rank < shard_count");
 }
 
 }  // namespace

@@ -69,6 +69,12 @@ struct DataOptions {
   /// refused with a message asking for it. 2-D and 3-D X have no channel axis to place. The
   /// layout used is recorded in the dataset's source.
   std::optional<ImageLayout> image_layout;
+  /// The part of the examples this process loads, set by a job from its Communicator (not a user
+  /// setting): rank `shard_rank` of `shard_count` gets RowShard::of(n, shard_rank, shard_count) of
+  /// the training and of the test examples, after the classes and subsets are chosen. The built-in
+  /// IDX image sets read only those rows; other sources are read whole and then cut.
+  int shard_rank = 0;
+  int shard_count = 1;
   /// Throws std::invalid_argument naming the field, value and rule (empty data, test_fraction
   /// outside [0, 1), negative or repeated classes, classes with regression).
   void validate() const;

@@ -2,6 +2,7 @@
 // and apply it to both splits, timing each stage for the outputs.
 #pragma once
 
+#include "filkit/base/communicator.hpp"
 #include "filkit/data/dataset.hpp"
 #include "filkit/data/load.hpp"
 #include "filkit/data/preprocessing.hpp"
@@ -85,8 +86,12 @@ struct PreparedData {
 };
 
 /// load_dataset, then preprocess; throws whatever they throw.
-PreparedData load_and_preprocess(const DataOptions& data, const PreprocessOptions& preprocessing);
+/// On several ranks of `comm`, each loads its shard (DataOptions::shard_rank) and the preprocessing
+/// is fitted on all of them together (collective).
+PreparedData load_and_preprocess(const DataOptions& data, const PreprocessOptions& preprocessing,
+                                 const Communicator& comm = Communicator::local());
 /// The same for the users' options (resolved first).
-PreparedData load_and_preprocess(const DataPipelineOptions& options, std::uint64_t seed);
+PreparedData load_and_preprocess(const DataPipelineOptions& options, std::uint64_t seed,
+                                 const Communicator& comm = Communicator::local());
 
 }  // namespace filkit

@@ -3,6 +3,7 @@
 // unit-ball projection), and PCA, all fitted on the training split only.
 #pragma once
 
+#include "filkit/base/communicator.hpp"
 #include "filkit/base/enum_names.hpp"
 #include "filkit/data/dataset.hpp"
 
@@ -95,7 +96,10 @@ struct Preprocessor {
   /// all-zero training rows with global-max scaling, or, with standardize = channel, data without
   /// an image shape or a channel that is constant over the training images (s_c = 0). The channel
   /// statistics are summed without overflow for any values loaders accept (kMaxInputMagnitude).
-  static Preprocessor fit(const Dataset& train, const PreprocessOptions& options);
+  /// On several ranks `train` is this rank's shard and every statistic is that of all shards:
+  /// a collective call, made by every rank of `comm`.
+  static Preprocessor fit(const Dataset& train, const PreprocessOptions& options,
+                          const Communicator& comm = Communicator::local());
   /// The data transformed with the fitted statistics; after PCA, feature_names become
   /// "pc1".."pck" and the column map and image shape are cleared (the other steps keep them).
   /// Throws std::invalid_argument if the data's dimension differs from input_dimension, or, when
@@ -130,6 +134,6 @@ void top_eigenpairs(const MatrixXd& C, Index k, EigenSolver solver, MatrixXd& ve
 
 /// Fits on `split.train`, applies to both parts.
 DatasetSplit preprocess(const DatasetSplit& split, const PreprocessOptions& options,
-                        Preprocessor* fitted = nullptr);
+                        Preprocessor* fitted = nullptr, const Communicator& comm = Communicator::local());
 
 }  // namespace filkit

@@ -7,12 +7,14 @@
 // and a job's further tables (e.g. measure's released weights) under their own names.
 #pragma once
 
+#include "filkit/base/communicator.hpp"
 #include "filkit/base/types.hpp"
 
 #include <nlohmann/json_fwd.hpp>
 
 #include <iosfwd>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -77,11 +79,21 @@ std::vector<std::string> write_job_outputs(const JobResult& result, const JobOut
 template <class Job>
 auto run_job(const typename Job::Options& options, const JobOutputs& outputs = {}, bool quiet = true,
              std::ostream* out = nullptr) {
+  // Under mpirun every rank runs the job; rank 0 alone checks, writes and prints the outputs.
+  const Communicator& comm = Communicator::world();
+  if constexpr (!requires { Job::runs_on_mpi_ranks; }) {
+    if (comm.distributed())
+      throw std::invalid_argument(std::string("filkit ") + Job::name + " runs on one process; of the jobs only " +
+                                  "measure runs on several MPI ranks so far (docs/distributed.md): run it "
+                                  "without mpirun, or with -np 1");
+  }
   options.validate();
-  check_output_paths(outputs);
+  if (comm.is_root()) check_output_paths(outputs);
   auto result = Job::run(options, !quiet);
-  write_job_outputs(result, outputs, quiet);
-  if (!quiet && out != nullptr) result.print_summary(*out);
+  if (comm.is_root()) {
+    write_job_outputs(result, outputs, quiet);
+    if (!quiet && out != nullptr) result.print_summary(*out);
+  }
   return result;
 }
 

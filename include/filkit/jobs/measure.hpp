@@ -52,14 +52,21 @@ struct GroupFil {
   SubsetFil fil;
 };
 
+/// On several MPI ranks (`mpirun -np K filkit measure`, docs/distributed.md) every rank loads and
+/// measures its shard of the examples; the per-example results (fil, loss, attribute_eta, labels)
+/// are gathered at rank 0, which alone holds them all and writes the outputs.
 struct MeasureResult final : JobResult {
   MeasureOptions options;     ///< as run, every auto resolved
-  DatasetSplit data;          ///< after preprocessing
+  DatasetSplit data;          ///< after preprocessing (on several ranks: this rank's shard)
+  Index n_train = 0;          ///< training examples of all ranks
+  Index n_test = 0;           ///< test examples of all ranks
+  int ranks = 1;              ///< MPI ranks the job ran on
+  VectorXd labels;            ///< the training labels, in the order of fil (all of them at rank 0)
   Preprocessor preprocessor;
   Model model;                ///< w*
   Model release;              ///< w' = w* + N(0, sigma^2 I), seeded
   double sigma = 1.0;         ///< composed sigma of all releases
-  PerExampleFil fil;
+  PerExampleFil fil;          ///< per training example (on several ranks: all at rank 0, none elsewhere)
   PerExampleLoss loss;
   std::vector<Index> attribute_columns;  ///< empty without an attribute
   VectorXd attribute_eta;                ///< per-example attribute FIL (empty without one)
@@ -87,6 +94,7 @@ MeasureResult run_measure(const MeasureOptions& options, bool progress = false);
 struct MeasureJob {
   using Options = MeasureOptions;
   static constexpr const char* name = "measure";
+  static constexpr bool runs_on_mpi_ranks = true;  // sharded (docs/distributed.md)
   static constexpr const char* description =
       "Fit a GLM and measure the Fisher information loss (FIL) of its output-perturbed release for every training "
       "example. Without options: Fashion-MNIST 0 vs 1, global-max scaling, PCA 20, logistic, lambda 8e-4, sigma 1.";

@@ -47,6 +47,7 @@ struct Task {
 };
 
 /// Loads and preprocesses `options.data` with dataset seed `seed`.
-Task prepare_task(const TaskOptions& options, std::uint64_t seed);
+/// On several ranks of `comm`: this rank's shard, preprocessed with statistics of all (collective).
+Task prepare_task(const TaskOptions& options, std::uint64_t seed, const Communicator& comm = Communicator::local());
 
 }  // namespace filkit

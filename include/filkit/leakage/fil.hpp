@@ -83,18 +83,25 @@ struct CoordinateSelection {
 /// H once (O(p^3)); every query reuses it. Every result is bitwise identical for any number of
 /// OpenMP threads. Throws std::runtime_error if H is not positive definite (lambda = 0 with
 /// collinear features).
+///
+/// On several ranks of `comm`, `train` and `omega` are this rank's shard of a model fitted on all
+/// shards (fit with the same Communicator): construction and subset() are collective (H and the
+/// group sums are added over the ranks); per-example results are of this rank's rows.
 class FisherInformationLoss {
  public:
   FisherInformationLoss(const Model& model, const Dataset& train, const VectorXd& omega = VectorXd(),
-                        FilOptions options = FilOptions());
+                        FilOptions options = FilOptions(), const Communicator& comm = Communicator::local());
 
   /// Per-example FIL and dFIL of all private coordinates of each example (O(n d^2) in total for
   /// the binary models). Parallel over examples with OpenMP.
   PerExampleFil per_example() const;
   /// Per-example FIL of the chosen coordinates of each example (e.g. one attribute's block).
   VectorXd per_example_selection(const CoordinateSelection& selection) const;
-  /// FIL of the chosen coordinates of the chosen examples taken together (rows empty = all).
+  /// FIL of the chosen coordinates of the chosen examples taken together (rows empty = all; on
+  /// several ranks: this rank's rows, joined with the other ranks' choices).
   SubsetFil subset(const std::vector<Index>& rows, const CoordinateSelection& selection) const;
+  /// The same, with empty `rows` meaning none of this rank's rows (a group that lives on other ranks).
+  SubsetFil subset_of_rows(const std::vector<Index>& rows, const CoordinateSelection& selection) const;
 
   /// The dense Jacobian J_i restricted to `selection` (p x |selection|), columns: the features
   /// in order, then the label (or the K one-hot label coordinates for softmax).
@@ -118,6 +125,7 @@ class FisherInformationLoss {
   const Dataset& train_;
   VectorXd omega_;
   FilOptions options_;
+  const Communicator* comm_;
   VectorXd target_;       // the model's targets (coded)
   MatrixXd scores_;       // n x K
   MatrixXd H_;            // p x p

@@ -12,6 +12,7 @@
 // exactly), never a private one.
 #pragma once
 
+#include "filkit/base/communicator.hpp"
 #include "filkit/base/enum_names.hpp"
 #include "filkit/data/dataset.hpp"
 #include "filkit/base/types.hpp"
@@ -96,7 +97,12 @@ struct Model {
 /// for any number of threads. Throws std::invalid_argument for labels outside the model's domain, NaN/Inf
 /// or shape mismatches; std::runtime_error for a singular H (with advice to raise lambda) or
 /// non-convergence.
-Model fit(const Dataset& data, const FitOptions& options, const VectorXd& omega = VectorXd());
+///
+/// On several ranks of `comm` (a collective call), `data` and `omega` are this rank's shard and
+/// the model is that of all shards together: every sum over examples is added over the ranks and
+/// every rank takes the same steps (docs/distributed.md).
+Model fit(const Dataset& data, const FitOptions& options, const VectorXd& omega = VectorXd(),
+          const Communicator& comm = Communicator::local());
 
 /// Refits starting from `start` (warm start), same options; used by attacks that refit after
 /// changing one example.
@@ -125,8 +131,10 @@ double accuracy(const Model& model, const Dataset& data);
 /// least squares against -1/+1 codes, for logistic against class probabilities vs 0/1).
 double mean_squared_error(const Model& model, const Dataset& data);
 
-/// The objective's Hessian at the model's weights, p*K x p*K, with the given example weights.
-MatrixXd hessian(const Model& model, const Dataset& data, const VectorXd& omega = VectorXd());
+/// The objective's Hessian at the model's weights, p*K x p*K, with the given example weights
+/// (of all ranks' shards on several: collective).
+MatrixXd hessian(const Model& model, const Dataset& data, const VectorXd& omega = VectorXd(),
+                 const Communicator& comm = Communicator::local());
 /// The objective F(w) at the model's weights.
 double objective_value(const Model& model, const Dataset& data, const VectorXd& omega = VectorXd());
 /// Gradient of the objective at the model's weights (flattened).

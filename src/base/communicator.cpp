@@ -1,0 +1,204 @@
+#include "filkit/base/communicator.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <stdexcept>
+
+#if FILKIT_WITH_MPI
+#include <mpi.h>
+#endif
+
+namespace filkit {
+
+RowShard RowShard::of(Index n, int rank, int ranks) {
+  if (ranks < 1 || rank < 0 || rank >= ranks)
+    throw std::invalid_argument("RowShard: rank " + std::to_string(rank) + " of " + std::to_string(ranks));
+  const Index base = n / ranks, extra = n % ranks;  // the first `extra` ranks take one row more
+  const auto r = static_cast<Index>(rank);
+  RowShard shard;
+  shard.begin = r * base + std::min(r, extra);
+  shard.end = shard.begin + base + (r < extra ? 1 : 0);
+  return shard;
+}
+
+namespace {
+Communicator* g_world = nullptr;  // set while an MpiSession with several ranks (or one) runs
+}  // namespace
+
+const Communicator& Communicator::local() {
+  static const Communicator one(0, 1, nullptr);
+  return one;
+}
+
+const Communicator& Communicator::world() { return g_world != nullptr ? *g_world : local(); }
+
+bool launched_by_mpi() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS"})
+    if (std::getenv(name) != nullptr) return true;
+  return false;
+}
+
+#if FILKIT_WITH_MPI
+
+namespace {
+MPI_Comm comm_of(void* handle) { return *static_cast<MPI_Comm*>(handle); }
+// MPI counts are ints: large arrays go in pieces.
+constexpr std::size_t kPiece = std::size_t{1} << 27;
+}  // namespace
+
+bool built_with_mpi() { return true; }
+
+void Communicator::sum(double* values, std::size_t count) const {
+  if (size_ == 1) return;
+  for (std::size_t start = 0; start < count; start += kPiece) {
+    const int piece = static_cast<int>(std::min(kPiece, count - start));
+    MPI_Reduce(rank_ == 0 ? MPI_IN_PLACE : values + start, values + start, piece, MPI_DOUBLE, MPI_SUM, 0,
+               comm_of(handle_));
+  }
+  broadcast(values, count);
+}
+
+void Communicator::broadcast(double* values, std::size_t count) const {
+  if (size_ == 1) return;
+  for (std::size_t start = 0; start < count; start += kPiece) {
+    const int piece = static_cast<int>(std::min(kPiece, count - start));
+    MPI_Bcast(values + start, piece, MPI_DOUBLE, 0, comm_of(handle_));
+  }
+}
+
+double Communicator::max(double value) const {
+  if (size_ == 1) return value;
+  double result = value;
+  MPI_Allreduce(&value, &result, 1, MPI_DOUBLE, MPI_MAX, comm_of(handle_));  // exact: max has no rounding
+  return result;
+}
+
+Index Communicator::max(Index value) const {
+  if (size_ == 1) return value;
+  long long mine = value, result = value;
+  MPI_Allreduce(&mine, &result, 1, MPI_LONG_LONG, MPI_MAX, comm_of(handle_));
+  return static_cast<Index>(result);
+}
+
+Index Communicator::sum(Index value) const {
+  if (size_ == 1) return value;
+  long long mine = value, result = value;
+  MPI_Allreduce(&mine, &result, 1, MPI_LONG_LONG, MPI_SUM, comm_of(handle_));  // integers: exact
+  return static_cast<Index>(result);
+}
+
+bool Communicator::all(bool value) const {
+  if (size_ == 1) return value;
+  int mine = value ? 1 : 0, result = mine;
+  MPI_Allreduce(&mine, &result, 1, MPI_INT, MPI_MIN, comm_of(handle_));
+  return result == 1;
+}
+
+Index Communicator::exclusive_prefix_sum(Index value) const {
+  if (size_ == 1) return 0;
+  long long mine = value, result = 0;
+  MPI_Exscan(&mine, &result, 1, MPI_LONG_LONG, MPI_SUM, comm_of(handle_));
+  return rank_ == 0 ? 0 : static_cast<Index>(result);  // MPI_Exscan leaves rank 0's undefined
+}
+
+VectorXd Communicator::gather(const VectorXd& values) const {
+  if (size_ == 1) return values;
+  const int mine = static_cast<int>(values.size());
+  if (static_cast<Index>(mine) != values.size())
+    throw std::length_error("Communicator::gather: more than INT_MAX values on one rank");
+  std::vector<int> counts(rank_ == 0 ? size_ : 0), offsets(rank_ == 0 ? size_ : 0);
+  MPI_Gather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, comm_of(handle_));
+  long long total = 0;
+  for (int r = 0; r < static_cast<int>(counts.size()); ++r) {
+    offsets[r] = static_cast<int>(total);
+    total += counts[r];
+  }
+  if (total > INT_MAX) throw std::length_error("Communicator::gather: more than INT_MAX values in all");
+  VectorXd gathered(rank_ == 0 ? static_cast<Index>(total) : 0);
+  MPI_Gatherv(values.data(), mine, MPI_DOUBLE, gathered.data(), counts.data(), offsets.data(), MPI_DOUBLE, 0,
+              comm_of(handle_));
+  return gathered;
+}
+
+void Communicator::barrier() const {
+  if (size_ > 1) MPI_Barrier(comm_of(handle_));
+}
+
+namespace {
+MPI_Comm g_world_comm = MPI_COMM_NULL;
+}  // namespace
+
+MpiSession::MpiSession(int* argc, char*** argv) {
+  if (!launched_by_mpi()) return;
+  int provided = 0;
+  // Only the main thread calls MPI; OpenMP threads work between the calls.
+  MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+  started_ = true;
+  int rank = 0, size = 1;
+  MPI_Comm_dup(MPI_COMM_WORLD, &g_world_comm);
+  MPI_Comm_rank(g_world_comm, &rank);
+  MPI_Comm_size(g_world_comm, &size);
+  g_world = new Communicator(rank, size, &g_world_comm);
+}
+
+MpiSession::~MpiSession() {
+  if (!started_) return;
+  delete g_world;
+  g_world = nullptr;
+  MPI_Comm_free(&g_world_comm);
+  MPI_Finalize();
+}
+
+void MpiSession::abort_if_distributed(int exit_code) {
+  if (Communicator::world().distributed()) MPI_Abort(MPI_COMM_WORLD, exit_code);
+}
+
+#else  // without MPI: one rank
+
+bool built_with_mpi() { return false; }
+void Communicator::sum(double*, std::size_t) const {}
+void Communicator::broadcast(double*, std::size_t) const {}
+double Communicator::max(double value) const { return value; }
+Index Communicator::max(Index value) const { return value; }
+Index Communicator::sum(Index value) const { return value; }
+bool Communicator::all(bool value) const { return value; }
+Index Communicator::exclusive_prefix_sum(Index) const { return 0; }
+VectorXd Communicator::gather(const VectorXd& values) const { return values; }
+void Communicator::barrier() const {}
+
+MpiSession::MpiSession(int*, char***) {
+  if (launched_by_mpi())
+    throw std::runtime_error(
+        "started by an MPI launcher (mpirun), but this filkit was built without MPI: every process would run the "
+        "whole job alone. Install libopenmpi-dev and rebuild (scripts/setup.sh), or run without mpirun");
+}
+MpiSession::~MpiSession() = default;
+void MpiSession::abort_if_distributed(int) {}
+
+#endif
+
+void Communicator::sum(Eigen::Ref<MatrixXd> values) const {
+  if (size_ == 1) return;
+  if (values.outerStride() != values.rows()) {  // not contiguous: through a copy
+    MatrixXd copy = values;
+    sum(copy.data(), static_cast<std::size_t>(copy.size()));
+    values = copy;
+    return;
+  }
+  sum(values.data(), static_cast<std::size_t>(values.size()));
+}
+
+double Communicator::sum(double value) const {
+  sum(&value, 1);
+  return value;
+}
+
+void Communicator::broadcast(Eigen::Ref<MatrixXd> values) const {
+  if (size_ == 1) return;
+  MatrixXd copy = values;
+  broadcast(copy.data(), static_cast<std::size_t>(copy.size()));
+  values = copy;
+}
+
+}  // namespace filkit

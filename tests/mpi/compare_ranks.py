@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Same answers at any scale (docs/distributed.md): `filkit measure` on K = 1, 2, 3 and 4 MPI ranks
+(loopback, oversubscribed) against the single-process program, for several settings: every
+per-example value of the CSV and every number of the summary JSON must agree to 1e-12 relative
+(the ranks' sums are added in a different order, so the last bits may differ). Also checks that a
+failing rank ends every rank with a clear error, and that jobs not yet sharded refuse to run on
+several ranks.
+
+Usage: compare_ranks.py --filkit BUILD/filkit [--mpirun mpirun] [--ranks 1,2,3,4]
+"""
+import argparse
+import csv
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+TOLERANCE = 1e-12
+# Plus an absolute floor: the loss of an example fitted almost exactly (1e-6 for least squares) is
+# the difference of O(1) scores and targets, whose rounding (1e-16) is then large relative to it.
+ABSOLUTE_FLOOR = 1e-15
+
+# (name, flags): the default job, softmax over three classes without PCA, a seeded subset with
+# groups and an attribute, least squares with scaling after PCA, and a CSV dataset (read whole,
+# then cut).
+SETTINGS = [
+    ("default", []),
+    ("softmax", ["--data", "mnist", "--classes", "0,1,2", "--train-size", "3000", "--pca", "30",
+                 "--model", "softmax", "--l2", "1e-2"]),
+    ("groups", ["--data", "mnist", "--train-size", "2000", "--test-size", "500", "--subset", "all",
+                "--subset", "class=1", "--subset", "rows={rows}", "--attribute", "0,1,2", "--releases", "3"]),
+    ("least-squares", ["--model", "least-squares", "--pca", "10", "--scale", "unit-ball", "--train-size", "1001"]),
+    ("credit-g", ["--data", "credit-g", "--l2", "1e-2"]),
+]
+
+
+def run(command, env, check=True):
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    if check and done.returncode != 0:
+        sys.exit(f"FAILED: {' '.join(command)}\n{done.stderr}")
+    return done
+
+
+def read_csv(path):
+    with open(path) as f:
+        rows = list(csv.reader(f))
+    return rows[0], [[float(v) for v in row] for row in rows[1:]]
+
+
+def close(a, b):
+    if a == b or (math.isnan(a) and math.isnan(b)):
+        return True
+    return abs(a - b) <= TOLERANCE * max(abs(a), abs(b)) + ABSOLUTE_FLOOR
+
+
+# Not results: the wall times, the rank count, and the fit's final gradient norm and iteration count,
+# which are the rounding residue of the stopping test (about 1e-9 at the optimum, set by the order of
+# the sums), not properties of the model.
+IGNORED = ("seconds", "mpi_ranks", "filkit_version", "gradient_norm", "iterations")
+
+
+def compare_json(a, b, path, ignored=IGNORED):
+    """The numbers of two summaries, recursively; returns the differing paths."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        problems = []
+        for key in sorted(set(a) | set(b)):
+            if key in ignored:
+                continue
+            if key not in a or key not in b:
+                problems.append(f"{path}.{key}: only in one")
+            else:
+                problems += compare_json(a[key], b[key], f"{path}.{key}", ignored)
+        return problems
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return [f"{path}: lengths {len(a)} and {len(b)}"]
+        return [p for i, (x, y) in enumerate(zip(a, b)) for p in compare_json(x, y, f"{path}[{i}]", ignored)]
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        return [] if close(float(a), float(b)) else [f"{path}: {a!r} vs {b!r}"]
+    return [] if a == b else [f"{path}: {a!r} vs {b!r}"]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--filkit", required=True)
+    parser.add_argument("--mpirun", default="mpirun")
+    parser.add_argument("--ranks", default="1,2,3,4")
+    args = parser.parse_args()
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1")
+    mpirun = [args.mpirun, "--oversubscribe", "--bind-to", "none"]
+    failures = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        rows_file = os.path.join(tmp, "rows.txt")
+        with open(rows_file, "w") as f:
+            f.write("\n".join(str(i) for i in [0, 5, 17, 999, 1000, 1500, 1999]) + "\n")
+        for name, flags in SETTINGS:
+            flags = [flag.replace("{rows}", rows_file) for flag in flags]
+            outputs = {}
+            for ranks in ["serial"] + args.ranks.split(","):
+                csv_path, json_path = os.path.join(tmp, f"{name}-{ranks}.csv"), os.path.join(tmp, f"{name}-{ranks}.json")
+                command = [args.filkit, "measure", "--quiet", "--threads", "1", "--out", csv_path, "--json", json_path] + flags
+                if ranks != "serial":
+                    command = mpirun + ["-np", ranks] + command
+                run(command, env)
+                outputs[ranks] = (read_csv(csv_path), json.load(open(json_path)))
+            (header, reference_rows), reference_json = outputs["serial"]
+            for ranks, ((ranks_header, rows), summary) in outputs.items():
+                if ranks == "serial":
+                    continue
+                problems = []
+                if ranks_header != header or len(rows) != len(reference_rows):
+                    problems.append(f"table shape {len(rows)} x {ranks_header} vs {len(reference_rows)} x {header}")
+                else:
+                    worst = 0.0
+                    for row, reference in zip(rows, reference_rows):
+                        for a, b in zip(row, reference):
+                            if not close(a, b):
+                                problems.append(f"row {int(reference[0])}: {row} vs {reference}")
+                                break
+                            if a != b and max(abs(a), abs(b)) > 1e-3:  # tiny values: see ABSOLUTE_FLOOR
+                                worst = max(worst, abs(a - b) / max(abs(a), abs(b)))
+                problems += compare_json(summary, reference_json, "json")
+                if summary.get("mpi_ranks") != int(ranks):
+                    problems.append(f"json.mpi_ranks = {summary.get('mpi_ranks')}, expected {ranks}")
+                status = "ok" if not problems else "FAILED"
+                print(f"{status}: {name} on {ranks} ranks: {len(rows)} examples, largest relative difference "
+                      f"{worst:.1e} (values above 1e-3)" if not problems else f"{status}: {name} on {ranks} ranks: " + "; ".join(problems[:5]))
+                failures += bool(problems)
+        # An error on the ranks ends them all, with the error named, not a hang.
+        bad = run(mpirun + ["-np", "3", args.filkit, "measure", "--quiet", "--subset", "class=7"], env, check=False)
+        if bad.returncode == 0 or "no training example has that class" not in bad.stderr:
+            print(f"FAILED: an error on every rank: exit {bad.returncode}, stderr {bad.stderr[-500:]}")
+            failures += 1
+        else:
+            print("ok: an error on the ranks ends the job with the message")
+        refused = run(mpirun + ["-np", "2", args.filkit, "irfil", "--quiet"], env, check=False)
+        if refused.returncode == 0 or "runs on one process" not in refused.stderr:
+            print(f"FAILED: irfil on 2 ranks: exit {refused.returncode}, stderr {refused.stderr[-500:]}")
+            failures += 1
+        else:
+            print("ok: a job not yet sharded refuses several ranks")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
