@@ -27,7 +27,7 @@ data="$cache/replicated-mnist-$copies"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-job=(measure --quiet --data "mnist:$data" --pca 0 --l2 1e-3 --threads 1)
+job=(measure --quiet --data "mnist:$data" --pca 0 --l2 1e-3)
 
 configurations=("serial-1-thread" "serial-2-threads")
 for k in ${ranks//,/ }; do configurations+=("mpi-$k"); done
@@ -38,9 +38,9 @@ for configuration in "${configurations[@]}"; do
   for ((r = 0; r < repeats; r++)); do
     json="$out/$configuration-$r.json"
     case "$configuration" in
-      serial-1-thread) command=("$filkit" "${job[@]}" --json "$json") ;;
+      serial-1-thread) command=("$filkit" "${job[@]}" --json "$json" --threads 1) ;;
       serial-2-threads) command=("$filkit" "${job[@]}" --json "$json" --threads 2) ;;
-      mpi-*) command=(mpirun --oversubscribe --bind-to none -np "${configuration#mpi-}" "$filkit" "${job[@]}" --json "$json") ;;
+      mpi-*) command=(mpirun --oversubscribe --bind-to none -np "${configuration#mpi-}" "$filkit" "${job[@]}" --json "$json" --threads 1) ;;
     esac
     start=$(date +%s%N)
     "${command[@]}"
@@ -49,7 +49,10 @@ for configuration in "${configurations[@]}"; do
   done
   sorted=$(printf '%s\n' "${times[@]}" | sort -n)
   median=$(echo "$sorted" | sed -n "$(((repeats + 1) / 2))p")
-  stages=$(/usr/bin/python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["seconds"]; print(" | ".join(f"{s.get(k, float(\"nan\")):.2f}" for k in ["load","preprocess","fit","fil"]))' "$out/$configuration-${median#* }.json")
+  stages=$(/usr/bin/python3 -c '
+import json, sys
+seconds = json.load(open(sys.argv[1]))["seconds"]
+print(" | ".join("%.2f" % seconds[stage] for stage in ["load", "preprocess", "fit", "fil"]))' "$out/$configuration-${median#* }.json")
   printf '| %s | %.2f | %.2f-%.2f | %s |\n' "$configuration" "${median% *}" "$(echo "$sorted" | head -1 | cut -d' ' -f1)" \
     "$(echo "$sorted" | tail -1 | cut -d' ' -f1)" "$stages"
 done

@@ -431,7 +431,7 @@ Dataset load_idx_shard(const Builtin& builtin, const std::string& dir, const std
     rows = std::vector<Index>(rows.begin() + shard.begin, rows.begin() + shard.end);
   };
   Dataset data = load_idx_part(builtin, dir, part, options.classes, options.max_memory, narrow);
-  if (!options.classes.empty()) data = select_classes(data, options.classes);
+  if (!options.classes.empty()) keep_classes(data, options.classes);  // relabelled, the pixels not copied
   return data;
 }
 
