@@ -23,14 +23,16 @@ IrfilJobResult run_irfil(const IrfilJobOptions& requested, bool progress) {
   result.options = requested;
   result.options.task.resolve();
   const IrfilJobOptions& options = result.options;
-  result.task = prepare_task(options.task, options.seed);
+  const Communicator& comm = Communicator::world();
+  result.task = prepare_task(options.task, options.seed, comm);
   IrfilOptions irfil_options = options.irfil;
   irfil_options.fit = result.task.fit;
   if (!options.attribute.empty())
     irfil_options.attribute_columns = find_attribute(result.task.data.train, options.attribute).columns;
-  irfil_options.progress = progress;
+  irfil_options.progress = progress && comm.is_root();
   const StageScope stage("reweighting (IRFIL: fits and FIL)");
-  result.irfil = irfil(result.task.data.train, result.task.data.test, irfil_options);
+  result.irfil = irfil(result.task.data.train, result.task.data.test, irfil_options, comm);
+  result.labels = comm.gather(result.task.data.train.y);
   require_finite_model(result.irfil.model);
   return result;
 }
@@ -47,9 +49,8 @@ nlohmann::json IrfilJobResult::to_json() const {
 
 NumericTable IrfilJobResult::table() const {
   NumericTable table{{"index", "label", "weight", "eta_before", "eta_after"}, {}};
-  const Dataset& train = task.data.train;
-  for (Index i = 0; i < train.n(); ++i)
-    table.rows.push_back({static_cast<double>(i), train.y(i), irfil.weights.back()(i), irfil.eta_before(i),
+  for (Index i = 0; i < labels.size(); ++i)
+    table.rows.push_back({static_cast<double>(i), labels(i), irfil.weights.back()(i), irfil.eta_before(i),
                           irfil.eta_after(i)});
   return table;
 }
@@ -58,9 +59,8 @@ NumericTable IrfilJobResult::extra_table(const std::string& name) const {
   if (name != "history_out") return JobResult::extra_table(name);
   NumericTable table{{"index", "label"}, {}};
   for (std::size_t t = 0; t < irfil.weights.size(); ++t) table.header.push_back("iteration_" + std::to_string(t));
-  const Dataset& train = task.data.train;
-  for (Index i = 0; i < train.n(); ++i) {
-    std::vector<double> row = {static_cast<double>(i), train.y(i)};
+  for (Index i = 0; i < labels.size(); ++i) {
+    std::vector<double> row = {static_cast<double>(i), labels(i)};
     for (const VectorXd& omega : irfil.weights) row.push_back(omega(i));
     table.rows.push_back(std::move(row));
   }
@@ -69,7 +69,7 @@ NumericTable IrfilJobResult::extra_table(const std::string& name) const {
 
 void IrfilJobResult::print_summary(std::ostream& out) const {
   const bool regression = task.fit.regression;
-  out << "filkit irfil: " << options.task.data.data << ", n = " << task.data.train.n() << ", d = "
+  out << "filkit irfil: " << options.task.data.data << ", n = " << task.n_train << ", d = "
       << task.data.train.d() << ", " << to_string(task.fit.kind) << ", lambda = " << task.fit.l2 << ", weighting "
       << to_string(options.irfil.weighting) << ", eta of "
       << (options.attribute.empty() ? "the whole example" : "attribute " + options.attribute)

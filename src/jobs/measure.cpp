@@ -90,19 +90,6 @@ std::vector<Index> group_rows(const std::string& spec, const Dataset& train, Ind
   return rows;
 }
 
-// The mean of a per-example quantity over all ranks' examples, from this rank's mean over its n.
-double mean_over_ranks(double local_mean, Index n, Index n_all, const Communicator& comm) {
-  if (!comm.distributed()) return local_mean;
-  return comm.sum(n > 0 ? local_mean * static_cast<double>(n) : 0.0) / static_cast<double>(n_all);
-}
-
-// The share of correct predictions over all ranks' examples (counts added exactly).
-double accuracy_over_ranks(const Model& model, const Dataset& data, Index n_all, const Communicator& comm) {
-  if (!comm.distributed()) return accuracy(model, data);
-  const double correct = data.n() > 0 ? std::round(accuracy(model, data) * static_cast<double>(data.n())) : 0.0;
-  return static_cast<double>(comm.sum(static_cast<Index>(correct))) / static_cast<double>(n_all);
-}
-
 // Rank 0 gets every rank's per-example results, in example order.
 void gather_per_example(MeasureResult& result, const Communicator& comm) {
   result.labels = comm.gather(result.data.train.y);
@@ -152,12 +139,9 @@ MeasureResult run_measure(const MeasureOptions& requested, bool show_progress) {
   Progress progress("measure", 4, !show_progress);
   Task task = prepare_task(options.task, options.seed, comm);
   result.data = std::move(task.data);
-  result.ranks = comm.size();
-  result.n_train = comm.sum(result.data.train.n());
-  result.n_test = comm.sum(result.data.test.n());
-  if (result.n_train < comm.size())
-    throw std::invalid_argument(std::to_string(comm.size()) + " MPI ranks for " + std::to_string(result.n_train) +
-                                " training examples: run on at most as many ranks as examples");
+  result.ranks = task.ranks;
+  result.n_train = task.n_train;
+  result.n_test = task.n_test;
   const Index offset = comm.exclusive_prefix_sum(result.data.train.n());
   result.preprocessor = std::move(task.preprocessor);
   result.seconds = std::move(task.seconds);
@@ -200,10 +184,10 @@ MeasureResult run_measure(const MeasureOptions& requested, bool show_progress) {
   result.release = perturb_output(result.model, options.fil.sigma, options.seed);
   const bool classification = !result.model.regression;
   const Dataset& test = result.data.test;
-  result.train_accuracy = classification ? accuracy_over_ranks(result.model, train, result.n_train, comm) : std::nan("");
-  result.test_accuracy = classification ? accuracy_over_ranks(result.model, test, result.n_test, comm) : std::nan("");
-  result.train_mse = mean_over_ranks(mean_squared_error(result.model, train), train.n(), result.n_train, comm);
-  result.test_mse = mean_over_ranks(mean_squared_error(result.model, test), test.n(), result.n_test, comm);
+  result.train_accuracy = classification ? accuracy_over_ranks(result.model, train, comm) : std::nan("");
+  result.test_accuracy = classification ? accuracy_over_ranks(result.model, test, comm) : std::nan("");
+  result.train_mse = mean_squared_error_over_ranks(result.model, train, comm);
+  result.test_mse = mean_squared_error_over_ranks(result.model, test, comm);
   gather_per_example(result, comm);
   return result;
 }

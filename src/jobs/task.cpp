@@ -51,14 +51,21 @@ Task prepare_task(const TaskOptions& options, std::uint64_t seed, const Communic
   task.preprocessor = std::move(prepared.preprocessor);
   task.seconds = std::move(prepared.seconds);
   task.fit = options.fit_options();
+  task.ranks = comm.size();
+  task.n_train = comm.sum(task.data.train.n());
+  task.n_test = comm.sum(task.data.test.n());
+  if (task.n_train < comm.size())  // every rank needs an example: its shard's statistics are formed from them
+    throw std::invalid_argument(std::to_string(comm.size()) + " MPI ranks for " + std::to_string(task.n_train) +
+                                " training examples: run on at most as many ranks as examples");
   check_model_memory(task.data.train, task.fit, options.data.max_memory);
   return task;
 }
 
 nlohmann::json Task::to_json() const {
   return {{"source", data.train.source},
-          {"n", data.train.n()},
-          {"n_test", data.test.n()},
+          {"n", n_train},
+          {"n_test", n_test},
+          {"mpi_ranks", ranks},
           {"d", data.train.d()},
           {"dropped_rows", {{"train", data.train.dropped_rows}, {"test", data.test.dropped_rows}}},
           {"preprocessing", preprocessor.to_json()}};

@@ -37,7 +37,8 @@ void IrfilOptions::validate() const {
                                 ": must be greater than min_weight = " + number(min_weight));
 }
 
-VectorXd irfil_update(const VectorXd& u, const VectorXd& eta, double min_weight, double max_weight) {
+VectorXd irfil_update(const VectorXd& u, const VectorXd& eta, double min_weight, double max_weight,
+                      const Communicator& comm) {
   if (u.size() != eta.size())
     throw std::invalid_argument("irfil_update: " + std::to_string(u.size()) + " weights but " +
                                 std::to_string(eta.size()) + " eta values");
@@ -46,11 +47,13 @@ VectorXd irfil_update(const VectorXd& u, const VectorXd& eta, double min_weight,
       throw std::runtime_error("IRFIL: example " + std::to_string(i) + " has eta = " + number(eta(i)) +
                                "; the update divides by eta, which must be finite and > 0");
   const VectorXd ratio = u.cwiseQuotient(eta);
-  const VectorXd normalised = (static_cast<double>(u.size()) / ratio.sum()) * ratio;
+  const auto n = static_cast<double>(comm.sum(u.size()));
+  const VectorXd normalised = (n / comm.sum(ratio.sum())) * ratio;
   return normalised.cwiseMax(min_weight).cwiseMin(max_weight);
 }
 
-VectorXd irfil_training_weights(const VectorXd& u, const VectorXd& labels, IrfilWeighting weighting) {
+VectorXd irfil_training_weights(const VectorXd& u, const VectorXd& labels, IrfilWeighting weighting,
+                                const Communicator& comm) {
   if (weighting == IrfilWeighting::kExample) return u;
   if (labels.size() != u.size())
     throw std::invalid_argument("irfil_training_weights: " + std::to_string(u.size()) + " weights but " +
@@ -60,6 +63,18 @@ VectorXd irfil_training_weights(const VectorXd& u, const VectorXd& labels, Irfil
     auto& [sum, count] = classes[labels(i)];
     sum += u(i);
     ++count;
+  }
+  if (comm.distributed()) {  // the classes of every rank: labels are class indices 0..K-1 here
+    const Index K = comm.max(classes.empty() ? Index{0} : static_cast<Index>(classes.rbegin()->first) + 1);
+    VectorXd sums = VectorXd::Zero(K), counts = VectorXd::Zero(K);
+    for (const auto& [label, entry] : classes) {
+      sums(static_cast<Index>(label)) = entry.first;
+      counts(static_cast<Index>(label)) = static_cast<double>(entry.second);  // exact below 2^53
+    }
+    comm.sum(sums);
+    comm.sum(counts);
+    for (auto& [label, entry] : classes)
+      entry = {sums(static_cast<Index>(label)), static_cast<Index>(counts(static_cast<Index>(label)))};
   }
   VectorXd omega(u.size());
   for (Index i = 0; i < u.size(); ++i) {
@@ -84,49 +99,55 @@ void check_data(const Dataset& train, const IrfilOptions& options) {
                                   std::to_string(train.d() - 1));
 }
 
-VectorXd driving_eta(const Model& model, const Dataset& train, const VectorXd& omega, const IrfilOptions& options) {
-  const FisherInformationLoss fil(model, train, omega, options.fil);
+VectorXd driving_eta(const Model& model, const Dataset& train, const VectorXd& omega, const IrfilOptions& options,
+                     const Communicator& comm) {
+  const FisherInformationLoss fil(model, train, omega, options.fil, comm);
   if (options.attribute_columns.empty()) return fil.per_example().eta;
   return fil.per_example_selection(CoordinateSelection::columns(options.attribute_columns));
 }
 
 IrfilIteration evaluate(int t, const Model& model, const Dataset& train, const Dataset& test, const VectorXd& eta,
-                        const VectorXd& u, const VectorXd& omega, const IrfilOptions& options) {
+                        const VectorXd& u, const VectorXd& omega, const IrfilOptions& options,
+                        const Communicator& comm) {
   IrfilIteration record;
   record.iteration = t;
-  record.eta = summarize(eta);
-  record.weight_min = omega.minCoeff();
-  record.weight_max = omega.maxCoeff();
-  record.clamped = (u.array() <= options.min_weight).count() + (u.array() >= options.max_weight).count();
+  const VectorXd all_eta = comm.gather(eta);  // the median needs them all: at rank 0
+  if (comm.is_root()) record.eta = summarize(all_eta);
+  const double largest = std::numeric_limits<double>::infinity();
+  record.weight_min = -comm.max(omega.size() ? -omega.minCoeff() : -largest);
+  record.weight_max = comm.max(omega.size() ? omega.maxCoeff() : -largest);
+  record.clamped = comm.sum(static_cast<Index>((u.array() <= options.min_weight).count() +
+                                               (u.array() >= options.max_weight).count()));
   const bool classification = !model.regression;
-  record.train_accuracy = classification ? accuracy(model, train) : std::nan("");
-  record.test_accuracy = classification && test.n() > 0 ? accuracy(model, test) : std::nan("");
-  record.train_mse = mean_squared_error(model, train);
-  record.test_mse = test.n() > 0 ? mean_squared_error(model, test) : std::nan("");
+  const bool tested = comm.sum(test.n()) > 0;
+  record.train_accuracy = classification ? accuracy_over_ranks(model, train, comm) : std::nan("");
+  record.test_accuracy = classification && tested ? accuracy_over_ranks(model, test, comm) : std::nan("");
+  record.train_mse = mean_squared_error_over_ranks(model, train, comm);
+  record.test_mse = tested ? mean_squared_error_over_ranks(model, test, comm) : std::nan("");
   record.fit_iterations = model.iterations;
   return record;
 }
 
 }  // namespace
 
-IrfilResult irfil(const Dataset& train, const Dataset& test, const IrfilOptions& options) {
+IrfilResult irfil(const Dataset& train, const Dataset& test, const IrfilOptions& options, const Communicator& comm) {
   options.validate();
   check_data(train, options);
   IrfilResult result;
-  Progress progress("irfil", options.iterations + 1, !options.progress);
+  Progress progress("irfil", options.iterations + 1, !options.progress || !comm.is_root());
   VectorXd u = VectorXd::Ones(train.n());
   for (int t = 0; t <= options.iterations; ++t) {
     const auto start = Clock::now();
-    const VectorXd omega = irfil_training_weights(u, train.y, options.weighting);
+    const VectorXd omega = irfil_training_weights(u, train.y, options.weighting, comm);
     // Warm start from the previous iterate: consecutive weightings differ little.
-    result.model = t == 0 ? fit(train, options.fit, omega) : refit(train, options.fit, result.model, omega);
-    const VectorXd eta = driving_eta(result.model, train, omega, options);
-    result.iterations.push_back(evaluate(t, result.model, train, test, eta, u, omega, options));
+    result.model = t == 0 ? fit(train, options.fit, omega, comm) : refit(train, options.fit, result.model, omega, comm);
+    const VectorXd eta = driving_eta(result.model, train, omega, options, comm);
+    result.iterations.push_back(evaluate(t, result.model, train, test, eta, u, omega, options, comm));
     result.iterations.back().seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    result.weights.push_back(omega);
-    if (t == 0) result.eta_before = eta;
-    result.eta_after = eta;
-    if (t < options.iterations) u = irfil_update(u, eta, options.min_weight, options.max_weight);
+    result.weights.push_back(comm.gather(omega));
+    if (t == 0) result.eta_before = comm.gather(eta);
+    if (t == options.iterations) result.eta_after = comm.gather(eta);
+    if (t < options.iterations) u = irfil_update(u, eta, options.min_weight, options.max_weight, comm);
     progress.advance();
   }
   progress.finish();

@@ -257,14 +257,15 @@ Model fit(const Dataset& data, const FitOptions& options, const VectorXd& omega,
   return minimise(data, options, empty_model(data, options, comm), weights, comm);
 }
 
-Model refit(const Dataset& data, const FitOptions& options, const Model& start, const VectorXd& omega) {
+Model refit(const Dataset& data, const FitOptions& options, const Model& start, const VectorXd& omega,
+            const Communicator& comm) {
   options.validate();
   const VectorXd weights = checked_omega(omega, data.n());
-  if (options.kind == ModelKind::kLeastSquares) return fit_least_squares(data, options, weights, Communicator::local());
-  Model model = empty_model(data, options, Communicator::local());
+  if (options.kind == ModelKind::kLeastSquares) return fit_least_squares(data, options, weights, comm);
+  Model model = empty_model(data, options, comm);
   if (start.weights.rows() == model.weights.rows() && start.weights.cols() == model.weights.cols())
     model.weights = start.weights;
-  return minimise(data, options, model, weights);
+  return minimise(data, options, model, weights, comm);
 }
 
 MatrixXd hessian(const Model& model, const Dataset& data, const VectorXd& omega, const Communicator& comm) {
@@ -345,6 +346,20 @@ Model perturb_output(const Model& model, double sigma, std::uint64_t seed) {
   Model released = model;
   for (Index k = 0; k < released.weights.size(); ++k) released.weights.data()[k] += sigma * normal(rng);
   return released;
+}
+
+double accuracy_over_ranks(const Model& model, const Dataset& data, const Communicator& comm) {
+  if (!comm.distributed()) return accuracy(model, data);
+  const Index n = comm.sum(data.n());
+  const double correct = data.n() > 0 ? std::round(accuracy(model, data) * static_cast<double>(data.n())) : 0.0;
+  return static_cast<double>(comm.sum(static_cast<Index>(correct))) / static_cast<double>(n);
+}
+
+double mean_squared_error_over_ranks(const Model& model, const Dataset& data, const Communicator& comm) {
+  if (!comm.distributed()) return mean_squared_error(model, data);
+  const Index n = comm.sum(data.n());
+  const double sum = data.n() > 0 ? mean_squared_error(model, data) * static_cast<double>(data.n()) : 0.0;
+  return comm.sum(sum) / static_cast<double>(n);
 }
 
 }  // namespace filkit

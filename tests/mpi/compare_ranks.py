@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Same answers at any scale (docs/distributed.md): `filkit measure` on K = 1, 2, 3 and 4 MPI ranks
+"""Same answers at any scale (docs/distributed.md): `filkit measure` and `filkit irfil` on K = 1, 2, 3 and 4 MPI ranks
 (loopback, oversubscribed) against the single-process program, for several settings: every
 per-example value of the CSV and every number of the summary JSON must agree to 1e-12 relative
 (the ranks' sums are added in a different order, so the last bits may differ). Also checks that a
@@ -22,17 +22,20 @@ TOLERANCE = 1e-12
 # the difference of O(1) scores and targets, whose rounding (1e-16) is then large relative to it.
 ABSOLUTE_FLOOR = 1e-15
 
-# (name, flags): the default job, softmax over three classes without PCA, a seeded subset with
-# groups and an attribute, least squares with scaling after PCA, and a CSV dataset (read whole,
-# then cut).
+# (name, flags) of measure: the default job, softmax over three classes, a seeded subset with
+# groups and an attribute, least squares with unit-ball scaling, and a CSV dataset (read whole, then
+# cut); and of irfil: its default job, and a class weighting driven by an attribute's FIL.
 SETTINGS = [
-    ("default", []),
-    ("softmax", ["--data", "mnist", "--classes", "0,1,2", "--train-size", "3000", "--pca", "30",
+    ("default", ["measure"]),
+    ("softmax", ["measure", "--data", "mnist", "--classes", "0,1,2", "--train-size", "3000", "--pca", "30",
                  "--model", "softmax", "--l2", "1e-2"]),
-    ("groups", ["--data", "mnist", "--train-size", "2000", "--test-size", "500", "--subset", "all",
+    ("groups", ["measure", "--data", "mnist", "--train-size", "2000", "--test-size", "500", "--subset", "all",
                 "--subset", "class=1", "--subset", "rows={rows}", "--attribute", "0,1,2", "--releases", "3"]),
-    ("least-squares", ["--model", "least-squares", "--pca", "10", "--scale", "unit-ball", "--train-size", "1001"]),
-    ("credit-g", ["--data", "credit-g", "--l2", "1e-2"]),
+    ("least-squares", ["measure", "--model", "least-squares", "--pca", "10", "--scale", "unit-ball", "--train-size", "1001"]),
+    ("credit-g", ["measure", "--data", "credit-g", "--l2", "1e-2"]),
+    ("irfil", ["irfil", "--iterations", "4"]),
+    ("irfil-class", ["irfil", "--data", "credit-g", "--l2", "1e-2", "--weighting", "hybrid", "--attribute", "age",
+                     "--iterations", "3", "--history-out", "{history}"]),
 ]
 
 
@@ -58,7 +61,7 @@ def close(a, b):
 # Not results: the wall times, the rank count, and the fit's final gradient norm and iteration count,
 # which are the rounding residue of the stopping test (about 1e-9 at the optimum, set by the order of
 # the sums), not properties of the model.
-IGNORED = ("seconds", "mpi_ranks", "filkit_version", "gradient_norm", "iterations")
+IGNORED = ("seconds", "mpi_ranks", "filkit_version", "fit_iterations", "json.fit")
 
 
 def compare_json(a, b, path, ignored=IGNORED):
@@ -66,7 +69,7 @@ def compare_json(a, b, path, ignored=IGNORED):
     if isinstance(a, dict) and isinstance(b, dict):
         problems = []
         for key in sorted(set(a) | set(b)):
-            if key in ignored:
+            if key in ignored or f"{path}.{key}" in ignored:
                 continue
             if key not in a or key not in b:
                 problems.append(f"{path}.{key}: only in one")
@@ -100,11 +103,18 @@ def main():
             outputs = {}
             for ranks in ["serial"] + args.ranks.split(","):
                 csv_path, json_path = os.path.join(tmp, f"{name}-{ranks}.csv"), os.path.join(tmp, f"{name}-{ranks}.json")
-                command = [args.filkit, "measure", "--quiet", "--threads", "1", "--out", csv_path, "--json", json_path] + flags
+                history = os.path.join(tmp, f"{name}-{ranks}-history.csv")
+                command = [args.filkit, flags[0], "--quiet", "--threads", "1", "--out", csv_path, "--json", json_path]
+                command += [flag.replace("{history}", history) for flag in flags[1:]]
                 if ranks != "serial":
                     command = mpirun + ["-np", ranks] + command
                 run(command, env)
-                outputs[ranks] = (read_csv(csv_path), json.load(open(json_path)))
+                header, rows = read_csv(csv_path)
+                if os.path.exists(history):  # irfil's weights of every iteration, compared as the table's columns
+                    history_header, history_rows = read_csv(history)
+                    header = header + history_header
+                    rows = [row + extra for row, extra in zip(rows, history_rows)]
+                outputs[ranks] = ((header, rows), json.load(open(json_path)))
             (header, reference_rows), reference_json = outputs["serial"]
             for ranks, ((ranks_header, rows), summary) in outputs.items():
                 if ranks == "serial":
@@ -135,9 +145,9 @@ def main():
             failures += 1
         else:
             print("ok: an error on the ranks ends the job with the message")
-        refused = run(mpirun + ["-np", "2", args.filkit, "irfil", "--quiet"], env, check=False)
+        refused = run(mpirun + ["-np", "2", args.filkit, "bound", "--quiet"], env, check=False)
         if refused.returncode == 0 or "runs on one process" not in refused.stderr:
-            print(f"FAILED: irfil on 2 ranks: exit {refused.returncode}, stderr {refused.stderr[-500:]}")
+            print(f"FAILED: bound on 2 ranks: exit {refused.returncode}, stderr {refused.stderr[-500:]}")
             failures += 1
         else:
             print("ok: a job not yet sharded refuses several ranks")

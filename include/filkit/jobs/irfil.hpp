@@ -37,8 +37,9 @@ void visit_fields(IrfilJobOptions& o, Visit&& visit) {
 
 struct IrfilJobResult final : JobResult {
   IrfilJobOptions options;  ///< as run, autos resolved
-  Task task;
+  Task task;           ///< on several MPI ranks: this rank's shard
   IrfilResult irfil;
+  VectorXd labels;     ///< the training labels, in the order of the tables (all of them at rank 0)
   nlohmann::json to_json() const override;
   /// index, label, weight (final), eta_before, eta_after.
   NumericTable table() const override;
@@ -52,6 +53,7 @@ IrfilJobResult run_irfil(const IrfilJobOptions& options, bool progress = false);
 struct IrfilJob {
   using Options = IrfilJobOptions;
   static constexpr const char* name = "irfil";
+  static constexpr bool runs_on_mpi_ranks = true;  // sharded (docs/distributed.md)
   static constexpr const char* description =
       "Iteratively reweighted FIL (Algorithm 1 of the FIL paper): refit with per-example weights inversely "
       "proportional to each example's FIL until every example leaks alike. E.g. --data income-regression "

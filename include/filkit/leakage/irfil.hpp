@@ -90,6 +90,9 @@ struct IrfilIteration {
   double seconds = 0.0;             ///< fit + eta
 };
 
+/// On several MPI ranks the per-example vectors (weights, eta_before, eta_after) are of all ranks'
+/// examples at rank 0 and empty elsewhere; the iterations' records are the same on every rank
+/// (their eta summaries are computed at rank 0 only).
 struct IrfilResult {
   std::vector<IrfilIteration> iterations;  ///< T + 1 entries; 0 is the unweighted model
   std::vector<VectorXd> weights;           ///< omega^t, t = 0..T: the weights w^t was fitted with
@@ -104,15 +107,21 @@ struct IrfilResult {
 /// Runs IRFIL on `train`; `test` (may be empty) is only evaluated. Throws std::invalid_argument
 /// for bad options, a class or hybrid weighting of a regression, or attribute columns outside X;
 /// std::runtime_error if a fit fails or an eta is zero or not finite (no update exists).
-IrfilResult irfil(const Dataset& train, const Dataset& test, const IrfilOptions& options);
+/// On several ranks of `comm` (collective), `train` and `test` are this rank's shards.
+IrfilResult irfil(const Dataset& train, const Dataset& test, const IrfilOptions& options,
+                  const Communicator& comm = Communicator::local());
 
 /// Line 7 of Algorithm 1 with clamping: clamp(n (u_i / eta_i) / sum_j (u_j / eta_j), lo, hi).
 /// Throws std::runtime_error naming the first example whose eta is not finite and > 0.
-VectorXd irfil_update(const VectorXd& u, const VectorXd& eta, double min_weight, double max_weight);
+/// On several ranks n and the sum are of all ranks' examples (collective).
+VectorXd irfil_update(const VectorXd& u, const VectorXd& eta, double min_weight, double max_weight,
+                      const Communicator& comm = Communicator::local());
 
 /// The training weights omega = g(u) of a weighting; `labels` are class indices (unused by
 /// kExample). Throws std::invalid_argument if sizes differ.
-VectorXd irfil_training_weights(const VectorXd& u, const VectorXd& labels, IrfilWeighting weighting);
+/// On several ranks the class means are of all ranks' examples (collective).
+VectorXd irfil_training_weights(const VectorXd& u, const VectorXd& labels, IrfilWeighting weighting,
+                                const Communicator& comm = Communicator::local());
 
 /// Example weights from a CSV file with a header: the column `column`, one row per training
 /// example in order (an `index` column, if present, must count 0..n-1). Throws

@@ -107,7 +107,7 @@ Model fit(const Dataset& data, const FitOptions& options, const VectorXd& omega 
 /// Refits starting from `start` (warm start), same options; used by attacks that refit after
 /// changing one example.
 Model refit(const Dataset& data, const FitOptions& options, const Model& start,
-            const VectorXd& omega = VectorXd());
+            const VectorXd& omega = VectorXd(), const Communicator& comm = Communicator::local());
 
 /// The target the model regresses on for each example: -1/+1 for binary least squares, y itself
 /// otherwise. Throws std::invalid_argument naming the first offending row.
@@ -130,6 +130,10 @@ double accuracy(const Model& model, const Dataset& data);
 /// Mean squared error of predictions against the model's targets (any model kind; for binary
 /// least squares against -1/+1 codes, for logistic against class probabilities vs 0/1).
 double mean_squared_error(const Model& model, const Dataset& data);
+/// accuracy and mean_squared_error over every rank's shard of the examples (collective; any shard
+/// may be empty, NaN when all are); on one process the same as the functions above.
+double accuracy_over_ranks(const Model& model, const Dataset& data, const Communicator& comm);
+double mean_squared_error_over_ranks(const Model& model, const Dataset& data, const Communicator& comm);
 
 /// The objective's Hessian at the model's weights, p*K x p*K, with the given example weights
 /// (of all ranks' shards on several: collective).
