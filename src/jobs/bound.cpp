@@ -85,8 +85,11 @@ BoundJobResult run_bound(const BoundJobOptions& requested, bool progress) {
   result.options = requested;
   result.options.task.resolve();
   const BoundJobOptions& options = result.options;
-  Progress stages("filkit bound: load, preprocess, fit, FIL", 4, !progress);
-  Task task = prepare_task(options.task, options.seed);
+  const Communicator& comm = Communicator::world();
+  Progress stages("filkit bound: load, preprocess, fit, FIL", 4, !progress || !comm.is_root());
+  Task task = prepare_task(options.task, options.seed, comm);
+  result.n_train = task.n_train;
+  result.n_test = task.n_test;
   result.data = std::move(task.data);
   result.preprocessor = std::move(task.preprocessor);
   result.seconds = std::move(task.seconds);
@@ -96,7 +99,7 @@ BoundJobResult run_bound(const BoundJobOptions& requested, bool progress) {
   auto start = Clock::now();
   {
     const StageScope stage("fitting the model");
-    result.model = fit(train, task.fit);
+    result.model = fit(train, task.fit, VectorXd(), comm);
   }
   require_finite_model(result.model);
   result.seconds["fit"] = seconds_since(start);
@@ -105,7 +108,7 @@ BoundJobResult run_bound(const BoundJobOptions& requested, bool progress) {
   start = Clock::now();
   {
     const StageScope stage("computing FIL and the bounds");
-    result.bounds = reconstruction_bounds(result.model, train, options.bound_options());
+    result.bounds = reconstruction_bounds(result.model, train, options.bound_options(), comm);
   }
   require_finite_fil(result.bounds.fil, "FIL");
   result.seconds["bounds"] = seconds_since(start);
@@ -113,17 +116,18 @@ BoundJobResult run_bound(const BoundJobOptions& requested, bool progress) {
 
   if (!result.bounds.norm_check.satisfied()) result.warnings.push_back(result.bounds.norm_check.message());
   result.release = perturb_output(result.model, options.bounds.sigma, options.seed);
-  result.train_accuracy = accuracy(result.model, train);
-  result.test_accuracy = accuracy(result.model, result.data.test);
-  result.release_test_accuracy = accuracy(result.release, result.data.test);
+  result.train_accuracy = accuracy_over_ranks(result.model, train, comm);
+  result.test_accuracy = accuracy_over_ranks(result.model, result.data.test, comm);
+  result.release_test_accuracy = accuracy_over_ranks(result.release, result.data.test, comm);
+  result.labels = comm.gather(train.y);
   return result;
 }
 
 nlohmann::json BoundJobResult::to_json() const {
   const Dataset& train = data.train;
   nlohmann::json json = job_summary_header(BoundJob::name, options.seed);
-  json["n"] = train.n();
-  json["n_test"] = data.test.n();
+  json["n"] = n_train;
+  json["n_test"] = n_test;
   json["d"] = train.d();
   json["settings"] = settings_json(options);
   json["source"] = train.source;
@@ -162,9 +166,9 @@ nlohmann::json BoundJobResult::to_json() const {
 NumericTable BoundJobResult::table() const {
   NumericTable table{{"index", "label", "eta", "dfil", "fil_bound", "dfil_bound"}, {}};
   std::vector<std::vector<double>>& rows = table.rows;
-  rows.reserve(static_cast<std::size_t>(data.train.n()));
-  for (Index i = 0; i < data.train.n(); ++i)
-    rows.push_back({static_cast<double>(i), data.train.y(i), bounds.fil.eta(i), bounds.fil.dfil(i),
+  rows.reserve(static_cast<std::size_t>(labels.size()));
+  for (Index i = 0; i < labels.size(); ++i)
+    rows.push_back({static_cast<double>(i), labels(i), bounds.fil.eta(i), bounds.fil.dfil(i),
                     bounds.fil_bound(i), bounds.dfil_bound(i)});
   return table;
 }
@@ -177,7 +181,7 @@ void BoundJobResult::print_summary(std::ostream& out) const {
 
 void BoundJobResult::print_bounds(std::ostream& out) const {
   const ReconstructionBounds& b = bounds;
-  out << "filkit " << options.task.data.data << ", n = " << data.train.n() << ", d = " << data.train.d()
+  out << "filkit " << options.task.data.data << ", n = " << n_train << ", d = " << data.train.d()
       << ", logistic" << (options.task.fit.intercept ? " + intercept" : "") << ", lambda = " << options.task.fit.l2
       << ", sigma = " << options.bounds.sigma << "\n";
   out << "  (2, eps)-RDP: eps = " << b.rdp_epsilon << " (R = " << b.norm_check.bound

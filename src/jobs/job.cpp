@@ -121,7 +121,10 @@ void check_output_paths(const JobOutputs& outputs) {
 }
 
 nlohmann::json job_summary_header(const std::string& command, std::uint64_t seed) {
-  return {{"command", command}, {"filkit_version", version()}, {"seed", seed}};
+  return {{"command", command},
+          {"filkit_version", version()},
+          {"seed", seed},
+          {"mpi_ranks", Communicator::world().size()}};
 }
 
 std::vector<std::string> write_job_outputs(const JobResult& result, const JobOutputs& outputs, bool quiet) {

@@ -205,7 +205,6 @@ nlohmann::json MeasureResult::to_json() const {
   nlohmann::json json = job_summary_header(MeasureJob::name, options.seed);
   json["n"] = n_train;
   json["n_test"] = n_test;
-  json["mpi_ranks"] = ranks;
   json["d"] = data.train.d();
   json["private_dims_per_example"] = fil.private_dims;
   json["settings"] = settings_json(options);

@@ -65,7 +65,6 @@ nlohmann::json Task::to_json() const {
   return {{"source", data.train.source},
           {"n", n_train},
           {"n_test", n_test},
-          {"mpi_ranks", ranks},
           {"d", data.train.d()},
           {"dropped_rows", {{"train", data.train.dropped_rows}, {"test", data.test.dropped_rows}}},
           {"preprocessing", preprocessor.to_json()}};

@@ -91,7 +91,7 @@ void ReconstructionBoundOptions::validate() const {
 }
 
 ReconstructionBounds reconstruction_bounds(const Model& model, const Dataset& train,
-                                           const ReconstructionBoundOptions& options) {
+                                           const ReconstructionBoundOptions& options, const Communicator& comm) {
   options.validate();
   if (model.kind != ModelKind::kLogistic)
     throw std::invalid_argument("reconstruction bounds: the RDP guarantee of output perturbation needs a "
@@ -106,17 +106,31 @@ ReconstructionBounds reconstruction_bounds(const Model& model, const Dataset& tr
 
   ReconstructionBounds bounds;
   bounds.norm_check = check_norm_assumption(train.X, model.intercept, options.norm_bound);
-  bounds.rdp_epsilon = output_perturbation_rdp_epsilon(train.n(), model.l2, options.sigma, options.norm_bound);
+  const Index n = comm.sum(train.n());
+  if (comm.distributed()) {  // the largest norm of every rank's rows, and the first row attaining it
+    NormCheck& check = bounds.norm_check;
+    const double largest = comm.max(check.max_norm);
+    const Index offset = comm.exclusive_prefix_sum(train.n());
+    const Index mine = check.worst_row >= 0 && check.max_norm == largest ? offset + check.worst_row : n;
+    check.worst_row = -comm.max(-mine);
+    check.max_norm = largest;
+    check.violations = comm.sum(check.violations);
+  }
+  bounds.rdp_epsilon = output_perturbation_rdp_epsilon(n, model.l2, options.sigma, options.norm_bound);
   bounds.rdp_mse_bound = rdp_mse_bound(bounds.rdp_epsilon, diameters);
   // The guarantee that actually holds for these data uses their largest row norm (never less
   // than the stated R, so it is only ever weaker).
   const double data_norm = std::max(options.norm_bound, bounds.norm_check.max_norm);
-  bounds.rdp_epsilon_at_data_norm = output_perturbation_rdp_epsilon(train.n(), model.l2, options.sigma, data_norm);
+  bounds.rdp_epsilon_at_data_norm = output_perturbation_rdp_epsilon(n, model.l2, options.sigma, data_norm);
   bounds.rdp_mse_bound_at_data_norm = rdp_mse_bound(bounds.rdp_epsilon_at_data_norm, diameters);
   bounds.perfect_privacy_mse = perfect_privacy_mse(diameters);
 
-  const FisherInformationLoss fil(model, train, VectorXd(), FilOptions{options.sigma, LabelPrivacy::kPublic, true});
+  const FisherInformationLoss fil(model, train, VectorXd(), FilOptions{options.sigma, LabelPrivacy::kPublic, true},
+                                  comm);
   bounds.fil = fil.per_example();
+  bounds.fil.eta = comm.gather(bounds.fil.eta);
+  bounds.fil.dfil = comm.gather(bounds.fil.dfil);
+  if (!comm.is_root()) return bounds;
   bounds.dfil_bound = bounds.fil.example_mse_bound();
   bounds.fil_bound = bounds.fil.attribute_mse_bound();
   bounds.share_dfil_bound_above_line = share_at_or_above(bounds.dfil_bound, bounds.perfect_privacy_mse);

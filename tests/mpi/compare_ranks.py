@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Same answers at any scale (docs/distributed.md): `filkit measure` and `filkit irfil` on K = 1, 2, 3 and 4 MPI ranks
+"""Same answers at any scale (docs/distributed.md): `filkit measure`, `irfil` and `bound` on K = 1, 2, 3 and 4 MPI ranks
 (loopback, oversubscribed) against the single-process program, for several settings: every
 per-example value of the CSV and every number of the summary JSON must agree to 1e-12 relative
 (the ranks' sums are added in a different order, so the last bits may differ). Also checks that a
@@ -24,7 +24,8 @@ ABSOLUTE_FLOOR = 1e-15
 
 # (name, flags) of measure: the default job, softmax over three classes, a seeded subset with
 # groups and an attribute, least squares with unit-ball scaling, and a CSV dataset (read whole, then
-# cut); and of irfil: its default job, and a class weighting driven by an attribute's FIL.
+# cut); of irfil: its default job, and a class weighting driven by an attribute's FIL; of bound: its
+# default job and MNIST at 30 principal components.
 SETTINGS = [
     ("default", ["measure"]),
     ("softmax", ["measure", "--data", "mnist", "--classes", "0,1,2", "--train-size", "3000", "--pca", "30",
@@ -36,6 +37,8 @@ SETTINGS = [
     ("irfil", ["irfil", "--iterations", "4"]),
     ("irfil-class", ["irfil", "--data", "credit-g", "--l2", "1e-2", "--weighting", "hybrid", "--attribute", "age",
                      "--iterations", "3", "--history-out", "{history}"]),
+    ("bound", ["bound"]),
+    ("bound-mnist", ["bound", "--data", "mnist", "--pca", "30", "--train-size", "5000", "--sigma", "0.05"]),
 ]
 
 
@@ -145,9 +148,9 @@ def main():
             failures += 1
         else:
             print("ok: an error on the ranks ends the job with the message")
-        refused = run(mpirun + ["-np", "2", args.filkit, "bound", "--quiet"], env, check=False)
+        refused = run(mpirun + ["-np", "2", args.filkit, "reconstruct", "--quiet"], env, check=False)
         if refused.returncode == 0 or "runs on one process" not in refused.stderr:
-            print(f"FAILED: bound on 2 ranks: exit {refused.returncode}, stderr {refused.stderr[-500:]}")
+            print(f"FAILED: reconstruct on 2 ranks: exit {refused.returncode}, stderr {refused.stderr[-500:]}")
             failures += 1
         else:
             print("ok: a job not yet sharded refuses several ranks")

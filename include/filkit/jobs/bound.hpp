@@ -41,9 +41,12 @@ void visit_fields(BoundJobOptions& o, Visit&& visit) {
   visit("seed", o.seed, "Seed of every random choice: the release's noise and any train/test split");
 }
 
+/// On several MPI ranks (docs/distributed.md) the per-example results are gathered at rank 0.
 struct BoundJobResult final : JobResult {
   BoundJobOptions options;  ///< as run, autos resolved
-  DatasetSplit data;  ///< after preprocessing
+  DatasetSplit data;  ///< after preprocessing (on several ranks: this rank's shard)
+  Index n_train = 0, n_test = 0;  ///< examples of all ranks
+  VectorXd labels;    ///< the training labels, in the order of the table (all of them at rank 0)
   Preprocessor preprocessor;
   Model model;        ///< w*
   Model release;      ///< w' = w* + N(0, sigma^2 I), seeded
@@ -65,6 +68,7 @@ BoundJobResult run_bound(const BoundJobOptions& options, bool progress = false);
 struct BoundJob {
   using Options = BoundJobOptions;
   static constexpr const char* name = "bound";
+  static constexpr bool runs_on_mpi_ranks = true;  // sharded (docs/distributed.md)
   static constexpr const char* description =
       "Lower bounds on the MSE of reconstructing each training example from an output-perturbed logistic "
       "regression: the (2, eps)-RDP bound (Theorem 1) and the per-example dFIL and FIL bounds (Theorem 2) of Guo "

@@ -84,7 +84,7 @@ auto run_job(const typename Job::Options& options, const JobOutputs& outputs = {
   if constexpr (!requires { Job::runs_on_mpi_ranks; }) {
     if (comm.distributed())
       throw std::invalid_argument(std::string("filkit ") + Job::name + " runs on one process; of the jobs only " +
-                                  "measure and irfil run on several MPI ranks so far (docs/distributed.md): run it "
+                                  "measure, irfil and bound run on several MPI ranks so far (docs/distributed.md): run it "
                                   "without mpirun, or with -np 1");
   }
   options.validate();
@@ -97,7 +97,7 @@ auto run_job(const typename Job::Options& options, const JobOutputs& outputs = {
   return result;
 }
 
-/// The common part of every summary: command, version and seed.
+/// The common part of every summary: command, version, seed and the number of MPI ranks.
 nlohmann::json job_summary_header(const std::string& command, std::uint64_t seed);
 
 }  // namespace filkit

@@ -97,7 +97,12 @@ struct ReconstructionBounds {
 /// (FisherInformationLoss::per_example, no Jacobian is stored). Throws std::invalid_argument for
 /// a model other than logistic (the RDP guarantee needs the 1-Lipschitz loss) or diameters of
 /// the wrong length, and whatever FisherInformationLoss throws.
+///
+/// On several ranks of `comm` (collective), `train` is this rank's shard: n and the norm check are
+/// of all ranks' rows (worst_row a row of the whole training set), and the per-example vectors of
+/// all of them are gathered at rank 0 (empty elsewhere, with the shares left at 0).
 ReconstructionBounds reconstruction_bounds(const Model& model, const Dataset& train,
-                                           const ReconstructionBoundOptions& options);
+                                           const ReconstructionBoundOptions& options,
+                                           const Communicator& comm = Communicator::local());
 
 }  // namespace filkit
