@@ -91,13 +91,15 @@ ReconstructJobResult run_reconstruct(const ReconstructJobOptions& requested, boo
   result.bound = run_bound(options.bound, show_progress);
   const auto start = Clock::now();
   const StageScope stage("running the GLM reconstruction attack");
-  Progress progress("filkit reconstruct: GLM attack", options.attack.trials, !show_progress);
+  const Communicator& comm = Communicator::world();
+  Progress progress("filkit reconstruct: GLM attack", options.attack.trials, !show_progress || !comm.is_root());
   Index reported = 0;
   result.attack = evaluate_glm_attack(result.bound.model, result.bound.data.train, options.attack_options(),
                                       [&](Index done, Index) {
                                         progress.advance(done - reported);
                                         reported = done;
-                                      });
+                                      },
+                                      comm);
   progress.finish();
   result.bound.seconds["attack"] = seconds_since(start);
   if (result.attack.total_guarded > 0)
@@ -160,7 +162,6 @@ NumericTable ReconstructJobResult::extra_table(const std::string& name) const {
   header = {"index", "label", "kind", "attack_mse"};
   // Appended rather than "x" + ...: GCC 12 reports a false -Wrestrict for the latter.
   for (Index j = 0; j < bound.data.train.d(); ++j) header.push_back(std::string(1, 'x').append(std::to_string(j)));
-  const Dataset& train = bound.data.train;
   std::vector<std::vector<double>>& rows = table.rows;
   for (std::size_t k = 0; k < attack.reconstruction_rows.size(); ++k) {
     const Index i = attack.reconstruction_rows[k];
@@ -169,8 +170,8 @@ NumericTable ReconstructJobResult::extra_table(const std::string& name) const {
     for (std::size_t r = 0; r < attack.rows.size(); ++r)
       if (attack.rows[r] == i) mse = attack.mean_mse(static_cast<Index>(r));
     for (int kind = 0; kind < 2; ++kind) {
-      std::vector<double> row = {static_cast<double>(i), train.y(i), static_cast<double>(kind), mse};
-      const auto pixels = kind == 0 ? RowMatrix(train.X.row(i)) : RowMatrix(attack.reconstructions.row(static_cast<Index>(k)));
+      std::vector<double> row = {static_cast<double>(i), bound.labels(i), static_cast<double>(kind), mse};
+      const auto pixels = RowMatrix((kind == 0 ? attack.originals : attack.reconstructions).row(static_cast<Index>(k)));
       row.insert(row.end(), pixels.data(), pixels.data() + pixels.size());
       rows.push_back(std::move(row));
     }

@@ -8,7 +8,10 @@
 #include <cmath>
 #include <limits>
 #include <sstream>
+#include <numeric>
 #include <stdexcept>
+#include <unordered_map>
+#include <vector>
 
 namespace filkit {
 
@@ -18,15 +21,16 @@ constexpr Index kTrialsPerBlock = 32;   // columns of each GEMM: enough to run a
 constexpr Index kBlocksPerWave = 16;    // blocks reduced together; fixed so sums never depend on threads
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-void check_attack_inputs(const Model& model, const Dataset& train) {
+// n_all: the examples of every rank (train.n() on one process).
+void check_attack_inputs(const Model& model, const Dataset& train, Index n_all) {
   if (model.kind == ModelKind::kSoftmax)
     throw std::invalid_argument("GLM attack: needs a binary model (logistic or least squares), not softmax");
   if (!model.intercept)
     throw std::invalid_argument("GLM attack: the model needs an intercept (its coordinate is the divisor "
                                 "B_i[0]); fit with an intercept");
-  if (train.d() != model.input_dim() || train.n() != model.n_train)
+  if (train.d() != model.input_dim() || n_all != model.n_train)
     throw std::invalid_argument("GLM attack: the model was fitted on " + std::to_string(model.n_train) + " x " +
-                                std::to_string(model.input_dim()) + " data, given " + std::to_string(train.n()) +
+                                std::to_string(model.input_dim()) + " data, given " + std::to_string(n_all) +
                                 " x " + std::to_string(train.d()));
 }
 
@@ -106,20 +110,28 @@ struct AttackSetup {
   const RowMatrix& attacked() const { return all_rows ? train.X : selected; }
 };
 
-// The trials of one block released together: r (n x T) and g = grad F (p x T).
+// The trials of one block released together: their weights W (p x T), r (n x T) and g = grad F
+// (p x T), first of this rank's examples only (data_gradients), then of all (finish_gradients).
 struct BlockGradients {
-  MatrixXd r, g;
+  MatrixXd W, r, g;
 };
 
-BlockGradients block_gradients(const AttackSetup& setup, Index first_trial, Index count) {
-  MatrixXd W(setup.model.weights.rows(), count);
-  for (Index c = 0; c < count; ++c)
-    W.col(c) = perturb_output(setup.model, setup.options.sigma, trial_seed(setup.options.seed, first_trial + c))
-                   .weights.col(0);
+BlockGradients data_gradients(const AttackSetup& setup, Index first_trial, Index count) {
   BlockGradients block;
-  block.r = loss_derivatives(setup.model.kind, setup.design.times(W), setup.target);
-  block.g = objective_gradients(setup.design, block.r, W, setup.penalty);
+  block.W.resize(setup.model.weights.rows(), count);
+  for (Index c = 0; c < count; ++c)
+    block.W.col(c) = perturb_output(setup.model, setup.options.sigma, trial_seed(setup.options.seed, first_trial + c))
+                         .weights.col(0);
+  block.r = loss_derivatives(setup.model.kind, setup.design.times(block.W), setup.target);
+  block.g = objective_gradients(setup.design, block.r, block.W, 0.0);
   return block;
+}
+
+// grad F of the whole training set: the ranks' sums of X~^T r, then the penalty (as
+// objective_gradients adds it, so one process computes the same bits as before).
+void finish_gradients(const AttackSetup& setup, BlockGradients& block, const Communicator& comm) {
+  comm.sum(block.g);
+  block.g.noalias() += setup.penalty * block.W;
 }
 
 // Squared errors ||x_hat_i - x_i||^2 / d = ||g_0 x_i - g_{1:}||^2 / (d (r_i - g_0)^2), the norm
@@ -155,8 +167,7 @@ void accumulate_reconstructions(const AttackSetup& setup, const BlockGradients& 
   }
 }
 
-BlockTotals run_block(const AttackSetup& setup, Index first_trial, Index count) {
-  const BlockGradients block = block_gradients(setup, first_trial, count);
+BlockTotals block_totals(const AttackSetup& setup, const BlockGradients& block) {
   BlockTotals totals =
       BlockTotals::zero(static_cast<Index>(setup.rows.size()), static_cast<Index>(setup.kept.size()), setup.train.d());
   accumulate_errors(setup, block, totals);
@@ -164,7 +175,7 @@ BlockTotals run_block(const AttackSetup& setup, Index first_trial, Index count) 
   return totals;
 }
 
-AttackSetup make_setup(const Model& model, const Dataset& train, const GlmAttackOptions& options) {
+AttackSetup make_setup(const Model& model, const Dataset& train, const GlmAttackOptions& options, Index n_all) {
   AttackSetup setup{model,
                     train,
                     detail::Design(train.X, true),
@@ -174,7 +185,7 @@ AttackSetup make_setup(const Model& model, const Dataset& train, const GlmAttack
                     RowMatrix(),
                     VectorXd(),
                     options.keep_reconstructions,
-                    static_cast<double>(train.n()) * model.l2,
+                    static_cast<double>(n_all) * model.l2,
                     options};
   checked_rows(setup.kept, train.n(), "GlmAttackOptions.keep_reconstructions");  // validation only
   if (!setup.all_rows) {
@@ -210,7 +221,7 @@ void GlmAttackOptions::validate() const {
 }
 
 GlmReconstruction glm_attack(const Model& released, const Dataset& train, const std::vector<Index>& rows) {
-  check_attack_inputs(released, train);
+  check_attack_inputs(released, train, train.n());
   GlmReconstruction result;
   result.rows = checked_rows(rows, train.n(), "GLM attack");
   const detail::Design design(train.X, true);
@@ -228,12 +239,13 @@ GlmReconstruction glm_attack(const Model& released, const Dataset& train, const 
   return result;
 }
 
-VectorXd linearised_attack_mse(const Model& model, const Dataset& train, double sigma, const std::vector<Index>& rows) {
-  check_attack_inputs(model, train);
+VectorXd linearised_attack_mse(const Model& model, const Dataset& train, double sigma, const std::vector<Index>& rows,
+                               const Communicator& comm) {
+  check_attack_inputs(model, train, comm.sum(train.n()));
   const std::vector<Index> chosen = checked_rows(rows, train.n(), "linearised attack MSE");
   const Index d = train.d();
   // ||[x, -I] H||_F^2 = ||x||^2 ||H_0||^2 - 2 x.(H_{1:} H_0) + ||H_{1:}||_F^2, H_0 = row 0 of H.
-  const MatrixXd H = hessian(model, train);
+  const MatrixXd H = hessian(model, train, VectorXd(), comm);
   const VectorXd h0 = H.row(0).transpose();
   const VectorXd cross = H.bottomRows(d) * h0;
   const double h0_norm2 = h0.squaredNorm(), rest_norm2 = H.bottomRows(d).squaredNorm();
@@ -250,11 +262,91 @@ VectorXd linearised_attack_mse(const Model& model, const Dataset& train, double 
   return prediction;
 }
 
+namespace {
+
+// The entries of `rows` (indices into all ranks' examples, empty = all) that this rank's shard
+// [offset, offset + n) holds, as indices into the shard, in the given order.
+std::vector<Index> rows_of_shard(const std::vector<Index>& rows, Index offset, Index n) {
+  std::vector<Index> local;
+  if (rows.empty()) {
+    local.resize(static_cast<std::size_t>(n));
+    std::iota(local.begin(), local.end(), Index{0});
+    return local;
+  }
+  for (Index i : rows)
+    if (i >= offset && i < offset + n) local.push_back(i - offset);
+  return local;
+}
+
+// At rank 0: the per-row values of every rank, in the order of `wanted` (global indices), from the
+// ranks' (global index, value) lists gathered in rank order.
+VectorXd in_order(const std::vector<Index>& wanted, const VectorXd& gathered_rows, const VectorXd& gathered_values,
+                  Index columns) {
+  std::unordered_map<Index, Index> position;
+  for (Index k = 0; k < gathered_rows.size(); ++k) position[static_cast<Index>(gathered_rows(k))] = k;
+  VectorXd ordered(static_cast<Index>(wanted.size()) * columns);
+  for (std::size_t k = 0; k < wanted.size(); ++k)
+    ordered.segment(static_cast<Index>(k) * columns, columns) =
+        gathered_values.segment(position.at(wanted[k]) * columns, columns);
+  return ordered;
+}
+
+VectorXd as_vector(const std::vector<Index>& values) {
+  VectorXd v(static_cast<Index>(values.size()));
+  for (std::size_t k = 0; k < values.size(); ++k) v(static_cast<Index>(k)) = static_cast<double>(values[k]);
+  return v;
+}
+
+// The result of every rank's rows, at rank 0, in the order `options` asks for.
+GlmAttackResult gather_result(const GlmAttackResult& mine, const GlmAttackOptions& options, Index offset, Index n_all,
+                              const Communicator& comm) {
+  GlmAttackResult all;
+  all.trials = mine.trials;
+  all.total_guarded = comm.sum(mine.total_guarded);
+  all.examples_all_guarded = comm.sum(mine.examples_all_guarded);
+  std::vector<Index> global_rows = mine.rows, global_kept = mine.reconstruction_rows;
+  for (Index& i : global_rows) i += offset;
+  for (Index& i : global_kept) i += offset;
+  const Index d = mine.originals.cols();
+  const VectorXd rows = comm.gather(as_vector(global_rows)), kept = comm.gather(as_vector(global_kept));
+  const VectorXd mse = comm.gather(mine.mean_mse), linearised = comm.gather(mine.linearised_mse),
+                 guarded = comm.gather(mine.guarded.cast<double>());
+  const auto flat = [](const RowMatrix& m) { return VectorXd(Eigen::Map<const VectorXd>(m.data(), m.size())); };
+  const VectorXd reconstructions = comm.gather(flat(mine.reconstructions)), originals = comm.gather(flat(mine.originals));
+  if (!comm.is_root()) return all;
+  all.rows = options.rows;
+  if (all.rows.empty()) {
+    all.rows.resize(static_cast<std::size_t>(n_all));
+    std::iota(all.rows.begin(), all.rows.end(), Index{0});
+  }
+  all.mean_mse = in_order(all.rows, rows, mse, 1);
+  all.linearised_mse = in_order(all.rows, rows, linearised, 1);
+  all.guarded = in_order(all.rows, rows, guarded, 1).cast<int>();
+  all.reconstruction_rows = options.keep_reconstructions;
+  const auto m = static_cast<Index>(all.reconstruction_rows.size());
+  const VectorXd ordered_reconstructions = in_order(all.reconstruction_rows, kept, reconstructions, d);
+  const VectorXd ordered_originals = in_order(all.reconstruction_rows, kept, originals, d);
+  all.reconstructions = Eigen::Map<const RowMatrix>(ordered_reconstructions.data(), m, d);
+  all.originals = Eigen::Map<const RowMatrix>(ordered_originals.data(), m, d);
+  return all;
+}
+
+}  // namespace
+
 GlmAttackResult evaluate_glm_attack(const Model& model, const Dataset& train, const GlmAttackOptions& options,
-                                    const TrialProgress& progress) {
+                                    const TrialProgress& progress, const Communicator& comm) {
   options.validate();
-  check_attack_inputs(model, train);
-  const AttackSetup setup = make_setup(model, train, options);
+  check_attack_inputs(model, train, comm.sum(train.n()));
+  const Index n_all = comm.sum(train.n()), offset = comm.exclusive_prefix_sum(train.n());
+  checked_rows(options.rows, n_all, "GlmAttackOptions.rows");  // the whole lists, on every rank
+  checked_rows(options.keep_reconstructions, n_all, "GlmAttackOptions.keep_reconstructions");
+  GlmAttackOptions local = options;
+  if (comm.distributed()) {
+    local.rows = rows_of_shard(options.rows, offset, train.n());
+    local.keep_reconstructions = rows_of_shard(options.keep_reconstructions, offset, train.n());
+    if (options.keep_reconstructions.empty()) local.keep_reconstructions.clear();
+  }
+  const AttackSetup setup = make_setup(model, train, local, n_all);
   const auto m = static_cast<Index>(setup.rows.size());
   const auto kept = static_cast<Index>(setup.kept.size());
 
@@ -264,10 +356,25 @@ GlmAttackResult evaluate_glm_attack(const Model& model, const Dataset& train, co
   for (Index wave = 0; wave < blocks; wave += kBlocksPerWave) {
     const Index wave_blocks = std::min(kBlocksPerWave, blocks - wave);
     std::vector<BlockTotals> totals(static_cast<std::size_t>(wave_blocks));
-#pragma omp parallel for schedule(dynamic, 1)
-    for (Index b = 0; b < wave_blocks; ++b) {
+    const auto block_gradients = [&](Index b) {
       const Index first = (wave + b) * kTrialsPerBlock;
-      totals[static_cast<std::size_t>(b)] = run_block(setup, first, std::min(kTrialsPerBlock, options.trials - first));
+      return data_gradients(setup, first, std::min(kTrialsPerBlock, options.trials - first));
+    };
+    if (!comm.distributed()) {  // one block at a time a thread: r of a block is n x 32
+#pragma omp parallel for schedule(dynamic, 1)
+      for (Index b = 0; b < wave_blocks; ++b) {
+        BlockGradients block = block_gradients(b);
+        finish_gradients(setup, block, comm);
+        totals[static_cast<std::size_t>(b)] = block_totals(setup, block);
+      }
+    } else {  // the wave's gradients added over the ranks by the main thread between two parallel passes
+      std::vector<BlockGradients> gradients(static_cast<std::size_t>(wave_blocks));
+#pragma omp parallel for schedule(dynamic, 1)
+      for (Index b = 0; b < wave_blocks; ++b) gradients[static_cast<std::size_t>(b)] = block_gradients(b);
+      for (BlockGradients& block : gradients) finish_gradients(setup, block, comm);
+#pragma omp parallel for schedule(dynamic, 1)
+      for (Index b = 0; b < wave_blocks; ++b)
+        totals[static_cast<std::size_t>(b)] = block_totals(setup, gradients[static_cast<std::size_t>(b)]);
     }
     for (const BlockTotals& block : totals) sum.add(block);
     if (progress) progress(std::min(options.trials, (wave + wave_blocks) * kTrialsPerBlock), options.trials);
@@ -283,11 +390,15 @@ GlmAttackResult evaluate_glm_attack(const Model& model, const Dataset& train, co
   result.examples_all_guarded = (valid.array() == 0).count();
   result.reconstruction_rows = setup.kept;
   result.reconstructions = RowMatrix::Constant(kept, train.d(), kNaN);
-  for (Index k = 0; k < kept; ++k)
+  result.originals.resize(kept, train.d());
+  for (Index k = 0; k < kept; ++k) {
+    result.originals.row(k) = train.X.row(setup.kept[static_cast<std::size_t>(k)]);
     if (sum.reconstruction_count(k) > 0)
       result.reconstructions.row(k) = sum.reconstruction_sum.row(k) / static_cast<double>(sum.reconstruction_count(k));
-  result.linearised_mse = linearised_attack_mse(model, train, options.sigma, setup.rows);
-  return result;
+  }
+  result.linearised_mse = linearised_attack_mse(model, train, options.sigma, setup.rows, comm);
+  if (!comm.distributed()) return result;
+  return gather_result(result, options, offset, n_all, comm);
 }
 
 }  // namespace filkit

@@ -49,6 +49,7 @@ ReconstructJobResult run_reconstruct(const ReconstructJobOptions& options, bool 
 struct ReconstructJob {
   using Options = ReconstructJobOptions;
   static constexpr const char* name = "reconstruct";
+  static constexpr bool runs_on_mpi_ranks = true;  // sharded (docs/distributed.md)
   static constexpr const char* description =
       "The GLM reconstruction attack (Balle et al. 2022) on output-perturbed logistic regression with an intercept: "
       "the adversary knows lambda and every other example. Per-example MSE averaged over trials noise draws, "

@@ -72,6 +72,7 @@ struct GlmAttackResult {
   Index trials = 0;
   std::vector<Index> reconstruction_rows;  ///< = options.keep_reconstructions
   RowMatrix reconstructions;               ///< mean x_hat over valid trials, one a kept row
+  RowMatrix originals;                     ///< the kept examples' features x_i, one a kept row
 };
 
 /// The seed of trial t: a SplitMix64 hash of (seed, t), so trials are independent of how they
@@ -85,11 +86,18 @@ using TrialProgress = std::function<void(Index, Index)>;
 /// fitted to a tight gradient tolerance, or the attack is biased by the optimisation error).
 /// Draws are processed in blocks of GEMMs, blocks in parallel with OpenMP and summed in block
 /// order; results are bitwise identical for any thread count. Cost O(trials n d + n d^2).
+///
+/// On several ranks of `comm` (collective), `train` is this rank's shard and `options.rows` and
+/// `keep_reconstructions` index the whole training set: each rank attacks its own examples in
+/// every trial, the trials' gradients grad F are added over the ranks, and the per-example results
+/// are gathered at rank 0 in the order of `rows` (empty elsewhere; the counts are of all ranks).
 GlmAttackResult evaluate_glm_attack(const Model& model, const Dataset& train, const GlmAttackOptions& options,
-                                    const TrialProgress& progress = {});
+                                    const TrialProgress& progress = {},
+                                    const Communicator& comm = Communicator::local());
 
 /// The delta-method prediction of the attack's MSE for `rows` (empty = all) at noise sigma.
+/// On several ranks (collective): H of all shards, `rows` of this rank's shard.
 VectorXd linearised_attack_mse(const Model& model, const Dataset& train, double sigma,
-                               const std::vector<Index>& rows = {});
+                               const std::vector<Index>& rows = {}, const Communicator& comm = Communicator::local());
 
 }  // namespace filkit
