@@ -47,8 +47,6 @@ MPI_Comm comm_of(void* handle) { return *static_cast<MPI_Comm*>(handle); }
 constexpr std::size_t kPiece = std::size_t{1} << 27;
 }  // namespace
 
-bool built_with_mpi() { return true; }
-
 void Communicator::sum(double* values, std::size_t count) const {
   if (size_ == 1) return;
   for (std::size_t start = 0; start < count; start += kPiece) {
@@ -121,10 +119,6 @@ VectorXd Communicator::gather(const VectorXd& values) const {
   return gathered;
 }
 
-void Communicator::barrier() const {
-  if (size_ > 1) MPI_Barrier(comm_of(handle_));
-}
-
 namespace {
 MPI_Comm g_world_comm = MPI_COMM_NULL;
 }  // namespace
@@ -156,7 +150,6 @@ void MpiSession::abort_if_distributed(int exit_code) {
 
 #else  // without MPI: one rank
 
-bool built_with_mpi() { return false; }
 void Communicator::sum(double*, std::size_t) const {}
 void Communicator::broadcast(double*, std::size_t) const {}
 double Communicator::max(double value) const { return value; }
@@ -165,7 +158,6 @@ Index Communicator::sum(Index value) const { return value; }
 bool Communicator::all(bool value) const { return value; }
 Index Communicator::exclusive_prefix_sum(Index) const { return 0; }
 VectorXd Communicator::gather(const VectorXd& values) const { return values; }
-void Communicator::barrier() const {}
 
 MpiSession::MpiSession(int*, char***) {
   if (launched_by_mpi())

@@ -58,7 +58,6 @@ class Communicator {
   void broadcast(Eigen::Ref<MatrixXd> values) const;  // vectors too
   /// At rank 0: every rank's values, concatenated in rank order; elsewhere: empty.
   VectorXd gather(const VectorXd& values) const;
-  void barrier() const;
 
  private:
   Communicator(int rank, int size, void* handle) : rank_(rank), size_(size), handle_(handle) {}
@@ -67,9 +66,6 @@ class Communicator {
   void* handle_ = nullptr;  // the MPI_Comm, when there is one
   friend class MpiSession;
 };
-
-/// Whether filkit was built with MPI.
-bool built_with_mpi();
 
 /// Whether this process was started by an MPI launcher (mpirun/mpiexec/srun set its rank in the
 /// environment).
