@@ -12,6 +12,7 @@
 #include <iomanip>
 #include <limits>
 #include <optional>
+#include <stdexcept>
 #include <ostream>
 #include <sstream>
 
@@ -174,13 +175,16 @@ std::vector<std::string> DpSgdResult::table_header() const {
   return header;
 }
 
-std::vector<std::vector<double>> DpSgdResult::table_rows(const Dataset& train) const {
+std::vector<std::vector<double>> DpSgdResult::table_rows(const VectorXd& labels) const {
+  if (labels.size() != n)
+    throw std::invalid_argument("DpSgdResult::table_rows: " + std::to_string(labels.size()) + " labels for " +
+                                std::to_string(n) + " examples");
   std::vector<std::vector<double>> rows;
   for (const DpSgdSnapshot& c : snapshots) {
     const VectorXd eta = c.eta(), dfil = c.dfil(private_dims);
     const Index runs = c.fisher_trace_per_run.rows();
     for (Index i = 0; i < n; ++i) {
-      rows.push_back({static_cast<double>(c.step), c.epoch, static_cast<double>(i), train.y(i), c.times_sampled(i),
+      rows.push_back({static_cast<double>(c.step), c.epoch, static_cast<double>(i), labels(i), c.times_sampled(i),
                       eta(i), dfil(i), 1.0 / (eta(i) * eta(i)), 1.0 / (dfil(i) * dfil(i)), c.fisher_trace(i),
                       c.fisher_trace_standard_error(i)});
       for (Index r = 0; runs > 1 && r < runs; ++r) rows.back().push_back(c.fisher_trace_per_run(r, i));

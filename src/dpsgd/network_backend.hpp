@@ -38,9 +38,10 @@ class NetworkBackend {
                                             double clip_norm, const RowMatrix& V) const = 0;
   virtual MatrixXd vector_jacobian_products(const VectorXd& w, const RowMatrix& X, const VectorXd& y,
                                             double clip_norm, const RowMatrix& U) const = 0;
+  /// Network::account_batch (first_position: X's first row's position in the whole batch).
   virtual NetworkBatchAccounting account_batch(const VectorXd& w, const RowMatrix& X, const VectorXd& y,
                                                double clip_norm, const NetworkAccountingRequest& request,
-                                               std::uint64_t seed) const = 0;
+                                               std::uint64_t seed, Index first_position) const = 0;
 };
 
 /// What the released-gradient backend computes (public_data_training.hpp): the trained model's

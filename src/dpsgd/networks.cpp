@@ -261,12 +261,15 @@ MatrixXd Network::vector_jacobian_products(const VectorXd& w, const RowMatrix& X
 
 NetworkBatchAccounting Network::account_batch(const VectorXd& w, const RowMatrix& X, const VectorXd& y,
                                               double clip_norm, const NetworkAccountingRequest& request,
-                                              std::uint64_t seed) const {
+                                              std::uint64_t seed, Index first_position) const {
   impl_->check_shapes(w, X, y, "account_batch");
   Impl::check_clip_norm(clip_norm, "account_batch");
   if (request.probes < 1 || request.power_iterations < 1)
     throw std::invalid_argument("Network::account_batch: probes and power_iterations must be >= 1");
-  return impl_->backend->account_batch(w, X, y, clip_norm, request, seed);
+  if (first_position < 0)
+    throw std::invalid_argument("Network::account_batch: first_position = " + std::to_string(first_position) +
+                                ": must be >= 0");
+  return impl_->backend->account_batch(w, X, y, clip_norm, request, seed, first_position);
 }
 
 }  // namespace filkit

@@ -296,8 +296,9 @@ class PublicDataModel final : public DpSgdModel {
   std::string describe() const override { return model_.is_glm() ? std::string() : model_.plan().describe(); }
   const std::vector<bool>* frozen() const override { return &frozen_; }
 
-  StepAccounting step(const VectorXd& w, const std::vector<Index>& batch, std::uint64_t run_seed,
+  StepAccounting step(const VectorXd& w, const LocalBatch& local, std::uint64_t run_seed,
                       Index t) const override {
+    const std::vector<Index>& batch = local.rows;  // one process: train_dpsgd_with_models does not shard
     const RowMatrix Xb = private_.select_rows(batch).X;
     VectorXd yb(static_cast<Index>(batch.size()));
     for (std::size_t b = 0; b < batch.size(); ++b) yb(static_cast<Index>(b)) = private_.y(batch[b]);

@@ -2,6 +2,8 @@
 
 #include "filkit/base/io.hpp"
 
+#include "base/seeding.hpp"
+
 #include <zlib.h>
 
 #include <cmath>
@@ -423,22 +425,45 @@ std::optional<std::string> read_if_present(const std::string& path) {
 
 }  // namespace
 
-nlohmann::json job_fingerprint(const Dataset& train, const Dataset& test, const DpSgdOptions& options) {
+namespace {
+
+/// FNV-1a over the bytes of one example (its features, then its label).
+std::uint64_t example_hash(const Dataset& data, Index i) {
+  std::uint64_t hash = 0xcbf29ce484222325ULL;
+  auto mix = [&hash](const double& value) {
+    const auto* bytes = reinterpret_cast<const unsigned char*>(&value);
+    for (std::size_t k = 0; k < sizeof(double); ++k) hash = (hash ^ bytes[k]) * 0x100000001b3ULL;
+  };
+  for (Index j = 0; j < data.d(); ++j) mix(data.X(i, j));
+  mix(data.y(i));
+  return hash;
+}
+
+/// A hash of all the ranks' rows of `data` (this rank's rows start at global row `offset`): the sum
+/// mod 2^64 of each row's hash keyed by its global index, so that any number of ranks (one process
+/// included) gives the same value. The sum is added over the ranks in two exact 32-bit halves.
+std::uint64_t rows_hash(const Dataset& data, Index offset, const Communicator& comm) {
+  std::uint64_t sum = 0;
+  for (Index i = 0; i < data.n(); ++i)
+    sum += splitmix64(example_hash(data, i) ^ splitmix64(static_cast<std::uint64_t>(offset + i)));
+  const Index low = comm.sum(static_cast<Index>(sum & 0xffffffffULL));
+  const Index high = comm.sum(static_cast<Index>(sum >> 32));
+  return (static_cast<std::uint64_t>(high) << 32) + static_cast<std::uint64_t>(low);
+}
+
+}  // namespace
+
+nlohmann::json job_fingerprint(const Dataset& train, const Dataset& test, const DpSgdOptions& options,
+                               const Communicator& comm) {
   nlohmann::json settings = to_json(options);
   // Where and how often the state is saved, and how the results are summarised, do not change it.
   for (const char* key : {"checkpoint_path", "checkpoint_every", "stop_after", "bootstrap_resamples", "confidence_level"})
     settings.erase(key);
-  std::uint64_t hash = 0xcbf29ce484222325ULL;  // FNV-1a over the bytes of X and y
-  auto mix = [&hash](const double* data, Index count) {
-    const auto* bytes = reinterpret_cast<const unsigned char*>(data);
-    for (std::size_t i = 0; i < sizeof(double) * static_cast<std::size_t>(count); ++i)
-      hash = (hash ^ bytes[i]) * 0x100000001b3ULL;
-  };
-  for (const Dataset* data : {&train, &test}) {
-    mix(data->X.data(), data->X.size());
-    mix(data->y.data(), data->y.size());
-  }
-  return {{"settings", settings}, {"train", {train.n(), train.d()}}, {"test", {test.n(), test.d()}},
+  const Index train_offset = comm.exclusive_prefix_sum(train.n()), test_offset = comm.exclusive_prefix_sum(test.n());
+  const std::uint64_t hash = rows_hash(train, train_offset, comm) ^ splitmix64(rows_hash(test, test_offset, comm));
+  return {{"settings", settings},
+          {"train", {comm.sum(train.n()), train.d()}},
+          {"test", {comm.sum(test.n()), test.d()}},
           {"data_hash", std::to_string(hash)}};
 }
 

@@ -16,6 +16,7 @@
 //                 "evaluation_seconds"}
 #pragma once
 
+#include "filkit/base/communicator.hpp"
 #include "filkit/dpsgd/training.hpp"
 
 #include "dpsgd/trainer.hpp"
@@ -30,8 +31,9 @@
 namespace filkit::detail {
 
 /// Version 1 was the bare CBOR payload, without header or checksum; version 2 kept only the sum
-/// and the sum of squares of the runs' traces, too little for the intervals over runs.
-constexpr std::uint32_t kResumeFormatVersion = 3;
+/// and the sum of squares of the runs' traces, too little for the intervals over runs; version 3
+/// hashed the data in one pass, which the ranks of an MPI job cannot reproduce.
+constexpr std::uint32_t kResumeFormatVersion = 4;
 
 /// Each snapshot's accountant: every run's traces (for the means, standard errors and bootstrap
 /// intervals), and sums over runs of the rest, turned into means at the end.
@@ -40,8 +42,11 @@ struct SnapshotSums {
   VectorXd spectral, sampled;
 };
 
-/// Resuming: what identifies a job (settings and data, not where or how often it saves).
-nlohmann::json job_fingerprint(const Dataset& train, const Dataset& test, const DpSgdOptions& options);
+/// Resuming: what identifies a job (settings and data, not where or how often it saves). On the
+/// ranks of an MPI job `train` and `test` are the rank's rows; every rank gets the fingerprint of
+/// the whole data, the same as one process's (collective).
+nlohmann::json job_fingerprint(const Dataset& train, const Dataset& test, const DpSgdOptions& options,
+                               const Communicator& comm);
 
 /// The loop's state between steps: everything a resumed call needs besides the current run.
 struct ResumeState {

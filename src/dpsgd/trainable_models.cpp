@@ -51,8 +51,9 @@ class GlmDpSgdModel : public DpSgdModel {
 
   double accuracy(const VectorXd& w, const Dataset& data) const override { return filkit::accuracy(glm(w), data); }
 
-  StepAccounting step(const VectorXd& w, const std::vector<Index>& batch, std::uint64_t run_seed,
+  StepAccounting step(const VectorXd& w, const LocalBatch& local, std::uint64_t run_seed,
                       Index t) const override {
+    const std::vector<Index>& batch = local.rows;
     const ClippedGradientStep shared(options_.kind, Eigen::Map<const MatrixXd>(w.data(), p_, columns_),
                                      options_.intercept, options_.clip_norm, options_.label);
     const Index B = static_cast<Index>(batch.size()), d = train_.d();
@@ -63,7 +64,8 @@ class GlmDpSgdModel : public DpSgdModel {
       const Index i = batch[b];
       const ClippedGlmGradient g(shared, train_.X.row(i).transpose(), shared.label_vector(train_.y(i)));
       coefficients.row(b) = g.clip_factor() * g.residual().transpose();
-      std::mt19937_64 probe_rng(splitmix64(run_seed ^ splitmix64(static_cast<std::uint64_t>(t * train_.n() + i))));
+      const Index row = local.row_offset + i;  // keyed by the global row: the same probes on any number of ranks
+      std::mt19937_64 probe_rng(splitmix64(run_seed ^ splitmix64(static_cast<std::uint64_t>(t * local.total_rows + row))));
       out.trace(b) = trace_of(g, probe_rng);
       out.spectral(b) = spectral_norm_squared_of(g, probe_rng);
     }
@@ -141,8 +143,9 @@ class NetworkDpSgdModel : public DpSgdModel {
   }
   std::string describe() const override { return network_.describe(); }
 
-  StepAccounting step(const VectorXd& w, const std::vector<Index>& batch, std::uint64_t run_seed,
+  StepAccounting step(const VectorXd& w, const LocalBatch& local, std::uint64_t run_seed,
                       Index t) const override {
+    const std::vector<Index>& batch = local.rows;
     const Index B = static_cast<Index>(batch.size());
     RowMatrix X(B, train_.d());
     VectorXd y(B);
@@ -150,8 +153,9 @@ class NetworkDpSgdModel : public DpSgdModel {
       X.row(b) = train_.X.row(batch[b]);
       y(b) = train_.y(batch[b]);
     }
-    NetworkBatchAccounting a = network_.account_batch(w, X, y, options_.clip_norm, request_,
-                                                      splitmix64(run_seed ^ splitmix64(static_cast<std::uint64_t>(t))));
+    NetworkBatchAccounting a =
+        network_.account_batch(w, X, y, options_.clip_norm, request_,
+                               splitmix64(run_seed ^ splitmix64(static_cast<std::uint64_t>(t))), local.position);
     return {std::move(a.clipped_sum), std::move(a.trace), std::move(a.spectral)};
   }
 

@@ -17,6 +17,17 @@
 
 namespace filkit {
 
+/// A step's batch as one process sees it: on one process the whole batch, on a rank of an MPI job
+/// (docs/distributed.md) the members among its shard of rows. The estimators' probes are keyed by
+/// where the members sit in the whole run (global row, position in the sorted batch), so that a
+/// sharded step draws the probes of the single-process step.
+struct LocalBatch {
+  std::vector<Index> rows;  ///< row indices into this process's training rows, increasing
+  Index row_offset = 0;     ///< global index of this process's row 0
+  Index total_rows = 0;     ///< n: training rows over all ranks
+  Index position = 0;       ///< position of rows[0] in the whole batch
+};
+
 /// The clipped gradients of one batch and their accounting.
 struct StepAccounting {
   VectorXd clipped_sum;  ///< sum over the batch of g~ (parameter order)
@@ -31,8 +42,8 @@ class DpSgdModel {
   /// w_0, drawn from the run's generator (before its first batch).
   virtual VectorXd initial_parameters(std::mt19937_64& rng) const = 0;
   /// At parameters w, the batch's clipped gradients and accounting; the estimators' probes are
-  /// seeded from (run_seed, step).
-  virtual StepAccounting step(const VectorXd& w, const std::vector<Index>& batch, std::uint64_t run_seed,
+  /// seeded from (run_seed, step) and the members' global rows or batch positions.
+  virtual StepAccounting step(const VectorXd& w, const LocalBatch& batch, std::uint64_t run_seed,
                               Index step) const = 0;
   virtual double accuracy(const VectorXd& w, const Dataset& data) const = 0;
   /// A GLM Model of the parameters (closed-form GLMs only).

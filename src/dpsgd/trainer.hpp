@@ -3,6 +3,7 @@
 // several and averages their accounting; the resume state (resume_state.hpp) saves one mid-run.
 #pragma once
 
+#include "filkit/base/communicator.hpp"
 #include "filkit/dpsgd/training.hpp"
 
 #include "dpsgd/optimizer_steps.hpp"
@@ -19,7 +20,7 @@ namespace filkit::detail {
 struct RunAccountant {
   RunAccountant() = default;
   explicit RunAccountant(Index n) : trace(VectorXd::Zero(n)), spectral(VectorXd::Zero(n)), sampled(VectorXd::Zero(n)) {}
-  VectorXd trace, spectral, sampled;
+  VectorXd trace, spectral, sampled;  ///< per example of this process's rows
 };
 
 /// A training run between steps: everything its next step depends on (saved by resume_state).
@@ -29,35 +30,47 @@ struct TrainerState {
   VectorXd second_moment;  ///< Adam only (empty for SGD)
   Index adam_steps = 0;    ///< Adam's bias-correction count: the steps taken (0 for SGD)
   std::mt19937_64 generator;
-  std::vector<Index> order;  ///< the uniform sampler's permutation of 0..n-1
+  std::vector<Index> order;  ///< the uniform sampler's permutation of 0..n-1 (all rows, on every rank)
   RunAccountant accountant;
 };
 
 /// One training run: parameters, optimiser, generator, sampler, accountant.
+///
+/// On the ranks of an MPI job (docs/distributed.md) every rank runs the same Trainer over its
+/// shard of the rows: the generator, the sampler (over all n rows), the noise and the parameters
+/// are the same on every rank, each rank clips and accounts the batch members among its rows, and
+/// the clipped sums are added over the ranks (identical bits everywhere). The accountant holds the
+/// rank's rows only.
 class Trainer {
  public:
-  Trainer(const Dataset& train, const DpSgdOptions& options, const DpSgdModel& model, std::uint64_t run_seed)
-      : train_(train), options_(options), model_(model), run_seed_(run_seed) {
+  /// `train`: this process's rows, the global rows first_row .. first_row + train.n() - 1 of n_total.
+  Trainer(const Dataset& train, const DpSgdOptions& options, const DpSgdModel& model, std::uint64_t run_seed,
+          Index first_row, Index n_total, const Communicator& comm)
+      : train_(train), options_(options), model_(model), run_seed_(run_seed), first_row_(first_row),
+        n_total_(n_total), comm_(comm) {
     state_.generator.seed(run_seed);
     state_.parameters = model.initial_parameters(state_.generator);
     state_.first_moment = VectorXd::Zero(state_.parameters.size());
     if (options.optimizer == Optimizer::kAdam) state_.second_moment = VectorXd::Zero(state_.parameters.size());
-    state_.order.resize(train.n());
-    for (Index i = 0; i < train.n(); ++i) state_.order[i] = i;
+    state_.order.resize(n_total);
+    for (Index i = 0; i < n_total; ++i) state_.order[i] = i;
     state_.accountant = RunAccountant(train.n());
   }
 
   /// One DP-SGD step with its accounting.
   void step(Index t) {
-    const std::vector<Index> batch = sample_batch();
-    const StepAccounting a = model_.step(state_.parameters, batch, run_seed_, t);
+    const LocalBatch batch = local_part(sample_batch());
+    StepAccounting a = batch.rows.empty()
+                           ? StepAccounting{VectorXd::Zero(state_.parameters.size()), VectorXd(), VectorXd()}
+                           : model_.step(state_.parameters, batch, run_seed_, t);
     RunAccountant& accountant = state_.accountant;
-    for (std::size_t b = 0; b < batch.size(); ++b) {
-      accountant.trace(batch[b]) += a.trace(b);
-      accountant.spectral(batch[b]) += a.spectral(b);
-      accountant.sampled(batch[b]) += 1.0;
+    for (std::size_t b = 0; b < batch.rows.size(); ++b) {
+      accountant.trace(batch.rows[b]) += a.trace(b);
+      accountant.spectral(batch.rows[b]) += a.spectral(b);
+      accountant.sampled(batch.rows[b]) += 1.0;
     }
-    update(a.clipped_sum);
+    comm_.sum(a.clipped_sum);
+    update(std::move(a.clipped_sum));
   }
 
   const VectorXd& parameters() const { return state_.parameters; }
@@ -69,20 +82,33 @@ class Trainer {
   void restore(const TrainerState& state) { state_ = state; }
 
  private:
+  /// The step's batch over all n rows, in increasing order (the same on every rank).
   std::vector<Index> sample_batch() {
-    const Index n = train_.n();
     std::vector<Index> batch;
     std::vector<Index>& order = state_.order;
     if (options_.sampling == BatchSampling::kUniform) {
       shuffle_batch_to_front(order, options_.batch_size, state_.generator);  // a uniform B-subset
       batch.assign(order.begin(), order.begin() + options_.batch_size);
+      std::sort(batch.begin(), batch.end());  // so that each rank's members are consecutive
     } else {
-      const double q = static_cast<double>(options_.batch_size) / n;
+      const double q = static_cast<double>(options_.batch_size) / n_total_;
       std::uniform_real_distribution<double> uniform;
-      for (Index i = 0; i < n; ++i)
+      for (Index i = 0; i < n_total_; ++i)
         if (uniform(state_.generator) < q) batch.push_back(i);
     }
     return batch;
+  }
+
+  /// The members of `batch` among this process's rows.
+  LocalBatch local_part(const std::vector<Index>& batch) const {
+    const auto first = std::lower_bound(batch.begin(), batch.end(), first_row_);
+    const auto last = std::lower_bound(first, batch.end(), first_row_ + train_.n());
+    LocalBatch local;
+    for (auto it = first; it != last; ++it) local.rows.push_back(*it - first_row_);
+    local.row_offset = first_row_;
+    local.total_rows = n_total_;
+    local.position = first - batch.begin();
+    return local;
   }
 
   /// Releases the noisy sum and moves the parameters (post-processing of the release).
@@ -111,6 +137,8 @@ class Trainer {
   const DpSgdOptions& options_;
   const DpSgdModel& model_;
   std::uint64_t run_seed_;
+  Index first_row_, n_total_;
+  const Communicator& comm_;
   TrainerState state_;
 };
 

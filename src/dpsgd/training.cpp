@@ -53,18 +53,58 @@ double DpSgdSnapshot::mean_train_accuracy() const { return mean_of(train_accurac
 
 namespace {
 
-Index number_of_classes(const Dataset& train, const Dataset& test, ModelKind kind) {
+/// K: the largest label over every rank's train and test rows, plus one (at least 2).
+Index number_of_classes(const Dataset& train, const Dataset& test, ModelKind kind, const Communicator& comm) {
   double largest = 1.0;
-  for (const Dataset* data : {&train, &test})
+  for (const Dataset* data : {&train, &test}) {
+    const Index offset = comm.exclusive_prefix_sum(data->n());  // rows are named by their global index
     for (Index i = 0; i < data->n(); ++i) {
       const double y = data->y(i);
       if (y < 0 || y != std::floor(y) || (kind == ModelKind::kLogistic && y > 1))
-        throw std::invalid_argument("train_dpsgd: label " + format_double(y) + " of row " + std::to_string(i) + " in " +
-                                    (data == &train ? "train" : "test") + " is not a class index" +
+        throw std::invalid_argument("train_dpsgd: label " + format_double(y) + " of row " + std::to_string(offset + i) +
+                                    " in " + (data == &train ? "train" : "test") + " is not a class index" +
                                     (kind == ModelKind::kLogistic ? " in {0, 1}" : ""));
       largest = std::max(largest, y);
     }
-  return static_cast<Index>(largest) + 1;
+  }
+  return static_cast<Index>(comm.max(largest)) + 1;
+}
+
+/// The fraction of every rank's rows of `data` that `w` classifies correctly (NaN without rows).
+double accuracy_over_ranks(const DpSgdModel& model, const VectorXd& w, const Dataset& data, const Communicator& comm) {
+  if (!comm.distributed()) return data.n() > 0 ? model.accuracy(w, data) : std::numeric_limits<double>::quiet_NaN();
+  const Index n = comm.sum(data.n());
+  // accuracy = correct / rows, so accuracy x rows rounds back to the count exactly.
+  const Index correct = data.n() > 0 ? std::llround(model.accuracy(w, data) * static_cast<double>(data.n())) : 0;
+  return n > 0 ? static_cast<double>(comm.sum(correct)) / static_cast<double>(n)
+               : std::numeric_limits<double>::quiet_NaN();
+}
+
+/// Every per-example vector of a resume state (each over this process's rows, or over all n).
+template <class Visit>
+void for_each_per_example_vector(ResumeState& state, const Visit& visit) {
+  for (SnapshotSums& sums : state.sums) {
+    for (VectorXd& trace : sums.trace_per_run) visit(trace);
+    visit(sums.spectral);
+    visit(sums.sampled);
+  }
+  if (state.trainer) {
+    visit(state.trainer->accountant.trace);
+    visit(state.trainer->accountant.spectral);
+    visit(state.trainer->accountant.sampled);
+  }
+}
+
+/// A state over all n rows (a resume file, written by any number of ranks) cut to this rank's rows.
+void keep_own_rows(ResumeState& state, Index first_row, Index rows) {
+  for_each_per_example_vector(state, [&](VectorXd& v) { v = VectorXd(v.segment(first_row, rows)); });
+}
+
+/// At rank 0 the state over all n rows (what one process would save); elsewhere the per-example
+/// vectors are empty. Collective.
+ResumeState gathered_state(ResumeState state, const Communicator& comm) {
+  for_each_per_example_vector(state, [&](VectorXd& v) { v = comm.gather(v); });
+  return state;
 }
 
 /// The snapshot steps: report epochs rounded to steps, and T, sorted and unique.
@@ -133,20 +173,20 @@ VectorXd standard_error_of_mean(const MatrixXd& per_run, const VectorXd& mean) {
   return (squares / static_cast<double>(runs - 1) / static_cast<double>(runs)).cwiseSqrt();
 }
 
-/// What a resume file of this call must agree with.
-ExpectedState expected_state(const Dataset& train, const Dataset& test, const DpSgdOptions& options,
-                             const DpSgdModel& model, const std::vector<Index>& steps) {
+/// What a resume file of this call must agree with (n: rows over all ranks).
+ExpectedState expected_state(const Dataset& train, const Dataset& test, Index n, const DpSgdOptions& options,
+                             const DpSgdModel& model, const std::vector<Index>& steps, const Communicator& comm) {
   ExpectedState expected;
-  expected.fingerprint = job_fingerprint(train, test, options);
+  expected.fingerprint = job_fingerprint(train, test, options, comm);
   expected.runs = options.runs;
   expected.steps = options.steps;
-  expected.n = train.n();
+  expected.n = n;
   expected.parameter_count = model.parameter_count();
   expected.snapshot_steps = steps;
   for (int run = 0; run < options.runs; ++run) expected.run_seeds.push_back(run_seed(options, run));
   expected.adam = options.optimizer == Optimizer::kAdam;
   expected.spectral_computed = options.spectral != SpectralMethod::kNone;
-  expected.has_test = test.n() > 0;
+  expected.has_test = comm.sum(test.n()) > 0;
   return expected;
 }
 
@@ -158,12 +198,13 @@ std::uint64_t dpsgd_run_seed(const DpSgdOptions& options, int run) {
 
 namespace {
 DpSgdResult train_runs(const Dataset& train, const Dataset& test, const DpSgdOptions& requested, bool progress,
-                       CheckpointWhenDone when_done, const DpSgdModelOfRun* model_of_run, const std::string& label);
+                       CheckpointWhenDone when_done, const DpSgdModelOfRun* model_of_run, const std::string& label,
+                       const Communicator& comm);
 }  // namespace
 
 DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOptions& requested, bool progress,
-                        CheckpointWhenDone when_done) {
-  return train_runs(train, test, requested, progress, when_done, nullptr, "dpsgd");
+                        CheckpointWhenDone when_done, const Communicator& comm) {
+  return train_runs(train, test, requested, progress, when_done, nullptr, "dpsgd", comm);
 }
 
 DpSgdResult train_dpsgd_with_models(const Dataset& train, const Dataset& test, const DpSgdOptions& options,
@@ -172,27 +213,30 @@ DpSgdResult train_dpsgd_with_models(const Dataset& train, const Dataset& test, c
   if (!options.checkpoint_path.empty())
     throw std::invalid_argument("checkpoint: resuming is not available for this training (its models' state is not "
                                 "in the resume file); leave it empty");
-  return train_runs(train, test, options, progress, CheckpointWhenDone::kRemove, &model_of_run, progress_label);
+  return train_runs(train, test, options, progress, CheckpointWhenDone::kRemove, &model_of_run, progress_label,
+                    Communicator::local());
 }
 
 namespace {
 DpSgdResult train_runs(const Dataset& train, const Dataset& test, const DpSgdOptions& requested, bool progress,
-                       CheckpointWhenDone when_done, const DpSgdModelOfRun* model_of_run, const std::string& label) {
+                       CheckpointWhenDone when_done, const DpSgdModelOfRun* model_of_run, const std::string& label,
+                       const Communicator& comm) {
   requested.validate();
-  const DpSgdOptions options = requested.resolved(train.n());
+  const Index n = comm.sum(train.n());  // over all ranks; this process holds rows first_row ..
+  const Index first_row = comm.exclusive_prefix_sum(train.n());
+  const DpSgdOptions options = requested.resolved(n);
   if (!options.checkpoint_path.empty()) check_output_path("DpSgdOptions.checkpoint_path", options.checkpoint_path);
   train.validate();
   if (test.n() > 0) test.validate();
   if (test.n() > 0 && test.d() != train.d())
     throw std::invalid_argument("train_dpsgd: test has " + std::to_string(test.d()) + " features, train " +
                                 std::to_string(train.d()));
-  const Index n = train.n();
   if (options.batch_size > n)
     throw std::invalid_argument("DpSgdOptions.batch_size = " + std::to_string(options.batch_size) + ": must be <= n = " + std::to_string(n));
 
   DpSgdResult result;
   result.n = n;
-  result.num_classes = number_of_classes(train, test, options.network ? ModelKind::kSoftmax : options.kind);
+  result.num_classes = number_of_classes(train, test, options.network ? ModelKind::kSoftmax : options.kind, comm);
   result.sampling_rate = static_cast<double>(options.batch_size) / n;
   result.kappa_delta = *options.kappa_delta;
   result.step_epsilon = step_epsilon(options.noise_multiplier, result.kappa_delta);
@@ -213,17 +257,26 @@ DpSgdResult train_runs(const Dataset& train, const Dataset& test, const DpSgdOpt
   const std::vector<Index> steps = snapshot_steps(options, n);
   check_per_run_trace_memory(options, n, steps.size());
 
-  const ExpectedState expected =
-      options.checkpoint_path.empty() ? ExpectedState{} : expected_state(train, test, options, *model, steps);
+  const ExpectedState expected = options.checkpoint_path.empty()
+                                     ? ExpectedState{}
+                                     : expected_state(train, test, n, options, *model, steps, comm);
   ResumeState state;
   if (!options.checkpoint_path.empty()) {
-    if (std::optional<ResumeState> saved = load_state(options.checkpoint_path, expected)) {
+    // Every rank reads the file (written over all n rows by rank 0, on any number of ranks) and
+    // keeps its own rows.
+    std::optional<ResumeState> saved = load_state(options.checkpoint_path, expected);
+    const bool anywhere = !comm.all(!saved.has_value());
+    if (anywhere && !comm.all(saved.has_value()))
+      throw std::runtime_error("checkpoint " + options.checkpoint_path + ": found by some MPI ranks and not by "
+                               "others; on several machines it must be on a file system they share");
+    if (saved) {
       state = std::move(*saved);
+      keep_own_rows(state, first_row, train.n());
       result.resumed = true;
     }
   }
   if (!result.resumed) {
-    state.sums.assign(steps.size(), {{}, VectorXd::Zero(n), VectorXd::Zero(n)});
+    state.sums.assign(steps.size(), {{}, VectorXd::Zero(train.n()), VectorXd::Zero(train.n())});
     state.train_accuracy.assign(steps.size(), {});
     state.test_accuracy.assign(steps.size(), {});
   }
@@ -238,14 +291,14 @@ DpSgdResult train_runs(const Dataset& train, const Dataset& test, const DpSgdOpt
     state.evaluation_seconds = evaluation_before + evaluation_seconds;
     state.training_seconds = training_before + seconds_since(start) - evaluation_seconds;
   };
-  Progress bar(label, static_cast<std::int64_t>(options.runs) * options.steps, !progress);
+  Progress bar(label, static_cast<std::int64_t>(options.runs) * options.steps, !progress || !comm.is_root());
   bar.advance(static_cast<std::int64_t>(state.run) * options.steps + state.step);
   Index steps_this_call = 0;
   for (int run = state.run; run < options.runs; ++run) {
     model = &run_model(run);
     if (model->parameter_count() != result.parameter_count)
       throw std::logic_error("train_dpsgd: the models of the runs differ in size");
-    Trainer trainer(train, options, *model, run_seed(options, run));
+    Trainer trainer(train, options, *model, run_seed(options, run), first_row, n, comm);
     const Index first_step = run == state.run ? state.step + 1 : 1;
     if (first_step > 1) trainer.restore(*state.trainer);
     if (first_step == 1) state.run_seeds.push_back(run_seed(options, run));
@@ -264,9 +317,8 @@ DpSgdResult train_runs(const Dataset& train, const Dataset& test, const DpSgdOpt
         sums.spectral += scale * a.spectral;
         sums.sampled += a.sampled;
         const auto evaluation_start = std::chrono::steady_clock::now();
-        state.train_accuracy[next].push_back(model->accuracy(trainer.parameters(), train));
-        state.test_accuracy[next].push_back(test.n() > 0 ? model->accuracy(trainer.parameters(), test)
-                                                         : std::numeric_limits<double>::quiet_NaN());
+        state.train_accuracy[next].push_back(accuracy_over_ranks(*model, trainer.parameters(), train, comm));
+        state.test_accuracy[next].push_back(accuracy_over_ranks(*model, trainer.parameters(), test, comm));
         evaluation_seconds += seconds_since(evaluation_start);
         ++next;
       }
@@ -287,7 +339,8 @@ DpSgdResult train_runs(const Dataset& train, const Dataset& test, const DpSgdOpt
         saved.step = t;
         saved.trainer = trainer.state();
       }
-      save_state(options.checkpoint_path, expected.fingerprint, saved);
+      if (comm.distributed()) saved = gathered_state(std::move(saved), comm);
+      if (comm.is_root()) save_state(options.checkpoint_path, expected.fingerprint, saved);
       if (stop) {
         bar.finish();
         result.complete = false;
@@ -300,14 +353,24 @@ DpSgdResult train_runs(const Dataset& train, const Dataset& test, const DpSgdOpt
   }
   bar.finish();
   elapsed();
-  if (!options.checkpoint_path.empty() && when_done == CheckpointWhenDone::kRemove)
+  if (!options.checkpoint_path.empty() && when_done == CheckpointWhenDone::kRemove && comm.is_root())
     std::remove(options.checkpoint_path.c_str());
 
   result.steps_done = static_cast<Index>(options.runs) * options.steps;
   result.run_seeds = state.run_seeds;
   result.parameters = state.parameters;
   if (model->is_glm())
-    for (const VectorXd& w : result.parameters) result.models.push_back(model->glm(w));
+    for (const VectorXd& w : result.parameters) {
+      result.models.push_back(model->glm(w));
+      result.models.back().n_train = n;
+    }
+  if (comm.distributed()) {  // rank 0 gathers every rank's accounting; the others are done
+    state = gathered_state(std::move(state), comm);
+    if (!comm.is_root()) {
+      result.seconds["training"] = state.training_seconds;
+      return result;
+    }
+  }
   const double runs = options.runs;
   result.bootstrap_seed = bootstrap_seed(options);
   const auto dfil_of_trace = [d = static_cast<double>(result.private_dims)](double trace) { return std::sqrt(trace / d); };

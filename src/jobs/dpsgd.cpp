@@ -69,16 +69,21 @@ DpSgdJobResult run_dpsgd(const DpSgdJobOptions& requested, bool progress) {
   result.options = requested;
   result.options.resolve();
   const DpSgdJobOptions& options = result.options;
-  PreparedData prepared = load_and_preprocess(options.data, options.dpsgd.seed);
+  // On the ranks of an MPI job each loads and trains on its shard of the rows (docs/distributed.md).
+  const Communicator& comm = Communicator::world();
+  PreparedData prepared = load_and_preprocess(options.data, options.dpsgd.seed, comm);
   result.data = std::move(prepared.data);
   result.preprocessor = std::move(prepared.preprocessor);
   result.seconds = std::move(prepared.seconds);
+  result.n_test = comm.sum(result.data.test.n());
   // The data's autos, so that the summary's settings record the number used.
-  result.options.dpsgd.kappa_delta = result.options.dpsgd.resolved(result.data.train.n()).kappa_delta;
+  result.options.dpsgd.kappa_delta = result.options.dpsgd.resolved(comm.sum(result.data.train.n())).kappa_delta;
   const StageScope stage("training (DP-SGD)");
   DpSgdOptions training = options.training_options();
   training.max_memory = options.data.max_memory;  // also the budget of the per-run traces
-  result.training = train_dpsgd(result.data.train, result.data.test, training, progress, CheckpointWhenDone::kKeep);
+  result.training =
+      train_dpsgd(result.data.train, result.data.test, training, progress, CheckpointWhenDone::kKeep, comm);
+  result.labels = comm.gather(result.data.train.y);
   for (const auto& [stage, seconds] : result.training.seconds) result.seconds[stage] = seconds;
   return result;
 }
@@ -93,7 +98,7 @@ nlohmann::json DpSgdJobResult::to_json() const {
   nlohmann::json json = training.summary(options.training_options());
   json.update(job_summary_header(DpSgdJob::name, options.dpsgd.seed));
   json["settings"] = settings_json(options);
-  json["n_test"] = data.test.n();
+  json["n_test"] = n_test;
   json["d"] = data.train.d();
   json["source"] = data.train.source;
   json["preprocessing"] = preprocessor.to_json();
@@ -102,7 +107,7 @@ nlohmann::json DpSgdJobResult::to_json() const {
 }
 
 NumericTable DpSgdJobResult::table() const {
-  return {training.table_header(), training.complete ? training.table_rows(data.train) : std::vector<std::vector<double>>{}};
+  return {training.table_header(), training.complete ? training.table_rows(labels) : std::vector<std::vector<double>>{}};
 }
 
 void DpSgdJobResult::print_summary(std::ostream& out) const {

@@ -217,6 +217,31 @@ TEST_P(EveryArchitecture, BatchedAccountingEqualsOneExampleAtATime) {
   }
 }
 
+TEST_P(EveryArchitecture, BatchSplitAtAnyPositionDrawsTheWholeBatchsProbes) {
+  // The ranks of an MPI job each account their part of a batch, passing where it starts: the
+  // parts' estimates are the whole batch's, and their clipped sums add up to its sum.
+  REQUIRE_TORCH();
+  Fixture f = fixture(GetParam(), 7);
+  const NetworkAccountingRequest request{TraceMethod::kGaussian, SpectralMethod::kPowerIteration, 2, 3};
+  const NetworkBatchAccounting whole = f.network.account_batch(f.w, f.X, f.y, 0.3, request, 41);
+  const Index cut = 3, rest = f.X.rows() - cut;
+  const NetworkBatchAccounting head =
+      f.network.account_batch(f.w, f.X.topRows(cut), f.y.head(cut), 0.3, request, 41, /*first_position=*/0);
+  const NetworkBatchAccounting tail =
+      f.network.account_batch(f.w, f.X.bottomRows(rest), f.y.tail(rest), 0.3, request, 41, /*first_position=*/cut);
+  VectorXd trace(f.X.rows()), spectral(f.X.rows());
+  trace << head.trace, tail.trace;
+  spectral << head.spectral, tail.spectral;
+  EXPECT_LT((trace - whole.trace).norm(), 1e-12 * whole.trace.norm());
+  EXPECT_LT((spectral - whole.spectral).norm(), 1e-12 * whole.spectral.norm());
+  EXPECT_LT((head.clipped_sum + tail.clipped_sum - whole.clipped_sum).norm(), 1e-12 * whole.clipped_sum.norm());
+  // The position matters: the tail accounted as if it began the batch draws other probes.
+  const NetworkBatchAccounting misplaced =
+      f.network.account_batch(f.w, f.X.bottomRows(rest), f.y.tail(rest), 0.3, request, 41, /*first_position=*/0);
+  EXPECT_GT((misplaced.trace - tail.trace).norm(), 1e-6 * tail.trace.norm());
+  EXPECT_THROW(f.network.account_batch(f.w, f.X, f.y, 0.3, request, 41, -1), std::invalid_argument);
+}
+
 TEST(NetworkAccounting, ResultsAreTheSameBitsOnAnyNumberOfThreads) {
   // A chunk's pieces run on separate threads, each piece single-threaded, so nothing is summed in
   // an order that follows the thread count.

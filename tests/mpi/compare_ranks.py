@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Same answers at any scale (docs/distributed.md): `filkit measure`, `irfil`, `bound` and `reconstruct` on K = 1, 2, 3 and 4 MPI ranks
-(loopback, oversubscribed) against the single-process program, for several settings: every
-per-example value of the CSV and every number of the summary JSON must agree to 1e-12 relative
-(the ranks' sums are added in a different order, so the last bits may differ). Also checks that a
-failing rank ends every rank with a clear error, and that jobs not yet sharded refuse to run on
-several ranks.
+"""Same answers at any scale (docs/distributed.md): `filkit measure`, `irfil`, `bound`, `reconstruct`
+and `dpsgd` on K = 1, 2, 3 and 4 MPI ranks (loopback, oversubscribed) against the single-process
+program, for several settings: every per-example value of the CSV and every number of the summary
+JSON must agree to 1e-12 relative (the ranks' sums are added in a different order, so the last bits
+may differ). Also checks that a DP-SGD run stopped on some number of ranks resumes on any other to
+the uninterrupted run's results, that a failing rank ends every rank with a clear error, and that
+jobs not yet sharded refuse to run on several ranks.
 
 Usage: compare_ranks.py --filkit BUILD/filkit [--mpirun mpirun] [--ranks 1,2,3,4]
 """
@@ -26,7 +27,9 @@ ABSOLUTE_FLOOR = 1e-15
 # groups and an attribute, least squares with unit-ball scaling, and a CSV dataset (read whole, then
 # cut); of irfil: its default job, and a class weighting driven by an attribute's FIL; of bound: its
 # default job and MNIST at 30 principal components; of reconstruct: a few rows out of order with
-# their reconstructions kept, and every row.
+# their reconstructions kept, and every row; of dpsgd: logistic regression with two runs and a
+# second snapshot, softmax with Poisson batches and estimated traces and spectral norms (probes keyed
+# by global rows), and the tanh MLP and the ConvNet through LibTorch (probes keyed by batch position).
 SETTINGS = [
     ("default", ["measure"]),
     ("softmax", ["measure", "--data", "mnist", "--classes", "0,1,2", "--train-size", "3000", "--pca", "30",
@@ -43,7 +46,19 @@ SETTINGS = [
     ("reconstruct", ["reconstruct", "--trials", "300", "--rows", "11999,5,6000,17,3001", "--save-reconstructions",
                      "6000,5", "--reconstructions-out", "{extra}"]),
     ("reconstruct-all", ["reconstruct", "--trials", "100", "--train-size", "3000"]),
+    ("dpsgd", ["dpsgd", "--steps", "300", "--runs", "2", "--report-epochs", "5"]),
+    ("dpsgd-poisson", ["dpsgd", "--model", "softmax", "--classes", "0,1,2", "--train-size", "3000", "--sampling",
+                       "poisson", "--batch-size", "200", "--steps", "100", "--trace", "gaussian", "--spectral",
+                       "power-iteration", "--probes", "3"]),
+    ("dpsgd-mlp", ["dpsgd", "--model", "mlp", "--hidden", "16", "--steps", "30", "--batch-size", "100",
+                   "--train-size", "1000", "--runs", "2"]),
+    ("dpsgd-cnn", ["dpsgd", "--model", "cnn", "--steps", "5", "--batch-size", "64", "--train-size", "300"]),
 ]
+
+# A DP-SGD run stopped and resumed on different numbers of ranks (None: one process without mpirun):
+# (ranks, steps this call) until done, against the uninterrupted single-process run.
+RESUME_FLAGS = ["dpsgd", "--steps", "300", "--runs", "2", "--report-epochs", "5"]
+RESUME_CALLS = [(None, 150), (4, 200), (3, 100), (2, 0)]
 
 
 def run(command, env, check=True):
@@ -69,10 +84,36 @@ def read_csv(path):
 ATTACK_TOLERANCE = 1e-5
 
 
-def close(a, b, tolerance=TOLERANCE):
+def close(a, b, tolerance=TOLERANCE, scale=0.0):
+    """a and b agree to `tolerance` relative to the larger of them, or of `scale` when given."""
     if a == b or (math.isnan(a) and math.isnan(b)):
         return True
-    return abs(a - b) <= tolerance * max(abs(a), abs(b)) + ABSOLUTE_FLOOR
+    return abs(a - b) <= tolerance * max(abs(a), abs(b), scale) + ABSOLUTE_FLOOR
+
+
+def compare_tables(tables, reference_tables, command):
+    """The differing cells of a job's tables (as problems) and the largest relative difference."""
+    problems, worst = [], 0.0
+    for number, ((header, rows), (reference_header, reference_rows)) in enumerate(zip(tables, reference_tables)):
+        if header != reference_header or len(rows) != len(reference_rows):
+            problems.append(f"table {number} shape {len(rows)} x {header} vs {len(reference_rows)} x {reference_header}")
+            continue
+        # The attack's columns, and reconstruct's images, at ATTACK_TOLERANCE.
+        attack_from = header.index("attack_mse") if "attack_mse" in header else len(header)
+        if number == 1 and command == "reconstruct":
+            attack_from = 0
+        # DP-SGD's standard error over runs is a difference of the runs' traces, which may cancel to
+        # the traces' rounding: it is compared relative to the trace.
+        error_column = header.index("fisher_trace_standard_error") if "fisher_trace_standard_error" in header else -1
+        for row, reference in zip(rows, reference_rows):
+            for column, (a, b) in enumerate(zip(row, reference)):
+                scale = abs(reference[header.index("fisher_trace")]) if column == error_column else 0.0
+                if not close(a, b, ATTACK_TOLERANCE if column >= attack_from else TOLERANCE, scale):
+                    problems.append(f"table {number} row {int(reference[0])}, {header[column]}: {a!r} vs {b!r}")
+                    break
+                if a != b and max(abs(a), abs(b)) > 1e-3 and column < attack_from and column != error_column:
+                    worst = max(worst, abs(a - b) / max(abs(a), abs(b)))  # tiny values: ABSOLUTE_FLOOR
+    return problems, worst
 
 
 # Not results: the wall times, the rank count, and the fit's final gradient norm and iteration count,
@@ -101,6 +142,36 @@ def compare_json(a, b, path, ignored=IGNORED):
         tolerance = ATTACK_TOLERANCE if path.startswith("json.attack") else TOLERANCE
         return [] if close(float(a), float(b), tolerance) else [f"{path}: {a!r} vs {b!r}"]
     return [] if a == b else [f"{path}: {a!r} vs {b!r}"]
+
+
+def outputs_of_serial_dpsgd(filkit, env, tmp):
+    """The uninterrupted single-process run of RESUME_FLAGS: its table and summary."""
+    csv_path, json_path = os.path.join(tmp, "resume-reference.csv"), os.path.join(tmp, "resume-reference.json")
+    run([filkit, RESUME_FLAGS[0], "--quiet", "--threads", "1", "--out", csv_path, "--json", json_path] + RESUME_FLAGS[1:], env)
+    return read_csv(csv_path), json.load(open(json_path))
+
+
+def check_resume_on_other_ranks(filkit, mpirun, env, tmp, reference):
+    """Stops and resumes RESUME_FLAGS as RESUME_CALLS say; returns 1 on failure, else 0."""
+    checkpoint = os.path.join(tmp, "resume.state")
+    csv_path, json_path = os.path.join(tmp, "resume.csv"), os.path.join(tmp, "resume.json")
+    for ranks, stop_after in RESUME_CALLS:
+        command = [filkit, RESUME_FLAGS[0], "--quiet", "--threads", "1", "--out", csv_path, "--json", json_path,
+                   "--checkpoint", checkpoint, "--stop-after", str(stop_after)] + RESUME_FLAGS[1:]
+        run(command if ranks is None else mpirun + ["-np", str(ranks)] + command, env)
+    calls = " -> ".join(f"{ranks or 1} rank(s)" for ranks, _ in RESUME_CALLS)
+    problems, _ = compare_tables([read_csv(csv_path)], [reference[0]], "dpsgd")
+    summary = json.load(open(json_path))
+    problems += compare_json(summary, reference[1], "json", IGNORED + ("resumed", "json.settings.checkpoint"))
+    if not summary.get("resumed"):
+        problems.append("the last call did not resume")
+    if os.path.exists(checkpoint):
+        problems.append("the resume file was left behind")
+    if problems:
+        print(f"FAILED: dpsgd stopped and resumed on {calls}: " + "; ".join(problems[:5]))
+        return 1
+    print(f"ok: dpsgd stopped and resumed on {calls} gives the uninterrupted single-process results")
+    return 0
 
 
 def main():
@@ -134,22 +205,7 @@ def main():
             for ranks, (tables, summary) in outputs.items():
                 if ranks == "serial":
                     continue
-                problems, worst = [], 0.0
-                for number, ((header, rows), (reference_header, reference_rows)) in enumerate(zip(tables, reference_tables)):
-                    if header != reference_header or len(rows) != len(reference_rows):
-                        problems.append(f"table {number} shape {len(rows)} x {header} vs {len(reference_rows)} x {reference_header}")
-                        continue
-                    # The attack's columns, and reconstruct's images, at ATTACK_TOLERANCE.
-                    attack_from = header.index("attack_mse") if "attack_mse" in header else len(header)
-                    if number == 1 and flags[0] == "reconstruct":
-                        attack_from = 0
-                    for row, reference in zip(rows, reference_rows):
-                        for column, (a, b) in enumerate(zip(row, reference)):
-                            if not close(a, b, ATTACK_TOLERANCE if column >= attack_from else TOLERANCE):
-                                problems.append(f"table {number} row {int(reference[0])}, {header[column]}: {a!r} vs {b!r}")
-                                break
-                            if a != b and max(abs(a), abs(b)) > 1e-3 and column < attack_from:  # tiny: ABSOLUTE_FLOOR
-                                worst = max(worst, abs(a - b) / max(abs(a), abs(b)))
+                problems, worst = compare_tables(tables, reference_tables, flags[0])
                 problems += compare_json(summary, reference_json, "json")
                 if summary.get("mpi_ranks") != int(ranks):
                     problems.append(f"json.mpi_ranks = {summary.get('mpi_ranks')}, expected {ranks}")
@@ -160,6 +216,7 @@ def main():
                     print(f"ok: {name} on {ranks} ranks: {examples} examples, largest relative difference {worst:.1e} "
                           "(values above 1e-3, outside the attack's columns)")
                 failures += bool(problems)
+        failures += check_resume_on_other_ranks(args.filkit, mpirun, env, tmp, outputs_of_serial_dpsgd(args.filkit, env, tmp))
         # An error on the ranks ends them all, with the error named, not a hang.
         bad = run(mpirun + ["-np", "3", args.filkit, "measure", "--quiet", "--subset", "class=7"], env, check=False)
         if bad.returncode == 0 or "no training example has that class" not in bad.stderr:

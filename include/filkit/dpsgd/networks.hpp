@@ -158,8 +158,12 @@ class Network {
   ///                 the same variance 2 ||G^T G||_F^2 as input-side probes at half the cost);
   ///   exact:        all d coordinates (d JVPs); the spectral norm then from the dense G^T G;
   ///   power iteration: `power_iterations` products with G and G^T from a Gaussian start.
+  /// Example b's probes come from its own stream, keyed by `seed` and first_position + b (its
+  /// position in the whole batch when X is a part of it, as on a rank of an MPI job), so that
+  /// estimates depend neither on the chunks nor on how the batch is split over processes.
   NetworkBatchAccounting account_batch(const VectorXd& w, const RowMatrix& X, const VectorXd& y, double clip_norm,
-                                       const NetworkAccountingRequest& request, std::uint64_t seed) const;
+                                       const NetworkAccountingRequest& request, std::uint64_t seed,
+                                       Index first_position = 0) const;
 
  private:
   struct Impl;

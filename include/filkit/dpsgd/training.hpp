@@ -37,6 +37,7 @@
 // each run's own, and confidence intervals from the bootstrap over runs (run_bootstrap.hpp).
 #pragma once
 
+#include "filkit/base/communicator.hpp"
 #include "filkit/base/enum_names.hpp"
 #include "filkit/base/resources.hpp"
 #include "filkit/base/run_bootstrap.hpp"
@@ -295,7 +296,8 @@ struct DpSgdResult {
   /// the runs' own values and the MSE bounds 1/dFIL^2 (one line saying why there are no intervals
   /// for one run).
   void print_dfil_over_runs(std::ostream& out) const;
-  std::vector<std::vector<double>> table_rows(const Dataset& train) const;
+  /// `labels`: the training labels of all n examples (gathered from the ranks of an MPI job).
+  std::vector<std::vector<double>> table_rows(const VectorXd& labels) const;
 };
 
 /// What train_dpsgd does with the resume file (DpSgdOptions.checkpoint_path) once every run is done.
@@ -308,12 +310,22 @@ enum class CheckpointWhenDone {
 /// Trains `options.runs` models on `train` by DP-SGD with FIL accounting; `test` (possibly
 /// empty) gives test accuracy. The closed-form GLMs (options.network empty) give bitwise
 /// identical results for any number of threads; networks run LibTorch's kernels on OpenMP's
-/// number of threads, and whether their rounding depends on it is LibTorch's (not promised). Throws
+/// number of threads, and whether their rounding depends on it is LibTorch's (not promised).
+///
+/// On the ranks of an MPI job (`comm`, docs/distributed.md), `train` and `test` are each rank's
+/// rows, in rank order; every rank samples the same batches over all n rows, clips and accounts
+/// its own members, the clipped sums are added over the ranks and the noise is drawn once from
+/// the run's seed (the same numbers on every rank). Results agree with one process's to rounding
+/// (the sums are added in another order). Rank 0 gathers the per-example accounting and returns
+/// the whole result; the other ranks return the parameters and models with no snapshots. A
+/// resume file is written by rank 0 over all n rows and read by every rank, so a run stopped on
+/// K ranks resumes on any number (the file must be on a file system every rank sees). Throws
 /// std::invalid_argument for invalid options (naming the field), labels outside the model's
 /// domain, a batch size above n or an unwritable checkpoint_path, and std::runtime_error naming
 /// the file for a resume file that is damaged or belongs to another job.
 DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOptions& options,
-                        bool progress = false, CheckpointWhenDone when_done = CheckpointWhenDone::kRemove);
+                        bool progress = false, CheckpointWhenDone when_done = CheckpointWhenDone::kRemove,
+                        const Communicator& comm = Communicator::local());
 
 /// Every setting of the options, for the JSON outputs.
 nlohmann::json to_json(const DpSgdOptions& options);

@@ -81,6 +81,8 @@ struct DpSgdJobResult final : JobResult {
   DatasetSplit data;  ///< after preprocessing
   Preprocessor preprocessor;
   DpSgdResult training;
+  Index n_test = 0;   ///< test examples over all MPI ranks
+  VectorXd labels;    ///< the training labels of all n examples (gathered at rank 0)
   std::map<std::string, double> seconds;  ///< "load", "preprocess", and training's stages
   nlohmann::json to_json() const override;
   /// One row per (snapshot, example); empty when the run stopped early to resume later.
@@ -107,6 +109,7 @@ struct DpSgdJob {
       "Per-example CSV, one row per (snapshot, example): step, epoch, index, label, times sampled, eta, dfil, MSE "
       "bounds, Fisher trace and its standard error; with --runs R > 1 each run's trace (fisher_trace_run0 ..)";
   static std::vector<ExtraOutput> extra_outputs() { return {}; }
+  static constexpr bool runs_on_mpi_ranks = true;  // data-parallel (docs/distributed.md)
   static DpSgdJobResult run(const Options& options, bool progress) { return run_dpsgd(options, progress); }
 };
 

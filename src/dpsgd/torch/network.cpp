@@ -277,11 +277,11 @@ struct TorchNetwork final : NetworkBackend {
 
   /// Row b: the clipped (C > 0) or plain (C = 0) gradient of example b (B x p).
   MatrixXd per_example_rows(const VectorXd& w, const RowMatrix& X, const VectorXd& y, double C) const;
-  /// Accounts the examples first, first + 1, ... of the batch in `result` (trace, spectral) and
-  /// returns their clipped sum.
+  /// Accounts the examples first, first + 1, ... of X in `result` (trace, spectral) and returns
+  /// their clipped sum; their probe streams are those of positions first_position + first, ...
   VectorXd account_piece(const Tensor& w, const Tensor& x, const Tensor& labels, double C,
-                         const NetworkAccountingRequest& request, std::uint64_t seed, Index first,
-                         NetworkBatchAccounting& result) const;
+                         const NetworkAccountingRequest& request, std::uint64_t seed, Index first_position,
+                         Index first, NetworkBatchAccounting& result) const;
 
   MatrixXd logits(const VectorXd& w, const RowMatrix& X) const override;
   MatrixXd gradients(const VectorXd& w, const RowMatrix& X, const VectorXd& y) const override;
@@ -291,7 +291,8 @@ struct TorchNetwork final : NetworkBackend {
   MatrixXd vector_jacobian_products(const VectorXd& w, const RowMatrix& X, const VectorXd& y, double clip_norm,
                                     const RowMatrix& U) const override;
   NetworkBatchAccounting account_batch(const VectorXd& w, const RowMatrix& X, const VectorXd& y, double clip_norm,
-                                       const NetworkAccountingRequest& request, std::uint64_t seed) const override;
+                                       const NetworkAccountingRequest& request, std::uint64_t seed,
+                                       Index first_position) const override;
 };
 
 /// Consecutive examples of a batch: the first and how many.
@@ -443,8 +444,8 @@ ClippedGradients TorchNetwork::per_example_gradients(const Tensor& w, const Tens
 }
 
 VectorXd TorchNetwork::account_piece(const Tensor& w, const Tensor& x_data, const Tensor& labels, double C,
-                                     const NetworkAccountingRequest& request, std::uint64_t seed, Index first,
-                                     NetworkBatchAccounting& result) const {
+                                     const NetworkAccountingRequest& request, std::uint64_t seed,
+                                     Index first_position, Index first, NetworkBatchAccounting& result) const {
   const std::int64_t B = x_data.size(0), d = x_data.size(1);
   const Tensor x = x_data.detach().requires_grad_(true);
   ClippedGradients clipped = per_example_gradients(w, x, labels, C, /*create_graph=*/true);
@@ -457,7 +458,7 @@ VectorXd TorchNetwork::account_piece(const Tensor& w, const Tensor& x_data, cons
   auto jvp = [&](const Tensor& V) { return clipped.jacobian_vector_products((H * V).sum()); };
   auto vjp = [&](const Tensor& W) { return clipped.vector_jacobian_products(W); };
 
-  std::vector<SplitMixStream> streams = example_streams(seed, first, B);
+  std::vector<SplitMixStream> streams = example_streams(seed, first_position + first, B);
   Tensor trace = at::zeros({B}, kDouble), spectral = at::full({B}, std::nan(""), kDouble);
   const bool exact_spectral = request.spectral == SpectralMethod::kExact;
   std::vector<Tensor> columns;  // G e_k, kept only for the exact spectral norm
@@ -560,7 +561,7 @@ MatrixXd TorchNetwork::per_example_rows(const VectorXd& w, const RowMatrix& X, c
 
 NetworkBatchAccounting TorchNetwork::account_batch(const VectorXd& w, const RowMatrix& X, const VectorXd& y,
                                                    double clip_norm, const NetworkAccountingRequest& request,
-                                                   std::uint64_t seed) const {
+                                                   std::uint64_t seed, Index first_position) const {
   NetworkBatchAccounting result;
   result.clipped_sum = VectorXd::Zero(p);
   result.trace = VectorXd::Zero(X.rows());
@@ -572,8 +573,8 @@ NetworkBatchAccounting TorchNetwork::account_batch(const VectorXd& w, const RowM
     std::vector<VectorXd> sums(pieces.size());
     for_each_piece(pieces, [&](std::size_t i, Rows piece) {
       sums[i] = account_piece(weights, to_tensor(RowMatrix(X.middleRows(piece.first, piece.count))),
-                              to_labels(y.segment(piece.first, piece.count)), clip_norm, request, seed, piece.first,
-                              result);
+                              to_labels(y.segment(piece.first, piece.count)), clip_norm, request, seed,
+                              first_position, piece.first, result);
     });
     for (const VectorXd& sum : sums) result.clipped_sum += sum;
   }
