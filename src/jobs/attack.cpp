@@ -38,24 +38,29 @@ AttackJobResult run_attack(const AttackJobOptions& requested, bool progress) {
   result.options.task.resolve();
   result.options.attribute = attacked_attribute(requested);
   const AttackJobOptions& options = result.options;
-  result.task = prepare_task(options.task, options.seed);
+  // On the ranks of an MPI job each attacks the examples among its rows (docs/distributed.md).
+  const Communicator& comm = Communicator::world();
+  result.task = prepare_task(options.task, options.seed, comm);
   const Dataset& train = result.task.data.train;
+  const Index n = result.task.n_train;
   AttackOptions attack = options.attack;
   attack.fit = result.task.fit;
   attack.seed = options.seed;
-  attack.progress = progress;
+  attack.progress = progress && comm.is_root();
   const AttributeColumns attribute = find_attribute(train, options.attribute);
   const ByteSize budget = options.task.data.max_memory;
-  const VectorXd omega = options.weights.empty()
-                             ? VectorXd()
-                             : read_example_weights(options.weights, options.weights_column, train.n(), budget);
+  VectorXd omega;
+  if (!options.weights.empty()) {  // a weight for every example of all ranks; this rank's rows kept
+    const VectorXd all = read_example_weights(options.weights, options.weights_column, n, budget);
+    omega = all.segment(comm.exclusive_prefix_sum(train.n()), train.n());
+  }
   // Each trial keeps, per sigma, one right-or-wrong byte per attacked example and attack.
-  const Index attacked = attack.max_examples > 0 ? std::min(attack.max_examples, train.n()) : train.n();
+  const Index attacked = attack.max_examples > 0 ? std::min(attack.max_examples, n) : n;
   check_memory(static_cast<std::uint64_t>(attack.trials) *
                    (64 + attack.sigmas.size() * (128 + 2 * static_cast<std::uint64_t>(attacked))),
                budget, "keeping the outcomes of trials = " + std::to_string(attack.trials));
   const StageScope stage("running the attacks");
-  result.attack = attribute_inference(train, result.task.data.test, attribute, attack, omega);
+  result.attack = attribute_inference(train, result.task.data.test, attribute, attack, omega, comm);
   return result;
 }
 
@@ -76,7 +81,7 @@ NumericTable AttackJobResult::extra_table(const std::string& name) const {
 
 void AttackJobResult::print_summary(std::ostream& out) const {
   const bool regression = task.fit.regression;
-  out << "filkit attack: " << options.task.data.data << ", n = " << task.data.train.n() << ", d = "
+  out << "filkit attack: " << options.task.data.data << ", n = " << task.n_train << ", d = "
       << task.data.train.d() << ", " << to_string(task.fit.kind) << ", lambda = " << task.fit.l2 << ", attribute "
       << attack.candidates.name << " (" << attack.candidates.num_levels() << " levels), " << attack.examples.size()
       << " examples, " << options.attack.trials << " trials\n";

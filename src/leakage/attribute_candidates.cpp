@@ -26,8 +26,9 @@ AttributeColumns find_attribute(const Dataset& data, const std::string& spec) {
 
 namespace {
 
-// The block's common nonzero value (1 unless rows were scaled), checking one-hot structure.
-double one_hot_value(const Dataset& train, const AttributeColumns& attribute) {
+// The block's common nonzero value on this process's rows (0 when none has one), checking one-hot
+// structure; rows are named by their global index (offset + i).
+double one_hot_value(const Dataset& train, const AttributeColumns& attribute, Index offset) {
   double value = 0.0;
   for (Index i = 0; i < train.n(); ++i) {
     Index nonzero = 0;
@@ -38,28 +39,42 @@ double one_hot_value(const Dataset& train, const AttributeColumns& attribute) {
       if (value == 0.0) value = x;
       if (nonzero > 1 || std::abs(x - value) > 1e-12 * std::abs(value))
         throw std::invalid_argument(
-            "attribute '" + attribute.name + "' is not one-hot in training row " + std::to_string(i) +
+            "attribute '" + attribute.name + "' is not one-hot in training row " + std::to_string(offset + i) +
             ": attribute inference needs a categorical attribute whose columns preprocessing left as 0 or one "
             "common value (scale none or global-max, no PCA)");
     }
   }
-  return value == 0.0 ? 1.0 : value;
+  return value;
+}
+
+// The common value over every rank's rows (1 when no row has one): each rank's, which must agree.
+double common_one_hot_value(const Dataset& train, const AttributeColumns& attribute, const Communicator& comm) {
+  const double value = one_hot_value(train, attribute, comm.exclusive_prefix_sum(train.n()));
+  const double largest = comm.max(value), most_negative = -comm.max(-value);
+  const double common = largest != 0.0 ? largest : most_negative;
+  if (value != 0.0 && std::abs(value - common) > 1e-12 * std::abs(common))
+    throw std::invalid_argument("attribute '" + attribute.name + "' is not one-hot: its columns take the value " +
+                                std::to_string(value) + " in this rank's rows and " + std::to_string(common) +
+                                " in others' (preprocessing must leave them 0 or one common value)");
+  return common == 0.0 ? 1.0 : common;
 }
 
 }  // namespace
 
-AttributeCandidates attribute_candidates(const Dataset& train, const AttributeColumns& attribute) {
+AttributeCandidates attribute_candidates(const Dataset& train, const AttributeColumns& attribute,
+                                         const Communicator& comm) {
   if (attribute.columns.empty())
     throw std::invalid_argument("attribute '" + attribute.name + "' has no columns");
   if (!attribute.categorical)
     throw std::invalid_argument("attribute '" + attribute.name +
                                 "' is numeric; attribute inference needs a categorical (one-hot) attribute");
-  if (train.n() == 0) throw std::invalid_argument("attribute_candidates: no training examples");
+  const Index n = comm.sum(train.n());
+  if (n == 0) throw std::invalid_argument("attribute_candidates: no training examples");
   for (Index j : attribute.columns)
     if (j < 0 || j >= train.d())
       throw std::invalid_argument("attribute '" + attribute.name + "': column " + std::to_string(j) +
                                   " is outside 0.." + std::to_string(train.d() - 1));
-  const double value = one_hot_value(train, attribute);
+  const double value = common_one_hot_value(train, attribute, comm);
   const auto c = static_cast<Index>(attribute.columns.size());
   AttributeCandidates candidates;
   candidates.name = attribute.name;
@@ -77,7 +92,8 @@ AttributeCandidates attribute_candidates(const Dataset& train, const AttributeCo
       if (train.X(i, attribute.columns[k]) != 0.0) candidates.truth[static_cast<std::size_t>(i)] = k;
     candidates.prior(candidates.truth[static_cast<std::size_t>(i)]) += 1.0;
   }
-  candidates.prior /= static_cast<double>(train.n());
+  comm.sum(candidates.prior);  // counts: exact
+  candidates.prior /= static_cast<double>(n);
   candidates.prior.maxCoeff(&candidates.mode);
   return candidates;
 }

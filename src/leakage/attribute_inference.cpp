@@ -85,10 +85,10 @@ std::uint64_t trial_seed(std::uint64_t seed, int trial) {
   return splitmix64(seed + 0x9E3779B97F4A7C15ULL * static_cast<std::uint64_t>(trial));
 }
 
-// One noise draw's outcome at one sigma.
+// One noise draw's outcome at one sigma, on this process's attacked examples.
 struct TrialOutcome {
   std::vector<char> white_box, black_box;  // per attacked example: guessed right
-  double train_mse = 0.0, test_mse = 0.0, train_accuracy = 0.0, test_accuracy = 0.0;
+  double train_mse = 0.0, test_mse = 0.0, train_accuracy = 0.0, test_accuracy = 0.0;  // of all ranks' rows
 };
 
 struct Shared {
@@ -96,9 +96,10 @@ struct Shared {
   const Dataset& test;
   const Model& model;
   const AttributeCandidates& candidates;
-  const std::vector<Index>& examples;
+  const std::vector<Index>& examples;  // this process's attacked rows
   const CandidateMinimisers* minimisers;
   const AttackOptions& options;
+  const Communicator& comm;
 };
 
 std::vector<char> correct(const std::vector<Index>& guesses, const Shared& s) {
@@ -108,35 +109,89 @@ std::vector<char> correct(const std::vector<Index>& guesses, const Shared& s) {
   return right;
 }
 
-TrialOutcome run_trial(const Shared& s, const VectorXd& z, double sigma) {
-  TrialOutcome outcome;
-  const VectorXd noise = sigma * z;
+// Draw t: the same standard normal z_t at every sigma, from its own generator.
+VectorXd trial_noise(const Shared& s, int t) {
+  std::mt19937_64 rng(trial_seed(s.options.seed, t));
+  std::normal_distribution<double> normal;
+  VectorXd z(s.model.num_params());
+  for (Index k = 0; k < z.size(); ++k) z(k) = normal(rng);
+  return z;
+}
+
+Model released_model(const Shared& s, const VectorXd& z, double sigma) {
   Model released = s.model;
-  released.set_flat(s.model.flat() + noise);
-  if (s.options.white_box) outcome.white_box = correct(white_box_guesses(*s.minimisers, noise), s);
-  if (s.options.black_box) outcome.black_box = correct(black_box_guesses(released, s.train, s.candidates, s.examples), s);
+  released.set_flat(s.model.flat() + sigma * z);
+  return released;
+}
+
+// The sums over this process's rows that a release's evaluation and the black-box adversary need:
+// the black-box statistics (5), then the squared errors and correct predictions of train and test.
+constexpr Index kReleaseSums = 9;
+
+void release_sums(const Shared& s, const Model& released, Eigen::Ref<Eigen::RowVectorXd, 0, Eigen::InnerStride<>> sums) {
+  const ReleaseStatistics statistics = release_statistics(released, s.train);
   const bool classification = !released.regression;
-  outcome.train_mse = mean_squared_error(released, s.train);
-  outcome.test_mse = mean_squared_error(released, s.test);
-  outcome.train_accuracy = classification ? accuracy(released, s.train) : std::nan("");
-  outcome.test_accuracy = classification ? accuracy(released, s.test) : std::nan("");
+  const auto total = [&](const Dataset& data, double (*mean)(const Model&, const Dataset&)) {
+    return data.n() > 0 ? mean(released, data) * static_cast<double>(data.n()) : 0.0;
+  };
+  sums << statistics.squared_residuals, statistics.counts(0, 0), statistics.counts(0, 1), statistics.counts(1, 0),
+      statistics.counts(1, 1), total(s.train, mean_squared_error), total(s.test, mean_squared_error),
+      classification ? std::round(total(s.train, accuracy)) : 0.0,
+      classification ? std::round(total(s.test, accuracy)) : 0.0;
+}
+
+TrialOutcome run_trial(const Shared& s, const VectorXd& z, double sigma, const Eigen::RowVectorXd& sums, Index n_train,
+                       Index n_test) {
+  TrialOutcome outcome;
+  const Model released = released_model(s, z, sigma);
+  if (s.options.white_box) outcome.white_box = correct(white_box_guesses(*s.minimisers, sigma * z), s);
+  if (s.options.black_box) {
+    ReleaseStatistics whole;
+    whole.squared_residuals = sums(0);
+    whole.counts << sums(1), sums(2), sums(3), sums(4);
+    whole.n = n_train;
+    outcome.black_box = correct(black_box_guesses(released, s.train, s.candidates, s.examples, whole), s);
+  }
+  const bool classification = !released.regression;
+  const auto share = [](double sum, Index n) { return n > 0 ? sum / static_cast<double>(n) : std::nan(""); };
+  outcome.train_mse = share(sums(5), n_train);
+  outcome.test_mse = share(sums(6), n_test);
+  outcome.train_accuracy = classification ? share(sums(7), n_train) : std::nan("");
+  outcome.test_accuracy = classification ? share(sums(8), n_test) : std::nan("");
   return outcome;
 }
 
-// outcomes[t][k]: trial t at sigma k. Parallel over trials; each has its own generator.
+// outcomes[t][k]: trial t at sigma k. Parallel over trials; each has its own generator. First each
+// release's sums over this process's rows, added over the ranks at once (the threads do not call
+// MPI), then the guesses.
 std::vector<std::vector<TrialOutcome>> run_trials(const Shared& s) {
-  const auto trials = static_cast<std::size_t>(s.options.trials);
-  std::vector<std::vector<TrialOutcome>> outcomes(trials);
-  Progress bar("attack trials", s.options.trials, !s.options.progress);
+  const int trials = s.options.trials;
+  const auto S = static_cast<Index>(s.options.sigmas.size());
+  MatrixXd sums(static_cast<Index>(trials) * S, kReleaseSums);
   FirstException failure;
 #pragma omp parallel for schedule(dynamic, 1)
-  for (int t = 0; t < s.options.trials; ++t) {
+  for (int t = 0; t < trials; ++t) {
     try {
-      std::mt19937_64 rng(trial_seed(s.options.seed, t));
-      std::normal_distribution<double> normal;
-      VectorXd z(s.model.num_params());
-      for (Index k = 0; k < z.size(); ++k) z(k) = normal(rng);
-      for (double sigma : s.options.sigmas) outcomes[static_cast<std::size_t>(t)].push_back(run_trial(s, z, sigma));
+      const VectorXd z = trial_noise(s, t);
+      for (Index k = 0; k < S; ++k)
+        release_sums(s, released_model(s, z, s.options.sigmas[static_cast<std::size_t>(k)]), sums.row(t * S + k));
+    } catch (...) {
+      failure.capture();
+    }
+  }
+  failure.rethrow_if_any();
+  s.comm.sum(sums);
+  const Index n_train = s.comm.sum(s.train.n()), n_test = s.comm.sum(s.test.n());
+
+  std::vector<std::vector<TrialOutcome>> outcomes(static_cast<std::size_t>(trials));
+  Progress bar("attack trials", trials, !s.options.progress || !s.comm.is_root());
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int t = 0; t < trials; ++t) {
+    try {
+      const VectorXd z = trial_noise(s, t);
+      for (Index k = 0; k < S; ++k)
+        outcomes[static_cast<std::size_t>(t)].push_back(
+            run_trial(s, z, s.options.sigmas[static_cast<std::size_t>(k)], sums.row(t * S + k), n_train, n_test));
     } catch (...) {
       failure.capture();
     }
@@ -167,47 +222,64 @@ struct AttackSummary {
   VectorXd per_example;
 };
 
+// Over every rank's attacked examples: the hits of each trial and group are added over the ranks
+// (m examples in all); per_example is of this process's examples.
 AttackSummary summarise_attack(const std::vector<std::vector<TrialOutcome>>& outcomes, std::size_t k,
-                               std::vector<char> TrialOutcome::*attack, const std::vector<int>& group, int groups) {
-  const auto G = static_cast<std::size_t>(groups);
-  std::vector<double> per_trial, group_hits(G, 0.0), group_size(G, 0.0);
+                               std::vector<char> TrialOutcome::*attack, const std::vector<int>& group, int groups,
+                               Index m, const Communicator& comm) {
+  const auto G = static_cast<Index>(groups);
+  const auto T = static_cast<Index>(outcomes.size());
+  VectorXd counts = VectorXd::Zero(T + 2 * G);  // hits of each trial, then each group's hits and size
   AttackSummary summary;
   summary.per_example = VectorXd::Zero(static_cast<Index>(group.size()));
-  for (const auto& trial : outcomes) {
-    const std::vector<char>& right = trial[k].*attack;
-    double hits = 0.0;
+  for (Index t = 0; t < T; ++t) {
+    const std::vector<char>& right = outcomes[static_cast<std::size_t>(t)][k].*attack;
     for (std::size_t e = 0; e < right.size(); ++e) {
-      hits += right[e];
-      group_hits[static_cast<std::size_t>(group[e])] += right[e];
-      group_size[static_cast<std::size_t>(group[e])] += 1.0;
+      counts(t) += right[e];
+      counts(T + group[e]) += right[e];
+      counts(T + G + group[e]) += 1.0;
       summary.per_example(static_cast<Index>(e)) += right[e];
     }
-    per_trial.push_back(hits / static_cast<double>(right.size()));
   }
-  summary.per_example /= static_cast<double>(outcomes.size());
+  comm.sum(counts);  // counts: exact
+  summary.per_example /= static_cast<double>(T);
+  std::vector<double> per_trial;
+  for (Index t = 0; t < T; ++t) per_trial.push_back(counts(t) / static_cast<double>(m));
   summary.mean = mean(per_trial);
   summary.std = sample_std(per_trial);
-  for (std::size_t g = 0; g < G; ++g)
-    summary.by_group.push_back(group_size[g] > 0 ? group_hits[g] / group_size[g] : std::nan(""));
+  for (Index g = 0; g < G; ++g)
+    summary.by_group.push_back(counts(T + G + g) > 0 ? counts(T + g) / counts(T + G + g) : std::nan(""));
   return summary;
 }
 
-SigmaAccuracy summarise_sigma(const std::vector<std::vector<TrialOutcome>>& outcomes, std::size_t k, AttackResult& r,
-                              const AttackOptions& options) {
+// This process's part of the attacked examples (all of them on one process): its rows among them,
+// their eta (sigma = 1) and eta groups. The attacked examples are in increasing order, so the ranks'
+// parts follow one another in rank order.
+struct AttackedPart {
+  std::vector<Index> rows;  // local row indices
+  Index first = 0;          // position of the first in the list of all attacked examples
+  VectorXd eta;
+  std::vector<int> group;
+};
+
+SigmaAccuracy summarise_sigma(const std::vector<std::vector<TrialOutcome>>& outcomes, std::size_t k,
+                              const AttackedPart& part, AttackResult& r, const AttackOptions& options,
+                              const Communicator& comm) {
   SigmaAccuracy acc;
   acc.sigma = options.sigmas[k];
-  acc.eta_mean = r.eta.mean() / acc.sigma;
+  const auto m = static_cast<Index>(r.examples.size());
+  acc.eta_mean = comm.sum(part.eta.sum()) / static_cast<double>(m) / acc.sigma;
   acc.white_box = acc.white_box_std = acc.black_box = acc.black_box_std = std::nan("");
   const auto column = static_cast<Index>(k);
   if (options.white_box) {
-    AttackSummary white = summarise_attack(outcomes, k, &TrialOutcome::white_box, r.group, options.groups);
+    AttackSummary white = summarise_attack(outcomes, k, &TrialOutcome::white_box, part.group, options.groups, m, comm);
     acc.white_box = white.mean;
     acc.white_box_std = white.std;
     acc.white_box_by_group = std::move(white.by_group);
     r.white_box_correct.col(column) = white.per_example;
   }
   if (options.black_box) {
-    AttackSummary black = summarise_attack(outcomes, k, &TrialOutcome::black_box, r.group, options.groups);
+    AttackSummary black = summarise_attack(outcomes, k, &TrialOutcome::black_box, part.group, options.groups, m, comm);
     acc.black_box = black.mean;
     acc.black_box_std = black.std;
     acc.black_box_by_group = std::move(black.by_group);
@@ -228,60 +300,77 @@ SigmaAccuracy summarise_sigma(const std::vector<std::vector<TrialOutcome>>& outc
 }
 
 void compare_with_naive(const Model& model, const Dataset& train, const VectorXd& omega, const AttackResult& r,
-                        const AttackOptions& options, NaiveComparison& naive) {
-  const auto count = std::min<std::size_t>(static_cast<std::size_t>(options.naive_examples), r.examples.size());
-  const std::vector<Index> subset(r.examples.begin(), r.examples.begin() + static_cast<long>(count));
-  const CandidateMinimisers fast =
-      candidate_minimisers(model, train, omega, r.candidates, subset, options.fit, WhiteBoxSolver::kUpdate, false);
-  const CandidateMinimisers slow =
-      candidate_minimisers(model, train, omega, r.candidates, subset, options.fit, WhiteBoxSolver::kRefit, options.progress);
-  naive.examples = static_cast<Index>(count);
-  naive.seconds = slow.seconds;
-  naive.fast_seconds = fast.seconds;
-  naive.estimated_seconds_all = slow.seconds * static_cast<double>(r.examples.size()) / static_cast<double>(count);
-  naive.max_difference = (fast.shifts - slow.shifts).cwiseAbs().maxCoeff() / std::max(1.0, model.flat().norm());
+                        const AttackedPart& part, const AttackOptions& options, const Communicator& comm,
+                        NaiveComparison& naive) {
+  // The first `count` attacked examples of all; this process's among them.
+  const auto count = std::min<Index>(options.naive_examples, static_cast<Index>(r.examples.size()));
+  const Index mine = std::clamp<Index>(count - part.first, 0, static_cast<Index>(part.rows.size()));
+  const std::vector<Index> subset(part.rows.begin(), part.rows.begin() + static_cast<long>(mine));
+  const CandidateMinimisers fast = candidate_minimisers(model, train, omega, r.candidates, subset, options.fit,
+                                                        WhiteBoxSolver::kUpdate, false, comm);
+  const CandidateMinimisers slow = candidate_minimisers(model, train, omega, r.candidates, subset, options.fit,
+                                                        WhiteBoxSolver::kRefit, options.progress, comm);
+  naive.examples = count;
+  naive.seconds = comm.max(slow.seconds);
+  naive.fast_seconds = comm.max(fast.seconds);
+  naive.estimated_seconds_all = naive.seconds * static_cast<double>(r.examples.size()) / static_cast<double>(count);
+  const double difference = mine > 0 ? (fast.shifts - slow.shifts).cwiseAbs().maxCoeff() : 0.0;
+  naive.max_difference = comm.max(difference) / std::max(1.0, model.flat().norm());
 }
 
 }  // namespace
 
 namespace {
 
-void evaluate_model(const Dataset& train, const Dataset& test, AttackResult& r) {
+void evaluate_model(const Dataset& train, const Dataset& test, AttackResult& r, const Communicator& comm) {
   const bool classification = !r.model.regression;
-  r.train_mse = mean_squared_error(r.model, train);
-  r.test_mse = mean_squared_error(r.model, test);
-  r.train_accuracy = classification ? accuracy(r.model, train) : std::nan("");
-  r.test_accuracy = classification ? accuracy(r.model, test) : std::nan("");
+  r.train_mse = mean_squared_error_over_ranks(r.model, train, comm);
+  r.test_mse = mean_squared_error_over_ranks(r.model, test, comm);
+  r.train_accuracy = classification ? accuracy_over_ranks(r.model, train, comm) : std::nan("");
+  r.test_accuracy = classification ? accuracy_over_ranks(r.model, test, comm) : std::nan("");
 }
 
-// Attribute-level eta (sigma = 1) of the attacked examples and their quantile groups.
-void group_by_eta(const Dataset& train, const VectorXd& omega, int groups, AttackResult& r) {
-  const VectorXd all_eta = FisherInformationLoss(r.model, train, omega)
+// Attribute-level eta (sigma = 1) of the attacked examples and their quantile groups (formed at rank
+// 0 over all attacked examples, each rank given its part).
+void group_by_eta(const Dataset& train, const VectorXd& omega, int groups, AttackedPart& part, AttackResult& r,
+                  const Communicator& comm) {
+  FilOptions fil_options;
+  const VectorXd all_eta = FisherInformationLoss(r.model, train, omega, fil_options, comm)
                                .per_example_selection(CoordinateSelection::columns(r.candidates.columns));
-  const auto m = static_cast<Index>(r.examples.size());
-  r.eta.resize(m);
-  for (Index e = 0; e < m; ++e) r.eta(e) = all_eta(r.examples[static_cast<std::size_t>(e)]);
-  require_finite(r.eta, "FIL", "the attribute-level eta of an attacked example",
+  const auto m = static_cast<Index>(part.rows.size());
+  part.eta.resize(m);
+  for (Index e = 0; e < m; ++e) part.eta(e) = all_eta(part.rows[static_cast<std::size_t>(e)]);
+  require_finite(part.eta, "FIL", "the attribute-level eta of an attacked example",
                  "the model's Hessian may be nearly singular (raise l2)");
-  r.group = eta_groups(r.eta, groups);
+  r.eta = comm.gather(part.eta);
+  VectorXd group(static_cast<Index>(r.examples.size()));
+  if (comm.is_root()) {
+    const std::vector<int> every = eta_groups(r.eta, groups);
+    for (std::size_t e = 0; e < every.size(); ++e) group(static_cast<Index>(e)) = every[e];
+  }
+  comm.broadcast(group);
+  r.group.assign(group.data(), group.data() + group.size());
+  part.group.assign(r.group.begin() + part.first, r.group.begin() + part.first + m);
 }
 
-// Mean eta and prior accuracy of every group and overall.
-void summarise_groups(int groups, AttackResult& r) {
-  const auto G = static_cast<std::size_t>(groups);
-  std::vector<double> eta_sum(G, 0.0), prior_hits(G, 0.0), size(G, 0.0);
-  for (std::size_t e = 0; e < r.examples.size(); ++e) {
-    const auto g = static_cast<std::size_t>(r.group[e]);
-    const bool right = r.candidates.truth[static_cast<std::size_t>(r.examples[e])] == r.candidates.mode;
-    eta_sum[g] += r.eta(static_cast<Index>(e));
-    prior_hits[g] += right;
-    size[g] += 1.0;
+// Mean eta and prior accuracy of every group and overall (over all ranks' attacked examples).
+void summarise_groups(int groups, const AttackedPart& part, AttackResult& r, const Communicator& comm) {
+  const auto G = static_cast<Index>(groups);
+  VectorXd sums = VectorXd::Zero(3 * G);  // eta sum, prior hits and size of each group
+  for (std::size_t e = 0; e < part.rows.size(); ++e) {
+    const auto g = static_cast<Index>(part.group[e]);
+    const bool right = r.candidates.truth[static_cast<std::size_t>(part.rows[e])] == r.candidates.mode;
+    sums(g) += part.eta(static_cast<Index>(e));
+    sums(G + g) += right;
+    sums(2 * G + g) += 1.0;
   }
-  for (std::size_t g = 0; g < G; ++g) {
-    r.group_eta.push_back(size[g] > 0 ? eta_sum[g] / size[g] : std::nan(""));
-    r.prior_by_group.push_back(size[g] > 0 ? prior_hits[g] / size[g] : std::nan(""));
+  comm.sum(sums);
+  for (Index g = 0; g < G; ++g) {
+    const double size = sums(2 * G + g);
+    r.group_eta.push_back(size > 0 ? sums(g) / size : std::nan(""));
+    r.prior_by_group.push_back(size > 0 ? sums(G + g) / size : std::nan(""));
   }
-  r.prior_accuracy = std::accumulate(prior_hits.begin(), prior_hits.end(), 0.0) / static_cast<double>(r.examples.size());
+  r.prior_accuracy = sums.segment(G, G).sum() / static_cast<double>(r.examples.size());
 }
 
 VectorXd nearest_shifts(const CandidateMinimisers& minimisers, const AttributeCandidates& candidates) {
@@ -297,50 +386,90 @@ VectorXd nearest_shifts(const CandidateMinimisers& minimisers, const AttributeCa
   return nearest;
 }
 
+// This process's part of the attacked examples: those among its rows.
+AttackedPart attacked_part(const std::vector<Index>& examples, Index n_local, const Communicator& comm) {
+  const Index offset = comm.exclusive_prefix_sum(n_local);
+  const auto first = std::lower_bound(examples.begin(), examples.end(), offset);
+  const auto last = std::lower_bound(first, examples.end(), offset + n_local);
+  AttackedPart part;
+  part.first = first - examples.begin();
+  for (auto it = first; it != last; ++it) part.rows.push_back(*it - offset);
+  return part;
+}
+
+// At rank 0, each column of `local` (rows: this process's attacked examples) over all ranks.
+MatrixXd gathered_columns(const MatrixXd& local, Index m, const Communicator& comm) {
+  if (!comm.distributed()) return local;
+  MatrixXd all(comm.is_root() ? m : 0, local.cols());
+  for (Index c = 0; c < local.cols(); ++c) {
+    const VectorXd column = comm.gather(local.col(c));
+    if (comm.is_root()) all.col(c) = column;
+  }
+  return all;
+}
+
+// At rank 0, every training example's level (the outputs name each attacked example's).
+std::vector<Index> gathered_truth(const std::vector<Index>& truth, const Communicator& comm) {
+  if (!comm.distributed()) return truth;
+  VectorXd local(static_cast<Index>(truth.size()));
+  for (std::size_t i = 0; i < truth.size(); ++i) local(static_cast<Index>(i)) = static_cast<double>(truth[i]);
+  const VectorXd all = comm.gather(local);
+  return std::vector<Index>(all.data(), all.data() + all.size());
+}
+
 }  // namespace
 
 AttackResult attribute_inference(const Dataset& train, const Dataset& test, const AttributeColumns& attribute,
-                                 const AttackOptions& options, const VectorXd& omega) {
+                                 const AttackOptions& options, const VectorXd& omega, const Communicator& comm) {
   options.validate();
   AttackResult r;
-  r.candidates = attribute_candidates(train, attribute);
-  r.examples = attacked_examples(train.n(), options.max_examples, options.seed);
+  r.candidates = attribute_candidates(train, attribute, comm);
+  r.examples = attacked_examples(comm.sum(train.n()), options.max_examples, options.seed);
   // Rank groups need an example each: more groups than examples would report empty (NaN) groups.
   if (static_cast<std::size_t>(options.groups) > r.examples.size())
     throw std::invalid_argument("AttackOptions.groups = " + std::to_string(options.groups) + ": more than the " +
                                 std::to_string(r.examples.size()) +
                                 " attacked examples; give at most one group per attacked example");
+  AttackedPart part = attacked_part(r.examples, train.n(), comm);
 
   auto start = Clock::now();
-  r.model = fit(train, options.fit, omega);
+  r.model = fit(train, options.fit, omega, comm);
   require_finite_model(r.model);
   r.seconds["fit"] = seconds_since(start);
-  evaluate_model(train, test, r);
+  evaluate_model(train, test, r, comm);
 
   start = Clock::now();
-  group_by_eta(train, omega, options.groups, r);
+  group_by_eta(train, omega, options.groups, part, r, comm);
   r.seconds["fil"] = seconds_since(start);
-  summarise_groups(options.groups, r);
+  summarise_groups(options.groups, part, r, comm);
 
   CandidateMinimisers minimisers;
-  r.nearest_shift = VectorXd::Constant(static_cast<Index>(r.examples.size()), std::nan(""));
+  VectorXd nearest = VectorXd::Constant(static_cast<Index>(part.rows.size()), std::nan(""));
   if (options.white_box) {
-    minimisers = candidate_minimisers(r.model, train, omega, r.candidates, r.examples, options.fit, options.solver,
-                                      options.progress);
+    minimisers = candidate_minimisers(r.model, train, omega, r.candidates, part.rows, options.fit, options.solver,
+                                      options.progress, comm);
     r.seconds["candidates"] = minimisers.seconds;
     r.fallback_refits = minimisers.fallback_refits;
-    r.nearest_shift = nearest_shifts(minimisers, r.candidates);
-    if (options.naive_examples > 0) compare_with_naive(r.model, train, omega, r, options, r.naive);
+    nearest = nearest_shifts(minimisers, r.candidates);
+    if (options.naive_examples > 0) compare_with_naive(r.model, train, omega, r, part, options, comm, r.naive);
   }
 
   start = Clock::now();
-  const Shared shared{train, test, r.model, r.candidates, r.examples, &minimisers, options};
+  const Shared shared{train, test, r.model, r.candidates, part.rows, &minimisers, options, comm};
   const auto outcomes = run_trials(shared);
-  const auto m = static_cast<Index>(r.examples.size()), S = static_cast<Index>(options.sigmas.size());
+  const auto m = static_cast<Index>(part.rows.size()), S = static_cast<Index>(options.sigmas.size());
   r.white_box_correct = MatrixXd::Constant(m, S, std::nan(""));
   r.black_box_correct = MatrixXd::Constant(m, S, std::nan(""));
-  for (std::size_t k = 0; k < options.sigmas.size(); ++k) r.sigmas.push_back(summarise_sigma(outcomes, k, r, options));
+  for (std::size_t k = 0; k < options.sigmas.size(); ++k)
+    r.sigmas.push_back(summarise_sigma(outcomes, k, part, r, options, comm));
   r.seconds["trials"] = seconds_since(start);
+
+  // Rank 0 gathers the per-example results, in the order of the attacked examples.
+  const auto all = static_cast<Index>(r.examples.size());
+  r.nearest_shift = gathered_columns(nearest, all, comm);
+  r.white_box_correct = gathered_columns(r.white_box_correct, all, comm);
+  r.black_box_correct = gathered_columns(r.black_box_correct, all, comm);
+  r.candidates.truth = gathered_truth(r.candidates.truth, comm);
   return r;
 }
 

@@ -25,7 +25,8 @@ using Clock = std::chrono::steady_clock;
 
 // What every candidate of every example shares: the design, A = H^-1, targets and weights.
 struct Problem {
-  Problem(const Model& model, const Dataset& train, const VectorXd& omega_in, const AttributeCandidates& candidates)
+  Problem(const Model& model, const Dataset& train, const VectorXd& omega_in, const AttributeCandidates& candidates,
+          const Communicator& comm)
       : model(model), train(train), design(train.X, model.intercept), w(model.flat()),
         omega(omega_in.size() ? omega_in : VectorXd::Ones(train.n())), candidates(candidates) {
     if (omega.size() != train.n())
@@ -35,7 +36,7 @@ struct Problem {
     coding.kind = model.kind;
     coding.regression = model.regression;
     target = model_targets(train, coding);
-    const MatrixXd H = hessian(model, train, omega);
+    const MatrixXd H = hessian(model, train, omega, comm);
     const Eigen::LLT<MatrixXd> llt(H);
     if (llt.info() != Eigen::Success || !(llt.rcond() > 1e-14))
       throw std::runtime_error("white-box attack: the Hessian is singular; set a positive l2 (L2 strength)");
@@ -45,12 +46,13 @@ struct Problem {
     A_block = A(Eigen::all, block);
   }
 
-  // Design row of example i with its attribute at level k.
-  VectorXd row_at_level(Index i, Index k) const {
-    VectorXd x = design.row(i);
+  // A design row with its attribute at level k.
+  VectorXd at_level(VectorXd x, Index k) const {
     for (std::size_t c = 0; c < block.size(); ++c) x(block[c]) = candidates.patterns(k, static_cast<Index>(c));
     return x;
   }
+  // Design row of example i with its attribute at level k.
+  VectorXd row_at_level(Index i, Index k) const { return at_level(design.row(i), k); }
 
   const Model& model;
   const Dataset& train;
@@ -98,11 +100,27 @@ void least_squares_shifts(const Problem& p, Index i, Eigen::Ref<MatrixXd> shifts
 
 constexpr int kMaxChordSteps = 30;
 
-// Logistic: chord Newton from w* for one candidate; false if it did not converge.
+// What a candidate's computation needs of its example: its design row, weight, target and level
+// (on the ranks of an MPI job, sent by the rank that owns it to all).
+struct AttackedRow {
+  Index index = 0;  // in the messages: the example's global index
+  VectorXd x;
+  double omega = 1.0, target = 0.0;
+  Index truth = 0;
+};
+
+AttackedRow attacked_row(const Problem& p, Index i, Index global_index) {
+  return {global_index, p.design.row(i), p.omega(i), p.target(i), p.candidates.truth[static_cast<std::size_t>(i)]};
+}
+
+// Logistic: chord Newton from w* for one candidate; false if it did not converge. The objective's
+// gradient is that of all ranks (a collective call a step on several).
 bool logistic_shift(const Problem& p, const detail::GlmObjective& objective, const VectorXd& gradient_at_w,
-                    double tolerance, Index i, Index k, Eigen::Ref<VectorXd> shift) {
-  const double omega = p.omega(i), t = p.target(i);
-  const VectorXd x = p.design.row(i), x_new = p.row_at_level(i, k);
+                    double tolerance, const AttackedRow& row, Index k, Eigen::Ref<VectorXd> shift) {
+  const Index i = row.index;
+  const double omega = row.omega, t = row.target;
+  const VectorXd& x = row.x;
+  const VectorXd x_new = p.at_level(row.x, k);
   const VectorXd Ax = p.A * x, Ax_new = p.A * x_new;
   const auto loss = [&](const VectorXd& v, const VectorXd& row) {
     return detail::scalar_loss(p.model.kind, row.dot(v), t);
@@ -138,22 +156,66 @@ bool logistic_shift(const Problem& p, const detail::GlmObjective& objective, con
   return false;
 }
 
-// A full refit of example i at level k, on a private copy of the data.
-VectorXd refit_shift(const Problem& p, Dataset& copy, const FitOptions& options, Index i, Index k) {
-  const VectorXd original = copy.X.row(i).transpose();
-  for (std::size_t c = 0; c < p.candidates.columns.size(); ++c)
-    copy.X(i, p.candidates.columns[c]) = p.candidates.patterns(k, static_cast<Index>(c));
-  const Model changed = p.model.kind == ModelKind::kLeastSquares ? fit(copy, options, p.omega)
-                                                                 : refit(copy, options, p.model, p.omega);
-  copy.X.row(i) = original.transpose();
+// A full refit of example i at level k, on a private copy of the data. On the ranks of an MPI job
+// every rank refits (collective) and only the one that owns the example changes it (i = -1 elsewhere).
+VectorXd refit_shift(const Problem& p, Dataset& copy, const FitOptions& options, Index i, Index k,
+                     const Communicator& comm) {
+  VectorXd original;
+  if (i >= 0) {
+    original = copy.X.row(i).transpose();
+    for (std::size_t c = 0; c < p.candidates.columns.size(); ++c)
+      copy.X(i, p.candidates.columns[c]) = p.candidates.patterns(k, static_cast<Index>(c));
+  }
+  const Model changed = p.model.kind == ModelKind::kLeastSquares ? fit(copy, options, p.omega, comm)
+                                                                 : refit(copy, options, p.model, p.omega, comm);
+  if (i >= 0) copy.X.row(i) = original.transpose();
   return changed.flat() - p.w;
+}
+
+}  // namespace
+
+namespace {
+
+// Example i (a local row, or -1 on the ranks that do not own it) as every rank needs it: the owner's
+// row added over the ranks, to whom the others add zeros (exact).
+AttackedRow row_from_owner(const Problem& p, Index i, Index row_offset, const Communicator& comm) {
+  const Index width = p.w.size();
+  VectorXd message = VectorXd::Zero(width + 4);
+  if (i >= 0) {
+    const AttackedRow own = attacked_row(p, i, row_offset + i);
+    message << own.x, own.omega, own.target, static_cast<double>(own.truth), static_cast<double>(own.index);
+  }
+  comm.sum(message);
+  return {static_cast<Index>(message(width + 3)), message.head(width), message(width), message(width + 1),
+          static_cast<Index>(message(width + 2))};
+}
+
+// The shifts of one example's candidates into `rows` (logistic chord Newton with refit fallbacks,
+// or refits); returns the refits that were fallbacks.
+Index candidate_shifts(const Problem& p, const detail::GlmObjective& objective, const VectorXd& gradient_at_w,
+                       double tolerance, const AttackedRow& row, Index local_row, Dataset& copy,
+                       const FitOptions& options, bool logistic_update, const Communicator& comm,
+                       Eigen::Ref<MatrixXd> rows) {
+  Index fallbacks = 0;
+  for (Index k = 0; k < p.candidates.num_levels(); ++k) {
+    if (k == row.truth) continue;
+    VectorXd shift(p.w.size());
+    const bool converged = logistic_update && logistic_shift(p, objective, gradient_at_w, tolerance, row, k, shift);
+    if (!converged) {
+      shift = refit_shift(p, copy, options, local_row, k, comm);
+      if (logistic_update) ++fallbacks;
+    }
+    if (rows.rows() > 0) rows.row(k) = shift.transpose();
+  }
+  return fallbacks;
 }
 
 }  // namespace
 
 CandidateMinimisers candidate_minimisers(const Model& model, const Dataset& train, const VectorXd& omega,
                                          const AttributeCandidates& candidates, const std::vector<Index>& examples,
-                                         const FitOptions& options, WhiteBoxSolver solver, bool progress) {
+                                         const FitOptions& options, WhiteBoxSolver solver, bool progress,
+                                         const Communicator& comm) {
   detail::require_binary_model(model, "white-box attack");
   options.validate();
   if (static_cast<Index>(candidates.truth.size()) != train.n())
@@ -164,14 +226,14 @@ CandidateMinimisers candidate_minimisers(const Model& model, const Dataset& trai
       throw std::invalid_argument("candidate minimisers: example " + std::to_string(i) + " is outside 0.." +
                                   std::to_string(train.n() - 1));
   const auto start = Clock::now();
-  const Problem problem(model, train, omega, candidates);
+  const Problem problem(model, train, omega, candidates, comm);
   const Index K = candidates.num_levels(), m = static_cast<Index>(examples.size());
   CandidateMinimisers result;
   result.examples = examples;
   result.levels = K;
   result.shifts = MatrixXd::Zero(m * K, model.num_params());
   const bool logistic_update = solver == WhiteBoxSolver::kUpdate && model.kind != ModelKind::kLeastSquares;
-  const detail::GlmObjective objective(model, train, problem.omega);
+  const detail::GlmObjective objective(model, train, problem.omega, comm);
   VectorXd gradient_at_w;
   double tolerance = 0.0;  // fit()'s: relative to the gradient at w = 0
   if (logistic_update) {
@@ -179,42 +241,54 @@ CandidateMinimisers candidate_minimisers(const Model& model, const Dataset& trai
     tolerance = options.gradient_tolerance * std::max(1.0, objective.gradient(VectorXd::Zero(problem.w.size())).norm());
   }
 
-  Progress bar("white-box candidates (" + to_string(solver) + ")", m, !progress);
-  FirstException failure;
-  Index fallbacks = 0;
-#pragma omp parallel reduction(+ : fallbacks)
-  {
-    Dataset copy;
-    if (solver == WhiteBoxSolver::kRefit || logistic_update) copy = train;
-#pragma omp for schedule(dynamic, 8)
-    for (Index e = 0; e < m; ++e) {
-      try {
-        const Index i = examples[static_cast<std::size_t>(e)];
-        const Index truth = candidates.truth[static_cast<std::size_t>(i)];
-        auto rows = result.shifts.middleRows(e * K, K);
-        if (solver == WhiteBoxSolver::kUpdate && model.kind == ModelKind::kLeastSquares) {
-          least_squares_shifts(problem, i, rows);
-        } else {
-          for (Index k = 0; k < K; ++k) {
-            if (k == truth) continue;
-            VectorXd shift(problem.w.size());
-            const bool converged = logistic_update && logistic_shift(problem, objective, gradient_at_w, tolerance, i, k, shift);
-            if (!converged) {
-              shift = refit_shift(problem, copy, options, i, k);
-              if (logistic_update) ++fallbacks;
-            }
-            rows.row(k) = shift.transpose();
-          }
-        }
-      } catch (...) {
-        failure.capture();
-      }
+  if (comm.distributed() && (solver == WhiteBoxSolver::kRefit || logistic_update)) {
+    // Each candidate needs sums over all the ranks' rows (a chord step's gradient, a refit): the
+    // ranks take the attacked examples one at a time, in the order of the ranks, together; the
+    // owner of each keeps its shifts.
+    const Index total = comm.sum(m), first = comm.exclusive_prefix_sum(m);
+    const Index row_offset = comm.exclusive_prefix_sum(train.n());
+    Dataset copy = train;
+    Progress bar("white-box candidates (" + to_string(solver) + ")", total, !progress || !comm.is_root());
+    for (Index q = 0; q < total; ++q) {
+      const bool mine = q >= first && q < first + m;
+      const Index local_row = mine ? examples[static_cast<std::size_t>(q - first)] : -1;
+      const AttackedRow row = row_from_owner(problem, local_row, row_offset, comm);
+      MatrixXd none(0, model.num_params());
+      result.fallback_refits +=
+          candidate_shifts(problem, objective, gradient_at_w, tolerance, row, local_row, copy, options, logistic_update,
+                           comm, mine ? Eigen::Ref<MatrixXd>(result.shifts.middleRows((q - first) * K, K))
+                                      : Eigen::Ref<MatrixXd>(none));
       bar.advance();
     }
+    bar.finish();
+  } else {
+    Progress bar("white-box candidates (" + to_string(solver) + ")", m, !progress || !comm.is_root());
+    FirstException failure;
+    Index fallbacks = 0;
+#pragma omp parallel reduction(+ : fallbacks)
+    {
+      Dataset copy;
+      if (solver == WhiteBoxSolver::kRefit || logistic_update) copy = train;
+#pragma omp for schedule(dynamic, 8)
+      for (Index e = 0; e < m; ++e) {
+        try {
+          const Index i = examples[static_cast<std::size_t>(e)];
+          auto rows = result.shifts.middleRows(e * K, K);
+          if (solver == WhiteBoxSolver::kUpdate && model.kind == ModelKind::kLeastSquares)
+            least_squares_shifts(problem, i, rows);
+          else  // one process: comm is local here
+            fallbacks += candidate_shifts(problem, objective, gradient_at_w, tolerance, attacked_row(problem, i, i), i,
+                                          copy, options, logistic_update, comm, rows);
+        } catch (...) {
+          failure.capture();
+        }
+        bar.advance();
+      }
+    }
+    bar.finish();
+    failure.rethrow_if_any();
+    result.fallback_refits = fallbacks;
   }
-  bar.finish();
-  failure.rethrow_if_any();
-  result.fallback_refits = fallbacks;
   result.squared_norms = result.shifts.rowwise().squaredNorm();
   result.seconds = seconds_since(start);
   return result;

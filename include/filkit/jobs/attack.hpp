@@ -68,6 +68,7 @@ struct AttackJob {
              "Per-example CSV: index, level, group, sigma, eta, nearest_shift (white-box margin), prior_correct, "
              "white/black-box accuracy"}};
   }
+  static constexpr bool runs_on_mpi_ranks = true;  // sharded (docs/distributed.md)
   static AttackJobResult run(const Options& options, bool progress) { return run_attack(options, progress); }
 };
 

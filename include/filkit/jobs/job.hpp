@@ -84,7 +84,7 @@ auto run_job(const typename Job::Options& options, const JobOutputs& outputs = {
   if constexpr (!requires { Job::runs_on_mpi_ranks; }) {
     if (comm.distributed())
       throw std::invalid_argument(std::string("filkit ") + Job::name + " runs on one process; of the jobs only " +
-                                  "measure, irfil, bound, reconstruct and dpsgd run on several MPI ranks so far (docs/distributed.md): run it "
+                                  "measure, irfil, attack, bound, reconstruct and dpsgd run on several MPI ranks so far (docs/distributed.md): run it "
                                   "without mpirun, or with -np 1");
   }
   options.validate();

@@ -4,6 +4,7 @@
 // levels' shares of the training set (the prior adversary's knowledge).
 #pragma once
 
+#include "filkit/base/communicator.hpp"
 #include "filkit/data/dataset.hpp"
 
 #include <string>
@@ -23,15 +24,18 @@ struct AttributeCandidates {
   std::vector<Index> columns;       ///< the attribute's columns in X
   MatrixXd patterns;                ///< K x |columns|: row k = level k (scaled one-hot; last row 0)
   std::vector<std::string> levels;  ///< K names, the dropped (all-zero) level last
-  std::vector<Index> truth;         ///< each training example's level, 0..K-1
-  VectorXd prior;                   ///< K: share of the training set at each level
+  std::vector<Index> truth;         ///< each training example's level, 0..K-1 (on an MPI rank: of its rows)
+  VectorXd prior;                   ///< K: share of the training set at each level (all ranks')
   Index mode = 0;                   ///< the most frequent level (ties: the first)
   Index num_levels() const { return patterns.rows(); }
 };
 
 /// Reads the candidates from the training data. Every row's block must be all zeros or one entry
 /// equal to the block's common nonzero value (1, or 1/scale after global-max row scaling).
-/// Throws std::invalid_argument otherwise (a numeric attribute, unit-ball scaling, PCA).
-AttributeCandidates attribute_candidates(const Dataset& train, const AttributeColumns& attribute);
+/// Throws std::invalid_argument otherwise (a numeric attribute, unit-ball scaling, PCA). On the
+/// ranks of an MPI job (collective) `train` is the rank's rows: the prior and the common value are
+/// of all ranks', the truth of the rank's rows.
+AttributeCandidates attribute_candidates(const Dataset& train, const AttributeColumns& attribute,
+                                         const Communicator& comm = Communicator::local());
 
 }  // namespace filkit

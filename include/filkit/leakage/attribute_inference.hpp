@@ -127,8 +127,15 @@ struct AttackResult {
 /// Fits the model (with `omega`, empty = 1) and runs the attacks on `attribute` at every sigma.
 /// Trials run in parallel; results are bitwise identical for any thread count. Throws
 /// std::invalid_argument for bad options or data, std::runtime_error for numerical failure.
+///
+/// On the ranks of an MPI job (collective; docs/distributed.md) `train`, `test` and `omega` are
+/// each rank's rows: the fit, the FIL, the prior and the black-box adversary's statistics are of all
+/// ranks' rows, each rank attacks the attacked examples among its rows, and rank 0 gathers the
+/// per-example results (eta, groups, margins, hit rates and every example's level) in the order of
+/// `examples`; the other ranks hold only the summaries.
 AttackResult attribute_inference(const Dataset& train, const Dataset& test, const AttributeColumns& attribute,
-                                 const AttackOptions& options, const VectorXd& omega = VectorXd());
+                                 const AttackOptions& options, const VectorXd& omega = VectorXd(),
+                                 const Communicator& comm = Communicator::local());
 
 }  // namespace filkit
 

@@ -14,8 +14,24 @@
 
 namespace filkit {
 
-/// Black-box guesses of every attacked example's level from a released model. `released` must be
-/// least squares or logistic.
+/// What the adversary takes from the training set about a release besides its predictions: the
+/// residual sum of squares (least squares) and the (target, prediction) counts (logistic), and the
+/// number of examples. Sums, so that the ranks of an MPI job add theirs.
+struct ReleaseStatistics {
+  double squared_residuals = 0.0;
+  Eigen::Matrix2d counts = Eigen::Matrix2d::Zero();  ///< (target, predicted class), not yet smoothed
+  Index n = 0;
+};
+
+/// The statistics of `released` on the rows of `train` (one rank's: add them over the ranks).
+ReleaseStatistics release_statistics(const Model& released, const Dataset& train);
+
+/// Black-box guesses of every attacked example's level (rows of `train`) from a released model,
+/// given the statistics of the whole training set. `released` must be least squares or logistic.
+std::vector<Index> black_box_guesses(const Model& released, const Dataset& train, const AttributeCandidates& candidates,
+                                     const std::vector<Index>& examples, const ReleaseStatistics& whole_training_set);
+
+/// The same on one process: the statistics of `train`.
 std::vector<Index> black_box_guesses(const Model& released, const Dataset& train,
                                      const AttributeCandidates& candidates, const std::vector<Index>& examples);
 

@@ -19,6 +19,7 @@
 // Newton warm-started from w*).
 #pragma once
 
+#include "filkit/base/communicator.hpp"
 #include "filkit/base/enum_names.hpp"
 #include "filkit/leakage/attribute_candidates.hpp"
 #include "filkit/models/glm.hpp"
@@ -46,11 +47,16 @@ struct CandidateMinimisers {
 
 /// Computes the candidate minimisers of `model` (fitted on `train` with `omega`, empty = 1).
 /// Parallel over examples (OpenMP); the result is bitwise identical for any thread count.
-/// Throws std::invalid_argument for softmax models or shape mismatches; std::runtime_error if a
-/// refit fails or a Woodbury system is singular.
+/// On the ranks of an MPI job (collective; docs/distributed.md) `train`, `omega`, the candidates'
+/// truth and `examples` are the rank's own rows, and H is that of all ranks; least squares by
+/// updates computes each rank's examples on it, in parallel, while logistic updates and refits,
+/// whose every step sums over all rows, take the ranks' examples one at a time, all ranks together.
+/// Each rank gets the shifts of its examples. Throws std::invalid_argument for softmax models or
+/// shape mismatches; std::runtime_error if a refit fails or a Woodbury system is singular.
 CandidateMinimisers candidate_minimisers(const Model& model, const Dataset& train, const VectorXd& omega,
                                          const AttributeCandidates& candidates, const std::vector<Index>& examples,
-                                         const FitOptions& options, WhiteBoxSolver solver, bool progress = false);
+                                         const FitOptions& options, WhiteBoxSolver solver, bool progress = false,
+                                         const Communicator& comm = Communicator::local());
 
 /// White-box guesses for noise b = w' - w*: argmin_k ||b - shift_{e,k}|| for every attacked
 /// example (ties: the lower level).
