@@ -182,6 +182,13 @@ void register_job() {
   job_registry()[Job::name] = [](const py::kwargs& kwargs) {
     const auto result = run_job_from_kwargs<Job>(kwargs);
     py::dict out;
+    // Under mpirun (docs/distributed.md) rank 0 gathers the results; the other ranks hold only
+    // their part, and get None.
+    if (!Communicator::world().is_root()) {
+      out["summary"] = py::none();
+      out["table"] = py::none();
+      return out;
+    }
     out["summary"] = json_to_python(result.to_json().dump());
     const NumericTable table = result.table();
     out["table"] = table.header.empty() ? py::object(py::none()) : py::object(table_to_python(table));

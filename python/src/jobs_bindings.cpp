@@ -62,7 +62,9 @@ void bind_jobs(py::module_& m) {
       py::arg("job"),
       "Runs a job as `filkit <job>` does, with the same options as keywords (names with underscores, the CLI's "
       "defaults; 'auto' or None for an auto option), plus out/json/report paths, threads and quiet. Returns "
-      "{'summary': the JSON summary as a dict, 'table': {'header', 'rows'} or None}.");
+      "{'summary': the JSON summary as a dict, 'table': {'header', 'rows'} or None}. Under mpirun (with mpi4py "
+      "imported first; docs/distributed.md) measure, irfil, attack, bound, reconstruct and dpsgd run on the ranks: "
+      "rank 0 gets the results, the other ranks {'summary': None, 'table': None}.");
   m.def(
       "defaults",
       [find](const std::string& job) {

@@ -31,8 +31,6 @@ const Communicator& Communicator::local() {
   return one;
 }
 
-const Communicator& Communicator::world() { return g_world != nullptr ? *g_world : local(); }
-
 bool launched_by_mpi() {
   for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS"})
     if (std::getenv(name) != nullptr) return true;
@@ -40,6 +38,30 @@ bool launched_by_mpi() {
 }
 
 #if FILKIT_WITH_MPI
+
+const Communicator& Communicator::world() {
+  if (g_world != nullptr) return *g_world;
+  // Started by someone else (Python's mpi4py, another program linking filkit): the ranks of
+  // MPI_COMM_WORLD, used as it is (duplicating it would be a collective call here).
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) {
+    static MPI_Comm world_comm = MPI_COMM_WORLD;
+    static const Communicator outside = [] {
+      int rank = 0, size = 1;
+      MPI_Comm_rank(world_comm, &rank);
+      MPI_Comm_size(world_comm, &size);
+      return Communicator(rank, size, &world_comm);
+    }();
+    return outside;
+  }
+  if (launched_by_mpi())
+    throw std::runtime_error(
+        "started by an MPI launcher (mpirun), but MPI is not initialised: from Python, import mpi4py.MPI before running "
+        "a job (python3 -m mpi4py script.py), so that the job runs on the ranks instead of whole on each");
+  return local();
+}
 
 namespace {
 MPI_Comm comm_of(void* handle) { return *static_cast<MPI_Comm*>(handle); }
@@ -149,6 +171,14 @@ void MpiSession::abort_if_distributed(int exit_code) {
 }
 
 #else  // without MPI: one rank
+
+const Communicator& Communicator::world() {
+  if (launched_by_mpi())
+    throw std::runtime_error(
+        "started by an MPI launcher (mpirun), but this filkit was built without MPI: every process would run the "
+        "whole job alone. Install libopenmpi-dev and rebuild (scripts/setup.sh), or run without mpirun");
+  return local();
+}
 
 void Communicator::sum(double*, std::size_t) const {}
 void Communicator::broadcast(double*, std::size_t) const {}

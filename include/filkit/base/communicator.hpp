@@ -31,7 +31,9 @@ class Communicator {
  public:
   /// One process, no MPI: every collective is the identity.
   static const Communicator& local();
-  /// The ranks of the running MPI job (after MpiSession started it), else local().
+  /// The ranks of the running MPI job, started by MpiSession (the command line) or by another
+  /// (Python's mpi4py: MPI_COMM_WORLD); else local(). Throws std::runtime_error when an MPI launcher
+  /// started the process but nobody initialised MPI (each process would run the whole job).
   static const Communicator& world();
 
   int rank() const { return rank_; }
