@@ -452,6 +452,26 @@ DatasetSplit load_dataset_shard(const DataOptions& options) {
     split.test.validate();
     return split;
   }
+  const std::string extension = detail::to_lower(fs::path(options.data).extension().string());
+  if (!builtin && extension == ".npz") {
+    check_tabular_only(options);
+    // The labels are read whole and cut as load_dataset cuts the rows; of X only the shard's rows.
+    DatasetSplit split = detail::load_npz_rows(options.data, options, [&](DatasetSplit& rows) {
+      if (!options.classes.empty()) {
+        keep_classes(rows.train, options.classes);
+        keep_classes(rows.test, options.classes);
+        check_classes_present(rows.train, options.classes);
+      }
+      if (options.train_size > 0 && options.train_size < rows.train.n())
+        rows.train = random_subset(rows.train, options.train_size, options.seed);
+      if (options.test_size > 0 && options.test_size < rows.test.n())
+        rows.test = random_subset(rows.test, options.test_size, options.seed ^ kTestSubsetSeedMix);
+      rows = {rows_of_shard(rows.train, options), rows_of_shard(rows.test, options)};
+    });
+    split.train.validate();
+    split.test.validate();
+    return split;
+  }
   DataOptions whole = options;
   whole.shard_rank = 0;
   whole.shard_count = 1;

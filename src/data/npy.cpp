@@ -246,6 +246,11 @@ NpySize npy_size(std::string_view leading_bytes, const std::string& where) {
   return {bytes == UINT64_MAX ? bytes : layout.data_start + bytes, layout.count};
 }
 
+NpyDataLayout npy_data_layout(std::string_view leading_bytes, const std::string& where) {
+  const NpyLayout layout = read_layout(leading_bytes, where);
+  return {layout.header.shape, layout.dtype->size, layout.data_start, layout.dtype->convert};
+}
+
 NpyArray parse_npy(std::string_view bytes, const std::string& where, ByteSize max_memory) {
   const NpyLayout layout = read_layout(bytes, where);
   const std::uint64_t expected = data_bytes(layout);

@@ -6,6 +6,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace filkit::detail {
 
@@ -21,5 +22,27 @@ struct NpySize {
   std::uint64_t values = 0;
 };
 NpySize npy_size(std::string_view leading_bytes, const std::string& where);
+
+/// What reading part of an array needs of its header (from the first bytes of the .npy): its shape,
+/// the bytes of a value, where the data start, and how values convert to doubles.
+struct NpyDataLayout {
+  std::vector<Index> shape;
+  std::size_t value_bytes = 0;
+  std::size_t data_start = 0;
+  void (*to_double)(const char* data, std::size_t count, double* out) = nullptr;
+};
+NpyDataLayout npy_data_layout(std::string_view leading_bytes, const std::string& where);
+
+/// Rows of array `name` of the .npz archive at `path` (`rows`: increasing indices into its first
+/// axis; nullptr: every row), as an array whose first dimension is their count. Reads only the
+/// archive's directory, the member's header and the bytes up to the last row wanted (a stored
+/// member: only those rows' bytes; a deflated one is inflated from its start, keeping only them),
+/// so an MPI rank holds its rows, never the whole member. The member's CRC-32 is not checked (it
+/// covers all of it); values are checked as read_npz checks them. Throws std::invalid_argument
+/// naming the archive and member. `all_rows`, if given, receives the array's first dimension.
+NpyArray read_npz_rows(const std::string& path, const std::string& name, const std::vector<Index>* rows,
+                       ByteSize max_memory, Index* all_rows = nullptr);
+/// The arrays of the .npz archive at `path` (its directory only).
+std::vector<std::string> npz_array_names(const std::string& path);
 
 }  // namespace filkit::detail

@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <stdexcept>
 
 namespace filkit {
@@ -21,18 +23,22 @@ constexpr std::size_t kEndOfDirectorySize = 22;
 constexpr std::size_t kDirectoryEntrySize = 46;
 constexpr std::size_t kLocalHeaderSize = 30;
 
-// Bounds-checked little-endian reads from a zip archive held in memory.
+// Bounds-checked little-endian reads from a zip archive held in memory: the whole file, or the
+// part of it from `base` to its end (offsets stay those of the file).
 class ZipBytes {
  public:
-  ZipBytes(std::string bytes, std::string path) : bytes_(std::move(bytes)), path_(std::move(path)) {}
+  ZipBytes(std::string bytes, std::string path, std::size_t base = 0)
+      : bytes_(std::move(bytes)), path_(std::move(path)), base_(base) {}
 
   std::uint32_t u16(std::size_t offset) const { return read(offset, 2); }
   std::uint32_t u32(std::size_t offset) const { return read(offset, 4); }
   std::string_view view(std::size_t offset, std::size_t size) const {
-    if (offset > bytes_.size() || bytes_.size() - offset < size) fail("it is truncated");
-    return std::string_view(bytes_).substr(offset, size);
+    if (offset < base_ || offset - base_ > bytes_.size() || bytes_.size() - (offset - base_) < size)
+      fail("it is truncated");
+    return std::string_view(bytes_).substr(offset - base_, size);
   }
-  std::size_t size() const { return bytes_.size(); }
+  std::size_t size() const { return base_ + bytes_.size(); }  // the file's
+  std::size_t base() const { return base_; }
   const std::string& path() const { return path_; }
 
   [[noreturn]] void fail(const std::string& what) const {
@@ -51,6 +57,7 @@ class ZipBytes {
 
   std::string bytes_;
   std::string path_;
+  std::size_t base_ = 0;
 };
 
 struct Member {
@@ -63,7 +70,7 @@ struct Member {
 std::size_t find_end_of_directory(const ZipBytes& zip) {
   if (zip.size() < kEndOfDirectorySize) zip.fail("it is too short to be a zip archive");
   const std::size_t last = zip.size() - kEndOfDirectorySize;
-  const std::size_t first = last > 0xFFFF ? last - 0xFFFF : 0;
+  const std::size_t first = std::max(last > 0xFFFF ? last - 0xFFFF : 0, zip.base());
   for (std::size_t offset = last + 1; offset-- > first;) {
     if (zip.u32(offset) == kEndOfDirectory) return offset;
   }
@@ -176,7 +183,187 @@ std::string member_bytes(const ZipBytes& zip, const Member& member, ByteSize max
   return bytes;
 }
 
+// The uncompressed bytes of one member, read forward from the file in pieces (stored members
+// seek, deflated ones inflate from the start), never the whole member at once.
+class MemberReader {
+ public:
+  MemberReader(std::ifstream& in, std::size_t data, const Member& member, std::string where)
+      : in_(in), data_(data), member_(member), where_(std::move(where)) {
+    if (member.method == 8 && inflateInit2(&stream_, -MAX_WBITS) != Z_OK)
+      throw std::runtime_error("zlib inflateInit2 failed");
+  }
+  ~MemberReader() {
+    if (member_.method == 8) inflateEnd(&stream_);
+  }
+  MemberReader(const MemberReader&) = delete;
+  MemberReader& operator=(const MemberReader&) = delete;
+
+  /// Skips forward to `position` (>= the current one).
+  void skip_to(std::size_t position) {
+    if (member_.method == 0) {
+      position_ = position;
+      return;
+    }
+    std::vector<char> scratch(std::size_t{1} << 20);
+    while (position_ < position) read(scratch.data(), std::min(scratch.size(), position - position_));
+  }
+
+  /// The next `count` bytes.
+  void read(char* out, std::size_t count) {
+    if (count > member_.size || position_ > member_.size - count)
+      throw std::invalid_argument(where_ + " ends before its array does");
+    if (member_.method == 0) {
+      in_.seekg(static_cast<std::streamoff>(data_ + position_));
+      if (!in_.read(out, static_cast<std::streamsize>(count))) throw std::invalid_argument(where_ + " is truncated");
+    } else {
+      inflate_into(out, count);
+    }
+    position_ += count;
+  }
+
+ private:
+  void inflate_into(char* out, std::size_t count) {
+    stream_.next_out = reinterpret_cast<Bytef*>(out);
+    stream_.avail_out = static_cast<uInt>(count);
+    while (stream_.avail_out > 0) {
+      if (stream_.avail_in == 0) {  // the next piece of the compressed bytes
+        const std::size_t piece = std::min(input_.size(), member_.compressed_size - consumed_);
+        if (piece == 0) throw std::invalid_argument(where_ + " ends before its array does (deflate stream)");
+        in_.seekg(static_cast<std::streamoff>(data_ + consumed_));
+        if (!in_.read(input_.data(), static_cast<std::streamsize>(piece)))
+          throw std::invalid_argument(where_ + " is truncated");
+        consumed_ += piece;
+        stream_.next_in = reinterpret_cast<Bytef*>(input_.data());
+        stream_.avail_in = static_cast<uInt>(piece);
+      }
+      const int status = inflate(&stream_, Z_NO_FLUSH);
+      if (status != Z_OK && !(status == Z_STREAM_END && stream_.avail_out == 0))
+        throw std::invalid_argument(where_ + " does not inflate (zlib: " +
+                                    (stream_.msg != nullptr ? std::string(stream_.msg) : "stream ends early") + ")");
+    }
+  }
+
+  std::ifstream& in_;
+  std::size_t data_;
+  const Member& member_;
+  std::string where_;
+  std::size_t position_ = 0;  // in the uncompressed bytes
+  z_stream stream_{};
+  std::vector<char> input_ = std::vector<char>(std::size_t{1} << 20);
+  std::size_t consumed_ = 0;  // compressed bytes read
+};
+
+std::string read_range(std::ifstream& in, std::size_t offset, std::size_t size, const std::string& path) {
+  std::string bytes(size, '\0');
+  in.seekg(static_cast<std::streamoff>(offset));
+  if (!in.read(bytes.data(), static_cast<std::streamsize>(size)))
+    throw std::invalid_argument("'" + path + "' is not a readable .npz (zip) archive: it is truncated");
+  return bytes;
+}
+
+// The directory of the archive at `path`, read from its end (the members' data are not read).
+std::vector<Member> read_directory_of_file(std::ifstream& in, std::size_t size, const std::string& path) {
+  const std::size_t tail = std::min(size, kEndOfDirectorySize + 0xFFFF);
+  const ZipBytes end_part(read_range(in, size - tail, tail, path), path, size - tail);
+  const std::size_t end = find_end_of_directory(end_part);
+  const std::size_t directory = end_part.u32(end + 16);
+  if (directory == 0xFFFFFFFF || directory > end) end_part.fail("corrupt end-of-central-directory record");
+  return read_directory(ZipBytes(read_range(in, directory, size - directory, path), path, directory));
+}
+
 }  // namespace
+
+namespace detail {
+
+namespace {
+std::ifstream open_archive(const std::string& path, std::size_t& size) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) throw std::invalid_argument("'" + path + "' is a directory, expected a file");
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) throw std::invalid_argument("cannot open '" + path + "' for reading");
+  size = static_cast<std::size_t>(in.tellg());
+  return in;
+}
+}  // namespace
+
+std::vector<std::string> npz_array_names(const std::string& path) {
+  std::size_t size = 0;
+  std::ifstream in = open_archive(path, size);
+  std::vector<std::string> names;
+  for (const Member& member : read_directory_of_file(in, size, path))
+    if (member.name.ends_with(".npy")) names.push_back(member.name.substr(0, member.name.size() - 4));
+  return names;
+}
+
+NpyArray read_npz_rows(const std::string& path, const std::string& name, const std::vector<Index>* rows,
+                       ByteSize max_memory, Index* all_rows) {
+  std::size_t size = 0;
+  std::ifstream in = open_archive(path, size);
+  const std::vector<Member> members = read_directory_of_file(in, size, path);
+  const auto found = std::find_if(members.begin(), members.end(), [&](const Member& m) { return m.name == name + ".npy"; });
+  if (found == members.end()) {
+    std::vector<std::string> names;
+    for (const Member& m : members) names.push_back(m.name.ends_with(".npy") ? m.name.substr(0, m.name.size() - 4) : m.name);
+    throw std::invalid_argument("'" + path + "' has no array '" + name + "'; it holds: " +
+                                (names.empty() ? "nothing" : detail::quoted_list(names)));
+  }
+  const Member& member = *found;
+  const std::string where = "member '" + member.name + "' of '" + path + "'";
+  const ZipBytes local(read_range(in, member.local_offset, kLocalHeaderSize, path), path, member.local_offset);
+  if (local.u32(member.local_offset) != kLocalHeader) local.fail("corrupt local header of " + where);
+  if (member.flags & 1u) local.fail(where + " is encrypted");
+  if (member.method != 0 && member.method != 8)
+    local.fail(where + " uses compression method " + std::to_string(member.method) + "; supported: 0 (stored) and 8 (deflate)");
+  if (member.method == 0 && member.compressed_size != member.size) local.fail(where + " is stored with two different sizes");
+  const std::size_t data = member.local_offset + kLocalHeaderSize + local.u16(member.local_offset + 26) +
+                           local.u16(member.local_offset + 28);
+  if (data > size || size - data < member.compressed_size) local.fail(where + " is truncated");
+
+  const std::string npy_where = path + ":" + member.name;
+  NpyDataLayout layout;
+  {
+    MemberReader header(in, data, member, where);
+    std::string leading(std::min(member.size, kNpyHeaderPrefix), '\0');
+    header.read(leading.data(), leading.size());
+    layout = npy_data_layout(leading, npy_where);
+  }
+  std::uint64_t row_values = 1;
+  for (std::size_t axis = 1; axis < layout.shape.size(); ++axis)
+    row_values = saturating_product(row_values, static_cast<std::uint64_t>(layout.shape[axis]));
+  const Index n = layout.shape[0];
+  if (all_rows != nullptr) *all_rows = n;
+  const std::uint64_t row_bytes = saturating_product(row_values, layout.value_bytes);
+  if (saturating_product(row_bytes, static_cast<std::uint64_t>(n)) != member.size - layout.data_start)
+    local.fail(where + " holds " + std::to_string(member.size - layout.data_start) + " data bytes, but its array header "
+               "declares " + std::to_string(n) + " rows of " + std::to_string(row_bytes));
+  const auto count = rows ? static_cast<Index>(rows->size()) : n;
+  check_memory(saturating_product(saturating_product(static_cast<std::uint64_t>(count), row_values), sizeof(double)) +
+                   row_bytes,
+               max_memory, "reading " + std::to_string(count) + " rows of " + npy_where);
+  NpyArray array{layout.shape, std::vector<double>(static_cast<std::size_t>(count * static_cast<Index>(row_values)))};
+  array.shape[0] = count;
+  MemberReader reader(in, data, member, where);
+  std::vector<char> row(static_cast<std::size_t>(row_bytes));
+  Index previous = -1;
+  for (Index k = 0; k < count; ++k) {
+    const Index r = rows ? (*rows)[static_cast<std::size_t>(k)] : k;
+    if (r <= previous || r >= n)
+      throw std::invalid_argument("read_npz_rows: row " + std::to_string(r) + " of " + npy_where +
+                                  " is out of order or outside 0.." + std::to_string(n - 1));
+    previous = r;
+    reader.skip_to(layout.data_start + static_cast<std::size_t>(r) * row.size());
+    reader.read(row.data(), row.size());
+    double* out = array.values.data() + k * static_cast<Index>(row_values);
+    layout.to_double(row.data(), static_cast<std::size_t>(row_values), out);
+    for (std::uint64_t j = 0; j < row_values; ++j)
+      if (!(std::abs(out[j]) <= kMaxInputMagnitude))
+        throw std::invalid_argument("'" + npy_where + "': an element of row " + std::to_string(r) + " " +
+                                    input_value_problem(out[j]));
+  }
+  return array;
+}
+
+}  // namespace detail
 
 std::map<std::string, NpyArray> read_npz(const std::string& path, ByteSize max_memory) {
   const ZipBytes zip(detail::read_file_bytes(path, max_memory), path);

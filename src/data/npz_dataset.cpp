@@ -1,6 +1,7 @@
 #include "data/npz_dataset.hpp"
 
 #include "base/parsing.hpp"
+#include "data/npy_format.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -63,6 +64,17 @@ const NpyArray& npz_array(const std::map<std::string, NpyArray>& arrays, const s
   return found->second;
 }
 
+// The source text of a part: the archive, the arrays, and how images were read.
+std::string part_source(const std::string& path, const std::string& x_name, const std::string& y_name,
+                        const ArrayRows& rows) {
+  std::string source = path + " (" + x_name + ", " + y_name;
+  if (rows.image) {
+    source += "; images " + to_string(*rows.image);
+    if (rows.layout_used) source += " read as " + to_string(*rows.layout_used);
+  }
+  return source + ")";
+}
+
 struct NpzPart {
   Dataset data;
   std::optional<ImageLayout> layout_used;
@@ -85,12 +97,7 @@ NpzPart npz_part(const std::map<std::string, NpyArray>& arrays, const std::strin
   part.data.X = std::move(rows.X);
   part.data.image = rows.image;
   part.data.y = Eigen::Map<const VectorXd>(y.values.data(), y.shape[0]);
-  part.data.source = path + " (" + x_name + ", " + y_name;
-  if (rows.image) {
-    part.data.source += "; images " + to_string(*rows.image);
-    if (rows.layout_used) part.data.source += " read as " + to_string(*rows.layout_used);
-  }
-  part.data.source += ")";
+  part.data.source = part_source(path, x_name, y_name, rows);
   part.layout_used = rows.layout_used;
   return part;
 }
@@ -165,13 +172,19 @@ ArrayRows array_rows(const NpyArray& array, const std::string& name, const std::
   return rows;
 }
 
-DatasetSplit load_npz_dataset(const std::string& path, const DataOptions& options) {
-  const auto arrays = read_npz(path, options.max_memory);
-  const bool has_x_test = arrays.count("X_test") > 0, has_y_test = arrays.count("y_test") > 0;
+namespace {
+void check_test_pair(const std::string& path, bool has_x_test, bool has_y_test) {
   if (has_x_test != has_y_test) {
     throw std::invalid_argument("'" + path + "' holds " + (has_x_test ? "X_test" : "y_test") +
                                 " without " + (has_x_test ? "y_test" : "X_test"));
   }
+}
+}  // namespace
+
+DatasetSplit load_npz_dataset(const std::string& path, const DataOptions& options) {
+  const auto arrays = read_npz(path, options.max_memory);
+  const bool has_x_test = arrays.count("X_test") > 0, has_y_test = arrays.count("y_test") > 0;
+  check_test_pair(path, has_x_test, has_y_test);
   DatasetSplit split;
   NpzPart all = npz_part(arrays, "X", "y", path, options.image_layout);
   if (has_x_test) {
@@ -189,6 +202,80 @@ DatasetSplit load_npz_dataset(const std::string& path, const DataOptions& option
   }
   if (!options.regression) index_npz_classes(split);
   return split;
+}
+
+namespace {
+
+// A part's labels, as a dataset whose one column is each row's index into the archive's arrays.
+Dataset row_indices_and_labels(const std::string& path, const std::string& x_name, const std::string& y_name,
+                               ByteSize max_memory) {
+  const NpyArray y = read_npz_rows(path, y_name, nullptr, max_memory);
+  if (y.shape.size() != 1) {
+    throw std::invalid_argument(array_name(y_name, path) + " must be 1-D (one label a row), found " +
+                                std::to_string(y.shape.size()) + "-D");
+  }
+  Dataset ids;
+  ids.y = Eigen::Map<const VectorXd>(y.values.data(), y.shape[0]);
+  ids.X.resize(y.shape[0], 1);
+  for (Index i = 0; i < ids.n(); ++i) ids.X(i, 0) = static_cast<double>(i);
+  ids.source = path + " (" + x_name + ", " + y_name + ")";
+  return ids;
+}
+
+// The rows of X that `ids` names, with its labels.
+NpzPart read_rows_of(const std::string& path, const std::string& x_name, const std::string& y_name, const Dataset& ids,
+                     Index labels, std::optional<ImageLayout> layout, ByteSize max_memory) {
+  std::vector<Index> rows(static_cast<std::size_t>(ids.n()));
+  for (Index i = 0; i < ids.n(); ++i) rows[static_cast<std::size_t>(i)] = static_cast<Index>(ids.X(i, 0));
+  Index all = 0;
+  const NpyArray x = read_npz_rows(path, x_name, &rows, max_memory, &all);
+  if (all != labels) {
+    throw std::invalid_argument("'" + path + "': " + x_name + " has " + std::to_string(all) + " rows but " + y_name +
+                                " has " + std::to_string(labels));
+  }
+  ArrayRows read = array_rows(x, x_name, path, layout);
+  NpzPart part;
+  part.data.X = std::move(read.X);
+  part.data.image = read.image;
+  part.data.y = ids.y;
+  part.data.class_names = ids.class_names;
+  part.data.source = part_source(path, x_name, y_name, read);
+  part.layout_used = read.layout_used;
+  return part;
+}
+
+}  // namespace
+
+DatasetSplit load_npz_rows(const std::string& path, const DataOptions& options,
+                           const std::function<void(DatasetSplit&)>& narrow) {
+  const std::vector<std::string> names = npz_array_names(path);
+  const auto has = [&](const char* name) { return std::find(names.begin(), names.end(), name) != names.end(); };
+  const bool has_x_test = has("X_test");
+  check_test_pair(path, has_x_test, has("y_test"));
+  DatasetSplit ids;
+  Index labels = 0, test_labels = 0;
+  if (has_x_test) {
+    ids = {row_indices_and_labels(path, "X", "y", options.max_memory),
+           row_indices_and_labels(path, "X_test", "y_test", options.max_memory)};
+    labels = ids.train.n();
+    test_labels = ids.test.n();
+  } else {
+    const Dataset all = row_indices_and_labels(path, "X", "y", options.max_memory);
+    labels = test_labels = all.n();
+    const TrainTestIndices parts = shuffle_split(all.n(), options.test_fraction, options.seed);
+    ids = {all.select_rows(parts.train), all.select_rows(parts.test)};
+  }
+  if (!options.regression) index_npz_classes(ids);
+  narrow(ids);
+  NpzPart train = read_rows_of(path, "X", "y", ids.train, labels, options.image_layout, options.max_memory);
+  NpzPart test = read_rows_of(path, has_x_test ? "X_test" : "X", has_x_test ? "y_test" : "y", ids.test, test_labels,
+                              train.layout_used ? train.layout_used : options.image_layout, options.max_memory);
+  if (has_x_test && (test.data.image != train.data.image || test.data.d() != train.data.d())) {
+    throw std::invalid_argument("'" + path + "': X has " + columns_text(train.data) + " but X_test has " +
+                                columns_text(test.data));
+  }
+  if (!has_x_test) test.data.source = train.data.source;  // rows of the same arrays
+  return {std::move(train.data), std::move(test.data)};
 }
 
 }  // namespace filkit::detail

@@ -6,6 +6,7 @@
 #include "filkit/data/load.hpp"
 #include "filkit/data/npy.hpp"
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -28,5 +29,12 @@ ArrayRows array_rows(const NpyArray& array, const std::string& name, const std::
 /// The split of the .npz at `path` for `options` (data, classes as loaded, regression,
 /// test_fraction, seed, max_memory, image_layout).
 DatasetSplit load_npz_dataset(const std::string& path, const DataOptions& options);
+
+/// The same split, but with X (and X_test) read only at the rows `narrow` keeps: the labels are read
+/// whole, into datasets whose one column holds each row's index in the archive; `narrow` cuts them
+/// (load_dataset's classes, subsets and an MPI rank's shard) and only the remaining rows of X are
+/// read (read_npz_rows), so a rank never holds the whole of X.
+DatasetSplit load_npz_rows(const std::string& path, const DataOptions& options,
+                           const std::function<void(DatasetSplit&)>& narrow);
 
 }  // namespace filkit::detail

@@ -14,7 +14,9 @@ namespace filkit {
 namespace {
 
 using testing::idx_bytes;
+using testing::npy_bytes;
 using testing::npy_f8;
+using testing::raw_bytes;
 using testing::TempDir;
 using testing::zip_bytes;
 
@@ -512,6 +514,78 @@ TEST(LoadDataset, ShardsOfOtherSourcesAreCutFromTheWholeLoad) {
   TempDir dir;
   const DataOptions options = csv_options(dir.write("t.csv", twenty_rows_csv()));
   for (int ranks = 1; ranks <= 4; ++ranks) expect_shards_make_the_whole(options, ranks);
+}
+
+// An .npz of n rows whose every value is distinct (row i, value j: i + j / 1000), labels i % 5;
+// with test arrays of n / 4 rows when `test`. `shape` the first dimension's companions, e.g. ", 12".
+std::string distinct_npz(int n, bool test, bool deflated, const std::string& shape = ", 12", int values = 12) {
+  const auto part = [&](int rows, double offset) {
+    std::vector<double> x, y;
+    for (int i = 0; i < rows; ++i) {
+      for (int j = 0; j < values; ++j) x.push_back(offset + i + j / 1000.0);
+      y.push_back(i % 5);
+    }
+    return std::make_pair(npy_bytes("<f8", "(" + std::to_string(rows) + shape + ")", raw_bytes(x)), npy_f8(y, rows));
+  };
+  const auto [x, y] = part(n, 0.0);
+  std::vector<std::pair<std::string, std::string>> members{{"X.npy", x}, {"y.npy", y}};
+  if (test) {
+    const auto [x_test, y_test] = part(n / 4, 10000.0);
+    members.push_back({"X_test.npy", x_test});
+    members.push_back({"y_test.npy", y_test});
+  }
+  return zip_bytes(members, deflated);
+}
+
+TEST(LoadDataset, ShardsOfAnNpzReadOnlyTheirRowsAndMakeTheWholeLoad) {
+  TempDir dir;
+  for (const bool deflated : {false, true})
+    for (const bool test : {false, true}) {
+      DataOptions options;
+      options.data = dir.write(std::string("d") + (deflated ? "z" : "s") + (test ? "t" : "") + ".npz",
+                               distinct_npz(83, test, deflated));
+      options.classes = {3, 1, 4};
+      options.train_size = 29;  // the seeded subset is chosen before the shards are cut
+      options.seed = 7;
+      for (int ranks = 1; ranks <= 4; ++ranks) expect_shards_make_the_whole(options, ranks);
+      options.classes.clear();
+      options.train_size = 0;
+      options.regression = true;
+      expect_shards_make_the_whole(options, 3);
+    }
+  // Colour images stored (n, H, W, C): each shard's rows turned channel-major as the whole load's.
+  DataOptions images;
+  images.data = dir.write("nhwc.npz", distinct_npz(40, false, true, ", 2, 2, 3"));
+  for (int ranks = 2; ranks <= 4; ++ranks) expect_shards_make_the_whole(images, ranks);
+}
+
+TEST(LoadDataset, ShardsOfAnNpzFitABudgetTheWholeArrayExceeds) {
+  // X: 400 rows of 50 doubles (160 kB). Within 100 kB a rank of four holds its 100 rows (40 kB)
+  // and the labels; one process reading the archive whole does not fit.
+  TempDir dir;
+  DataOptions options;
+  options.data = dir.write("big.npz", distinct_npz(400, true, true, ", 50", 50));
+  options.max_memory = ByteSize{100000};
+  EXPECT_INVALID_ARGUMENT(load_dataset(options), "max_memory");
+  options.shard_count = 4;
+  for (options.shard_rank = 0; options.shard_rank < 4; ++options.shard_rank) {
+    const DatasetSplit split = load_dataset(options);
+    EXPECT_EQ(split.train.n(), 100);
+    EXPECT_EQ(split.train.X(0, 1), 100.0 * options.shard_rank + 0.001);  // its own first row
+  }
+}
+
+TEST(LoadDataset, ShardOfADamagedNpzIsRefusedNamingTheMember) {
+  TempDir dir;
+  std::string npz = distinct_npz(20, false, false);
+  const std::string header_of_x = "'shape': (20, 12)";
+  npz.replace(npz.find(header_of_x), header_of_x.size(), "'shape': (21, 12)");  // more rows than stored
+  DataOptions options;
+  options.data = dir.write("bad.npz", npz);
+  options.shard_count = 2;
+  EXPECT_INVALID_ARGUMENT(load_dataset(options), "member 'X.npy' of '" + options.data + "'", "data bytes");
+  options.data = dir.write("no-x.npz", zip_bytes({{"y.npy", npy_f8({0, 1}, 2)}}, false));
+  EXPECT_INVALID_ARGUMENT(load_dataset(options), "has no array 'X'", "'y'");
 }
 
 TEST(RowShard, SplitsRowsIntoContiguousBlocksOfNearlyEqualSize) {

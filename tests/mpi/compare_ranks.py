@@ -24,8 +24,8 @@ TOLERANCE = 1e-12
 ABSOLUTE_FLOOR = 1e-15
 
 # (name, flags) of measure: the default job, softmax over three classes, a seeded subset with
-# groups and an attribute, least squares with unit-ball scaling, and a CSV dataset (read whole, then
-# cut); of irfil: its default job, and a class weighting driven by an attribute's FIL; of attack:
+# groups and an attribute, least squares with unit-ball scaling, a CSV dataset (read whole, then
+# cut) and a compressed .npz (each rank inflates only up to its last row and keeps its rows); of irfil: its default job, and a class weighting driven by an attribute's FIL; of attack:
 # least squares on the income data (closed-form candidates on each rank's examples) and logistic
 # regression on credit-g with a subset, the naive refits and example weights (candidates taken one
 # at a time by all ranks together: chord Newton steps and refits over all rows); of bound: its
@@ -41,6 +41,7 @@ SETTINGS = [
                 "--subset", "class=1", "--subset", "rows={rows}", "--attribute", "0,1,2", "--releases", "3"]),
     ("least-squares", ["measure", "--model", "least-squares", "--pca", "10", "--scale", "unit-ball", "--train-size", "1001"]),
     ("credit-g", ["measure", "--data", "credit-g", "--l2", "1e-2"]),
+    ("npz", ["measure", "--data", "{npz}", "--classes", "0,2", "--train-size", "600", "--l2", "1e-3"]),
     ("irfil", ["irfil", "--iterations", "4"]),
     ("irfil-class", ["irfil", "--data", "credit-g", "--l2", "1e-2", "--weighting", "hybrid", "--attribute", "age",
                      "--iterations", "3", "--history-out", "{extra}"]),
@@ -73,6 +74,15 @@ def run(command, env, check=True):
     if check and done.returncode != 0:
         sys.exit(f"FAILED: {' '.join(command)}\n{done.stderr}")
     return done
+
+
+def write_npz(path):
+    """Features of 1,500 examples in three classes (seeded, compressed), as a user's .npz."""
+    import numpy
+    rng = numpy.random.default_rng(3)
+    y = rng.integers(0, 3, 1500)
+    X = rng.normal(size=(1500, 40)) + 0.5 * y[:, None]
+    numpy.savez_compressed(path, X=X, y=y)
 
 
 def expect_failure(command, env, message, what):
@@ -210,8 +220,11 @@ def main():
         weights_file = os.path.join(tmp, "weights.csv")  # credit-g's 800 training examples, uneven
         with open(weights_file, "w") as f:
             f.write("weight\n" + "".join(f"{0.5 + (i * 7919 % 13) / 8}\n" for i in range(800)))
+        npz_file = os.path.join(tmp, "features.npz")
+        write_npz(npz_file)
         for name, flags in SETTINGS:
-            flags = [flag.replace("{rows}", rows_file).replace("{weights}", weights_file) for flag in flags]
+            flags = [flag.replace("{rows}", rows_file).replace("{weights}", weights_file).replace("{npz}", npz_file)
+                     for flag in flags]
             outputs = {}
             for ranks in ["serial"] + args.ranks.split(","):
                 csv_path, json_path = os.path.join(tmp, f"{name}-{ranks}.csv"), os.path.join(tmp, f"{name}-{ranks}.json")
