@@ -256,26 +256,85 @@ RowMatrix image_rows(IdxFile idx, const std::string& path, const std::vector<Ind
 
 const std::string kImagesKind = "IDX image (idx3-ubyte)";
 
-// The images `rows` of an uncompressed IDX file, reading only their bytes: a rank of a sharded job
-// holds its own rows, never the whole file (docs/distributed.md). Returns nothing for a gzipped
-// file, which has to be inflated from its start, or rows out of increasing order (the caller then
-// reads the file whole).
-std::optional<detail::IdxImages> read_uncompressed_rows(const std::string& path, const std::vector<Index>& rows,
-                                                Index expected_count, ByteSize budget) {
-  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), std::fclose);
-  if (!file) throw std::invalid_argument("cannot open '" + path + "' for reading");
-  std::string header(16, '\0');
-  header.resize(std::fread(header.data(), 1, header.size(), file.get()));
-  if (header.size() >= 2 && static_cast<unsigned char>(header[0]) == 0x1f && static_cast<unsigned char>(header[1]) == 0x8b)
-    return std::nullopt;
+// An IDX file read forward in pieces: an uncompressed one by seeking, a gzipped one through zlib's
+// stream reader (whose forward seek inflates and discards).
+class IdxRowReader {
+ public:
+  explicit IdxRowReader(const std::string& path) : path_(path) {
+    const std::unique_ptr<std::FILE, int (*)(std::FILE*)> probe(std::fopen(path.c_str(), "rb"), std::fclose);
+    if (!probe) throw std::invalid_argument("cannot open '" + path + "' for reading");
+    unsigned char magic[2] = {0, 0};
+    gzipped_ = std::fread(magic, 1, 2, probe.get()) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+    if (gzipped_) {
+      gz_.reset(gzopen(path.c_str(), "rb"));
+      if (!gz_) throw std::invalid_argument("cannot open '" + path + "' for reading");
+      gzbuffer(gz_.get(), 1u << 20);
+    } else {
+      file_.reset(std::fopen(path.c_str(), "rb"));
+      if (!file_) throw std::invalid_argument("cannot open '" + path + "' for reading");
+    }
+  }
+  bool gzipped() const { return gzipped_; }
+
+  /// Up to `count` bytes from `offset` (forward only when gzipped); returns how many were read.
+  std::size_t read_at(std::uint64_t offset, char* out, std::size_t count) {
+    if (!gzipped_) {
+      if (std::fseek(file_.get(), static_cast<long>(offset), SEEK_SET) != 0) fail();
+      return std::fread(out, 1, count, file_.get());
+    }
+    if (gzseek(gz_.get(), static_cast<z_off_t>(offset), SEEK_SET) < 0) fail();
+    std::size_t got = 0;
+    while (got < count) {
+      const int piece = gzread(gz_.get(), out + got, static_cast<unsigned>(std::min<std::size_t>(count - got, 1u << 30)));
+      if (piece < 0) fail();
+      if (piece == 0) break;
+      got += static_cast<std::size_t>(piece);
+    }
+    return got;
+  }
+
+  /// The uncompressed file's size (its data bytes are checked against the header); 0 when gzipped,
+  /// whose size is known only by inflating all of it.
+  std::uint64_t uncompressed_size() {
+    if (gzipped_ || std::fseek(file_.get(), 0, SEEK_END) != 0) return 0;
+    return static_cast<std::uint64_t>(std::ftell(file_.get()));
+  }
+
+ private:
+  [[noreturn]] void fail() const {
+    int code = Z_OK;
+    throw std::invalid_argument("cannot read '" + path_ + "'" +
+                                (gzipped_ && gz_ ? std::string(": ") + gzerror(gz_.get(), &code) : std::string()));
+  }
+
+  std::string path_;
+  bool gzipped_ = false;
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file_{nullptr, std::fclose};
+  std::unique_ptr<gzFile_s, int (*)(gzFile)> gz_{nullptr, gzclose};
+};
+
+// The images `rows` (increasing) of an IDX file, reading only what they need: of an uncompressed
+// file their bytes, of a gzipped one the stream inflated up to the last of them. A rank of a
+// sharded job holds its own rows, never the whole file (docs/distributed.md). Returns nothing for
+// rows out of increasing order, or a gzipped file without `stream_gzip` (the caller then reads the
+// file whole). A gzipped file's data after the last row wanted are not inflated, so a file cut
+// short there is found only by the ranks reading that far.
+std::optional<detail::IdxImages> read_image_rows(const std::string& path, const std::vector<Index>& rows,
+                                                 Index expected_count, ByteSize budget, bool stream_gzip) {
   if (std::adjacent_find(rows.begin(), rows.end(), std::greater_equal<Index>()) != rows.end()) return std::nullopt;
+  IdxRowReader reader(path);
+  if (reader.gzipped() && !stream_gzip) return std::nullopt;
+  std::string header(16, '\0');
+  header.resize(reader.read_at(0, header.data(), header.size()));
   const IdxHeader parsed = parse_idx_header(header, path, kImagesMagic, kImagesKind);
-  if (std::fseek(file.get(), 0, SEEK_END) != 0) throw std::invalid_argument("cannot read '" + path + "'");
-  const auto found_bytes = static_cast<std::uint64_t>(std::ftell(file.get())) - header.size();
-  if (found_bytes != parsed.data_bytes) {
-    throw std::invalid_argument("'" + path + "' is " + (found_bytes < parsed.data_bytes ? "truncated" : "longer than its header says") +
-                                ": the header declares " + std::to_string(parsed.data_bytes) + " data bytes, found " +
-                                std::to_string(found_bytes));
+  if (!reader.gzipped()) {
+    const std::uint64_t found_bytes = reader.uncompressed_size() - header.size();
+    if (found_bytes != parsed.data_bytes) {
+      throw std::invalid_argument("'" + path + "' is " +
+                                  (found_bytes < parsed.data_bytes ? "truncated" : "longer than its header says") +
+                                  ": the header declares " + std::to_string(parsed.data_bytes) + " data bytes, found " +
+                                  std::to_string(found_bytes));
+    }
   }
   IdxFile dims_only{parsed.dims, Bytes(), header.size()};
   const Index d = pixels_per_image(dims_only, path);
@@ -293,11 +352,11 @@ std::optional<detail::IdxImages> read_uncompressed_rows(const std::string& path,
     if (rows[k] < 0 || rows[k] + run > parsed.dims[0])
       throw std::invalid_argument("image " + std::to_string(rows[k] < 0 ? rows[k] : rows[k] + run - 1) +
                                   " is outside '" + path + "' (" + std::to_string(parsed.dims[0]) + " images)");
-    const auto offset = static_cast<long>(header.size()) + static_cast<long>(rows[k] * d);
+    const std::uint64_t offset = header.size() + static_cast<std::uint64_t>(rows[k] * d);
     const auto bytes = static_cast<std::size_t>(run * d);
-    if (std::fseek(file.get(), offset, SEEK_SET) != 0 ||
-        std::fread(kept.data.get() + k * d, 1, bytes, file.get()) != bytes)
-      throw std::invalid_argument("cannot read '" + path + "'");
+    if (reader.read_at(offset, reinterpret_cast<char*>(kept.data.get() + k * d), bytes) != bytes)
+      throw std::invalid_argument("'" + path + "' is truncated: the header declares " + std::to_string(parsed.dims[0]) +
+                                  " images, but image " + std::to_string(rows[k] + run - 1) + " is cut short");
     k += run;
   }
   return detail::IdxImages{to_doubles(kept.data.get(), count, d), ImageShape{1, parsed.dims[1], parsed.dims[2]}};
@@ -308,8 +367,8 @@ std::optional<detail::IdxImages> read_uncompressed_rows(const std::string& path,
 namespace detail {
 
 IdxImages read_idx_image_rows(const std::string& path, const std::vector<Index>& rows, Index expected_count,
-                              ByteSize budget) {
-  if (std::optional<IdxImages> images = read_uncompressed_rows(path, rows, expected_count, budget))
+                              ByteSize budget, bool shard) {
+  if (std::optional<IdxImages> images = read_image_rows(path, rows, expected_count, budget, shard))
     return std::move(*images);
   IdxFile idx = read_idx(path, kImagesMagic, kImagesKind, budget);
   if (idx.dims[0] != expected_count) {

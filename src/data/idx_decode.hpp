@@ -20,8 +20,10 @@ struct IdxImages {
 /// The images `rows` (in that order) of an idx3 file, validated as read_idx_images does.
 /// Throws std::invalid_argument unless the file holds `expected_count` images (the number of
 /// labels that go with them) and every row is below that count, or if it needs more than
-/// `max_memory`.
+/// `max_memory`. Increasing rows of an uncompressed file are read alone; of a gzipped file, with
+/// `shard` (an MPI rank's rows), by inflating the stream only up to the last of them, else the
+/// whole file is inflated (faster, and checked to its end).
 IdxImages read_idx_image_rows(const std::string& path, const std::vector<Index>& rows, Index expected_count,
-                              ByteSize max_memory);
+                              ByteSize max_memory, bool shard = false);
 
 }  // namespace filkit::detail

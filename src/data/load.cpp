@@ -186,7 +186,8 @@ Dataset load_idx_part(const Builtin& builtin, const std::string& dir, const std:
   }
   if (narrow) narrow(labels, rows);
   Dataset data;
-  detail::IdxImages images = detail::read_idx_image_rows(images_path, rows, labels.size(), max_memory);
+  // `narrow` cuts a rank's shard: then a gzipped file is inflated only up to its rows.
+  detail::IdxImages images = detail::read_idx_image_rows(images_path, rows, labels.size(), max_memory, bool(narrow));
   data.X = std::move(images.X);
   data.image = images.shape;
   data.y.resize(static_cast<Index>(rows.size()));

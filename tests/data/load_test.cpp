@@ -456,7 +456,8 @@ TEST(RealData, FashionMnistZeroVersusOneHas12000TrainingImages) {
 }
 
 // A miniature MNIST whose pixels tell the rows apart: row i of a part has pixels i, i + 1, ...
-void write_distinct_mnist(const std::string& dir, int n) {
+// Images of 2 x 2 distinct pixels and labels (7 i) mod 10, uncompressed or gzipped as Debian ships them.
+void write_distinct_mnist(const std::string& dir, int n, bool gzipped = false) {
   std::filesystem::create_directories(dir);
   for (const std::string part : {"train", "t10k"}) {
     std::string labels, pixels;
@@ -465,8 +466,15 @@ void write_distinct_mnist(const std::string& dir, int n) {
       for (int k = 0; k < 4; ++k) pixels += static_cast<char>((i + k) % 251);
     }
     const auto count = static_cast<std::uint32_t>(n);
-    std::ofstream(dir + "/" + part + "-images-idx3-ubyte", std::ios::binary) << idx_bytes(0x803, {count, 2, 2}, pixels);
-    std::ofstream(dir + "/" + part + "-labels-idx1-ubyte", std::ios::binary) << idx_bytes(0x801, {count}, labels);
+    const std::string images = idx_bytes(0x803, {count, 2, 2}, pixels), label_bytes = idx_bytes(0x801, {count}, labels);
+    const std::string stem = dir + "/" + part;
+    if (gzipped) {
+      testing::write_gzip(stem + "-images-idx3-ubyte.gz", images);
+      testing::write_gzip(stem + "-labels-idx1-ubyte.gz", label_bytes);
+    } else {
+      std::ofstream(stem + "-images-idx3-ubyte", std::ios::binary) << images;
+      std::ofstream(stem + "-labels-idx1-ubyte", std::ios::binary) << label_bytes;
+    }
   }
 }
 
@@ -497,17 +505,36 @@ void expect_shards_make_the_whole(const DataOptions& whole_options, int ranks) {
 
 TEST(LoadDataset, ShardsOfAnIdxBuiltinReadOnlyTheirRowsAndMakeTheWholeLoad) {
   TempDir dir;
-  write_distinct_mnist(dir.file("digits"), 97);
+  for (const bool gzipped : {false, true}) {
+    const std::string digits = dir.file(gzipped ? "gzipped" : "digits");
+    write_distinct_mnist(digits, 97, gzipped);
+    DataOptions options;
+    options.data = "mnist:" + digits;
+    options.classes = {3, 1, 4};
+    options.train_size = 17;  // the seeded subset is chosen before the shards are cut
+    options.test_size = 11;
+    options.seed = 5;
+    for (int ranks = 1; ranks <= 4; ++ranks) expect_shards_make_the_whole(options, ranks);
+    options.classes.clear();
+    options.train_size = options.test_size = 0;
+    expect_shards_make_the_whole(options, 3);
+  }
+}
+
+TEST(LoadDataset, ShardOfAGzippedIdxCutShortIsRefused) {
+  // A rank inflates only up to its rows: the last rank's reach the cut.
+  TempDir dir;
+  write_distinct_mnist(dir.file("cut"), 40, true);
+  std::string images;
+  for (int i = 0; i < 40; ++i)
+    for (int k = 0; k < 4; ++k) images += static_cast<char>((i + k) % 251);
+  testing::write_gzip(dir.file("cut") + "/train-images-idx3-ubyte.gz",
+                      idx_bytes(0x803, {40, 2, 2}, images.substr(0, 4 * 37)));  // 37 of 40 images
   DataOptions options;
-  options.data = "mnist:" + dir.file("digits");
-  options.classes = {3, 1, 4};
-  options.train_size = 17;  // the seeded subset is chosen before the shards are cut
-  options.test_size = 11;
-  options.seed = 5;
-  for (int ranks = 1; ranks <= 4; ++ranks) expect_shards_make_the_whole(options, ranks);
-  options.classes.clear();
-  options.train_size = options.test_size = 0;
-  expect_shards_make_the_whole(options, 3);
+  options.data = "mnist:" + dir.file("cut");
+  options.shard_count = 2;
+  options.shard_rank = 1;
+  EXPECT_INVALID_ARGUMENT(load_dataset(options), "train-images-idx3-ubyte.gz' is truncated", "image 39");
 }
 
 TEST(LoadDataset, ShardsOfOtherSourcesAreCutFromTheWholeLoad) {

@@ -72,9 +72,9 @@ struct DataOptions {
   /// The part of the examples this process loads, set by a job from its Communicator (not a user
   /// setting): rank `shard_rank` of `shard_count` gets RowShard::of(n, shard_rank, shard_count) of
   /// the training and of the test examples, after the classes and subsets are chosen. The built-in
-  /// IDX image sets (uncompressed) and .npz archives read only those rows of X (and all labels);
-  /// CSV and ARFF files, whose categorical levels and encoding need every row, are read whole
-  /// and then cut.
+  /// IDX image sets (a gzipped file inflated only up to the shard's last row) and .npz archives
+  /// read only those rows of X (and all labels); CSV and ARFF files, whose categorical levels and
+  /// encoding need every row, and CIFAR-10's batches are read whole and then cut.
   int shard_rank = 0;
   int shard_count = 1;
   /// Throws std::invalid_argument naming the field, value and rule (empty data, test_fraction
