@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
+#include <limits>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -29,6 +31,14 @@ Communicator* g_world = nullptr;  // set while an MpiSession with several ranks 
 const Communicator& Communicator::local() {
   static const Communicator one(0, 1, nullptr);
   return one;
+}
+
+double share_over_ranks(double share, Index rows, const Communicator& comm) {
+  if (!comm.distributed()) return share;
+  const Index all = comm.sum(rows);
+  const Index count = rows > 0 ? static_cast<Index>(std::llround(share * static_cast<double>(rows))) : 0;
+  return all > 0 ? static_cast<double>(comm.sum(count)) / static_cast<double>(all)
+                 : std::numeric_limits<double>::quiet_NaN();
 }
 
 bool launched_by_mpi() {

@@ -400,6 +400,21 @@ std::vector<Index> random_subset_rows(Index n, Index size, unsigned long long se
 
 constexpr unsigned long long kTestSubsetSeedMix = 0x5bd1e995ULL;  // the test subset's seed: seed ^ this
 
+// The loaded split's rows of options.classes (relabelled) and its seeded train_size and test_size
+// subsets.
+void choose_classes_and_subsets(DatasetSplit& split, const DataOptions& options) {
+  if (!options.classes.empty()) {
+    keep_classes(split.train, options.classes);
+    keep_classes(split.test, options.classes);
+    check_classes_present(split.train, options.classes);
+  }
+  // random_subset returns a copy even when it keeps every row.
+  if (options.train_size > 0 && options.train_size < split.train.n())
+    split.train = random_subset(split.train, options.train_size, options.seed);
+  if (options.test_size > 0 && options.test_size < split.test.n())
+    split.test = random_subset(split.test, options.test_size, options.seed ^ kTestSubsetSeedMix);
+}
+
 Dataset rows_of_shard(const Dataset& data, const DataOptions& options) {
   const RowShard shard = RowShard::of(data.n(), options.shard_rank, options.shard_count);
   std::vector<Index> rows(static_cast<std::size_t>(shard.size()));
@@ -458,15 +473,7 @@ DatasetSplit load_dataset_shard(const DataOptions& options) {
     check_tabular_only(options);
     // The labels are read whole and cut as load_dataset cuts the rows; of X only the shard's rows.
     DatasetSplit split = detail::load_npz_rows(options.data, options, [&](DatasetSplit& rows) {
-      if (!options.classes.empty()) {
-        keep_classes(rows.train, options.classes);
-        keep_classes(rows.test, options.classes);
-        check_classes_present(rows.train, options.classes);
-      }
-      if (options.train_size > 0 && options.train_size < rows.train.n())
-        rows.train = random_subset(rows.train, options.train_size, options.seed);
-      if (options.test_size > 0 && options.test_size < rows.test.n())
-        rows.test = random_subset(rows.test, options.test_size, options.seed ^ kTestSubsetSeedMix);
+      choose_classes_and_subsets(rows, options);
       rows = {rows_of_shard(rows.train, options), rows_of_shard(rows.test, options)};
     });
     split.train.validate();
@@ -506,18 +513,7 @@ DatasetSplit load_dataset(const DataOptions& options) {
                                                         : ": besides the target '" + options.target +
                                                               "', every column is dropped (drop) or there is none"));
   }
-  if (!options.classes.empty()) {
-    keep_classes(split.train, options.classes);
-    keep_classes(split.test, options.classes);
-    check_classes_present(split.train, options.classes);
-  }
-  // random_subset returns a copy even when it keeps every row.
-  if (options.train_size > 0 && options.train_size < split.train.n()) {
-    split.train = random_subset(split.train, options.train_size, options.seed);
-  }
-  if (options.test_size > 0 && options.test_size < split.test.n()) {
-    split.test = random_subset(split.test, options.test_size, options.seed ^ kTestSubsetSeedMix);
-  }
+  choose_classes_and_subsets(split, options);
   split.train.validate();
   split.test.validate();
   return split;

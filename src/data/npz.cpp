@@ -152,26 +152,31 @@ void check_member_size(const ZipBytes& zip, const Member& member, std::string_vi
                "inflating " + where + " (" + std::to_string(declared.values) + " values)");
 }
 
+// Where a member's data start, from its local header (`zip` must hold the header's 30 bytes),
+// once the header, encryption, method and stored sizes are checked.
+std::size_t member_data(const ZipBytes& zip, const Member& member, const std::string& where) {
+  if (zip.u32(member.local_offset) != kLocalHeader) zip.fail("corrupt local header of " + where);
+  if (member.flags & 1u) zip.fail(where + " is encrypted");
+  if (member.method != 0 && member.method != 8)
+    zip.fail(where + " uses compression method " + std::to_string(member.method) +
+             "; supported: 0 (stored) and 8 (deflate)");
+  if (member.method == 0 && member.compressed_size != member.size)
+    zip.fail(where + " is stored with two different sizes");
+  // The local header's extra field may differ from the central directory's (numpy writes ZIP64
+  // extras there), so its own lengths locate the data.
+  return member.local_offset + kLocalHeaderSize + zip.u16(member.local_offset + 26) + zip.u16(member.local_offset + 28);
+}
+
 // The uncompressed bytes of a member, checked against its CRC-32.
 std::string member_bytes(const ZipBytes& zip, const Member& member, ByteSize max_memory) {
   const std::string where = "member '" + member.name + "' of '" + zip.path() + "'";
-  if (zip.u32(member.local_offset) != kLocalHeader) zip.fail("corrupt local header of " + where);
-  if (member.flags & 1u) zip.fail(where + " is encrypted");
-  // The local header's extra field may differ from the central directory's (numpy writes ZIP64
-  // extras there), so its own lengths locate the data.
-  const std::size_t data = member.local_offset + kLocalHeaderSize + zip.u16(member.local_offset + 26) +
-                           zip.u16(member.local_offset + 28);
-  const std::string_view stored = zip.view(data, member.compressed_size);
+  const std::string_view stored = zip.view(member_data(zip, member, where), member.compressed_size);
   std::string bytes;
   if (member.method == 0) {
-    if (member.compressed_size != member.size) zip.fail(where + " is stored with two different sizes");
     bytes = std::string(stored);
-  } else if (member.method == 8) {
+  } else {
     check_member_size(zip, member, stored, where, max_memory);
     bytes = inflate_raw(stored, member.size, where, true);
-  } else {
-    zip.fail(where + " uses compression method " + std::to_string(member.method) +
-             "; supported: 0 (stored) and 8 (deflate)");
   }
   const auto crc = crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size()));
   if (crc != member.crc) {
@@ -310,13 +315,7 @@ NpyArray read_npz_rows(const std::string& path, const std::string& name, const s
   const Member& member = *found;
   const std::string where = "member '" + member.name + "' of '" + path + "'";
   const ZipBytes local(read_range(in, member.local_offset, kLocalHeaderSize, path), path, member.local_offset);
-  if (local.u32(member.local_offset) != kLocalHeader) local.fail("corrupt local header of " + where);
-  if (member.flags & 1u) local.fail(where + " is encrypted");
-  if (member.method != 0 && member.method != 8)
-    local.fail(where + " uses compression method " + std::to_string(member.method) + "; supported: 0 (stored) and 8 (deflate)");
-  if (member.method == 0 && member.compressed_size != member.size) local.fail(where + " is stored with two different sizes");
-  const std::size_t data = member.local_offset + kLocalHeaderSize + local.u16(member.local_offset + 26) +
-                           local.u16(member.local_offset + 28);
+  const std::size_t data = member_data(local, member, where);
   if (data > size || size - data < member.compressed_size) local.fail(where + " is truncated");
 
   const std::string npy_where = path + ":" + member.name;

@@ -72,12 +72,8 @@ Index number_of_classes(const Dataset& train, const Dataset& test, ModelKind kin
 
 /// The fraction of every rank's rows of `data` that `w` classifies correctly (NaN without rows).
 double accuracy_over_ranks(const DpSgdModel& model, const VectorXd& w, const Dataset& data, const Communicator& comm) {
-  if (!comm.distributed()) return data.n() > 0 ? model.accuracy(w, data) : std::numeric_limits<double>::quiet_NaN();
-  const Index n = comm.sum(data.n());
-  // accuracy = correct / rows, so accuracy x rows rounds back to the count exactly.
-  const Index correct = data.n() > 0 ? std::llround(model.accuracy(w, data) * static_cast<double>(data.n())) : 0;
-  return n > 0 ? static_cast<double>(comm.sum(correct)) / static_cast<double>(n)
-               : std::numeric_limits<double>::quiet_NaN();
+  return share_over_ranks(data.n() > 0 ? model.accuracy(w, data) : std::numeric_limits<double>::quiet_NaN(), data.n(),
+                          comm);
 }
 
 /// Every per-example vector of a resume state (each over this process's rows, or over all n).

@@ -350,9 +350,7 @@ Model perturb_output(const Model& model, double sigma, std::uint64_t seed) {
 
 double accuracy_over_ranks(const Model& model, const Dataset& data, const Communicator& comm) {
   if (!comm.distributed()) return accuracy(model, data);
-  const Index n = comm.sum(data.n());
-  const double correct = data.n() > 0 ? std::round(accuracy(model, data) * static_cast<double>(data.n())) : 0.0;
-  return static_cast<double>(comm.sum(static_cast<Index>(correct))) / static_cast<double>(n);
+  return share_over_ranks(data.n() > 0 ? accuracy(model, data) : 0.0, data.n(), comm);
 }
 
 double mean_squared_error_over_ranks(const Model& model, const Dataset& data, const Communicator& comm) {

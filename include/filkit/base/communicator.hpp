@@ -69,6 +69,11 @@ class Communicator {
   friend class MpiSession;
 };
 
+/// The share of every rank's rows that something holds for (correct predictions, say), from this
+/// rank's share of its `rows`: the shares are turned back into counts, which add exactly. On one
+/// process, `share` itself; NaN when no rank has a row. Collective.
+double share_over_ranks(double share, Index rows, const Communicator& comm);
+
 /// Whether this process was started by an MPI launcher (mpirun/mpiexec/srun set its rank in the
 /// environment).
 bool launched_by_mpi();
