@@ -22,7 +22,7 @@
 namespace filkit {
 
 /// Raise whenever NetworkBackend, the factory, or a type they take or return changes.
-inline constexpr int kNetworkBackendAbiVersion = 3;
+inline constexpr int kNetworkBackendAbiVersion = 4;
 
 /// One network's computations for a plan (network_layers.hpp) that Network has checked. Network
 /// checks every argument's shape and range before calling these.
@@ -57,6 +57,9 @@ struct ReleasedGradientSpec {
   bool learned = false;               ///< with a gradient model g_phi (fim); else r = clip(M g)
   GradientModelOptions gradient_model;
   double clip_norm = 1.0;
+  /// Examples a piece (pieces.hpp) at most; 0: as many as keep the gradient model's widest
+  /// per-piece tensor near 8 MB. Any value gives the same results up to rounding (the tests' 1).
+  Index max_piece_rows = 0;
 };
 
 /// The statistics of one call of LearnedGradientBackend::train.

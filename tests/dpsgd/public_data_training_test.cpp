@@ -287,6 +287,48 @@ TEST(ReleasedGradient, TrainingGradientOfTheFisherObjectiveMatchesDifferences) {
     }
 }
 
+TEST(ReleasedGradient, PiecesOfOneExampleGiveTheWholeBatchsReleaseAccountingObjectiveAndTraining) {
+  REQUIRE_PLUGIN();
+  const int K = 3;
+  const Dataset data = image_data(7, K, 41);
+  ReleasedGradientSpec whole_spec = spec_for(data, K, true, true, 0.5);
+  whole_spec.gradient_model.batch_size = 5;
+  ReleasedGradientSpec pieces_spec = whole_spec;
+  pieces_spec.max_piece_rows = 1;  // 7 pieces, differentiated concurrently
+  const auto whole = create_released_gradient_backend(whole_spec);
+  const auto pieces = create_released_gradient_backend(pieces_spec);
+  const VectorXd phi = random_vector(whole->phi().size(), 42, 0.05);
+  whole->set_phi(phi);
+  pieces->set_phi(phi);
+  const VectorXd theta = random_vector(257 * K, 43, 0.05);
+  const auto close = [](const auto& a, const auto& b) { return (a - b).norm() <= 1e-12 * b.norm(); };
+  EXPECT_TRUE(close(pieces->released(theta, data.X, data.y), whole->released(theta, data.X, data.y)));
+  EXPECT_TRUE(close(pieces->perturbation(theta, data.X, data.y), whole->perturbation(theta, data.X, data.y)));
+  const RowMatrix U = random_vector(data.n() * static_cast<Index>(whole_spec.released.size()), 44)
+                          .reshaped<Eigen::RowMajor>(data.n(), static_cast<Index>(whole_spec.released.size()));
+  EXPECT_TRUE(close(pieces->released_vjp(theta, data.X, data.y, U), whole->released_vjp(theta, data.X, data.y, U)));
+  for (TraceMethod method : {TraceMethod::kExact, TraceMethod::kGaussian}) {
+    NetworkAccountingRequest request;
+    request.trace = method;
+    request.probes = 3;  // drawn for the whole batch: the same probes whatever the pieces
+    const NetworkBatchAccounting a = pieces->account_batch(theta, data.X, data.y, request, 45);
+    const NetworkBatchAccounting b = whole->account_batch(theta, data.X, data.y, request, 45);
+    EXPECT_TRUE(close(a.trace, b.trace)) << to_string(method);
+    EXPECT_TRUE(close(a.clipped_sum, b.clipped_sum)) << to_string(method);
+  }
+  const RowMatrix probes = random_vector(data.n() * 2 * static_cast<Index>(whole_spec.released.size()), 46)
+                               .reshaped<Eigen::RowMajor>(data.n() * 2, static_cast<Index>(whole_spec.released.size()));
+  EXPECT_NEAR(pieces->objective(theta, data.X, data.y, probes), whole->objective(theta, data.X, data.y, probes),
+              1e-12 * std::abs(whole->objective(theta, data.X, data.y, probes)));
+  EXPECT_TRUE(close(pieces->objective_gradient(theta, data.X, data.y, probes),
+                    whole->objective_gradient(theta, data.X, data.y, probes)));
+  // Three AdamW steps on batches of 5 of the 7 rows: the same phi.
+  pieces->train(theta, data.X, data.y, 3, 47);
+  whole->train(theta, data.X, data.y, 3, 47);
+  EXPECT_TRUE(close(pieces->phi(), whole->phi()));
+  EXPECT_GT((whole->phi() - phi).norm(), 1e-3 * phi.norm());  // and it did move
+}
+
 PublicDataTrainingOptions small_options() {
   PublicDataTrainingOptions o;
   o.public_fraction = 0.4;

@@ -8,6 +8,7 @@
 #include "base/seeding.hpp"
 #include "base/splitmix_stream.hpp"
 #include "dpsgd/torch/forward_pass.hpp"
+#include "dpsgd/torch/pieces.hpp"
 #include "dpsgd/torch/tensor_conversions.hpp"
 
 #include <ATen/ATen.h>
@@ -295,38 +296,11 @@ struct TorchNetwork final : NetworkBackend {
                                        Index first_position) const override;
 };
 
-/// Consecutive examples of a batch: the first and how many.
-struct Rows {
-  Index first, count;
-};
-
-/// A chunk cut into pieces of at most 25 examples, as equal as possible. The pieces of a chunk are
-/// differentiated concurrently, one piece on each of LibTorch's threads, each on one thread: the
-/// many small operations of a step (per-example products of a few thousand flops, elementwise work
-/// on a few hundred kB, per-example loops such as at::bmm's and im2col's) then never wait for a
-/// fork and join or for one thread, and the results do not depend on the number of threads. On one
-/// thread, pieces of 10 to 100 examples cost the same per example (the smaller fit the caches).
-std::vector<Rows> pieces_of(Rows chunk) {
-  constexpr Index kPieceRows = 25;
-  const Index count = (chunk.count + kPieceRows - 1) / kPieceRows;
-  std::vector<Rows> pieces;
-  Index first = chunk.first;
-  for (Index i = 0; i < count; ++i) {
-    const Index rows = chunk.count / count + (i < chunk.count % count ? 1 : 0);
-    pieces.push_back({first, rows});
-    first += rows;
-  }
-  return pieces;
-}
-
-/// body(i, pieces[i]) for every piece, concurrently on LibTorch's threads; inside, LibTorch and
-/// OpenBLAS run single-threaded (they do not nest parallel regions).
-template <class Body>
-void for_each_piece(const std::vector<Rows>& pieces, const Body& body) {
-  at::parallel_for(0, static_cast<std::int64_t>(pieces.size()), 1, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t i = begin; i < end; ++i) body(static_cast<std::size_t>(i), pieces[i]);
-  });
-}
+/// A network's chunk cut into pieces (pieces.hpp) of at most 25 examples. On one thread, pieces of
+/// 10 to 100 examples cost the same per example (the smaller fit the caches); with 25, the many
+/// small operations of a step (per-example products of a few thousand flops, elementwise work on a
+/// few hundred kB, per-example loops such as at::bmm's and im2col's) keep both threads busy.
+std::vector<Rows> pieces_of(Rows chunk) { return pieces_of(chunk, 25); }
 
 /// One stream per example, keyed by the seed and the example's position in the batch, so that
 /// estimates do not depend on how the batch is cut into chunks.

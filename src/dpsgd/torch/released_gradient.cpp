@@ -10,9 +10,13 @@
 // products with the layers' inputs, kept in the graph. Everything is plain LibTorch autograd:
 // J^T u = d<r, u>/dx is one reverse pass, and the gradient model's objective, which contains
 // ||J^T u||^2, is differentiated about phi by a further reverse pass through that graph
-// (create_graph): a third derivative of the loss.
+// (create_graph): a third derivative of the loss. A batch is cut into pieces (pieces.hpp) sized so
+// that the gradient model's B x (features + 2m) tensors stay near 8 MB: at the ConvNet's 13,005
+// released coordinates a batch of 512 is otherwise 4.5 GB of graph, every tensor of which the
+// kernel faults in and zeroes afresh (a third of the time).
 #include "dpsgd/network_backend.hpp"
 #include "dpsgd/torch/forward_pass.hpp"
+#include "dpsgd/torch/pieces.hpp"
 #include "dpsgd/torch/tensor_conversions.hpp"
 
 #include <ATen/ATen.h>
@@ -52,6 +56,7 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
     for (std::size_t i = 0; i < spec.released.size(); ++i) released_[static_cast<std::int64_t>(i)] = spec.released[i];
     m_ = static_cast<std::int64_t>(spec.released.size());
     use_conv_ = spec.learned && spec.gradient_model.conv && spec.image.has_value();
+    widest_ = spec.plan.parameter_count;
     if (spec.learned) initialize(0);
   }
 
@@ -69,6 +74,7 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
       at::NoGradGuard no_grad;
       features += conv_features(at::zeros({1, spec_.input_dim}, kDouble)).size(1);
     }
+    widest_ = std::max<Index>(spec_.plan.parameter_count, features);
     hidden_.clear();
     for (Index width : spec_.gradient_model.hidden) {
       // Layer normalisation (per example: no coupling of the batch's members), dense, GELU.
@@ -120,11 +126,10 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
         yb(j) = y(order[static_cast<std::size_t>(j)]);
       }
       const Tensor probes = at::randn({B * o.probes, m_}, generator, kDouble);
-      optimizer_->zero_grad();
-      const Tensor loss = objective_tensor(w, to_tensor(Xb), to_labels(yb), probes);
-      loss.backward({}, false, false, parameters_);  // phi only (theta is a leaf too)
+      const ObjectiveValue objective = objective_over_pieces(w, Xb, yb, probes, /*with_gradient=*/true);
+      for (std::size_t i = 0; i < parameters_.size(); ++i) parameters_[i].mutable_grad() = objective.gradient[i];
       optimizer_->step();
-      out.final_loss = loss.item<double>();
+      out.final_loss = objective.value;
     }
     return out;
   }
@@ -132,63 +137,66 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
   NetworkBatchAccounting account_batch(const VectorXd& theta, const RowMatrix& X, const VectorXd& y,
                                        const NetworkAccountingRequest& request, std::uint64_t seed) const override {
     at::set_num_threads(omp_get_max_threads());
-    const Tensor x = to_tensor(X).set_requires_grad(true);
-    const Tensor r = released_tensor(weights(theta), x, to_labels(y)).released;
-    NetworkBatchAccounting out;
-    out.clipped_sum = to_vector(r.sum(0));
-    out.spectral = VectorXd::Constant(X.rows(), std::nan(""));
     const Index B = X.rows();
-    Tensor trace = at::zeros({B}, kDouble);
-    if (request.trace == TraceMethod::kExact) {
-      // Tr(J^T J) = sum over the released coordinates j of ||J^T e_j||^2 (m reverse passes), or
-      // over the input coordinates k of ||J e_k||^2 (d passes of the double-backward trick).
-      if (m_ <= spec_.input_dim) {
-        for (std::int64_t j = 0; j < m_; ++j)
-          trace += gradient_about(r.select(1, j).sum(), x).pow(2).sum(1);
-      } else {
-        const Tensor dummy = at::zeros_like(r).set_requires_grad(true);
-        const Tensor vjp = torch::autograd::grad({r}, {x}, {dummy}, true, true)[0];
-        for (Index k = 0; k < spec_.input_dim; ++k)
-          trace += gradient_about(vjp.select(1, k).sum(), dummy).pow(2).sum(1);
-      }
-    } else {
+    std::vector<Tensor> probes;  // drawn for the whole batch, so that they do not depend on the pieces
+    if (request.trace != TraceMethod::kExact) {
       at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(seed);
-      for (int s = 0; s < request.probes; ++s) {
-        const Tensor u = at::randn({B, m_}, generator, kDouble);
-        trace += gradient_about((r * u).sum(), x).pow(2).sum(1);
-      }
-      trace /= static_cast<double>(request.probes);
+      for (int s = 0; s < request.probes; ++s) probes.push_back(at::randn({B, m_}, generator, kDouble));
     }
+    const Tensor w = weights(theta), labels = to_labels(y);
+    const std::vector<Rows> parts = pieces(B);
+    std::vector<Tensor> sums(parts.size());
+    const Tensor trace = at::zeros({B}, kDouble);
+    for_each_piece(parts, [&](std::size_t i, Rows piece) {
+      const Tensor x = to_tensor(RowMatrix(X.middleRows(piece.first, piece.count))).set_requires_grad(true);
+      const Tensor r = released_tensor(w, x, labels.narrow(0, piece.first, piece.count)).released;
+      sums[i] = r.sum(0).detach();
+      std::vector<Tensor> piece_probes;
+      for (const Tensor& u : probes) piece_probes.push_back(u.narrow(0, piece.first, piece.count));
+      trace.narrow(0, piece.first, piece.count).copy_(piece_trace(r, x, piece_probes));
+    });
+    NetworkBatchAccounting out;
+    Tensor clipped_sum = at::zeros({m_}, kDouble);
+    for (const Tensor& sum : sums) clipped_sum += sum;  // in the pieces' order
+    out.clipped_sum = to_vector(clipped_sum);
+    out.spectral = VectorXd::Constant(B, std::nan(""));
     out.trace = to_vector(trace);
     return out;
   }
 
   MatrixXd released(const VectorXd& theta, const RowMatrix& X, const VectorXd& y) const override {
-    return to_row_matrix(released_tensor(weights(theta), to_tensor(X), to_labels(y), false).released);
+    return rows_over_pieces(theta, X, y, m_, [&](const Tensor& w, const Tensor& x, const Tensor& labels, Rows) {
+      return released_tensor(w, x, labels, false).released;
+    });
   }
 
   MatrixXd perturbation(const VectorXd& theta, const RowMatrix& X, const VectorXd& y) const override {
-    const Forward f = released_tensor(weights(theta), to_tensor(X), to_labels(y), false);
-    return f.model_output.defined() ? MatrixXd(to_row_matrix(f.model_output)) : MatrixXd::Zero(X.rows(), m_);
+    return rows_over_pieces(theta, X, y, m_, [&](const Tensor& w, const Tensor& x, const Tensor& labels, Rows) {
+      const Forward f = released_tensor(w, x, labels, false);
+      return f.model_output.defined() ? f.model_output.detach() : at::zeros({x.size(0), m_}, kDouble);
+    });
   }
 
   MatrixXd released_vjp(const VectorXd& theta, const RowMatrix& X, const VectorXd& y,
                         const RowMatrix& U) const override {
-    const Tensor x = to_tensor(X).set_requires_grad(true);
-    const Tensor r = released_tensor(weights(theta), x, to_labels(y)).released;
-    return to_row_matrix(gradient_about((r * to_tensor(U)).sum(), x));
+    const Tensor u = to_tensor(U);
+    return rows_over_pieces(theta, X, y, spec_.input_dim,
+                            [&](const Tensor& w, const Tensor& x, const Tensor& labels, Rows piece) {
+                              const Tensor r = released_tensor(w, x, labels).released;
+                              return gradient_about((r * u.narrow(0, piece.first, piece.count)).sum(), x);
+                            });
   }
 
   double objective(const VectorXd& theta, const RowMatrix& X, const VectorXd& y,
                    const RowMatrix& probes) const override {
-    return objective_tensor(weights(theta), to_tensor(X), to_labels(y), to_tensor(probes)).item<double>();
+    return objective_over_pieces(weights(theta), X, y, to_tensor(probes), false).value;
   }
 
   VectorXd objective_gradient(const VectorXd& theta, const RowMatrix& X, const VectorXd& y,
                               const RowMatrix& probes) const override {
-    const Tensor loss = objective_tensor(weights(theta), to_tensor(X), to_labels(y), to_tensor(probes));
     std::vector<Tensor> flat;
-    for (const Tensor& g : torch::autograd::grad({loss}, parameters_)) flat.push_back(g.reshape({-1}));
+    for (const Tensor& g : objective_over_pieces(weights(theta), X, y, to_tensor(probes), true).gradient)
+      flat.push_back(g.reshape({-1}));
     return to_vector(at::cat(flat));
   }
 
@@ -217,6 +225,87 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
     Tensor model_output;  ///< g_phi (B x m), undefined without a model
     Tensor gradient;      ///< M g (B x m)
   };
+  /// The gradient model's objective on a batch and, when asked for, its gradient about phi (one
+  /// tensor a parameter).
+  struct ObjectiveValue {
+    double value = 0.0;
+    std::vector<Tensor> gradient;
+  };
+
+  /// The pieces of a batch of B rows: at most spec_.max_piece_rows, or as many as keep a B x
+  /// widest_ tensor near 8 MB.
+  std::vector<Rows> pieces(Index B) const {
+    constexpr Index kDoublesPerTensor = Index{1} << 20;
+    const Index rows = spec_.max_piece_rows > 0 ? spec_.max_piece_rows
+                                                : std::max<Index>(1, kDoublesPerTensor / std::max<Index>(1, widest_));
+    return pieces_of({0, B}, rows);
+  }
+
+  /// The rows (B x width) of rows_of(w, x, labels, piece) over the pieces, x a leaf that requires grad.
+  template <class RowsOf>
+  MatrixXd rows_over_pieces(const VectorXd& theta, const RowMatrix& X, const VectorXd& y, Index width,
+                            const RowsOf& rows_of) const {
+    at::set_num_threads(omp_get_max_threads());
+    const Tensor w = weights(theta), labels = to_labels(y);
+    const Tensor out = at::empty({X.rows(), width}, kDouble);
+    for_each_piece(pieces(X.rows()), [&](std::size_t, Rows piece) {
+      const Tensor x = to_tensor(RowMatrix(X.middleRows(piece.first, piece.count))).set_requires_grad(true);
+      out.narrow(0, piece.first, piece.count).copy_(rows_of(w, x, labels.narrow(0, piece.first, piece.count), piece).detach());
+    });
+    return to_row_matrix(out);
+  }
+
+  /// Tr(J_b^T J_b) of a piece's members: exact without probes, else the mean of ||J_b^T u_b||^2
+  /// over the probes (each B_piece x m).
+  Tensor piece_trace(const Tensor& r, const Tensor& x, const std::vector<Tensor>& probes) const {
+    Tensor trace = at::zeros({x.size(0)}, kDouble);
+    if (!probes.empty()) {
+      for (const Tensor& u : probes) trace += gradient_about((r * u).sum(), x).pow(2).sum(1);
+      return trace / static_cast<double>(probes.size());
+    }
+    // Tr(J^T J) = sum over the released coordinates j of ||J^T e_j||^2 (m reverse passes), or
+    // over the input coordinates k of ||J e_k||^2 (d passes of the double-backward trick).
+    if (m_ <= spec_.input_dim) {
+      for (std::int64_t j = 0; j < m_; ++j) trace += gradient_about(r.select(1, j).sum(), x).pow(2).sum(1);
+    } else {
+      const Tensor dummy = at::zeros_like(r).set_requires_grad(true);
+      const Tensor vjp = torch::autograd::grad({r}, {x}, {dummy}, true, true)[0];
+      for (Index k = 0; k < spec_.input_dim; ++k)
+        trace += gradient_about(vjp.select(1, k).sum(), dummy).pow(2).sum(1);
+    }
+    return trace;
+  }
+
+  /// The objective's mean over the batch (probes: row b * S + s) and its gradient about phi, the
+  /// pieces' sums added in their order.
+  ObjectiveValue objective_over_pieces(const Tensor& w, const RowMatrix& X, const VectorXd& y, const Tensor& probes,
+                                       bool with_gradient) const {
+    at::set_num_threads(omp_get_max_threads());
+    const Index B = X.rows(), S = probes.size(0) / B;
+    const Tensor x = to_tensor(X), labels = to_labels(y);
+    const std::vector<Rows> parts = pieces(B);
+    std::vector<double> values(parts.size());
+    std::vector<std::vector<Tensor>> gradients(parts.size());
+    for_each_piece(parts, [&](std::size_t i, Rows piece) {
+      const Tensor sum = objective_sum(w, x.narrow(0, piece.first, piece.count), labels.narrow(0, piece.first, piece.count),
+                                       probes.narrow(0, piece.first * S, piece.count * S));
+      values[i] = sum.item<double>();
+      if (!with_gradient) return;
+      gradients[i] = torch::autograd::grad({sum}, parameters_, {}, false, false, true);
+      for (std::size_t j = 0; j < parameters_.size(); ++j)
+        if (!gradients[i][j].defined()) gradients[i][j] = at::zeros_like(parameters_[j]);
+    });
+    ObjectiveValue out;
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      out.value += values[i];
+      if (!with_gradient) continue;
+      if (i == 0) out.gradient = gradients[0];
+      else for (std::size_t j = 0; j < parameters_.size(); ++j) out.gradient[j] = out.gradient[j] + gradients[i][j];
+    }
+    out.value /= static_cast<double>(B);
+    for (Tensor& g : out.gradient) g = g / static_cast<double>(B);
+    return out;
+  }
 
   /// theta as a leaf that requires grad: the per-example gradients are reverse passes through it.
   static Tensor weights(const VectorXd& theta) { return to_tensor(theta).set_requires_grad(true); }
@@ -281,9 +370,9 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
     return f;
   }
 
-  /// mean_b [ L'_b + lambda F_b ], F_b = mean_s ||J_b^T u_bs||^2 (/ ||r_b||^2 with snr), probes
+  /// sum_b [ L'_b + lambda F_b ], F_b = mean_s ||J_b^T u_bs||^2 (/ ||r_b||^2 with snr), probes
   /// row b * S + s.
-  Tensor objective_tensor(const Tensor& w, const Tensor& x_values, const Tensor& labels, const Tensor& probes) const {
+  Tensor objective_sum(const Tensor& w, const Tensor& x_values, const Tensor& labels, const Tensor& probes) const {
     const GradientModelOptions& o = spec_.gradient_model;
     const Tensor x = x_values.detach().clone().set_requires_grad(true);
     const Forward f = released_tensor(w, x, labels);
@@ -297,13 +386,14 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
       fisher = fisher + gradient_about((f.released * u.select(1, s)).sum(), x, true).pow(2).sum(1);
     fisher = fisher / static_cast<double>(S);
     if (o.snr) fisher = fisher / f.released.pow(2).sum(1);
-    return (utility + o.lambda * fisher).mean();
+    return (utility + o.lambda * fisher).sum();
   }
 
   ReleasedGradientSpec spec_;
   std::int64_t m_ = 0;
   Tensor released_;
   bool use_conv_ = false;
+  Index widest_ = 1;  ///< per example: the larger of p and the gradient model's input features
   std::vector<Tensor> conv1_, conv2_;
   std::vector<HiddenLayer> hidden_;
   Tensor output_weight_, output_bias_;
