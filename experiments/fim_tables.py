@@ -16,8 +16,8 @@ batch 1000 (table34) one batch is one epoch, so --gradient-steps 200 is the thes
 For table31 one epoch of 30000 public examples is 59 batches: the thesis' 200 epochs per private
 step are out of reach on two cores, and --gradient-steps says how many batches are used instead.
 
-Usage: experiments/fim_tables.py EXPERIMENT [--runs R] [--threads T] [--gradient-steps N --gradient-decay N
-       --gradient-min-steps N] [--fractions ...] [--lambdas ...]
+Usage: experiments/fim_tables.py EXPERIMENT [--runs R] [--threads T] [--methods M,...] [--gradient-steps N
+       --gradient-decay N --gradient-min-steps N] [--fractions ...] [--lambdas ...]
 Outputs go to ${FILKIT_OUT:-/tmp/filkit-experiments}/fim/<experiment>/ (one JSON per setting); the
 script prints a table with the thesis' numbers beside filkit's.
 """
@@ -90,7 +90,7 @@ def run(name, settings, args):
         if getattr(args, key) is not None:  # the command line's reductions replace the thesis' values
             settings[key.replace("_", "-")] = getattr(args, key)
     flags = [FILKIT, "fim", "--quiet", "--json", path, "--runs", str(args.runs), "--seed", str(args.seed),
-             "--threads", str(args.threads)]
+             "--threads", str(args.threads), "--methods", args.methods]
     for key, value in settings.items():
         flags += ["--" + key, str(value)]
     print(" ".join(flags), file=sys.stderr, flush=True)
@@ -135,6 +135,7 @@ def main():
     parser.add_argument("--pretrain-steps", dest="pretrain_steps", type=int, help="pre-training steps instead")
     parser.add_argument("--fractions", default="0.5,0.2,0.1,0.05,0.01")
     parser.add_argument("--lambdas", default="0,10,100,1000,10000")
+    parser.add_argument("--methods", default="sgd,dpsgd,prune,fim", help="filkit's --methods (pretrain is always run)")
     parser.add_argument("--again", action="store_true", help="rerun settings whose JSON exists")
     args = parser.parse_args()
     if args.experiment == "table31":
