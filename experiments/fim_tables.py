@@ -81,10 +81,10 @@ TABLE34 = {"classes": "0,1", "train-size": 2000, "public-fraction": 0.5, "pretra
 
 
 def run(name, settings, args):
+    """filkit fim with these settings, or the JSON of an earlier run with the same flags (the flags
+    are kept beside it, so that a run with other reductions or methods is not taken for it)."""
     os.makedirs(os.path.join(OUT, args.experiment), exist_ok=True)
     path = os.path.join(OUT, args.experiment, name + ".json")
-    if os.path.exists(path) and not args.again:
-        return json.load(open(path))
     settings = dict(settings)
     for key in ["gradient_steps", "gradient_decay", "gradient_min_steps", "steps", "pretrain_steps"]:
         if getattr(args, key) is not None:  # the command line's reductions replace the thesis' values
@@ -93,8 +93,14 @@ def run(name, settings, args):
              "--threads", str(args.threads), "--methods", args.methods]
     for key, value in settings.items():
         flags += ["--" + key, str(value)]
-    print(" ".join(flags), file=sys.stderr, flush=True)
+    command = " ".join(flags)
+    if not args.again and os.path.exists(path) and os.path.exists(path + ".flags") \
+            and open(path + ".flags").read() == command:
+        return json.load(open(path))
+    print(command, file=sys.stderr, flush=True)
     subprocess.run(flags, check=True)
+    with open(path + ".flags", "w") as f:
+        f.write(command)
     return json.load(open(path))
 
 

@@ -74,7 +74,7 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
       at::NoGradGuard no_grad;
       features += conv_features(at::zeros({1, spec_.input_dim}, kDouble)).size(1);
     }
-    widest_ = std::max<Index>(spec_.plan.parameter_count, features);
+    widest_ = std::max<Index>(widest_, features);
     hidden_.clear();
     for (Index width : spec_.gradient_model.hidden) {
       // Layer normalisation (per example: no coupling of the batch's members), dense, GELU.
@@ -106,7 +106,6 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
                               std::uint64_t seed) override {
     GradientModelTraining out;
     if (!spec_.learned || steps == 0) return out;
-    at::set_num_threads(omp_get_max_threads());
     const GradientModelOptions& o = spec_.gradient_model;
     std::mt19937_64 rng(seed);
     at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(seed ^ 0x9e3779b97f4a7c15ULL);
@@ -173,7 +172,7 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
   MatrixXd perturbation(const VectorXd& theta, const RowMatrix& X, const VectorXd& y) const override {
     return rows_over_pieces(theta, X, y, m_, [&](const Tensor& w, const Tensor& x, const Tensor& labels, Rows) {
       const Forward f = released_tensor(w, x, labels, false);
-      return f.model_output.defined() ? f.model_output.detach() : at::zeros({x.size(0), m_}, kDouble);
+      return f.model_output.defined() ? f.model_output : at::zeros({x.size(0), m_}, kDouble);
     });
   }
 
@@ -296,14 +295,14 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
         if (!gradients[i][j].defined()) gradients[i][j] = at::zeros_like(parameters_[j]);
     });
     ObjectiveValue out;
-    for (std::size_t i = 0; i < parts.size(); ++i) {
-      out.value += values[i];
-      if (!with_gradient) continue;
-      if (i == 0) out.gradient = gradients[0];
-      else for (std::size_t j = 0; j < parameters_.size(); ++j) out.gradient[j] = out.gradient[j] + gradients[i][j];
-    }
+    for (double value : values) out.value += value;
     out.value /= static_cast<double>(B);
-    for (Tensor& g : out.gradient) g = g / static_cast<double>(B);
+    if (!with_gradient) return out;
+    for (std::size_t j = 0; j < parameters_.size(); ++j) {
+      Tensor sum = at::zeros_like(parameters_[j]);
+      for (const std::vector<Tensor>& piece : gradients) sum += piece[j];  // in the pieces' order
+      out.gradient.push_back(sum / static_cast<double>(B));
+    }
     return out;
   }
 
