@@ -102,15 +102,23 @@ void ConstantGradientModel::fill_parameter_gradient(const VectorXd& gc, VectorXd
 
 void ConstantGradientModel::restart() { updates_ = 0; }
 
-/// The thesis' Adam (jax's optimizers.adam defaults) on one parameter, with the coupled L2 decay.
+/// The thesis' Adam (jax's optimizers.adam defaults) with the coupled L2 decay, on a block of
+/// parameters. Written over Eigen arrays so that the square root and divisions are vectorised (a
+/// scalar std::sqrt is not, as it may set errno); every operation is IEEE-exact elementwise, so the
+/// bits are those of the scalar update in any block split.
 struct ConstantGradientModel::AdamStep {
   static constexpr double kBeta1 = 0.9, kBeta2 = 0.999, kEpsilon = 1e-8;
   double step_size, weight_decay, correction1, correction2;
-  void operator()(double gradient, double& phi, double& m, double& v) const {
-    const double g = gradient + weight_decay * phi;
-    m = kBeta1 * m + (1.0 - kBeta1) * g;
-    v = kBeta2 * v + (1.0 - kBeta2) * g * g;
-    phi -= step_size * (m / correction1) / (std::sqrt(v / correction2) + kEpsilon);
+  /// `gradient`: an array expression of the block's `length` entries; the state starts at `offset`.
+  template <typename Gradient>
+  void operator()(const Gradient& gradient, ConstantGradientModel& model, Index offset, Index length) const {
+    Eigen::Map<Eigen::ArrayXd> phi(model.phi_.data() + offset, length), m(model.first_moment_.data() + offset, length),
+        v(model.second_moment_.data() + offset, length);
+    // g = gradient + weight_decay * phi is formed twice rather than stored: it needs no buffer, and
+    // both moments read phi before it changes.
+    m = kBeta1 * m + (1.0 - kBeta1) * (gradient + weight_decay * phi);
+    v = kBeta2 * v + (1.0 - kBeta2) * (gradient + weight_decay * phi).square();
+    phi -= step_size * (m / correction1) / ((v / correction2).sqrt() + kEpsilon);
   }
 };
 
@@ -121,6 +129,7 @@ ConstantGradientModel::AdamStep ConstantGradientModel::next_adam_step(double ste
 
 namespace {
 constexpr Index kParallelParameters = 65536;  // below this an update is not worth a parallel region
+constexpr Index kAdamBlock = 4096;            // entries of one thread's block of an update
 }  // namespace
 
 void ConstantGradientModel::update(const VectorXd& objective_gradient, double step_size, double weight_decay) {
@@ -128,13 +137,14 @@ void ConstantGradientModel::update(const VectorXd& objective_gradient, double st
     throw std::invalid_argument("ConstantGradientModel::update: " + std::to_string(objective_gradient.size()) +
                                 " gradient values for " + std::to_string(phi_.size()) + " parameters");
   const AdamStep step = next_adam_step(step_size, weight_decay);
-  // One pass over the ~10^6 parameters (the output layer's): the update is memory-bound, and
-  // elementwise, so any thread count gives the same bits.
-  const Index size = phi_.size();
-  const double* gradient = objective_gradient.data();
-  double *phi = phi_.data(), *m = first_moment_.data(), *v = second_moment_.data();
+  // One pass over the ~10^6 parameters (the output layer's) in blocks: the update is memory-bound,
+  // and elementwise, so any thread count gives the same bits.
+  const Index size = phi_.size(), blocks = (size + kAdamBlock - 1) / kAdamBlock;
 #pragma omp parallel for schedule(static) if (size > kParallelParameters)
-  for (Index i = 0; i < size; ++i) step(gradient[i], phi[i], m[i], v[i]);
+  for (Index b = 0; b < blocks; ++b) {
+    const Index begin = b * kAdamBlock, length = std::min(kAdamBlock, size - begin);
+    step(objective_gradient.segment(begin, length).array(), *this, begin, length);
+  }
   refresh();
 }
 
@@ -147,19 +157,15 @@ void ConstantGradientModel::update_from_perturbation_gradient(const VectorXd& gc
   fill_parameter_gradient(gc, g, false);
   const AdamStep step = next_adam_step(step_size, weight_decay);
   const Index output = output_offset(), after = output + m_ * width_, size = phi_.size(), width = width_;
-  double *phi = phi_.data(), *m = first_moment_.data(), *v = second_moment_.data();
-  const double *gradient = g.data(), *gcd = gc.data(), *h = hidden_.data();
+  const auto hidden = hidden_.array();
 #pragma omp parallel if (size > kParallelParameters)
   {
+#pragma omp single nowait
+    step(g.head(output).array(), *this, 0, output);
 #pragma omp for schedule(static) nowait
-    for (Index i = 0; i < output; ++i) step(gradient[i], phi[i], m[i], v[i]);
-#pragma omp for schedule(static) nowait
-    for (Index r = 0; r < m_; ++r) {
-      const Index row = output + r * width;
-      for (Index j = 0; j < width; ++j) step(gcd[r] * h[j], phi[row + j], m[row + j], v[row + j]);
-    }
-#pragma omp for schedule(static)
-    for (Index i = after; i < size; ++i) step(gradient[i], phi[i], m[i], v[i]);
+    for (Index r = 0; r < m_; ++r) step(gc(r) * hidden, *this, output + r * width, width);
+#pragma omp single
+    step(g.tail(size - after).array(), *this, after, size - after);
   }
   refresh();
 }
