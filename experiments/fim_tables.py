@@ -22,6 +22,7 @@ filkit's input-dependent extension instead; --gradient-trace exact the probes' e
 Usage: experiments/fim_tables.py EXPERIMENT [--runs R] [--threads T] [--methods M,...] [--gradient-steps N
        --gradient-decay N --gradient-min-steps N --gradient-unit epochs|batches] [--gradient-model KIND]
        [--gradient-trace probes|exact] [--sampling shuffle|uniform|poisson] [--fractions ...] [--lambdas ...]
+       [--reference-logit]
 Outputs go to ${FILKIT_OUT:-/tmp/filkit-experiments}/fim/<experiment>/ (one JSON per setting); the
 script prints a table with the thesis' numbers beside filkit's.
 """
@@ -101,6 +102,8 @@ def run(name, settings, args):
              "--threads", str(args.threads), "--methods", args.methods]
     for key, value in settings.items():
         flags += ["--" + key, str(value)]
+    if args.reference_logit:  # the thesis' one-logit binary model (its predict_binary)
+        flags.append("--reference-logit")
     command = " ".join(flags)
     if not args.again and os.path.exists(path) and os.path.exists(path + ".flags") \
             and open(path + ".flags").read() == command:
@@ -155,6 +158,8 @@ def main():
     parser.add_argument("--lambdas", default="0,10,100,1000,10000")
     parser.add_argument("--methods", default="sgd,dpsgd,prune,fim", help="filkit's --methods (pretrain is always run)")
     parser.add_argument("--again", action="store_true", help="rerun settings whose JSON exists")
+    parser.add_argument("--reference-logit", dest="reference_logit", action="store_true",
+                        help="hold the last class's logit at 0 (table34: the thesis' one-logit binary model)")
     args = parser.parse_args()
     if args.experiment == "table31":
         print_table(run("table31", TABLE31, args), THESIS_TABLE31, THESIS_EPSILON["table31"])

@@ -49,15 +49,20 @@ PublicPrivateSplit split_public_private(const Dataset& data, double public_fract
   return split;
 }
 
-std::vector<bool> smallest_magnitude_mask(const VectorXd& w, double freeze_fraction) {
+std::vector<bool> smallest_magnitude_mask(const VectorXd& w, double freeze_fraction, const std::vector<bool>& fixed) {
   if (!(freeze_fraction >= 0.0 && freeze_fraction < 1.0))
     throw std::invalid_argument("freeze_fraction = " + format_double(freeze_fraction) + ": must lie in [0, 1)");
-  const Index p = w.size();
-  const Index frozen = std::llround(freeze_fraction * static_cast<double>(p));
-  std::vector<Index> order(static_cast<std::size_t>(p));
-  std::iota(order.begin(), order.end(), Index{0});
+  if (!fixed.empty() && static_cast<Index>(fixed.size()) != w.size())
+    throw std::invalid_argument("smallest_magnitude_mask: " + std::to_string(fixed.size()) + " fixed flags for " +
+                                std::to_string(w.size()) + " coordinates");
+  const auto is_fixed = [&](Index i) { return !fixed.empty() && fixed[static_cast<std::size_t>(i)]; };
+  std::vector<Index> order;
+  for (Index i = 0; i < w.size(); ++i)
+    if (!is_fixed(i)) order.push_back(i);
+  const Index frozen = std::llround(freeze_fraction * static_cast<double>(order.size()));
   std::stable_sort(order.begin(), order.end(), [&](Index a, Index b) { return std::abs(w(a)) < std::abs(w(b)); });
-  std::vector<bool> mask(static_cast<std::size_t>(p), false);
+  std::vector<bool> mask(static_cast<std::size_t>(w.size()), false);
+  for (Index i = 0; i < w.size(); ++i) mask[static_cast<std::size_t>(i)] = is_fixed(i);
   for (Index k = 0; k < frozen; ++k) mask[static_cast<std::size_t>(order[static_cast<std::size_t>(k)])] = true;
   return mask;
 }
@@ -126,6 +131,9 @@ void PublicDataTrainingOptions::validate() const {
   if (!private_phase.network && private_phase.kind != ModelKind::kSoftmax)
     throw std::invalid_argument("model: private training with public data trains softmax regression (any K >= 2) or a "
                                 "network, not " + to_string(private_phase.kind));
+  if (reference_logit && private_phase.network)
+    throw std::invalid_argument("reference_logit: holds softmax regression's last logit at 0; a network's last layer "
+                                "has no such option (use model = softmax)");
   if (private_phase.label != LabelPrivacy::kPublic)
     throw std::invalid_argument("label = private: the released gradient's Jacobian is taken about the pixels only "
                                 "(labels public, as in the thesis)");
@@ -240,6 +248,15 @@ class TrainedModel {
     return w;
   }
 
+  /// Softmax with reference_logit: the last class's weights (W's last column), held at zero.
+  /// Otherwise empty: nothing fixed.
+  std::vector<bool> fixed_coordinates(bool reference_logit) const {
+    if (!reference_logit) return {};
+    std::vector<bool> fixed(static_cast<std::size_t>(parameter_count()), false);
+    for (Index i = (K_ - 1) * p(); i < parameter_count(); ++i) fixed[static_cast<std::size_t>(i)] = true;
+    return fixed;
+  }
+
   /// The mean cross-entropy gradient over `rows` of `data` at w.
   VectorXd mean_gradient(const Dataset& data, const std::vector<Index>& rows, const VectorXd& w) const {
     if (!network_) return filkit::mean_gradient(data, rows, Eigen::Map<const MatrixXd>(w.data(), p(), K_), intercept_);
@@ -287,8 +304,9 @@ class TrainedModel {
 };
 
 /// Non-private minibatch Adam on the mean cross-entropy (plus weight decay times w), from w.
+/// `fixed` (empty, or one flag per coordinate): coordinates that keep their value (zero gradient).
 VectorXd train_without_privacy(const TrainedModel& model, const Dataset& data, VectorXd w,
-                               const PlainTrainingOptions& o, std::uint64_t seed) {
+                               const PlainTrainingOptions& o, std::uint64_t seed, const std::vector<bool>& fixed) {
   if (o.steps == 0) return w;
   const Index n = data.n(), B = std::min(o.batch_size, n);
   std::mt19937_64 rng(seed);
@@ -300,7 +318,9 @@ VectorXd train_without_privacy(const TrainedModel& model, const Dataset& data, V
   for (Index t = 1; t <= o.steps; ++t) {
     detail::shuffle_batch_to_front(order, B, rng);
     const std::vector<Index> batch(order.begin(), order.begin() + B);
-    const VectorXd g = model.mean_gradient(data, batch, w) + o.weight_decay * w;
+    VectorXd g = model.mean_gradient(data, batch, w) + o.weight_decay * w;
+    for (Index i = 0; i < static_cast<Index>(fixed.size()); ++i)
+      if (fixed[static_cast<std::size_t>(i)]) g(i) = 0.0;  // Adam then leaves them where they are
     detail::adam_step(w, g, m, v, adam_steps, o.step_size, adam.adam_beta1, adam.adam_beta2, adam.adam_epsilon);
   }
   if (!w.allFinite())
@@ -543,16 +563,20 @@ class PublicDataModel final : public DpSgdModel {
 /// What every method of a run starts from.
 struct RunStart {
   VectorXd parameters;       ///< pre-trained (or initialised) on the public part
-  std::vector<bool> frozen;  ///< the smallest-magnitude coordinates of `parameters`
+  std::vector<bool> frozen;  ///< the smallest-magnitude coordinates of `parameters`, and the fixed ones
 };
 
 RunStart pretrained_start(const TrainedModel& model, const Dataset& public_part,
-                          const PublicDataTrainingOptions& options, std::uint64_t run_seed) {
+                          const PublicDataTrainingOptions& options, const std::vector<bool>& fixed,
+                          std::uint64_t run_seed) {
   std::mt19937_64 rng(run_seed);
+  VectorXd initial = model.initial_parameters(rng);
+  for (Index i = 0; i < static_cast<Index>(fixed.size()); ++i)
+    if (fixed[static_cast<std::size_t>(i)]) initial(i) = 0.0;
   RunStart start;
-  start.parameters = train_without_privacy(model, public_part, model.initial_parameters(rng), options.pretrain,
-                                           splitmix64(run_seed ^ 0xbb67ae8584caa73bULL));
-  start.frozen = smallest_magnitude_mask(start.parameters, options.freeze_fraction);
+  start.parameters = train_without_privacy(model, public_part, std::move(initial), options.pretrain,
+                                           splitmix64(run_seed ^ 0xbb67ae8584caa73bULL), fixed);
+  start.frozen = smallest_magnitude_mask(start.parameters, options.freeze_fraction, fixed);
   return start;
 }
 
@@ -585,14 +609,17 @@ PublicDataTrainingResult train_with_public_data(const Dataset& public_part, cons
   const TrainedModel trained(private_part, phase, K);
   const Index p = trained.parameter_count();
   result.parameter_count = p;
+  const std::vector<bool> fixed = trained.fixed_coordinates(options.reference_logit);
+  const Index trainable = p - static_cast<Index>(std::count(fixed.begin(), fixed.end(), true));
   if (std::find(options.methods.begin(), options.methods.end(), PrivateTrainingMethod::kFim) != options.methods.end())
-    check_gradient_model_memory(options.gradient_model, p - std::llround(options.freeze_fraction * static_cast<double>(p)),
+    check_gradient_model_memory(options.gradient_model,
+                                trainable - std::llround(options.freeze_fraction * static_cast<double>(trainable)),
                                 private_part, public_part.n(), phase.max_memory.bytes);
 
   const auto pretrain_begin = std::chrono::steady_clock::now();
   std::vector<RunStart> starts;
   for (int run = 0; run < phase.runs; ++run) {
-    starts.push_back(pretrained_start(trained, public_part, options, dpsgd_run_seed(phase, run)));
+    starts.push_back(pretrained_start(trained, public_part, options, fixed, dpsgd_run_seed(phase, run)));
     const VectorXd& w = starts.back().parameters;
     result.pretrain_train_accuracy.push_back(trained.accuracy(w, private_part));
     result.pretrain_test_accuracy.push_back(test.n() > 0 ? trained.accuracy(w, test) : std::nan(""));
@@ -609,7 +636,7 @@ PublicDataTrainingResult train_with_public_data(const Dataset& public_part, cons
       const PlainTrainingOptions plain{phase.steps, phase.batch_size, phase.step_size, phase.weight_decay};
       for (int run = 0; run < phase.runs; ++run) {
         const VectorXd w = train_without_privacy(trained, private_part, starts[static_cast<std::size_t>(run)].parameters,
-                                                 plain, dpsgd_run_seed(phase, run));
+                                                 plain, dpsgd_run_seed(phase, run), fixed);
         snapshot.train_accuracy.push_back(trained.accuracy(w, private_part));
         snapshot.test_accuracy.push_back(test.n() > 0 ? trained.accuracy(w, test) : std::nan(""));
         m.training.parameters.push_back(w);
@@ -625,9 +652,9 @@ PublicDataTrainingResult train_with_public_data(const Dataset& public_part, cons
         auto& slot = models[static_cast<std::size_t>(run)];
         if (!slot) {
           const RunStart& start = starts[static_cast<std::size_t>(run)];
-          std::vector<bool> frozen = method == PrivateTrainingMethod::kDpSgd
-                                         ? std::vector<bool>(static_cast<std::size_t>(p), false)
-                                         : start.frozen;
+          std::vector<bool> frozen = method != PrivateTrainingMethod::kDpSgd ? start.frozen
+                                     : fixed.empty() ? std::vector<bool>(static_cast<std::size_t>(p), false)
+                                                     : fixed;
           slot = std::make_unique<PublicDataModel>(trained, public_part, private_part, phase, options.gradient_model,
                                                    method, start.parameters, std::move(frozen), K, seed,
                                                    options.account_fil);
@@ -635,8 +662,8 @@ PublicDataTrainingResult train_with_public_data(const Dataset& public_part, cons
         return *slot;
       };
       m.training = train_dpsgd_with_models(private_part, test, phase, model_of_run, progress, to_string(method));
-      if (method != PrivateTrainingMethod::kDpSgd)
-        m.frozen = std::count(starts[0].frozen.begin(), starts[0].frozen.end(), true);
+      if (method != PrivateTrainingMethod::kDpSgd)  // pruned: the fixed coordinates are not counted
+        m.frozen = std::count(starts[0].frozen.begin(), starts[0].frozen.end(), true) - (p - trainable);
       if (method == PrivateTrainingMethod::kFim)
         for (const auto& model : models) {
           m.perturbation_cosine.push_back(model->perturbation_cosine());
@@ -666,6 +693,7 @@ nlohmann::json to_json(const PublicDataTrainingOptions& options) {
   nlohmann::json json;
   json["public_fraction"] = options.public_fraction;
   json["freeze_fraction"] = options.freeze_fraction;
+  json["reference_logit"] = options.reference_logit;
   std::vector<std::string> methods;
   for (PrivateTrainingMethod m : options.methods) methods.push_back(to_string(m));
   json["methods"] = methods;

@@ -56,6 +56,10 @@ TEST(SmallestMagnitudeMask, FreezesTheSmallestAbsoluteValuesTiesByIndex) {
   EXPECT_EQ(std::count(mask.begin(), mask.end(), true), 3);
   EXPECT_EQ(smallest_magnitude_mask(w, 0.0), std::vector<bool>(6, false));
   expect_invalid([&] { smallest_magnitude_mask(w, 1.0); }, {"freeze_fraction", "[0, 1)"});
+  // Fixed coordinates (the reference logit's) are frozen besides round(0.5 x 4) of the others.
+  const std::vector<bool> fixed{false, false, false, false, true, true};
+  EXPECT_EQ(smallest_magnitude_mask(w, 0.5, fixed), (std::vector<bool>{false, true, true, false, true, true}));
+  expect_invalid([&] { smallest_magnitude_mask(w, 0.5, {true}); }, {"1 fixed flags", "6 coordinates"});
 }
 
 /// A 1 x 16 x 16 image problem (the smallest the gradient model's conv branch takes) with K classes.
@@ -530,6 +534,58 @@ TEST(TrainWithPublicData, PruneKeepsFrozenParametersAndEveryMethodStartsFromTheP
   EXPECT_GT(moved, 200) << "dpsgd freezes nothing";
   EXPECT_EQ(result.pretrain_test_accuracy.size(), 1u);
   EXPECT_EQ(fim.perturbation_cosine[0].size(), 1u);
+}
+
+TEST(TrainWithPublicData, ReferenceLogitIsTheOneLogitModel) {
+  REQUIRE_PLUGIN();
+  const Dataset data = image_data(60, 2, 43);
+  const PublicPrivateSplit split = split_public_private(data, 0.4, 4);
+  PublicDataTrainingOptions o = small_options();
+  o.reference_logit = true;
+  o.methods = {PrivateTrainingMethod::kSgd, PrivateTrainingMethod::kDpSgd, PrivateTrainingMethod::kPrune,
+               PrivateTrainingMethod::kFim};
+  const PublicDataTrainingResult result = train_with_public_data(split.public_part, split.private_part, data, o);
+  const Index p = 256;  // the softmax rows: 16 x 16 pixels, no intercept
+  ASSERT_EQ(result.parameter_count, 2 * p);
+  for (const MethodResult& m : result.methods) {
+    for (const VectorXd& w : m.training.parameters) {
+      EXPECT_EQ(w.tail(p), VectorXd::Zero(p)) << to_string(m.method) << ": the last logit stays 0";
+      EXPECT_GT(w.head(p).norm(), 0.0) << to_string(m.method);
+    }
+    if (m.method == PrivateTrainingMethod::kPrune || m.method == PrivateTrainingMethod::kFim)
+      EXPECT_EQ(m.frozen, std::llround(0.5 * static_cast<double>(p))) << "half of the trainable coordinates";
+  }
+
+  // From a zero start, the first step's traces are logistic regression's closed form with the
+  // labels flipped (p(class 0) = sigmoid(w . x)), at w = 0.
+  o.pretrain.steps = 0;
+  o.private_phase.steps = 1;
+  o.methods = {PrivateTrainingMethod::kDpSgd};
+  const VectorXd trace = train_with_public_data(split.public_part, split.private_part, Dataset{}, o)
+                             .methods[0].training.final_snapshot().fisher_trace;
+  Dataset flipped = split.private_part;
+  flipped.y = (1.0 - flipped.y.array()).matrix();
+  DpSgdOptions logistic = resolved_private_phase(o, split.private_part.n());
+  logistic.kind = ModelKind::kLogistic;
+  const VectorXd expected = train_dpsgd(flipped, Dataset{}, logistic).final_snapshot().fisher_trace;
+  EXPECT_GT(expected.maxCoeff(), 0.0);
+  EXPECT_LT((trace - expected).norm(), 1e-10 * expected.norm());
+  // Two logits: the gradient is [x r; -x r], twice the Jacobian's squared norm. Far below the
+  // clip norm the smooth clip is a constant scale to O(||g|| / C), so the traces are in ratio 2.
+  o.private_phase.clip_norm = 1e7;
+  const auto first_trace = [&](bool reference) {
+    o.reference_logit = reference;
+    return train_with_public_data(split.public_part, split.private_part, Dataset{}, o)
+        .methods[0].training.final_snapshot().fisher_trace;
+  };
+  const VectorXd one = first_trace(true), two = first_trace(false);
+  EXPECT_LT((two - 2.0 * one).norm(), 1e-4 * two.norm());
+  PublicDataTrainingOptions bad = small_options();
+  bad.reference_logit = true;
+  NetworkOptions network;
+  network.architecture = NetworkArchitecture::kMlp;
+  bad.private_phase.network = network;
+  expect_invalid([&] { bad.validate(); }, {"reference_logit", "softmax"});
 }
 
 TEST(TrainWithPublicData, TrainsANetworkWithFrozenCoordinatesAndALearnedGradient) {

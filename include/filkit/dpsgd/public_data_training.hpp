@@ -60,8 +60,10 @@ struct PublicPrivateSplit {
 PublicPrivateSplit split_public_private(const Dataset& data, double public_fraction, std::uint64_t seed);
 
 /// Magnitude pruning: true for the round(freeze_fraction * p) coordinates of smallest |w| (ties
-/// broken by index). freeze_fraction in [0, 1).
-std::vector<bool> smallest_magnitude_mask(const VectorXd& w, double freeze_fraction);
+/// broken by index). freeze_fraction in [0, 1). With `fixed` (one flag per coordinate), the fixed
+/// coordinates are frozen as well and the fraction applies to the others: p counts those only.
+std::vector<bool> smallest_magnitude_mask(const VectorXd& w, double freeze_fraction,
+                                          const std::vector<bool>& fixed = {});
 
 /// What the private phase does (see above).
 enum class PrivateTrainingMethod { kSgd, kDpSgd, kPrune, kFim };
@@ -92,6 +94,11 @@ struct PublicDataTrainingOptions {
   PlainTrainingOptions pretrain;
   /// Fraction of the pre-trained parameters frozen for prune and fim, in [0, 1). Thesis: 0.5.
   double freeze_fraction = 0.5;
+  /// Softmax regression: hold the last class's logit at 0 (its weights zero, never trained nor
+  /// released), so K classes have K - 1 trained logits. For 2 classes this is the thesis' binary
+  /// model (its `predict_binary` appends a constant 0 logit to one): d + 1 parameters instead of
+  /// 2 (d + 1), whose gradient is 1/sqrt(2) of the two-logit model's.
+  bool reference_logit = false;
   /// The methods compared, each from the same pre-trained model and the same seeds.
   std::vector<PrivateTrainingMethod> methods = {PrivateTrainingMethod::kSgd, PrivateTrainingMethod::kDpSgd,
                                                 PrivateTrainingMethod::kPrune, PrivateTrainingMethod::kFim};

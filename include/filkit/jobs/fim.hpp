@@ -47,6 +47,9 @@ void visit_fields(FimJobOptions& o, Visit&& visit) {
   visit("public_fraction", t.public_fraction, "Fraction of the training examples that are public, in (0, 1)");
   visit("freeze_fraction", t.freeze_fraction,
         "prune and fim: fraction of the pre-trained parameters frozen (smallest magnitudes), in [0, 1)");
+  visit("reference_logit", t.reference_logit,
+        "softmax: hold the last class's logit at 0 (K - 1 trained logits; for 2 classes the thesis' one-logit "
+        "binary model)");
   visit("methods", t.methods, "Methods compared on the private part: sgd, dpsgd, prune, fim");
   visit("pretrain_steps", t.pretrain.steps, "Pre-training steps (Adam, no privacy) on the public part; 0: none");
   visit("pretrain_batch_size", t.pretrain.batch_size, "Pre-training batch size");
