@@ -17,5 +17,9 @@ Example::
     eta = fil.per_example().eta
 """
 
-from ._filkit import *  # noqa: F401,F403
-from ._filkit import __version__  # noqa: F401
+from ._blas import choose_openblas_kernels as _choose_openblas_kernels
+
+_choose_openblas_kernels()  # before the extension, NumPy or PyTorch load OpenBLAS (filkit/_blas.py)
+
+from ._filkit import *  # noqa: E402,F401,F403
+from ._filkit import __version__  # noqa: E402,F401
