@@ -396,6 +396,11 @@ def test_dfil_accumulates_and_the_state_round_trips():
                           sample_rate=0.25)
     with pytest.raises(ValueError, match="saved with settings"):
         other.load_state_dict(state)
+    # On the CPU the probes come from NumPy's generator; a state saved on a GPU (torch's) is refused.
+    assert isinstance(state["generator"], dict)
+    moved = dict(state, generator=torch.Generator().get_state())
+    with pytest.raises(ValueError, match="saved with the model on another device"):
+        again.load_state_dict(moved)
 
 
 def filkit_binary():
