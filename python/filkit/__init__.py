@@ -21,5 +21,13 @@ from ._blas import choose_openblas_kernels as _choose_openblas_kernels
 
 _choose_openblas_kernels()  # before the extension, NumPy or PyTorch load OpenBLAS (filkit/_blas.py)
 
-from ._filkit import *  # noqa: E402,F401,F403
-from ._filkit import __version__  # noqa: E402,F401
+try:
+    from ._filkit import *  # noqa: E402,F401,F403
+    from ._filkit import __version__  # noqa: E402,F401
+except ImportError as _missing:  # not built here: filkit.torch's accounting still works (docs/pytorch.md)
+    _extension_error = _missing
+
+    def __getattr__(name):
+        raise AttributeError(f"filkit.{name}: filkit's compiled module filkit._filkit did not load ({_extension_error}); "
+                             "build it with scripts/setup.sh and put build/python on PYTHONPATH. filkit.torch's "
+                             "per-example accounting works without it.")

@@ -175,7 +175,6 @@ void bind_dpsgd(py::module_& m) {
           py::arg("w"), py::arg("X"), py::arg("y"), py::arg("clip_norm"), py::arg("trace") = "gaussian",
           py::arg("spectral") = "none", py::arg("probes") = 1, py::arg("power_iterations") = 20, py::arg("seed") = 0,
           "(sum of clipped gradients, Tr(G^T G) per example, ||G||_2^2 per example).");
-  m.def("subsampling_kappa", &subsampling_kappa, py::arg("q"), py::arg("noise_multiplier"), py::arg("delta"));
 }
 
 }  // namespace filkit::python

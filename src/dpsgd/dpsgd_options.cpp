@@ -55,6 +55,7 @@ void DpSgdOptions::validate() const {
     invalid("init_scale", format_double(init_scale), "must be finite and >= 0");
   if (kappa_delta) require_probability("kappa_delta", *kappa_delta);
   require_probability("rdp_delta", rdp_delta);
+  require_positive("discretization", discretization);
   // Each probe is a draw per example and step (and, with the samples kept for the standard error,
   // memory): beyond 10^6 the estimate's error, falling as 1/sqrt(probes), gains nothing.
   if (probes && (*probes < 1 || *probes > 1000000))
@@ -121,6 +122,7 @@ nlohmann::json to_json(const DpSgdOptions& options) {
           {"report_epochs", options.report_epochs},
           {"rdp_delta", options.rdp_delta},
           {"accountant", to_string(options.accountant)},
+          {"discretization", options.discretization},
           {"bootstrap_resamples", options.bootstrap_resamples},
           {"confidence_level", options.confidence_level},
           {"checkpoint_path", options.checkpoint_path},

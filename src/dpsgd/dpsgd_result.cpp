@@ -155,6 +155,8 @@ nlohmann::json accounting_summary(const DpSgdOptions& options) {
   const Sampling sampling = accounted_sampling(options.sampling);
   const char* note = sampling_note(options.sampling);
   return {{"accountant", to_string(options.accountant)},
+          {"discretization", options.accountant == AccountantKind::kPld ? nlohmann::json(options.discretization)
+                                                                          : nlohmann::json(nullptr)},
           {"sampling", to_string(sampling)},
           {"neighbouring_relation", neighbouring_relation(sampling)},
           {"delta", options.rdp_delta},

@@ -55,7 +55,7 @@ void account_snapshot(DpSgdSnapshot& snapshot, const DpSgdOptions& options, doub
   snapshot.rdp_order2 = order2.rdp()[0];
   snapshot.epsilon = snapshot.privacy.eps;
   if (options.accountant == AccountantKind::kPld) {
-    PldAccountant pld(sampling);
+    PldAccountant pld(sampling, PldSettings{options.discretization});
     pld.step(sigma, q, snapshot.step);
     snapshot.epsilon = pld.epsilon(options.rdp_delta);
     snapshot.pld_infinity_mass = pld.infinity_mass();

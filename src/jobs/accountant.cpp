@@ -183,8 +183,7 @@ void AccountantOptions::validate() const {
     throw std::invalid_argument("nothing to account: give q/noise_multiplier/steps or mechanism q,noise_multiplier,steps");
   }
   if (orders.empty()) throw std::invalid_argument("orders must not be empty");
-  if (!(discretization > 0 && std::isfinite(discretization)))
-    throw std::invalid_argument("discretization = " + format_double(discretization) + " must be finite and > 0");
+  PldSettings{discretization}.validate();
 }
 
 namespace {

@@ -138,6 +138,7 @@ TEST(DpSgdCommand, StatesTheAccountantItsRelationAndTheEffectiveNoiseMultiplier)
   DpSgdJobOptions options = small_job(testing::write_npz_dataset(dir, testing::random_classification(100, 3, 2, 4)));
   options.dpsgd.runs = 1;
   options.dpsgd.accountant = AccountantKind::kPld;
+  options.dpsgd.discretization = 2e-4;
   const double effective = options.dpsgd.noise_multiplier / soft_clip_norm_bound();
   for (const auto& [sampling, relation, covered] :
        {std::tuple{BatchSampling::kUniform, "replace one example", true},
@@ -149,7 +150,9 @@ TEST(DpSgdCommand, StatesTheAccountantItsRelationAndTheEffectiveNoiseMultiplier)
     std::ostringstream printed;
     const DpSgdJobResult result = run_job<DpSgdJob>(options, outputs, false, &printed);
     const std::string text = printed.str();
-    EXPECT_NE(text.find("pld accountant, " + std::string(relation)), std::string::npos) << text;
+    EXPECT_NE(text.find("pld accountant (loss grid h = " + format_double(2e-4) + "), " + std::string(relation)),
+              std::string::npos)
+        << text;
     EXPECT_NE(text.find("effective noise multiplier " + format_double(effective)), std::string::npos) << text;
     EXPECT_NE(text.find("1.11524 C"), std::string::npos) << "the reason is printed: " << text;
     EXPECT_NE(text.find("PLD eps"), std::string::npos) << text;
@@ -157,6 +160,8 @@ TEST(DpSgdCommand, StatesTheAccountantItsRelationAndTheEffectiveNoiseMultiplier)
     const nlohmann::json summary = nlohmann::json::parse(std::ifstream(outputs.json));
     const nlohmann::json& accounting = summary["accounting"];
     EXPECT_EQ(accounting["accountant"], "pld");
+    EXPECT_EQ(accounting["discretization"], 2e-4);
+    EXPECT_EQ(summary["settings"]["discretization"], 2e-4);
     EXPECT_EQ(accounting["sampling"], sampling == BatchSampling::kUniform ? "uniform" : "poisson");
     EXPECT_NE(accounting["neighbouring_relation"].get<std::string>().find(relation), std::string::npos);
     EXPECT_DOUBLE_EQ(accounting["effective_noise_multiplier"].get<double>(), effective);

@@ -59,7 +59,7 @@ void visit_fields(AccountantOptions& o, Visit&& visit) {
   visit("target_eps", o.target_eps, "Solve for the noise multiplier that reaches this eps");
   visit("accountant", o.accountant, "rdp (Renyi DP, orders) or pld (privacy loss distribution, tighter)");
   visit("sampling", o.sampling, "poisson (add/remove one) or uniform (B of n without replacement; replace one)");
-  visit("discretization", o.discretization, "PLD: spacing of the privacy loss grid (pessimistic rounding)");
+  visit("discretization", o.discretization, kDiscretizationHelp);
 }
 
 struct AccountantJobResult final : JobResult {
