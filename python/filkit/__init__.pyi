@@ -305,6 +305,11 @@ class GlmAttackResult:
     mean_mse: FloatArray
     guarded: npt.NDArray[np.int32]
     linearised_mse: FloatArray
+    mse_standard_error: FloatArray
+    squared_bias: FloatArray  # ||E x_hat - x||^2 / d (docs/mathematics.md, section 6.7)
+    squared_bias_standard_error: FloatArray
+    jacobian_trace: FloatArray  # tr J_mu / d, 1 for an unbiased attacker
+    jacobian_trace_standard_error: FloatArray
     total_guarded: int
     trials: int
     reconstruction_rows: List[int]
