@@ -42,7 +42,8 @@ class DatasetSplit:
 
 def load_dataset(data: str = "fashion-mnist", *, classes: Sequence[int] = ..., target: str = "",
                  categorical: Sequence[str] = ..., drop: Sequence[str] = ..., missing: str = "drop",
-                 image_layout: Optional[str] = None, regression: bool = False, test_fraction: float = 0.2, seed: int = 0,
+                 unseen_levels: str = "drop", image_layout: Optional[str] = None, regression: bool = False,
+                 test_fraction: float = 0.2, seed: int = 0,
                  train_size: int = 0, test_size: int = 0, max_memory: str | int = ...) -> DatasetSplit: ...
 def builtin_dataset_names() -> List[str]: ...
 def preprocess(split: DatasetSplit, *, scale_pixels: bool = False, standardize: str = "none",
@@ -307,6 +308,11 @@ class GlmAttackResult:
     mean_mse: FloatArray
     guarded: npt.NDArray[np.int32]
     linearised_mse: FloatArray
+    mse_standard_error: FloatArray
+    squared_bias: FloatArray  # ||E x_hat - x||^2 / d (docs/mathematics.md, section 6.7)
+    squared_bias_standard_error: FloatArray
+    jacobian_trace: FloatArray  # tr J_mu / d, 1 for an unbiased attacker
+    jacobian_trace_standard_error: FloatArray
     total_guarded: int
     trials: int
     reconstruction_rows: List[int]

@@ -86,7 +86,7 @@ void bind_data(py::module_& m) {
 
   m.def("load_dataset", &load_dataset_from_kwargs,
         "load_dataset(data='fashion-mnist', *, classes=[], target='', categorical=[], drop=[], missing='drop', "
-        "image_layout=None, regression=False, test_fraction=0.2, seed=0, train_size=0, test_size=0, "
+        "unseen_levels='drop', image_layout=None, regression=False, test_fraction=0.2, seed=0, train_size=0, test_size=0, "
         "max_memory=<half the RAM>): the library's DataOptions. "
         "Load a built-in dataset (fashion-mnist, mnist, cifar10, or 'NAME:DIR' with an image built-in's files in "
         "DIR; income-regression, income-classification, credit-g) or a .csv/.arff/.npz file and its train/test "

@@ -26,9 +26,11 @@ char* write_double(char* out, double value) {
   return std::to_chars(out, out + kNumberChars, value).ptr;
 }
 
-// A numeric cell: integers as integers (to_chars would write 100000 as "1e+05").
+// A numeric cell: integers as integers (to_chars would write 100000 as "1e+05"); a value that is
+// not a finite number (not computed, or an infinite bound) leaves the cell empty.
 char* write_number(char* out, double value) {
-  if (std::isfinite(value) && value == std::floor(value) && std::abs(value) < 1e15) {
+  if (!std::isfinite(value)) return out;
+  if (value == std::floor(value) && std::abs(value) < 1e15) {
     return std::to_chars(out, out + kNumberChars, static_cast<long long>(value)).ptr;
   }
   return write_double(out, value);

@@ -48,6 +48,7 @@ DataOptions DataPipelineOptions::data_options(std::uint64_t seed) const {
   options.drop = drop;
   options.regression = regression;
   options.missing_policy = missing;
+  options.unseen_levels = unseen_levels;
   options.test_fraction = test_fraction;
   options.seed = seed;
   options.train_size = train_size;

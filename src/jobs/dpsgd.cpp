@@ -1,5 +1,7 @@
 #include "filkit/jobs/dpsgd.hpp"
 
+#include "filkit/jobs/task.hpp"
+
 #include "filkit/base/io.hpp"
 #include "filkit/base/options.hpp"
 #include "filkit/base/sha256.hpp"
@@ -105,6 +107,7 @@ nlohmann::json DpSgdJobResult::to_json() const {
   json["n_test"] = n_test;
   json["d"] = data.train.d();
   json["source"] = data.train.source;
+  json.update(data_rows_json(data));
   json["preprocessing"] = preprocessor.to_json();
   json["seconds"] = seconds;
   return json;

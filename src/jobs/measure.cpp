@@ -209,6 +209,7 @@ nlohmann::json MeasureResult::to_json() const {
   json["private_dims_per_example"] = fil.private_dims;
   json["settings"] = settings_json(options);
   json["source"] = data.train.source;
+  json.update(data_rows_json(data));
   json["preprocessing"] = preprocessor.to_json();
   json["composed_sigma"] = sigma;
   json["fit"] = {{"iterations", model.iterations}, {"gradient_norm", model.gradient_norm}};

@@ -249,34 +249,72 @@ void bound_histogram(const Input& input, Plotter& plotter, Section& section) {
                "set ylabel 'training examples'\nset yrange [0:*]\n" + lines + plots);
 }
 
-void attack_against_bound(const Input& input, Plotter& plotter, Section& section) {
-  const std::string figure = "attack MSE against the dFIL bound";
-  const auto* dfil_bound = column(input, "dfil_bound", figure, section);
-  const auto* attack = column(input, "attack_mse", figure, section);
-  if (!dfil_bound || !attack) return;
-  std::size_t dropped = 0;
-  const auto rows = points(*dfil_bound, *attack, true, true, &dropped);
-  if (rows.empty()) {
-    section.notes.push_back(figure + ": skipped, no example has a positive finite bound and attack MSE");
+// The attack's MSE against one of its per-example bounds (log-log), with the line MSE = bound and
+// the perfect-privacy line. With `mark_below_unbiased`, the examples whose MSE is below their
+// unbiased dFIL bound are drawn apart, in red.
+struct BoundFigure {
+  std::string figure, name, bound_column, xlabel, caption;
+  bool mark_below_unbiased = false;
+};
+
+void attack_against(const Input& input, Plotter& plotter, Section& section, const BoundFigure& f) {
+  const auto* bound = column(input, f.bound_column, f.figure, section);
+  const auto* attack = column(input, "attack_mse", f.figure, section);
+  const auto* unbiased = f.mark_below_unbiased ? column(input, "dfil_bound", f.figure, section) : bound;
+  if (!bound || !attack || !unbiased) return;
+  // The two sets: [0] at or above the unbiased dFIL bound, [1] below it.
+  std::vector<double> x[2], y[2];
+  for (std::size_t i = 0; i < std::min({bound->size(), attack->size(), unbiased->size()}); ++i) {
+    const int set = f.mark_below_unbiased && (*attack)[i] < (*unbiased)[i] ? 1 : 0;
+    x[set].push_back((*bound)[i]);
+    y[set].push_back((*attack)[i]);
+  }
+  std::size_t dropped[2] = {0, 0};
+  const std::vector<std::vector<double>> rows[2] = {points(x[0], y[0], true, true, &dropped[0]),
+                                                     points(x[1], y[1], true, true, &dropped[1])};
+  if (rows[0].empty() && rows[1].empty()) {
+    section.notes.push_back(f.figure + ": skipped, no example has a positive finite bound and attack MSE");
     return;
   }
-  if (dropped) section.notes.push_back(figure + ": " + std::to_string(dropped) + " example(s) without a positive finite attack MSE or bound left off");
+  if (dropped[0] + dropped[1])
+    section.notes.push_back(f.figure + ": " + std::to_string(dropped[0] + dropped[1]) +
+                            " example(s) without a positive finite attack MSE or bound left off");
   double lo = INFINITY, hi = 0;
-  for (const auto& row : rows) lo = std::min({lo, row[0], row[1]}), hi = std::max({hi, row[0], row[1]});
+  for (const auto& set : rows)
+    for (const auto& row : set) lo = std::min({lo, row[0], row[1]}), hi = std::max({hi, row[0], row[1]});
   std::string extra;
   if (const auto line = number_at(input.summary, "perfect_privacy_mse"); line && *line > 0) {
     extra = ", " + format_number(*line) + " with lines dt 2 lw 2 lc rgb '#555555' title 'perfect privacy'";
     lo = std::min(lo, *line), hi = std::max(hi, *line);
   }
+  std::string plots;
+  const char* titles[2] = {f.mark_below_unbiased ? "at or above the unbiased dFIL bound" : "examples",
+                           "below the unbiased dFIL bound"};
+  const char* colours[2] = {"#1f77b4", "#d62728"};
+  for (int set = 0; set < 2; ++set)
+    if (!rows[set].empty())
+      plots += plotter.data(rows_text(rows[set])) + " using 1:2 with points pt 7 ps 0.5 lc rgb '" + colours[set] +
+               "' title '" + titles[set] + "', ";
   const std::string range = "[" + format_number(lo / 2) + ":" + format_number(hi * 2) + "]";
-  const std::string data = plotter.data(rows_text(rows));
-  plotter.plot(section, "attack-vs-bound",
-               "Realised MSE of the GLM reconstruction attack against each example's predicted dFIL bound "
-               "(log-log). The bound holds for unbiased attackers where points lie above the line MSE = bound.",
+  plotter.plot(section, f.name, f.caption,
                "set logscale xy\nset xrange " + range + "\nset yrange " + range +
-                   "\nset key bottom right\nset xlabel 'predicted MSE bound 1/dFIL^2'\nset ylabel 'attack MSE'\nplot " +
-                   data + " using 1:2 with points pt 7 ps 0.5 title 'examples', x with lines lw 2 lc rgb '#d62728' "
-                   "title 'MSE = bound'" + extra);
+                   "\nset key bottom right\nset xlabel '" + f.xlabel + "'\nset ylabel 'attack MSE'\nplot " + plots +
+                   "x with lines lw 2 lc rgb '#2ca02c' title 'MSE = bound'" + extra);
+}
+
+void attack_against_bound(const Input& input, Plotter& plotter, Section& section) {
+  attack_against(input, plotter, section,
+                 {"attack MSE against the dFIL bound", "attack-vs-bound", "dfil_bound", "predicted MSE bound 1/dFIL^2",
+                  "Realised MSE of the GLM reconstruction attack against each example's predicted dFIL bound "
+                  "(log-log). The bound holds for unbiased attackers where points lie above the line MSE = bound."});
+  attack_against(input, plotter, section,
+                 {"attack MSE against the biased dFIL bound", "attack-vs-biased-bound", "biased_dfil_bound",
+                  "biased bound (tr J/d)^2/dFIL^2 + squared bias",
+                  "The same attack MSE against the dFIL bound in its biased form, at the attack's bias and the "
+                  "Jacobian of its mean estimated from the same trials (docs/mathematics.md, section 6.7). Red: the "
+                  "examples whose MSE is below their unbiased bound. Every attacker obeys this bound, up to the "
+                  "estimates' Monte-Carlo error (the CSV's _standard_error columns).",
+                  true});
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -365,6 +403,16 @@ void reconstruct_section(const Input& input, Plotter& plotter, Section& section)
   bound_section(input, plotter, section);
   if (const auto share = number_at(input.summary, "attack.above_dfil_bound.share"))
     section.facts.push_back({"share of attack MSE at or above its bound", format_number(*share)});
+  if (const auto below = number_at(input.summary, "attack.biased_bounds.below_dfil_bound.below"))
+    section.facts.push_back({"examples with attack MSE below the dFIL bound", format_number(*below)});
+  if (const auto below = number_at(input.summary, "attack.biased_bounds.below_biased_dfil_bound.below"))
+    section.facts.push_back({"... below its biased form (by 2 standard errors)",
+                             format_number(*below) + " (" +
+                                 format_number(number_at(input.summary,
+                                                         "attack.biased_bounds.below_biased_dfil_bound."
+                                                         "below_by_two_standard_errors")
+                                                   .value_or(NAN)) +
+                                 ")"});
   attack_against_bound(input, plotter, section);
 }
 

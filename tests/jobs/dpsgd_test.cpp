@@ -126,11 +126,20 @@ TEST(DpSgdCommand, OneRunHasNoIntervalsAndSaysSo) {
 
   options.dpsgd.runs = 3;
   std::ostringstream three;
-  run_job<DpSgdJob>(options, JobOutputs{}, false, &three);
-  EXPECT_NE(three.str().find("dFIL over 3 runs: 95% bootstrap intervals (1000 resamples of the runs, seed"),
+  JobOutputs three_outputs;
+  three_outputs.json = dir.file("three.json");
+  run_job<DpSgdJob>(options, three_outputs, false, &three);
+  // The summary says which max it prints: of the run-averaged traces, beside each run's own.
+  EXPECT_NE(three.str().find("dFIL over 3 runs. 'averaged': the max (median) over examples of the dFIL of the "
+                             "traces averaged over the runs"),
             std::string::npos)
       << three.str();
-  EXPECT_NE(three.str().find("median"), std::string::npos);
+  EXPECT_NE(three.str().find("95% bootstrap intervals: 1000 resamples of the runs, seed"), std::string::npos);
+  EXPECT_NE(three.str().find("each run"), std::string::npos);
+  const nlohmann::json dfil = nlohmann::json::parse(std::ifstream(three_outputs.json))["snapshots"][1]["dfil"];
+  double mean_square = 0;
+  for (const nlohmann::json& max : dfil["max_per_run"]) mean_square += max.get<double>() * max.get<double>() / 3;
+  EXPECT_LE(dfil["max"].get<double>(), std::sqrt(mean_square) * (1 + 1e-12));  // the printed promise
 }
 
 TEST(DpSgdCommand, StatesTheAccountantItsRelationAndTheEffectiveNoiseMultiplier) {

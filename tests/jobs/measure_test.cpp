@@ -6,6 +6,7 @@
 #include "filkit/base/summary.hpp"
 #include "test_util.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -89,6 +90,38 @@ TEST(MeasureCommand, ComposedReleasesGrowFilBySqrtOfTheirNumber) {
   options.releases = 4;
   const MeasureResult four = run_measure(options);
   EXPECT_LT((four.fil.eta - 2.0 * one.fil.eta).norm(), 1e-12 * one.fil.eta.norm());
+}
+
+TEST(MeasureCommand, CountsTestRowsWithALevelNoTrainingRowHasByTheUnseenLevelsOption) {
+  // 40 rows; the last one's colour "violet" occurs nowhere else, and the first seed whose split
+  // (test fraction 0.25) puts it into the test part is used: dropped by default, kept with zeros,
+  // or an error.
+  const TempDir dir;
+  std::string csv = "x,colour,label\n";
+  for (int i = 0; i < 39; ++i)
+    csv += std::to_string(i % 7) + "," + (i % 2 ? "red" : "blue") + "," + (i % 3 ? "no" : "yes") + "\n";
+  csv += "3,violet,no\n";
+  MeasureOptions options = small_job(dir.write("table.csv", csv));
+  options.task.data.target = "label";
+  options.task.data.test_fraction = 0.25;
+  for (options.seed = 0;; ++options.seed) {
+    ASSERT_LT(options.seed, 100u);
+    const std::vector<Index> test = shuffle_split(40, 0.25, options.seed).test;
+    if (std::find(test.begin(), test.end(), 39) != test.end()) break;
+  }
+  const auto summary = [&] { return run_measure(options).to_json(); };
+  const nlohmann::json dropped = summary();
+  EXPECT_EQ(dropped["unseen_level_rows"], 1);
+  EXPECT_EQ(dropped["dropped_rows"]["test"], 1);
+  EXPECT_EQ(dropped["n_test"], 9);
+  EXPECT_EQ(dropped["settings"]["unseen_levels"], "drop");
+  options.task.data.unseen_levels = UnseenLevelPolicy::kZero;
+  const nlohmann::json zeroed = summary();
+  EXPECT_EQ(zeroed["unseen_level_rows"], 1);
+  EXPECT_EQ(zeroed["dropped_rows"]["test"], 0);
+  EXPECT_EQ(zeroed["n_test"], 10);
+  options.task.data.unseen_levels = UnseenLevelPolicy::kError;
+  EXPECT_INVALID_ARGUMENT(run_measure(options), "table.csv", "line 41", "'violet'", "'colour'");
 }
 
 TEST(MeasureCommand, NamesTheFileAndLineOfABadRowFile) {

@@ -163,9 +163,10 @@ def check_disagreeing_ranks(filkit, mpirun, env, tmp):
 
 
 def read_csv(path):
+    """The header and the rows as numbers; an empty cell (a non-finite value) reads as NaN."""
     with open(path) as f:
         rows = list(csv.reader(f))
-    return rows[0], [[float(v) for v in row] for row in rows[1:]]
+    return rows[0], [[float(v) if v else math.nan for v in row] for row in rows[1:]]
 
 
 # The GLM attack's results (attack_mse, the reconstructions, their summaries) are compared to 1e-5:

@@ -40,6 +40,7 @@ double per_example(const std::string& name, int i) {
   if (name == "eta" || name == "dfil") return 0.01 * std::pow(30.0, t);
   if (name == "dfil_bound" || name == "fil_bound" || name == "example_mse_bound") return 1e-3 * std::pow(100.0, t);
   if (name == "attack_mse") return 3e-3 * std::pow(100.0, t);
+  if (name == "biased_dfil_bound") return 5e-4 * std::pow(100.0, t);
   if (name == "loss") return 1e-3 * std::pow(1e3, 1 - t);
   return 0.1 + t;  // gradient_norm, linearised_mse, guarded_trials
 }
@@ -135,7 +136,7 @@ ReportOptions all_commands(const TempDir& dir) {
   options.tables = {
       dir.write("bound.csv", csv({"index", "label", "eta", "dfil", "fil_bound", "dfil_bound"}, 60, per_example)),
       dir.write("reconstruct.csv", csv({"index", "label", "eta", "dfil", "fil_bound", "dfil_bound", "attack_mse",
-                                        "linearised_mse", "guarded_trials"},
+                                        "linearised_mse", "guarded_trials", "biased_dfil_bound"},
                                        60, per_example))};
   options.out_dir = dir.file("report");
   return options;
@@ -146,12 +147,13 @@ TEST(Report, DrawsEverySectionOfEveryCommandAndEmbedsTheFigures) {
   const ReportResult result = write_report(all_commands(dir));
   EXPECT_TRUE(result.notes.empty()) << notes_text(result);
   for (const char* figure : {"1-bound-bound-histogram.png", "2-reconstruct-bound-histogram.png",
-                             "2-reconstruct-attack-vs-bound.png", "3-irfil-eta-per-iteration.png",
+                             "2-reconstruct-attack-vs-bound.png", "2-reconstruct-attack-vs-biased-bound.png",
+                             "3-irfil-eta-per-iteration.png",
                              "3-irfil-eta-before-after.png", "3-irfil-attack_after-vs-eta.png",
                              "3-irfil-attack_after-by-group.png", "4-attack-attack-vs-eta.png",
                              "4-attack-attack-by-group.png", "5-dpsgd-accuracy-vs-bound.png"})
     EXPECT_TRUE(has_figure(result, figure)) << figure;
-  EXPECT_EQ(result.figures.size(), 10u);
+  EXPECT_EQ(result.figures.size(), 11u);
   expect_figures_embedded(result);
   EXPECT_FALSE(std::filesystem::exists(dir.file("report/.report-scratch-" + std::to_string(::getpid()))));
 }

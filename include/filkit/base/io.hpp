@@ -69,7 +69,9 @@ std::string format_double(double value);
 
 /// A CSV of numbers: the header line, then one line a row. Integral values below 1e15 in
 /// magnitude are written as integers ("12000", not "1.2e+04"), others as format_double does,
-/// so every cell reads back as the same double. Formatted straight into one buffer. Throws
+/// so every cell reads back as the same double. NaN and infinities are empty cells (a value not
+/// computed, such as a network's eta without power iteration, or an infinite MSE bound, such as
+/// that of an example never sampled): every non-empty cell is a finite number. Formatted straight into one buffer. Throws
 /// std::invalid_argument if a row's width differs from the header's.
 std::string numeric_csv(const std::vector<std::string>& header,
                         const std::vector<std::vector<double>>& rows);

@@ -29,6 +29,7 @@ struct DataPipelineOptions {
   std::vector<std::string> drop;
   bool regression = false;
   MissingPolicy missing = DataOptions{}.missing_policy;
+  UnseenLevelPolicy unseen_levels = DataOptions{}.unseen_levels;
   double test_fraction = DataOptions{}.test_fraction;
   Index train_size = 0;
   Index test_size = 0;
@@ -64,6 +65,7 @@ void visit_fields(DataPipelineOptions& o, Visit&& visit) {
   visit("drop", o.drop, "CSV/ARFF: columns to ignore");
   visit("regression", o.regression, "The target is real-valued (least squares only)");
   visit("missing", o.missing, "Rows with missing cells: drop, or level (a level of their own)");
+  visit("unseen_levels", o.unseen_levels, kUnseenLevelsHelp);
   visit("image_layout", o.image_layout, kImageLayoutHelp);
   visit("test_fraction", o.test_fraction, "Files without a test split: share of rows held out (seeded by seed)");
   visit("train_size", o.train_size, "Keep a random subset of this many training examples (seeded; 0 = all)");

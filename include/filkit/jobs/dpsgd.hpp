@@ -108,7 +108,8 @@ struct DpSgdJob {
       "Without options: MNIST 0 vs 1, logistic regression, B = 600, T = 1000, rho = 0.1, C = 1, noise multiplier 1.";
   static constexpr const char* out_help =
       "Per-example CSV, one row per (snapshot, example): step, epoch, index, label, times sampled, eta, dfil, MSE "
-      "bounds, Fisher trace and its standard error; with --runs R > 1 each run's trace (fisher_trace_run0 ..)";
+      "bounds, Fisher trace and its standard error; with --runs R > 1 each run's trace (fisher_trace_run0 ..). Empty "
+      "cells: eta and its bound when not computed (--spectral none), the bounds of an example never sampled";
   static std::vector<ExtraOutput> extra_outputs() { return {}; }
   static constexpr bool runs_on_mpi_ranks = true;  // data-parallel (docs/distributed.md)
   static DpSgdJobResult run(const Options& options, bool progress) { return run_dpsgd(options, progress); }

@@ -143,8 +143,12 @@ def table_rows(accountant, snapshots, labels):
 
 
 def _number(value):
+    """A cell as filkit writes it (base/io.hpp, numeric_csv): integers as integers, a value that is not
+    a finite number (eta not computed, the infinite bound of an example never sampled) empty."""
     value = float(value)
-    if math.isfinite(value) and value == math.floor(value) and abs(value) < 1e15:
+    if not math.isfinite(value):
+        return ""
+    if value == math.floor(value) and abs(value) < 1e15:
         return str(int(value))
     return repr(value)
 
