@@ -63,12 +63,12 @@ std::vector<Mechanism> parse_mechanisms(const std::vector<std::string>& texts) {
   if (fields.size() % 3 != 0) {
     std::string given;
     for (const std::string& field : fields) given += (given.empty() ? "" : ",") + field;
-    throw std::invalid_argument("mechanism '" + given + "': expected q,noise_multiplier,steps (three numbers) for "
+    throw std::invalid_argument("mechanism '" + given + "': expected sample_rate,noise_multiplier,steps (three numbers) for "
                                 "each mechanism, got " + std::to_string(fields.size()) + " numbers");
   }
   std::vector<Mechanism> all;
   for (std::size_t k = 0; k < fields.size(); k += 3)
-    all.push_back({parse_number<double>(fields[k], "mechanism q"),
+    all.push_back({parse_number<double>(fields[k], "mechanism sample_rate"),
                    parse_number<double>(fields[k + 1], "mechanism noise_multiplier"),
                    parse_number<std::int64_t>(fields[k + 2], "mechanism steps")});
   return all;
@@ -167,7 +167,7 @@ void print_spent(std::ostream& out, const std::vector<Mechanism>& composed, cons
 }  // namespace
 
 void AccountantOptions::validate() const {
-  if (q && (batch_size || n)) throw std::invalid_argument("give either q or batch_size with n, not both");
+  if (q && (batch_size || n)) throw std::invalid_argument("give either sample_rate or batch_size with n, not both");
   if (batch_size.has_value() != n.has_value()) throw std::invalid_argument("batch_size and n go together");
   if (steps && epochs) throw std::invalid_argument("give either steps or epochs, not both");
   if (target_eps) {
@@ -177,10 +177,10 @@ void AccountantOptions::validate() const {
     throw std::invalid_argument("noise_multiplier is required (or target_eps to solve for it)");
   }
   const bool needs_single = target_eps || has_single_mechanism(*this);
-  if (needs_single && !q && !batch_size) throw std::invalid_argument("give q, or batch_size with n");
+  if (needs_single && !q && !batch_size) throw std::invalid_argument("give sample_rate, or batch_size with n");
   if (needs_single && !steps && !epochs) throw std::invalid_argument("give steps or epochs");
   if (!needs_single && mechanisms.empty()) {
-    throw std::invalid_argument("nothing to account: give q/noise_multiplier/steps or mechanism q,noise_multiplier,steps");
+    throw std::invalid_argument("nothing to account: give sample_rate/noise_multiplier/steps or mechanism sample_rate,noise_multiplier,steps");
   }
   if (orders.empty()) throw std::invalid_argument("orders must not be empty");
   if (!(discretization > 0 && std::isfinite(discretization)))

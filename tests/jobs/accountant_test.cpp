@@ -56,7 +56,7 @@ TEST(AccountantCli, WritesJsonWithInputsEpsilonAndRdpCurve) {
   const nlohmann::json out = read_json(dir.file("out.json"));
   EXPECT_EQ(out["command"], "accountant");
   EXPECT_EQ(out["filkit_version"], version());
-  EXPECT_EQ(out["settings"]["q"], 0.04);
+  EXPECT_EQ(out["settings"]["sample_rate"], 0.04);
   EXPECT_EQ(out["settings"]["noise_multiplier"], 1.5);
   EXPECT_EQ(out["settings"]["steps"], 2250);
   EXPECT_EQ(out["settings"]["delta"], 1e-5);
@@ -167,7 +167,7 @@ TEST(AccountantCli, RejectsContradictoryOrMalformedFlags) {
       EXPECT_NE(std::string(error.what()).find(flag), std::string::npos) << error.what();
     }
   };
-  expect_rejected([](AccountantCase& o) { o.batch_size = 10; o.n = 100; }, "q");
+  expect_rejected([](AccountantCase& o) { o.batch_size = 10; o.n = 100; }, "sample_rate");
   expect_rejected([](AccountantCase& o) { o.epochs = 3; }, "epochs");
   expect_rejected([](AccountantCase& o) { o.noise_multiplier.reset(); }, "noise_multiplier");
   expect_rejected([](AccountantCase& o) { o.target_eps = 1; }, "target_eps");
@@ -225,13 +225,14 @@ TEST(AccountantCli, BinaryPrintsSummaryAndWarnsOnStderr) {
   const char* binary = std::getenv("FILKIT_BINARY");
   ASSERT_NE(binary, nullptr) << "FILKIT_BINARY is set by ctest";
   testing::TempDir dir;
-  const std::string run = std::string(binary) + " accountant --q 0.04 --noise-multiplier 1.5 --steps 2250 --delta 1e-5 > " +
+  const std::string run = std::string(binary) + " accountant --sample-rate 0.04 --noise-multiplier 1.5 --steps 2250 --delta 1e-5 > " +
                           dir.file("out") + " 2> " + dir.file("err");
   ASSERT_EQ(std::system(run.c_str()), 0);
   EXPECT_NE(read_text(dir.file("out")).find("eps = 7.32911 (optimal order 3.9)"), std::string::npos)
       << read_text(dir.file("out"));
   EXPECT_EQ(read_text(dir.file("err")), "");
 
+  // --q: the former name of --sample-rate, still accepted.
   const std::string edge = std::string(binary) + " accountant --q 0.001 --noise-multiplier 5 --steps 10 > " + dir.file("out") +
                            " 2> " + dir.file("err");
   ASSERT_EQ(std::system(edge.c_str()), 0);
@@ -244,7 +245,7 @@ TEST(AccountantCli, BinaryPrintsSummaryAndWarnsOnStderr) {
   EXPECT_NE(read_text(dir.file("err")).find("noise_multiplier is required"), std::string::npos) << read_text(dir.file("err"));
 
   const std::string pld = std::string(binary) +
-                          " accountant --q 0.04 --noise-multiplier 1.5 --steps 2250 --accountant pld --sampling uniform > " +
+                          " accountant --sample-rate 0.04 --noise-multiplier 1.5 --steps 2250 --accountant pld --sampling uniform > " +
                           dir.file("out") + " 2> " + dir.file("err");
   ASSERT_EQ(std::system(pld.c_str()), 0) << read_text(dir.file("err"));
   const std::string summary = read_text(dir.file("out"));

@@ -167,7 +167,7 @@ TEST(Report, MeasureWithReportDrawsTheMeasureFiguresAndImageGrids) {
                                        false));
   MeasureOptions options;
   options.task.data.data = npz;
-  options.task.data.scale = RowScaling::kNone;
+  options.task.data.row_scaling = RowScaling::kNone;
   options.task.data.test_fraction = 0.25;
   JobOutputs outputs;
   outputs.report = dir.file("report");
@@ -316,7 +316,7 @@ TEST(JobOutputs, RouteTheOutputsIntoTheReportDirectoryAndDrawTheReport) {
   const testing::TempDir dir;
   MeasureOptions options;
   options.task.data.data = testing::write_npz_dataset(dir, testing::random_classification(90, 3, 2, 8));
-  options.task.data.scale = RowScaling::kNone;
+  options.task.data.row_scaling = RowScaling::kNone;
   options.task.fit.l2 = 1e-2;
   JobOutputs outputs;
   outputs.report = dir.file("report");

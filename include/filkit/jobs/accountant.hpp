@@ -47,15 +47,15 @@ struct AccountantOptions {
 
 template <class Visit>
 void visit_fields(AccountantOptions& o, Visit&& visit) {
-  visit("q", o.q, "Sampling rate in [0, 1] (or batch_size with n)");
-  visit("batch_size", o.batch_size, "Expected batch size B; q = B / n");
-  visit("n", o.n, "Number of training examples");
+  visit("sample_rate", o.q, "Sampling rate q in [0, 1]: the probability of each example to be in a batch (or batch_size with n)");
+  visit("batch_size", o.batch_size, "Expected batch size B, in examples; sample_rate = B / n");
+  visit("n", o.n, "Number of training examples (with batch_size)");
   visit("noise_multiplier", o.noise_multiplier, "Noise multiplier (noise std / clipping norm)");
-  visit("steps", o.steps, "Number of steps");
-  visit("epochs", o.epochs, "Epochs; steps = ceil(epochs / q)");
+  visit("steps", o.steps, "Number of steps (noisy gradient updates)");
+  visit("epochs", o.epochs, "Epochs (passes over the data); steps = ceil(epochs / sample_rate)");
   visit("delta", o.delta, "Target delta in (0, 1)");
   visit("orders", o.orders, "Order grid: opacus, tf-privacy (tf), or a list like 2,4.5,8");
-  visit("mechanism", o.mechanisms, "A further mechanism q,noise_multiplier,steps (repeatable)");
+  visit("mechanism", o.mechanisms, "A further mechanism sample_rate,noise_multiplier,steps (repeatable)");
   visit("target_eps", o.target_eps, "Solve for the noise multiplier that reaches this eps");
   visit("accountant", o.accountant, "rdp (Renyi DP, orders) or pld (privacy loss distribution, tighter)");
   visit("sampling", o.sampling, "poisson (add/remove one) or uniform (B of n without replacement; replace one)");
@@ -83,7 +83,13 @@ struct AccountantJob {
   static constexpr const char* name = "accountant";
   static constexpr const char* description =
       "RDP or PLD accountant of the sampled Gaussian mechanism (DP-SGD): eps for given noise, or the noise multiplier "
-      "for a target eps. E.g. --q 0.04 --noise-multiplier 1.5 --steps 2250 --accountant pld.";
+      "for a target eps. E.g. --sample-rate 0.04 --noise-multiplier 1.5 --steps 2250 --accountant pld.";
+  /// Why defaults differ from other commands' (shown in --help where they do).
+  static constexpr const char* defaults_reason =
+      "auto: given, or following from the other options (the accountant describes a mechanism, not a training run)";
+  static std::vector<DefaultReason> default_reasons() {
+    return {{"sampling", "Poisson sampling, as Opacus and TF Privacy account DP-SGD"}};
+  }
   static constexpr const char* out_help = "CSV of the composed RDP curve (order, rdp), or for pld: delta, eps";
   static std::vector<ExtraOutput> extra_outputs() { return {}; }
   static AccountantJobResult run(const Options& options, bool progress) { return run_accountant(options, progress); }

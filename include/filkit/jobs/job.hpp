@@ -34,6 +34,13 @@ struct ExtraOutput {
   const char* help;
 };
 
+/// Why a job's default for an option differs from other commands' defaults for the same option
+/// (a job description's optional default_reasons(); --help shows it beside the default).
+struct DefaultReason {
+  const char* name;    ///< the field, as visit_fields names it
+  const char* reason;  ///< e.g. "the reconstruction paper trains on raw pixels"
+};
+
 /// What every job's result provides to the shared writer.
 class JobResult {
  public:
