@@ -41,6 +41,10 @@ struct AccountantOptions {
   AccountantKind accountant = AccountantKind::kRdp;  ///< rdp or pld
   Sampling sampling = Sampling::kPoisson;  ///< poisson (add/remove) or uniform (replace-one)
   double discretization = PldSettings{}.discretization;  ///< PLD loss grid spacing; > 0
+  /// Points of each eps curve (against steps, against the noise multiplier) for the report; 0 =
+  /// none; auto = 40 with rdp, and with pld 8 when a report is written (each point is a PLD
+  /// composition, tenths of a second), else none.
+  std::optional<int> curve_points;
 
   void validate() const;
 };
@@ -60,6 +64,9 @@ void visit_fields(AccountantOptions& o, Visit&& visit) {
   visit("accountant", o.accountant, "rdp (Renyi DP, orders) or pld (privacy loss distribution, tighter)");
   visit("sampling", o.sampling, "poisson (add/remove one) or uniform (B of n without replacement; replace one)");
   visit("discretization", o.discretization, "PLD: spacing of the privacy loss grid (pessimistic rounding)");
+  visit("curve_points", o.curve_points,
+        "Points of the report's eps curves (against steps and against the noise multiplier); 0 = none; auto = 40 "
+        "with rdp, with pld 8 when --report is given (each is a PLD composition, tenths of a second), else none");
 }
 
 struct AccountantJobResult final : JobResult {
@@ -69,14 +76,20 @@ struct AccountantJobResult final : JobResult {
   double infinity_mass = 0.0;     ///< PLD: the truncated mass counted in delta
   std::string description;        ///< the accountant, neighbouring relation and approximation
   std::vector<std::pair<double, double>> pld_eps_by_delta;  ///< PLD: (delta, eps) for the table
-  /// eps, optimal order, the RDP curve and the mechanisms.
+  /// One mechanism: eps at delta against its steps (1 to 2 T) and against its noise multiplier
+  /// (sigma / 4 to 4 sigma), the rest as given: the report's curves.
+  std::vector<std::pair<double, double>> eps_by_steps, eps_by_noise_multiplier;
+  /// eps, optimal order, the RDP curve, the mechanisms and, for one mechanism, the eps curves.
   nlohmann::json to_json() const override;
   /// RDP: the curve (order, rdp); PLD: eps at delta = 1e-2 .. 1e-10 (delta, eps).
   NumericTable table() const override;
+  /// rdp-curve.csv or eps-by-delta.csv: what the table holds.
+  std::string table_file() const override;
   void print_summary(std::ostream& out) const override;
 };
 
-AccountantJobResult run_accountant(const AccountantOptions& options, bool progress = false);
+/// `for_report`: a report will be drawn, which resolves curve_points' auto for pld.
+AccountantJobResult run_accountant(const AccountantOptions& options, bool progress = false, bool for_report = false);
 
 struct AccountantJob {
   using Options = AccountantOptions;
@@ -92,7 +105,9 @@ struct AccountantJob {
   }
   static constexpr const char* out_help = "CSV of the composed RDP curve (order, rdp), or for pld: delta, eps";
   static std::vector<ExtraOutput> extra_outputs() { return {}; }
-  static AccountantJobResult run(const Options& options, bool progress) { return run_accountant(options, progress); }
+  static AccountantJobResult run(const Options& options, bool progress, const JobOutputs& outputs) {
+    return run_accountant(options, progress, !outputs.report.empty());
+  }
 };
 
 }  // namespace filkit
