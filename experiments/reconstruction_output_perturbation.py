@@ -39,7 +39,7 @@ import zlib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BINARY = os.path.join(ROOT, os.environ.get("FILKIT_BUILD_DIR", "build"), "filkit")
-COMMON = ["--classes", "0,1", "--l2", "1e-2", "--tolerance", "1e-12", "--pca", "0", "--pixel-scale", "on"]
+COMMON = ["--classes", "0,1", "--l2", "1e-2", "--tolerance", "1e-12", "--pca", "0", "--scale-pixels", "on"]
 PAPER = {"test_accuracy": 0.9995, "epsilon": 2.49, "rdp_mse_bound": 0.02, "min_dfil_bound": "> 1",
          "attack_epsilon": 2.5e6}
 
@@ -137,7 +137,7 @@ def experiment(dataset, trials, out, parts):
     write_csv(os.path.join(out, "%s-histogram.csv" % dataset), ["log10_bound_from", "log10_bound_to", "count"],
               histogram(bounds))
     if "a" in parts:
-        for name, extra in (("a-no-intercept", ["--intercept=false"]), ("a-unit-ball", ["--scale", "unit-ball"])):
+        for name, extra in (("a-no-intercept", ["--intercept=false"]), ("a-unit-ball", ["--row-scaling", "unit-ball"])):
             result[name] = bound_digest(*bound_run(name, dataset, out, extra))
     if "b" not in parts:
         return result

@@ -27,7 +27,7 @@ def test_dfil_scales_as_one_over_sigma_and_runs_are_seeded():
     again, _ = filkit.train_dpsgd(train, test, noise_multiplier=1.0, **options)
     np.testing.assert_array_equal(again.final_snapshot.fisher_trace, low.final_snapshot.fisher_trace)
     assert "'seed': 3" in str(summary)  # the seed is recorded
-    assert low.final_snapshot.dfil(d_z).shape == (train.n,)
+    assert low.final_snapshot.dfil.shape == (train.n,)
     with pytest.raises(TypeError, match="unknown option 'sigma'"):
         filkit.train_dpsgd(train, test, sigma=1.0)
 

@@ -18,7 +18,7 @@ def test_reconstruction_bounds_and_exact_attack_without_noise():
     bounds = filkit.reconstruction_bounds(model, data, sigma=1e-2)
     assert bounds.rdp_epsilon == pytest.approx(4 / (150 * 1e-2 * 1e-2) ** 2)
     np.testing.assert_allclose(bounds.dfil_bound, 1 / bounds.fil.dfil ** 2)
-    attack = filkit.glm_reconstruction_attack(model, data, sigma=0.0, trials=1, keep_reconstructions=[3])
+    attack = filkit.glm_reconstruction_attack(model, data, sigma=0.0, trials=1, save_reconstructions=[3])
     assert attack.mean_mse.max() < 1e-16
     np.testing.assert_allclose(attack.reconstructions[0], data.X[3], atol=1e-8)
     assert np.isnan(attack.jacobian_trace).all()  # no noise: nothing to estimate them from

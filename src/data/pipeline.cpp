@@ -34,7 +34,7 @@ void DataPipelineOptions::resolve() {
   const bool builtin = is_builtin_image_dataset(data);
   if (!classes) classes = builtin ? std::vector<int>{0, 1} : std::vector<int>{};
   if (!pca) pca = builtin ? 20 : 0;
-  if (!pixel_scale) pixel_scale = builtin;
+  if (!scale_pixels) scale_pixels = builtin;
 }
 
 DataOptions DataPipelineOptions::data_options(std::uint64_t seed) const {
@@ -62,9 +62,9 @@ PreprocessOptions DataPipelineOptions::preprocess_options() const {
   DataPipelineOptions resolved = *this;
   resolved.resolve();
   PreprocessOptions options;
-  options.scale_pixels = *resolved.pixel_scale;
+  options.scale_pixels = *resolved.scale_pixels;
   options.standardize = standardize;
-  options.row_scaling = scale;
+  options.row_scaling = row_scaling;
   options.pca_components = *resolved.pca;
   return options;
 }

@@ -38,6 +38,11 @@ VectorXd DpSgdSnapshot::dfil(Index private_dims) const {
   return (fisher_trace / static_cast<double>(private_dims)).cwiseSqrt();
 }
 
+VectorXd DpSgdSnapshot::dfil() const {
+  if (private_dims < 1) throw std::logic_error("DpSgdSnapshot::dfil(): private_dims is not set");
+  return dfil(private_dims);
+}
+
 VectorXd DpSgdSnapshot::eta() const { return fisher_spectral.cwiseSqrt(); }
 
 namespace {
@@ -403,6 +408,7 @@ DpSgdResult train_runs(const Dataset& train, const Dataset& test, const DpSgdOpt
   for (std::size_t c = 0; c < steps.size(); ++c) {
     DpSgdSnapshot& snapshot = result.snapshots[c];
     snapshot.step = steps[c];
+    snapshot.private_dims = result.private_dims;
     snapshot.epoch = static_cast<double>(steps[c]) * result.sampling_rate;
     snapshot.fisher_trace_per_run = rows_of(state.sums[c].trace_per_run, n);
     state.sums[c].trace_per_run.clear();  // held once

@@ -5,6 +5,7 @@
 #include "filkit/dpsgd/pld_accountant.hpp"
 #include "filkit/dpsgd/rdp_accountant.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -63,12 +64,12 @@ std::vector<Mechanism> parse_mechanisms(const std::vector<std::string>& texts) {
   if (fields.size() % 3 != 0) {
     std::string given;
     for (const std::string& field : fields) given += (given.empty() ? "" : ",") + field;
-    throw std::invalid_argument("mechanism '" + given + "': expected q,noise_multiplier,steps (three numbers) for "
+    throw std::invalid_argument("mechanism '" + given + "': expected sample_rate,noise_multiplier,steps (three numbers) for "
                                 "each mechanism, got " + std::to_string(fields.size()) + " numbers");
   }
   std::vector<Mechanism> all;
   for (std::size_t k = 0; k < fields.size(); k += 3)
-    all.push_back({parse_number<double>(fields[k], "mechanism q"),
+    all.push_back({parse_number<double>(fields[k], "mechanism sample_rate"),
                    parse_number<double>(fields[k + 1], "mechanism noise_multiplier"),
                    parse_number<std::int64_t>(fields[k + 2], "mechanism steps")});
   return all;
@@ -167,7 +168,7 @@ void print_spent(std::ostream& out, const std::vector<Mechanism>& composed, cons
 }  // namespace
 
 void AccountantOptions::validate() const {
-  if (q && (batch_size || n)) throw std::invalid_argument("give either q or batch_size with n, not both");
+  if (q && (batch_size || n)) throw std::invalid_argument("give either sample_rate or batch_size with n, not both");
   if (batch_size.has_value() != n.has_value()) throw std::invalid_argument("batch_size and n go together");
   if (steps && epochs) throw std::invalid_argument("give either steps or epochs, not both");
   if (target_eps) {
@@ -177,13 +178,15 @@ void AccountantOptions::validate() const {
     throw std::invalid_argument("noise_multiplier is required (or target_eps to solve for it)");
   }
   const bool needs_single = target_eps || has_single_mechanism(*this);
-  if (needs_single && !q && !batch_size) throw std::invalid_argument("give q, or batch_size with n");
+  if (needs_single && !q && !batch_size) throw std::invalid_argument("give sample_rate, or batch_size with n");
   if (needs_single && !steps && !epochs) throw std::invalid_argument("give steps or epochs");
   if (!needs_single && mechanisms.empty()) {
-    throw std::invalid_argument("nothing to account: give q/noise_multiplier/steps or mechanism q,noise_multiplier,steps");
+    throw std::invalid_argument("nothing to account: give sample_rate/noise_multiplier/steps or mechanism sample_rate,noise_multiplier,steps");
   }
   if (orders.empty()) throw std::invalid_argument("orders must not be empty");
   PldSettings{discretization}.validate();
+  if (curve_points && (*curve_points < 0 || *curve_points > 1000))
+    throw std::invalid_argument("curve_points = " + std::to_string(*curve_points) + " must be in 0..1000");
 }
 
 namespace {
@@ -203,12 +206,48 @@ PrivacySpent spent_of(const PrivacyAccountant& accountant, double delta) {
   return spent;
 }
 
+// eps of one mechanism (q, noise multiplier, steps) by the options' accountant, at their delta.
+double eps_of(const AccountantOptions& options, const std::vector<double>& orders, const Mechanism& m) {
+  const std::unique_ptr<PrivacyAccountant> accountant = make_accountant(options, orders);
+  if (auto* rdp = dynamic_cast<RdpAccountant*>(accountant.get())) rdp->compose(m.q, m.noise_multiplier, m.steps);
+  else accountant->step(m.noise_multiplier, m.q, m.steps);
+  return accountant->epsilon(options.delta);
+}
+
+// `count` points from lo to hi spaced evenly in log scale, with `at` among them.
+std::vector<double> log_grid(double lo, double hi, int count, double at) {
+  std::vector<double> grid{at};
+  for (int k = 0; k < count; ++k) grid.push_back(lo * std::pow(hi / lo, k / static_cast<double>(count - 1)));
+  std::sort(grid.begin(), grid.end());
+  return grid;
+}
+
+// The report's curves around the one mechanism accounted: eps against the steps (1 to 2 T: how
+// it grows as training goes on) and against the noise multiplier (sigma / 4 to 4 sigma), each of
+// options.curve_points points and a fresh accounting at the options' delta.
+void add_eps_curves(const AccountantOptions& options, const std::vector<double>& orders, AccountantJobResult& result) {
+  const Mechanism m = result.mechanisms.front();
+  const int points = std::max(2, *options.curve_points);
+  if (m.steps >= 1) {
+    std::vector<std::int64_t> steps;
+    for (double t : log_grid(1.0, 2.0 * static_cast<double>(m.steps), points, static_cast<double>(m.steps)))
+      if (const auto rounded = static_cast<std::int64_t>(std::llround(t)); steps.empty() || rounded != steps.back())
+        steps.push_back(rounded);
+    for (std::int64_t t : steps) result.eps_by_steps.push_back({static_cast<double>(t), eps_of(options, orders, {m.q, m.noise_multiplier, t})});
+  }
+  if (m.noise_multiplier > 0 && std::isfinite(m.noise_multiplier))
+    for (double sigma : log_grid(m.noise_multiplier / 4, m.noise_multiplier * 4, points, m.noise_multiplier))
+      result.eps_by_noise_multiplier.push_back({sigma, eps_of(options, orders, {m.q, sigma, m.steps})});
+}
+
 }  // namespace
 
-AccountantJobResult run_accountant(const AccountantOptions& options, bool) {
+AccountantJobResult run_accountant(const AccountantOptions& options, bool, bool for_report) {
   options.validate();
   AccountantJobResult result;
   result.options = options;
+  if (!result.options.curve_points)
+    result.options.curve_points = options.accountant == AccountantKind::kRdp ? 40 : for_report ? 8 : 0;
   const std::vector<double> orders = parse_orders(options.orders);
   std::unique_ptr<PrivacyAccountant> accountant = make_accountant(options, orders);
   if (options.target_eps) {
@@ -244,6 +283,7 @@ AccountantJobResult run_accountant(const AccountantOptions& options, bool) {
   if (!rdp) {
     for (double delta = 1e-2; delta > 1e-11; delta /= 10) result.pld_eps_by_delta.push_back({delta, accountant->epsilon(delta)});
   }
+  if (result.mechanisms.size() == 1 && *result.options.curve_points > 0) add_eps_curves(result.options, orders, result);
   return result;
 }
 
@@ -256,6 +296,13 @@ nlohmann::json AccountantJobResult::to_json() const {
   json["accountant"] = to_string(options.accountant);
   json["neighbouring_relation"] = neighbouring_relation(options.sampling);
   json["description"] = description;
+  const auto curve = [](const std::vector<std::pair<double, double>>& points, const char* x) {
+    nlohmann::json xs = nlohmann::json::array(), eps = nlohmann::json::array();
+    for (const auto& [value, e] : points) xs.push_back(value), eps.push_back(json_number(e));
+    return nlohmann::json{{x, xs}, {"eps", eps}};
+  };
+  if (!eps_by_steps.empty()) json["eps_by_steps"] = curve(eps_by_steps, "steps");
+  if (!eps_by_noise_multiplier.empty()) json["eps_by_noise_multiplier"] = curve(eps_by_noise_multiplier, "noise_multiplier");
   if (options.accountant == AccountantKind::kPld) {
     json["discretization"] = options.discretization;
     json["infinity_mass"] = infinity_mass;
@@ -273,6 +320,10 @@ NumericTable AccountantJobResult::table() const {
   NumericTable table{{"order", "rdp"}, {}};
   for (std::size_t k = 0; k < spent.orders.size(); ++k) table.rows.push_back({spent.orders[k], spent.rdp[k]});
   return table;
+}
+
+std::string AccountantJobResult::table_file() const {
+  return options.accountant == AccountantKind::kPld ? "eps-by-delta.csv" : "rdp-curve.csv";
 }
 
 void AccountantJobResult::print_summary(std::ostream& out) const {

@@ -108,6 +108,7 @@ nlohmann::json DpSgdJobResult::to_json() const {
   json["d"] = data.train.d();
   json["source"] = data.train.source;
   json.update(data_rows_json(data));
+  json["class_names"] = data.train.class_names;  // label k is class_names[k] (the report's legends)
   json["preprocessing"] = preprocessor.to_json();
   json["seconds"] = seconds;
   return json;

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -228,6 +229,54 @@ TEST(CheckDistinctOutputs, RefusesTwoOptionsNamingOneFileButNotOneDevice) {
                           "the same file as --out");
   check_distinct_outputs({{"--out", "/dev/null"}, {"--json", "/dev/null"}, {"--a", "-"}, {"--b", "-"}, {"--c", ""}});
   check_distinct_outputs({{"--out", file}, {"--json", dir.file("y.json")}});
+}
+
+// Progress: elapsed and remaining time; a line of its own when stderr is not a terminal.
+TEST(Progress, DurationsReadAsSecondsMinutesHours) {
+  EXPECT_EQ(format_duration(0.04), "0.0s");
+  EXPECT_EQ(format_duration(59.94), "59.9s");
+  EXPECT_EQ(format_duration(125), "2m05s");
+  EXPECT_EQ(format_duration(3 * 3600 + 7 * 60 + 10), "3h07m");
+  EXPECT_EQ(format_duration(std::nan("")), "?");
+}
+
+TEST(Progress, TextHasElapsedAndRemainingTime) {
+  // A quarter done in 10 s: 30 s left at that rate.
+  EXPECT_EQ(progress_text("steps", 250, 1000, 10.0, false, false), "steps: 25% (250/1000) 10.0s elapsed, ~30.0s left");
+  EXPECT_EQ(progress_text("steps", 250, 1000, 10.0, true, false),
+            "steps [######..................]  25% 10.0s elapsed, ~30.0s left");
+  // Nothing done yet: no estimate; done: the total time.
+  EXPECT_EQ(progress_text("steps", 0, 1000, 1.0, false, false), "steps: 0% (0/1000) 1.0s elapsed");
+  EXPECT_EQ(progress_text("steps", 1000, 1000, 75.0, false, true), "steps: 100% (1000/1000) done in 1m15s");
+}
+
+TEST(Progress, WritesWholeLinesWhenStderrIsNotATerminal) {
+  ::testing::internal::CaptureStderr();  // a file: not a terminal
+  {
+    Progress bar("work", 4, false, /*line_interval=*/0.0);
+    for (int k = 0; k < 4; ++k) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      bar.advance();
+    }
+  }
+  const std::string written = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(written.find('\r'), std::string::npos) << written;
+  EXPECT_NE(written.find("work: 50% (2/4)"), std::string::npos) << written;
+  EXPECT_NE(written.find("left\n"), std::string::npos) << written;
+  EXPECT_NE(written.find("work: 100% (4/4) done in "), std::string::npos) << written;
+  // A stage ended by an error reports no "done": the error's message follows alone.
+  ::testing::internal::CaptureStderr();
+  try {
+    Progress failing("failing", 4, false, 3600.0);
+    failing.advance();
+    throw std::runtime_error("stage failed");
+  } catch (const std::runtime_error&) {
+  }
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  // Quiet writes nothing.
+  ::testing::internal::CaptureStderr();
+  { Progress silent("work", 4, true, 0.0); silent.advance(4); }
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
 }
 
 }  // namespace

@@ -36,7 +36,7 @@ using testing::TempDir;
 MeasureOptions small_job(const std::string& path) {
   MeasureOptions options;
   options.task.data.data = path;
-  options.task.data.scale = RowScaling::kNone;
+  options.task.data.row_scaling = RowScaling::kNone;
   options.task.fit.l2 = 1e-2;
   options.seed = 5;
   return options;
@@ -151,10 +151,10 @@ TEST(MeasureBinary, PrintsHelpAndTheSummaryTable) {
   const auto run = testing::run_command;
   const auto help = run(std::string(binary) + " measure --help");
   EXPECT_EQ(help.first, 0);
-  for (const char* flag : {"--data", "--classes", "--pca", "--scale", "--model", "--l2", "--intercept", "--sigma",
+  for (const char* flag : {"--data", "--classes", "--pca", "--row-scaling", "--model", "--l2", "--intercept", "--sigma",
                            "--label", "--attribute", "--subset", "--out", "--json", "--seed", "--threads"})
     EXPECT_NE(help.second.find(flag), std::string::npos) << flag;
-  const auto job = run(std::string(binary) + " measure --data " + data + " --scale none --l2 0.01");
+  const auto job = run(std::string(binary) + " measure --data " + data + " --row-scaling none --l2 0.01");
   EXPECT_EQ(job.first, 0) << job.second;
   EXPECT_NE(job.second.find("eta (FIL)"), std::string::npos) << job.second;
   const auto bad = run(std::string(binary) + " measure --data " + dir.file("missing.csv"));
@@ -220,7 +220,7 @@ TEST(MeasureBinary, RefusesOutOfRangeNumbersAndReportsRunningOutOfMemory) {
   if (binary == nullptr) GTEST_SKIP() << "FILKIT_BINARY not set";
   const TempDir dir;
   const std::string data = testing::write_npz_dataset(dir, testing::random_classification(80, 3, 2, 6));
-  const std::string measure = std::string(binary) + " measure --quiet --data " + data + " --scale none ";
+  const std::string measure = std::string(binary) + " measure --quiet --data " + data + " --row-scaling none ";
   const auto expect_error = [](const std::pair<int, std::string>& run, const std::string& fragment) {
     EXPECT_NE(run.first, 0) << run.second;
     EXPECT_NE(run.second.find(fragment), std::string::npos) << run.second;
@@ -254,7 +254,7 @@ TEST(MeasureCommand, WritesTheSameOutputsForAnyThreadCount) {
   const TempDir dir;
   MeasureOptions options = small_job(testing::write_npz_dataset(dir, testing::random_classification(3000, 12, 2, 9)));
   options.task.data.pca = 8;
-  options.task.data.scale = RowScaling::kGlobalMax;
+  options.task.data.row_scaling = RowScaling::kGlobalMax;
   options.attribute = "0,1";
   options.subsets = {"all", "class=1"};
   testing::expect_same_job_outputs_for_any_thread_count<MeasureJob>(options);

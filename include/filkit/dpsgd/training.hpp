@@ -268,8 +268,13 @@ struct DpSgdSnapshot {
   /// Theorem 1's unbiased reconstruction MSE bound for data in [0, 1]^d: 1 / (4 (e^eps2 - 1)).
   double rdp_mse_bound() const;
 
+  /// d_z, the private coordinates of an example (DpSgdResult::private_dims), for dfil().
+  Index private_dims = 0;
+
   /// dFIL eta_bar_i = sqrt(Tr(I_i) / d_z).
   VectorXd dfil(Index private_dims) const;
+  /// dfil(private_dims) with the snapshot's own d_z; throws std::logic_error when it is unset.
+  VectorXd dfil() const;
   /// eta_i = sqrt(fisher_spectral_i) (NaN when not computed).
   VectorXd eta() const;
   double mean_test_accuracy() const;

@@ -67,6 +67,11 @@ struct ReconstructJob {
       "against the dFIL bound and, at the attack's bias and Jacobian estimated from the same draws, the biased "
       "forms of the RDP, dFIL and FIL bounds. Defaults: Guo et al. 2022's setting, MNIST 0 vs 1, pixels / 255, lambda 1e-2, sigma "
       "1e-5, 10000 trials.";
+  /// Why defaults differ from other commands' (shown in --help where they do).
+  static constexpr const char* defaults_reason = "defaults of the reconstruction paper's attack (Guo et al. 2022)";
+  static std::vector<DefaultReason> default_reasons() {
+    return {{"pca", "the attack reconstructs the raw pixels (Guo et al. 2022)"}};
+  }
   static constexpr const char* out_help =
       "Per-example CSV: index, label, eta, dfil, fil_bound, dfil_bound, attack_mse, linearised_mse, guarded_trials, "
       "attack_mse_standard_error, squared_bias, jacobian_trace (each with _standard_error), biased_rdp_bound, "
