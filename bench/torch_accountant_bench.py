@@ -10,16 +10,21 @@ per example, except FilAccountant.step, which computes the probe only):
   pytorch probe               network_throughput.py's batched autograd reference (hand-written layers);
   pytorch probe by hand       filkit's algorithm in PyTorch;
   FilAccountant.step          filkit.torch on an nn.Sequential of the same network: the per-example
-                              gradients by vmap(grad) of the user's loss inside ordinary autograd, and
-                              the batch's G_b^T u_b by one reverse pass of sum_b <g~_b(x_b), u_b>
-                              (functional.py, BatchedClippedGradients);
+                              gradients by vmap(grad) of the user's loss inside ordinary autograd, the
+                              dense layers' as their factors dz and a (the weight gradient dz a^T, a
+                              probe's (U a, U^T dz) drawn in reduced form), and the batch's G_b^T u_b
+                              by one reverse pass of sum_b <g~_b(x_b), u_b> (functional.py,
+                              BatchedClippedGradients);
+  dense layers whole          FilAccountant.step with every layer's per-example gradient whole (B x
+                              out x in for a dense layer, a full Gaussian probe): the step before the
+                              factors;
   make_private step           FilAccountant.step_and_clip: the same, and the clipped sum from the same
                               per-example gradients (what make_private's optimizer step computes);
   previous FilAccountant.step the algorithm before (vmap over examples of grad of <g~(x), u>, each
                               example's gradient taken inside: ClippedGradient.transpose_products);
   previous make_private step  that, and the clipped sum by a second vmap(grad) (as make_private did).
-Before timing, both FilAccountant paths' G^T u for a fixed U are checked against filkit's
-Network.vector_jacobian_products (1e-10 relative). The workloads alternate within every repeat; the
+Before timing, the FilAccountant paths' G^T u for a fixed U (factored, whole, previous) are checked
+against filkit's Network.vector_jacobian_products (1e-10 relative). The workloads alternate within every repeat; the
 table gives the median and range over --repeats. Compare at a low load average (network_throughput.py's
 header explains how load from other processes distorts PyTorch's numbers), or with --cpu-time (CPU
 seconds of the process instead of wall seconds; with --threads 1 the steadier measure on a busy
@@ -71,7 +76,8 @@ def main():
     import torch
     import filkit
     from filkit.torch import FilAccountant
-    from filkit.torch.functional import BatchedClippedGradients, ClippedGradient, assign_flat, split_parameters
+    from filkit.torch.functional import (BatchedClippedGradients, ClippedGradient, assign_flat, factorable_linears,
+                                         split_parameters, verify_factored)
     nn, F = torch.nn, torch.nn.functional
     torch.set_num_threads(args.threads)
 
@@ -85,8 +91,14 @@ def main():
     g = ClippedGradient(module, F.cross_entropy, 1.0, "smooth", (1, 28, 28))
     params, constants = split_parameters(module)
     expected = problem.network.vector_jacobian_products(problem.w, problem.X, problem.y, 1.0, U)
-    batched = BatchedClippedGradients(g, params, constants, problem.Xt, problem.labels)
+    layers = verify_factored(g, params, constants, factorable_linears(module, params), problem.Xt[0],
+                             problem.labels[0])
+    if len(layers) != 2:
+        raise SystemExit(f"FilAccountant factors {len(layers)} dense layers of the network's 2")
+    batched = BatchedClippedGradients(g, params, constants, problem.Xt, problem.labels, layers)
     errors["FilAccountant G^T u"] = nt.relative_error(batched.transpose_products(torch.from_numpy(U)).numpy(), expected)
+    batched = BatchedClippedGradients(g, params, constants, problem.Xt, problem.labels)
+    errors["whole G^T u"] = nt.relative_error(batched.transpose_products(torch.from_numpy(U)).numpy(), expected)
     gtu = g.transpose_products(params, constants, problem.Xt, problem.labels, torch.from_numpy(U)).numpy()
     errors["previous G^T u"] = nt.relative_error(gtu, expected)
     if not max(errors.values()) <= 1e-10:
@@ -98,6 +110,14 @@ def main():
     workloads = {name: run for name, run in problem.workloads().items() if "probe" in name}
     workloads["FilAccountant.step"] = lambda: accountant.step(images, problem.labels, ids)
     workloads["make_private step"] = lambda: accountant.step_and_clip(images, problem.labels, ids)
+
+    class WholeLayers(FilAccountant):
+        def _factored_linears(self, *args):
+            return []
+
+    whole = WholeLayers(module, loss_fn=F.cross_entropy, clip_norm=1.0, noise_multiplier=1.0, sample_rate=0.01,
+                        memory_budget=args.memory_budget)
+    workloads["dense layers whole"] = lambda: whole.step(images, problem.labels, ids)
     p = accountant.parameter_count
 
     def previous_step():

@@ -17,7 +17,8 @@ from torch import nn
 import torch.nn.functional as F
 
 from filkit.torch import FilAccountant, make_private
-from filkit.torch.functional import BatchedClippedGradients, ClippedGradient, split_parameters
+from filkit.torch.functional import (BatchedClippedGradients, ClippedGradient, factorable_linears,  # noqa: E402
+                                     split_parameters, verify_factored)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -69,18 +70,24 @@ def test_traces_on_cuda_equal_the_cpu_in_float64():
         cpu = exact_traces(make(), X, Y)
         gpu = exact_traces(make().cuda(), X, Y)
         assert relative(gpu, cpu) < 1e-10, (make.__name__, relative(gpu, cpu))
-        # The Gaussian trace's products G^T u for the same probes, from the batched graph.
+        # The Gaussian trace's products G^T u for the same probes, from the batched graph, with the
+        # dense layers whole and in factors.
         p = sum(w.numel() for w in make().parameters())
         U = torch.randn(len(X), p, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
         products = {}
         for device in ("cpu", "cuda"):
             module = make().to(device)
             g = ClippedGradient(module, F.cross_entropy, 0.3, "smooth", (1, 5, 5))
-            batched = BatchedClippedGradients(g, *split_parameters(module), X.reshape(len(X), -1).to(device),
-                                              Y.to(device))
-            products[device] = batched.transpose_products(U.to(device))
-        assert products["cuda"].device.type == "cuda"
-        assert relative(products["cuda"], products["cpu"]) < 1e-10, make.__name__
+            params, constants = split_parameters(module)
+            Z, T = X.reshape(len(X), -1).to(device), Y.to(device)
+            layers = verify_factored(g, params, constants, factorable_linears(module, params), Z[0], T[0])
+            assert layers, make.__name__
+            for factored in (False, True):
+                batched = BatchedClippedGradients(g, params, constants, Z, T, layers if factored else ())
+                products[device, factored] = batched.transpose_products(U.to(device))
+        for factored in (False, True):
+            assert products["cuda", factored].device.type == "cuda"
+            assert relative(products["cuda", factored], products["cpu", False]) < 1e-10, (make.__name__, factored)
 
 
 @requires_cuda

@@ -15,7 +15,8 @@ import time
 import numpy as np
 import torch
 
-from .functional import SOFT_CLIP_NORM_BOUND, BatchedClippedGradients, ClippedGradient, split_parameters
+from .functional import (SOFT_CLIP_NORM_BOUND, BatchedClippedGradients, ClippedGradient, factorable_linears,
+                         split_parameters, verify_factored)
 from .layers import check_module
 
 CLIPPINGS = ("smooth", "hard")
@@ -121,6 +122,9 @@ class FilAccountant:
         # The probes' generator, made at the first step: NumPy's (ziggurat normals, faster than
         # torch.randn's in float64) for a model on the CPU, torch's on the model's device otherwise.
         self._generator = None
+        # The dense layers held in factors, by (trained parameters, input shape, private label):
+        # verified on the first example of the first batch of that kind (verify_factored).
+        self._factored = {}
         self.snapshots = []
 
     # ---- accounting -------------------------------------------------------------------------
@@ -252,11 +256,12 @@ class FilAccountant:
         """A chunk's Tr(G^T G) per example, and (clipped_sum) its sum of clipped gradients."""
         b, d_z = z.shape
         if self.settings["trace"] == "gaussian":  # (1/m) sum_j |G^T u_j|^2, u_j ~ N(0, I_p) (section 7.8)
-            batched = BatchedClippedGradients(g, params, constants, z, y)
+            batched = BatchedClippedGradients(g, params, constants, z, y, self._factored_linears(g, params, constants, z, y))
             total = torch.zeros(b, dtype=z.dtype, device=z.device)
             probes = self.settings["probes"]
+            normal = lambda shape: self._normal(shape, z)
             for j in range(probes):
-                total += batched.transpose_products(self._normal((b, p), z), retain_graph=j + 1 < probes).pow(2).sum(1)
+                total += batched.gaussian_transpose_products(normal, retain_graph=j + 1 < probes).pow(2).sum(1)
             return total / probes, batched.clipped_sum() if clipped_sum else None
         # Exact: |G|_F^2 from the columns G e_k (d_z <= p) or the rows G^T e_j, whichever are fewer.
         transpose = p < d_z
@@ -268,6 +273,14 @@ class FilAccountant:
             E[torch.arange(k), torch.arange(start, start + k)] = 1.0
             total += g.basis_products(params, constants, z, y, E, p, transpose).pow(2).sum((1, 2))
         return total, g.clipped(params, constants, z, y).sum(0) if clipped_sum else None
+
+    def _factored_linears(self, g, params, constants, z, y):
+        """The dense layers whose per-example gradients are held in factors (functional.py)."""
+        key = (tuple(params), g.input_shape, g.num_classes)
+        if key not in self._factored:
+            self._factored[key] = verify_factored(g, params, constants, factorable_linears(self.model, params),
+                                                  z[0], y[0])
+        return self._factored[key]
 
     def _spectral_of(self, g, params, constants, z, y, p):
         """|G v|^2 after power iterations v <- G^T G v / |G^T G v| from a Gaussian start (section 7.8)."""

@@ -11,10 +11,15 @@ label) the one-hot label. G = d g~ / d z is p x d_z and is only ever applied:
          reverse pass through the batched graph (BatchedClippedGradients);
   G v    the reverse pass of u -> G^T u, which is linear in u (the double-backward trick; PyTorch
          1.13's forward mode lacks nll_loss_backward, so forward-over-reverse is not used).
+A dense layer (nn.Linear on one row per example) has the per-example weight gradient dz a^T, dz the
+gradient at its output and a its input: BatchedClippedGradients keeps the two factors instead of the
+out x in matrix, and a Gaussian probe of that block needs only the pair (U a, U^T dz), drawn from its
+joint law with out + in normals instead of out x in (section 7.9, as filkit's C++ networks).
 """
 import math
 
 import torch
+from torch import nn
 
 try:  # PyTorch >= 2.0
     from torch.func import functional_call, grad, vjp, vmap
@@ -69,15 +74,55 @@ class ClippedGradient:
         self.input_dims = math.prod(self.input_shape)
         self.num_classes = num_classes  # set: the label is private, one-hot at the end of z
 
-    def gradient_blocks(self, params, constants, z, target):
-        """The gradient at one example as {name: tensor shaped like the parameter}."""
+    def _example(self, z, target):
+        """The model's input (a batch of one) and the loss's target of the private coordinates z."""
         x = z[:self.input_dims].reshape(self.input_shape)
         y = target if self.num_classes is None else z[self.input_dims:]
+        return x.unsqueeze(0), y.unsqueeze(0)
+
+    def gradient_blocks(self, params, constants, z, target):
+        """The gradient at one example as {name: tensor shaped like the parameter}."""
+        x, y = self._example(z, target)
 
         def loss(p):
-            return self.loss_fn(functional_call(self.model, {**p, **constants}, (x.unsqueeze(0),)), y.unsqueeze(0))
+            return self.loss_fn(functional_call(self.model, {**p, **constants}, (x,)), y)
 
         return grad(loss)(params)
+
+    def factored_gradient(self, params, constants, linears, z, target):
+        """The gradient at one example with the layers of `linears` (FactoredLinear) in factors:
+        ({name: tensor} of the other trained parameters, [dz], [a]), dz the gradient at a layer's
+        output (its bias gradient) and a its input, so that its weight gradient is dz a^T. dz is
+        the gradient in a zero shift added to the layer's output by a forward hook."""
+        x, y = self._example(z, target)
+        factored = {name for layer in linears for name in layer.names}
+        others = {name: tensor for name, tensor in params.items() if name not in factored}
+        held = {name: params[name] for name in factored}
+
+        def loss(others, shifts):
+            inputs = {}
+
+            def hook_of(i):
+                def hook(module, args, output):
+                    if i in inputs or len(args) != 1 or args[0].dim() != 2 or args[0].shape[0] != 1:
+                        raise NotFactorable(f"{linears[i].name} is called more than once or on more than one row")
+                    inputs[i] = args[0]
+                    return output + shifts[i]
+                return hook
+
+            handles = [layer.module.register_forward_hook(hook_of(i)) for i, layer in enumerate(linears)]
+            try:
+                outputs = functional_call(self.model, {**others, **held, **constants}, (x,))
+            finally:
+                for handle in handles:
+                    handle.remove()
+            if len(inputs) != len(linears):
+                raise NotFactorable("a dense layer is not called by the model's forward")
+            return self.loss_fn(outputs, y), [inputs[i][0] for i in range(len(linears))]
+
+        shifts = [torch.zeros(1, layer.module.out_features, dtype=z.dtype, device=z.device) for layer in linears]
+        (g, dz), a = grad(loss, argnums=(0, 1), has_aux=True)(others, shifts)
+        return g, [d[0] for d in dz], a
 
     def gradient(self, params, constants, z, target):
         g = self.gradient_blocks(params, constants, z, target)
@@ -115,21 +160,100 @@ class ClippedGradient:
         return vmap(one)(Z, targets)
 
 
+class NotFactorable(Exception):
+    """A dense layer whose per-example weight gradient is not one outer product dz a^T."""
+
+
+class FactoredLinear:
+    """A trained nn.Linear whose per-example weight gradient is held as dz and a (dz a^T): `names`
+    its weight's (and, trained, its bias') names in the model's named_parameters()."""
+
+    def __init__(self, name, module, weight, bias):
+        self.name, self.module, self.weight, self.bias = name, module, weight, bias
+        self.names = (weight,) if bias is None else (weight, bias)
+
+
+def factorable_linears(model, params):
+    """The layers of exactly nn.Linear whose weight is trained and whose parameters no other module
+    holds, each appearing once in the model (candidates: verify_factored checks them on an example)."""
+    appearances, holders = {}, {}
+    for _, module in model.named_modules(remove_duplicate=False):
+        appearances[id(module)] = appearances.get(id(module), 0) + 1
+        for tensor in module.parameters(recurse=False):
+            holders[id(tensor)] = holders.get(id(tensor), 0) + 1
+    layers = []
+    for name, module in model.named_modules():
+        if type(module) is not nn.Linear or appearances[id(module)] != 1:
+            continue
+        prefix = f"{name}." if name else ""
+        weight, bias = prefix + "weight", prefix + "bias"
+        if weight not in params or holders[id(module.weight)] != 1:
+            continue
+        if module.bias is not None and holders[id(module.bias)] != 1:
+            continue
+        layers.append(FactoredLinear(name or type(module).__name__, module, weight, bias if bias in params else None))
+    return layers
+
+
+def verify_factored(clipped_gradient, params, constants, linears, z, target, rtol=1e-10):
+    """The layers of `linears` if the factored gradient at one example (z, target) equals the
+    gradient by autograd (to rtol of each block's norm), else none: the forward hooks see what the
+    model's forward does, which the module tree alone does not say (a layer called twice, a weight
+    used outside its layer)."""
+    if not linears:
+        return []
+    try:
+        with torch.no_grad():
+            full = clipped_gradient.gradient_blocks(params, constants, z, target)
+            others, dz, a = clipped_gradient.factored_gradient(params, constants, linears, z, target)
+    except NotFactorable:
+        return []
+    close = lambda got, want: bool(torch.linalg.vector_norm(got - want) <= rtol * torch.linalg.vector_norm(want) + 1e-300)
+    for layer, d, x in zip(linears, dz, a):
+        if not close(torch.outer(d, x), full[layer.weight]) or (layer.bias is not None and not close(d, full[layer.bias])):
+            return []
+    return linears if all(close(others[name], full[name]) for name in others) else []
+
+
 class BatchedClippedGradients:
     """The clipped gradients of a batch as one autograd graph over Z (B x d_z): each parameter
-    block's per-example gradients (B x p_k) by vmap(grad), their norms n_b and clip factors
-    f_b = f(n_b). Row b depends on z_b alone, so the gradient of S = sum_b f_b <g_b, u_b> in Z is
-    the B rows G_b^T u_b: one reverse pass for the whole batch, and the forward pass and the
-    per-example gradients are shared by every probe and by the clipped sum."""
+    block's per-example gradients (B x p_k) by vmap(grad), a factored dense layer's as its factors
+    dz (B x out) and a (B x in), their norms n_b and clip factors f_b = f(n_b). Row b depends on z_b
+    alone, so the gradient of S = sum_b f_b <g_b, u_b> in Z is the B rows G_b^T u_b: one reverse
+    pass for the whole batch, and the forward pass and the per-example gradients are shared by
+    every probe and by the clipped sum. The blocks keep the order of `params` (the flat layout)."""
 
-    def __init__(self, clipped_gradient, params, constants, Z, targets):
+    def __init__(self, clipped_gradient, params, constants, Z, targets, linears=()):
         self.Z = Z.detach().requires_grad_(True)
+        self.linears = list(linears)
+        self.sizes = [t.numel() for t in params.values()]
         with torch.enable_grad():
-            blocks = vmap(clipped_gradient.gradient_blocks, in_dims=(None, None, 0, 0))(
-                params, constants, self.Z, targets)
-            self.blocks = [blocks[name].reshape(Z.shape[0], -1) for name in params]
+            if self.linears:
+                one = lambda z, y: clipped_gradient.factored_gradient(params, constants, self.linears, z, y)
+                others, self.dz, self.a = vmap(one)(self.Z, targets)
+            else:
+                others, self.dz, self.a = vmap(clipped_gradient.gradient_blocks, in_dims=(None, None, 0, 0))(
+                    params, constants, self.Z, targets), [], []
+        B = Z.shape[0]
+        self.blocks = [others[name].reshape(B, -1) for name in params if name in others]
+        # Where each parameter's block is: ("full", index into blocks), ("weight", i) or ("bias", i).
+        self.layout = []
+        factored = {layer.weight: ("weight", i) for i, layer in enumerate(self.linears)}
+        factored.update({layer.bias: ("bias", i) for i, layer in enumerate(self.linears) if layer.bias is not None})
+        full = 0
+        for name in params:
+            if name in factored:
+                self.layout.append(factored[name])
+            else:
+                self.layout.append(("full", full))
+                full += 1
+        self.has_bias = [layer.bias is not None for layer in self.linears]
         with torch.no_grad():
-            self.norm = torch.stack([torch.linalg.vector_norm(b, dim=1) for b in self.blocks]).norm(dim=0)
+            squared = sum(b.pow(2).sum(1) for b in self.blocks) if self.blocks else torch.zeros(
+                B, dtype=Z.dtype, device=Z.device)
+            for dz, a, bias in zip(self.dz, self.a, self.has_bias):
+                squared = squared + dz.pow(2).sum(1) * (a.pow(2).sum(1) + float(bias))
+            self.norm = squared.sqrt()
         # f(n) and f'(n) on the B norms (small): the derivative by autograd, so f has one definition.
         with torch.enable_grad():
             n = self.norm.clone().requires_grad_(True)
@@ -140,39 +264,109 @@ class BatchedClippedGradients:
     def clipped_sum(self):
         """sum_b f_b g_b, flat (detached)."""
         with torch.no_grad():
-            return torch.cat([self.factor @ b for b in self.blocks])
+            parts = []
+            for kind, i in self.layout:
+                if kind == "full":
+                    parts.append(self.factor @ self.blocks[i])
+                elif kind == "weight":
+                    parts.append(((self.dz[i] * self.factor[:, None]).t() @ self.a[i]).reshape(-1))
+                else:
+                    parts.append(self.factor @ self.dz[i])
+            return torch.cat(parts)
 
     def transpose_products(self, U, retain_graph=False):
-        """Row b: G_b^T U_b (U: B x p, flat in the blocks' order)."""
-        pieces = torch.split(U, [b.shape[1] for b in self.blocks], dim=1)
+        """Row b: G_b^T U_b (U: B x p, flat in the parameters' order)."""
+        pieces = torch.split(U, self.sizes, dim=1)
+        full = [None] * len(self.blocks)
+        Ua, Utd = [None] * len(self.linears), [None] * len(self.linears)
+        bias = [None] * len(self.linears)
+        with torch.no_grad():
+            for (kind, i), piece in zip(self.layout, pieces):
+                if kind == "full":
+                    full[i] = piece
+                elif kind == "weight":
+                    W = piece.reshape(piece.shape[0], self.dz[i].shape[1], self.a[i].shape[1])
+                    Ua[i] = torch.bmm(W, self.a[i].detach().unsqueeze(2)).squeeze(2)
+                    Utd[i] = torch.bmm(W.transpose(1, 2), self.dz[i].detach().unsqueeze(2)).squeeze(2)
+                else:
+                    bias[i] = piece
+        return self._contract(full, Ua, Utd, bias, retain_graph)
+
+    def gaussian_transpose_products(self, normal, retain_graph=False):
+        """Row b: G_b^T u_b for u_b ~ N(0, I_p), normal(shape) drawing N(0, I) arrays. A factored
+        layer's block of u_b enters only as (U a, U^T dz), drawn from their joint law: with
+        a^ = a / |a|, U a = |a| z1 and U^T dz = a^ <dz, z1> + |dz| (I - a^ a^T) z2, z1 and z2
+        standard normal (out and in numbers); a = 0 leaves U^T dz = |dz| z2."""
+        full, Ua, Utd, bias = [], [], [], []
+        B = self.Z.shape[0]
+        with torch.no_grad():
+            for kind, i in self.layout:
+                if kind == "full":
+                    full.append(normal((B, self.blocks[i].shape[1])))
+                elif kind == "weight":
+                    dz, a = self.dz[i].detach(), self.a[i].detach()
+                    z1, z2 = normal(tuple(dz.shape)), normal(tuple(a.shape))
+                    length = a.norm(dim=1, keepdim=True)
+                    direction = torch.where(length > 0, a / torch.where(length > 0, length, torch.ones_like(length)),
+                                            torch.zeros_like(a))
+                    Ua.append(length * z1)
+                    Utd.append(direction * (dz * z1).sum(1, keepdim=True) + dz.norm(dim=1, keepdim=True) * (
+                        z2 - direction * (direction * z2).sum(1, keepdim=True)))
+                else:
+                    bias.append((i, normal((B, self.dz[i].shape[1]))))
+        biases = [None] * len(self.linears)
+        for i, u in bias:
+            biases[i] = u
+        return self._contract(full, Ua, Utd, biases, retain_graph)
+
+    def _contract(self, full, Ua, Utd, bias, retain_graph):
+        """The gradient in Z of S = sum_b f_b (sum_k <g_bk, u_bk> + sum_l <dz_bl, U_l a_bl + u_l>)."""
+        shifted = [Ua[i] if bias[i] is None else Ua[i] + bias[i] for i in range(len(self.linears))]
         with torch.enable_grad():
-            S = _ClipAndContract.apply(self.factor, self.slope, self.norm, len(self.blocks), *self.blocks, *pieces)
+            S = _ClipAndContract.apply(self.factor, self.slope, self.norm, len(self.blocks), len(self.linears),
+                                       torch.tensor(self.has_bias, dtype=self.Z.dtype, device=self.Z.device),
+                                       *self.blocks, *full, *self.dz, *self.a, *shifted, *Utd)
             return torch.autograd.grad(S, self.Z, retain_graph=retain_graph)[0]
 
 
 class _ClipAndContract(torch.autograd.Function):
-    """S = sum_b f(n_b) <g_b, u_b> over the blocks of g, with the derivative in g written out:
-    dS/dg_b = f(n_b) u_b + f'(n_b) <g_b, u_b> g_b / n_b (0 at n_b = 0, where <g_b, u_b> = 0): two
-    passes over each block, where autograd's own chain (the product, the norm's backward, the
+    """S = sum_b f(n_b) inner_b, inner_b = sum_k <g_bk, u_bk> over the full blocks plus
+    sum_l <dz_bl, v_bl> over the factored layers (v = U a + u_bias, w = U^T dz held fixed: their
+    derivatives in dz and a), with the derivative written out. With s_b = f'(n_b) inner_b / n_b
+    (0 at n_b = 0, where inner_b = 0):
+      dS/dg_bk  = f_b u_bk + s_b g_bk
+      dS/ddz_bl = f_b v_bl + s_b (|a_bl|^2 + [bias]) dz_bl
+      dS/da_bl  = f_b w_bl + s_b |dz_bl|^2 a_bl
+    two passes over each block, where autograd's own chain (the product, the norm's backward, the
     sum of the two) takes five."""
 
     @staticmethod
-    def forward(ctx, factor, slope, norm, count, *tensors):
-        blocks, pieces = tensors[:count], tensors[count:]
-        inner = sum(torch.einsum("bi,bi->b", g, u) for g, u in zip(blocks, pieces))
-        ctx.save_for_backward(factor, slope, norm, inner, *blocks, *pieces)
-        ctx.count = count
+    def forward(ctx, factor, slope, norm, count, layers, has_bias, *tensors):
+        blocks, pieces = tensors[:count], tensors[count:2 * count]
+        dz, a, v, w = (tensors[2 * count + j * layers:2 * count + (j + 1) * layers] for j in range(4))
+        inner = torch.zeros_like(norm)
+        for g, u in zip(blocks, pieces):
+            inner = inner + torch.einsum("bi,bi->b", g, u)
+        for d, vv in zip(dz, v):
+            inner = inner + torch.einsum("bi,bi->b", d, vv)
+        ctx.save_for_backward(factor, slope, norm, inner, has_bias, *tensors)
+        ctx.count, ctx.layers = count, layers
         return (factor * inner).sum()
 
     @staticmethod
     def backward(ctx, grad):
-        factor, slope, norm, inner, *tensors = ctx.saved_tensors
-        blocks, pieces = tensors[:ctx.count], tensors[ctx.count:]
+        factor, slope, norm, inner, has_bias, *tensors = ctx.saved_tensors
+        count, layers = ctx.count, ctx.layers
+        blocks, pieces = tensors[:count], tensors[count:2 * count]
+        dz, a, v, w = (tensors[2 * count + j * layers:2 * count + (j + 1) * layers] for j in range(4))
         scale = torch.where(norm > 0, slope * inner / torch.where(norm > 0, norm, torch.ones_like(norm)),
                             torch.zeros_like(norm)).unsqueeze(1) * grad
         weight = (factor * grad).unsqueeze(1)
-        return (None, None, None, None, *[torch.addcmul(g * scale, u, weight) for g, u in zip(blocks, pieces)],
-                *[None] * ctx.count)
+        d_blocks = [torch.addcmul(g * scale, u, weight) for g, u in zip(blocks, pieces)]
+        d_dz = [torch.addcmul(d * (scale * (x.pow(2).sum(1, keepdim=True) + has_bias[l])), vv, weight)
+                for l, (d, x, vv) in enumerate(zip(dz, a, v))]
+        d_a = [torch.addcmul(x * (scale * d.pow(2).sum(1, keepdim=True)), ww, weight) for d, x, ww in zip(dz, a, w)]
+        return (None,) * 6 + (*d_blocks, *[None] * count, *d_dz, *d_a, *[None] * (2 * layers))
 
 
 def assign_flat(module, flat):
