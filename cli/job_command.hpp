@@ -110,7 +110,7 @@ CLI::App* add_job_command(CLI::App& app) {
   for (const ExtraOutput& extra : Job::extra_outputs())
     command->add_option(flag_name(extra.name), run->outputs.extra[extra.name], extra.help);
   command->add_option_function<std::string>(
-      "--threads", [run](const std::string& text) { run->threads = parse_thread_count("--threads", text); },
+      "--threads", [run](const std::string& text) { run->threads = parse_thread_count("threads", text); },
       "OpenMP threads; 0 = all cores, at most " + std::to_string(max_thread_count()))
       ->default_str("0")
       ->type_name("INT");

@@ -1,8 +1,9 @@
 """filkit: how much a trained model leaks about each training example, by Fisher information loss.
 
 The numerical work happens in the C++ library (module ``filkit._filkit``); this package re-exports
-it. NumPy arrays go in and out; library errors raise ValueError (bad input) or RuntimeError
-(numerical failure) with the library's message.
+it. NumPy arrays go in and out; library errors raise filkit.Error subclasses with the library's
+message: OptionError and DataError (both ValueError; OptionError.option is the keyword at fault),
+ResourceError (OSError), MemoryLimitError (MemoryError) and NumericalError (ArithmeticError).
 
 Example::
 

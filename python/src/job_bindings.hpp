@@ -7,6 +7,7 @@
 
 #include "bindings.hpp"
 
+#include "filkit/base/errors.hpp"
 #include "filkit/base/options.hpp"
 #include "filkit/base/resources.hpp"
 #include "filkit/jobs/job.hpp"
@@ -89,6 +90,21 @@ struct KwargsBinder {
                          py::str(value.get_type().attr("__name__")).cast<std::string>());
   }
 };
+
+/// make(), with the options a filkit::OptionError names respelled by `keywords` (declared name ->
+/// keyword), for a function whose keywords are not the jobs' option names.
+template <class Make>
+auto with_keywords(const std::map<std::string, std::string>& keywords, Make&& make) {
+  try {
+    return make();
+  } catch (const OptionError& error) {
+    const OptionSpelling spell = [&](std::string_view name) {
+      const auto found = keywords.find(std::string(name));
+      return found == keywords.end() ? std::string(name) : found->second;
+    };
+    throw OptionError::with_text(spell(error.option()), error.message(spell));
+  }
+}
 
 /// The outputs and run-time settings a job call may name besides its options.
 inline JobOutputs take_outputs(const py::kwargs& kwargs, const std::vector<ExtraOutput>& extras,
