@@ -2,6 +2,7 @@
 #pragma once
 
 #include "filkit/data/dataset.hpp"
+#include "filkit/report/report.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -85,8 +86,14 @@ class Plotter {
 nlohmann::json read_summary(const std::string& path);
 /// A per-example CSV table (read_csv), every column as numbers.
 Columns read_columns(const std::string& path);
+/// Whether the report re-loads a run's images, and the seconds a re-load may take.
+struct ImageReload {
+  bool enabled = true;
+  double timeout_seconds = kDefaultReloadTimeout;
+};
+
 /// Every section of the report: one per input, all dpsgd inputs in one.
-std::vector<Section> draw_sections(const std::vector<Input>& inputs, Plotter& plotter, bool images);
+std::vector<Section> draw_sections(const std::vector<Input>& inputs, Plotter& plotter, const ImageReload& images);
 
 // ---------------------------------------------------------------------------------------------
 // JSON and table access that reports a missing field instead of throwing.
@@ -132,8 +139,11 @@ struct RunImages {
 /// `why_not` saying why, when the data are not images (a table), the recorded image shape
 /// (preprocessing.input_image) is malformed, disagrees with its row length or with what the data
 /// re-load, the images are not grey or RGB (montage_problem), the re-loaded rows are not
-/// `rows`, or the data cannot be re-loaded (the loader's message). Never throws for a bad summary.
-std::optional<RunImages> run_training_images(const nlohmann::json& summary, std::size_t rows, std::string& why_not);
+/// `rows`, the data cannot be re-loaded (the loader's message) or re-loading takes longer than
+/// `timeout_seconds` (it runs on a thread of its own, left to finish). Never throws for a bad
+/// summary.
+std::optional<RunImages> run_training_images(const nlohmann::json& summary, std::size_t rows, std::string& why_not,
+                                             double timeout_seconds = kDefaultReloadTimeout);
 
 /// Why rows of `columns` values cannot be drawn as images of `shape`: a dimension below 1, C*H*W
 /// other than `columns`, or C other than 1 (grey) or 3 (red, green, blue); empty if they can.
@@ -167,7 +177,7 @@ std::string rgbimage_data(const RgbImage& image);
 
 // ---------------------------------------------------------------------------------------------
 // The sections, one per command kind (sections.cpp).
-void measure_section(const Input& input, Plotter& plotter, Section& section, bool images);
+void measure_section(const Input& input, Plotter& plotter, Section& section, const ImageReload& images);
 void bound_section(const Input& input, Plotter& plotter, Section& section);
 void reconstruct_section(const Input& input, Plotter& plotter, Section& section);
 void irfil_section(const Input& input, Plotter& plotter, Section& section);

@@ -129,12 +129,12 @@ void image_grid(const RunImages& images, const std::vector<std::size_t>& rows, c
   plotter.plot(section, name, caption, body + "unset multiplot", 1100, 260);
 }
 
-void extreme_eta_images(const Input& input, Plotter& plotter, Section& section) {
+void extreme_eta_images(const Input& input, Plotter& plotter, Section& section, double timeout_seconds) {
   const std::string figure = "highest/lowest-eta images";
   const auto* eta = column(input, "eta", figure, section);
   if (!eta || !column(input, "label", figure, section)) return;
   std::string why_not;
-  const auto images = run_training_images(input.summary, eta->size(), why_not);
+  const auto images = run_training_images(input.summary, eta->size(), why_not, timeout_seconds);
   if (!images) {
     section.notes.push_back(figure + ": skipped, " + why_not);
     return;
@@ -344,9 +344,9 @@ void attack_by_group(const nlohmann::json& attack, const std::string& name, cons
 
 }  // namespace
 
-void measure_section(const Input& input, Plotter& plotter, Section& section, bool images) {
+void measure_section(const Input& input, Plotter& plotter, Section& section, const ImageReload& images) {
   eta_histogram_by_class(input, plotter, section);
-  if (images) extreme_eta_images(input, plotter, section);
+  if (images.enabled) extreme_eta_images(input, plotter, section, images.timeout_seconds);
   else section.notes.push_back("highest/lowest-eta images: skipped, image re-loading is switched off");
   eta_scatter(input, "loss", "loss", plotter, section);
   eta_scatter(input, "gradient_norm", "gradient norm", plotter, section);
