@@ -5,6 +5,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include <string>
+#include <vector>
+
 namespace filkit::cli {
 
 /// Registers every subcommand on `app`.
@@ -20,5 +23,12 @@ void setup_reconstruct(CLI::App& app);
 void setup_irfil(CLI::App& app);
 void setup_attack(CLI::App& app);
 void setup_learned_attack(CLI::App& app);
+
+/// What went wrong on the command line `args` (without the program name), in filkit's words:
+/// an unknown command or flag with the nearest declared ones ("--noise-multipler: did you mean
+/// --noise-multiplier?"), a value given to a switch, or CLI11's message, with where the flags are
+/// listed (command_line.cpp).
+std::string command_line_problem(const CLI::App& app, const std::vector<std::string>& args,
+                                 const CLI::ParseError& error);
 
 }  // namespace filkit::cli

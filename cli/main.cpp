@@ -18,21 +18,6 @@
 
 namespace {
 
-// CLI11's message in filkit's form, naming an unknown command and where to find the flags.
-std::string command_line_problem(const CLI::App& app, int argc, char** argv, const CLI::ParseError& error) {
-  const auto chosen = app.get_subcommands();
-  if (chosen.empty()) {
-    std::string commands;
-    for (const CLI::App* command : app.get_subcommands([](const CLI::App*) { return true; }))
-      commands += (commands.empty() ? "" : ", ") + command->get_name();
-    const std::string first = argc > 1 ? argv[1] : "";
-    if (!first.empty() && first[0] != '-')
-      return "unknown command '" + first + "'; the commands: " + commands + " (filkit --help)";
-    return std::string(error.what()) + "; the commands: " + commands + " (filkit --help)";
-  }
-  return std::string(error.what()) + " (filkit " + chosen.front()->get_name() + " --help lists the flags)";
-}
-
 // Options named in the library's messages as the chosen command's flags (--name-with-dashes); a
 // name that is no flag of it stays as it is.
 filkit::OptionSpelling flag_spelling(const CLI::App& app) {
@@ -83,7 +68,8 @@ static int run_command_line(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
     if (error.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(error);  // --help
-    std::cerr << error_prefix() << command_line_problem(app, argc, argv, error) << "\n";
+    const std::vector<std::string> args(argv + 1, argv + argc);
+    std::cerr << error_prefix() << filkit::cli::command_line_problem(app, args, error) << "\n";
     return error.get_exit_code();
   } catch (const filkit::StoppedWithRankZero&) {
     return kStoppedWithRankZero;

@@ -90,7 +90,8 @@ def main():
     sampled = accountant.times_sampled() > 0
     print(f"per-example dFIL over {len(dfil)} examples ({sampled.sum()} sampled, {accountant.steps} steps): "
           f"median {np.median(dfil):.4g}, max {dfil.max():.4g}; MSE bound at the max 1/dFIL^2 = {1 / dfil.max() ** 2:.4g}")
-    print(f"RDP: epsilon {accountant.epsilon(1e-5):.4g} at delta 1e-5 (effective noise multiplier "
+    print(f"{accountant.settings['accountant'].upper()}: epsilon {accountant.epsilon(1e-5):.4g} at delta 1e-5 "
+          f"({accountant.accounted_sampling} sampling; effective noise multiplier "
           f"{accountant.effective_noise_multiplier:.4g} for the smooth clip)")
     print(f"wrote {args.out}.json and {args.out}.csv")
     binary = os.environ.get("FILKIT_BINARY") or os.path.join(os.path.dirname(filkit.__file__), "..", "..", "filkit")

@@ -9,7 +9,7 @@ out="${FILKIT_OUT:-/tmp/filkit-experiments}/fil_table1"
 mkdir -p "$out"
 for model in "least-squares 0" "logistic 8e-4"; do
   set -- $model
-  "$filkit" irfil --data mnist --classes 0,1 --scale global-max --pca 20 --model "$1" --l2 "$2" \
+  "$filkit" irfil --data mnist --classes 0,1 --row-scaling global-max --pca 20 --model "$1" --l2 "$2" \
     --iterations 10 --quiet --json "$out/$1.json" --out "$out/$1.csv"
   /usr/bin/python3 - "$out/$1.json" "$1" <<'PY'
 import json, sys

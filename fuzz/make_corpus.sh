@@ -232,7 +232,7 @@ for name, selector, text in [("int", 0, "42"), ("index", 1, "-7"), ("ull", 2, "1
 put = target("cli")
 for name, args in [("measure", ["measure", "--data", "data.csv", "--target", "y", "--classes", "0,1", "--model",
                                 "logistic", "--sigma", "0.5", "--subset", "class=1", "--no-intercept", "--quiet"]),
-                   ("measure-auto", ["measure", "--pca", "auto", "--scale", "unit-ball", "--threads=2", "--l2", "1e-3"]),
+                   ("measure-auto", ["measure", "--pca", "auto", "--row-scaling", "unit-ball", "--threads=2", "--l2", "1e-3"]),
                    ("dpsgd", ["dpsgd", "--steps", "10", "--noise-multiplier", "1", "--batch-size", "5",
                               "--sampling", "poisson", "--report-epochs", "1,5", "--hidden", "8", "--hidden", "4"]),
                    ("accountant", ["accountant", "--q", "0.01", "--noise-multiplier", "1.1", "--steps", "100",

@@ -41,6 +41,7 @@ class Dataset:
     source: str
     @property
     def image(self) -> Optional[Tuple[int, int, int]]: ...
+    dropped_rows: int
     def attribute(self, name: str) -> AttributeColumns: ...
     def select_rows(self, rows: Sequence[int]) -> "Dataset": ...
 
@@ -51,11 +52,13 @@ class DatasetSplit:
 
 def load_dataset(data: str = "fashion-mnist", *, classes: Sequence[int] = ..., target: str = "",
                  categorical: Sequence[str] = ..., drop: Sequence[str] = ..., missing: str = "drop",
-                 image_layout: Optional[str] = None, regression: bool = False, test_fraction: float = 0.2, seed: int = 0,
-                 train_size: int = 0, test_size: int = 0, max_memory: str | int = ...) -> DatasetSplit: ...
+                 unseen_levels: str = "drop", image_layout: Optional[str] = "auto", regression: bool = False,
+                 test_fraction: float = 0.2, seed: int = 0, train_size: int = 0, test_size: int = 0,
+                 max_memory: str | int = ...) -> DatasetSplit: ...
 def builtin_dataset_names() -> List[str]: ...
 def preprocess(split: DatasetSplit, *, scale_pixels: bool = False, standardize: str = "none",
-               row_scaling: str = "none", pca: int = 0, scale_after_pca: bool = False) -> Tuple[DatasetSplit, Dict[str, Any]]: ...
+               row_scaling: str = "none", pca: int = 0, scale_after_pca: bool = False, threads: int = 0,
+               quiet: bool = False) -> Tuple[DatasetSplit, Dict[str, Any]]: ...
 
 class Model:
     kind: str
@@ -70,9 +73,9 @@ class Model:
     @property
     def flat(self) -> FloatArray: ...
 
-def fit(data: Dataset, model: str = "logistic", l2: float = 8e-4, intercept: bool = False,
-        regression: bool = False, weights: Optional[npt.ArrayLike] = ..., tolerance: float = 1e-10,
-        max_iterations: int = 100) -> Model: ...
+def fit(data: Dataset, weights: Optional[npt.ArrayLike] = ..., *, model: str = "logistic", regression: bool = False,
+        max_iterations: int = 100, l2: float = 8e-4, intercept: bool = False, tolerance: float = 1e-10,
+        solver: str = "auto", threads: int = 0, quiet: bool = False) -> Model: ...
 def perturb_output(model: Model, sigma: float, seed: int) -> Model: ...
 def predict(model: Model, X: npt.ArrayLike) -> FloatArray: ...
 def accuracy(model: Model, data: Dataset) -> float: ...
@@ -93,7 +96,7 @@ class SubsetFil:
     coordinates: int
 
 class FisherInformationLoss:
-    def __init__(self, model: Model, data: Dataset, weights: Optional[npt.ArrayLike] = ..., sigma: float = 1.0,
+    def __init__(self, model: Model, data: Dataset, weights: Optional[npt.ArrayLike] = ..., *, sigma: float = 1.0,
                  label: str = "private", structured: bool = True) -> None: ...
     def per_example(self) -> PerExampleFil: ...
     def per_example_attribute(self, columns: Sequence[int]) -> FloatArray: ...
@@ -129,8 +132,15 @@ class MeasureResult:
     train_mse: float
     test_mse: float
     seconds: Dict[str, float]
+    labels: FloatArray
+    n_train: int
+    n_test: int
 
 def measure(**options: Any) -> Tuple[MeasureResult, Dict[str, Any]]: ...
+def run(job: str, **options: Any) -> Dict[str, Any]: ...
+def jobs() -> List[str]: ...
+def defaults(job: str) -> Dict[str, Any]: ...
+def keywords(function: str) -> List[Tuple[str, Any]]: ...
 
 class PrivacySpent:
     eps: float
@@ -176,6 +186,9 @@ class PldAccountant(PrivacyAccountant):
 
 def subsampled_gaussian_rdp(q: float, noise_multiplier: float, orders: Optional[Any] = None) -> List[float]: ...
 def rdp_orders(grid: str = "opacus") -> List[float]: ...
+def neighbouring_relation(sampling: str) -> str: ...
+def sampling_note(sampler: str) -> Optional[str]: ...
+EFFECTIVE_NOISE_MULTIPLIER_REASON: str
 def noise_multiplier_for_epsilon(target_eps: float, delta: float, q: float, steps: int,
                                  orders: Optional[Any] = None) -> Tuple[float, PrivacySpent]: ...
 
@@ -201,6 +214,7 @@ class RunBootstrap:
 class DpSgdSnapshot:
     step: int
     epoch: float
+    private_dims: int
     fisher_trace: FloatArray
     fisher_trace_standard_error: FloatArray
     fisher_trace_per_run: FloatArray
@@ -210,9 +224,13 @@ class DpSgdSnapshot:
     train_accuracy: List[float]
     test_accuracy: List[float]
     privacy: PrivacySpent
+    epsilon: float
+    pld_infinity_mass: float
     rdp_order2: float
     def rdp_mse_bound(self) -> float: ...
-    def dfil(self, private_dims: int) -> FloatArray: ...
+    @property
+    def dfil(self) -> FloatArray: ...
+    @property
     def eta(self) -> FloatArray: ...
 
 class DpSgdResult:
@@ -220,6 +238,7 @@ class DpSgdResult:
     num_classes: int
     private_dims: int
     sampling_rate: float
+    kappa_delta: float
     step_epsilon: float
     kappa: float
     run_seeds: List[int]
@@ -235,6 +254,8 @@ class DpSgdResult:
     seconds: Dict[str, float]
     @property
     def final_snapshot(self) -> DpSgdSnapshot: ...
+    @property
+    def dfil(self) -> FloatArray: ...
 
 def train_dpsgd(train: Dataset, test: Dataset, **options: Any) -> Tuple[DpSgdResult, Dict[str, Any]]: ...
 def subsampling_kappa(q: float, noise_multiplier: float, delta: float) -> float: ...
@@ -242,7 +263,7 @@ def networks_available() -> bool: ...
 
 class Network:
     def __init__(self, architecture: str, input_dim: int, num_classes: int, hidden: Sequence[int] = ...,
-                 intercept: bool = False, chunk: int = 100, layers: str = "", torchscript: str = "",
+                 intercept: bool = False, chunk: int = 100, arch: str = "", torchscript: str = "",
                  image: Optional[Tuple[int, int, int]] = None, max_memory: str | int | None = None) -> None: ...
     parameter_count: int
     layers: str
@@ -267,27 +288,28 @@ class IrfilResult:
     eta_before: FloatArray
     eta_after: FloatArray
     model: Model
-    @property
-    def summary(self) -> Dict[str, Any]: ...
+    summary: Dict[str, Any]
 
-def irfil(train: Dataset, test: Dataset, model: str = "logistic", l2: float = 8e-4, intercept: bool = False,
-          regression: bool = False, sigma: float = 1.0, label: str = "private", iterations: int = 10,
-          weighting: str = "example", min_weight: float = 0.0, max_weight: float = ...,
-          attribute_columns: Sequence[int] = ...) -> IrfilResult: ...
+def irfil(train: Dataset, test: Dataset, attribute_columns: Sequence[int] = ..., *, model: str = "logistic",
+          regression: bool = False, max_iterations: int = 100, l2: float = 8e-4, intercept: bool = False,
+          tolerance: float = 1e-10, solver: str = "auto", iterations: int = 10, weighting: str = "example",
+          min_weight: float = 0.0, max_weight: float | str = ..., sigma: float = 1.0, label: str = "private",
+          threads: int = 0, quiet: bool = False) -> IrfilResult: ...
 
 class AttackResult:
     examples: List[int]
     eta: FloatArray
     prior_accuracy: float
     model: Model
-    @property
-    def summary(self) -> Dict[str, Any]: ...
+    summary: Dict[str, Any]
 
-def attribute_inference(train: Dataset, test: Dataset, attribute: str, model: str = "least-squares",
-                        l2: float = 1e-3, intercept: bool = True, regression: bool = True,
-                        sigmas: Sequence[float] = ..., trials: int = 20, seed: int = 0, white_box: bool = True,
-                        black_box: bool = True, max_examples: int = 0, groups: int = 10,
-                        weights: Optional[npt.ArrayLike] = ...) -> AttackResult: ...
+def attribute_inference(train: Dataset, test: Dataset, attribute: str, weights: Optional[npt.ArrayLike] = ...,
+                        seed: int = 0, *, model: str = "logistic", regression: bool = False,
+                        max_iterations: int = 100, l2: float = 8e-4, intercept: bool = False,
+                        tolerance: float = 1e-10, solver: str = "auto", sigmas: Sequence[float] = ...,
+                        trials: int = 20, white_box: bool = True, black_box: bool = True,
+                        white_box_solver: str = "update", examples: int = 0, compare_naive: int = 0,
+                        groups: int = 10, threads: int = 0, quiet: bool = False) -> AttackResult: ...
 
 class ReconstructionBounds:
     rdp_epsilon: float
@@ -304,7 +326,7 @@ class ReconstructionBounds:
     def max_row_norm(self) -> float: ...
 
 def reconstruction_bounds(model: Model, train: Dataset, sigma: float = 1e-2, diameter: float = 1.0,
-                          norm_bound: float = 1.0) -> ReconstructionBounds: ...
+                          norm_bound: float = 1.0, threads: int = 0) -> ReconstructionBounds: ...
 def output_perturbation_rdp_epsilon(n: int, l2: float, sigma: float, norm_bound: float = 1.0) -> float: ...
 def rdp_mse_bound(epsilon: float, diameter: float = 1.0) -> float: ...
 
@@ -313,11 +335,19 @@ class GlmAttackResult:
     mean_mse: FloatArray
     guarded: npt.NDArray[np.int32]
     linearised_mse: FloatArray
+    mse_standard_error: FloatArray
+    squared_bias: FloatArray  # ||E x_hat - x||^2 / d (docs/mathematics.md, section 6.7)
+    squared_bias_standard_error: FloatArray
+    jacobian_trace: FloatArray  # tr J_mu / d, 1 for an unbiased attacker
+    jacobian_trace_standard_error: FloatArray
     total_guarded: int
+    examples_all_guarded: int
     trials: int
     reconstruction_rows: List[int]
     reconstructions: FloatArray
+    originals: FloatArray
 
 def glm_reconstruction_attack(model: Model, train: Dataset, sigma: float = 1e-5, trials: int = 10000,
-                              seed: int = 0, rows: Sequence[int] = ...,
-                              keep_reconstructions: Sequence[int] = ...) -> GlmAttackResult: ...
+                              seed: int = 0, rows: Sequence[int] = ..., save_reconstructions: Sequence[int] = ...,
+                              divisor_guard: float = 1e-300, threads: int = 0,
+                              quiet: bool = False) -> GlmAttackResult: ...

@@ -2,6 +2,8 @@
 
 #include "filkit/dpsgd/pld_accountant.hpp"
 #include "filkit/dpsgd/rdp_accountant.hpp"
+#include "filkit/dpsgd/step_privacy.hpp"
+#include "filkit/dpsgd/training.hpp"
 
 #include <nlohmann/json.hpp>
 #include <pybind11/stl.h>
@@ -109,6 +111,20 @@ void bind_accounting(py::module_& m) {
       },
       py::arg("q"), py::arg("noise_multiplier"), py::arg("orders") = py::none(),
       "RDP of one step of the sampled Gaussian mechanism at each order.");
+  // What dpsgd's summaries say about the accounting, for filkit.torch's summary (one wording).
+  m.def(
+      "neighbouring_relation",
+      [](const std::string& sampling) { return neighbouring_relation(parse_enum<Sampling>(sampling)); },
+      py::arg("sampling"), "The neighbouring relation a sampling ('poisson' or 'uniform') is accounted under.");
+  m.def(
+      "sampling_note",
+      [](const std::string& sampler) -> py::object {
+        const char* note = sampling_note(parse_enum<BatchSampling>(sampler));
+        return note ? py::object(py::str(note)) : py::object(py::none());
+      },
+      py::arg("sampler"),
+      "filkit dpsgd's note on a sampler ('uniform', 'poisson', 'shuffle') that no accountant covers, or None.");
+  m.attr("EFFECTIVE_NOISE_MULTIPLIER_REASON") = kEffectiveNoiseMultiplierReason;
   m.def("rdp_orders", [](const std::string& grid) { return rdp_orders(parse_enum<OrderGrid>(grid)); },
         py::arg("grid") = "opacus");
   m.def(

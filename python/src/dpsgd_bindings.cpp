@@ -1,5 +1,6 @@
 #include "bindings.hpp"
 #include "job_bindings.hpp"
+#include "readonly_class.hpp"
 
 #include "filkit/jobs/dpsgd.hpp"
 
@@ -21,12 +22,13 @@ namespace {
 
 // The training options from keywords: the dpsgd job's names and defaults (its model fields and
 // every DpSgdOptions field), without its data options.
-DpSgdOptions dpsgd_options(const py::kwargs& kwargs) {
+DpSgdOptions dpsgd_options(const py::kwargs& kwargs, RunKeywords& run) {
   DpSgdJobOptions job;
   std::set<std::string> accepted;
   const KwargsBinder bind{kwargs, accepted};
   visit_model_fields(job, bind);
   visit_fields(job.dpsgd, bind);
+  run = take_run_keywords(kwargs, accepted);
   reject_unknown_keywords("train_dpsgd", kwargs, accepted);
   return job.training_options();
 }
@@ -34,70 +36,119 @@ DpSgdOptions dpsgd_options(const py::kwargs& kwargs) {
 }  // namespace
 
 void bind_dpsgd(py::module_& m) {
-  py::class_<ConfidenceInterval>(m, "ConfidenceInterval", "A two-sided confidence interval.")
-      .def_readonly("lower", &ConfidenceInterval::lower)
-      .def_readonly("upper", &ConfidenceInterval::upper);
-  py::class_<MaxAndMedian>(m, "MaxAndMedian", "The largest and the median over examples.")
-      .def_readonly("max", &MaxAndMedian::max)
-      .def_readonly("median", &MaxAndMedian::median);
-  py::class_<RunBootstrap>(m, "RunBootstrap",
-                           "Max and median over examples of the run-averaged quantity, each run's own, and their "
-                           "percentile bootstrap intervals over runs (None with one run).")
-      .def_readonly("estimate", &RunBootstrap::estimate)
-      .def_readonly("per_run", &RunBootstrap::per_run)
-      .def_readonly("max_interval", &RunBootstrap::max_interval)
-      .def_readonly("median_interval", &RunBootstrap::median_interval)
-      .def_readonly("max_replicates", &RunBootstrap::max_replicates)
-      .def_readonly("median_replicates", &RunBootstrap::median_replicates)
-      .def_readonly("level", &RunBootstrap::level)
-      .def_readonly("resamples", &RunBootstrap::resamples)
-      .def_readonly("seed", &RunBootstrap::seed);
+  py::class_<ConfidenceInterval> interval(m, "ConfidenceInterval", "A two-sided confidence interval.");
+  ReadonlyClass(interval).field("lower", &ConfidenceInterval::lower).field("upper", &ConfidenceInterval::upper).done();
+  py::class_<MaxAndMedian> max_and_median(m, "MaxAndMedian", "The largest and the median over examples.");
+  ReadonlyClass(max_and_median).field("max", &MaxAndMedian::max).field("median", &MaxAndMedian::median).done();
+  py::class_<RunBootstrap> bootstrap(m, "RunBootstrap",
+                                     "Max and median over examples of the run-averaged quantity, each run's own, and "
+                                     "their percentile bootstrap intervals over runs (None with one run).");
+  ReadonlyClass(bootstrap)
+      .field("estimate", &RunBootstrap::estimate)
+      .field("per_run", &RunBootstrap::per_run)
+      .field("max_interval", &RunBootstrap::max_interval)
+      .field("median_interval", &RunBootstrap::median_interval)
+      .field("max_replicates", &RunBootstrap::max_replicates)
+      .field("median_replicates", &RunBootstrap::median_replicates)
+      .field("level", &RunBootstrap::level)
+      .field("resamples", &RunBootstrap::resamples)
+      .field("seed", &RunBootstrap::seed)
+      .done();
 
-  py::class_<DpSgdSnapshot>(m, "DpSgdSnapshot", "The FIL accountant (mean over runs) at one step.")
-      .def_readonly("step", &DpSgdSnapshot::step)
-      .def_readonly("epoch", &DpSgdSnapshot::epoch)
-      .def_readonly("fisher_trace", &DpSgdSnapshot::fisher_trace)
-      .def_readonly("fisher_trace_standard_error", &DpSgdSnapshot::fisher_trace_standard_error)
-      .def_readonly("fisher_trace_per_run", &DpSgdSnapshot::fisher_trace_per_run)
-      .def_readonly("dfil_over_runs", &DpSgdSnapshot::dfil_over_runs)
-      .def_readonly("fisher_spectral", &DpSgdSnapshot::fisher_spectral)
-      .def_readonly("times_sampled", &DpSgdSnapshot::times_sampled)
-      .def_readonly("train_accuracy", &DpSgdSnapshot::train_accuracy)
-      .def_readonly("test_accuracy", &DpSgdSnapshot::test_accuracy)
-      .def_readonly("privacy", &DpSgdSnapshot::privacy)
-      .def_readonly("rdp_order2", &DpSgdSnapshot::rdp_order2)
-      .def("rdp_mse_bound", &DpSgdSnapshot::rdp_mse_bound)
-      .def("dfil", &DpSgdSnapshot::dfil, py::arg("private_dims"))
-      .def("eta", &DpSgdSnapshot::eta);
+  py::class_<DpSgdSnapshot> snapshot(m, "DpSgdSnapshot", "The FIL accountant (mean over runs) at one step.");
+  ReadonlyClass(snapshot)
+      .field("step", &DpSgdSnapshot::step)
+      .field("epoch", &DpSgdSnapshot::epoch)
+      .field("private_dims", &DpSgdSnapshot::private_dims)
+      .field("fisher_trace", &DpSgdSnapshot::fisher_trace)
+      .field("fisher_trace_standard_error", &DpSgdSnapshot::fisher_trace_standard_error)
+      .field("fisher_trace_per_run", &DpSgdSnapshot::fisher_trace_per_run)
+      .field("dfil_over_runs", &DpSgdSnapshot::dfil_over_runs)
+      .field("fisher_spectral", &DpSgdSnapshot::fisher_spectral)
+      .field("times_sampled", &DpSgdSnapshot::times_sampled)
+      .field("train_accuracy", &DpSgdSnapshot::train_accuracy)
+      .field("test_accuracy", &DpSgdSnapshot::test_accuracy)
+      .field("epsilon", &DpSgdSnapshot::epsilon)
+      .field("pld_infinity_mass", &DpSgdSnapshot::pld_infinity_mass)
+      .field("rdp_order2", &DpSgdSnapshot::rdp_order2)
+      // PrivacySpent is bound with the accountants: pickled here by its fields.
+      .state(
+          "privacy",
+          [](const DpSgdSnapshot& c) {
+            return py::dict(py::arg("eps") = c.privacy.eps, py::arg("delta") = c.privacy.delta,
+                            py::arg("optimal_order") = c.privacy.optimal_order, py::arg("orders") = c.privacy.orders,
+                            py::arg("rdp") = c.privacy.rdp, py::arg("status") = to_string(c.privacy.status),
+                            py::arg("warning") = c.privacy.warning);
+          },
+          [](DpSgdSnapshot& c, const py::handle& value) {
+            const py::dict d = value.cast<py::dict>();
+            c.privacy.eps = d["eps"].cast<double>();
+            c.privacy.delta = d["delta"].cast<double>();
+            c.privacy.optimal_order = d["optimal_order"].cast<double>();
+            c.privacy.orders = d["orders"].cast<std::vector<double>>();
+            c.privacy.rdp = d["rdp"].cast<std::vector<double>>();
+            c.privacy.status = parse_enum<OptimalOrderStatus>(d["status"].cast<std::string>());
+            c.privacy.warning = d["warning"].cast<std::string>();
+          })
+      .done();
+  snapshot.def_readonly("privacy", &DpSgdSnapshot::privacy)
+      .def_property_readonly("dfil", py::overload_cast<>(&DpSgdSnapshot::dfil, py::const_),
+                             "dFIL of every training example, sqrt(Tr(I_i) / d_z)")
+      .def_property_readonly("eta", &DpSgdSnapshot::eta, "eta of every training example (NaN when not computed)")
+      .def("rdp_mse_bound", &DpSgdSnapshot::rdp_mse_bound);
 
-  py::class_<DpSgdResult>(m, "DpSgdResult", "DP-SGD runs with per-example FIL accounting.")
-      .def_readonly("n", &DpSgdResult::n)
-      .def_readonly("num_classes", &DpSgdResult::num_classes)
-      .def_readonly("private_dims", &DpSgdResult::private_dims)
-      .def_readonly("sampling_rate", &DpSgdResult::sampling_rate)
-      .def_readonly("step_epsilon", &DpSgdResult::step_epsilon)
-      .def_readonly("kappa", &DpSgdResult::kappa)
-      .def_readonly("run_seeds", &DpSgdResult::run_seeds)
-      .def_readonly("bootstrap_seed", &DpSgdResult::bootstrap_seed)
-      .def_readonly("snapshots", &DpSgdResult::snapshots)
-      .def_readonly("models", &DpSgdResult::models)
-      .def_readonly("parameters", &DpSgdResult::parameters)
-      .def_readonly("parameter_count", &DpSgdResult::parameter_count)
-      .def_readonly("architecture", &DpSgdResult::architecture)
-      .def_readonly("complete", &DpSgdResult::complete)
-      .def_readonly("resumed", &DpSgdResult::resumed)
-      .def_readonly("steps_done", &DpSgdResult::steps_done)
-      .def_readonly("seconds", &DpSgdResult::seconds)
-      .def_property_readonly("final_snapshot", &DpSgdResult::final_snapshot);
+  py::class_<DpSgdResult> result(m, "DpSgdResult", "DP-SGD runs with per-example FIL accounting.");
+  ReadonlyClass(result)
+      .field("n", &DpSgdResult::n)
+      .field("num_classes", &DpSgdResult::num_classes)
+      .field("private_dims", &DpSgdResult::private_dims)
+      .field("sampling_rate", &DpSgdResult::sampling_rate)
+      .field("kappa_delta", &DpSgdResult::kappa_delta)
+      .field("step_epsilon", &DpSgdResult::step_epsilon)
+      .field("kappa", &DpSgdResult::kappa)
+      .field("run_seeds", &DpSgdResult::run_seeds)
+      .field("bootstrap_seed", &DpSgdResult::bootstrap_seed)
+      .field("snapshots", &DpSgdResult::snapshots)
+      .field("models", &DpSgdResult::models)
+      .field("parameters", &DpSgdResult::parameters)
+      .field("parameter_count", &DpSgdResult::parameter_count)
+      .field("architecture", &DpSgdResult::architecture)
+      .field("complete", &DpSgdResult::complete)
+      .field("resumed", &DpSgdResult::resumed)
+      .field("steps_done", &DpSgdResult::steps_done)
+      .field("seconds", &DpSgdResult::seconds)
+      .done();
+  // A run stopped early to be resumed has no snapshots: a ValueError, not snapshots.back() of none.
+  const auto last = [](const DpSgdResult& r) -> const DpSgdSnapshot& {
+    if (r.snapshots.empty())
+      throw py::value_error("this DP-SGD result has no snapshots: the run stopped early (complete is False)");
+    return r.final_snapshot();
+  };
+  result.def_property_readonly("final_snapshot", last)
+      .def_property_readonly(
+          "dfil", [last](const DpSgdResult& r) { return last(r).dfil(); },
+          "dFIL of every training example at the last snapshot (final_snapshot.dfil)");
+
+  keyword_registry()["train_dpsgd"] = [] {
+    py::list keywords;
+    add_keywords(keywords, DpSgdJobOptions{}, [](DpSgdJobOptions& o, auto&& visit) {
+      visit_model_fields(o, visit);
+      visit_fields(o.dpsgd, visit);
+    });
+    add_keywords(keywords, RunKeywords{});
+    return keywords;
+  };
 
   m.def(
       "train_dpsgd",
       [](const Dataset& train, const Dataset& test, const py::kwargs& kwargs) {
-        const DpSgdOptions options = dpsgd_options(kwargs);
+        RunKeywords run;
+        const DpSgdOptions options = dpsgd_options(kwargs, run);
         DpSgdResult result;
         {
           py::gil_scoped_release release;
-          result = train_dpsgd(train, test, options);
+          const ThreadsForCall threads(run.threads);
+          result = train_dpsgd(train, test, options, !run.quiet);
         }
         py::object summary = json_to_python(result.summary(options).dump());
         return py::make_tuple(std::move(result), summary);
@@ -106,7 +157,8 @@ void bind_dpsgd(py::module_& m) {
       "Train logistic/softmax regression (closed form) or a network (model='mlp'|'cnn'|'cifar-cnn'|'custom', or engine='torch' for the "
       "softmax network; LibTorch) by DP-SGD (GELU clipping, Gaussian noise) with the per-example FIL accountant of "
       "the reconstruction paper's Algorithm 1, on given datasets. Keyword options: those of filkit.run('dpsgd') "
-      "without the data options (filkit.defaults('dpsgd') lists them). Returns (result, summary dict).");
+      "without the data options (filkit.defaults('dpsgd') lists them), threads and quiet. Returns (result, summary "
+      "dict).");
   m.def("subsampling_kappa", &subsampling_kappa, py::arg("q"), py::arg("noise_multiplier"), py::arg("delta"));
   m.def("networks_available", &networks_available, "Whether the LibTorch plugin (libfilkit_torch.so) loads, so that the mlp and cnn networks can be used.");
 
@@ -114,7 +166,7 @@ void bind_dpsgd(py::module_& m) {
                       "A smooth network (softmax, tanh MLP, the paper's ConvNets, a layer specification or a TorchScript module) with batched per-example clipped "
                       "gradients and their Jacobian products about the input (LibTorch).")
       .def(py::init([](const std::string& architecture, Index input_dim, Index num_classes,
-                       const std::vector<Index>& hidden, bool intercept, Index chunk, const std::string& layers,
+                       const std::vector<Index>& hidden, bool intercept, Index chunk, const std::string& arch,
                        const std::string& torchscript, std::optional<std::tuple<Index, Index, Index>> image,
                        const py::object& max_memory) {
              NetworkOptions options;
@@ -122,7 +174,7 @@ void bind_dpsgd(py::module_& m) {
              options.hidden = hidden;
              options.intercept = intercept;
              options.chunk = chunk;
-             options.layers = layers;
+             options.layers = arch;
              options.torchscript = torchscript;
              ByteSize budget = default_memory_budget();  // the command line's default
              if (!max_memory.is_none()) KwargsBinder::assign("max_memory", max_memory, budget);
@@ -130,18 +182,19 @@ void bind_dpsgd(py::module_& m) {
              std::optional<ImageShape> shape;
              if (image) shape = ImageShape{std::get<0>(*image), std::get<1>(*image), std::get<2>(*image)};
              py::gil_scoped_release release;  // reading a TorchScript module runs LibTorch
-             // The jobs' option names (--arch, --model) are this constructor's layers and architecture.
-             return with_keywords({{"arch", "layers"}, {"model", "architecture"}},
+             // The jobs' --model is this constructor's architecture.
+             return with_keywords({{"model", "architecture"}},
                                   [&] { return Network(options, input_dim, num_classes, shape); });
            }),
            py::arg("architecture"), py::arg("input_dim"), py::arg("num_classes"),
-           py::arg("hidden") = std::vector<Index>{128}, py::arg("intercept") = false, py::arg("chunk") = 100,
-           py::arg("layers") = "", py::arg("torchscript") = "", py::arg("image") = py::none(),
+           py::arg("hidden") = NetworkOptions{}.hidden, py::arg("intercept") = NetworkOptions{}.intercept,
+           py::arg("chunk") = NetworkOptions{}.chunk, py::arg("arch") = NetworkOptions{}.layers,
+           py::arg("torchscript") = NetworkOptions{}.torchscript, py::arg("image") = py::none(),
            py::arg("max_memory") = py::none(),
-           "architecture: softmax, mlp, cnn, cifar-cnn or custom (with layers='conv:16:8:2:2,tanh,...' or "
-           "torchscript='model.pt'); image=(channels, height, width) when the rows are images (channel-major); "
-           "max_memory ('2G', '512M' or bytes; None: half the physical memory, as the command line's "
-           "--max-memory) refuses a network whose estimated training memory is larger, before it is built.")
+           "architecture: softmax, mlp, cnn, cifar-cnn or custom (with arch='conv:16:8:2:2,tanh,...', the layers as "
+           "filkit dpsgd --arch, or torchscript='model.pt'); image=(channels, height, width) when the rows are images "
+           "(channel-major); max_memory ('2G', '512M' or bytes; None: half the physical memory, as the command "
+           "line's --max-memory) refuses a network whose estimated training memory is larger, before it is built.")
       .def_property_readonly("parameter_count", &Network::parameter_count)
       .def_property_readonly("input_dim", &Network::input_dim)
       .def_property_readonly("num_classes", &Network::num_classes)
@@ -184,7 +237,6 @@ void bind_dpsgd(py::module_& m) {
           py::arg("w"), py::arg("X"), py::arg("y"), py::arg("clip_norm"), py::arg("trace") = "gaussian",
           py::arg("spectral") = "none", py::arg("probes") = 1, py::arg("power_iterations") = 20, py::arg("seed") = 0,
           "(sum of clipped gradients, Tr(G^T G) per example, ||G||_2^2 per example).");
-  m.def("subsampling_kappa", &subsampling_kappa, py::arg("q"), py::arg("noise_multiplier"), py::arg("delta"));
 }
 
 }  // namespace filkit::python

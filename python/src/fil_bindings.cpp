@@ -1,5 +1,6 @@
 #include "bindings.hpp"
 #include "job_bindings.hpp"
+#include "readonly_class.hpp"
 
 #include "filkit/leakage/fil.hpp"
 
@@ -22,35 +23,56 @@ CoordinateSelection selection_for(const std::optional<std::vector<Index>>& colum
   return selection;
 }
 
+// FisherInformationLoss' keywords: FilOptions' declared fields (sigma, label) and structured.
+template <class Visit>
+void visit_constructor_fields(FilOptions& options, Visit&& visit) {
+  visit_fields(options, visit);
+  visit("structured", options.structured, "Use the Hessian's structure (exact either way; faster)");
+}
+
+FilOptions fil_options_from(const py::kwargs& kwargs, std::set<std::string>& accepted) {
+  FilOptions options;
+  visit_constructor_fields(options, KwargsBinder{kwargs, accepted});
+  return options;
+}
+
 }  // namespace
 
 void bind_fil(py::module_& m) {
-  py::class_<PerExampleFil>(m, "PerExampleFil", "FIL (eta) and dFIL of every training example.")
-      .def_readonly("eta", &PerExampleFil::eta)
-      .def_readonly("dfil", &PerExampleFil::dfil)
-      .def_readonly("private_dims", &PerExampleFil::private_dims)
-      .def("attribute_mse_bound", &PerExampleFil::attribute_mse_bound, "1/eta^2 per example")
+  keyword_registry()["FisherInformationLoss"] = [] {
+    py::list keywords;
+    add_keywords(keywords, FilOptions{}, [](FilOptions& o, auto&& visit) { visit_constructor_fields(o, visit); });
+    return keywords;
+  };
+  py::class_<PerExampleFil> per_example(m, "PerExampleFil", "FIL (eta) and dFIL of every training example.");
+  ReadonlyClass(per_example)
+      .field("eta", &PerExampleFil::eta)
+      .field("dfil", &PerExampleFil::dfil)
+      .field("private_dims", &PerExampleFil::private_dims)
+      .done();
+  per_example.def("attribute_mse_bound", &PerExampleFil::attribute_mse_bound, "1/eta^2 per example")
       .def("example_mse_bound", &PerExampleFil::example_mse_bound, "1/dFIL^2 per example");
 
-  py::class_<SubsetFil>(m, "SubsetFil", "FIL of a set of private coordinates taken together.")
-      .def_readonly("eta", &SubsetFil::eta)
-      .def_readonly("dfil", &SubsetFil::dfil)
-      .def_readonly("examples", &SubsetFil::examples)
-      .def_readonly("coordinates", &SubsetFil::coordinates)
-      .def("__repr__", [](const SubsetFil& s) {
-        return "<filkit.SubsetFil eta=" + std::to_string(s.eta) + " dfil=" + std::to_string(s.dfil) + ">";
-      });
+  py::class_<SubsetFil> subset(m, "SubsetFil",
+                               "FIL of a set of private coordinates taken together: eta and dFIL of the set (numbers: "
+                               "one set), the examples and coordinates in it.");
+  ReadonlyClass(subset)
+      .field("eta", &SubsetFil::eta)
+      .field("dfil", &SubsetFil::dfil)
+      .field("examples", &SubsetFil::examples)
+      .field("coordinates", &SubsetFil::coordinates)
+      .done();
+  subset.def("__repr__", [](const SubsetFil& s) {
+    return "<filkit.SubsetFil eta=" + std::to_string(s.eta) + " dfil=" + std::to_string(s.dfil) + ">";
+  });
 
   py::class_<FisherInformationLoss>(
       m, "FisherInformationLoss",
       "The Jacobian of the minimiser with respect to the training data and the FIL derived from it. "
       "H is factorised once at construction; keeps `data` alive.")
       .def(py::init([](const Model& model, const Dataset& data, const VectorXd& weights, const py::kwargs& kwargs) {
-             FilOptions options;
              std::set<std::string> accepted;
-             const KwargsBinder bind{kwargs, accepted};
-             visit_fields(options, bind);  // sigma, label
-             bind("structured", options.structured, "");
+             const FilOptions options = fil_options_from(kwargs, accepted);
              reject_unknown_keywords("FisherInformationLoss", kwargs, accepted);
              return FisherInformationLoss(model, data, weights, options);
            }),

@@ -19,11 +19,17 @@ std::map<std::string, JobRunner>& job_registry() {
   return registry;
 }
 
+std::map<std::string, KeywordList>& keyword_registry() {
+  static std::map<std::string, KeywordList> registry;
+  return registry;
+}
+
 namespace {
 template <class Job>
 void add_job(std::map<std::string, std::function<py::object()>>& defaults) {
   register_job<Job>();
   defaults[Job::name] = [] { return job_defaults<Job>(); };
+  keyword_registry()[std::string("run:") + Job::name] = [] { return job_keywords<Job>(); };
 }
 }  // namespace
 
@@ -61,10 +67,34 @@ void bind_jobs(py::module_& m) {
       },
       py::arg("job"),
       "Runs a job as `filkit <job>` does, with the same options as keywords (names with underscores, the CLI's "
-      "defaults; 'auto' or None for an auto option), plus out/json/report paths, threads and quiet. Returns "
-      "{'summary': the JSON summary as a dict, 'table': {'header', 'rows'} or None}. Under mpirun (with mpi4py "
+      "defaults; 'auto' or None for an auto option), plus out/json/report paths, threads (0 = all cores) and quiet "
+      "(default False: progress on stderr). filkit.keywords('run:<job>') lists them with their defaults. Returns "
+      "{'summary': the JSON summary as a dict, 'table': {'header', 'rows': 2-D float64 array, 'columns': {name: "
+      "int64 or float64 array}} or None}; pandas.DataFrame(result['table']['columns']) keeps integer columns "
+      "integer. Under mpirun (with mpi4py "
       "imported first; docs/distributed.md) measure, irfil, attack, bound, reconstruct and dpsgd run on the ranks: "
       "rank 0 gets the results, the other ranks {'summary': None, 'table': None}.");
+  m.def(
+      "_keywords",
+      [](const std::string& function) {
+        const auto found = keyword_registry().find(function);
+        if (found == keyword_registry().end()) throw py::value_error("no keyword list for '" + function + "'");
+        return found->second();
+      },
+      py::arg("function"),
+      "The keywords of a function that takes its options as keywords ('measure', 'train_dpsgd', 'run:dpsgd', ...), "
+      "in order, as (name, default) pairs from the options' one declaration; filkit builds the Python signatures "
+      "from them.");
+  m.def("_keyword_functions", [] {
+    std::vector<std::string> names;
+    for (const auto& entry : keyword_registry()) names.push_back(entry.first);
+    return names;
+  });
+  m.def("_renamed_options", [] {
+    py::dict renamed;
+    for (const RenamedOption& option : kRenamedOptions) renamed[py::str(std::string(option.former))] = std::string(option.name);
+    return renamed;
+  }, "Former option names and the names they became (still accepted).");
   m.def(
       "defaults",
       [find](const std::string& job) {

@@ -1,5 +1,6 @@
 #include "bindings.hpp"
 #include "job_bindings.hpp"
+#include "readonly_class.hpp"
 
 #include "filkit/jobs/measure.hpp"
 
@@ -14,26 +15,37 @@ namespace filkit::python {
 
 
 void bind_measure(py::module_& m) {
-  py::class_<GroupFil>(m, "GroupFil").def_readonly("name", &GroupFil::name).def_readonly("fil", &GroupFil::fil);
+  py::class_<GroupFil> group(m, "GroupFil");
+  ReadonlyClass(group).field("name", &GroupFil::name).field("fil", &GroupFil::fil).done();
 
-  py::class_<MeasureResult>(m, "MeasureResult", "Everything the measurement job computed.")
-      .def_readonly("data", &MeasureResult::data)
-      .def_readonly("model", &MeasureResult::model)
-      .def_readonly("release", &MeasureResult::release)
-      .def_readonly("sigma", &MeasureResult::sigma)
-      .def_readonly("fil", &MeasureResult::fil)
-      .def_property_readonly("loss", [](const MeasureResult& r) { return r.loss.loss; })
-      .def_property_readonly("gradient_norm", [](const MeasureResult& r) { return r.loss.gradient_norm; })
-      .def_readonly("attribute_columns", &MeasureResult::attribute_columns)
-      .def_readonly("attribute_eta", &MeasureResult::attribute_eta)
-      .def_readonly("attribute_fil", &MeasureResult::attribute_fil)
-      .def_readonly("groups", &MeasureResult::groups)
-      .def_readonly("train_accuracy", &MeasureResult::train_accuracy)
-      .def_readonly("test_accuracy", &MeasureResult::test_accuracy)
-      .def_readonly("train_mse", &MeasureResult::train_mse)
-      .def_readonly("test_mse", &MeasureResult::test_mse)
-      .def_readonly("seconds", &MeasureResult::seconds);
+  py::class_<MeasureResult> result(m, "MeasureResult", "Everything the measurement job computed.");
+  ReadonlyClass(result)
+      .field("data", &MeasureResult::data)
+      .field("model", &MeasureResult::model)
+      .field("release", &MeasureResult::release)
+      .field("sigma", &MeasureResult::sigma)
+      .field("fil", &MeasureResult::fil)
+      .property(
+          "loss", [](const MeasureResult& r) { return r.loss.loss; },
+          [](MeasureResult& r, const py::handle& value) { r.loss.loss = value.cast<VectorXd>(); })
+      .property(
+          "gradient_norm", [](const MeasureResult& r) { return r.loss.gradient_norm; },
+          [](MeasureResult& r, const py::handle& value) { r.loss.gradient_norm = value.cast<VectorXd>(); })
+      .field("attribute_columns", &MeasureResult::attribute_columns)
+      .field("attribute_eta", &MeasureResult::attribute_eta)
+      .field("attribute_fil", &MeasureResult::attribute_fil)
+      .field("groups", &MeasureResult::groups)
+      .field("train_accuracy", &MeasureResult::train_accuracy)
+      .field("test_accuracy", &MeasureResult::test_accuracy)
+      .field("train_mse", &MeasureResult::train_mse)
+      .field("test_mse", &MeasureResult::test_mse)
+      .field("seconds", &MeasureResult::seconds)
+      .field("labels", &MeasureResult::labels, "The training labels, in the order of fil")
+      .field("n_train", &MeasureResult::n_train)
+      .field("n_test", &MeasureResult::n_test)
+      .done();
 
+  keyword_registry()["measure"] = [] { return job_keywords<MeasureJob>(); };
   m.def(
       "measure",
       [](const py::kwargs& kwargs) {
@@ -42,7 +54,8 @@ void bind_measure(py::module_& m) {
         return py::make_tuple(std::move(result), summary);
       },
       "The measurement job (load -> preprocess -> fit -> FIL), the same computation and options as `filkit "
-      "measure` (filkit.defaults('measure') lists them). Returns (result, summary dict).");
+      "measure` (filkit.defaults('measure') lists them), with out/json/report paths, threads and quiet. Returns "
+      "(result, summary dict).");
 }
 
 }  // namespace filkit::python

@@ -1,5 +1,6 @@
 """The incremental accountants from Python (filkit.RdpAccountant, filkit.PldAccountant; docs/accountants.md)
 against one-shot composition, closed forms and their own state round trip."""
+import itertools
 import json
 import math
 
@@ -128,6 +129,55 @@ def test_without_replacement_costs_more_and_pld_is_tighter():
             eps[name, sampling] = accountant.epsilon(1e-5)
     assert eps["pld", "poisson"] < eps["rdp", "poisson"] < eps["rdp", "uniform"]
     assert eps["pld", "uniform"] < eps["rdp", "uniform"]
+
+
+# ---- sampling without replacement against the datasets it is stated for ----------------------------
+def one_step_density(data, batch, sigma, grid):
+    """The density on `grid` of one step's release on a dataset of scalar clipped gradients: the sum
+    of a batch of `batch` drawn uniformly without replacement, plus N(0, sigma^2) (clip norm 1)."""
+    np = pytest.importorskip("numpy")
+    combos = list(itertools.combinations(data, batch))
+    means = np.array([sum(c) for c in combos])
+    return np.exp(-(grid[:, None] - means) ** 2 / (2 * sigma ** 2)).sum(1) / (len(combos) * math.sqrt(2 * math.pi) * sigma)
+
+
+def test_without_replacement_pld_dominates_every_dataset_and_is_reached():
+    """The without-replacement PLD (docs/accountants.md: the pair (q N(2, s^2) + (1-q) N(0, s^2),
+    N(0, s^2)) and its reverse, per unit of C) against the brute force: every pair of neighbouring
+    datasets (replace one) of n = 4 scalar gradients in {-1, 0, 1}, the exact law of one step's
+    release (all C(4, 2) batches) and of two steps (the product), and the hockey-stick divergence by
+    dense quadrature. No dataset may exceed the accountant's delta (a wrong pair, or one direction
+    missing, would), and the worst one (the others all equal to the replacement) reaches it up to
+    the discretisation's k h in eps."""
+    np = pytest.importorskip("numpy")
+    n, batch, sigma, h, dx = 4, 2, 2.0, 1e-4, 0.04
+    grid = np.arange(-batch - 10 * sigma, batch + 10 * sigma, dx)
+    quadrature = 2e-5  # the dense sums' error at dx = 0.04 (against dx = 0.02: below 1e-5)
+    epsilons = (0.25, 1.0)
+    worst = {}  # (steps, eps) -> (delta, datasets)
+    for others in itertools.combinations_with_replacement((-1.0, 0.0, 1.0), n - 1):
+        for x, replaced in itertools.permutations((-1.0, 0.0, 1.0), 2):
+            p = one_step_density(others + (x,), batch, sigma, grid)
+            q = one_step_density(others + (replaced,), batch, sigma, grid)
+            for steps, (p_k, q_k) in ((1, (p, q)), (2, (np.outer(p, p), np.outer(q, q)))):
+                for eps in epsilons:
+                    delta = np.maximum(p_k - math.exp(eps) * q_k, 0).sum() * dx ** steps
+                    if delta > worst.get((steps, eps), (0.0,))[0]:
+                        worst[steps, eps] = (delta, (x, replaced, others), p_k, q_k)
+    for steps in (1, 2):
+        pld = filkit.PldAccountant(sampling="uniform", discretization=h)
+        rdp = filkit.RdpAccountant(sampling="uniform")
+        for accountant in (pld, rdp):  # sigma: the noise / C; the relation's sensitivity is 2C
+            accountant.step(sigma, batch / n, steps)
+        for eps in epsilons:
+            delta, (x, replaced, others), p_k, q_k = worst[steps, eps]
+            accounted = pld.delta(eps)
+            assert delta <= accounted + quadrature, (steps, eps, delta, accounted)
+            assert rdp.delta(eps) >= delta - quadrature
+            assert abs(x - replaced) == 2 and set(others) == {replaced}, (steps, eps, x, replaced, others)
+            # Reached: the worst pair's delta at eps - steps h is at least the accountant's at eps.
+            reached = np.maximum(p_k - math.exp(eps - steps * h) * q_k, 0).sum() * dx ** steps
+            assert reached >= accounted - quadrature, (steps, eps, reached, accounted)
 
 
 @pytest.mark.parametrize("make", ACCOUNTANTS)

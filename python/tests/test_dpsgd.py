@@ -27,7 +27,7 @@ def test_dfil_scales_as_one_over_sigma_and_runs_are_seeded():
     again, _ = filkit.train_dpsgd(train, test, noise_multiplier=1.0, **options)
     np.testing.assert_array_equal(again.final_snapshot.fisher_trace, low.final_snapshot.fisher_trace)
     assert "'seed': 3" in str(summary)  # the seed is recorded
-    assert low.final_snapshot.dfil(d_z).shape == (train.n,)
+    assert low.final_snapshot.dfil.shape == (train.n,)
     with pytest.raises(TypeError, match="unknown option 'sigma'"):
         filkit.train_dpsgd(train, test, sigma=1.0)
 
@@ -71,7 +71,10 @@ def test_network_objects_have_the_command_line_memory_budget_and_a_keyword_to_ch
         filkit.Network("mlp", 20, 2, hidden=[1000000000])
     with pytest.raises(filkit.OptionError, match="max_memory = '2X'"):
         filkit.Network("mlp", 20, 2, max_memory="2X")
-    # The jobs' --arch is this constructor's layers keyword: errors name it so.
-    with pytest.raises(filkit.OptionError, match=r"^layers = 'dense:4,softplus:1e-300,dense:2': layer 2") as error:
-        filkit.Network("custom", 4, 2, layers="dense:4,softplus:1e-300,dense:2")
-    assert error.value.option == "layers"
+    # Errors name the keyword as typed.
+    with pytest.raises(filkit.OptionError, match=r"^arch = 'dense:4,softplus:1e-300,dense:2': layer 2") as error:
+        filkit.Network("custom", 4, 2, arch="dense:4,softplus:1e-300,dense:2")
+    assert error.value.option == "arch"
+    with pytest.raises(filkit.OptionError, match=r"^architecture = custom: give a layer specification \(arch\)") as error:
+        filkit.Network("custom", 4, 2)
+    assert error.value.option == "architecture"

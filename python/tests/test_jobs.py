@@ -54,7 +54,7 @@ CASES = {
     "fim": {"classes": [0, 1], "train_size": 400, "test_size": 100, "pretrain_steps": 20, "batch_size": 50,
             "steps": 2, "gradient_steps": 2, "gradient_decay": 0, "gradient_min_steps": 1,
             "gradient_batch_size": 50, "gradient_hidden": [8, 6]},
-    "accountant": {"q": 0.01, "noise_multiplier": 1.1, "steps": 100},
+    "accountant": {"sample_rate": 0.01, "noise_multiplier": 1.1, "steps": 100},
     "learned-attack": {"methods": ["sgd"], "train_shadow_models": 20, "target_shadow_models": 5,
                        "attacker_hidden": [8], "attacker_epochs": 1},
 }

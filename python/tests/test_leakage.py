@@ -18,9 +18,19 @@ def test_reconstruction_bounds_and_exact_attack_without_noise():
     bounds = filkit.reconstruction_bounds(model, data, sigma=1e-2)
     assert bounds.rdp_epsilon == pytest.approx(4 / (150 * 1e-2 * 1e-2) ** 2)
     np.testing.assert_allclose(bounds.dfil_bound, 1 / bounds.fil.dfil ** 2)
-    attack = filkit.glm_reconstruction_attack(model, data, sigma=0.0, trials=1, keep_reconstructions=[3])
+    attack = filkit.glm_reconstruction_attack(model, data, sigma=0.0, trials=1, save_reconstructions=[3])
     assert attack.mean_mse.max() < 1e-16
     np.testing.assert_allclose(attack.reconstructions[0], data.X[3], atol=1e-8)
+    assert np.isnan(attack.jacobian_trace).all()  # no noise: nothing to estimate them from
+
+
+def test_glm_attack_bias_and_jacobian_at_small_noise_are_an_unbiased_attackers():
+    data = unit_ball_data()
+    model = filkit.fit(data, model="logistic", l2=1e-2, intercept=True, tolerance=1e-13)
+    attack = filkit.glm_reconstruction_attack(model, data, sigma=1e-6, trials=200, rows=[0, 1, 2])
+    np.testing.assert_allclose(attack.jacobian_trace, 1.0, atol=1e-3)  # the linearised attack is unbiased
+    assert (attack.jacobian_trace_standard_error < 1e-3).all()
+    assert (np.abs(attack.squared_bias) < 1e-3 * attack.mean_mse + 4 * attack.squared_bias_standard_error).all()
 
 
 def test_irfil_flattens_eta():

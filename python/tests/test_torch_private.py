@@ -12,7 +12,7 @@ import filkit
 
 torch = pytest.importorskip("torch")
 nn, F = torch.nn, torch.nn.functional
-from filkit.torch import make_private  # noqa: E402
+from filkit.torch import SOFT_CLIP_NORM_BOUND, make_private  # noqa: E402
 from filkit.torch.functional import assign_flat  # noqa: E402
 
 networks = pytest.mark.skipif(not filkit.networks_available(), reason="built without LibTorch")
@@ -69,6 +69,12 @@ def test_make_private_equals_the_reference_dpsgd_step_over_filkits_backend(poiss
     assert accountant.steps == len(batches)  # empty Poisson batches count: they release noise
     kappa = filkit.subsampling_kappa(B / n, sigma, 1.0 / (n * accountant.steps))
     np.testing.assert_allclose(accountant.dfil(), np.sqrt(kappa * trace / d), rtol=1e-10)
+    # The sampler is accounted as what it is: Poisson, or B without replacement (replace-one).
+    sampling = "poisson" if poisson else "uniform"
+    assert accountant.settings["sampling"] == accountant.accounted_sampling == sampling
+    expected = filkit.RdpAccountant(sampling=sampling)
+    expected.step(sigma / SOFT_CLIP_NORM_BOUND, B / n, accountant.steps)
+    assert accountant.epsilon(1e-5) == pytest.approx(expected.epsilon(1e-5), rel=1e-14)
 
 
 def test_the_noise_is_opacus_scale_and_seeded():

@@ -6,8 +6,11 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <mutex>
 #include <stdexcept>
+
+#include <unistd.h>
 
 namespace filkit {
 
@@ -26,9 +29,11 @@ char* write_double(char* out, double value) {
   return std::to_chars(out, out + kNumberChars, value).ptr;
 }
 
-// A numeric cell: integers as integers (to_chars would write 100000 as "1e+05").
+// A numeric cell: integers as integers (to_chars would write 100000 as "1e+05"); a value that is
+// not a finite number (not computed, or an infinite bound) leaves the cell empty.
 char* write_number(char* out, double value) {
-  if (std::isfinite(value) && value == std::floor(value) && std::abs(value) < 1e15) {
+  if (!std::isfinite(value)) return out;
+  if (value == std::floor(value) && std::abs(value) < 1e15) {
     return std::to_chars(out, out + kNumberChars, static_cast<long long>(value)).ptr;
   }
   return write_double(out, value);
@@ -126,18 +131,66 @@ namespace {
 std::mutex progress_mutex;
 }
 
-Progress::Progress(std::string label, std::int64_t total, bool quiet)
-    : label_(std::move(label)), total_(total), quiet_(quiet),
+std::string format_duration(double seconds) {
+  char buffer[48];
+  if (!(seconds >= 0) || !std::isfinite(seconds)) return "?";
+  if (seconds < 60) {
+    std::snprintf(buffer, sizeof buffer, "%.1fs", seconds);
+  } else if (seconds < 3600) {
+    const long long whole = std::llround(seconds);
+    std::snprintf(buffer, sizeof buffer, "%lldm%02llds", whole / 60, whole % 60);
+  } else {
+    const long long minutes = std::llround(seconds / 60);
+    std::snprintf(buffer, sizeof buffer, "%lldh%02lldm", minutes / 60, minutes % 60);
+  }
+  return buffer;
+}
+
+std::string progress_text(const std::string& label, std::int64_t done, std::int64_t total, double seconds, bool bar,
+                          bool final_report) {
+  const double fraction =
+      total > 0 ? std::clamp(static_cast<double>(done) / static_cast<double>(total), 0.0, 1.0) : 1.0;
+  const int percent = static_cast<int>(100 * fraction);
+  std::string text = label;
+  char buffer[64];
+  if (bar) {
+    const int width = 24;
+    const int filled = static_cast<int>(fraction * width + 0.5);
+    std::snprintf(buffer, sizeof buffer, " [%s%s] %3d%%", std::string(filled, '#').c_str(),
+                  std::string(width - filled, '.').c_str(), percent);
+  } else {
+    std::snprintf(buffer, sizeof buffer, ": %d%% (%lld/%lld)", percent, static_cast<long long>(done),
+                  static_cast<long long>(total));
+  }
+  text += buffer;
+  if (final_report) return text + " done in " + format_duration(seconds);
+  text += " " + format_duration(seconds) + " elapsed";
+  // The rate so far predicts the rest: no estimate before the first unit of work is done.
+  if (done > 0 && fraction < 1) text += ", ~" + format_duration(seconds * (1 - fraction) / fraction) + " left";
+  return text;
+}
+
+Progress::Progress(std::string label, std::int64_t total, bool quiet, double line_interval)
+    : label_(std::move(label)), total_(total), quiet_(quiet), terminal_(::isatty(STDERR_FILENO) == 1),
+      line_interval_(line_interval), uncaught_exceptions_(std::uncaught_exceptions()),
       start_(std::chrono::steady_clock::now()), last_draw_(start_) {}
 
-Progress::~Progress() { finish(); }
+Progress::~Progress() {
+  if (std::uncaught_exceptions() <= uncaught_exceptions_) {
+    finish();
+    return;
+  }
+  // Unwound by an error: not "done"; a half-drawn terminal line ends, so the message starts a line.
+  if (!quiet_ && !finished_ && drawn_) std::fputc('\n', stderr);
+}
 
 void Progress::advance(std::int64_t steps) {
   if (quiet_) return;
   std::lock_guard<std::mutex> lock(progress_mutex);
   done_ += steps;
   const auto now = std::chrono::steady_clock::now();
-  if (now - last_draw_ > std::chrono::milliseconds(100)) {
+  const auto interval = terminal_ ? std::chrono::duration<double>(0.1) : std::chrono::duration<double>(line_interval_);
+  if (now - last_draw_ > interval) {
     last_draw_ = now;
     draw(false);
   }
@@ -152,14 +205,12 @@ void Progress::finish() {
 }
 
 void Progress::draw(bool final_line) {
-  const double fraction = total_ > 0 ? static_cast<double>(done_) / static_cast<double>(total_) : 1.0;
-  const int width = 24;
-  const int filled = static_cast<int>(fraction * width + 0.5);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  std::fprintf(stderr, "\r%s [%s%s] %3d%% %.1fs%s", label_.c_str(), std::string(filled, '#').c_str(),
-               std::string(width - filled, '.').c_str(), static_cast<int>(100 * fraction), seconds,
-               final_line ? "\n" : "");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const std::string text = progress_text(label_, done_, total_, seconds, terminal_, final_line);
+  // Padded on a terminal: a shorter line (the time left shrinking) must cover the longer one before.
+  if (terminal_) std::fprintf(stderr, "\r%-78s%s", text.c_str(), final_line ? "\n" : "");
+  else std::fprintf(stderr, "%s\n", text.c_str());
+  drawn_ = terminal_ && !final_line;
   std::fflush(stderr);
 }
 

@@ -151,6 +151,7 @@ Dataset Dataset::select_rows(const std::vector<Index>& rows) const {
   selected.class_names = class_names;
   selected.source = source;
   selected.dropped_rows = dropped_rows;
+  selected.unseen_level_rows = unseen_level_rows;
   selected.image = image;
   selected.X.resize(static_cast<Index>(rows.size()), d());
   selected.y.resize(static_cast<Index>(rows.size()));

@@ -242,6 +242,7 @@ DatasetSplit load_table(const TextTable& table, const DataOptions& options) {
   tabular.drop = options.drop;
   tabular.target_categorical = !options.regression;
   tabular.missing_policy = options.missing_policy;
+  tabular.unseen_levels = options.unseen_levels;
   tabular.max_memory = options.max_memory;
   const TrainTestIndices parts =
       shuffle_split(static_cast<Index>(table.rows.size()), options.test_fraction, options.seed);

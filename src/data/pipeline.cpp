@@ -102,7 +102,7 @@ void DataPipelineOptions::resolve() {
   const bool builtin = is_builtin_image_dataset(data);
   if (!classes) classes = builtin ? std::vector<int>{0, 1} : std::vector<int>{};
   if (!pca) pca = builtin ? 20 : 0;
-  if (!pixel_scale) pixel_scale = builtin;
+  if (!scale_pixels) scale_pixels = builtin;
 }
 
 DataOptions DataPipelineOptions::data_options(std::uint64_t seed) const {
@@ -116,6 +116,7 @@ DataOptions DataPipelineOptions::data_options(std::uint64_t seed) const {
   options.drop = drop;
   options.regression = regression;
   options.missing_policy = missing;
+  options.unseen_levels = unseen_levels;
   options.test_fraction = test_fraction;
   options.seed = seed;
   options.train_size = train_size;
@@ -129,9 +130,9 @@ PreprocessOptions DataPipelineOptions::preprocess_options() const {
   DataPipelineOptions resolved = *this;
   resolved.resolve();
   PreprocessOptions options;
-  options.scale_pixels = *resolved.pixel_scale;
+  options.scale_pixels = *resolved.scale_pixels;
   options.standardize = standardize;
-  options.row_scaling = scale;
+  options.row_scaling = row_scaling;
   options.pca_components = *resolved.pca;
   return options;
 }

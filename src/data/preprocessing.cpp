@@ -832,6 +832,7 @@ Dataset Preprocessor::apply(const Dataset& data) const {
   out.class_names = data.class_names;
   out.source = data.source;
   out.dropped_rows = data.dropped_rows;
+  out.unseen_level_rows = data.unseen_level_rows;
   out.image = data.image;
   if (data.n() == 0) {
     out.X.resize(0, output_dimension());

@@ -142,30 +142,6 @@ void remove_column(TextTable& table, const std::string& name) {
   for (auto& row : table.rows) row.erase(row.begin() + static_cast<long>(j));
 }
 
-// The test rows whose every categorical level (and class) occurs in the training rows: the model
-// has no weight for an unseen level. Rare levels (income's UNDER18 "Eight": 2 rows) can fall
-// entirely into the test split for some seeds.
-TextTable rows_with_seen_levels(const TextTable& test, const TabularEncoder& encoder, Index& unseen) {
-  const TabularOptions& options = encoder.options();
-  std::vector<std::pair<std::size_t, const std::vector<std::string>*>> checks;
-  for (const TabularEncoder::Column& column : encoder.columns())
-    if (column.categorical) checks.emplace_back(column_of(test, column.name), &column.levels);
-  if (options.target_categorical) checks.emplace_back(column_of(test, options.target), &encoder.classes());
-  std::vector<Index> keep;
-  for (std::size_t row = 0; row < test.rows.size(); ++row) {
-    const bool seen = std::all_of(checks.begin(), checks.end(), [&](const auto& check) {
-      const std::string& cell = test.rows[row][check.first];
-      const bool missing = std::find(options.missing.begin(), options.missing.end(), cell) != options.missing.end();
-      if (missing && options.missing_policy == MissingPolicy::kDrop) return true;  // dropped by the encoder
-      const std::string& level = missing ? kMissingLevel : cell;
-      return std::find(check.second->begin(), check.second->end(), level) != check.second->end();
-    });
-    if (seen) keep.push_back(static_cast<Index>(row));
-  }
-  unseen = static_cast<Index>(test.rows.size() - keep.size());
-  return test.select_rows(keep);
-}
-
 void check_options(const DataOptions& options, const TabularDatasetInfo& info) {
   if (!options.target.empty() || !options.categorical.empty() || !options.drop.empty())
     throw std::invalid_argument("target, categorical and drop cannot be set for the built-in dataset '" +
@@ -212,15 +188,13 @@ DatasetSplit load_tabular_dataset(const DataOptions& options) {
   tabular.target = info.target;
   tabular.target_categorical = info.task == TabularTask::kClassification;
   tabular.missing_policy = options.missing_policy;
+  tabular.unseen_levels = options.unseen_levels;
   tabular.max_memory = options.max_memory;
   const TrainTestIndices parts =
       shuffle_split(static_cast<Index>(table.rows.size()), options.test_fraction, options.seed);
   const TextTable train = table.select_rows(parts.train);
   const TabularEncoder encoder = TabularEncoder::fit(train, tabular);
-  Index unseen = 0;
-  const TextTable test = rows_with_seen_levels(table.select_rows(parts.test), encoder, unseen);
-  DatasetSplit split{encoder.transform(train), encoder.transform(test)};
-  split.test.dropped_rows += unseen;
+  DatasetSplit split{encoder.transform(train), encoder.transform(table.select_rows(parts.test))};
   for (Dataset* part : {&split.train, &split.test}) part->source = info.name + " (" + path + ")";
   return split;
 }

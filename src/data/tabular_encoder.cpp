@@ -239,17 +239,20 @@ LevelIndex index_levels(const std::vector<std::string>& levels) {
   return index;
 }
 
+constexpr Index kUnseen = -1;
+
+// The index of a row's level among `levels`; kUnseen for a level not among them, or an error
+// naming it under UnseenLevelPolicy::kError.
 Index level_of(const TextTable& table, std::size_t row, std::size_t column, const LevelIndex& levels,
                const TabularOptions& options, const std::string& role) {
   const std::string& cell = table.rows[row][column];
   const std::string level = is_missing(cell, options) ? kMissingLevel : cell;
   const auto found = levels.find(level);
-  if (found == levels.end()) {
-    fail_at(table, row, role + " '" + level + "' of column '" + table.header[column] +
-                            "' was not seen in the training rows",
-            column);
-  }
-  return found->second;
+  if (found != levels.end()) return found->second;
+  if (options.unseen_levels != UnseenLevelPolicy::kError) return kUnseen;
+  fail_at(table, row, role + " '" + level + "' of column '" + table.header[column] +
+                          "' was not seen in the training rows (unseen_levels: drop or zero such rows instead)",
+          column);
 }
 
 // Encodes rows of one table with a fitted encoder's columns, found by name in that table.
@@ -279,14 +282,33 @@ struct RowEncoder {
         out(output[0]) = (numeric_feature(table, row, j, options) - columns[c].mean) / columns[c].scale;
         continue;
       }
-      const auto level = static_cast<std::size_t>(level_of(table, row, j, levels[c], options, "level"));
-      if (level < output.size()) out(output[level]) = 1.0;  // the dropped level stays all-zero
+      const Index level = level_of(table, row, j, levels[c], options, "level");
+      // The dropped level, and an unseen one under kZero, stay all-zero.
+      if (level != kUnseen && static_cast<std::size_t>(level) < output.size())
+        out(output[static_cast<std::size_t>(level)]) = 1.0;
     }
   }
 
   double encode_target(std::size_t row) const {
     if (!options.target_categorical) return numeric_cell(table, row, positions.target);
     return static_cast<double>(level_of(table, row, positions.target, classes, options, "class"));
+  }
+
+  // Whether a row has a categorical level or a class unseen in training (kUnseen: error policies
+  // have thrown already), and whether the row is left out for it (kDrop, or its class).
+  struct Unseen {
+    bool any = false, leave_out = false;
+  };
+  Unseen unseen(std::size_t row) const {
+    Unseen result;
+    for (std::size_t c = 0; c < columns.size(); ++c)
+      if (columns[c].categorical && level_of(table, row, positions.features[c], levels[c], options, "level") == kUnseen)
+        result.any = true;
+    const bool unseen_class =
+        options.target_categorical && level_of(table, row, positions.target, classes, options, "class") == kUnseen;
+    result.any = result.any || unseen_class;
+    result.leave_out = unseen_class || (result.any && options.unseen_levels == UnseenLevelPolicy::kDrop);
+    return result;
   }
 
   const TextTable& table;
@@ -349,11 +371,18 @@ Index TabularEncoder::encoded_width() const {
 Dataset TabularEncoder::transform(const TextTable& table) const {
   check_shape(table);
   const RowEncoder encoder(table, options_, columns_, classes_);
-  const std::vector<std::size_t> rows = usable_rows(table, encoder.positions, options_);
+  std::vector<std::size_t> rows;
+  Index unseen = 0;
+  for (std::size_t row : usable_rows(table, encoder.positions, options_)) {
+    const RowEncoder::Unseen check = encoder.unseen(row);
+    unseen += check.any ? 1 : 0;
+    if (!check.leave_out) rows.push_back(row);
+  }
   check_encoded_size(table, static_cast<Index>(rows.size()), encoded_width(), options_);
   Dataset data;
   data.source = table.source;
   data.dropped_rows = static_cast<Index>(table.rows.size() - rows.size());
+  data.unseen_level_rows = unseen;
   describe_columns(columns_, data);
   data.X = RowMatrix::Zero(static_cast<Index>(rows.size()),
                            static_cast<Index>(data.feature_names.size()));

@@ -155,6 +155,8 @@ nlohmann::json accounting_summary(const DpSgdOptions& options) {
   const Sampling sampling = accounted_sampling(options.sampling);
   const char* note = sampling_note(options.sampling);
   return {{"accountant", to_string(options.accountant)},
+          {"discretization", options.accountant == AccountantKind::kPld ? nlohmann::json(options.discretization)
+                                                                          : nlohmann::json(nullptr)},
           {"sampling", to_string(sampling)},
           {"neighbouring_relation", neighbouring_relation(sampling)},
           {"delta", options.rdp_delta},
@@ -174,10 +176,13 @@ void DpSgdResult::print_dfil_over_runs(std::ostream& out) const {
     return;
   }
   const std::string percent = format_double(100.0 * first.level) + "%";
-  out << "  dFIL over " << runs << " runs: " << percent << " bootstrap intervals (" << first.resamples
-      << " resamples of the runs, seed " << bootstrap_seed << ") and the range of the runs' own values\n";
-  out << "  " << std::setw(7) << "step" << std::setw(8) << "dFIL" << std::setw(11) << "value" << std::setw(26)
-      << percent + " interval" << std::setw(26) << "runs' own" << std::setw(12) << "MSE bound" << std::setw(26)
+  out << "  dFIL over " << runs << " runs. 'averaged': the max (median) over examples of the dFIL of the traces "
+      << "averaged over the runs, as in the table above; averaging smooths each run's peaks, so the max is at most "
+      << "the root mean square of the runs' own maxima and usually below each of them ('each run': their range). "
+      << percent << " bootstrap intervals: " << first.resamples << " resamples of the runs, seed " << bootstrap_seed
+      << "\n";
+  out << "  " << std::setw(7) << "step" << std::setw(8) << "dFIL" << std::setw(11) << "averaged" << std::setw(26)
+      << percent + " interval" << std::setw(26) << "each run" << std::setw(12) << "MSE bound" << std::setw(26)
       << percent + " interval" << "\n";
   for (const DpSgdSnapshot& c : snapshots) {
     const RunBootstrap& b = c.dfil_over_runs;

@@ -77,7 +77,28 @@ std::vector<std::string> plugin_candidates() {
   return unique;
 }
 
+/// OpenBLAS (LibTorch's BLAS on Debian, through libblas.so.3) picks its kernels at load time from
+/// the CPU's family and model, and falls back to its oldest x86-64 kernels (Prescott: SSE3) for a
+/// model it does not know, such as the 5th-generation Xeons (model 207) that Debian 12's OpenBLAS
+/// 0.3.21 predates: its double GEMM then runs 4 times slower (bench/blas_kernels.py). Unless the user
+/// chose (OPENBLAS_CORETYPE set), name the kernels the CPU's instruction sets support before
+/// LibTorch, and with it OpenBLAS, is loaded. Only the kernels change, not what is computed.
+void choose_openblas_kernels() {
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return;
+  __builtin_cpu_init();
+  const char* core = nullptr;
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512cd"))
+    core = "SkylakeX";
+  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    core = "Haswell";
+  else if (__builtin_cpu_supports("avx"))
+    core = "Sandybridge";
+  if (core != nullptr) setenv("OPENBLAS_CORETYPE", core, /*overwrite=*/0);
+}
+
 LoadedPlugin load_plugin() {
+  choose_openblas_kernels();
   std::string tried;
   for (const std::string& path : plugin_candidates()) {
     void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);

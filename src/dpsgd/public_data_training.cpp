@@ -691,6 +691,7 @@ PublicDataTrainingResult train_with_public_data(const Dataset& public_part, cons
       m.training.num_classes = K;
       m.training.private_dims = private_part.d();
       m.training.parameter_count = p;
+      snapshot.private_dims = private_part.d();
       m.training.snapshots.push_back(snapshot);
     } else {
       std::vector<std::unique_ptr<PublicDataModel>> models(static_cast<std::size_t>(phase.runs));

@@ -39,6 +39,11 @@ VectorXd DpSgdSnapshot::dfil(Index private_dims) const {
   return (fisher_trace / static_cast<double>(private_dims)).cwiseSqrt();
 }
 
+VectorXd DpSgdSnapshot::dfil() const {
+  if (private_dims < 1) throw std::logic_error("DpSgdSnapshot::dfil(): private_dims is not set");
+  return dfil(private_dims);
+}
+
 VectorXd DpSgdSnapshot::eta() const { return fisher_spectral.cwiseSqrt(); }
 
 namespace {
@@ -56,7 +61,7 @@ void account_snapshot(DpSgdSnapshot& snapshot, const DpSgdOptions& options, doub
   snapshot.rdp_order2 = order2.rdp()[0];
   snapshot.epsilon = snapshot.privacy.eps;
   if (options.accountant == AccountantKind::kPld) {
-    PldAccountant pld(sampling);
+    PldAccountant pld(sampling, PldSettings{options.discretization});
     pld.step(sigma, q, snapshot.step);
     snapshot.epsilon = pld.epsilon(options.rdp_delta);
     snapshot.pld_infinity_mass = pld.infinity_mass();
@@ -405,6 +410,7 @@ DpSgdResult train_runs(const Dataset& train, const Dataset& test, const DpSgdOpt
   for (std::size_t c = 0; c < steps.size(); ++c) {
     DpSgdSnapshot& snapshot = result.snapshots[c];
     snapshot.step = steps[c];
+    snapshot.private_dims = result.private_dims;
     snapshot.epoch = static_cast<double>(steps[c]) * result.sampling_rate;
     snapshot.fisher_trace_per_run = rows_of(state.sums[c].trace_per_run, n);
     state.sums[c].trace_per_run.clear();  // held once

@@ -6,6 +6,7 @@
 #include "filkit/dpsgd/pld_accountant.hpp"
 #include "filkit/dpsgd/rdp_accountant.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -64,12 +65,12 @@ std::vector<Mechanism> parse_mechanisms(const std::vector<std::string>& texts) {
     std::string given;
     for (const std::string& field : fields) given += (given.empty() ? "" : ",") + field;
     option_error("mechanism", "'" + given + "'",
-                 "expected q,noise_multiplier,steps (three numbers) for each mechanism, got " +
+                 "expected sample_rate,noise_multiplier,steps (three numbers) for each mechanism, got " +
                      std::to_string(fields.size()) + " numbers");
   }
   std::vector<Mechanism> all;
   for (std::size_t k = 0; k < fields.size(); k += 3)
-    all.push_back({parse_number<double>(fields[k], "mechanism", "q "),
+    all.push_back({parse_number<double>(fields[k], "mechanism", "sample_rate "),
                    parse_number<double>(fields[k + 1], "mechanism", "noise_multiplier "),
                    parse_number<std::int64_t>(fields[k + 2], "mechanism", "steps ")});
   return all;
@@ -167,10 +168,10 @@ void print_spent(std::ostream& out, const std::vector<Mechanism>& composed, cons
 }  // namespace
 
 void AccountantOptions::validate() const {
-  const OptionName Q = option_name("q"), B = option_name("batch_size"), N = option_name("n"),
+  const OptionName Q = option_name("sample_rate"), B = option_name("batch_size"), N = option_name("n"),
                    noise = option_name("noise_multiplier"), T = option_name("steps"), E = option_name("epochs"),
                    mechanism = option_name("mechanism");
-  if (q && (batch_size || n)) option_error("q", "give either " + Q + " or " + B + " with " + N + ", not both");
+  if (q && (batch_size || n)) option_error("sample_rate", "give either " + Q + " or " + B + " with " + N + ", not both");
   if (batch_size.has_value() != n.has_value())
     option_error(batch_size ? "batch_size" : "n", B + " and " + N + " go together");
   if (steps && epochs) option_error("steps", "give either " + T + " or " + E + ", not both");
@@ -181,13 +182,14 @@ void AccountantOptions::validate() const {
     option_error("noise_multiplier", "is required (or " + option_name("target_eps") + " to solve for it)");
   }
   const bool needs_single = target_eps || has_single_mechanism(*this);
-  if (needs_single && !q && !batch_size) option_error("q", "give " + Q + ", or " + B + " with " + N);
+  if (needs_single && !q && !batch_size) option_error("sample_rate", "give " + Q + ", or " + B + " with " + N);
   if (needs_single && !steps && !epochs) option_error("steps", "give " + T + " or " + E);
   if (!needs_single && mechanisms.empty())
     option_error("mechanism", "nothing to account: give " + Q + ", " + noise + " and " + T + ", or " + mechanism +
-                                  " q,noise_multiplier,steps");
+                                  " sample_rate,noise_multiplier,steps");
   if (orders.empty()) option_error("orders", "must not be empty");
-  require_positive("discretization", discretization);
+  PldSettings{discretization}.validate();
+  if (curve_points) require_in_range("curve_points", *curve_points, 0, 1000);
 }
 
 namespace {
@@ -207,12 +209,48 @@ PrivacySpent spent_of(const PrivacyAccountant& accountant, double delta) {
   return spent;
 }
 
+// eps of one mechanism (q, noise multiplier, steps) by the options' accountant, at their delta.
+double eps_of(const AccountantOptions& options, const std::vector<double>& orders, const Mechanism& m) {
+  const std::unique_ptr<PrivacyAccountant> accountant = make_accountant(options, orders);
+  if (auto* rdp = dynamic_cast<RdpAccountant*>(accountant.get())) rdp->compose(m.q, m.noise_multiplier, m.steps);
+  else accountant->step(m.noise_multiplier, m.q, m.steps);
+  return accountant->epsilon(options.delta);
+}
+
+// `count` points from lo to hi spaced evenly in log scale, with `at` among them.
+std::vector<double> log_grid(double lo, double hi, int count, double at) {
+  std::vector<double> grid{at};
+  for (int k = 0; k < count; ++k) grid.push_back(lo * std::pow(hi / lo, k / static_cast<double>(count - 1)));
+  std::sort(grid.begin(), grid.end());
+  return grid;
+}
+
+// The report's curves around the one mechanism accounted: eps against the steps (1 to 2 T: how
+// it grows as training goes on) and against the noise multiplier (sigma / 4 to 4 sigma), each of
+// options.curve_points points and a fresh accounting at the options' delta.
+void add_eps_curves(const AccountantOptions& options, const std::vector<double>& orders, AccountantJobResult& result) {
+  const Mechanism m = result.mechanisms.front();
+  const int points = std::max(2, *options.curve_points);
+  if (m.steps >= 1) {
+    std::vector<std::int64_t> steps;
+    for (double t : log_grid(1.0, 2.0 * static_cast<double>(m.steps), points, static_cast<double>(m.steps)))
+      if (const auto rounded = static_cast<std::int64_t>(std::llround(t)); steps.empty() || rounded != steps.back())
+        steps.push_back(rounded);
+    for (std::int64_t t : steps) result.eps_by_steps.push_back({static_cast<double>(t), eps_of(options, orders, {m.q, m.noise_multiplier, t})});
+  }
+  if (m.noise_multiplier > 0 && std::isfinite(m.noise_multiplier))
+    for (double sigma : log_grid(m.noise_multiplier / 4, m.noise_multiplier * 4, points, m.noise_multiplier))
+      result.eps_by_noise_multiplier.push_back({sigma, eps_of(options, orders, {m.q, sigma, m.steps})});
+}
+
 }  // namespace
 
-AccountantJobResult run_accountant(const AccountantOptions& options, bool) {
+AccountantJobResult run_accountant(const AccountantOptions& options, bool, bool for_report) {
   options.validate();
   AccountantJobResult result;
   result.options = options;
+  if (!result.options.curve_points)
+    result.options.curve_points = options.accountant == AccountantKind::kRdp ? 40 : for_report ? 8 : 0;
   const std::vector<double> orders = parse_orders(options.orders);
   std::unique_ptr<PrivacyAccountant> accountant = make_accountant(options, orders);
   if (options.target_eps) {
@@ -248,6 +286,7 @@ AccountantJobResult run_accountant(const AccountantOptions& options, bool) {
   if (!rdp) {
     for (double delta = 1e-2; delta > 1e-11; delta /= 10) result.pld_eps_by_delta.push_back({delta, accountant->epsilon(delta)});
   }
+  if (result.mechanisms.size() == 1 && *result.options.curve_points > 0) add_eps_curves(result.options, orders, result);
   return result;
 }
 
@@ -260,6 +299,13 @@ nlohmann::json AccountantJobResult::to_json() const {
   json["accountant"] = to_string(options.accountant);
   json["neighbouring_relation"] = neighbouring_relation(options.sampling);
   json["description"] = description;
+  const auto curve = [](const std::vector<std::pair<double, double>>& points, const char* x) {
+    nlohmann::json xs = nlohmann::json::array(), eps = nlohmann::json::array();
+    for (const auto& [value, e] : points) xs.push_back(value), eps.push_back(json_number(e));
+    return nlohmann::json{{x, xs}, {"eps", eps}};
+  };
+  if (!eps_by_steps.empty()) json["eps_by_steps"] = curve(eps_by_steps, "steps");
+  if (!eps_by_noise_multiplier.empty()) json["eps_by_noise_multiplier"] = curve(eps_by_noise_multiplier, "noise_multiplier");
   if (options.accountant == AccountantKind::kPld) {
     json["discretization"] = options.discretization;
     json["infinity_mass"] = infinity_mass;
@@ -277,6 +323,10 @@ NumericTable AccountantJobResult::table() const {
   NumericTable table{{"order", "rdp"}, {}};
   for (std::size_t k = 0; k < spent.orders.size(); ++k) table.rows.push_back({spent.orders[k], spent.rdp[k]});
   return table;
+}
+
+std::string AccountantJobResult::table_file() const {
+  return options.accountant == AccountantKind::kPld ? "eps-by-delta.csv" : "rdp-curve.csv";
 }
 
 void AccountantJobResult::print_summary(std::ostream& out) const {

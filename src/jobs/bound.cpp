@@ -131,6 +131,7 @@ nlohmann::json BoundJobResult::to_json() const {
   json["d"] = train.d();
   json["settings"] = settings_json(options);
   json["source"] = train.source;
+  json.update(data_rows_json(data));
   json["preprocessing"] = preprocessor.to_json();
   json["label"] = "public";
   json["fit"] = {{"iterations", model.iterations}, {"gradient_norm", model.gradient_norm}};

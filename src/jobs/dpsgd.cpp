@@ -1,6 +1,8 @@
 #include "filkit/jobs/dpsgd.hpp"
 
 #include "filkit/base/checks.hpp"
+#include "filkit/jobs/task.hpp"
+
 #include "filkit/base/io.hpp"
 #include "filkit/base/options.hpp"
 #include "filkit/base/sha256.hpp"
@@ -106,6 +108,8 @@ nlohmann::json DpSgdJobResult::to_json() const {
   json["n_test"] = n_test;
   json["d"] = data.train.d();
   json["source"] = data.train.source;
+  json.update(data_rows_json(data));
+  json["class_names"] = data.train.class_names;  // label k is class_names[k] (the report's legends)
   json["preprocessing"] = preprocessor.to_json();
   json["seconds"] = seconds;
   return json;
@@ -119,8 +123,9 @@ namespace {
 
 // The accountant behind the eps column, its neighbouring relation and noise multiplier, and why.
 void print_accounting(std::ostream& out, const DpSgdOptions& d) {
-  out << "  eps at delta = " << format_double(d.rdp_delta) << ": " << to_string(d.accountant) << " accountant, "
-      << neighbouring_relation(accounted_sampling(d.sampling)) << ", effective noise multiplier "
+  out << "  eps at delta = " << format_double(d.rdp_delta) << ": " << to_string(d.accountant) << " accountant";
+  if (d.accountant == AccountantKind::kPld) out << " (loss grid h = " << format_double(d.discretization) << ")";
+  out << ", " << neighbouring_relation(accounted_sampling(d.sampling)) << ", effective noise multiplier "
       << format_double(rdp_noise_multiplier(d.noise_multiplier)) << " = " << format_double(d.noise_multiplier) << " / "
       << format_double(soft_clip_norm_bound()) << " (" << kEffectiveNoiseMultiplierReason << ")\n";
   if (const char* note = sampling_note(d.sampling)) out << "  note: " << note << "\n";

@@ -160,6 +160,7 @@ nlohmann::json FimJobResult::to_json() const {
   json["settings"] = settings_json(options);
   if (!torchscript_sha256.empty()) json["settings"]["torchscript_sha256"] = torchscript_sha256;
   json["source"] = data.train.source;
+  json["class_names"] = data.train.class_names;  // label k is class_names[k] (the report's legends)
   json["preprocessing"] = preprocessor.to_json();
   json["n_public"] = training.n_public;
   json["n_private"] = training.n_private;
@@ -256,7 +257,10 @@ void FimJobResult::print_summary(std::ostream& out) const {
       << std::setw(10) << "RDP eps" << "\n";
   const auto cell = [&](const std::vector<double>& v, int precision) {
     std::ostringstream s;
-    s << std::fixed << std::setprecision(precision) << mean_of(v) << " (" << std_of(v) << ")";
+    // One run has no spread: "-", not a standard deviation of 0.
+    s << std::fixed << std::setprecision(precision) << mean_of(v) << " (";
+    if (v.size() < 2) s << "-)";
+    else s << std_of(v) << ")";
     return s.str();
   };
   out << "  " << std::left << std::setw(10) << "pretrain" << std::right << std::setw(20)

@@ -34,7 +34,8 @@ bool JobOutputs::empty() const {
 
 namespace {
 
-// The files write_job_outputs may put into the report directory besides the report itself.
+// The files write_job_outputs may put into the report directory besides the report itself (and
+// the table, JobResult::table_file; most jobs' per-example.csv).
 constexpr const char* kReportSummary = "summary.json";
 constexpr const char* kReportTable = "per-example.csv";
 
@@ -56,7 +57,7 @@ std::string table_csv(const JobResult& result) {
 /// The file the report reads a summary or table from: the named output, or its copy in the report
 /// directory when none is named or the named one cannot be read back (standard output, a device,
 /// a FIFO, a link).
-std::string report_input(const std::string& named, const std::string& report, const char* file) {
+std::string report_input(const std::string& named, const std::string& report, const std::string& file) {
   if (!named.empty() && !is_written_through(named)) return named;
   return (fs::path(report) / file).string();
 }
@@ -87,7 +88,7 @@ FormedOutputs form_outputs(const JobResult& result, const JobOutputs& outputs) {
     if (!path.empty()) formed.files.push_back({path, result.extra_table(name).to_csv()});
   if (outputs.report.empty()) return formed;
   formed.report_summary = report_input(outputs.json, outputs.report, kReportSummary);
-  formed.report_table = report_input(outputs.out, outputs.report, kReportTable);
+  formed.report_table = report_input(outputs.out, outputs.report, result.table_file());
   if (formed.report_summary != outputs.json) formed.files.push_back({formed.report_summary, summary_json()});
   if (formed.report_table != outputs.out) formed.files.push_back({formed.report_table, table_content()});
   return formed;

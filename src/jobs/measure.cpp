@@ -210,6 +210,8 @@ nlohmann::json MeasureResult::to_json() const {
   json["private_dims_per_example"] = fil.private_dims;
   json["settings"] = settings_json(options);
   json["source"] = data.train.source;
+  json.update(data_rows_json(data));
+  json["class_names"] = data.train.class_names;  // label k is class_names[k] (the report's legends)
   json["preprocessing"] = preprocessor.to_json();
   json["composed_sigma"] = sigma;
   json["fit"] = {{"iterations", model.iterations}, {"gradient_norm", model.gradient_norm}};

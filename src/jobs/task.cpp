@@ -61,13 +61,19 @@ Task prepare_task(const TaskOptions& options, std::uint64_t seed, const Communic
   return task;
 }
 
+nlohmann::json data_rows_json(const DatasetSplit& data) {
+  return {{"dropped_rows", {{"train", data.train.dropped_rows}, {"test", data.test.dropped_rows}}},
+          {"unseen_level_rows", data.test.unseen_level_rows}};
+}
+
 nlohmann::json Task::to_json() const {
-  return {{"source", data.train.source},
-          {"n", n_train},
-          {"n_test", n_test},
-          {"d", data.train.d()},
-          {"dropped_rows", {{"train", data.train.dropped_rows}, {"test", data.test.dropped_rows}}},
-          {"preprocessing", preprocessor.to_json()}};
+  nlohmann::json json = {{"source", data.train.source},
+                         {"n", n_train},
+                         {"n_test", n_test},
+                         {"d", data.train.d()},
+                         {"preprocessing", preprocessor.to_json()}};
+  json.update(data_rows_json(data));
+  return json;
 }
 
 }  // namespace filkit

@@ -1,9 +1,14 @@
 #include "filkit/leakage/glm_reconstruction.hpp"
 
 #include "filkit/base/checks.hpp"
+#include "filkit/leakage/biased_attacker.hpp"
+
 #include "models/glm_loss.hpp"
 
+#include "base/parallel_blocks.hpp"
 #include "base/seeding.hpp"
+
+#include <Eigen/Cholesky>
 
 #include <algorithm>
 #include <cmath>
@@ -77,20 +82,32 @@ MatrixXd objective_gradients(const detail::Design& design, const MatrixXd& r, co
 
 // What one block of trials contributes; summed over blocks in a fixed order.
 struct BlockTotals {
-  VectorXd mse_sum;
+  VectorXd mse_sum, mse_squared_sum;
   Eigen::VectorXi guarded;
   RowMatrix reconstruction_sum;
   Eigen::VectorXi reconstruction_count;
+  // The Stein term of tr J_mu per example: y = s - s_lin against the control s_lin - d.
+  std::vector<ControlVariateSums> jacobian_trace;
+  // The sum of the errors is sum_t (g_0 x_i - g_{1:}) / D_it = x_i sum_t g_0 / D_it - G (1 / D_i.):
+  // the first sum per example here, the second a GEMM per block (add_error_sums).
+  VectorXd intercept_ratio_sum;
+  MatrixXd inverse_divisors;  // |rows| x trials of the block, 0 where guarded
+  MatrixXd g_features;        // d x trials of the block
 
   static BlockTotals zero(Index attacked, Index kept, Index d) {
-    return {VectorXd::Zero(attacked), Eigen::VectorXi::Zero(attacked), RowMatrix::Zero(kept, d),
-            Eigen::VectorXi::Zero(kept)};
+    return {VectorXd::Zero(attacked), VectorXd::Zero(attacked), Eigen::VectorXi::Zero(attacked),
+            RowMatrix::Zero(kept, d), Eigen::VectorXi::Zero(kept),
+            std::vector<ControlVariateSums>(static_cast<std::size_t>(attacked)), VectorXd::Zero(attacked),
+            MatrixXd(), MatrixXd()};
   }
   void add(const BlockTotals& other) {
     mse_sum += other.mse_sum;
+    mse_squared_sum += other.mse_squared_sum;
     guarded += other.guarded;
     reconstruction_sum += other.reconstruction_sum;
     reconstruction_count += other.reconstruction_count;
+    for (std::size_t k = 0; k < jacobian_trace.size(); ++k) jacobian_trace[k].add(other.jacobian_trace[k]);
+    intercept_ratio_sum += other.intercept_ratio_sum;
   }
 };
 
@@ -107,22 +124,35 @@ struct AttackSetup {
   std::vector<Index> kept;
   double penalty;
   GlmAttackOptions options;
+  // For the bias and the Jacobian of the attack's mean (header comment): H at w* (of all ranks)
+  // and its factorisation, the feature weights w_{1:}, and per attacked row r_i, c_i at w* and
+  // x_i.w_{1:}. Left empty at sigma = 0, where they are not estimated.
+  bool estimate_moments = false;
+  MatrixXd hessian;
+  Eigen::LDLT<MatrixXd> hessian_factor;
+  VectorXd feature_weights;
+  VectorXd r, c, x_dot_w;
 
   const RowMatrix& attacked() const { return all_rows ? train.X : selected; }
 };
 
-// The trials of one block released together: their weights W (p x T), r (n x T) and g = grad F
-// (p x T), first of this rank's examples only (data_gradients), then of all (finish_gradients).
+// The trials of one block released together: their noise E (p x T, w' = w* + sigma E), weights W,
+// r (n x T) and g = grad F (p x T), first of this rank's examples only (data_gradients), then of
+// all (finish_gradients).
 struct BlockGradients {
-  MatrixXd W, r, g;
+  MatrixXd E, W, r, g;
 };
 
 BlockGradients data_gradients(const AttackSetup& setup, Index first_trial, Index count) {
   BlockGradients block;
-  block.W.resize(setup.model.weights.rows(), count);
-  for (Index c = 0; c < count; ++c)
-    block.W.col(c) = perturb_output(setup.model, setup.options.sigma, trial_seed(setup.options.seed, first_trial + c))
-                         .weights.col(0);
+  const Index p = setup.model.weights.rows();
+  block.E.resize(p, count);
+  block.W.resize(p, count);
+  for (Index c = 0; c < count; ++c) {
+    // As perturb_output draws it: the same bits as the release it returns.
+    block.E.col(c) = output_noise(p, trial_seed(setup.options.seed, first_trial + c));
+    block.W.col(c) = setup.model.weights.col(0) + setup.options.sigma * block.E.col(c);
+  }
   block.r = loss_derivatives(setup.model.kind, setup.design.times(block.W), setup.target);
   block.g = objective_gradients(setup.design, block.r, block.W, 0.0);
   return block;
@@ -136,22 +166,64 @@ void finish_gradients(const AttackSetup& setup, BlockGradients& block, const Com
 }
 
 // Squared errors ||x_hat_i - x_i||^2 / d = ||g_0 x_i - g_{1:}||^2 / (d (r_i - g_0)^2), the norm
-// expanded so that one GEMM gives x_i . g_{1:} for every example and trial.
+// expanded so that one GEMM gives x_i . g_{1:} for every example and trial; and the terms of the
+// bias and of tr J_mu (header comment), whose per-trial vectors nu = H^{-1} eps and h = H eps meet
+// x_i through one more GEMM, x_i . nu_{1:}.
 void accumulate_errors(const AttackSetup& setup, const BlockGradients& block, BlockTotals& totals) {
-  const Index d = setup.train.d();
-  const MatrixXd g_features = block.g.bottomRows(d);
+  const Index d = setup.train.d(), count = block.g.cols();
+  const auto m = static_cast<Index>(setup.rows.size());
+  totals.g_features = block.g.bottomRows(d);
+  const MatrixXd& g_features = totals.g_features;
   const MatrixXd cross = setup.attacked() * g_features;
   const VectorXd g_norm2 = g_features.colwise().squaredNorm().transpose();
-  for (Index k = 0; k < static_cast<Index>(setup.rows.size()); ++k) {
+  MatrixXd nu, h, x_dot_nu;
+  VectorXd g_dot_nu, g_dot_w, h_dot_nu, h_dot_w;
+  if (setup.estimate_moments) {
+    nu = setup.hessian_factor.solve(block.E);
+    h = setup.hessian * block.E;
+    x_dot_nu = setup.attacked() * nu.bottomRows(d);
+    g_dot_nu = g_features.cwiseProduct(nu.bottomRows(d)).colwise().sum().transpose();
+    h_dot_nu = h.bottomRows(d).cwiseProduct(nu.bottomRows(d)).colwise().sum().transpose();
+    g_dot_w = g_features.transpose() * setup.feature_weights;
+    h_dot_w = h.bottomRows(d).transpose() * setup.feature_weights;
+    totals.inverse_divisors = MatrixXd::Zero(m, count);
+  }
+  const double sigma = setup.options.sigma, dims = static_cast<double>(d);
+  for (Index k = 0; k < m; ++k) {
     const Index i = setup.rows[static_cast<std::size_t>(k)];
-    for (Index c = 0; c < block.g.cols(); ++c) {
+    for (Index c = 0; c < count; ++c) {
       const double g0 = block.g(0, c), divisor = block.r(i, c) - g0;
       const double numerator = std::max(0.0, g0 * g0 * setup.squared_norms(k) - 2.0 * g0 * cross(k, c) + g_norm2(c));
-      const double mse = numerator / (divisor * divisor * static_cast<double>(d));
-      if (std::abs(divisor) < setup.options.divisor_guard || !std::isfinite(mse)) ++totals.guarded(k);
-      else totals.mse_sum(k) += mse;
+      const double mse = numerator / (divisor * divisor * dims);
+      if (std::abs(divisor) < setup.options.divisor_guard || !std::isfinite(mse)) {
+        ++totals.guarded(k);
+        continue;
+      }
+      totals.mse_sum(k) += mse;
+      totals.mse_squared_sum(k) += mse * mse;
+      if (!setup.estimate_moments) continue;
+      totals.inverse_divisors(k, c) = 1.0 / divisor;
+      totals.intercept_ratio_sum(k) += g0 / divisor;
+      // s = eps^T J_i e / sigma with e = (g_0 x_i - g_{1:}) / D, and s_lin the same of e_lin.
+      const double r = setup.r(k), curvature = setup.c(k), x_tilde_dot_nu = nu(0, c) + x_dot_nu(k, c);
+      const double h0 = h(0, c);
+      const double s = -(r * (g0 * x_dot_nu(k, c) - g_dot_nu(c)) +
+                         curvature * x_tilde_dot_nu * (g0 * setup.x_dot_w(k) - g_dot_w(c))) /
+                       (divisor * sigma);
+      const double s_lin = -(r * (h0 * x_dot_nu(k, c) - h_dot_nu(c)) +
+                             curvature * x_tilde_dot_nu * (h0 * setup.x_dot_w(k) - h_dot_w(c))) /
+                           r;
+      totals.jacobian_trace[static_cast<std::size_t>(k)].add(s - s_lin, s_lin - dims);
     }
   }
+}
+
+// sum_t g_{1:} / D_it for every attacked row, added to `sum` (|rows| x d) in row blocks.
+void add_error_sums(const BlockTotals& block, MatrixXd& sum) {
+  detail::for_each_block(sum.rows(), 512, [&](Index start, Index count) {
+    sum.middleRows(start, count).noalias() +=
+        block.inverse_divisors.middleRows(start, count) * block.g_features.transpose();
+  });
 }
 
 void accumulate_reconstructions(const AttackSetup& setup, const BlockGradients& block, BlockTotals& totals) {
@@ -176,7 +248,8 @@ BlockTotals block_totals(const AttackSetup& setup, const BlockGradients& block) 
   return totals;
 }
 
-AttackSetup make_setup(const Model& model, const Dataset& train, const GlmAttackOptions& options, Index n_all) {
+AttackSetup make_setup(const Model& model, const Dataset& train, const GlmAttackOptions& options, Index n_all,
+                       const Communicator& comm) {
   AttackSetup setup{model,
                     train,
                     detail::Design(train.X, true),
@@ -195,7 +268,45 @@ AttackSetup make_setup(const Model& model, const Dataset& train, const GlmAttack
       setup.selected.row(static_cast<Index>(k)) = train.X.row(setup.rows[k]);
   }
   setup.squared_norms = setup.attacked().rowwise().squaredNorm();
+  setup.hessian = hessian(model, train, VectorXd(), comm);  // collective: on every rank
+  setup.estimate_moments = options.sigma > 0;
+  if (setup.estimate_moments) {
+    setup.hessian_factor.compute(setup.hessian);
+    setup.feature_weights = model.weights.col(0).tail(train.d());
+    const auto m = static_cast<Index>(setup.rows.size());
+    setup.r.resize(m);
+    setup.c.resize(m);
+    const VectorXd scores = setup.design.times(model.weights).col(0);
+    for (Index k = 0; k < m; ++k) {
+      const Index i = setup.rows[static_cast<std::size_t>(k)];
+      const detail::ScalarLoss loss = detail::scalar_loss(model.kind, scores(i), setup.target(i));
+      setup.r(k) = loss.first;
+      setup.c(k) = loss.second;
+    }
+    setup.x_dot_w = setup.attacked() * setup.feature_weights;
+  }
   return setup;
+}
+
+// The delta-method prediction (header comment) of `rows` of this rank's shard, from H of all ranks.
+VectorXd linearised_mse_at(const MatrixXd& H, const Model& model, const Dataset& train, double sigma,
+                           const std::vector<Index>& rows) {
+  const Index d = train.d();
+  // ||[x, -I] H||_F^2 = ||x||^2 ||H_0||^2 - 2 x.(H_{1:} H_0) + ||H_{1:}||_F^2, H_0 = row 0 of H.
+  const VectorXd h0 = H.row(0).transpose();
+  const VectorXd cross = H.bottomRows(d) * h0;
+  const double h0_norm2 = h0.squaredNorm(), rest_norm2 = H.bottomRows(d).squaredNorm();
+  const VectorXd target = coded_targets(model, train);
+  const VectorXd scores = detail::Design(train.X, true).times(model.weights).col(0);
+  VectorXd prediction(static_cast<Index>(rows.size()));
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    const Index i = rows[k];
+    const double r = detail::scalar_loss(model.kind, scores(i), target(i)).first;
+    const double frobenius2 =
+        std::max(0.0, train.X.row(i).squaredNorm() * h0_norm2 - 2.0 * train.X.row(i).dot(cross) + rest_norm2);
+    prediction(static_cast<Index>(k)) = sigma * sigma * frobenius2 / (static_cast<double>(d) * r * r);
+  }
+  return prediction;
 }
 
 }  // namespace
@@ -236,26 +347,34 @@ VectorXd linearised_attack_mse(const Model& model, const Dataset& train, double 
                                const Communicator& comm) {
   check_attack_inputs(model, train, comm.sum(train.n()));
   const std::vector<Index> chosen = checked_rows(rows, train.n(), "linearised attack MSE");
-  const Index d = train.d();
-  // ||[x, -I] H||_F^2 = ||x||^2 ||H_0||^2 - 2 x.(H_{1:} H_0) + ||H_{1:}||_F^2, H_0 = row 0 of H.
-  const MatrixXd H = hessian(model, train, VectorXd(), comm);
-  const VectorXd h0 = H.row(0).transpose();
-  const VectorXd cross = H.bottomRows(d) * h0;
-  const double h0_norm2 = h0.squaredNorm(), rest_norm2 = H.bottomRows(d).squaredNorm();
-  const VectorXd target = coded_targets(model, train);
-  const VectorXd scores = detail::Design(train.X, true).times(model.weights).col(0);
-  VectorXd prediction(static_cast<Index>(chosen.size()));
-  for (std::size_t k = 0; k < chosen.size(); ++k) {
-    const Index i = chosen[k];
-    const double r = detail::scalar_loss(model.kind, scores(i), target(i)).first;
-    const double frobenius2 =
-        std::max(0.0, train.X.row(i).squaredNorm() * h0_norm2 - 2.0 * train.X.row(i).dot(cross) + rest_norm2);
-    prediction(static_cast<Index>(k)) = sigma * sigma * frobenius2 / (static_cast<double>(d) * r * r);
-  }
-  return prediction;
+  return linearised_mse_at(hessian(model, train, VectorXd(), comm), model, train, sigma, chosen);
 }
 
 namespace {
+
+// The squared bias and tr J_mu / d of every attacked row from the trials' sums (header comment);
+// NaN where a trial was guarded (the sums would miss it) or at sigma = 0.
+void moment_estimates(const AttackSetup& setup, const BlockTotals& sum, const MatrixXd& error_sums,
+                      GlmAttackResult& result) {
+  const auto m = static_cast<Index>(setup.rows.size());
+  const Index d = setup.train.d();
+  const double dims = static_cast<double>(d), trials = static_cast<double>(setup.options.trials);
+  result.squared_bias = result.squared_bias_standard_error = VectorXd::Constant(m, kNaN);
+  result.jacobian_trace = result.jacobian_trace_standard_error = VectorXd::Constant(m, kNaN);
+  if (!setup.estimate_moments) return;
+  for (Index k = 0; k < m; ++k) {
+    if (sum.guarded(k) > 0) continue;
+    const VectorXd error_sum = setup.attacked().row(k).transpose() * sum.intercept_ratio_sum(k) -
+                               error_sums.row(k).transpose();
+    const McEstimate bias = squared_norm_of_mean(error_sum, dims * sum.mse_sum(k), trials);
+    result.squared_bias(k) = bias.value / dims;
+    result.squared_bias_standard_error(k) = bias.standard_error / dims;
+    // tr J_mu = E[s - s_lin] + E[s_lin], E[s_lin] = d; the control s_lin - d has mean 0.
+    const McEstimate trace = control_variate_mean(sum.jacobian_trace[static_cast<std::size_t>(k)], 0.0);
+    result.jacobian_trace(k) = (trace.value + dims) / dims;
+    result.jacobian_trace_standard_error(k) = trace.standard_error / dims;
+  }
+}
 
 // The entries of `rows` (indices into all ranks' examples, empty = all) that this rank's shard
 // [offset, offset + n) holds, as indices into the shard, in the given order.
@@ -303,7 +422,9 @@ GlmAttackResult gather_result(const GlmAttackResult& mine, const GlmAttackOption
   const Index d = mine.originals.cols();
   const VectorXd rows = comm.gather(as_vector(global_rows)), kept = comm.gather(as_vector(global_kept));
   const VectorXd mse = comm.gather(mine.mean_mse), linearised = comm.gather(mine.linearised_mse),
-                 guarded = comm.gather(mine.guarded.cast<double>());
+                 guarded = comm.gather(mine.guarded.cast<double>()), mse_error = comm.gather(mine.mse_standard_error),
+                 bias = comm.gather(mine.squared_bias), bias_error = comm.gather(mine.squared_bias_standard_error),
+                 trace = comm.gather(mine.jacobian_trace), trace_error = comm.gather(mine.jacobian_trace_standard_error);
   const auto flat = [](const RowMatrix& m) { return VectorXd(Eigen::Map<const VectorXd>(m.data(), m.size())); };
   const VectorXd reconstructions = comm.gather(flat(mine.reconstructions)), originals = comm.gather(flat(mine.originals));
   if (!comm.is_root()) return all;
@@ -315,6 +436,11 @@ GlmAttackResult gather_result(const GlmAttackResult& mine, const GlmAttackOption
   all.mean_mse = in_order(all.rows, rows, mse, 1);
   all.linearised_mse = in_order(all.rows, rows, linearised, 1);
   all.guarded = in_order(all.rows, rows, guarded, 1).cast<int>();
+  all.mse_standard_error = in_order(all.rows, rows, mse_error, 1);
+  all.squared_bias = in_order(all.rows, rows, bias, 1);
+  all.squared_bias_standard_error = in_order(all.rows, rows, bias_error, 1);
+  all.jacobian_trace = in_order(all.rows, rows, trace, 1);
+  all.jacobian_trace_standard_error = in_order(all.rows, rows, trace_error, 1);
   all.reconstruction_rows = options.keep_reconstructions;
   const auto m = static_cast<Index>(all.reconstruction_rows.size());
   const VectorXd ordered_reconstructions = in_order(all.reconstruction_rows, kept, reconstructions, d);
@@ -339,11 +465,12 @@ GlmAttackResult evaluate_glm_attack(const Model& model, const Dataset& train, co
     local.keep_reconstructions = rows_of_shard(options.keep_reconstructions, offset, train.n());
     if (options.keep_reconstructions.empty()) local.keep_reconstructions.clear();
   }
-  const AttackSetup setup = make_setup(model, train, local, n_all);
+  const AttackSetup setup = make_setup(model, train, local, n_all, comm);
   const auto m = static_cast<Index>(setup.rows.size());
   const auto kept = static_cast<Index>(setup.kept.size());
 
   BlockTotals sum = BlockTotals::zero(m, kept, train.d());
+  MatrixXd error_sums = setup.estimate_moments ? MatrixXd::Zero(m, train.d()) : MatrixXd();  // sum_t g_{1:} / D_it
 
   const Index blocks = (options.trials + kTrialsPerBlock - 1) / kTrialsPerBlock;
   for (Index wave = 0; wave < blocks; wave += kBlocksPerWave) {
@@ -369,7 +496,10 @@ GlmAttackResult evaluate_glm_attack(const Model& model, const Dataset& train, co
       for (Index b = 0; b < wave_blocks; ++b)
         totals[static_cast<std::size_t>(b)] = block_totals(setup, gradients[static_cast<std::size_t>(b)]);
     }
-    for (const BlockTotals& block : totals) sum.add(block);
+    for (const BlockTotals& block : totals) {
+      sum.add(block);
+      if (setup.estimate_moments) add_error_sums(block, error_sums);
+    }
     if (progress) progress(std::min(options.trials, (wave + wave_blocks) * kTrialsPerBlock), options.trials);
   }
 
@@ -379,6 +509,12 @@ GlmAttackResult evaluate_glm_attack(const Model& model, const Dataset& train, co
   result.guarded = sum.guarded;
   const VectorXd valid = (options.trials - sum.guarded.array()).cast<double>();
   result.mean_mse = (valid.array() > 0).select(sum.mse_sum.array() / valid.array(), kNaN);
+  result.mse_standard_error.resize(m);
+  for (Index k = 0; k < m; ++k) {
+    const double variance = (sum.mse_squared_sum(k) - valid(k) * result.mean_mse(k) * result.mean_mse(k)) / (valid(k) - 1);
+    result.mse_standard_error(k) = valid(k) > 1 ? std::sqrt(std::max(0.0, variance) / valid(k)) : kNaN;
+  }
+  moment_estimates(setup, sum, error_sums, result);
   result.total_guarded = sum.guarded.cast<Index>().sum();
   result.examples_all_guarded = (valid.array() == 0).count();
   result.reconstruction_rows = setup.kept;
@@ -389,7 +525,7 @@ GlmAttackResult evaluate_glm_attack(const Model& model, const Dataset& train, co
     if (sum.reconstruction_count(k) > 0)
       result.reconstructions.row(k) = sum.reconstruction_sum.row(k) / static_cast<double>(sum.reconstruction_count(k));
   }
-  result.linearised_mse = linearised_attack_mse(model, train, options.sigma, setup.rows, comm);
+  result.linearised_mse = linearised_mse_at(setup.hessian, model, train, options.sigma, setup.rows);
   if (!comm.distributed()) return result;
   return gather_result(result, options, offset, n_all, comm);
 }

@@ -337,11 +337,18 @@ Model perturb_output(const Model& model, double sigma, std::uint64_t seed) {
   if (!(sigma >= 0.0) || !std::isfinite(sigma))
     throw std::invalid_argument("output perturbation sigma = " + format_double(sigma) +
                                 ": must be finite and >= 0");
+  const VectorXd noise = output_noise(model.weights.size(), seed);
+  Model released = model;
+  for (Index k = 0; k < released.weights.size(); ++k) released.weights.data()[k] += sigma * noise(k);
+  return released;
+}
+
+VectorXd output_noise(Index size, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> normal(0.0, 1.0);
-  Model released = model;
-  for (Index k = 0; k < released.weights.size(); ++k) released.weights.data()[k] += sigma * normal(rng);
-  return released;
+  VectorXd noise(size);
+  for (Index k = 0; k < size; ++k) noise(k) = normal(rng);
+  return noise;
 }
 
 double accuracy_over_ranks(const Model& model, const Dataset& data, const Communicator& comm) {

@@ -3,6 +3,7 @@
 // similarity of fim's learned perturbation with the mean public gradient (its figure 3.4).
 #include "report/report_internal.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -38,10 +39,20 @@ void accuracy_and_dfil(const nlohmann::json& methods, Plotter& plotter, Section&
   section.facts.push_back({"methods on the x axis", shown});
   const std::string xtics = "set xtics noenhanced\nset xtics (" + labels + ")\nset xrange [-0.5:" + std::to_string(methods.size()) + "-0.5]\n";
   if (!accuracy.empty()) {
+    // The axis spans the accuracies, not 0..1, so that their differences show; it says where it
+    // starts, so that they are not read as larger than they are.
+    double lo = INFINITY, hi = -INFINITY;
+    for (const auto& row : accuracy) lo = std::min(lo, row[1] - row[2]), hi = std::max(hi, row[1] + row[2]);
+    const double pad = std::max(0.01, 0.15 * (hi - lo));
+    const double bottom = std::max(0.0, std::floor((lo - pad) * 100) / 100), top = std::min(1.0, std::ceil((hi + pad) * 100) / 100);
     const std::string data = plotter.data(rows_text(accuracy));
-    plotter.plot(section, "accuracy", "Test accuracy per method (mean and standard deviation over runs).",
-                 xtics + "set ylabel 'test accuracy'\nplot " + data +
-                     " using 1:2:3 with yerrorbars lw 2 pt 7 ps 1.5 notitle");
+    const std::string start = format_digits(bottom, 3);
+    plotter.plot(section, "accuracy",
+                 "Test accuracy per method (mean and standard deviation over runs)." +
+                     (bottom > 0 ? " The accuracy axis starts at " + start + ", not 0: it magnifies the differences." : ""),
+                 xtics + "set yrange [" + format_number(bottom) + ":" + format_number(top) + "]\nset ylabel " +
+                     gnuplot_string(bottom > 0 ? "test accuracy (axis from " + start + ", not 0)" : "test accuracy") +
+                     "\nplot " + data + " using 1:2:3 with yerrorbars lw 2 pt 7 ps 1.5 notitle");
   }
   if (dfil.empty()) {
     section.notes.push_back("dFIL per method: skipped, no method has max_dfil, mean_dfil and median_dfil");
@@ -86,6 +97,27 @@ void dfil_distribution(const Input& input, Plotter& plotter, Section& section) {
   plotter.plot(section, "dfil-histogram", "dFIL of every private example, per method (run averages).", plot);
 }
 
+// The numbers of the thesis' tables 3.1-3.4: accuracy, dFIL over the private examples and epsilon
+// per method, as mean (standard deviation) over runs, "-" for the spread of one run.
+void method_table(const nlohmann::json& methods, Section& section) {
+  Table table;
+  table.caption = "Per method: mean (standard deviation) over runs, '-' where one run has no spread; dFIL over the "
+                  "private examples; epsilon of the (epsilon, delta)-DP guarantee at the delta in brackets.";
+  table.header = {"method", "test accuracy", "max dFIL", "mean dFIL", "median dFIL", "epsilon (delta)"};
+  for (const nlohmann::json& m : methods) {
+    if (!m.is_object()) continue;
+    const auto statistic = [&](const char* key, int digits) {
+      return m.contains(key) ? mean_and_spread(m[key], digits) : std::string("-");
+    };
+    std::string eps = "-";
+    if (const auto e = number_at(m, "epsilon").has_value() ? number_at(m, "epsilon") : number_at(m, "rdp_epsilon"))
+      eps = format_digits(*e, 3) + (number_at(m, "rdp_delta") ? " (" + format_digits(*number_at(m, "rdp_delta"), 2) + ")" : "");
+    table.rows.push_back({method_name(m), statistic("test_accuracy", 4), statistic("max_dfil", 4),
+                          statistic("mean_dfil", 4), statistic("median_dfil", 4), eps});
+  }
+  section.tables.push_back(std::move(table));
+}
+
 void perturbation_cosine(const nlohmann::json& methods, Plotter& plotter, Section& section) {
   for (const nlohmann::json& m : methods) {
     if (method_name(m) != "fim") continue;
@@ -125,15 +157,11 @@ void fim_section(const Input& input, Plotter& plotter, Section& section) {
   for (const char* key : {"n_public", "n_private", "num_classes", "parameter_count"})
     if (s.contains(key)) section.facts.push_back({key, s[key].dump()});
   const nlohmann::json methods = s.value("methods", nlohmann::json::array());
-  for (const nlohmann::json& m : methods)
-    if (m.contains("rdp_epsilon")) {
-      section.facts.push_back({"RDP epsilon (every private method)", m["rdp_epsilon"].dump()});
-      break;
-    }
   if (!methods.is_array() || methods.empty()) {
     section.notes.push_back("per-method figures: skipped, the summary has no methods[]");
     return;
   }
+  method_table(methods, section);
   accuracy_and_dfil(methods, plotter, section);
   dfil_distribution(input, plotter, section);
   perturbation_cosine(methods, plotter, section);

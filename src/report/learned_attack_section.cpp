@@ -4,6 +4,7 @@
 // each method's reconstructions, then the class means).
 #include "report/report_internal.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <string>
@@ -111,7 +112,18 @@ void reconstruction_grid(const nlohmann::json& summary, Plotter& plotter, Sectio
 
 void learned_attack_section(const Input& input, Plotter& plotter, Section& section) {
   const nlohmann::json& s = input.summary;
-  if (s.contains("counts")) section.facts.push_back({"counts", s["counts"].dump()});
+  // The counts as a reader reads them ("public 1000, fixed 500, train shadow models 9500, ..."),
+  // not a JSON object.
+  if (const auto counts = s.find("counts"); counts != s.end() && counts->is_object()) {
+    std::string text;
+    for (const auto& [name, value] : counts->items()) {
+      std::string words = name;
+      std::replace(words.begin(), words.end(), '_', ' ');
+      text += (text.empty() ? "" : ", ") + words + " " +
+              (value.is_number() ? format_number(value.get<double>()) : value.is_string() ? value.get<std::string>() : value.dump());
+    }
+    section.facts.push_back({"counts", text});
+  }
   if (s.contains("lpips") && s["lpips"].is_string()) section.notes.push_back(s["lpips"].get<std::string>());
   const nlohmann::json methods = s.value("methods", nlohmann::json::object());
   if (!methods.is_object() || methods.empty()) {

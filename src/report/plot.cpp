@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <sstream>
 #include <stdexcept>
 
@@ -106,7 +107,8 @@ void Plotter::plot(Section& section, const std::string& name, const std::string&
   std::ostringstream text;
   text << "set terminal " << terminal_ << " size " << width << "," << height << "\n"
       << "set output " << gnuplot_string(stem + ".png") << "\n"
-      << "set grid lc rgb '#dddddd'\nset key top right\n"
+      // The legend beside the plot, never over the data it names.
+      << "set grid lc rgb '#dddddd'\nset key outside right top\n"
       // Short tick labels: the default prints rounding noise on log axes ("1000000000.0025635").
       << "set format x '%g'\nset format y '%g'\n"
       << body << "\nunset output\n";
@@ -250,6 +252,43 @@ std::string format_number(double value) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.6g", value);
   return buffer;
+}
+
+std::string format_digits(double value, int digits) {
+  if (!std::isfinite(value)) return format_number(value);
+  char buffer[40];
+  std::snprintf(buffer, sizeof buffer, "%.*g", std::clamp(digits, 1, 17), value);
+  return buffer;
+}
+
+std::string mean_and_spread(const nlohmann::json& statistics, int digits) {
+  const auto mean = number_at(statistics, "mean");
+  if (!mean) return "";
+  const nlohmann::json runs = statistics.is_object() ? statistics.value("runs", nlohmann::json()) : nlohmann::json();
+  const auto spread = number_at(statistics, "std");
+  // One run has no spread: "-", not a standard deviation of 0.
+  const bool single = runs.is_array() ? runs.size() < 2 : !spread;
+  return format_digits(*mean, digits) + " (" + (single || !spread ? "-" : format_digits(*spread, 2)) + ")";
+}
+
+std::optional<int> class_index(double label) {
+  if (!(label == std::floor(label) && std::abs(label) <= std::numeric_limits<int>::max())) return std::nullopt;
+  return static_cast<int>(label);
+}
+
+std::string class_name(const nlohmann::json& summary, int k) {
+  const auto name_at = [&](const char* key) -> nlohmann::json {
+    const nlohmann::json list = summary.is_object() ? summary.value(key, nlohmann::json()) : nlohmann::json();
+    return list.is_array() && k >= 0 && static_cast<std::size_t>(k) < list.size() ? list[static_cast<std::size_t>(k)]
+                                                                                 : nlohmann::json();
+  };
+  if (const nlohmann::json name = name_at("class_names"); name.is_string() && !name.get<std::string>().empty())
+    return name.get<std::string>();
+  const nlohmann::json settings = summary.is_object() ? summary.value("settings", nlohmann::json::object()) : nlohmann::json();
+  const nlohmann::json classes = settings.is_object() ? settings.value("classes", nlohmann::json()) : nlohmann::json();
+  if (classes.is_array() && k >= 0 && static_cast<std::size_t>(k) < classes.size() && classes[k].is_number())
+    return "class " + classes[k].dump();
+  return "label " + std::to_string(k);
 }
 
 }  // namespace filkit::report

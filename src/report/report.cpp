@@ -117,6 +117,7 @@ std::vector<Section> report::draw_sections(const std::vector<Input>& inputs, Plo
     else if (command == "fim") report::fim_section(input, plotter, section);
     else if (command == "learned-attack") report::learned_attack_section(input, plotter, section);
     else if (command == "attack") report::attack_section(input.summary, "attack", plotter, section);
+    else if (command == "accountant") report::accountant_section(input, plotter, section);
     else section.notes.push_back("no report section for command '" + command + "' yet; only its facts are shown");
     sections.push_back(std::move(section));
   }
@@ -125,7 +126,7 @@ std::vector<Section> report::draw_sections(const std::vector<Input>& inputs, Plo
     section.id = std::to_string(sections.size() + 1) + "-dpsgd";
     section.title = "dpsgd: " + std::to_string(dpsgd.size()) + " run(s)";
     for (const Input* input : dpsgd) section.facts.push_back({"summary", input->summary_path});
-    report::dpsgd_section(dpsgd, plotter, section);
+    report::dpsgd_section(dpsgd, plotter, section, images);
     sections.push_back(std::move(section));
   }
   return sections;
@@ -170,18 +171,50 @@ std::string read_binary(const fs::path& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-// The inline script lets a headless browser report how the page rendered: the count of images
-// that failed to decode and of script errors, as data attributes of <body>.
+// The inline script lets a headless browser report how the page rendered, as data attributes of
+// <body>: the images that failed to decode, script errors, and text boxes that overlap each other
+// or an image (each line box of every text node, compared pairwise; boxes sharing no more than
+// 2 px either way, as neighbouring lines may, do not count), with the first few overlaps named.
 const char* kRenderCheckScript = R"(<script>
 (function () {
   var errors = 0;
   window.onerror = function () { errors += 1; if (document.body) document.body.dataset.scriptErrors = errors; };
+  function boxes() {
+    var list = [], walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT), node, k = 0;
+    while ((node = walker.nextNode())) {
+      if (!node.textContent.trim() || node.parentElement.closest('script, style')) continue;
+      var range = document.createRange();
+      range.selectNodeContents(node);
+      var rects = range.getClientRects();
+      for (var i = 0; i < rects.length; ++i)
+        if (rects[i].width > 0 && rects[i].height > 0)
+          list.push({owner: 't' + k, rect: rects[i], what: node.textContent.trim().slice(0, 40)});
+      k += 1;
+    }
+    for (var j = 0; j < document.images.length; ++j)
+      list.push({owner: 'i' + j, rect: document.images[j].getBoundingClientRect(), what: 'image ' + document.images[j].alt});
+    return list;
+  }
+  function overlaps(list) {
+    var found = [];
+    for (var a = 0; a < list.length; ++a)
+      for (var b = a + 1; b < list.length; ++b) {
+        if (list[a].owner === list[b].owner) continue;
+        var r = list[a].rect, s = list[b].rect;
+        var w = Math.min(r.right, s.right) - Math.max(r.left, s.left), h = Math.min(r.bottom, s.bottom) - Math.max(r.top, s.top);
+        if (w > 2 && h > 2) found.push(list[a].what + ' / ' + list[b].what);
+      }
+    return found;
+  }
   window.addEventListener('load', function () {
     var broken = 0;
     for (var i = 0; i < document.images.length; ++i)
       if (!document.images[i].complete || document.images[i].naturalWidth === 0) broken += 1;
+    var found = overlaps(boxes());
     document.body.dataset.images = document.images.length;
     document.body.dataset.brokenImages = broken;
+    document.body.dataset.overlaps = found.length;
+    document.body.dataset.overlapExamples = found.slice(0, 5).join(' | ');
     document.body.dataset.scriptErrors = errors;
   });
 })();
@@ -190,7 +223,12 @@ const char* kRenderCheckScript = R"(<script>
 const char* kStyle = R"(<style>
 body { font-family: 'DejaVu Sans', sans-serif; max-width: 1100px; margin: 2em auto; color: #222; }
 section { border-top: 1px solid #ccc; margin-top: 2em; }
-table.facts td { padding: 0.1em 1em 0.1em 0; font-size: 90%; }
+table.facts td { padding: 0.1em 1em 0.1em 0; font-size: 90%; vertical-align: top; overflow-wrap: anywhere; }
+table.data { border-collapse: collapse; margin: 1em 0; font-size: 90%; }
+table.data caption { caption-side: bottom; text-align: left; color: #444; padding-top: 0.4em; }
+table.data th, table.data td { border: 1px solid #ddd; padding: 0.2em 0.6em; text-align: left; vertical-align: top;
+  overflow-wrap: anywhere; }
+table.data th { background: #f4f4f4; }
 figure { margin: 1.5em 0; }
 figure img { max-width: 100%; border: 1px solid #eee; }
 figcaption { font-size: 90%; color: #444; }
@@ -202,6 +240,18 @@ std::string section_html(const Section& section, const fs::path& out_dir) {
   for (const auto& [key, value] : section.facts)
     html += "<tr><td>" + escape_html(key) + "</td><td>" + escape_html(value) + "</td></tr>\n";
   html += "</table>\n";
+  for (const report::Table& table : section.tables) {
+    html += "<table class=\"data\">\n<caption>" + escape_html(table.caption) + "</caption>\n<tr>";
+    for (const std::string& cell : table.header) html += "<th>" + escape_html(cell) + "</th>";
+    html += "</tr>\n";
+    for (const auto& row : table.rows) {
+      html += "<tr>";
+      for (std::size_t k = 0; k < row.size(); ++k)
+        html += (k == 0 ? "<th>" : "<td>") + escape_html(row[k]) + (k == 0 ? "</th>" : "</td>");
+      html += "</tr>\n";
+    }
+    html += "</table>\n";
+  }
   for (const std::string& note : section.notes) html += "<p class=\"note\">" + escape_html(note) + "</p>\n";
   for (const report::Figure& figure : section.figures)
     html += "<figure><img alt=\"" + escape_html(figure.file) + "\" src=\"data:image/png;base64," +

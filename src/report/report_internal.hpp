@@ -33,10 +33,18 @@ struct Figure {
   std::string caption;
 };
 
+/// A table of text cells shown in the page (e.g. dpsgd's settings, one column a run).
+struct Table {
+  std::string caption;
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+};
+
 struct Section {
   std::string id;  ///< prefix of the section's figure files, unique in the report
   std::string title;
   std::vector<std::pair<std::string, std::string>> facts;  ///< shown as a small table
+  std::vector<Table> tables;       ///< shown after the facts
   std::vector<Figure> figures;
   std::vector<std::string> notes;  ///< figures skipped and why
 };
@@ -123,6 +131,30 @@ std::vector<std::vector<double>> points(const std::vector<double>& x, const std:
 
 /// Formats a number for captions and fact tables (6 significant digits).
 std::string format_number(double value);
+/// Formats a number to `digits` significant digits ("nan", "inf" as such): what a reader
+/// compares, such as an epsilon or an accuracy.
+std::string format_digits(double value, int digits);
+/// "mean (std)" of a summary's {"mean", "std", "runs"} object to `digits` significant digits, with
+/// "-" for the spread of a single run (nothing varies); empty when there is no mean.
+std::string mean_and_spread(const nlohmann::json& statistics, int digits);
+
+/// The name of class k (a relabelled label of the per-example table): the summary's
+/// class_names[k] (the data's own names, e.g. "T-shirt/top"), else "class c" when
+/// settings.classes names the original class c, else "label k".
+std::string class_name(const nlohmann::json& summary, int k);
+/// A per-example table's label as a class index, or nothing when it is not an integer in int's
+/// range (a corrupt table: casting it would be undefined).
+std::optional<int> class_index(double label);
+
+/// The 8 training images of the run with the largest and the 8 with the smallest `values` (one
+/// per training example, row i of the training split; NaN left out), each titled by its row,
+/// `quantity` and class (class_name of `labels`), in two figures named by `quantity` ("eta",
+/// "dfil"), re-loaded as run_training_images does; a note saying why when they cannot be. `of`
+/// ends the captions (which run, when a section shows several). A re-load slower than
+/// `timeout_seconds` is given up with a note.
+void extreme_images(const Input& input, const std::vector<double>& values, const std::vector<double>& labels,
+                    const std::string& quantity, Plotter& plotter, Section& section, double timeout_seconds,
+                    const std::string& of = "");
 
 // ---------------------------------------------------------------------------------------------
 // The examples' images (montage.cpp).
@@ -186,7 +218,13 @@ void fim_section(const Input& input, Plotter& plotter, Section& section);
 /// learned_attack_section.cpp: MSE and SSIM per method with the baseline, the reconstructions' grid.
 void learned_attack_section(const Input& input, Plotter& plotter, Section& section);
 void attack_section(const nlohmann::json& attack, const std::string& name, Plotter& plotter, Section& section);
-/// One section for every dpsgd input together (the Pareto front is across runs).
-void dpsgd_section(const std::vector<const Input*>& inputs, Plotter& plotter, Section& section);
+/// dpsgd_section.cpp: one section for every dpsgd input together: the settings and privacy of
+/// each, dFIL and epsilon over the snapshots, dFIL histograms, the most and least exposed images,
+/// the RDP bound beside the dFIL bounds, accuracy against the bound (the Pareto front across runs).
+void dpsgd_section(const std::vector<const Input*>& inputs, Plotter& plotter, Section& section,
+                   const ImageReload& images);
+/// accountant_section.cpp: epsilon against steps and against the noise multiplier, and the RDP
+/// curve or the PLD's epsilon against delta.
+void accountant_section(const Input& input, Plotter& plotter, Section& section);
 
 }  // namespace filkit::report

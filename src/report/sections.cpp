@@ -52,22 +52,6 @@ std::string vertical_line(double x, const std::string& label, const std::string&
          format_number(x) + ", graph 0.95 right offset -0.5,0 textcolor rgb '" + colour + "'\n";
 }
 
-// A label of the per-example table as a class index, or nothing when it is not an integer in
-// int's range (a corrupt table: casting it would be undefined).
-std::optional<int> class_index(double label) {
-  if (!(label == std::floor(label) && std::abs(label) <= std::numeric_limits<int>::max())) return std::nullopt;
-  return static_cast<int>(label);
-}
-
-// "class 3" for relabelled class k when settings.classes names the originals, else "label k".
-std::string class_name(const nlohmann::json& summary, int k) {
-  const nlohmann::json settings = summary.value("settings", nlohmann::json::object());
-  const nlohmann::json classes = settings.is_object() ? settings.value("classes", nlohmann::json()) : nlohmann::json();
-  if (classes.is_array() && k >= 0 && static_cast<std::size_t>(k) < classes.size() && classes[k].is_number())
-    return "class " + classes[k].dump();
-  return "label " + std::to_string(k);
-}
-
 // ---------------------------------------------------------------------------------------------
 // measure
 
@@ -99,11 +83,10 @@ void eta_histogram_by_class(const Input& input, Plotter& plotter, Section& secti
 }
 
 // One row of images drawn with gnuplot's `with rgbimage`, each H x W as its shape says (grey or
-// red, green, blue), titled by eta and label.
+// red, green, blue), titled by row, `quantity` and class.
 void image_grid(const RunImages& images, const std::vector<std::size_t>& rows, const Input& input,
+                const std::vector<double>& values, const std::vector<double>& labels, const std::string& quantity,
                 const std::string& name, const std::string& caption, Plotter& plotter, Section& section) {
-  const auto& eta = input.table.at("eta");
-  const auto& label = input.table.at("label");
   // One linear map of values to intensities for every image and channel: the smallest value of
   // the training images is black, the largest full intensity (no gamma: the pixels as an image
   // viewer shows them, grey and colour alike). The images are the values as loaded (before pixel
@@ -121,41 +104,48 @@ void image_grid(const RunImages& images, const std::vector<std::size_t>& rows, c
         plotter.data(rgbimage_data(display_image(images.X, static_cast<Index>(i), shape, range)));
     // Appends, not "#" + std::to_string(i): GCC 12 warns falsely (-Wrestrict) on the latter.
     std::string title = "#";
-    title.append(std::to_string(i)).append("\neta ").append(format_short(eta[i])).append("\n");
-    const auto label_class = class_index(label[i]);
-    title.append(label_class ? class_name(input.summary, *label_class) : "label " + format_number(label[i]));
+    title.append(std::to_string(i)).append("\n").append(quantity).append(" ").append(format_digits(values[i], 3)).append("\n");
+    const auto label_class = class_index(labels[i]);
+    title.append(label_class ? class_name(input.summary, *label_class) : "label " + format_number(labels[i]));
     body += "set title " + gnuplot_string(title) + " noenhanced\nplot " + data + " using 1:2:3:4:5 with rgbimage\n";
   }
-  plotter.plot(section, name, caption, body + "unset multiplot", 1100, 260);
+  plotter.plot(section, name, caption, body + "unset multiplot", 1100, 280);
 }
 
-void extreme_eta_images(const Input& input, Plotter& plotter, Section& section, double timeout_seconds) {
-  const std::string figure = "highest/lowest-eta images";
-  const auto* eta = column(input, "eta", figure, section);
-  if (!eta || !column(input, "label", figure, section)) return;
+}  // namespace
+
+void extreme_images(const Input& input, const std::vector<double>& values, const std::vector<double>& labels,
+                    const std::string& quantity, Plotter& plotter, Section& section, double timeout_seconds,
+                    const std::string& of) {
+  const std::string figure = "highest/lowest-" + quantity + " images";
   std::string why_not;
-  const auto images = run_training_images(input.summary, eta->size(), why_not, timeout_seconds);
+  const auto images = run_training_images(input.summary, values.size(), why_not, timeout_seconds);
   if (!images) {
     section.notes.push_back(figure + ": skipped, " + why_not);
     return;
   }
   std::vector<std::size_t> order;
-  for (std::size_t i = 0; i < eta->size(); ++i)
-    if (std::isfinite((*eta)[i])) order.push_back(i);
-  // Stable: examples of equal eta keep their training order, so the figure is the same every time.
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return (*eta)[a] > (*eta)[b]; });
+  for (std::size_t i = 0; i < values.size(); ++i)
+    if (std::isfinite(values[i])) order.push_back(i);
+  // Stable: examples of equal value keep their training order, so the figure is the same every time.
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return values[a] > values[b]; });
   const std::size_t count = std::min<std::size_t>(8, order.size());
   if (count == 0) {
-    section.notes.push_back(figure + ": skipped, no finite eta in " + input.table_path);
+    section.notes.push_back(figure + ": skipped, no finite " + quantity + " in " + input.table_path);
     return;
   }
   const std::vector<std::size_t> highest(order.begin(), order.begin() + static_cast<long>(count));
-  const std::vector<std::size_t> lowest(order.end() - static_cast<long>(count), order.end());
-  image_grid(*images, highest, input, "highest-eta-images",
-             "The training images with the highest eta (most exposed), highest first.", plotter, section);
-  image_grid(*images, std::vector<std::size_t>(lowest.rbegin(), lowest.rend()), input, "lowest-eta-images",
-             "The training images with the lowest eta (least exposed), lowest first.", plotter, section);
+  const std::vector<std::size_t> lowest(order.rbegin(), order.rbegin() + static_cast<long>(count));
+  image_grid(*images, highest, input, values, labels, quantity, "highest-" + quantity + "-images",
+             "The training images with the highest " + quantity + " (the most exposed)" + of +
+                 ", highest first, with their training row, " + quantity + " and class.",
+             plotter, section);
+  image_grid(*images, lowest, input, values, labels, quantity, "lowest-" + quantity + "-images",
+             "The training images with the lowest " + quantity + " (the least exposed)" + of + ", lowest first.",
+             plotter, section);
 }
+
+namespace {
 
 void eta_scatter(const Input& input, const std::string& quantity, const std::string& axis_label, Plotter& plotter,
                  Section& section) {
@@ -176,11 +166,22 @@ void eta_scatter(const Input& input, const std::string& quantity, const std::str
     return;
   }
   if (dropped) section.notes.push_back(figure + ": " + std::to_string(dropped) + " example(s) with a zero or non-finite value left off the log axes");
-  const std::string data = plotter.data(rows_text(rows));
+  // One series a class, so that the legend names each colour with the data's class name.
+  std::map<double, std::vector<std::vector<double>>> by_label;
+  for (const auto& row : rows) by_label[row[2]].push_back(row);
+  std::string plots;
+  for (const auto& [label, points_of_class] : by_label) {
+    const auto k = class_index(label);
+    plots += std::string(plots.empty() ? "plot " : ", ") + plotter.data(rows_text(points_of_class)) +
+             " using 1:2 with points pt 7 ps 0.5 title " +
+             gnuplot_string(k ? class_name(input.summary, *k) : "label " + format_number(label)) + " noenhanced";
+  }
   plotter.plot(section, "eta-vs-" + quantity,
-               "eta against the training " + axis_label + " of each example (log-log; colour = class).",
-               "set logscale xy\nunset key\nset xlabel " + gnuplot_string(axis_label) + "\nset ylabel 'eta'\nplot " + data +
-                   " using 1:2:($3+1) with points pt 7 ps 0.5 lc variable");
+               "eta against the training " + axis_label + " of each example (log-log; colour = class, as the legend "
+               "names them).",
+               "set logscale xy\nset key outside right top\nset xlabel " + gnuplot_string(axis_label) +
+                   "\nset ylabel 'eta'\n" + plots,
+               900, 500);
 }
 
 void dfil_with_bound(const Input& input, Plotter& plotter, Section& section) {
@@ -226,86 +227,119 @@ void bound_histogram(const Input& input, Plotter& plotter, Section& section) {
     return;
   }
   // The x range covers the histogram and both threshold lines, which may lie outside the data.
+  // The lines are named in the legend, not by labels beside them, which overprint when they are close.
   double lo = rows.front()[0], hi = rows.back()[0];
-  std::string lines;
+  std::string lines, caption = "Per-example lower bounds on the reconstruction MSE (log scale), against the (2, eps)-RDP "
+                               "bound of the whole release and the MSE of guessing with no information (perfect privacy).";
   if (const auto rdp = number_at(input.summary, "rdp.mse_bound"); rdp && *rdp > 0) {
-    lines += vertical_line(*rdp, "RDP bound", "#d62728");
+    // The RDP bound assumes every row norm at most R: where the data break it, the line is dashed
+    // and the caption says why (the run's warning).
+    const nlohmann::json* satisfied = &input.summary;
+    for (const char* key : {"rdp", "norm_check", "satisfied"})
+      satisfied = satisfied && satisfied->is_object() && satisfied->contains(key) ? &(*satisfied)[key] : nullptr;
+    const bool holds = !(satisfied && satisfied->is_boolean() && !satisfied->get<bool>());
+    lines += "set arrow from " + format_number(*rdp) + ", graph 0 to " + format_number(*rdp) +
+             ", graph 1 nohead lw 2 dt " + (holds ? "1" : "2") + " lc rgb '#d62728'\n";
+    plots += std::string(", NaN with lines lw 2 dt ") + (holds ? "1" : "2") + " lc rgb '#d62728' title " +
+             gnuplot_string(holds ? "RDP bound" : "RDP bound (does not hold here)");
+    if (!holds) {
+      std::string warning = "the data break its assumption on the row norms";
+      if (const auto max_norm = number_at(input.summary, "rdp.norm_check.max_design_row_norm"),
+          bound = number_at(input.summary, "rdp.norm_check.bound");
+          max_norm && bound)
+        warning = "a design row has norm " + format_digits(*max_norm, 4) + " > R = " + format_number(*bound) +
+                  ", the norm the RDP guarantee assumes";
+      caption += " The RDP line is dashed: it does not hold for this run (" + warning + ").";
+    }
     lo = std::min(lo, *rdp), hi = std::max(hi, *rdp);
   } else {
     section.notes.push_back(figure + ": no RDP bound line, the summary lacks a positive rdp.mse_bound");
   }
   if (const auto line = number_at(input.summary, "perfect_privacy_mse"); line && *line > 0) {
-    lines += vertical_line(*line, "perfect privacy", "#555555");
+    lines += "set arrow from " + format_number(*line) + ", graph 0 to " + format_number(*line) +
+             ", graph 1 nohead lw 2 dt 3 lc rgb '#555555'\n";
+    plots += ", NaN with lines lw 2 dt 3 lc rgb '#555555' title 'perfect privacy'";
     lo = std::min(lo, *line), hi = std::max(hi, *line);
   } else {
     section.notes.push_back(figure + ": no perfect-privacy line, the summary lacks perfect_privacy_mse");
   }
   lines += "set xrange [" + format_number(lo / 2) + ":" + format_number(hi * 2) + "]\n";
   const std::string data = plotter.data(rows_text(rows));
-  plotter.plot(section, "bound-histogram",
-               "Per-example lower bounds on the reconstruction MSE (log scale), against the (2, eps)-RDP bound of "
-               "the whole release and the MSE of guessing with no information (perfect privacy).",
-               "datafile = " + data + "\nset logscale x\nset key below\nset xlabel 'MSE lower bound'\n"
-               "set ylabel 'training examples'\nset yrange [0:*]\n" + lines + plots);
+  plotter.plot(section, "bound-histogram", caption,
+               "datafile = " + data + "\nset logscale x\nset key outside right top\nset xlabel 'MSE lower bound'\n"
+               "set ylabel 'training examples'\nset yrange [0:*]\n" + lines + plots,
+               950, 500);
 }
 
-void attack_against_bound(const Input& input, Plotter& plotter, Section& section) {
-  const std::string figure = "attack MSE against the dFIL bound";
-  const auto* dfil_bound = column(input, "dfil_bound", figure, section);
-  const auto* attack = column(input, "attack_mse", figure, section);
-  if (!dfil_bound || !attack) return;
-  std::size_t dropped = 0;
-  const auto rows = points(*dfil_bound, *attack, true, true, &dropped);
-  if (rows.empty()) {
-    section.notes.push_back(figure + ": skipped, no example has a positive finite bound and attack MSE");
+// The attack's MSE against one of its per-example bounds (log-log), with the line MSE = bound and
+// the perfect-privacy line. With `mark_below_unbiased`, the examples whose MSE is below their
+// unbiased dFIL bound are drawn apart, in red.
+struct BoundFigure {
+  std::string figure, name, bound_column, xlabel, caption;
+  bool mark_below_unbiased = false;
+};
+
+void attack_against(const Input& input, Plotter& plotter, Section& section, const BoundFigure& f) {
+  const auto* bound = column(input, f.bound_column, f.figure, section);
+  const auto* attack = column(input, "attack_mse", f.figure, section);
+  const auto* unbiased = f.mark_below_unbiased ? column(input, "dfil_bound", f.figure, section) : bound;
+  if (!bound || !attack || !unbiased) return;
+  // The two sets: [0] at or above the unbiased dFIL bound, [1] below it.
+  std::vector<double> x[2], y[2];
+  for (std::size_t i = 0; i < std::min({bound->size(), attack->size(), unbiased->size()}); ++i) {
+    const int set = f.mark_below_unbiased && (*attack)[i] < (*unbiased)[i] ? 1 : 0;
+    x[set].push_back((*bound)[i]);
+    y[set].push_back((*attack)[i]);
+  }
+  std::size_t dropped[2] = {0, 0};
+  const std::vector<std::vector<double>> rows[2] = {points(x[0], y[0], true, true, &dropped[0]),
+                                                     points(x[1], y[1], true, true, &dropped[1])};
+  if (rows[0].empty() && rows[1].empty()) {
+    section.notes.push_back(f.figure + ": skipped, no example has a positive finite bound and attack MSE");
     return;
   }
-  if (dropped) section.notes.push_back(figure + ": " + std::to_string(dropped) + " example(s) without a positive finite attack MSE or bound left off");
+  if (dropped[0] + dropped[1])
+    section.notes.push_back(f.figure + ": " + std::to_string(dropped[0] + dropped[1]) +
+                            " example(s) without a positive finite attack MSE or bound left off");
   double lo = INFINITY, hi = 0;
-  for (const auto& row : rows) lo = std::min({lo, row[0], row[1]}), hi = std::max({hi, row[0], row[1]});
+  for (const auto& set : rows)
+    for (const auto& row : set) lo = std::min({lo, row[0], row[1]}), hi = std::max({hi, row[0], row[1]});
   std::string extra;
   if (const auto line = number_at(input.summary, "perfect_privacy_mse"); line && *line > 0) {
     extra = ", " + format_number(*line) + " with lines dt 2 lw 2 lc rgb '#555555' title 'perfect privacy'";
     lo = std::min(lo, *line), hi = std::max(hi, *line);
   }
+  std::string plots;
+  const char* titles[2] = {f.mark_below_unbiased ? "at or above the unbiased dFIL bound" : "examples",
+                           "below the unbiased dFIL bound"};
+  const char* colours[2] = {"#1f77b4", "#d62728"};
+  for (int set = 0; set < 2; ++set)
+    if (!rows[set].empty())
+      plots += plotter.data(rows_text(rows[set])) + " using 1:2 with points pt 7 ps 0.5 lc rgb '" + colours[set] +
+               "' title '" + titles[set] + "', ";
   const std::string range = "[" + format_number(lo / 2) + ":" + format_number(hi * 2) + "]";
-  const std::string data = plotter.data(rows_text(rows));
-  plotter.plot(section, "attack-vs-bound",
-               "Realised MSE of the GLM reconstruction attack against each example's predicted dFIL bound "
-               "(log-log). The bound holds for unbiased attackers where points lie above the line MSE = bound.",
+  plotter.plot(section, f.name, f.caption,
                "set logscale xy\nset xrange " + range + "\nset yrange " + range +
-                   "\nset key bottom right\nset xlabel 'predicted MSE bound 1/dFIL^2'\nset ylabel 'attack MSE'\nplot " +
-                   data + " using 1:2 with points pt 7 ps 0.5 title 'examples', x with lines lw 2 lc rgb '#d62728' "
-                   "title 'MSE = bound'" + extra);
+                   "\nset key outside right top\nset xlabel '" + f.xlabel + "'\nset ylabel 'attack MSE'\nplot " + plots +
+                   "x with lines lw 2 lc rgb '#2ca02c' title 'MSE = bound'" + extra);
+}
+
+void attack_against_bound(const Input& input, Plotter& plotter, Section& section) {
+  attack_against(input, plotter, section,
+                 {"attack MSE against the dFIL bound", "attack-vs-bound", "dfil_bound", "predicted MSE bound 1/dFIL^2",
+                  "Realised MSE of the GLM reconstruction attack against each example's predicted dFIL bound "
+                  "(log-log). The bound holds for unbiased attackers where points lie above the line MSE = bound."});
+  attack_against(input, plotter, section,
+                 {"attack MSE against the biased dFIL bound", "attack-vs-biased-bound", "biased_dfil_bound",
+                  "biased bound (tr J/d)^2/dFIL^2 + squared bias",
+                  "The same attack MSE against the dFIL bound in its biased form, at the attack's bias and the "
+                  "Jacobian of its mean estimated from the same trials (docs/mathematics.md, section 6.7). Red: the "
+                  "examples whose MSE is below their unbiased bound. Every attacker obeys this bound, up to the "
+                  "estimates' Monte-Carlo error (the CSV's _standard_error columns).",
+                  true});
 }
 
 // ---------------------------------------------------------------------------------------------
-// dpsgd
-
-struct ParetoPoint {
-  double bound, accuracy;
-};
-
-// Points not dominated by another with at least the accuracy and at least the bound (strictly
-// better in one), sorted by bound: the best accuracy each privacy level allows.
-std::vector<ParetoPoint> pareto_front(const std::vector<ParetoPoint>& all) {
-  std::vector<ParetoPoint> front;
-  for (const ParetoPoint& a : all) {
-    const bool dominated = std::any_of(all.begin(), all.end(), [&](const ParetoPoint& b) {
-      return b.accuracy >= a.accuracy && b.bound >= a.bound && (b.accuracy > a.accuracy || b.bound > a.bound);
-    });
-    if (!dominated) front.push_back(a);
-  }
-  std::sort(front.begin(), front.end(), [](const ParetoPoint& a, const ParetoPoint& b) { return a.bound < b.bound; });
-  return front;
-}
-
-std::vector<std::vector<double>> as_rows(const std::vector<ParetoPoint>& list) {
-  std::vector<std::vector<double>> rows;
-  for (const ParetoPoint& p : list) rows.push_back({p.bound, p.accuracy});
-  return rows;
-}
-
 // Accuracy per eta group (deciles, lowest first) at each sigma, white-box solid and black-box
 // dashed, the prior's accuracy per group in grey.
 void attack_by_group(const nlohmann::json& attack, const std::string& name, const nlohmann::json& by_sigma,
@@ -346,8 +380,11 @@ void attack_by_group(const nlohmann::json& attack, const std::string& name, cons
 
 void measure_section(const Input& input, Plotter& plotter, Section& section, const ImageReload& images) {
   eta_histogram_by_class(input, plotter, section);
-  if (images.enabled) extreme_eta_images(input, plotter, section, images.timeout_seconds);
-  else section.notes.push_back("highest/lowest-eta images: skipped, image re-loading is switched off");
+  const std::string figure = "highest/lowest-eta images";
+  const auto* eta = column(input, "eta", figure, section);
+  const auto* label = column(input, "label", figure, section);
+  if (!images.enabled) section.notes.push_back(figure + ": skipped, image re-loading is switched off");
+  else if (eta && label) extreme_images(input, *eta, *label, "eta", plotter, section, images.timeout_seconds);
   eta_scatter(input, "loss", "loss", plotter, section);
   eta_scatter(input, "gradient_norm", "gradient norm", plotter, section);
   dfil_with_bound(input, plotter, section);
@@ -365,49 +402,17 @@ void reconstruct_section(const Input& input, Plotter& plotter, Section& section)
   bound_section(input, plotter, section);
   if (const auto share = number_at(input.summary, "attack.above_dfil_bound.share"))
     section.facts.push_back({"share of attack MSE at or above its bound", format_number(*share)});
+  if (const auto below = number_at(input.summary, "attack.biased_bounds.below_dfil_bound.below"))
+    section.facts.push_back({"examples with attack MSE below the dFIL bound", format_number(*below)});
+  if (const auto below = number_at(input.summary, "attack.biased_bounds.below_biased_dfil_bound.below"))
+    section.facts.push_back({"... below its biased form (by 2 standard errors)",
+                             format_number(*below) + " (" +
+                                 format_number(number_at(input.summary,
+                                                         "attack.biased_bounds.below_biased_dfil_bound."
+                                                         "below_by_two_standard_errors")
+                                                   .value_or(NAN)) +
+                                 ")"});
   attack_against_bound(input, plotter, section);
-}
-
-void dpsgd_section(const std::vector<const Input*>& inputs, Plotter& plotter, Section& section) {
-  std::vector<ParetoPoint> at_max, at_median;
-  std::size_t incomplete = 0;
-  for (const Input* input : inputs) {
-    const nlohmann::json snapshots = input->summary.value("snapshots", nlohmann::json::array());
-    if (!snapshots.is_array() || snapshots.empty())
-      section.notes.push_back(input->summary_path + ": no snapshots, left out of the accuracy/bound figure");
-    for (const nlohmann::json& c : snapshots) {
-      const auto accuracy = number_at(c, "test_accuracy");
-      const auto max_bound = number_at(c, "dfil.mse_bound_at_max");
-      const auto median_bound = number_at(c, "dfil.mse_bound_at_median");
-      if (!accuracy || !max_bound || *max_bound <= 0) {
-        ++incomplete;
-        continue;
-      }
-      at_max.push_back({*max_bound, *accuracy});
-      if (median_bound && *median_bound > 0) at_median.push_back({*median_bound, *accuracy});
-    }
-  }
-  if (incomplete)
-    section.notes.push_back("accuracy against MSE bound: " + std::to_string(incomplete) +
-                            " snapshot(s) without test_accuracy or a positive dfil.mse_bound_at_max left out");
-  if (at_max.empty()) {
-    section.notes.push_back("accuracy against MSE bound: skipped, no snapshot has both numbers");
-    return;
-  }
-  std::string plots = "plot " + plotter.data(rows_text(as_rows(at_max))) +
-                      " with points pt 7 ps 0.8 lc rgb '#1f77b4' title 'at the largest dFIL', " +
-                      plotter.data(rows_text(as_rows(pareto_front(at_max)))) +
-                      " with fsteps lw 2 lc rgb '#1f77b4' title 'Pareto front (largest dFIL)'";
-  if (!at_median.empty())
-    plots += ", " + plotter.data(rows_text(as_rows(at_median))) +
-             " with points pt 6 ps 0.8 lc rgb '#ff7f0e' title 'at the median dFIL', " +
-             plotter.data(rows_text(as_rows(pareto_front(at_median)))) +
-             " with fsteps lw 2 dt 2 lc rgb '#ff7f0e' title 'Pareto front (median dFIL)'";
-  plotter.plot(section, "accuracy-vs-bound",
-               "Test accuracy against the reconstruction MSE bound 1/dFIL^2 of every snapshot of every DP-SGD "
-               "run, with the Pareto fronts: the best accuracy reached at each privacy level.",
-               "set logscale x\nset key bottom left\nset xlabel 'MSE bound 1/dFIL^2'\nset ylabel 'test accuracy'\n" +
-                   plots);
 }
 
 void irfil_section(const Input& input, Plotter& plotter, Section& section) {
@@ -470,7 +475,7 @@ void attack_section(const nlohmann::json& attack, const std::string& name, Plott
     plotter.plot(section, name + "-vs-eta",
                  name + ": attribute-inference accuracy (left axis) and the released model's test MSE (right "
                         "axis) against the mean eta of the attacked examples, one point per sigma.",
-                 "set logscale x\nset logscale y2\nset ytics nomirror\nset y2tics\nset key bottom right\n"
+                 "set logscale x\nset logscale y2\nset ytics nomirror\nset y2tics\nset key outside right top\n"
                  "set xlabel 'mean eta'\nset ylabel 'attack accuracy'\nset y2label 'release test MSE'\nplot " + data +
                      " using 1:2 with linespoints lw 2 pt 7 title 'white-box', '' using 1:3 with linespoints lw 2 pt 5 "
                      "title 'black-box', '' using 1:4 axes x1y2 with linespoints dt 3 pt 4 title 'test MSE'" + prior);

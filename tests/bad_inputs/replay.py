@@ -771,7 +771,8 @@ def run_command(argv, ctx, case, timeout, unprivileged=False):
             "seconds": time.monotonic() - start, "peak_rss_mb": watcher.peak_mb, "killed_for_memory": watcher.killed}
 
 
-PROGRESS = re.compile(r"^\S+( \S+)? \[[#. -]*\]")
+# A progress report: "label [####....]  42% ..." on a terminal, "label: 42% (42/100) ..." in a log.
+PROGRESS = re.compile(r"^.*?(: \d{1,3}% \(\d+/\d+\) | \[[#. -]*\] +\d{1,3}%)")
 
 
 def message_lines(stderr_text):

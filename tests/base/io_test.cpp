@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -35,6 +36,7 @@ std::vector<std::string> split(const std::string& line) {
   std::vector<std::string> cells;
   std::stringstream stream(line);
   for (std::string cell; std::getline(stream, cell, ',');) cells.push_back(cell);
+  if (!line.empty() && line.back() == ',') cells.emplace_back();  // an empty last cell
   return cells;
 }
 
@@ -65,6 +67,7 @@ TEST(NumericCsv, WritesIntegersAsIntegersAndEveryOtherValueExactly) {
     rows.push_back({static_cast<double>(i), 100000.0 * i, normal(rng), std::exp(30.0 * normal(rng)), -0.0});
   }
   rows.push_back({1e15, -1e300, std::nan(""), std::numeric_limits<double>::infinity(), 5e-324});
+  rows.push_back({-std::numeric_limits<double>::infinity(), 1.0, 2.0, 3.0, std::nan("")});
   const std::string csv = numeric_csv({"index", "big", "normal", "wide", "zero"}, rows);
   std::stringstream lines(csv);
   std::string line;
@@ -75,7 +78,7 @@ TEST(NumericCsv, WritesIntegersAsIntegersAndEveryOtherValueExactly) {
     const std::vector<std::string> cells = split(line);
     ASSERT_EQ(cells.size(), row.size()) << line;
     for (std::size_t j = 0; j < row.size(); ++j) {
-      if (std::isnan(row[j])) EXPECT_EQ(cells[j], "nan");
+      if (!std::isfinite(row[j])) EXPECT_EQ(cells[j], "");
       else EXPECT_EQ(parse(cells[j]), row[j]) << cells[j];
     }
   }
@@ -84,7 +87,7 @@ TEST(NumericCsv, WritesIntegersAsIntegersAndEveryOtherValueExactly) {
   EXPECT_EQ(csv.substr(first, csv.find('\n', first) - first),
             "0,0," + format_double(rows[0][2]) + "," + format_double(rows[0][3]) + ",0");
   EXPECT_NE(csv.find("\n999,99900000,"), std::string::npos);  // 99900000, not 9.99e+07
-  EXPECT_NE(csv.find("\n1e+15,-1e+300,nan,inf,5e-324\n"), std::string::npos);
+  EXPECT_NE(csv.find("\n1e+15,-1e+300,,,5e-324\n,1,2,3,\n"), std::string::npos);  // non-finite: empty
 }
 
 TEST(NumericCsv, RejectsARowOfAnotherWidth) {
@@ -226,6 +229,54 @@ TEST(CheckDistinctOutputs, RefusesTwoOptionsNamingOneFileButNotOneDevice) {
                           "the same file as --out");
   check_distinct_outputs({{"--out", "/dev/null"}, {"--json", "/dev/null"}, {"--a", "-"}, {"--b", "-"}, {"--c", ""}});
   check_distinct_outputs({{"--out", file}, {"--json", dir.file("y.json")}});
+}
+
+// Progress: elapsed and remaining time; a line of its own when stderr is not a terminal.
+TEST(Progress, DurationsReadAsSecondsMinutesHours) {
+  EXPECT_EQ(format_duration(0.04), "0.0s");
+  EXPECT_EQ(format_duration(59.94), "59.9s");
+  EXPECT_EQ(format_duration(125), "2m05s");
+  EXPECT_EQ(format_duration(3 * 3600 + 7 * 60 + 10), "3h07m");
+  EXPECT_EQ(format_duration(std::nan("")), "?");
+}
+
+TEST(Progress, TextHasElapsedAndRemainingTime) {
+  // A quarter done in 10 s: 30 s left at that rate.
+  EXPECT_EQ(progress_text("steps", 250, 1000, 10.0, false, false), "steps: 25% (250/1000) 10.0s elapsed, ~30.0s left");
+  EXPECT_EQ(progress_text("steps", 250, 1000, 10.0, true, false),
+            "steps [######..................]  25% 10.0s elapsed, ~30.0s left");
+  // Nothing done yet: no estimate; done: the total time.
+  EXPECT_EQ(progress_text("steps", 0, 1000, 1.0, false, false), "steps: 0% (0/1000) 1.0s elapsed");
+  EXPECT_EQ(progress_text("steps", 1000, 1000, 75.0, false, true), "steps: 100% (1000/1000) done in 1m15s");
+}
+
+TEST(Progress, WritesWholeLinesWhenStderrIsNotATerminal) {
+  ::testing::internal::CaptureStderr();  // a file: not a terminal
+  {
+    Progress bar("work", 4, false, /*line_interval=*/0.0);
+    for (int k = 0; k < 4; ++k) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      bar.advance();
+    }
+  }
+  const std::string written = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(written.find('\r'), std::string::npos) << written;
+  EXPECT_NE(written.find("work: 50% (2/4)"), std::string::npos) << written;
+  EXPECT_NE(written.find("left\n"), std::string::npos) << written;
+  EXPECT_NE(written.find("work: 100% (4/4) done in "), std::string::npos) << written;
+  // A stage ended by an error reports no "done": the error's message follows alone.
+  ::testing::internal::CaptureStderr();
+  try {
+    Progress failing("failing", 4, false, 3600.0);
+    failing.advance();
+    throw std::runtime_error("stage failed");
+  } catch (const std::runtime_error&) {
+  }
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  // Quiet writes nothing.
+  ::testing::internal::CaptureStderr();
+  { Progress silent("work", 4, true, 0.0); silent.advance(4); }
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
 }
 
 }  // namespace

@@ -169,5 +169,42 @@ TEST(OptionsFromSettings, RefuseValuesThatDoNotFitTheirFieldNamingTheSetting) {
   EXPECT_INVALID_ARGUMENT(options_from_settings(nlohmann::json::array(), read), "settings: not an object");
 }
 
+// The suggestions for a mistyped flag or keyword (the command line's and Python's messages).
+TEST(NearestNames, FindsTyposAndSwapsAndNothingFarOff) {
+  EXPECT_EQ(nearest_names("--noise-multipler", {"--noise-multiplier", "--clip-norm", "--steps"}),
+            std::vector<std::string>{"--noise-multiplier"});
+  // A swap of neighbours is one edit; the best distance only; nothing when nothing is close.
+  EXPECT_EQ(nearest_names("--setps", {"--steps", "--step-size", "--seed"}), std::vector<std::string>{"--steps"});
+  EXPECT_TRUE(nearest_names("--frobnicate", {"--steps", "--seed"}).empty());
+  // The start of a name counts; a name typed right is no suggestion.
+  EXPECT_EQ(nearest_names("--noise", {"--noise-multiplier", "--nodes"})[0], "--noise-multiplier");
+  EXPECT_TRUE(nearest_names("seed", {"seed"}).empty());
+  EXPECT_EQ(nearest_names("nosie_multiplier", {"noise_multiplier", "clip_norm"}),
+            std::vector<std::string>{"noise_multiplier"});
+}
+
+struct RenamedCase {
+  double sample_rate = 0.0;
+};
+template <class Visit>
+void visit_fields(RenamedCase& o, Visit&& visit) {
+  visit("sample_rate", o.sample_rate, "");
+}
+
+// A renamed option answers to its former name, in a summary's settings too (written before the
+// rename); the name wins where both are there.
+TEST(RenamedOptions, ReadAFormerNameFromASummarysSettings) {
+  EXPECT_EQ(former_option_name("sample_rate"), "q");
+  EXPECT_EQ(former_option_name("row_scaling"), "scale");
+  EXPECT_TRUE(former_option_name("steps").empty());
+  RenamedCase options;
+  options_from_settings(nlohmann::json{{"q", 0.5}}, options);
+  EXPECT_EQ(options.sample_rate, 0.5);
+  options_from_settings(nlohmann::json{{"q", 0.5}, {"sample_rate", 0.25}}, options);
+  EXPECT_EQ(options.sample_rate, 0.25);
+  EXPECT_EQ(settings_json(options), nlohmann::json({{"sample_rate", 0.25}})) << "only the name is written";
+  EXPECT_INVALID_ARGUMENT(options_from_settings(nlohmann::json{{"q", "fast"}}, options), "settings.q");
+}
+
 }  // namespace
 }  // namespace filkit

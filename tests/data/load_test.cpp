@@ -7,6 +7,7 @@
 
 #include "test_util.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <optional>
 
@@ -202,6 +203,30 @@ TEST(LoadDataset, SplitsCsvReproduciblyAndStandardisesWithTrainingRowsOnly) {
   EXPECT_EQ(split.train.feature_names, (std::vector<std::string>{"x", "colour=blue", "colour=green"}));
   const DatasetSplit again = load_dataset(options);
   EXPECT_EQ(again.test.X, split.test.X);
+}
+
+TEST(LoadDataset, HandlesACsvLevelOnlyTheTestSplitHasByTheUnseenLevelsOption) {
+  // A colour no training row has: left out by default, zeroed, or an error naming it.
+  TempDir dir;
+  std::string csv = "x,colour,label\n";
+  for (int i = 0; i < 19; ++i) csv += std::to_string(i) + "," + (i % 2 ? "red" : "blue") + "," + (i % 3 ? "no" : "yes") + "\n";
+  csv += "19,violet,no\n";
+  DataOptions options = csv_options(dir.write("t.csv", csv));
+  for (options.seed = 0;; ++options.seed) {  // a split that puts the violet row into the test part
+    ASSERT_LT(options.seed, 100u);
+    const std::vector<Index> test = shuffle_split(20, options.test_fraction, options.seed).test;
+    if (std::find(test.begin(), test.end(), 19) != test.end()) break;
+  }
+  const DatasetSplit dropped = load_dataset(options);
+  EXPECT_EQ(dropped.test.n(), 4);
+  EXPECT_EQ(dropped.test.dropped_rows, 1);
+  EXPECT_EQ(dropped.test.unseen_level_rows, 1);
+  options.unseen_levels = UnseenLevelPolicy::kZero;
+  const DatasetSplit zeroed = load_dataset(options);
+  EXPECT_EQ(zeroed.test.n(), 5);
+  EXPECT_EQ(zeroed.test.unseen_level_rows, 1);
+  options.unseen_levels = UnseenLevelPolicy::kError;
+  EXPECT_INVALID_ARGUMENT(load_dataset(options), "t.csv", "'violet'", "column 'colour'", "line 21");
 }
 
 TEST(LoadDataset, ReadsArffFilesLikeCsv) {

@@ -148,9 +148,16 @@ TEST(TabularDatasets, TestRowsWithLevelsUnseenInTrainingAreLeftOut) {
     options.seed = seed;
     const TrainTestIndices parts = shuffle_split(31, 0.3, seed);
     if (std::find(parts.test.begin(), parts.test.end(), 30) == parts.test.end()) continue;
-    const DatasetSplit split = load_dataset(options);
+    const DatasetSplit split = load_dataset(options);  // unseen_levels = drop, the default
     EXPECT_EQ(split.test.n() + split.test.dropped_rows, static_cast<Index>(parts.test.size()));
     EXPECT_EQ(split.test.dropped_rows, 1);
+    EXPECT_EQ(split.test.unseen_level_rows, 1);
+    options.unseen_levels = UnseenLevelPolicy::kZero;  // kept, its marital block all zero
+    const DatasetSplit zero = load_dataset(options);
+    EXPECT_EQ(zero.test.n(), static_cast<Index>(parts.test.size()));
+    EXPECT_EQ(zero.test.unseen_level_rows, 1);
+    options.unseen_levels = UnseenLevelPolicy::kError;
+    EXPECT_INVALID_ARGUMENT(load_dataset(options), "'Widowed'", "MARITAL.STATUS", "not seen in the training rows");
     return;
   }
   FAIL() << "no seed puts row 30 into the test part";

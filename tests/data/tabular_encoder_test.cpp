@@ -146,16 +146,60 @@ TEST(TabularEncoder, RejectsUnknownCategoricalOrDroppedColumn) {
   EXPECT_INVALID_ARGUMENT(TabularEncoder::fit(kPeople, options), "'height'", "drop");
 }
 
-TEST(TabularEncoder, RejectsUnseenTestLevelNamingColumnLevelAndLine) {
-  const TabularEncoder encoder = TabularEncoder::fit(kPeople, target("income"));
-  const TextTable test = table({"age", "sex", "income"}, {{"1", "Male", "low"}, {"2", "Robot", "low"}});
-  EXPECT_INVALID_ARGUMENT(encoder.transform(test), "'Robot'", "column 'sex'", "line 3");
+TabularOptions with_unseen(UnseenLevelPolicy policy) {
+  TabularOptions options = target("income");
+  options.unseen_levels = policy;
+  return options;
 }
 
-TEST(TabularEncoder, RejectsUnseenTestClass) {
-  const TabularEncoder encoder = TabularEncoder::fit(kPeople, target("income"));
+const TextTable kUnseenTest = table({"age", "sex", "income"}, {{"1", "Male", "low"},
+                                                               {"2", "Robot", "low"},
+                                                               {"3", "Female", "medium"},
+                                                               {"4", "Other", "high"}});
+
+TEST(TabularEncoder, ErrorPolicyRejectsUnseenTestLevelNamingColumnLevelAndLine) {
+  const TabularEncoder encoder = TabularEncoder::fit(kPeople, with_unseen(UnseenLevelPolicy::kError));
+  const TextTable test = table({"age", "sex", "income"}, {{"1", "Male", "low"}, {"2", "Robot", "low"}});
+  EXPECT_INVALID_ARGUMENT(encoder.transform(test), "'Robot'", "column 'sex'", "line 3", "unseen_levels");
+}
+
+TEST(TabularEncoder, ErrorPolicyRejectsUnseenTestClass) {
+  const TabularEncoder encoder = TabularEncoder::fit(kPeople, with_unseen(UnseenLevelPolicy::kError));
   const TextTable test = table({"age", "sex", "income"}, {{"1", "Male", "medium"}});
   EXPECT_INVALID_ARGUMENT(encoder.transform(test), "class 'medium'", "column 'income'", "line 2");
+}
+
+TEST(TabularEncoder, DropPolicyLeavesOutRowsWithUnseenLevelsOrClassesAndCountsThem) {
+  ASSERT_EQ(TabularOptions{}.unseen_levels, UnseenLevelPolicy::kDrop);  // the default
+  const Dataset data = TabularEncoder::fit(kPeople, with_unseen(UnseenLevelPolicy::kDrop)).transform(kUnseenTest);
+  ASSERT_EQ(data.n(), 2);  // Male/low and Other/high: rows 1 and 4
+  EXPECT_EQ(data.dropped_rows, 2);
+  EXPECT_EQ(data.unseen_level_rows, 2);
+  const Dataset seen = TabularEncoder::fit(kPeople, target("income")).transform(table(
+      {"age", "sex", "income"}, {{"1", "Male", "low"}, {"4", "Other", "high"}}));
+  EXPECT_EQ(data.X, seen.X);
+  EXPECT_EQ(data.y, seen.y);
+}
+
+TEST(TabularEncoder, ZeroPolicyEncodesUnseenLevelsAsAllZeroAndDropsUnseenClasses) {
+  const Dataset data = TabularEncoder::fit(kPeople, with_unseen(UnseenLevelPolicy::kZero)).transform(kUnseenTest);
+  ASSERT_EQ(data.n(), 3);  // the unknown class "medium" still goes
+  EXPECT_EQ(data.dropped_rows, 1);
+  EXPECT_EQ(data.unseen_level_rows, 2);
+  const std::vector<Index>& sex = data.attribute("sex").columns;  // Female, Male (Other dropped)
+  ASSERT_EQ(sex.size(), 2u);
+  EXPECT_EQ(data.X(0, sex[1]), 1.0);  // Male
+  EXPECT_EQ(data.X(1, sex[0]), 0.0);  // Robot: all zero, as the dropped level Other
+  EXPECT_EQ(data.X(1, sex[1]), 0.0);
+  EXPECT_EQ(data.X(2, sex[0]), 0.0);  // Other
+  EXPECT_EQ(data.X(2, sex[1]), 0.0);
+  EXPECT_EQ(data.y(1), 1.0);  // classes high, low: "low" is 1
+}
+
+TEST(UnseenLevelPolicy, RoundTripsThroughStrings) {
+  for (UnseenLevelPolicy policy : {UnseenLevelPolicy::kDrop, UnseenLevelPolicy::kZero, UnseenLevelPolicy::kError})
+    EXPECT_EQ(parse_enum<UnseenLevelPolicy>(to_string(policy)), policy);
+  EXPECT_INVALID_ARGUMENT(parse_enum<UnseenLevelPolicy>("ignore"), "ignore", "drop", "zero", "error");
 }
 
 TEST(TabularEncoder, RejectsNanAndInfCells) {

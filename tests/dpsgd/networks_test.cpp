@@ -360,6 +360,18 @@ TEST(NetworkAccounting, TheSoftmaxNetworkIsTheClosedFormGlm) {
   }
 }
 
+// Loading the plugin names OpenBLAS' kernels from the CPU's instruction sets (network_plugin.cpp's
+// choose_openblas_kernels; the rule itself is tested in python/tests/test_blas.py), unless set.
+TEST(Network, LoadingThePluginNamesOpenBlasKernels) {
+  REQUIRE_TORCH();
+  const Network network(options_for(NetworkArchitecture::kMlp), 4, 2);
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx")) GTEST_SKIP() << "the CPU has no AVX: OpenBLAS keeps its own choice";
+  const char* core = std::getenv("OPENBLAS_CORETYPE");
+  ASSERT_NE(core, nullptr);
+  EXPECT_FALSE(std::string(core).empty());
+}
+
 TEST(Network, HasThePapersConvNetAndRejectsBadShapes) {
   REQUIRE_TORCH();
   NetworkOptions cnn;

@@ -91,6 +91,15 @@ TEST(DpSgd, AccountsFixedSizeBatchesWithoutReplacementAndThePldOnRequest) {
   RdpAccountant poisson;
   poisson.step(s, 0.2, 60);
   EXPECT_LT(poisson.epsilon(1e-5), c.privacy.eps);
+  // The PLD's grid spacing is an option: a coarser grid gives the (slightly larger) eps of a PLD
+  // accountant with that spacing.
+  options.discretization = 1e-2;
+  const DpSgdSnapshot coarse = train_dpsgd(train, Dataset(), options).final_snapshot();
+  PldAccountant coarse_pld(Sampling::kWithoutReplacement, PldSettings{1e-2});
+  coarse_pld.step(s, 0.2, 60);
+  EXPECT_DOUBLE_EQ(coarse.epsilon, coarse_pld.epsilon(1e-5));
+  EXPECT_GT(coarse.epsilon, c.epsilon);
+  EXPECT_DOUBLE_EQ(coarse.privacy.eps, c.privacy.eps) << "the RDP curve does not depend on it";
 }
 
 TEST(DpSgdOptions, InvalidValuesThrowNamingTheField) {
@@ -106,6 +115,7 @@ TEST(DpSgdOptions, InvalidValuesThrowNamingTheField) {
       {"init_scale", [](DpSgdOptions& o) { o.init_scale = -1.0; }},
       {"kappa_delta", [](DpSgdOptions& o) { o.kappa_delta = 0.0; }},
       {"rdp_delta", [](DpSgdOptions& o) { o.rdp_delta = 1.5; }},
+      {"discretization", [](DpSgdOptions& o) { o.discretization = 0.0; }},
       {"probes", [](DpSgdOptions& o) { o.probes = 0; }},
       {"power_iterations", [](DpSgdOptions& o) { o.power_iterations = 0; }},
       {"runs", [](DpSgdOptions& o) { o.runs = 0; }},

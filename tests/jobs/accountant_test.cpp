@@ -56,7 +56,7 @@ TEST(AccountantCli, WritesJsonWithInputsEpsilonAndRdpCurve) {
   const nlohmann::json out = read_json(dir.file("out.json"));
   EXPECT_EQ(out["command"], "accountant");
   EXPECT_EQ(out["filkit_version"], version());
-  EXPECT_EQ(out["settings"]["q"], 0.04);
+  EXPECT_EQ(out["settings"]["sample_rate"], 0.04);
   EXPECT_EQ(out["settings"]["noise_multiplier"], 1.5);
   EXPECT_EQ(out["settings"]["steps"], 2250);
   EXPECT_EQ(out["settings"]["delta"], 1e-5);
@@ -167,7 +167,7 @@ TEST(AccountantCli, RejectsContradictoryOrMalformedFlags) {
       EXPECT_NE(std::string(error.what()).find(flag), std::string::npos) << error.what();
     }
   };
-  expect_rejected([](AccountantCase& o) { o.batch_size = 10; o.n = 100; }, "q");
+  expect_rejected([](AccountantCase& o) { o.batch_size = 10; o.n = 100; }, "sample_rate");
   expect_rejected([](AccountantCase& o) { o.epochs = 3; }, "epochs");
   expect_rejected([](AccountantCase& o) { o.noise_multiplier.reset(); }, "noise_multiplier");
   expect_rejected([](AccountantCase& o) { o.target_eps = 1; }, "target_eps");
@@ -221,17 +221,70 @@ TEST(AccountantCli, PldAndSamplingWithoutReplacement) {
   EXPECT_THROW(run_accountant(options), std::invalid_argument);
 }
 
+// The report's curves: every point is the accounting of that mechanism on its own, checked
+// against a fresh accountant; the accounted run is on both curves; eps grows with the steps and
+// falls with the noise.
+TEST(AccountantCli, WritesEpsilonAgainstStepsAndAgainstNoiseForTheReport) {
+  const AccountantJobResult result = filkit::run_accountant(opacus_check_case(""), false);
+  const auto& by_steps = result.eps_by_steps;
+  const auto& by_noise = result.eps_by_noise_multiplier;
+  ASSERT_GE(by_steps.size(), 30u);
+  ASSERT_GE(by_noise.size(), 30u);
+  const auto fresh = [](double q, double sigma, std::int64_t steps) {
+    RdpAccountant accountant(rdp_orders(OrderGrid::kOpacus));
+    accountant.compose(q, sigma, steps);
+    return accountant.epsilon(1e-5);
+  };
+  bool has_run = false;
+  for (std::size_t k = 0; k < by_steps.size(); ++k) {
+    const auto [steps, eps] = by_steps[k];
+    if (k > 0) {
+      EXPECT_GT(steps, by_steps[k - 1].first);
+      EXPECT_GE(eps, by_steps[k - 1].second);
+    }
+    if (steps == 2250) {
+      has_run = true;
+      EXPECT_DOUBLE_EQ(eps, result.spent.eps);
+    }
+  }
+  EXPECT_TRUE(has_run);
+  EXPECT_EQ(by_steps.front().first, 1);
+  EXPECT_EQ(by_steps.back().first, 4500);
+  EXPECT_DOUBLE_EQ(by_steps.front().second, fresh(0.04, 1.5, 1));
+  EXPECT_DOUBLE_EQ(by_steps[by_steps.size() / 3].second, fresh(0.04, 1.5, static_cast<std::int64_t>(by_steps[by_steps.size() / 3].first)));
+  for (std::size_t k = 1; k < by_noise.size(); ++k) EXPECT_LE(by_noise[k].second, by_noise[k - 1].second);
+  EXPECT_DOUBLE_EQ(by_noise.front().first, 1.5 / 4);
+  EXPECT_DOUBLE_EQ(by_noise.back().first, 1.5 * 4);
+  EXPECT_DOUBLE_EQ(by_noise.front().second, fresh(0.04, 1.5 / 4, 2250));
+  // In the summary, and the resolved point count in its settings.
+  const nlohmann::json json = result.to_json();
+  EXPECT_EQ(json["eps_by_steps"]["steps"].size(), by_steps.size());
+  EXPECT_EQ(json["settings"]["curve_points"], 40);
+  // The PLD's curves cost a composition a point: only for a report, or when asked for.
+  AccountantOptions pld = opacus_check_case("");
+  pld.accountant = AccountantKind::kPld;
+  pld.steps = 100;
+  EXPECT_TRUE(filkit::run_accountant(pld, false).eps_by_steps.empty());
+  const AccountantJobResult with_report = filkit::run_accountant(pld, false, true);
+  EXPECT_EQ(with_report.eps_by_noise_multiplier.size(), 9u);  // 8 points and the accounted one
+  pld.curve_points = 0;
+  EXPECT_TRUE(filkit::run_accountant(pld, false, true).eps_by_steps.empty());
+  EXPECT_EQ(with_report.table_file(), "eps-by-delta.csv");
+  EXPECT_EQ(result.table_file(), "rdp-curve.csv");
+}
+
 TEST(AccountantCli, BinaryPrintsSummaryAndWarnsOnStderr) {
   const char* binary = std::getenv("FILKIT_BINARY");
   ASSERT_NE(binary, nullptr) << "FILKIT_BINARY is set by ctest";
   testing::TempDir dir;
-  const std::string run = std::string(binary) + " accountant --q 0.04 --noise-multiplier 1.5 --steps 2250 --delta 1e-5 > " +
+  const std::string run = std::string(binary) + " accountant --sample-rate 0.04 --noise-multiplier 1.5 --steps 2250 --delta 1e-5 > " +
                           dir.file("out") + " 2> " + dir.file("err");
   ASSERT_EQ(std::system(run.c_str()), 0);
   EXPECT_NE(read_text(dir.file("out")).find("eps = 7.32911 (optimal order 3.9)"), std::string::npos)
       << read_text(dir.file("out"));
   EXPECT_EQ(read_text(dir.file("err")), "");
 
+  // --q: the former name of --sample-rate, still accepted.
   const std::string edge = std::string(binary) + " accountant --q 0.001 --noise-multiplier 5 --steps 10 > " + dir.file("out") +
                            " 2> " + dir.file("err");
   ASSERT_EQ(std::system(edge.c_str()), 0);
@@ -244,7 +297,7 @@ TEST(AccountantCli, BinaryPrintsSummaryAndWarnsOnStderr) {
   EXPECT_NE(read_text(dir.file("err")).find("--noise-multiplier: is required"), std::string::npos) << read_text(dir.file("err"));
 
   const std::string pld = std::string(binary) +
-                          " accountant --q 0.04 --noise-multiplier 1.5 --steps 2250 --accountant pld --sampling uniform > " +
+                          " accountant --sample-rate 0.04 --noise-multiplier 1.5 --steps 2250 --accountant pld --sampling uniform > " +
                           dir.file("out") + " 2> " + dir.file("err");
   ASSERT_EQ(std::system(pld.c_str()), 0) << read_text(dir.file("err"));
   const std::string summary = read_text(dir.file("out"));

@@ -5,6 +5,7 @@
 #include "filkit/base/summary.hpp"
 #include "test_util.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -101,7 +102,22 @@ TEST(ReconstructCommand, WritesAttackMsesAndReconstructionsThatMatchTheLibrary) 
 
   const std::vector<std::string> lines = testing::read_lines(outputs.out);
   ASSERT_EQ(lines.size(), 4u);
-  EXPECT_EQ(lines[0], "index,label,eta,dfil,fil_bound,dfil_bound,attack_mse,linearised_mse,guarded_trials");
+  EXPECT_EQ(lines[0],
+            "index,label,eta,dfil,fil_bound,dfil_bound,attack_mse,linearised_mse,guarded_trials,"
+            "attack_mse_standard_error,squared_bias,squared_bias_standard_error,jacobian_trace,"
+            "jacobian_trace_standard_error,biased_rdp_bound,biased_rdp_bound_standard_error,biased_dfil_bound,"
+            "biased_dfil_bound_standard_error,biased_fil_bound,biased_fil_bound_standard_error");
+  EXPECT_EQ(direct.jacobian_trace, result.attack.jacobian_trace);
+  EXPECT_EQ(direct.squared_bias, result.attack.squared_bias);
+  // The biased bounds: t^2 B + max(0, b) at the attack's estimates, for each unbiased bound B.
+  for (Index k = 0; k < 3; ++k) {
+    const Index i = attack.rows[static_cast<std::size_t>(k)];
+    const double t = direct.jacobian_trace(k), b = std::max(0.0, direct.squared_bias(k));
+    EXPECT_DOUBLE_EQ(result.biased.dfil(k), t * t * result.bound.bounds.dfil_bound(i) + b);
+    EXPECT_DOUBLE_EQ(result.biased.fil(k), t * t * result.bound.bounds.fil_bound(i) + b);
+    EXPECT_DOUBLE_EQ(result.biased.rdp(k), t * t * result.bound.bounds.rdp_mse_bound + b);
+    EXPECT_GT(result.biased.dfil_standard_error(k), 0.0);
+  }
   EXPECT_EQ(lines[2].substr(0, 2), "3,");
   const std::vector<std::string> saved = testing::read_lines(outputs.extra["reconstructions_out"]);
   ASSERT_EQ(saved.size(), 3u);
@@ -112,6 +128,13 @@ TEST(ReconstructCommand, WritesAttackMsesAndReconstructionsThatMatchTheLibrary) 
   EXPECT_EQ(summary["attack"]["trials"], 64);
   EXPECT_EQ(summary["attack"]["guarded_trials"], 0);
   EXPECT_EQ(summary["settings"]["rows"], nlohmann::json({0, 3, 9}));
+  const nlohmann::json& biased = summary["attack"]["biased_bounds"];
+  EXPECT_EQ(biased["examples_estimated"], 3);
+  for (const char* key : {"below_dfil_bound", "below_biased_dfil_bound", "below_biased_fil_bound", "below_biased_rdp_bound"}) {
+    EXPECT_EQ(biased[key]["examples"], 3) << key;
+    EXPECT_LE(biased[key]["below_by_two_standard_errors"].get<int>(), biased[key]["below"].get<int>()) << key;
+  }
+  EXPECT_EQ(biased["jacobian_trace"]["count"], 3);
 }
 
 TEST(ReconstructCommand, RejectsAModelWithoutInterceptOrNotLogistic) {

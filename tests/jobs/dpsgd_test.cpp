@@ -126,11 +126,20 @@ TEST(DpSgdCommand, OneRunHasNoIntervalsAndSaysSo) {
 
   options.dpsgd.runs = 3;
   std::ostringstream three;
-  run_job<DpSgdJob>(options, JobOutputs{}, false, &three);
-  EXPECT_NE(three.str().find("dFIL over 3 runs: 95% bootstrap intervals (1000 resamples of the runs, seed"),
+  JobOutputs three_outputs;
+  three_outputs.json = dir.file("three.json");
+  run_job<DpSgdJob>(options, three_outputs, false, &three);
+  // The summary says which max it prints: of the run-averaged traces, beside each run's own.
+  EXPECT_NE(three.str().find("dFIL over 3 runs. 'averaged': the max (median) over examples of the dFIL of the "
+                             "traces averaged over the runs"),
             std::string::npos)
       << three.str();
-  EXPECT_NE(three.str().find("median"), std::string::npos);
+  EXPECT_NE(three.str().find("95% bootstrap intervals: 1000 resamples of the runs, seed"), std::string::npos);
+  EXPECT_NE(three.str().find("each run"), std::string::npos);
+  const nlohmann::json dfil = nlohmann::json::parse(std::ifstream(three_outputs.json))["snapshots"][1]["dfil"];
+  double mean_square = 0;
+  for (const nlohmann::json& max : dfil["max_per_run"]) mean_square += max.get<double>() * max.get<double>() / 3;
+  EXPECT_LE(dfil["max"].get<double>(), std::sqrt(mean_square) * (1 + 1e-12));  // the printed promise
 }
 
 TEST(DpSgdCommand, StatesTheAccountantItsRelationAndTheEffectiveNoiseMultiplier) {
@@ -138,6 +147,7 @@ TEST(DpSgdCommand, StatesTheAccountantItsRelationAndTheEffectiveNoiseMultiplier)
   DpSgdJobOptions options = small_job(testing::write_npz_dataset(dir, testing::random_classification(100, 3, 2, 4)));
   options.dpsgd.runs = 1;
   options.dpsgd.accountant = AccountantKind::kPld;
+  options.dpsgd.discretization = 2e-4;
   const double effective = options.dpsgd.noise_multiplier / soft_clip_norm_bound();
   for (const auto& [sampling, relation, covered] :
        {std::tuple{BatchSampling::kUniform, "replace one example", true},
@@ -149,7 +159,9 @@ TEST(DpSgdCommand, StatesTheAccountantItsRelationAndTheEffectiveNoiseMultiplier)
     std::ostringstream printed;
     const DpSgdJobResult result = run_job<DpSgdJob>(options, outputs, false, &printed);
     const std::string text = printed.str();
-    EXPECT_NE(text.find("pld accountant, " + std::string(relation)), std::string::npos) << text;
+    EXPECT_NE(text.find("pld accountant (loss grid h = " + format_double(2e-4) + "), " + std::string(relation)),
+              std::string::npos)
+        << text;
     EXPECT_NE(text.find("effective noise multiplier " + format_double(effective)), std::string::npos) << text;
     EXPECT_NE(text.find("1.11524 C"), std::string::npos) << "the reason is printed: " << text;
     EXPECT_NE(text.find("PLD eps"), std::string::npos) << text;
@@ -157,6 +169,8 @@ TEST(DpSgdCommand, StatesTheAccountantItsRelationAndTheEffectiveNoiseMultiplier)
     const nlohmann::json summary = nlohmann::json::parse(std::ifstream(outputs.json));
     const nlohmann::json& accounting = summary["accounting"];
     EXPECT_EQ(accounting["accountant"], "pld");
+    EXPECT_EQ(accounting["discretization"], 2e-4);
+    EXPECT_EQ(summary["settings"]["discretization"], 2e-4);
     EXPECT_EQ(accounting["sampling"], sampling == BatchSampling::kUniform ? "uniform" : "poisson");
     EXPECT_NE(accounting["neighbouring_relation"].get<std::string>().find(relation), std::string::npos);
     EXPECT_DOUBLE_EQ(accounting["effective_noise_multiplier"].get<double>(), effective);

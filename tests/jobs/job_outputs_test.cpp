@@ -82,7 +82,7 @@ TEST(WriteJobOutputs, AReportBesideStandardOutputReadsItsOwnCopy) {
   const TempDir dir;
   MeasureOptions options;
   options.task.data.data = testing::write_npz_dataset(dir, testing::random_classification(60, 3, 2, 8));
-  options.task.data.scale = RowScaling::kNone;
+  options.task.data.row_scaling = RowScaling::kNone;
   options.task.fit.l2 = 1e-2;
   JobOutputs outputs;
   outputs.json = "-";

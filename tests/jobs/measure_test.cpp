@@ -6,6 +6,7 @@
 #include "filkit/base/summary.hpp"
 #include "test_util.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -35,7 +36,7 @@ using testing::TempDir;
 MeasureOptions small_job(const std::string& path) {
   MeasureOptions options;
   options.task.data.data = path;
-  options.task.data.scale = RowScaling::kNone;
+  options.task.data.row_scaling = RowScaling::kNone;
   options.task.fit.l2 = 1e-2;
   options.seed = 5;
   return options;
@@ -91,6 +92,38 @@ TEST(MeasureCommand, ComposedReleasesGrowFilBySqrtOfTheirNumber) {
   EXPECT_LT((four.fil.eta - 2.0 * one.fil.eta).norm(), 1e-12 * one.fil.eta.norm());
 }
 
+TEST(MeasureCommand, CountsTestRowsWithALevelNoTrainingRowHasByTheUnseenLevelsOption) {
+  // 40 rows; the last one's colour "violet" occurs nowhere else, and the first seed whose split
+  // (test fraction 0.25) puts it into the test part is used: dropped by default, kept with zeros,
+  // or an error.
+  const TempDir dir;
+  std::string csv = "x,colour,label\n";
+  for (int i = 0; i < 39; ++i)
+    csv += std::to_string(i % 7) + "," + (i % 2 ? "red" : "blue") + "," + (i % 3 ? "no" : "yes") + "\n";
+  csv += "3,violet,no\n";
+  MeasureOptions options = small_job(dir.write("table.csv", csv));
+  options.task.data.target = "label";
+  options.task.data.test_fraction = 0.25;
+  for (options.seed = 0;; ++options.seed) {
+    ASSERT_LT(options.seed, 100u);
+    const std::vector<Index> test = shuffle_split(40, 0.25, options.seed).test;
+    if (std::find(test.begin(), test.end(), 39) != test.end()) break;
+  }
+  const auto summary = [&] { return run_measure(options).to_json(); };
+  const nlohmann::json dropped = summary();
+  EXPECT_EQ(dropped["unseen_level_rows"], 1);
+  EXPECT_EQ(dropped["dropped_rows"]["test"], 1);
+  EXPECT_EQ(dropped["n_test"], 9);
+  EXPECT_EQ(dropped["settings"]["unseen_levels"], "drop");
+  options.task.data.unseen_levels = UnseenLevelPolicy::kZero;
+  const nlohmann::json zeroed = summary();
+  EXPECT_EQ(zeroed["unseen_level_rows"], 1);
+  EXPECT_EQ(zeroed["dropped_rows"]["test"], 0);
+  EXPECT_EQ(zeroed["n_test"], 10);
+  options.task.data.unseen_levels = UnseenLevelPolicy::kError;
+  EXPECT_INVALID_ARGUMENT(run_measure(options), "table.csv", "line 41", "'violet'", "'colour'");
+}
+
 TEST(MeasureCommand, NamesTheFileAndLineOfABadRowFile) {
   const TempDir dir;
   MeasureOptions options = small_job(testing::write_npz_dataset(dir, testing::random_classification(60, 3, 2, 5)));
@@ -118,10 +151,10 @@ TEST(MeasureBinary, PrintsHelpAndTheSummaryTable) {
   const auto run = testing::run_command;
   const auto help = run(std::string(binary) + " measure --help");
   EXPECT_EQ(help.first, 0);
-  for (const char* flag : {"--data", "--classes", "--pca", "--scale", "--model", "--l2", "--intercept", "--sigma",
+  for (const char* flag : {"--data", "--classes", "--pca", "--row-scaling", "--model", "--l2", "--intercept", "--sigma",
                            "--label", "--attribute", "--subset", "--out", "--json", "--seed", "--threads"})
     EXPECT_NE(help.second.find(flag), std::string::npos) << flag;
-  const auto job = run(std::string(binary) + " measure --data " + data + " --scale none --l2 0.01");
+  const auto job = run(std::string(binary) + " measure --data " + data + " --row-scaling none --l2 0.01");
   EXPECT_EQ(job.first, 0) << job.second;
   EXPECT_NE(job.second.find("eta (FIL)"), std::string::npos) << job.second;
   const auto bad = run(std::string(binary) + " measure --data " + dir.file("missing.csv"));
@@ -187,7 +220,7 @@ TEST(MeasureBinary, RefusesOutOfRangeNumbersAndReportsRunningOutOfMemory) {
   if (binary == nullptr) GTEST_SKIP() << "FILKIT_BINARY not set";
   const TempDir dir;
   const std::string data = testing::write_npz_dataset(dir, testing::random_classification(80, 3, 2, 6));
-  const std::string measure = std::string(binary) + " measure --quiet --data " + data + " --scale none ";
+  const std::string measure = std::string(binary) + " measure --quiet --data " + data + " --row-scaling none ";
   const auto expect_error = [](const std::pair<int, std::string>& run, const std::string& fragment) {
     EXPECT_NE(run.first, 0) << run.second;
     EXPECT_NE(run.second.find(fragment), std::string::npos) << run.second;
@@ -221,7 +254,7 @@ TEST(MeasureCommand, WritesTheSameOutputsForAnyThreadCount) {
   const TempDir dir;
   MeasureOptions options = small_job(testing::write_npz_dataset(dir, testing::random_classification(3000, 12, 2, 9)));
   options.task.data.pca = 8;
-  options.task.data.scale = RowScaling::kGlobalMax;
+  options.task.data.row_scaling = RowScaling::kGlobalMax;
   options.attribute = "0,1";
   options.subsets = {"all", "class=1"};
   testing::expect_same_job_outputs_for_any_thread_count<MeasureJob>(options);

@@ -1,5 +1,6 @@
 #include "filkit/leakage/glm_reconstruction.hpp"
 
+#include "filkit/leakage/biased_attacker.hpp"
 #include "filkit/leakage/bounds.hpp"
 
 #include "test_util.hpp"
@@ -180,11 +181,117 @@ TEST(GlmAttackEvaluation, ResultsDoNotDependOnTheThreadCount) {
     EXPECT_EQ(one.second.guarded, more.second.guarded);
     EXPECT_TRUE(testing::same_bits(one.second.linearised_mse, more.second.linearised_mse));
     EXPECT_TRUE(testing::same_bits(one.second.reconstructions, more.second.reconstructions));
+    EXPECT_TRUE(testing::same_bits(one.second.mse_standard_error, more.second.mse_standard_error));
+    EXPECT_TRUE(testing::same_bits(one.second.squared_bias, more.second.squared_bias));
+    EXPECT_TRUE(testing::same_bits(one.second.squared_bias_standard_error, more.second.squared_bias_standard_error));
+    EXPECT_TRUE(testing::same_bits(one.second.jacobian_trace, more.second.jacobian_trace));
+    EXPECT_TRUE(
+        testing::same_bits(one.second.jacobian_trace_standard_error, more.second.jacobian_trace_standard_error));
   });
   const Model model = tight_fit(data, ModelKind::kLogistic, 1e-2);
   const GlmAttackResult first = evaluate_glm_attack(model, data, options);
   options.seed = 1;
   EXPECT_NE(evaluate_glm_attack(model, data, options).mean_mse, first.mean_mse) << "the seed matters";
+}
+
+// J_i = dw*/dx_i = -H^{-1} B_i, B_i = c_i x~_i w_{1:}^T + r_i E, assembled literally.
+MatrixXd literal_jacobian(const Model& model, const Dataset& data, Index i) {
+  const Index d = data.d(), p = d + 1;
+  const VectorXd w = model.weights.col(0), x = design_row(model, data.X.row(i).transpose());
+  const double s = 1.0 / (1.0 + std::exp(-w.dot(x)));
+  const double r = s - data.y(i), c = s * (1 - s);
+  MatrixXd B = c * x * w.tail(d).transpose();
+  B.bottomRows(d) += r * MatrixXd::Identity(d, d);
+  (void)p;
+  return -hessian(model, data).ldlt().solve(B);
+}
+
+TEST(GlmAttackMoments, MatchTheTrialsComputedLiterally) {
+  // The fast path's inner products against the adversary's reconstructions, the dense Jacobian
+  // J_i and the linearised error e_lin = sigma [x_i, -I] H eps / r_i, trial by trial.
+  const Dataset data = random_classification(60, 4, 2, 30);
+  const Model model = tight_fit(data, ModelKind::kLogistic, 2e-2);
+  GlmAttackOptions options;
+  options.sigma = 2e-2;
+  options.trials = 70;
+  options.seed = 4;
+  options.rows = {2, 11, 59};
+  const GlmAttackResult result = evaluate_glm_attack(model, data, options);
+  const MatrixXd H = hessian(model, data);
+  const double d = 4;
+  for (Index k = 0; k < 3; ++k) {
+    const Index i = options.rows[static_cast<std::size_t>(k)];
+    const MatrixXd J = literal_jacobian(model, data, i);
+    const VectorXd x = data.X.row(i).transpose();
+    MatrixXd x_minus_identity(4, 5);
+    x_minus_identity << x, -MatrixXd::Identity(4, 4);
+    const double r = 1.0 / (1.0 + std::exp(-model.weights.col(0).dot(design_row(model, x)))) - data.y(i);
+    // E[eps^T J e_lin / sigma] = tr(J [x, -I] H) / r = d: the control's mean.
+    EXPECT_NEAR((J * x_minus_identity * H).trace() / r, d, 1e-9 * d);
+    ControlVariateSums stein;
+    VectorXd error_sum = VectorXd::Zero(4);
+    double squared_norms = 0;
+    for (Index t = 0; t < options.trials; ++t) {
+      const VectorXd eps = output_noise(5, trial_seed(options.seed, t));
+      const Model released = perturb_output(model, options.sigma, trial_seed(options.seed, t));
+      const VectorXd e = glm_attack(released, data, {i}).x_hat.row(0).transpose() - x;
+      const VectorXd e_lin = options.sigma * x_minus_identity * H * eps / r;
+      const double s = eps.dot(J * e) / options.sigma, s_lin = eps.dot(J * e_lin) / options.sigma;
+      stein.add(s - s_lin, s_lin - d);
+      error_sum += e;
+      squared_norms += e.squaredNorm();
+    }
+    const McEstimate trace = control_variate_mean(stein, 0.0);
+    const McEstimate bias = squared_norm_of_mean(error_sum, squared_norms, 70.0);
+    EXPECT_NEAR(result.jacobian_trace(k), (trace.value + d) / d, 1e-7) << i;
+    EXPECT_NEAR(result.jacobian_trace_standard_error(k), trace.standard_error / d, 1e-7 * trace.standard_error) << i;
+    EXPECT_NEAR(result.squared_bias(k), bias.value / d, 1e-7 * std::abs(bias.value)) << i;
+    EXPECT_NEAR(result.squared_bias_standard_error(k), bias.standard_error / d, 1e-7 * bias.standard_error) << i;
+  }
+}
+
+TEST(GlmAttackMoments, JacobianTraceMatchesFiniteDifferencesOfTheMeanInTheExample) {
+  // tr J_mu by Stein's lemma against central differences in x_i of the attack's mean
+  // reconstruction, refitted at x_i +- h e_j and released with the same noise draws (common random
+  // numbers: the difference's Monte-Carlo error is that of the derivative alone). The noise in the
+  // divisor D = r_i - g_0 is 0.2 |r_i| (sd(g_0) = sigma ||H_0||): the attack's mean is then
+  // measurably nonlinear in x_i (E[1/D] > 1/r_i magnifies it: tr J_mu / d about 1.05), yet the
+  // divisor stays away from 0, so the mean exists and the trials determine it.
+  const Dataset data = random_classification(40, 3, 2, 31);
+  const Model model = tight_fit(data, ModelKind::kLogistic, 5e-2);
+  const VectorXd divisor = glm_attack(model, data).divisor;
+  Index i = 0;  // the example fitted best: the smallest divisor
+  divisor.cwiseAbs().minCoeff(&i);
+  GlmAttackOptions options;
+  options.sigma = 0.2 * std::abs(divisor(i)) / hessian(model, data).row(0).norm();
+  options.trials = 4000;
+  options.seed = 6;
+  options.rows = {i};
+  const GlmAttackResult result = evaluate_glm_attack(model, data, options);
+  ASSERT_EQ(result.guarded(0), 0);
+
+  const double h = 1e-5;
+  VectorXd per_trial = VectorXd::Zero(options.trials);
+  for (Index j = 0; j < 3; ++j) {
+    Dataset plus = data, minus = data;
+    plus.X(i, j) += h;
+    minus.X(i, j) -= h;
+    const Model fit_plus = tight_fit(plus, ModelKind::kLogistic, 5e-2), fit_minus = tight_fit(minus, ModelKind::kLogistic, 5e-2);
+    for (Index t = 0; t < options.trials; ++t) {
+      const std::uint64_t seed = trial_seed(options.seed, t);
+      const double up = glm_attack(perturb_output(fit_plus, options.sigma, seed), plus, {i}).x_hat(0, j);
+      const double down = glm_attack(perturb_output(fit_minus, options.sigma, seed), minus, {i}).x_hat(0, j);
+      per_trial(t) += (up - down) / (2 * h) / 3.0;
+    }
+  }
+  const double mean = per_trial.mean();
+  const double error = std::sqrt((per_trial.array() - mean).square().sum() / (options.trials - 1) / options.trials);
+  const double stein_error = result.jacobian_trace_standard_error(0);
+  EXPECT_NEAR(result.jacobian_trace(0), mean, 4 * std::hypot(error, stein_error));
+  EXPECT_LT(stein_error, 0.02);
+  // Distinguishable from an unbiased attacker's 1, as the bias is from 0.
+  EXPECT_GT(std::abs(result.jacobian_trace(0) - 1.0), 4 * stein_error) << "the setting should make the attack biased";
+  EXPECT_GT(result.squared_bias(0), 3 * result.squared_bias_standard_error(0));
 }
 
 TEST(GlmAttackEvaluation, GuardsAndCountsNearZeroDivisors) {

@@ -46,7 +46,7 @@ SETTINGS = [
                  "--model", "softmax", "--l2", "1e-2"]),
     ("groups", ["measure", "--data", "mnist", "--train-size", "2000", "--test-size", "500", "--subset", "all",
                 "--subset", "class=1", "--subset", "rows={rows}", "--attribute", "0,1,2", "--releases", "3"]),
-    ("least-squares", ["measure", "--model", "least-squares", "--pca", "10", "--scale", "unit-ball", "--train-size", "1001"]),
+    ("least-squares", ["measure", "--model", "least-squares", "--pca", "10", "--row-scaling", "unit-ball", "--train-size", "1001"]),
     ("credit-g", ["measure", "--data", "credit-g", "--l2", "1e-2"]),
     ("npz", ["measure", "--data", "{npz}", "--classes", "0,2", "--train-size", "600", "--l2", "1e-3"]),
     ("irfil", ["irfil", "--iterations", "4"]),
@@ -213,9 +213,10 @@ def check_dying_rank(filkit, mpirun, env):
 
 
 def read_csv(path):
+    """The header and the rows as numbers; an empty cell (a non-finite value) reads as NaN."""
     with open(path) as f:
         rows = list(csv.reader(f))
-    return rows[0], [[float(v) for v in row] for row in rows[1:]]
+    return rows[0], [[float(v) if v else math.nan for v in row] for row in rows[1:]]
 
 
 # The GLM attack's results (attack_mse, the reconstructions, their summaries) are compared to 1e-5:

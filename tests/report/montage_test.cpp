@@ -388,7 +388,7 @@ MeasureResult measure_with_report(const std::string& data, const std::string& re
                                   const std::function<void(MeasureOptions&)>& configure = {}) {
   MeasureOptions options;
   options.task.data.data = data;
-  options.task.data.scale = RowScaling::kNone;
+  options.task.data.row_scaling = RowScaling::kNone;
   options.task.fit.l2 = 1e-2;
   if (configure) configure(options);
   JobOutputs outputs;

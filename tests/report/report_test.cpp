@@ -1,6 +1,12 @@
 // The report: every command's section from small hand-made summaries and tables, skipped figures
-// on missing fields, errors, `filkit measure --report`, and the HTML rendered in headless Chromium.
+// on missing fields, errors, `filkit measure --report`, and the HTML rendered in headless Chromium
+// (every command's --report page from a small run: no broken image, no text over text).
+#include "filkit/jobs/accountant.hpp"
+#include "filkit/jobs/attack.hpp"
+#include "filkit/jobs/dpsgd.hpp"
+#include "filkit/jobs/irfil.hpp"
 #include "filkit/jobs/measure.hpp"
+#include "filkit/jobs/reconstruct.hpp"
 #include "commands.hpp"
 
 #include "filkit/report/report.hpp"
@@ -40,6 +46,7 @@ double per_example(const std::string& name, int i) {
   if (name == "eta" || name == "dfil") return 0.01 * std::pow(30.0, t);
   if (name == "dfil_bound" || name == "fil_bound" || name == "example_mse_bound") return 1e-3 * std::pow(100.0, t);
   if (name == "attack_mse") return 3e-3 * std::pow(100.0, t);
+  if (name == "biased_dfil_bound") return 5e-4 * std::pow(100.0, t);
   if (name == "loss") return 1e-3 * std::pow(1e3, 1 - t);
   return 0.1 + t;  // gradient_norm, linearised_mse, guarded_trials
 }
@@ -50,15 +57,64 @@ const std::string kBound = R"({"command": "bound", "n": 60, "d": 784, "rdp": {"m
 const std::string kReconstruct = R"({"command": "reconstruct", "n": 60, "rdp": {"mse_bound": 0.004},
   "perfect_privacy_mse": 0.2, "attack": {"above_dfil_bound": {"share": 0.97}}})";
 
+// A dpsgd summary of 4 snapshots (2 runs: intervals and spreads) as the job writes one.
 std::string dpsgd_summary(double accuracy_scale) {
-  nlohmann::json checkpoints = nlohmann::json::array();
+  nlohmann::json snapshots = nlohmann::json::array();
   for (int step = 1; step <= 4; ++step) {
     const double dfil = 0.5 * step, accuracy = accuracy_scale * (0.8 + 0.04 * step);
-    checkpoints.push_back({{"step", 100 * step},
-                           {"test_accuracy", accuracy},
-                           {"dfil", {{"mse_bound_at_max", 1 / (dfil * dfil)}, {"mse_bound_at_median", 4 / (dfil * dfil)}}}});
+    snapshots.push_back(
+        {{"step", 100 * step},
+         {"epoch", step},
+         {"epsilon", 0.5 * step},
+         {"test_accuracy", accuracy},
+         {"test_accuracy_per_run", {accuracy - 0.01, accuracy + 0.01}},
+         {"rdp", {{"mse_bound", 0.01 / step}}},
+         {"dfil",
+          {{"max", dfil}, {"median", dfil / 4}, {"max_interval", {dfil * 0.9, dfil * 1.1}},
+           {"median_interval", {dfil / 4 * 0.9, dfil / 4 * 1.1}}, {"mse_bound_at_max", 1 / (dfil * dfil)},
+           {"mse_bound_at_median", 16 / (dfil * dfil)},
+           {"mse_bound_at_max_interval", {1 / (1.21 * dfil * dfil), 1 / (0.81 * dfil * dfil)}}}}});
   }
-  return nlohmann::json{{"command", "dpsgd"}, {"snapshots", checkpoints}}.dump();
+  return nlohmann::json{{"command", "dpsgd"},
+                        {"n", 60},
+                        {"sampling_rate", 0.1},
+                        {"kappa", 0.3},
+                        {"class_names", {"T-shirt/top", "Trouser"}},
+                        {"settings",
+                         {{"data", "fashion-mnist"}, {"classes", {0, 1}}, {"model", "logistic"}, {"label", "public"},
+                          {"batch_size", 6}, {"sampling", "uniform"}, {"steps", 400}, {"step_size", 0.1},
+                          {"clip_norm", 1.0}, {"noise_multiplier", 1.0}, {"runs", 2}}},
+                        {"accounting",
+                         {{"accountant", "rdp"}, {"neighbouring_relation", "replace one example"}, {"delta", 1e-5},
+                          {"effective_noise_multiplier", 0.8967},
+                          {"effective_noise_multiplier_reason", "the smooth clip bounds the norm by 1.11524 C"}}},
+                        {"snapshots", snapshots}}
+      .dump();
+}
+
+// Its per-example table: every example at every snapshot.
+std::string dpsgd_table() {
+  std::string table = "step,epoch,index,label,times_sampled,eta,dfil\n";
+  for (int step = 1; step <= 4; ++step)
+    for (int i = 0; i < 60; ++i)
+      table += std::to_string(100 * step) + "," + std::to_string(step) + "," + std::to_string(i) + "," +
+               std::to_string(i % 2) + ",3,0.1," + std::to_string(0.01 * step * std::pow(30.0, ((i * 37) % 100) / 100.0)) +
+               "\n";
+  return table;
+}
+
+std::string accountant_summary() {
+  nlohmann::json steps = nlohmann::json::array(), eps = nlohmann::json::array();
+  for (int t = 1; t <= 200; t *= 2) steps.push_back(t), eps.push_back(0.1 * std::sqrt(t));
+  return nlohmann::json{{"command", "accountant"},
+                        {"description", "RDP accountant, Poisson sampling"},
+                        {"eps", 1.0},
+                        {"optimal_order", 8},
+                        {"settings", {{"delta", 1e-5}}},
+                        {"mechanisms", {{{"q", 0.01}, {"noise_multiplier", 1.1}, {"steps", 100}}}},
+                        {"eps_by_steps", {{"steps", steps}, {"eps", eps}}},
+                        {"eps_by_noise_multiplier", {{"noise_multiplier", {0.5, 1.0, 2.0}}, {"eps", {5.0, 1.0, 0.3}}}}}
+      .dump();
 }
 
 nlohmann::json attack_result() {
@@ -131,28 +187,46 @@ ReportOptions all_commands(const TempDir& dir) {
   ReportOptions options;
   options.inputs = {dir.write("bound.json", kBound), dir.write("reconstruct.json", kReconstruct),
                     dir.write("dpsgd1.json", dpsgd_summary(1.0)), dir.write("dpsgd2.json", dpsgd_summary(0.95)),
-                    dir.write("irfil.json", irfil_summary()), dir.write("attack.json", attack_summary())};
+                    dir.write("irfil.json", irfil_summary()), dir.write("attack.json", attack_summary()),
+                    dir.write("accountant.json", accountant_summary())};
   options.tables = {
       dir.write("bound.csv", csv({"index", "label", "eta", "dfil", "fil_bound", "dfil_bound"}, 60, per_example)),
       dir.write("reconstruct.csv", csv({"index", "label", "eta", "dfil", "fil_bound", "dfil_bound", "attack_mse",
-                                        "linearised_mse", "guarded_trials"},
-                                       60, per_example))};
+                                        "linearised_mse", "guarded_trials", "biased_dfil_bound"},
+                                       60, per_example)),
+      dir.write("dpsgd1.csv", dpsgd_table()), dir.write("dpsgd2.csv", dpsgd_table()), "", "",
+      dir.write("rdp-curve.csv", "order,rdp\n2,0.01\n4,0.03\n8,0.08\n16,0.2\n")};
   options.out_dir = dir.file("report");
+  options.images = false;  // the fixtures name no data to re-load
   return options;
 }
 
 TEST(Report, DrawsEverySectionOfEveryCommandAndEmbedsTheFigures) {
   const TempDir dir;
   const ReportResult result = write_report(all_commands(dir));
-  EXPECT_TRUE(result.notes.empty()) << notes_text(result);
+  for (const std::string& note : result.notes)
+    EXPECT_NE(note.find("image re-loading is switched off"), std::string::npos) << note;
+  // dpsgd comes last (one section for every dpsgd input), after the accountant.
   for (const char* figure : {"1-bound-bound-histogram.png", "2-reconstruct-bound-histogram.png",
-                             "2-reconstruct-attack-vs-bound.png", "3-irfil-eta-per-iteration.png",
+                             "2-reconstruct-attack-vs-bound.png", "2-reconstruct-attack-vs-biased-bound.png",
+                             "3-irfil-eta-per-iteration.png",
                              "3-irfil-eta-before-after.png", "3-irfil-attack_after-vs-eta.png",
                              "3-irfil-attack_after-by-group.png", "4-attack-attack-vs-eta.png",
-                             "4-attack-attack-by-group.png", "5-dpsgd-accuracy-vs-bound.png"})
+                             "4-attack-attack-by-group.png", "5-accountant-eps-vs-steps.png",
+                             "5-accountant-eps-vs-noise.png", "5-accountant-rdp-curve.png",
+                             "6-dpsgd-dfil-epsilon-1.png", "6-dpsgd-mse-bounds-1.png", "6-dpsgd-dfil-histogram-1.png",
+                             "6-dpsgd-dfil-epsilon-2.png", "6-dpsgd-mse-bounds-2.png", "6-dpsgd-dfil-histogram-2.png",
+                             "6-dpsgd-accuracy-vs-bound.png"})
     EXPECT_TRUE(has_figure(result, figure)) << figure;
-  EXPECT_EQ(result.figures.size(), 10u);
+  EXPECT_EQ(result.figures.size(), 20u);
   expect_figures_embedded(result);
+  // dpsgd's settings and privacy table, one column a run, with spreads over the runs.
+  const std::string html = read_file(result.html);
+  for (const char* cell : {"<th>dpsgd1.json</th><th>dpsgd2.json</th>", "<th>effective noise multiplier</th>",
+                           "<td>0.8967</td>", "<th>epsilon</th><td>2</td>", "<td>0.96 (0.014)</td>",
+                           "<th>max dFIL</th><td>2 [1.8, 2.2]</td>",
+                           "Effective noise multiplier: the smooth clip bounds the norm by 1.11524 C."})
+    EXPECT_NE(html.find(cell), std::string::npos) << cell;
   EXPECT_FALSE(std::filesystem::exists(dir.file("report/.report-scratch-" + std::to_string(::getpid()))));
 }
 
@@ -167,7 +241,7 @@ TEST(Report, MeasureWithReportDrawsTheMeasureFiguresAndImageGrids) {
                                        false));
   MeasureOptions options;
   options.task.data.data = npz;
-  options.task.data.scale = RowScaling::kNone;
+  options.task.data.row_scaling = RowScaling::kNone;
   options.task.data.test_fraction = 0.25;
   JobOutputs outputs;
   outputs.report = dir.file("report");
@@ -247,7 +321,8 @@ std::pair<int, std::string> run_shell(const std::string& command) {
 }
 
 struct Rendered {
-  int images = -1, broken_images = -1, script_errors = -1;
+  int images = -1, broken_images = -1, script_errors = -1, overlaps = -1;
+  std::string overlap_examples;
 };
 
 // Loads the page in headless Chromium and reads what its inline check script recorded on <body>.
@@ -255,7 +330,7 @@ Rendered render(const std::string& html_path, const TempDir& dir) {
   const std::string command = "timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-quic "
                               "--no-first-run --disable-background-networking --disable-component-update "
                               "--disable-sync --user-data-dir=" + dir.file("chromium-profile") +
-                              " --virtual-time-budget=5000 --dump-dom file://" + html_path;
+                              " --window-size=1280,900 --virtual-time-budget=5000 --dump-dom file://" + html_path;
   const auto [status, dom] = run_shell(command);
   EXPECT_EQ(status, 0) << command;
   Rendered rendered;
@@ -266,12 +341,25 @@ Rendered render(const std::string& html_path, const TempDir& dir) {
   rendered.images = attribute("data-images");
   rendered.broken_images = attribute("data-broken-images");
   rendered.script_errors = attribute("data-script-errors");
+  rendered.overlaps = attribute("data-overlaps");
+  std::smatch match;
+  if (std::regex_search(dom, match, std::regex("data-overlap-examples=\"([^\"]*)\""))) rendered.overlap_examples = match[1];
   return rendered;
 }
 
 bool chromium_installed() { return run_shell("command -v chromium").first == 0; }
 
-TEST(ReportBrowser, RendersInHeadlessChromiumWithoutBrokenImagesOrScriptErrors) {
+// The page renders whole: every figure decoded, no script error, no text box over another or
+// over a figure.
+void expect_clean_render(const ReportResult& result, const TempDir& dir) {
+  const Rendered rendered = render(result.html, dir);
+  EXPECT_EQ(rendered.images, static_cast<int>(result.figures.size())) << result.html;
+  EXPECT_EQ(rendered.broken_images, 0) << result.html;
+  EXPECT_EQ(rendered.script_errors, 0) << result.html;
+  EXPECT_EQ(rendered.overlaps, 0) << result.html << ": " << rendered.overlap_examples;
+}
+
+TEST(ReportBrowser, RendersInHeadlessChromiumWithoutBrokenImagesOverlapsOrScriptErrors) {
   if (!chromium_installed()) GTEST_SKIP() << "chromium is not installed (scripts/setup.sh installs it)";
   const TempDir dir;
   ReportOptions options = all_commands(dir);
@@ -280,17 +368,19 @@ TEST(ReportBrowser, RendersInHeadlessChromiumWithoutBrokenImagesOrScriptErrors) 
   options.tables.push_back(dir.write("measure.csv", csv({"index", "label", "eta", "dfil", "loss", "gradient_norm"},
                                                          40, per_example)));
   const ReportResult result = write_report(options);
-  const Rendered rendered = render(result.html, dir);
-  EXPECT_EQ(rendered.images, static_cast<int>(result.figures.size()));
-  EXPECT_EQ(rendered.broken_images, 0);
-  EXPECT_EQ(rendered.script_errors, 0);
+  expect_clean_render(result, dir);
 
-  // The check catches a broken image and a script error: the same page with both injected.
+  // The check catches a broken image, a script error and text over text: the same page with
+  // each injected.
   std::string html = read_file(result.html);
-  html.replace(html.find("<h1>"), 4, "<img src=\"data:image/png;base64,AAAA\"><script>undefined_call();</script><h1>");
+  html.replace(html.find("<h1>"), 4,
+               "<img src=\"data:image/png;base64,AAAA\"><script>undefined_call();</script>"
+               "<h1><span style=\"position: absolute\">written over the title</span>");
   const Rendered bad = render(dir.write("broken.html", html), dir);
   EXPECT_EQ(bad.broken_images, 1);
   EXPECT_EQ(bad.script_errors, 1);
+  EXPECT_GE(bad.overlaps, 1);
+  EXPECT_NE(bad.overlap_examples.find("written over the title"), std::string::npos) << bad.overlap_examples;
 }
 
 TEST(ReportBinary, WritesTheReportAndNamesItsDirectory) {
@@ -316,7 +406,7 @@ TEST(JobOutputs, RouteTheOutputsIntoTheReportDirectoryAndDrawTheReport) {
   const testing::TempDir dir;
   MeasureOptions options;
   options.task.data.data = testing::write_npz_dataset(dir, testing::random_classification(90, 3, 2, 8));
-  options.task.data.scale = RowScaling::kNone;
+  options.task.data.row_scaling = RowScaling::kNone;
   options.task.fit.l2 = 1e-2;
   JobOutputs outputs;
   outputs.report = dir.file("report");
@@ -341,7 +431,7 @@ TEST(Report, FimDrawsAccuracyDfilPerMethodTheDistributionAndTheCosine) {
   const std::string summary = R"({"command": "fim", "n_public": 30, "n_private": 40, "num_classes": 2,
     "parameter_count": 10, "methods": [
       {"method": "sgd", "test_accuracy": {"mean": 0.9, "std": 0.01}},
-      {"method": "dpsgd", "test_accuracy": {"mean": 0.85, "std": 0.02}, "rdp_epsilon": 3.5,
+      {"method": "dpsgd", "test_accuracy": {"mean": 0.85, "std": 0.02, "runs": [0.83, 0.87]}, "epsilon": 3.5, "rdp_delta": 1e-5,
        "max_dfil": {"mean": 2.0, "std": 0.1}, "mean_dfil": {"mean": 0.5, "std": 0.01}, "median_dfil": {"mean": 0.4, "std": 0.01}},
       {"method": "fim", "test_accuracy": {"mean": 0.86, "std": 0.02}, "rdp_epsilon": 3.5,
        "max_dfil": {"mean": 1.0, "std": 0.1}, "mean_dfil": {"mean": 0.2, "std": 0.01}, "median_dfil": {"mean": 0.1, "std": 0.01},
@@ -358,6 +448,11 @@ TEST(Report, FimDrawsAccuracyDfilPerMethodTheDistributionAndTheCosine) {
   for (const char* figure : {"1-fim-accuracy.png", "1-fim-dfil.png", "1-fim-dfil-histogram.png", "1-fim-perturbation-cosine.png"})
     EXPECT_TRUE(has_figure(result, figure)) << figure;
   expect_figures_embedded(result);
+  // The per-method table: "-" for a single run's spread, epsilon to 3 digits.
+  const std::string html = read_file(result.html);
+  EXPECT_NE(html.find("<td>0.85 (0.02)</td>"), std::string::npos);
+  EXPECT_NE(html.find("<td>3.5 (1e-05)</td>"), std::string::npos) << "epsilon and its delta";
+  if (chromium_installed()) expect_clean_render(result, dir);
 }
 
 }  // namespace
@@ -392,6 +487,113 @@ TEST(Report, LearnedAttackDrawsScoresPerMethodAndTheReconstructionGrid) {
     EXPECT_TRUE(has_figure(result, figure)) << figure << "\n" << notes_text(result);
   EXPECT_NE(notes_text(result).find("LPIPS"), std::string::npos) << "the LPIPS note is shown";
   expect_figures_embedded(result);
+  EXPECT_NE(read_file(result.html).find("<td>fixed 999</td>"), std::string::npos) << "the counts as words, not JSON";
+  if (chromium_installed()) expect_clean_render(result, dir);
+}
+
+}  // namespace
+}  // namespace filkit
+
+namespace filkit {
+namespace {
+
+// A table with named classes and a categorical attribute, as CSV: 60 rows.
+std::string named_classes_csv() {
+  std::string text = "x1,x2,x3,colour,garment\n";
+  for (int i = 0; i < 60; ++i) {
+    const double t = ((i * 37) % 100) / 100.0;
+    text += std::to_string(t) + "," + std::to_string(1 - t * t) + "," + std::to_string(0.3 * (i % 7)) + "," +
+            (i % 3 == 0 ? "red" : i % 3 == 1 ? "green" : "blue") + "," + (i % 2 ? "Trouser" : "T-shirt/top") + "\n";
+  }
+  return text;
+}
+
+// 60 grey 4 x 4 images of two classes, as an (n, H, W) array.
+std::string images_npz(const TempDir& dir) {
+  const Dataset data = testing::random_classification(60, 16, 2, 7);
+  std::vector<double> x(data.X.data(), data.X.data() + data.X.size()), y(data.y.data(), data.y.data() + data.y.size());
+  return dir.write("images.npz",
+                   testing::zip_bytes({{"X.npy", testing::npy_bytes("<f8", "(60, 4, 4)", testing::raw_bytes(x))},
+                                       {"y.npy", testing::npy_f8(y, 60)}},
+                                      false));
+}
+
+// The report each command writes with --report, from small real runs, rendered in Chromium.
+TEST(ReportBrowser, EveryCommandsReportRendersWholeInChromium) {
+  if (!chromium_installed()) GTEST_SKIP() << "chromium is not installed (scripts/setup.sh installs it)";
+  const TempDir dir;
+  const std::string table = dir.write("garments.csv", named_classes_csv()), images = images_npz(dir);
+  std::vector<std::string> reports;
+  const auto outputs = [&](const std::string& name) {
+    JobOutputs out;
+    out.report = dir.file(name);
+    reports.push_back(out.report + "/report.html");
+    return out;
+  };
+  {
+    MeasureOptions o;
+    o.task.data.data = table;
+    o.task.data.target = "garment";
+    run_job<MeasureJob>(o, outputs("measure"));
+    // The scatter plots' legend and the histogram name the data's classes.
+    EXPECT_NE(read_file(dir.file("measure/summary.json")).find("T-shirt/top"), std::string::npos);
+  }
+  {
+    BoundJobOptions o;
+    o.task.data.data = images;
+    run_job<BoundJob>(o, outputs("bound"));
+  }
+  {
+    ReconstructJobOptions o;
+    o.bound.task.data.data = images;
+    o.attack.trials = 20;
+    run_job<ReconstructJob>(o, outputs("reconstruct"));
+  }
+  {
+    DpSgdJobOptions o;
+    o.data.data = images;
+    o.dpsgd.steps = 30;
+    o.dpsgd.batch_size = 10;
+    o.dpsgd.runs = 2;
+    o.dpsgd.report_epochs = {1, 3};
+    run_job<DpSgdJob>(o, outputs("dpsgd"));
+  }
+  {
+    IrfilJobOptions o;
+    o.task.data.data = table;
+    o.task.data.target = "garment";
+    o.irfil.iterations = 2;
+    run_job<IrfilJob>(o, outputs("irfil"));
+  }
+  {
+    AttackJobOptions o;
+    o.task.data.data = table;
+    o.task.data.target = "garment";
+    o.attribute = "colour";
+    o.attack.trials = 3;
+    o.attack.sigmas = {1e-2, 1e-1};
+    run_job<AttackJob>(o, outputs("attack"));
+  }
+  for (const AccountantKind kind : {AccountantKind::kRdp, AccountantKind::kPld}) {
+    AccountantOptions o;
+    o.q = 0.01;
+    o.noise_multiplier = 1.1;
+    o.steps = 200;
+    o.accountant = kind;
+    run_job<AccountantJob>(o, outputs("accountant-" + to_string(kind)));
+  }
+  // The accountant's report has its curves, and its table is named for what it holds.
+  EXPECT_TRUE(std::filesystem::exists(dir.file("accountant-rdp/rdp-curve.csv")));
+  EXPECT_TRUE(std::filesystem::exists(dir.file("accountant-pld/eps-by-delta.csv")));
+  for (const std::string& report : reports) {
+    SCOPED_TRACE(report);
+    ReportResult result;
+    result.html = report;
+    for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(report).parent_path()))
+      if (entry.path().extension() == ".png") result.figures.push_back(entry.path().string());
+    EXPECT_FALSE(result.figures.empty());
+    expect_clean_render(result, dir);
+  }
 }
 
 }  // namespace

@@ -69,7 +69,9 @@ std::string format_double(double value);
 
 /// A CSV of numbers: the header line, then one line a row. Integral values below 1e15 in
 /// magnitude are written as integers ("12000", not "1.2e+04"), others as format_double does,
-/// so every cell reads back as the same double. Formatted straight into one buffer. Throws
+/// so every cell reads back as the same double. NaN and infinities are empty cells (a value not
+/// computed, such as a network's eta without power iteration, or an infinite MSE bound, such as
+/// that of an example never sampled): every non-empty cell is a finite number. Formatted straight into one buffer. Throws
 /// std::invalid_argument if a row's width differs from the header's.
 std::string numeric_csv(const std::vector<std::string>& header,
                         const std::vector<std::vector<double>>& rows);
@@ -77,11 +79,22 @@ std::string numeric_csv(const std::vector<std::string>& header,
 void write_numeric_csv(const std::string& path, const std::vector<std::string>& header,
                        const std::vector<std::vector<double>>& rows);
 
-/// A compact progress line on stderr ("label [#####.....] 52% 3.1s"), redrawn at most every
-/// 100 ms; silent when `quiet`. Thread-safe `advance()`.
+/// "2.5s", "3m05s", "1h02m": a duration for progress lines.
+std::string format_duration(double seconds);
+
+/// One progress report: "label [#####.......]  42% 3.1s elapsed, ~4.3s left" on a terminal
+/// (`bar`), "label: 42% (420/1000), 3.1s elapsed, ~4.3s left" otherwise. The time left is the
+/// elapsed time scaled by the work left (none before any is done); a final report says "done".
+std::string progress_text(const std::string& label, std::int64_t done, std::int64_t total, double seconds, bool bar,
+                          bool final_report);
+
+/// Progress on stderr, silent when `quiet`. On a terminal one line redrawn in place (\r) at most
+/// every 100 ms; otherwise (a log file, a pipe, a batch job's output) a line of its own every
+/// `line_interval` seconds and one at the end, so that logs hold no \r and no thousands of lines.
+/// Thread-safe `advance()`. Destroyed by an exception, it reports no "done" (the error follows).
 class Progress {
  public:
-  Progress(std::string label, std::int64_t total, bool quiet);
+  Progress(std::string label, std::int64_t total, bool quiet, double line_interval = 10.0);
   ~Progress();
   void advance(std::int64_t steps = 1);
   void finish();
@@ -92,7 +105,11 @@ class Progress {
   std::int64_t total_;
   std::int64_t done_ = 0;
   bool quiet_;
+  bool terminal_;
+  double line_interval_;
   bool finished_ = false;
+  bool drawn_ = false;             ///< a line drawn on the terminal that a newline must end
+  int uncaught_exceptions_ = 0;    ///< at construction: the destructor of a failed stage says nothing
   std::chrono::steady_clock::time_point start_;
   std::chrono::steady_clock::time_point last_draw_;
 };

@@ -24,6 +24,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -37,6 +38,30 @@ template <typename T>
 struct is_vector : std::false_type {};
 template <typename T>
 struct is_vector<std::vector<T>> : std::true_type {};
+
+/// Options renamed so that the command line, Python and the summaries share one vocabulary: the
+/// former name is still read as the option (the command line's --q, a Python keyword q=, a
+/// summary's settings.q), and nothing writes it.
+struct RenamedOption {
+  std::string_view former, name;
+};
+inline constexpr RenamedOption kRenamedOptions[] = {
+    {"q", "sample_rate"},              // the accountant's; -q is --quiet on every command
+    {"scale", "row_scaling"},          // filkit.preprocess's name, which says what is scaled
+    {"pixel_scale", "scale_pixels"},   // filkit.preprocess's name
+};
+
+/// The names nearest to `typed` by edit distance (a typo or a swap of neighbours per 4 letters,
+/// at least 2; or a name `typed` starts), the best first, at most 3; empty when none is close:
+/// the suggestions for a mistyped flag or keyword (src/base/options.cpp).
+std::vector<std::string> nearest_names(const std::string& typed, const std::vector<std::string>& names);
+
+/// The former name of option `name` (kRenamedOptions), or empty.
+constexpr std::string_view former_option_name(std::string_view name) {
+  for (const RenamedOption& renamed : kRenamedOptions)
+    if (renamed.name == name) return renamed.former;
+  return {};
+}
 
 /// The value of a field as recorded in the JSON settings: numbers, booleans, strings, enums by
 /// their spelling, vectors as arrays, an empty optional as "auto".
@@ -198,15 +223,21 @@ void option_from_json(const std::string& name, const nlohmann::json& json, T& va
 }
 
 /// Sets each visited field of `options` that `settings` (a summary's "settings" object, as
-/// settings_json writes it) names; fields it does not name keep their values and names it has
-/// beyond them are ignored. Throws DataError naming "settings.<name>" for a value that does not
-/// fit its field, or if `settings` is not an object.
+/// settings_json writes it) names, by its name or else its former name (kRenamedOptions); fields
+/// it does not name keep their values and names it has beyond them are ignored. Throws DataError
+/// naming "settings.<name>" for a value that does not fit its field, or if `settings` is not an
+/// object.
 template <typename Options>
 void options_from_settings(const nlohmann::json& settings, Options& options) {
   if (!settings.is_object()) throw DataError("settings: not an object of named values");
   visit_fields(options, [&](const char* name, auto& field, const char*) {
-    if (const auto found = settings.find(name); found != settings.end())
-      option_from_json(std::string("settings.") + name, *found, field);
+    auto found = settings.find(name);
+    // A summary written before a rename holds the former name.
+    if (const std::string_view former = former_option_name(name); found == settings.end() && !former.empty()) {
+      found = settings.find(std::string(former));
+      if (found != settings.end()) return option_from_json("settings." + std::string(former), *found, field);
+    }
+    if (found != settings.end()) option_from_json(std::string("settings.") + name, *found, field);
   });
 }
 

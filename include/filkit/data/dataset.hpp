@@ -66,7 +66,10 @@ struct Dataset {
   /// The image shape of every row, when the rows are images (C*H*W == d); empty for tables and
   /// after preprocessing that changes the columns (PCA). Row selections and splits keep it.
   std::optional<ImageShape> image;
-  Index dropped_rows = 0;  ///< source rows left out for missing values (tabular data only)
+  Index dropped_rows = 0;  ///< source rows left out for missing values or unseen levels (tabular data only)
+  /// Rows with a categorical level or class unseen in the training rows (tabular test splits):
+  /// left out (and counted in dropped_rows) or encoded with zeros, by UnseenLevelPolicy.
+  Index unseen_level_rows = 0;
 
   Index n() const { return X.rows(); }
   Index d() const { return X.cols(); }

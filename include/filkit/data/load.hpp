@@ -32,6 +32,12 @@ inline constexpr const char* kImageLayoutHelp =
     ".npz with a 4-D X: nchw for (n, C, H, W), nhwc for (n, H, W, C); auto = the one the shape allows (only one of "
     "the second and last axes is 1 or 3), else an error asking for this option";
 
+/// The help of unseen_levels, for every front end that binds it.
+inline constexpr const char* kUnseenLevelsHelp =
+    "CSV/ARFF and tabular built-ins: a test row with a categorical level or class no training row has: drop it "
+    "(counted in the summary), zero (an all-zero one-hot block, as the column's last level; an unseen class is "
+    "still dropped), or error";
+
 /// The help of max_memory, for every front end that binds it.
 inline constexpr const char* kMaxMemoryHelp =
     "Memory budget (e.g. 2G, 512M): a file whose size, declared shape or encoding needs more is refused before "
@@ -54,6 +60,9 @@ struct DataOptions {
   std::vector<std::string> categorical;  ///< CSV/ARFF: extra categorical columns
   std::vector<std::string> drop;         ///< CSV/ARFF: columns to ignore
   MissingPolicy missing_policy = MissingPolicy::kDrop;  ///< CSV/ARFF: rows with missing cells
+  /// CSV/ARFF and the tabular built-ins: test rows with a categorical level or class that no
+  /// training row has (UnseenLevelPolicy; default: left out, counted in the test's dropped_rows).
+  UnseenLevelPolicy unseen_levels = UnseenLevelPolicy::kDrop;
   bool regression = false;               ///< CSV/ARFF/npz: real-valued target
   double test_fraction = 0.2;  ///< CSV/ARFF/npz without a test split: share held out, [0, 1)
   unsigned long long seed = 0;  ///< seed of that train/test split (see shuffle_split)
@@ -92,6 +101,7 @@ void visit_fields(DataOptions& o, Visit&& visit) {
   visit("categorical", o.categorical, "CSV/ARFF: columns to one-hot encode even if numeric");
   visit("drop", o.drop, "CSV/ARFF: columns to ignore");
   visit("missing", o.missing_policy, "Rows with missing cells: drop, or level (a level of their own)");
+  visit("unseen_levels", o.unseen_levels, kUnseenLevelsHelp);
   visit("image_layout", o.image_layout, kImageLayoutHelp);
   visit("regression", o.regression, "The target is real-valued");
   visit("test_fraction", o.test_fraction, "Files without a test split: share of rows held out");

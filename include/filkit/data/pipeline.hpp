@@ -29,15 +29,16 @@ struct DataPipelineOptions {
   std::vector<std::string> drop;
   bool regression = false;
   MissingPolicy missing = DataOptions{}.missing_policy;
+  UnseenLevelPolicy unseen_levels = DataOptions{}.unseen_levels;
   double test_fraction = DataOptions{}.test_fraction;
   Index train_size = 0;
   Index test_size = 0;
   /// PCA components fitted on the training split; 0 = none; auto = 20 for built-in image datasets,
   /// none for files.
   std::optional<Index> pca;
-  RowScaling scale = RowScaling::kGlobalMax;
+  RowScaling row_scaling = RowScaling::kGlobalMax;
   /// Divide pixels by 255; auto = for the built-in image datasets.
-  std::optional<bool> pixel_scale;
+  std::optional<bool> scale_pixels;
   Standardization standardize = PreprocessOptions{}.standardize;
   ByteSize max_memory = DataOptions{}.max_memory;
   std::optional<ImageLayout> image_layout;
@@ -64,14 +65,15 @@ void visit_fields(DataPipelineOptions& o, Visit&& visit) {
   visit("drop", o.drop, "CSV/ARFF: columns to ignore");
   visit("regression", o.regression, "The target is real-valued (least squares only)");
   visit("missing", o.missing, "Rows with missing cells: drop, or level (a level of their own)");
+  visit("unseen_levels", o.unseen_levels, kUnseenLevelsHelp);
   visit("image_layout", o.image_layout, kImageLayoutHelp);
   visit("test_fraction", o.test_fraction, "Files without a test split: share of rows held out (seeded by seed)");
   visit("train_size", o.train_size, "Keep a random subset of this many training examples (seeded; 0 = all)");
   visit("test_size", o.test_size, "Keep a random subset of this many test examples (seeded; 0 = all)");
   visit("pca", o.pca, "PCA to K dimensions fitted on the training split; 0 = none; auto = 20 for built-in image datasets");
-  visit("scale", o.scale,
+  visit("row_scaling", o.row_scaling,
         "Row scaling: none, global-max (divide by the largest training row norm, before PCA), unit-ball");
-  visit("pixel_scale", o.pixel_scale, "Divide pixels by 255; auto = for built-in image datasets");
+  visit("scale_pixels", o.scale_pixels, "Divide pixels by 255; auto = for built-in image datasets");
   visit("standardize", o.standardize, kStandardizeHelp);
   visit("max_memory", o.max_memory, kMaxMemoryHelp);
 }

@@ -22,7 +22,8 @@
 // dropped by default (6876 of income's 8993 rows are complete) or given a level of their own
 // (DataOptions::missing_policy). The split is DataOptions::test_fraction (default 0.2) by
 // shuffle_split with DataOptions::seed; test rows with a level that never occurs in the training
-// rows (the model has no weight for it) are left out too, counted in the test part's dropped_rows.
+// rows (the model has no weight for it) are left out too by default, counted in the test part's
+// dropped_rows (DataOptions::unseen_levels).
 //
 // Files: income from $FILKIT_DATA_DIR/income.csv, else ${XDG_CACHE_HOME:-$HOME/.cache}/filkit/
 // income.csv (exported from the Debian package r-cran-kernlab by scripts/setup.sh); credit-g from

@@ -24,6 +24,22 @@ struct EnumNames<MissingPolicy> {
   static constexpr std::pair<MissingPolicy, const char*> names[] = {{MissingPolicy::kDrop, "drop"}, {MissingPolicy::kLevel, "level"}};
 };
 
+/// What to do with a row whose categorical level (or class) never occurs in the training rows,
+/// the levels the encoder was fitted on: only rows encoded after the fit (the test split) can
+/// have one. A rare level can fall entirely into the test split for some seeds.
+enum class UnseenLevelPolicy {
+  kDrop,   ///< leave the row out (counted in Dataset::dropped_rows and Dataset::unseen_level_rows)
+  kZero,   ///< an all-zero one-hot block, the encoding of the column's dropped (last) level; a row
+           ///< whose class is unseen is still left out (a class cannot be zeroed)
+  kError,  ///< std::invalid_argument naming the file, line, column and level
+};
+template <>
+struct EnumNames<UnseenLevelPolicy> {
+  static constexpr const char* what = "unseen-level policy";
+  static constexpr std::pair<UnseenLevelPolicy, const char*> names[] = {
+      {UnseenLevelPolicy::kDrop, "drop"}, {UnseenLevelPolicy::kZero, "zero"}, {UnseenLevelPolicy::kError, "error"}};
+};
+
 /// How a table is turned into (X, y).
 struct TabularOptions {
   std::string target;                      ///< target column name (required)
@@ -33,6 +49,7 @@ struct TabularOptions {
   bool target_categorical = true;          ///< classification (class indices) vs regression
   std::vector<std::string> missing = {"", "NA", "?"};  ///< spellings of a missing value
   MissingPolicy missing_policy = MissingPolicy::kDrop;  ///< default: drop incomplete rows
+  UnseenLevelPolicy unseen_levels = UnseenLevelPolicy::kDrop;  ///< default: drop rows with unseen levels
   /// The memory budget: an encoded X (rows x one-hot width doubles) larger than this is refused
   /// before it is allocated.
   ByteSize max_memory = default_memory_budget();
@@ -45,7 +62,8 @@ inline const std::string kMissingLevel = "<missing>";
 
 /// An encoder fitted on training rows: levels of each categorical column (one-hot, last level
 /// dropped), mean and standard deviation of each numeric column, target classes.
-/// Applying it to test rows uses the training statistics; unseen levels are an error.
+/// Applying it to test rows uses the training statistics; a level or class not seen in training
+/// is handled by TabularOptions::unseen_levels.
 ///
 /// Levels are sorted numerically when all of them are numbers, else lexicographically;
 /// kMissingLevel, when present, is last and so is the dropped (all-zero) level. Numeric
@@ -59,8 +77,8 @@ class TabularEncoder {
   /// rows, fewer than two target classes, or an encoding of the training rows beyond max_memory.
   static TabularEncoder fit(const TextTable& train, const TabularOptions& options);
   /// Encodes `table` (columns found by name). Throws std::invalid_argument naming the column,
-  /// value and line for unseen levels or classes, non-numeric, NaN/Inf or too large numeric cells,
-  /// and before allocating when X would exceed max_memory.
+  /// value and line for unseen levels or classes (UnseenLevelPolicy::kError), non-numeric, NaN/Inf
+  /// or too large numeric cells, and before allocating when X would exceed max_memory.
   Dataset transform(const TextTable& table) const;
 
   struct Column {

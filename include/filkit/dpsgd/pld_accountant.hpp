@@ -79,6 +79,12 @@ struct PldSettings {
   void validate() const;            ///< throws std::invalid_argument naming the field
 };
 
+/// The help of the option that sets PldSettings::discretization (`filkit accountant` and the
+/// training jobs' `--discretization`).
+inline constexpr const char* kDiscretizationHelp =
+    "PLD accountant: spacing h of the privacy loss grid (pessimistic rounding: eps is an upper bound, within steps "
+    "x h of the exact one and usually far closer), > 0";
+
 /// The pessimistic connect-the-dots PLD of one step of the Gaussian mechanism with noise s per
 /// unit of sensitivity, Poisson subsampled with rate q, in one direction. q in (0, 1], s > 0.
 DiscretePld gaussian_pld(double s, double q, PldDirection direction, const PldSettings& settings);

@@ -41,6 +41,7 @@
 #include "filkit/base/enum_names.hpp"
 #include "filkit/base/resources.hpp"
 #include "filkit/base/run_bootstrap.hpp"
+#include "filkit/dpsgd/pld_accountant.hpp"
 #include "filkit/dpsgd/rdp_accountant.hpp"
 #include "filkit/data/dataset.hpp"
 #include "filkit/models/label_privacy.hpp"
@@ -157,6 +158,8 @@ struct DpSgdOptions {
   /// is (accounted_sampling): Poisson batches under add/remove, fixed-size batches without
   /// replacement under replace-one. The RDP curve (order 2, its eps) is reported with either.
   AccountantKind accountant = AccountantKind::kRdp;
+  /// The PLD accountant's loss grid spacing h (accountant = pld; kDiscretizationHelp), > 0.
+  double discretization = PldSettings{}.discretization;
   /// runs > 1: confidence intervals for the max and median dFIL over examples by the bootstrap
   /// over runs (run_bootstrap.hpp): B resamples of the runs, in [10, 10^6] (default 1000), and
   /// the percentile interval's level in (0, 1) (default 0.95). The resamples are seeded from
@@ -219,6 +222,7 @@ void visit_fields(DpSgdOptions& o, Visit&& visit) {
   visit("accountant", o.accountant,
         "rdp or pld: the accountant of the reported eps, for the sampler's neighbouring relation (poisson: "
         "add/remove; uniform: without replacement, replace-one; shuffle: not covered, accounted as poisson)");
+  visit("discretization", o.discretization, kDiscretizationHelp);
   visit("bootstrap_resamples", o.bootstrap_resamples,
         "Runs > 1: bootstrap resamples of the runs behind the confidence intervals of max and median dFIL");
   visit("confidence_level", o.confidence_level, "Runs > 1: level of those (percentile) confidence intervals");
@@ -264,8 +268,13 @@ struct DpSgdSnapshot {
   /// Theorem 1's unbiased reconstruction MSE bound for data in [0, 1]^d: 1 / (4 (e^eps2 - 1)).
   double rdp_mse_bound() const;
 
+  /// d_z, the private coordinates of an example (DpSgdResult::private_dims), for dfil().
+  Index private_dims = 0;
+
   /// dFIL eta_bar_i = sqrt(Tr(I_i) / d_z).
   VectorXd dfil(Index private_dims) const;
+  /// dfil(private_dims) with the snapshot's own d_z; throws std::logic_error when it is unset.
+  VectorXd dfil() const;
   /// eta_i = sqrt(fisher_spectral_i) (NaN when not computed).
   VectorXd eta() const;
   double mean_test_accuracy() const;

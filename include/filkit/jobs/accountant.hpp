@@ -41,25 +41,32 @@ struct AccountantOptions {
   AccountantKind accountant = AccountantKind::kRdp;  ///< rdp or pld
   Sampling sampling = Sampling::kPoisson;  ///< poisson (add/remove) or uniform (replace-one)
   double discretization = PldSettings{}.discretization;  ///< PLD loss grid spacing; > 0
+  /// Points of each eps curve (against steps, against the noise multiplier) for the report; 0 =
+  /// none; auto = 40 with rdp, and with pld 8 when a report is written (each point is a PLD
+  /// composition, tenths of a second), else none.
+  std::optional<int> curve_points;
 
   void validate() const;
 };
 
 template <class Visit>
 void visit_fields(AccountantOptions& o, Visit&& visit) {
-  visit("q", o.q, "Sampling rate in [0, 1] (or batch_size with n)");
-  visit("batch_size", o.batch_size, "Expected batch size B; q = B / n");
-  visit("n", o.n, "Number of training examples");
+  visit("sample_rate", o.q, "Sampling rate q in [0, 1]: the probability of each example to be in a batch (or batch_size with n)");
+  visit("batch_size", o.batch_size, "Expected batch size B, in examples; sample_rate = B / n");
+  visit("n", o.n, "Number of training examples (with batch_size)");
   visit("noise_multiplier", o.noise_multiplier, "Noise multiplier (noise std / clipping norm)");
-  visit("steps", o.steps, "Number of steps");
-  visit("epochs", o.epochs, "Epochs; steps = ceil(epochs / q)");
+  visit("steps", o.steps, "Number of steps (noisy gradient updates)");
+  visit("epochs", o.epochs, "Epochs (passes over the data); steps = ceil(epochs / sample_rate)");
   visit("delta", o.delta, "Target delta in (0, 1)");
   visit("orders", o.orders, "Order grid: opacus, tf-privacy (tf), or a list like 2,4.5,8");
-  visit("mechanism", o.mechanisms, "A further mechanism q,noise_multiplier,steps (repeatable)");
+  visit("mechanism", o.mechanisms, "A further mechanism sample_rate,noise_multiplier,steps (repeatable)");
   visit("target_eps", o.target_eps, "Solve for the noise multiplier that reaches this eps");
   visit("accountant", o.accountant, "rdp (Renyi DP, orders) or pld (privacy loss distribution, tighter)");
   visit("sampling", o.sampling, "poisson (add/remove one) or uniform (B of n without replacement; replace one)");
-  visit("discretization", o.discretization, "PLD: spacing of the privacy loss grid (pessimistic rounding)");
+  visit("discretization", o.discretization, kDiscretizationHelp);
+  visit("curve_points", o.curve_points,
+        "Points of the report's eps curves (against steps and against the noise multiplier); 0 = none; auto = 40 "
+        "with rdp, with pld 8 when --report is given (each is a PLD composition, tenths of a second), else none");
 }
 
 struct AccountantJobResult final : JobResult {
@@ -69,24 +76,38 @@ struct AccountantJobResult final : JobResult {
   double infinity_mass = 0.0;     ///< PLD: the truncated mass counted in delta
   std::string description;        ///< the accountant, neighbouring relation and approximation
   std::vector<std::pair<double, double>> pld_eps_by_delta;  ///< PLD: (delta, eps) for the table
-  /// eps, optimal order, the RDP curve and the mechanisms.
+  /// One mechanism: eps at delta against its steps (1 to 2 T) and against its noise multiplier
+  /// (sigma / 4 to 4 sigma), the rest as given: the report's curves.
+  std::vector<std::pair<double, double>> eps_by_steps, eps_by_noise_multiplier;
+  /// eps, optimal order, the RDP curve, the mechanisms and, for one mechanism, the eps curves.
   nlohmann::json to_json() const override;
   /// RDP: the curve (order, rdp); PLD: eps at delta = 1e-2 .. 1e-10 (delta, eps).
   NumericTable table() const override;
+  /// rdp-curve.csv or eps-by-delta.csv: what the table holds.
+  std::string table_file() const override;
   void print_summary(std::ostream& out) const override;
 };
 
-AccountantJobResult run_accountant(const AccountantOptions& options, bool progress = false);
+/// `for_report`: a report will be drawn, which resolves curve_points' auto for pld.
+AccountantJobResult run_accountant(const AccountantOptions& options, bool progress = false, bool for_report = false);
 
 struct AccountantJob {
   using Options = AccountantOptions;
   static constexpr const char* name = "accountant";
   static constexpr const char* description =
       "RDP or PLD accountant of the sampled Gaussian mechanism (DP-SGD): eps for given noise, or the noise multiplier "
-      "for a target eps. E.g. --q 0.04 --noise-multiplier 1.5 --steps 2250 --accountant pld.";
+      "for a target eps. E.g. --sample-rate 0.04 --noise-multiplier 1.5 --steps 2250 --accountant pld.";
+  /// Why defaults differ from other commands' (shown in --help where they do).
+  static constexpr const char* defaults_reason =
+      "auto: given, or following from the other options (the accountant describes a mechanism, not a training run)";
+  static std::vector<DefaultReason> default_reasons() {
+    return {{"sampling", "Poisson sampling, as Opacus and TF Privacy account DP-SGD"}};
+  }
   static constexpr const char* out_help = "CSV of the composed RDP curve (order, rdp), or for pld: delta, eps";
   static std::vector<ExtraOutput> extra_outputs() { return {}; }
-  static AccountantJobResult run(const Options& options, bool progress) { return run_accountant(options, progress); }
+  static AccountantJobResult run(const Options& options, bool progress, const JobOutputs& outputs) {
+    return run_accountant(options, progress, !outputs.report.empty());
+  }
 };
 
 }  // namespace filkit

@@ -16,7 +16,7 @@ namespace filkit {
 
 struct AttackJobOptions {
   /// Tabular data by default: no row scaling, the model by the task.
-  TaskOptions task{.data = {.scale = RowScaling::kNone}, .model = std::nullopt};
+  TaskOptions task{.data = {.row_scaling = RowScaling::kNone}, .model = std::nullopt};
   /// The categorical attribute to infer (a name of the column map, or its one-hot columns 3,4,5);
   /// empty = the built-in dataset's sensitive attribute.
   std::string attribute;
@@ -61,6 +61,11 @@ struct AttackJob {
       "Attribute inference against output-perturbed releases w' = w* + N(0, sigma^2 I): prior, black-box "
       "(Fredrikson et al. 2014) and white-box (the FIL threat model), by sigma and by decile of attribute FIL. "
       "E.g. --data income-regression --intercept --sigmas 1e-3,1e-2.";
+  /// Why defaults differ from other commands' (shown in --help where they do).
+  static constexpr const char* defaults_reason = "defaults of the FIL paper's attribute inference (Hannun et al. 2021)";
+  static std::vector<DefaultReason> default_reasons() {
+    return {{"pca", "PCA 20 for the built-in images, as the FIL paper"}};
+  }
   static constexpr const char* out_help =
       "CSV by sigma and eta group (-1 = all): eta, prior, white-box and black-box accuracy, release MSE";
   static std::vector<ExtraOutput> extra_outputs() {

@@ -17,7 +17,7 @@ namespace filkit {
 struct BoundJobOptions {
   /// Guo et al.'s setting: MNIST 0 vs 1, pixels / 255, no row scaling or PCA, logistic with an
   /// intercept, lambda = 1e-2.
-  TaskOptions task{.data = {.data = "mnist", .pca = 0, .scale = RowScaling::kNone},
+  TaskOptions task{.data = {.data = "mnist", .pca = 0, .row_scaling = RowScaling::kNone},
                    .fit = {.l2 = 1e-2, .intercept = true}};
   /// sigma and norm_bound (the diameters come from `diameter`).
   ReconstructionBoundOptions bounds;
@@ -74,6 +74,11 @@ struct BoundJob {
       "regression: the (2, eps)-RDP bound (Theorem 1) and the per-example dFIL and FIL bounds (Theorem 2) of Guo "
       "et al. 2022. Defaults: their setting, MNIST 0 vs 1, pixels / 255, intercept, lambda = sigma = 1e-2 (use "
       "--no-intercept to drop the intercept).";
+  /// Why defaults differ from other commands' (shown in --help where they do).
+  static constexpr const char* defaults_reason = "defaults of the reconstruction paper's output perturbation (Guo et al. 2022)";
+  static std::vector<DefaultReason> default_reasons() {
+    return {{"pca", "the bounds are on the raw pixels an attacker reconstructs (Guo et al. 2022)"}};
+  }
   static constexpr const char* out_help = "Per-example CSV: index, label, eta, dfil, fil_bound, dfil_bound";
   static std::vector<ExtraOutput> extra_outputs() { return {}; }
   static BoundJobResult run(const Options& options, bool progress) { return run_bound(options, progress); }

@@ -34,7 +34,7 @@ struct EnumNames<DpSgdEngine> {
 
 struct DpSgdJobOptions {
   /// MNIST pixels / 255, no PCA, no row scaling; classes auto = 0,1 for the GLMs, all for networks.
-  DataPipelineOptions data{.data = "mnist", .pca = 0, .scale = RowScaling::kNone};
+  DataPipelineOptions data{.data = "mnist", .pca = 0, .row_scaling = RowScaling::kNone};
   DpSgdModel model = DpSgdModel::kLogistic;
   /// auto = closed-form for logistic and softmax, torch for mlp and cnn.
   DpSgdEngine engine = DpSgdEngine::kAuto;
@@ -106,9 +106,17 @@ struct DpSgdJob {
       "Private SGD (DP-SGD with GELU-smoothed clipping) with per-example Fisher information accounting (Guo et al. "
       "2022, Algorithm 1): dFIL and eta of every training example, beside the RDP accountant's (eps, delta). "
       "Without options: MNIST 0 vs 1, logistic regression, B = 600, T = 1000, rho = 0.1, C = 1, noise multiplier 1.";
+  /// Why defaults differ from other commands' (shown in --help where they do).
+  static constexpr const char* defaults_reason = "defaults of the reconstruction paper's DP-SGD (Guo et al. 2022)";
+  static std::vector<DefaultReason> default_reasons() {
+    return {{"label", "the reconstruction paper bounds the reconstruction of the features"},
+            {"pca", "DP-SGD trains on the raw pixels an attacker reconstructs (Guo et al. 2022)"},
+            {"rdp_delta", "the usual delta of DP-SGD, below 1/n (Opacus' and TF Privacy's examples)"}};
+  }
   static constexpr const char* out_help =
       "Per-example CSV, one row per (snapshot, example): step, epoch, index, label, times sampled, eta, dfil, MSE "
-      "bounds, Fisher trace and its standard error; with --runs R > 1 each run's trace (fisher_trace_run0 ..)";
+      "bounds, Fisher trace and its standard error; with --runs R > 1 each run's trace (fisher_trace_run0 ..). Empty "
+      "cells: eta and its bound when not computed (--spectral none), the bounds of an example never sampled";
   static std::vector<ExtraOutput> extra_outputs() { return {}; }
   static constexpr bool runs_on_mpi_ranks = true;  // data-parallel (docs/distributed.md)
   static DpSgdJobResult run(const Options& options, bool progress) { return run_dpsgd(options, progress); }

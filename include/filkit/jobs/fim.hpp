@@ -18,7 +18,7 @@ namespace filkit {
 
 struct FimJobOptions {
   /// MNIST pixels / 255, no PCA, no row scaling, every class (the thesis' table 3.1 data).
-  DataPipelineOptions data{.data = "mnist", .classes = std::vector<int>{}, .pca = 0, .scale = RowScaling::kNone};
+  DataPipelineOptions data{.data = "mnist", .classes = std::vector<int>{}, .pca = 0, .row_scaling = RowScaling::kNone};
   /// The thesis' section 3.1 settings (its table B.1, figure 3.1 column) and its code's gradient
   /// model (constant, 200 epochs of the public part before the first private step, then 50 fewer,
   /// at least 20). Private batches are independent uniform draws unless sampling = shuffle (the
@@ -97,6 +97,13 @@ struct FimJob {
       "(frozen smallest-magnitude parameters) and fim (a learned perturbation c, trained on public data, added to "
       "every released gradient to lower ||d clip(g + c)/dx||: the thesis' gradient model as its code computes it), "
       "with every private example's dFIL. Without options: MNIST, softmax regression, 50 % public.";
+  /// Why defaults differ from other commands' (shown in --help where they do).
+  static constexpr const char* defaults_reason = "defaults of the thesis' experiments (Edmunds 2024, tables 3.1-3.4)";
+  static std::vector<DefaultReason> default_reasons() {
+    return {{"label", "the thesis bounds the reconstruction of the features"},
+            {"pca", "the thesis trains on the raw pixels"},
+            {"rdp_delta", "the thesis' delta"}};
+  }
   static constexpr const char* out_help =
       "Per-example CSV, one row per (method, private example): method (1 dpsgd, 2 prune, 3 fim), index, label, times "
       "sampled, dfil, 1/dfil^2, fisher_trace";

@@ -16,7 +16,7 @@ namespace filkit {
 
 struct IrfilJobOptions {
   /// Tabular data by default: no row scaling, the model by the task.
-  TaskOptions task{.data = {.scale = RowScaling::kNone}, .model = std::nullopt};
+  TaskOptions task{.data = {.row_scaling = RowScaling::kNone}, .model = std::nullopt};
   IrfilOptions irfil;
   /// Drive the update by the FIL of this attribute (a name of the column map, or columns 3,4,5)
   /// instead of the whole example; empty = the whole example.
@@ -58,6 +58,12 @@ struct IrfilJob {
       "Iteratively reweighted FIL (Algorithm 1 of the FIL paper): refit with per-example weights inversely "
       "proportional to each example's FIL until every example leaks alike. E.g. --data income-regression "
       "--attribute MARITAL.STATUS --intercept.";
+  /// Why defaults differ from other commands' (shown in --help where they do).
+  static constexpr const char* defaults_reason = "defaults of the FIL paper's IRFIL experiments (Hannun et al. 2021)";
+  static std::vector<DefaultReason> default_reasons() {
+    return {{"label", "the FIL paper counts the label among an example's coordinates"},
+            {"pca", "PCA 20 for the built-in images, as the FIL paper"}};
+  }
   static constexpr const char* out_help = "Per-example CSV: index, label, weight (final), eta_before, eta_after";
   static std::vector<ExtraOutput> extra_outputs() {
     return {{"history_out", "CSV of the training weights of every iteration: index, label, iteration_0..iteration_T"}};

@@ -34,6 +34,13 @@ struct ExtraOutput {
   const char* help;
 };
 
+/// Why a job's default for an option differs from other commands' defaults for the same option
+/// (a job description's optional default_reasons(); --help shows it beside the default).
+struct DefaultReason {
+  const char* name;    ///< the field, as visit_fields names it
+  const char* reason;  ///< e.g. "the reconstruction paper trains on raw pixels"
+};
+
 /// What every job's result provides to the shared writer.
 class JobResult {
  public:
@@ -42,6 +49,8 @@ class JobResult {
   virtual nlohmann::json to_json() const = 0;
   /// The main table (--out); an empty header when the job has none.
   virtual NumericTable table() const = 0;
+  /// The table's file name in a report directory (--report without --out), for what it holds.
+  virtual std::string table_file() const { return "per-example.csv"; }
   /// A further table by ExtraOutput name; throws std::invalid_argument for an unknown name.
   virtual NumericTable extra_table(const std::string& name) const;
   /// A few human-readable lines for the terminal.
@@ -98,7 +107,11 @@ auto run_job(const typename Job::Options& options, const JobOutputs& outputs = {
   options.validate();
   check_ranks_agree(Job::name, settings_json(options), comm);
   if (comm.is_root()) check_output_paths(outputs);
-  auto result = Job::run(options, !quiet);
+  // A job whose work depends on the outputs asked for (the accountant's report curves) sees them.
+  auto result = [&] {
+    if constexpr (requires { Job::run(options, true, outputs); }) return Job::run(options, !quiet, outputs);
+    else return Job::run(options, !quiet);
+  }();
   if (comm.is_root()) {
     write_job_outputs(result, outputs, quiet);
     if (!quiet && out != nullptr) result.print_summary(*out);

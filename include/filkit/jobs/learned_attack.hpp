@@ -40,7 +40,7 @@ inline PublicDataTrainingOptions learned_attack_training_defaults() {
 
 struct LearnedAttackJobOptions {
   /// MNIST 0 vs 1, pixels / 255, no PCA (the attack reconstructs images), no row scaling.
-  DataPipelineOptions data{.data = "mnist", .classes = std::vector<int>{0, 1}, .pca = 0, .scale = RowScaling::kNone};
+  DataPipelineOptions data{.data = "mnist", .classes = std::vector<int>{0, 1}, .pca = 0, .row_scaling = RowScaling::kNone};
   /// Rows of the training split given to train_one_model as public data (thesis: 1000).
   Index public_size = 1000;
   LearnedReconstructionOptions attack;
@@ -124,6 +124,11 @@ struct LearnedAttackJob {
       "parameters and the label to the image, and the MSE and SSIM of its reconstructions of held-out targets beside "
       "the class-mean (perfect privacy) baseline. LPIPS is not computed. Defaults: the thesis' table B.2 on MNIST 0 "
       "vs 1 (9500 + 500 shadow models per method).";
+  /// Why defaults differ from other commands' (shown in --help where they do).
+  static constexpr const char* defaults_reason = "defaults of the thesis' learned attack (Edmunds 2024, table B.2)";
+  static std::vector<DefaultReason> default_reasons() {
+    return {{"pca", "the attack reconstructs the raw pixels"}};
+  }
   static constexpr const char* out_help =
       "Per-target CSV, one row per (method, target): method (0 sgd, 1 dpsgd, 2 prune, 3 fim), target, label, mse, "
       "ssim, baseline_mse, baseline_ssim";

@@ -98,6 +98,13 @@ struct MeasureJob {
   static constexpr const char* description =
       "Fit a GLM and measure the Fisher information loss (FIL) of its output-perturbed release for every training "
       "example. Without options: Fashion-MNIST 0 vs 1, global-max scaling, PCA 20, logistic, lambda 8e-4, sigma 1.";
+  /// Why defaults differ from other commands' (shown in --help where they do).
+  static constexpr const char* defaults_reason = "defaults of the FIL paper's measurements (Hannun et al. 2021)";
+  static std::vector<DefaultReason> default_reasons() {
+    return {{"label", "the FIL paper counts the label among an example's coordinates"},
+            {"pca", "PCA 20 for the built-in images, as the FIL paper"},
+            {"row_scaling", "rows of norm at most 1, the FIL paper's assumption"}};
+  }
   static constexpr const char* out_help =
       "Per-example CSV: index, label, eta, dfil, Cramer-Rao bounds, loss, gradient norm";
   static std::vector<ExtraOutput> extra_outputs() {

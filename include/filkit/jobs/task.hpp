@@ -49,6 +49,11 @@ struct Task {
   nlohmann::json to_json() const;
 };
 
+/// The rows a tabular loader left out or encoded with zeros, for every job's summary:
+/// {"dropped_rows": {"train": .., "test": ..}, "unseen_level_rows": ..} (DataOptions::missing_policy
+/// and unseen_levels; all 0 for images).
+nlohmann::json data_rows_json(const DatasetSplit& data);
+
 /// Loads and preprocesses `options.data` with dataset seed `seed`.
 /// On several ranks of `comm`: this rank's shard, preprocessed with statistics of all (collective).
 Task prepare_task(const TaskOptions& options, std::uint64_t seed, const Communicator& comm = Communicator::local());

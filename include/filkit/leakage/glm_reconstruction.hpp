@@ -19,6 +19,15 @@
 // the variance of an (asymptotically) unbiased estimator, which Cramer-Rao bounds below by the
 // dFIL bound 1 / eta_bar_i^2. It fails when r_i is comparable to the noise in g_0 (examples fitted
 // to near certainty): there the attack's divisor is dominated by noise and it is strongly biased.
+//
+// Bias and Jacobian of the attack's mean (leakage/biased_attacker.hpp; docs/mathematics.md,
+// section 6.7), from the same trials: the bias from the mean error over the trials, tr J_mu by
+// Stein's lemma as the mean of s = eps^T J_i e / sigma with J_i = -H^{-1} B_i, eps = (w' - w*) / sigma,
+//   eps^T J_i e = -nu^T B_i e = -(r_i nu_{1:}.e + c_i (x~_i.nu)(w_{1:}.e)),   nu = H^{-1} eps,
+// (B_i = c_i x~_i w_{1:}^T + r_i E at w*, docs/mathematics.md section 2.3), whose control variate is
+// the same term of the linearised error e_lin = sigma [x_i, -I] H eps / r_i, of mean exactly d.
+// Every term is a few inner products of shared per-trial vectors and x_i: one more GEMM of the
+// attacked rows with the trials' nu, and one for the sum of the errors.
 #pragma once
 
 #include "filkit/data/dataset.hpp"
@@ -65,6 +74,12 @@ struct GlmAttackOptions {
 struct GlmAttackResult {
   std::vector<Index> rows;
   VectorXd mean_mse;             ///< mean over valid trials of ||x_hat - x||^2 / d (NaN: none valid)
+  VectorXd mse_standard_error;   ///< its standard error (the trials' standard deviation / sqrt(valid))
+  /// The attack's squared bias ||E x_hat - x||^2 / d and the mean diagonal of the Jacobian of its
+  /// mean, tr J_mu / d (1 for an unbiased attacker), with their standard errors (header comment).
+  /// NaN for an example with a guarded trial, or at sigma = 0.
+  VectorXd squared_bias, squared_bias_standard_error;
+  VectorXd jacobian_trace, jacobian_trace_standard_error;
   Eigen::VectorXi guarded;       ///< trials excluded per example
   VectorXd linearised_mse;       ///< the delta-method prediction (header comment)
   Index total_guarded = 0;       ///< sum of `guarded`
@@ -85,7 +100,8 @@ using TrialProgress = std::function<void(Index, Index)>;
 /// Evaluates the attack on `options.trials` releases of `model` (the exact fit; it should be
 /// fitted to a tight gradient tolerance, or the attack is biased by the optimisation error).
 /// Draws are processed in blocks of GEMMs, blocks in parallel with OpenMP and summed in block
-/// order; results are bitwise identical for any thread count. Cost O(trials n d + n d^2).
+/// order; results are bitwise identical for any thread count. Cost O(trials n d + n d^2); memory
+/// |rows| x d doubles for the sums of the errors, besides the data.
 ///
 /// On several ranks of `comm` (collective), `train` is this rank's shard and `options.rows` and
 /// `keep_reconstructions` index the whole training set: each rank attacks its own examples in

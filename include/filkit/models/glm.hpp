@@ -147,5 +147,8 @@ VectorXd objective_gradient(const Model& model, const Dataset& data,
 
 /// Output perturbation (the Gaussian mechanism): w' = w* + N(0, sigma^2 I), seeded.
 Model perturb_output(const Model& model, double sigma, std::uint64_t seed);
+/// The standard normal draws that perturb_output(model, sigma, seed) scales by sigma and adds to
+/// the model's `size` weights, in storage order.
+VectorXd output_noise(Index size, std::uint64_t seed);
 
 }  // namespace filkit

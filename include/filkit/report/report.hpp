@@ -8,19 +8,28 @@
 //                and shapes that do not fit get a note instead);
 //                eta against loss and gradient norm; dFIL with its Cramer-Rao bound 1/dFIL^2
 //                (FIL paper, Hannun et al. 2021, sections 3-4 and figures 2-4).
-//   bound        histogram of the per-example dFIL bound 1/dFIL^2 against the RDP bound and the
+//   bound        histogram of the per-example dFIL bound 1/dFIL^2 against the RDP bound (dashed,
+//                with the run's warning, where the data break its norm assumption) and the
 //                perfect-privacy line (Guo et al. 2022, Theorems 1-2).
 //   reconstruct  the bound's figures and the attack MSE against its dFIL bound, log-log, with the
 //                line MSE = bound.
-//   dpsgd        test accuracy against the MSE bound 1/dFIL^2 (at the largest and the median
-//                dFIL) of every checkpoint of every dpsgd input, with the Pareto fronts (one
-//                figure for all dpsgd inputs; Guo et al. 2022, figure 5).
+//   dpsgd        one section for every dpsgd input (dpsgd_section.cpp): a settings and privacy
+//                table, one column a run, with spreads over --runs; per run dFIL and epsilon over
+//                the snapshots, the dFIL bounds beside the RDP bound, dFIL histograms per snapshot,
+//                the most and least exposed images; test accuracy against the MSE bound with the
+//                Pareto front across runs (Guo et al. 2022, figure 5).
+//   accountant   epsilon against the steps and against the noise multiplier, the RDP curve or the
+//                PLD's epsilon against delta.
+//   fim, learned-attack  per method (fim_section.cpp, learned_attack_section.cpp).
 //   irfil        std (and mean) of eta per IRFIL iteration; eta before/after (FIL paper figure 7).
 //   attack       attribute-inference accuracy per eta group at each sigma, and accuracy and
 //                release MSE against mean eta (FIL paper figures 6-7); also drawn for attack
 //                results nested in an irfil summary.
 // A figure whose inputs lack a field is skipped with a note in the report; it never fails the
-// report. Unknown commands get a section saying so.
+// report. Unknown commands get a section saying so. Legends name the data's classes (a summary's
+// class_names) and sit beside the plot, never over the data; the page carries a script by which a
+// headless browser checks that every image loads and no text box overlaps another (a test renders
+// every command's report so).
 //
 // The inputs are not trusted: their strings (method names, keys) reach gnuplot only as
 // single-quoted string literals, drawn as written and never run; gnuplot reads and writes only

@@ -5,6 +5,9 @@ Every step adds, for each batch member z, Tr(G^T G) / (sigma C)^2 at the current
 (G = d g~(z) / d z, the clipped per-example gradient's Jacobian about the private coordinates);
 the subsampling factor kappa (Theorem 4) is a constant of the run, applied when the accountant is
 read, so that its delta can default to filkit dpsgd's 1/(n T) with the T actually taken.
+
+The accounting of the traces is pure PyTorch; epsilon, rdp and write_summary use filkit's compiled
+module (its RDP and PLD accountants), and say so when it is missing (extension()).
 """
 import math
 import time
@@ -12,14 +15,27 @@ import time
 import numpy as np
 import torch
 
-from .. import _filkit
-from .functional import SOFT_CLIP_NORM_BOUND, ClippedGradient, split_parameters
+from .functional import SOFT_CLIP_NORM_BOUND, BatchedClippedGradients, ClippedGradient, split_parameters
 from .layers import check_module
 
 CLIPPINGS = ("smooth", "hard")
 TRACES = ("gaussian", "exact")
 PRIVATE = ("input", "input+label")
 SUBSAMPLING = ("amplified", "one")
+# How the batches are drawn (filkit dpsgd's --sampling names) and the accountant of epsilon.
+SAMPLINGS = ("poisson", "uniform", "shuffle")
+ACCOUNTANTS = ("rdp", "pld")
+
+
+def extension(what):
+    """filkit's compiled module, which `what` needs; an ImportError saying so where it did not load."""
+    try:
+        from .. import _filkit
+    except ImportError as error:
+        raise ImportError(f"{what} needs filkit's compiled module filkit._filkit, which did not load ({error}); "
+                          "build it with scripts/setup.sh. The per-example accounting (step, dfil, eta, "
+                          "mse_bound, fisher_trace, state_dict) works without it.") from error
+    return _filkit
 
 
 def _choice(name, value, allowed):
@@ -45,14 +61,20 @@ class FilAccountant:
     the parameter side, unbiased) or 'exact' (min(d_z, p) products per example). spectral=True
     also estimates ||G||_2^2 by power_iterations power iterations (from below), giving eta.
     private: 'input' or 'input+label' (the one-hot label too; loss_fn must accept class
-    probabilities as targets, as torch.nn.functional.cross_entropy does). num_examples n: the
+    probabilities as targets, as torch.nn.functional.cross_entropy does). sampling: how the
+    batches are drawn, which fixes the neighbouring relation epsilon is stated for (filkit dpsgd's
+    names): 'poisson' (each example with probability q; add/remove one), 'uniform' (B of n without
+    replacement every step, q = B/n; replace one) or 'shuffle' (the default, a shuffled DataLoader:
+    epochs of a permutation, which no accountant covers; accounted as Poisson at rate q, and the
+    summary says so). accountant: 'rdp' or 'pld', the one epsilon() uses. num_examples n: the
     training set's size (default: the largest example id seen + 1). memory_budget: bytes of
     per-example work held at once (an estimate; batches are cut into chunks to fit).
     """
 
     def __init__(self, model, *, loss_fn, clip_norm, noise_multiplier, sample_rate, clipping="smooth",
                  trace="gaussian", probes=1, spectral=False, power_iterations=20, private="input",
-                 subsampling="amplified", kappa_delta=None, num_examples=None, memory_budget=2 ** 30, seed=0):
+                 sampling="shuffle", accountant="rdp", subsampling="amplified", kappa_delta=None, num_examples=None,
+                 memory_budget=2 ** 30, seed=0):
         self.caveats = check_module(model)
         if not callable(loss_fn):
             raise ValueError(f"loss_fn: expected a callable loss(outputs, targets), got {type(loss_fn).__name__}")
@@ -63,6 +85,8 @@ class FilAccountant:
         _choice("trace", trace, TRACES)
         _choice("private", private, PRIVATE)
         _choice("subsampling", subsampling, SUBSAMPLING)
+        _choice("sampling", sampling, SAMPLINGS)
+        _choice("accountant", accountant, ACCOUNTANTS)
         for name, value in (("probes", probes), ("power_iterations", power_iterations)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} = {value!r}: must be an integer >= 1")
@@ -77,12 +101,12 @@ class FilAccountant:
         self.settings = dict(clip_norm=float(clip_norm), noise_multiplier=float(noise_multiplier),
                              sample_rate=float(sample_rate), clipping=clipping, trace=trace, probes=probes,
                              spectral=bool(spectral), power_iterations=power_iterations, private=private,
-                             subsampling=subsampling, kappa_delta=kappa_delta, seed=seed)
+                             sampling=sampling, accountant=accountant, subsampling=subsampling,
+                             kappa_delta=kappa_delta, seed=seed)
         self.num_examples = num_examples
         self.memory_budget = memory_budget
         self.steps = 0
         self.seconds = 0.0  # wall time in step()
-        self.sampling = None  # how the batches are drawn, when known (make_private sets it), for the summary
         self.private_dims = None
         self.private_dims_label = None  # K with a private label
         self.parameter_count = sum(p.numel() for p in model.parameters() if p.requires_grad)
@@ -91,7 +115,9 @@ class FilAccountant:
         self._spectral = torch.zeros(0, dtype=torch.float64)
         self._sampled = torch.zeros(0, dtype=torch.float64)
         self._labels = torch.zeros(0, dtype=torch.float64)  # class indices as seen (NaN: never seen)
-        self._generator = None  # on the model's device, made at the first step
+        # The probes' generator, made at the first step: NumPy's (ziggurat normals, faster than
+        # torch.randn's in float64) for a model on the CPU, torch's on the model's device otherwise.
+        self._generator = None
         self.snapshots = []
 
     # ---- accounting -------------------------------------------------------------------------
@@ -147,6 +173,11 @@ class FilAccountant:
     def step(self, inputs, targets, example_ids):
         """Account one batch at the model's current parameters; returns the batch's per-example
         Tr(G^T G) / (sigma C)^2 (a CPU float64 tensor, kappa not applied)."""
+        return self.step_and_clip(inputs, targets, example_ids, clipped_sum=False)[0]
+
+    def step_and_clip(self, inputs, targets, example_ids, clipped_sum=True):
+        """step(), and (clipped_sum=True) the batch's sum of clipped gradients, flat in the order of
+        the trained parameters, from the same per-example gradients (make_private's step)."""
         began = time.perf_counter()
         self.caveats = check_module(self.model)  # the module may have been switched to train mode since
         if not isinstance(inputs, torch.Tensor) or not isinstance(targets, torch.Tensor):
@@ -164,8 +195,7 @@ class FilAccountant:
             raise ValueError(f"step: examples have {d_z} private coordinates, earlier batches had {self.private_dims}")
         self.private_dims, self.private_dims_label = d_z, num_classes
         if self._generator is None:
-            self._generator = torch.Generator(device=device)
-            self._generator.manual_seed(self.settings["seed"])
+            self._generator = self._new_generator(device)
         g = ClippedGradient(self.model, self.loss_fn, self.settings["clip_norm"], self.settings["clipping"],
                             inputs.shape[1:], num_classes)
         params, constants = split_parameters(self.model)
@@ -173,10 +203,14 @@ class FilAccountant:
         examples, basis = self._chunk_sizes(batch, p, d_z, Z.element_size())
         trace = torch.zeros(batch, dtype=torch.float64)
         spectral = torch.zeros(batch, dtype=torch.float64)
+        total = torch.zeros(p, dtype=dtype, device=device) if clipped_sum else None
         for start in range(0, batch, examples):
             rows = slice(start, min(batch, start + examples))
             z, y = Z[rows], targets[rows]
-            trace[rows] = self._trace_of(g, params, constants, z, y, p, basis).double().cpu()
+            chunk_trace, chunk_sum = self._trace_of(g, params, constants, z, y, p, basis, clipped_sum)
+            trace[rows] = chunk_trace.double().cpu()
+            if clipped_sum:
+                total += chunk_sum
             if self.settings["spectral"]:
                 spectral[rows] = self._spectral_of(g, params, constants, z, y, p).double().cpu()
         scale = (self.settings["noise_multiplier"] * self.settings["clip_norm"]) ** 2
@@ -189,23 +223,38 @@ class FilAccountant:
         self._labels[ids] = labels.double()
         self.steps += 1
         self.seconds += time.perf_counter() - began
-        return trace
+        return trace, total
 
     def empty_step(self):
         """A step whose (Poisson) batch was empty: it released noise alone, so it adds no FIL but
         counts for the RDP accountant and for kappa_delta's T."""
         self.steps += 1
 
+    def _new_generator(self, device):
+        if device.type == "cpu":
+            return np.random.Generator(np.random.PCG64(self.settings["seed"]))
+        generator = torch.Generator(device=device)
+        generator.manual_seed(self.settings["seed"])
+        return generator
+
     def _normal(self, shape, like):
+        """N(0, I) of this shape, in like's dtype and on its device, from the accountant's generator."""
+        if isinstance(self._generator, np.random.Generator):
+            single = like.dtype == torch.float32
+            draws = self._generator.standard_normal(shape, dtype=np.float32 if single else np.float64)
+            return torch.from_numpy(draws).to(like.dtype)
         return torch.randn(shape, generator=self._generator, device=like.device, dtype=like.dtype)
 
-    def _trace_of(self, g, params, constants, z, y, p, basis):
+    def _trace_of(self, g, params, constants, z, y, p, basis, clipped_sum):
+        """A chunk's Tr(G^T G) per example, and (clipped_sum) its sum of clipped gradients."""
         b, d_z = z.shape
         if self.settings["trace"] == "gaussian":  # (1/m) sum_j |G^T u_j|^2, u_j ~ N(0, I_p) (section 7.8)
+            batched = BatchedClippedGradients(g, params, constants, z, y)
             total = torch.zeros(b, dtype=z.dtype, device=z.device)
-            for _ in range(self.settings["probes"]):
-                total += g.transpose_products(params, constants, z, y, self._normal((b, p), z)).pow(2).sum(1)
-            return total / self.settings["probes"]
+            probes = self.settings["probes"]
+            for j in range(probes):
+                total += batched.transpose_products(self._normal((b, p), z), retain_graph=j + 1 < probes).pow(2).sum(1)
+            return total / probes, batched.clipped_sum() if clipped_sum else None
         # Exact: |G|_F^2 from the columns G e_k (d_z <= p) or the rows G^T e_j, whichever are fewer.
         transpose = p < d_z
         width = p if transpose else d_z
@@ -215,7 +264,7 @@ class FilAccountant:
             E = torch.zeros(k, width, dtype=z.dtype, device=z.device)
             E[torch.arange(k), torch.arange(start, start + k)] = 1.0
             total += g.basis_products(params, constants, z, y, E, p, transpose).pow(2).sum((1, 2))
-        return total
+        return total, g.clipped(params, constants, z, y).sum(0) if clipped_sum else None
 
     def _spectral_of(self, g, params, constants, z, y, p):
         """|G v|^2 after power iterations v <- G^T G v / |G^T G v| from a Gaussian start (section 7.8)."""
@@ -265,12 +314,13 @@ class FilAccountant:
 
     @property
     def kappa(self):
-        """The subsampling factor of Theorem 4: q / (q + (1 - q) e^-eps0), or 1 (subsampling='one')."""
+        """The subsampling factor of Theorem 4: q / (q + (1 - q) e^-eps0), or 1 (subsampling='one');
+        filkit's subsampling_kappa (step_privacy.hpp), here in Python so that accounting needs no
+        compiled module (the tests hold the two equal)."""
         if self.settings["subsampling"] == "one":
             return 1.0
-        # filkit's subsampling_kappa assumes the smooth clip's bound; its sigma is rescaled for the hard clip.
-        return _filkit.subsampling_kappa(self.settings["sample_rate"],
-                                         self.effective_noise_multiplier * SOFT_CLIP_NORM_BOUND, self.kappa_delta)
+        q = self.settings["sample_rate"]
+        return q / (q + (1.0 - q) * math.exp(-self.step_epsilon))
 
     def fisher_trace(self, ids=None):
         """Tr I(z_i) = sum over the steps that sampled i of kappa Tr(G^T G) / (sigma C)^2 (numpy)."""
@@ -303,45 +353,70 @@ class FilAccountant:
         return torch.cat([self._labels, torch.full((self.n - self._labels.numel(),), math.nan,
                                                    dtype=torch.float64)]).numpy()
 
+    @property
+    def accounted_sampling(self):
+        """The sampling the accountants assume: 'uniform' (without replacement, replace one) for
+        uniform batches, 'poisson' (add/remove one) for Poisson and shuffled ones (filkit dpsgd's
+        accounted_sampling)."""
+        return "uniform" if self.settings["sampling"] == "uniform" else "poisson"
+
+    def privacy_accountant(self, accountant=None, steps=None, orders=None):
+        """A filkit.RdpAccountant or PldAccountant (accountant: the setting by default) for the
+        steps taken (or `steps`): rate q, noise multiplier effective_noise_multiplier, the sampling
+        of accounted_sampling (docs/accountants.md)."""
+        kind = accountant or self.settings["accountant"]
+        _choice("accountant", kind, ACCOUNTANTS)
+        filkit = extension("epsilon and rdp")
+        sampling = self.accounted_sampling
+        made = filkit.RdpAccountant(orders, sampling) if kind == "rdp" else filkit.PldAccountant(sampling)
+        made.step(self.effective_noise_multiplier, self.settings["sample_rate"], self.steps if steps is None else steps)
+        return made
+
     def privacy_spent(self, delta=1e-5, orders=None):
-        """filkit's RDP accountant (section 7.10) for the steps taken: rate q, noise multiplier
-        effective_noise_multiplier, Opacus' orders by default; a filkit.PrivacySpent."""
-        accountant = _filkit.RdpAccountant(orders)
-        accountant.compose(self.settings["sample_rate"], self.effective_noise_multiplier, self.steps)
-        return accountant.get_privacy_spent(delta)
+        """filkit's RDP accountant (section 7.10) for the steps taken, Opacus' orders by default:
+        a filkit.PrivacySpent (eps, optimal order, ...)."""
+        return self.privacy_accountant("rdp", orders=orders).get_privacy_spent(delta)
 
     def epsilon(self, delta=1e-5):
-        return self.privacy_spent(delta).eps
+        """eps at delta by the accountant of the setting `accountant` (RDP or PLD)."""
+        return self.privacy_accountant().epsilon(delta)
 
     def rdp(self, orders=None):
         """The RDP of the steps taken at each order (a list; Opacus' orders by default)."""
-        per_step = _filkit.subsampled_gaussian_rdp(self.settings["sample_rate"], self.effective_noise_multiplier,
-                                                   orders)
-        return [self.steps * r for r in per_step]
+        return list(self.privacy_accountant("rdp", orders=orders).rdp)
 
     # ---- state --------------------------------------------------------------------------------
     def state_dict(self):
         return {"settings": dict(self.settings), "num_examples": self.num_examples, "steps": self.steps,
-                "seconds": self.seconds, "sampling": self.sampling,
+                "seconds": self.seconds,
                 "private_dims": self.private_dims, "trace": self._trace.clone(), "spectral": self._spectral.clone(),
                 "times_sampled": self._sampled.clone(), "labels": self._labels.clone(),
                 "private_dims_label": self.private_dims_label, "snapshots": [dict(s) for s in self.snapshots],
-                "generator": None if self._generator is None else self._generator.get_state()}
+                "generator": None if self._generator is None else
+                self._generator.bit_generator.state if isinstance(self._generator, np.random.Generator) else
+                self._generator.get_state()}
 
     def load_state_dict(self, state):
         if state.get("settings") != self.settings:
             raise ValueError(f"load_state_dict: the state was saved with settings {state.get('settings')}, this "
                              f"accountant has {self.settings}")
         self.num_examples, self.steps, self.private_dims = state["num_examples"], state["steps"], state["private_dims"]
-        self.seconds, self.sampling = state["seconds"], state["sampling"]
+        self.seconds = state["seconds"]
         self._trace, self._spectral = state["trace"].clone(), state["spectral"].clone()
         self._sampled, self._labels = state["times_sampled"].clone(), state["labels"].clone()
         self.private_dims_label = state["private_dims_label"]
         self.snapshots = [dict(s) for s in state["snapshots"]]
         if state["generator"] is not None:
             device, _ = self._device_and_dtype()
-            self._generator = torch.Generator(device=device)
-            self._generator.set_state(state["generator"])
+            self._generator = self._new_generator(device)
+            on_cpu = isinstance(self._generator, np.random.Generator)
+            if on_cpu != isinstance(state["generator"], dict):
+                raise ValueError("load_state_dict: the probes' generator was saved with the model on "
+                                 f"{'another device' if on_cpu else 'the CPU'}; the model is now on {device}")
+            if on_cpu:
+                self._generator.bit_generator.state = state["generator"]
+            else:
+                self._generator.set_state(state["generator"])
 
     # ---- output -------------------------------------------------------------------------------
     def record(self, *, test_accuracy=None, train_accuracy=None):

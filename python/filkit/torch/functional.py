@@ -1,9 +1,14 @@
 """The clipped per-example gradient of a user's module as a function of the example, and its
-Jacobian products, batched with functorch (docs/mathematics.md, sections 7.2, 7.3 and 7.8).
+Jacobian products, batched with torch.func (PyTorch >= 2) or functorch (PyTorch 1.13)
+(docs/mathematics.md, sections 7.2, 7.3 and 7.8).
 
 An example's private coordinates are one flat vector z: its input's entries, then (with a private
 label) the one-hot label. G = d g~ / d z is p x d_z and is only ever applied:
-  G^T u  one reverse pass through the gradient's graph (a double backward);
+  G^T u  one reverse pass through the gradient's graph (a double backward). For a batch with one
+         probe per example (the Gaussian trace) the per-example gradients are taken once, batched
+         by vmap(grad) inside ordinary autograd, and G_b^T u_b of every example is the gradient of
+         sum_b <g~_b(z_b), u_b> in the batch of z (example b's term depends on z_b alone), one
+         reverse pass through the batched graph (BatchedClippedGradients);
   G v    the reverse pass of u -> G^T u, which is linear in u (the double-backward trick; PyTorch
          1.13's forward mode lacks nll_loss_backward, so forward-over-reverse is not used).
 """
@@ -64,14 +69,18 @@ class ClippedGradient:
         self.input_dims = math.prod(self.input_shape)
         self.num_classes = num_classes  # set: the label is private, one-hot at the end of z
 
-    def gradient(self, params, constants, z, target):
+    def gradient_blocks(self, params, constants, z, target):
+        """The gradient at one example as {name: tensor shaped like the parameter}."""
         x = z[:self.input_dims].reshape(self.input_shape)
         y = target if self.num_classes is None else z[self.input_dims:]
 
         def loss(p):
             return self.loss_fn(functional_call(self.model, {**p, **constants}, (x.unsqueeze(0),)), y.unsqueeze(0))
 
-        g = grad(loss)(params)
+        return grad(loss)(params)
+
+    def gradient(self, params, constants, z, target):
+        g = self.gradient_blocks(params, constants, z, target)
         return torch.cat([g[name].reshape(-1) for name in params])
 
     def __call__(self, params, constants, z, target):
@@ -104,6 +113,66 @@ class ClippedGradient:
         else:
             one = lambda z, y: vmap(lambda e: self._gv(params, constants, z, y, e, p))(basis)
         return vmap(one)(Z, targets)
+
+
+class BatchedClippedGradients:
+    """The clipped gradients of a batch as one autograd graph over Z (B x d_z): each parameter
+    block's per-example gradients (B x p_k) by vmap(grad), their norms n_b and clip factors
+    f_b = f(n_b). Row b depends on z_b alone, so the gradient of S = sum_b f_b <g_b, u_b> in Z is
+    the B rows G_b^T u_b: one reverse pass for the whole batch, and the forward pass and the
+    per-example gradients are shared by every probe and by the clipped sum."""
+
+    def __init__(self, clipped_gradient, params, constants, Z, targets):
+        self.Z = Z.detach().requires_grad_(True)
+        with torch.enable_grad():
+            blocks = vmap(clipped_gradient.gradient_blocks, in_dims=(None, None, 0, 0))(
+                params, constants, self.Z, targets)
+            self.blocks = [blocks[name].reshape(Z.shape[0], -1) for name in params]
+        with torch.no_grad():
+            self.norm = torch.stack([torch.linalg.vector_norm(b, dim=1) for b in self.blocks]).norm(dim=0)
+        # f(n) and f'(n) on the B norms (small): the derivative by autograd, so f has one definition.
+        with torch.enable_grad():
+            n = self.norm.clone().requires_grad_(True)
+            factor = clipped_gradient.factor(n, clipped_gradient.clip_norm)
+            self.slope, = torch.autograd.grad(factor.sum(), n)
+        self.factor = factor.detach()
+
+    def clipped_sum(self):
+        """sum_b f_b g_b, flat (detached)."""
+        with torch.no_grad():
+            return torch.cat([self.factor @ b for b in self.blocks])
+
+    def transpose_products(self, U, retain_graph=False):
+        """Row b: G_b^T U_b (U: B x p, flat in the blocks' order)."""
+        pieces = torch.split(U, [b.shape[1] for b in self.blocks], dim=1)
+        with torch.enable_grad():
+            S = _ClipAndContract.apply(self.factor, self.slope, self.norm, len(self.blocks), *self.blocks, *pieces)
+            return torch.autograd.grad(S, self.Z, retain_graph=retain_graph)[0]
+
+
+class _ClipAndContract(torch.autograd.Function):
+    """S = sum_b f(n_b) <g_b, u_b> over the blocks of g, with the derivative in g written out:
+    dS/dg_b = f(n_b) u_b + f'(n_b) <g_b, u_b> g_b / n_b (0 at n_b = 0, where <g_b, u_b> = 0): two
+    passes over each block, where autograd's own chain (the product, the norm's backward, the
+    sum of the two) takes five."""
+
+    @staticmethod
+    def forward(ctx, factor, slope, norm, count, *tensors):
+        blocks, pieces = tensors[:count], tensors[count:]
+        inner = sum(torch.einsum("bi,bi->b", g, u) for g, u in zip(blocks, pieces))
+        ctx.save_for_backward(factor, slope, norm, inner, *blocks, *pieces)
+        ctx.count = count
+        return (factor * inner).sum()
+
+    @staticmethod
+    def backward(ctx, grad):
+        factor, slope, norm, inner, *tensors = ctx.saved_tensors
+        blocks, pieces = tensors[:ctx.count], tensors[ctx.count:]
+        scale = torch.where(norm > 0, slope * inner / torch.where(norm > 0, norm, torch.ones_like(norm)),
+                            torch.zeros_like(norm)).unsqueeze(1) * grad
+        weight = (factor * grad).unsqueeze(1)
+        return (None, None, None, None, *[torch.addcmul(g * scale, u, weight) for g, u in zip(blocks, pieces)],
+                *[None] * ctx.count)
 
 
 def assign_flat(module, flat):

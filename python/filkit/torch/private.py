@@ -7,7 +7,8 @@ user's loss.backward() left and instead, from that batch: per-example gradients 
 clip (smooth by default, or Opacus' hard rule), their sum plus N(0, sigma^2 C^2 I) from a seeded
 generator, divided by the expected batch size B (Opacus' rule, docs/mathematics.md section 7.1),
 written into .grad before the wrapped optimizer's own step. The accountant (optimizer.accountant)
-steps first, at the parameters the gradient is taken at.
+steps first, at the parameters the gradient is taken at, and with its Gaussian trace the clipped sum
+comes from the same per-example gradients (FilAccountant.step_and_clip).
 """
 import torch
 import torch.nn.functional as F
@@ -111,11 +112,15 @@ class PrivateOptimizer(torch.optim.Optimizer):
         trained = [p for p in self.module.parameters() if p.requires_grad]
         p_total = sum(p.numel() for p in trained)
         batch = self.loader.current
-        if self.accountant is not None:
-            self.accountant.step(*batch) if batch is not None else self.accountant.empty_step()
         first = trained[0]
-        total = self.clipped_sum(*batch[:2]) if batch is not None else \
-            torch.zeros(p_total, dtype=first.dtype, device=first.device)
+        if batch is None:
+            if self.accountant is not None:
+                self.accountant.empty_step()
+            total = torch.zeros(p_total, dtype=first.dtype, device=first.device)
+        elif self.accountant is not None:
+            total = self.accountant.step_and_clip(*batch)[1]
+        else:
+            total = self.clipped_sum(*batch[:2])
         self.noise = self.noise_multiplier * self.max_grad_norm * torch.randn(
             p_total, generator=self.generator, dtype=first.dtype, device=first.device)
         mean = (total + self.noise) / self.loader.batch_size
@@ -155,8 +160,8 @@ def make_private(module, optimizer, data_loader, *, noise_multiplier, max_grad_n
     if account:
         accountant = FilAccountant(module, loss_fn=loss_fn, clip_norm=max_grad_norm,
                                    noise_multiplier=noise_multiplier, sample_rate=loader.sample_rate,
-                                   clipping=clipping, num_examples=loader.n, seed=seed + 2, **accountant_options)
-        accountant.sampling = "poisson" if poisson_sampling else "uniform"
+                                   clipping=clipping, num_examples=loader.n, seed=seed + 2,
+                                   sampling="poisson" if poisson_sampling else "uniform", **accountant_options)
     else:
         check_module(module)
     private = PrivateOptimizer(optimizer, module, loader, loss_fn=loss_fn, noise_multiplier=noise_multiplier,

@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 
-from .. import _filkit
+from .accountant import extension
 
 TABLE_HEADER = ["step", "epoch", "index", "label", "times_sampled", "eta", "dfil", "attribute_mse_bound",
                 "example_mse_bound", "fisher_trace", "fisher_trace_standard_error"]
@@ -58,14 +58,13 @@ def _per_example(accountant, s):
     return trace, dfil, eta, _padded(s["times_sampled"], n)
 
 
-def _snapshot_json(accountant, s, rdp_delta):
+def _snapshot_json(accountant, s, rdp_delta, filkit):
     trace, dfil, eta, sampled = _per_example(accountant, s)
     q = accountant.settings["sample_rate"]
     sigma = accountant.effective_noise_multiplier
-    rdp = _filkit.RdpAccountant()
-    rdp.compose(q, sigma, s["step"])
-    spent = rdp.get_privacy_spent(rdp_delta)
-    order2 = s["step"] * _filkit.subsampled_gaussian_rdp(q, sigma, [2.0])[0]
+    spent = accountant.privacy_accountant("rdp", steps=s["step"]).get_privacy_spent(rdp_delta)
+    order2 = accountant.privacy_accountant("rdp", steps=s["step"], orders=[2.0]).rdp[0]
+    chosen = accountant.privacy_accountant(steps=s["step"])
     d = _leakage_summary(dfil)
     with np.errstate(divide="ignore"):
         bound = lambda v: 1.0 / np.float64(v) ** 2
@@ -74,16 +73,32 @@ def _snapshot_json(accountant, s, rdp_delta):
                   "mse_bound_at_max_per_run": [bound(d["max"])], "mse_bound_at_median_per_run": [bound(d["median"])]})
     mean_or_none = lambda v: None if v is None else float(v)
     return {"step": s["step"], "epoch": s["step"] * q, "dfil": d, "eta": _leakage_summary(eta),
-            "times_sampled_mean": float(sampled.mean()),
+            "times_sampled_mean": float(sampled.mean()), "epsilon": chosen.epsilon(rdp_delta),
+            "pld_infinity_mass": getattr(chosen, "infinity_mass", 0.0),
             "rdp": {"eps": spent.eps, "delta": spent.delta, "optimal_order": spent.optimal_order,
                     "order_status": spent.status, "warning": spent.warning, "noise_multiplier": sigma,
-                    "order2_eps": order2, "mse_bound": _filkit.rdp_mse_bound(order2)},
+                    "order2_eps": order2, "mse_bound": filkit.rdp_mse_bound(order2)},
             "train_accuracy": mean_or_none(s["train_accuracy"]), "test_accuracy": mean_or_none(s["test_accuracy"]),
             "train_accuracy_per_run": [mean_or_none(s["train_accuracy"])],
             "test_accuracy_per_run": [mean_or_none(s["test_accuracy"])]}
 
 
+def accounting_json(accountant, rdp_delta, filkit):
+    """filkit dpsgd's "accounting" object (training.hpp, accounting_summary) for this accountant."""
+    st = accountant.settings
+    note = filkit.sampling_note(st["sampling"])
+    smooth = st["clipping"] == "smooth"
+    return {"accountant": st["accountant"], "sampling": accountant.accounted_sampling,
+            "neighbouring_relation": filkit.neighbouring_relation(accountant.accounted_sampling),
+            "delta": rdp_delta, "noise_multiplier": st["noise_multiplier"],
+            "effective_noise_multiplier": accountant.effective_noise_multiplier,
+            "effective_noise_multiplier_reason": filkit.EFFECTIVE_NOISE_MULTIPLIER_REASON if smooth else
+            "the hard clip bounds a clipped gradient's norm by C: the accountant sees sigma itself",
+            "covers_sampler": note is None, "note": note}
+
+
 def summary_json(accountant, rdp_delta, snapshots):
+    filkit = extension("write_summary (the summary's epsilon)")
     st = accountant.settings
     settings = {"clip_norm": st["clip_norm"], "noise_multiplier": st["noise_multiplier"], "clipping": st["clipping"],
                 "sampling_rate": st["sample_rate"], "trace": st["trace"], "probes": st["probes"],
@@ -91,25 +106,29 @@ def summary_json(accountant, rdp_delta, snapshots):
                 "power_iterations": st["power_iterations"],
                 "label": "private" if st["private"] == "input+label" else "public",
                 "subsampling": st["subsampling"], "kappa_delta": accountant.kappa_delta, "rdp_delta": rdp_delta,
-                "steps": accountant.steps, "sampling": accountant.sampling or "the user's", "runs": 1,
+                "steps": accountant.steps, "sampling": st["sampling"], "accountant": st["accountant"], "runs": 1,
                 "seed": st["seed"]}
     model = type(accountant.model).__name__
-    return {"command": "dpsgd", "filkit_version": _filkit.__version__, "seed": st["seed"], "mpi_ranks": 1,
-            "accountant": "filkit.torch.FilAccountant (the user's PyTorch training loop)",
-            "settings": {"dpsgd": settings, "model": f"pytorch {model}", "data": "the user's (filkit.torch)"},
-            "n": accountant.n, "d": accountant.private_dims - (accountant.private_dims_label or 0),
-            "num_classes": accountant.private_dims_label, "private_dims": accountant.private_dims,
-            "sampling_rate": st["sample_rate"], "step_epsilon": accountant.step_epsilon, "kappa": accountant.kappa,
-            "kappa_delta": accountant.kappa_delta,
-            "kappa_failure_probability": min(1.0, accountant.kappa_delta * accountant.steps),
-            "soft_clip_norm_bound": accountant.clip_norm_bound, "clipping": st["clipping"],
-            "caveats": list(accountant.caveats), "run_seeds": [st["seed"]],
-            "bootstrap": {"method": "none: one run", "runs": 1, "intervals": False, "level": None, "resamples": 0,
-                          "seed": None,
-                          "note": "one run: no confidence intervals (nothing varies between runs); use runs > 1"},
-            "parameter_count": accountant.parameter_count, "architecture": model, "resumed": False,
-            "snapshots": [_snapshot_json(accountant, s, rdp_delta) for s in snapshots],
-            "seconds": {"accounting": accountant.seconds}}
+    summary = {"command": "dpsgd", "filkit_version": filkit.__version__, "seed": st["seed"], "mpi_ranks": 1,
+               "accountant": "filkit.torch.FilAccountant (the user's PyTorch training loop)",
+               "settings": {"dpsgd": settings, "model": f"pytorch {model}", "data": "the user's (filkit.torch)"},
+               "n": accountant.n, "d": accountant.private_dims - (accountant.private_dims_label or 0),
+               "num_classes": accountant.private_dims_label, "private_dims": accountant.private_dims,
+               "sampling_rate": st["sample_rate"], "step_epsilon": accountant.step_epsilon, "kappa": accountant.kappa,
+               "kappa_delta": accountant.kappa_delta,
+               "kappa_failure_probability": min(1.0, accountant.kappa_delta * accountant.steps),
+               "soft_clip_norm_bound": accountant.clip_norm_bound, "clipping": st["clipping"],
+               "accounting": accounting_json(accountant, rdp_delta, filkit),
+               "caveats": list(accountant.caveats), "run_seeds": [st["seed"]],
+               "bootstrap": {"method": "none: one run", "runs": 1, "intervals": False, "level": None, "resamples": 0,
+                             "seed": None,
+                             "note": "one run: no confidence intervals (nothing varies between runs); use runs > 1"},
+               "parameter_count": accountant.parameter_count, "architecture": model, "resumed": False,
+               "snapshots": [_snapshot_json(accountant, s, rdp_delta, filkit) for s in snapshots],
+               "seconds": {"accounting": accountant.seconds}}
+    if summary["accounting"]["note"]:
+        summary["sampling_note"] = summary["accounting"]["note"]
+    return summary
 
 
 def table_rows(accountant, snapshots, labels):
@@ -124,8 +143,12 @@ def table_rows(accountant, snapshots, labels):
 
 
 def _number(value):
+    """A cell as filkit writes it (base/io.hpp, numeric_csv): integers as integers, a value that is not
+    a finite number (eta not computed, the infinite bound of an example never sampled) empty."""
     value = float(value)
-    if math.isfinite(value) and value == math.floor(value) and abs(value) < 1e15:
+    if not math.isfinite(value):
+        return ""
+    if value == math.floor(value) and abs(value) < 1e15:
         return str(int(value))
     return repr(value)
 
