@@ -16,6 +16,7 @@
 
 #include <iostream>
 #include <memory>
+#include <stdexcept>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -172,6 +173,12 @@ CLI::App* add_job_command(CLI::App& app) {
   CLI::App* command = app.add_subcommand(Job::name, Job::description);
   // Group by group, so that --help lists the groups in kOptionGroups' order.
   const std::vector<DefaultReason> reasons = default_reasons_of<Job>();
+  // A field without a group would have no flag at all: refuse to build such a command line.
+  visit_fields(*options, [](const char* name, auto&, const char*) {
+    if (option_group(Job::name, name).empty())
+      throw std::logic_error(std::string("filkit ") + Job::name + ": option '" + name +
+                             "' has no --help group in cli/option_groups.hpp");
+  });
   for (const std::string_view group : kOptionGroups)
     visit_fields(*options, FlagBinder{*command, Job::name, group, reasons, defaults_reason_of<Job>()});
   const std::string outputs = "Outputs", resources = "Resources";

@@ -22,7 +22,7 @@ struct GroupOf {
 inline constexpr GroupOf kGroupByName[] = {
     // Data: what is loaded and how it is split.
     {"data", "Data"}, {"classes", "Data"}, {"target", "Data"}, {"categorical", "Data"}, {"drop", "Data"},
-    {"regression", "Data"}, {"missing", "Data"}, {"image_layout", "Data"}, {"test_fraction", "Data"},
+    {"regression", "Data"}, {"missing", "Data"}, {"unseen_levels", "Data"}, {"image_layout", "Data"}, {"test_fraction", "Data"},
     {"train_size", "Data"}, {"test_size", "Data"}, {"public_fraction", "Data"}, {"public_size", "Data"},
     {"weights", "Data"}, {"weights_column", "Data"}, {"seed", "Data"},
     // Preprocessing, fitted on the training split.

@@ -23,8 +23,11 @@ Usage: experiments/fim_tables.py EXPERIMENT [--runs R] [--threads T] [--methods 
        --gradient-decay N --gradient-min-steps N --gradient-unit epochs|batches] [--gradient-model KIND]
        [--gradient-trace probes|exact] [--sampling shuffle|uniform|poisson] [--fractions ...] [--lambdas ...]
        [--reference-logit]
-Outputs go to ${FILKIT_OUT:-/tmp/filkit-experiments}/fim/<experiment>/ (one JSON per setting); the
-script prints a table with the thesis' numbers beside filkit's.
+Each run of each method is its own `filkit fim --runs 1 --seed S --methods M` (seeds --seed, ...,
+--seed + --runs - 1), its JSON under ${FILKIT_OUT:-/tmp/filkit-experiments}/fim/<experiment>/<setting>/
+beside the flags it was run with: rerunning the script skips every run already done, so a long
+experiment resumes where it was stopped. The script prints mean (std) over the runs beside the
+thesis' numbers.
 """
 import argparse
 import json
@@ -87,32 +90,67 @@ TABLE34 = {"classes": "0,1", "train-size": 2000, "public-fraction": 0.5, "pretra
            "kappa-delta": 1e-9, "rdp-delta": 1e-9}
 
 
-def run(name, settings, args):
-    """filkit fim with these settings, or the JSON of an earlier run with the same flags (the flags
-    are kept beside it, so that a run with other reductions or methods is not taken for it)."""
-    os.makedirs(os.path.join(OUT, args.experiment), exist_ok=True)
-    path = os.path.join(OUT, args.experiment, name + ".json")
-    settings = dict(settings)
-    settings = dict(THESIS_CODE, **settings)
-    for key in ["gradient_steps", "gradient_decay", "gradient_min_steps", "gradient_unit", "gradient_model",
-                "gradient_trace", "sampling", "steps", "pretrain_steps"]:
-        if getattr(args, key) is not None:  # the command line's reductions replace the thesis' values
-            settings[key.replace("_", "-")] = getattr(args, key)
-    flags = [FILKIT, "fim", "--quiet", "--json", path, "--runs", str(args.runs), "--seed", str(args.seed),
-             "--threads", str(args.threads), "--methods", args.methods]
+def run_one(directory, settings, args, seed, method):
+    """One run of one method, `filkit fim --runs 1 --seed SEED --methods METHOD`, or the JSON of an
+    earlier one with the same flags (kept beside it, so that a run with other reductions is not taken
+    for it). Each is its own process and file, so an interrupted experiment resumes at the first run
+    that has no JSON; pre-training is repeated per method (it is the same for every method of a seed)."""
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, f"seed{seed}-{method}.json")
+    flags = [FILKIT, "fim", "--json", path, "--runs", "1", "--seed", str(seed), "--threads", str(args.threads),
+             "--methods", method]
+    if args.quiet:
+        flags.append("--quiet")
     for key, value in settings.items():
         flags += ["--" + key, str(value)]
     if args.reference_logit:  # the thesis' one-logit binary model (its predict_binary)
         flags.append("--reference-logit")
-    command = " ".join(flags)
+    command = " ".join(flag for flag in flags if flag != "--quiet")
     if not args.again and os.path.exists(path) and os.path.exists(path + ".flags") \
             and open(path + ".flags").read() == command:
         return json.load(open(path))
     print(command, file=sys.stderr, flush=True)
     subprocess.run(flags, check=True)
-    with open(path + ".flags", "w") as f:
+    with open(path + ".flags.tmp", "w") as f:  # the flags last and whole: they mark the run done
         f.write(command)
+    os.replace(path + ".flags.tmp", path + ".flags")
     return json.load(open(path))
+
+
+def statistics(values):
+    """Mean and sample standard deviation over runs (as filkit's own summaries)."""
+    mean = sum(values) / len(values)
+    std = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5 if len(values) > 1 else 0.0
+    return {"mean": mean, "std": std, "runs": values}
+
+
+def run(name, settings, args):
+    """Every method of --methods at seeds --seed, ..., --seed + --runs - 1 (one process each,
+    run_one), combined into the shape of one `filkit fim --runs R` summary: mean (std) over the
+    runs of accuracy and max/mean/median dFIL per method; the first run's fim diagnostics."""
+    settings = dict(THESIS_CODE, **settings)
+    for key in ["gradient_steps", "gradient_decay", "gradient_min_steps", "gradient_unit", "gradient_model",
+                "gradient_trace", "sampling", "steps", "pretrain_steps"]:
+        if getattr(args, key) is not None:  # the command line's reductions replace the thesis' values
+            settings[key.replace("_", "-")] = getattr(args, key)
+    directory = os.path.join(OUT, args.experiment, name)
+    methods = args.methods.split(",")
+    runs = {m: [run_one(directory, settings, args, args.seed + r, m) for r in range(args.runs)] for m in methods}
+    first = runs[methods[0]][0]
+    combined = {"settings": {"runs": args.runs, "seeds": [args.seed + r for r in range(args.runs)]},
+                "n_public": first["n_public"], "n_private": first["n_private"],
+                "pretrain": {"test_accuracy": statistics([s["pretrain"]["test_accuracy"]["mean"]
+                                                          for s in runs[methods[0]]])},
+                "methods": [], "seconds": {}}
+    for m in methods:
+        entries = [s["methods"][0] for s in runs[m]]
+        entry = dict(entries[0])  # the first run's diagnostics (cosines, norms, epsilon)
+        for key in ["test_accuracy", "train_accuracy", "max_dfil", "mean_dfil", "median_dfil"]:
+            if key in entries[0]:
+                entry[key] = statistics([e[key]["mean"] for e in entries])
+        combined["methods"].append(entry)
+        combined["seconds"][m] = [s["seconds"].get(m, s["seconds"].get("fim", float("nan"))) for s in runs[m]]
+    return combined
 
 
 def cell(entry):
@@ -137,6 +175,23 @@ def print_table(summary, thesis, epsilon):
             ours.append(cell(method[key]) if method is not None and key in method else "-")
         theirs = [thesis_cell(x) for x in thesis.get(name, (None,) * 4)]
         print(f"| {name} | " + " | ".join(f"{a} | {b}" for a, b in zip(ours, theirs)) + " |")
+    print_diagnostics(summary)
+
+
+def print_diagnostics(summary):
+    """Seconds per run of each method's private phase; fim's figure 3.4 and A.1 (first run)."""
+    for name, seconds in summary.get("seconds", {}).items():
+        print(f"{name}: " + ", ".join(f"{t:.0f} s" for t in seconds) + " (private phase, per run)")
+    for m in summary["methods"]:
+        cosine = m.get("perturbation_cosine_with_mean_public_gradient")
+        if cosine:
+            flat = cosine[0] if isinstance(cosine[0], list) else cosine
+            print(f"{m['method']} cosine of c with the mean public gradient per step (run 0): " +
+                  ", ".join(f"{c:.2f}" for c in flat))
+        norms = m.get("vector_norms_per_step")
+        if norms:
+            for key in ["base", "perturbation", "released"]:
+                print(f"{m['method']} mean ||{key}|| per step (run 0): " + ", ".join(f"{v:.3g}" for v in norms[0][key]))
 
 
 def main():
@@ -158,6 +213,7 @@ def main():
     parser.add_argument("--lambdas", default="0,10,100,1000,10000")
     parser.add_argument("--methods", default="sgd,dpsgd,prune,fim", help="filkit's --methods (pretrain is always run)")
     parser.add_argument("--again", action="store_true", help="rerun settings whose JSON exists")
+    parser.add_argument("--quiet", action="store_true", help="filkit's --quiet (no progress)")
     parser.add_argument("--reference-logit", dest="reference_logit", action="store_true",
                         help="hold the last class's logit at 0 (table34: the thesis' one-logit binary model)")
     args = parser.parse_args()

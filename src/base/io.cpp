@@ -16,6 +16,29 @@ namespace filkit {
 
 std::string version() { return FILKIT_VERSION; }
 
+#ifndef FILKIT_ARCH
+#define FILKIT_ARCH "unknown"
+#endif
+std::string build() {
+#if defined(__clang__)
+  const std::string compiler = std::string("clang ") + __clang_version__;
+#elif defined(__GNUC__)
+  const std::string compiler = std::string("gcc ") + __VERSION__;
+#else
+  const std::string compiler = "unknown compiler";
+#endif
+#if defined(__AVX512F__)
+  const char* widest = "AVX-512";
+#elif defined(__AVX2__)
+  const char* widest = "AVX2";
+#elif defined(__AVX__)
+  const char* widest = "AVX";
+#else
+  const char* widest = "SSE2";
+#endif
+  return compiler + ", instruction sets: " + FILKIT_ARCH + " (" + widest + ")";
+}
+
 namespace {
 
 // Room for any number a cell holds: the shortest round-trip form of a double is at most 24

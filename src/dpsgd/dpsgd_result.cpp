@@ -107,6 +107,7 @@ nlohmann::json DpSgdResult::summary(const DpSgdOptions& options) const {
                                 {"train_accuracy_per_run", c.train_accuracy},
                                 {"test_accuracy_per_run", c.test_accuracy}});
   nlohmann::json out = {{"filkit_version", version()},
+          {"filkit_build", build()},
           {"seed", options.seed},
           {"settings", {{"dpsgd", to_json(options)}}},
           {"n", n},

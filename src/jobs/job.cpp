@@ -264,6 +264,7 @@ void check_ranks_agree(const std::string& command, const nlohmann::json& setting
 nlohmann::json job_summary_header(const std::string& command, std::uint64_t seed) {
   return {{"command", command},
           {"filkit_version", version()},
+          {"filkit_build", build()},
           {"seed", seed},
           {"mpi_ranks", Communicator::world().size()}};
 }

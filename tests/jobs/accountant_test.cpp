@@ -56,6 +56,7 @@ TEST(AccountantCli, WritesJsonWithInputsEpsilonAndRdpCurve) {
   const nlohmann::json out = read_json(dir.file("out.json"));
   EXPECT_EQ(out["command"], "accountant");
   EXPECT_EQ(out["filkit_version"], version());
+  EXPECT_EQ(out["filkit_build"], build());  // the compiler and instruction sets: the last bits depend on them
   EXPECT_EQ(out["settings"]["sample_rate"], 0.04);
   EXPECT_EQ(out["settings"]["noise_multiplier"], 1.5);
   EXPECT_EQ(out["settings"]["steps"], 2250);

@@ -74,6 +74,7 @@ TEST(MeasureCommand, WritesPerExampleTableAndSummaryThatMatchTheLibrary) {
   EXPECT_EQ(summary["groups"][2]["examples"], 3);
   EXPECT_TRUE(summary["attribute"]["all_examples"]["eta"].get<double>() > 0);
   EXPECT_TRUE(summary.contains("filkit_version"));
+  EXPECT_NE(summary["filkit_build"].get<std::string>().find("instruction sets: "), std::string::npos);
   EXPECT_TRUE(summary["seconds"].contains("fil"));
 
   // The release is seeded: the same seed gives the same w'.

@@ -15,5 +15,9 @@ using Eigen::VectorXd;
 
 /// The library version ("0.1.0"), recorded in every output.
 std::string version();
+/// The compiler and the instruction sets the library was built for ("gcc 12.2.0, instruction sets:
+/// native (AVX-512)"):
+/// results may differ in the last bits between builds for other instruction sets.
+std::string build();
 
 }  // namespace filkit

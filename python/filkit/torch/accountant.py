@@ -31,6 +31,9 @@ def extension(what):
     """filkit's compiled module, which `what` needs; an ImportError saying so where it did not load."""
     try:
         from .. import _filkit
+        if _filkit is None:  # filkit/__init__.py keeps the name, None, where the module did not load
+            from .. import _extension_error
+            raise ImportError(str(_extension_error))
     except ImportError as error:
         raise ImportError(f"{what} needs filkit's compiled module filkit._filkit, which did not load ({error}); "
                           "build it with scripts/setup.sh. The per-example accounting (step, dfil, eta, "

@@ -7,6 +7,7 @@
 
 #include "base/seeding.hpp"
 #include "base/splitmix_stream.hpp"
+#include "dpsgd/torch/clipped_gradients.hpp"
 #include "dpsgd/torch/forward_pass.hpp"
 #include "dpsgd/torch/pieces.hpp"
 #include "dpsgd/torch/tensor_conversions.hpp"
@@ -31,234 +32,12 @@ namespace {
 
 using at::Tensor;
 
-/// Gradients of sum_i <outputs_i, cotangents_i> about `input`; zeros where `input` does not reach them.
-Tensor gradient_of(const std::vector<Tensor>& outputs, const std::vector<Tensor>& cotangents, const Tensor& input,
-                   bool create_graph = false) {
-  const Tensor g = torch::autograd::grad(outputs, {input}, cotangents, /*retain_graph=*/true, create_graph,
-                                         /*allow_unused=*/true)[0];
-  return g.defined() ? g : at::zeros_like(input);
-}
-
 /// glibc hands every freed block above 128 kB back to the system (raising that bound adaptively
 /// only up to the block sizes it has seen freed), so a step's temporaries of a few MB, allocated
 /// and freed dozens of times, are faulted in and zeroed anew each time: a fifth of a step. Keeping
 /// blocks below 32 MB, and up to 128 MB of free memory, in the heap avoids that. Process-wide, set
 /// once when the plugin loads (what a well-tuned PyTorch in the same process then enjoys too).
 const bool kMallocTuned = mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1 && mallopt(M_TRIM_THRESHOLD, 128 << 20) == 1;
-
-/// B x (everything else): LibTorch 1.13 broadcasts a B x 1 factor over B x n quickly, over
-/// B x m x n ten times slower.
-Tensor flat_rows(const Tensor& t) { return t.reshape({t.size(0), -1}); }
-
-/// out_b = A_b B_b for every example b (A: B x m x k, B: B x k x n, any strides), the examples
-/// split across LibTorch's threads, since at::bmm multiplies them one after another on one thread
-/// (inside a piece, see pieces_of, everything runs on the piece's thread anyway). Values only: no
-/// graph is recorded.
-Tensor batched_matmul(const Tensor& A, const Tensor& B) {
-  const Tensor a = A.detach(), b = B.detach();
-  Tensor product = at::empty({a.size(0), a.size(1), b.size(2)}, kDouble);
-  at::parallel_for(0, a.size(0), 1, [&](std::int64_t begin, std::int64_t end) {
-    Tensor slice = product.slice(0, begin, end);
-    at::bmm_out(slice, a.slice(0, begin, end), b.slice(0, begin, end));
-  });
-  return product;
-}
-
-/// One parameter layer's per-example gradients, from the two factors that one backward pass of
-/// the summed loss gives for the whole batch: delta = dL/dz (dense: B x out; conv: B x out x L),
-/// whose row b is example b's own since its loss depends only on its own row, and the layer's input
-/// (dense: B x in; conv: the unfolded patches, B x in k^2 x L). Example b's weight gradient is
-/// delta_b input_b^T (for a convolution a sum over the L positions), its bias gradient delta_b
-/// (summed over L). Dense weight gradients are never formed: their norms ||delta||^2 ||a||^2, inner
-/// products delta^T U a and batch sum (f delta)^T A come from the factors; convolution weight
-/// gradients are formed once, for their norms. Values only (the graph is ClippedGradients').
-struct GradientBlock {
-  bool conv = false, bias = false;
-  std::int64_t out = 0, in = 0;  // in: in k^2 for a convolution
-  Tensor delta, input;
-  Tensor weight;         // conv: B x out x in
-  Tensor bias_gradient;  // B x out
-
-  std::int64_t weight_size() const { return out * in; }
-  std::int64_t size() const { return weight_size() + (bias ? out : 0); }
-  Tensor squared_norms() const {  // B
-    if (!conv) return delta.pow(2).sum(1) * (input.pow(2).sum(1) + (bias ? 1.0 : 0.0));
-    const Tensor weights = flat_rows(weight).pow(2).sum(1);
-    return bias ? weights + bias_gradient.pow(2).sum(1) : weights;
-  }
-};
-
-/// What a product G^T U needs of a probe U (B x p), block by block: a convolution's weight rows
-/// (B x out x in), of a dense layer's only U a (B x out) and U^T delta (B x in), and the bias rows.
-struct BlockProbe {
-  Tensor weight;
-  Tensor times_input, transposed_times_delta;
-  Tensor bias;
-};
-
-/// Per-example gradients g_b (blocks in parameter order) and their clipped versions
-/// g~_b = f_b g_b, f_b = f(||g_b||), with products with G_b = d g~_b / d x_b for every example at
-/// once. g~ depends on x only through the records R = (delta, input) of every block, so
-///   G^T U = J_R^T c(U): the cotangents c = dR of sum_b <g~_b, U_b> by hand (batched products, no
-///          graph), then one reverse pass through the kept graph of R (forward and backward pass);
-///   G V   = T(J_R V):   J_R V by the double-backward trick on R (dummy cotangents c, H = J_R^T c
-///          kept with its graph, J_R V = d <H, V> / dc), then the tangent T of g~ by hand;
-/// with dg~ = f dg + f'(||g||) <g, dg> / ||g|| g (clipped_gradient.hpp; docs/mathematics.md,
-/// section 7.9).
-struct ClippedGradients {
-  std::vector<GradientBlock> blocks;
-  Tensor factor;  // B: f_b
-  Tensor slope;   // B: f'(||g_b||) / ||g_b||, 0 when unclipped
-  Tensor x;       // the input (requires grad): B x d
-  std::vector<Tensor> records;  // delta and input of every block as functions of x (with create_graph)
-
-  std::int64_t rows() const { return factor.size(0); }
-  std::int64_t size() const {
-    std::int64_t p = 0;
-    for (const GradientBlock& block : blocks) p += block.size();
-    return p;
-  }
-  /// sum_b g~_b (p).
-  Tensor batch_sum() const;
-  /// g~ (B x p) or, unclipped, g, into g.
-  void materialize(Tensor& g, bool clipped = true) const;
-  Tensor materialize(bool clipped = true) const {
-    Tensor g = at::empty({rows(), size()}, kDouble);
-    materialize(g, clipped);
-    return g;
-  }
-  /// What G^T U needs of U (B x p).
-  std::vector<BlockProbe> probe_of(const Tensor& U) const;
-  /// Row b: G_b^T U_b (B x d).
-  Tensor vector_jacobian_products(const std::vector<BlockProbe>& probe) const;
-  Tensor vector_jacobian_products(const Tensor& U) const { return vector_jacobian_products(probe_of(U)); }
-  /// H = J_R^T c for the dummy cotangents c (B x d, with its graph), for jacobian_vector_products.
-  Tensor prepare_jacobian_vector_products();
-  /// Row b: G_b V_b (B x p) for the V of `directional` = <H, V> (any scalar linear in H).
-  Tensor jacobian_vector_products(const Tensor& directional) const;
-
- private:
-  std::vector<Tensor> dummy_cotangents_;
-  Tensor unclipped_;  // g (B x p), for the JVPs' tangent map
-};
-
-Tensor ClippedGradients::batch_sum() const {
-  std::vector<Tensor> sums;
-  for (const GradientBlock& block : blocks) {
-    if (block.conv) sums.push_back(at::mv(block.weight.reshape({rows(), block.weight_size()}).t(), factor));
-    else sums.push_back(at::mm((block.delta * factor.unsqueeze(1)).t(), block.input).reshape({-1}));
-    if (block.bias) sums.push_back(at::mv(block.bias_gradient.t(), factor));
-  }
-  return at::cat(sums);
-}
-
-void ClippedGradients::materialize(Tensor& g, bool clipped) const {
-  const std::int64_t B = rows();
-  const Tensor f = clipped ? factor : at::ones({B}, kDouble);
-  std::int64_t offset = 0;
-  for (const GradientBlock& block : blocks) {
-    Tensor weight = g.narrow(1, offset, block.weight_size());
-    if (block.conv) {
-      at::mul_out(weight, flat_rows(block.weight), f.unsqueeze(1));
-    } else {
-      Tensor outer_products = weight.view({B, block.out, block.in});
-      at::mul_out(outer_products, (block.delta * f.unsqueeze(1)).unsqueeze(2), block.input.unsqueeze(1));
-    }
-    if (block.bias) {
-      Tensor bias = g.narrow(1, offset + block.weight_size(), block.out);
-      at::mul_out(bias, block.bias_gradient, f.unsqueeze(1));
-    }
-    offset += block.size();
-  }
-}
-
-std::vector<BlockProbe> ClippedGradients::probe_of(const Tensor& U) const {
-  const std::int64_t B = rows();
-  std::vector<BlockProbe> probe;
-  std::int64_t offset = 0;
-  for (const GradientBlock& block : blocks) {
-    BlockProbe part;
-    const Tensor weight = U.narrow(1, offset, block.weight_size()).view({B, block.out, block.in});
-    if (block.conv) {
-      part.weight = weight;
-    } else {
-      part.times_input = batched_matmul(weight, block.input.unsqueeze(2)).squeeze(2);
-      part.transposed_times_delta = batched_matmul(weight.transpose(1, 2), block.delta.unsqueeze(2)).squeeze(2);
-    }
-    if (block.bias) part.bias = U.narrow(1, offset + block.weight_size(), block.out);
-    probe.push_back(part);
-    offset += block.size();
-  }
-  return probe;
-}
-
-/// Of every record, the derivative of the probe sum_b <g~_b, U_b>: with c_b = <g_b, U_b> the
-/// cotangent of g_b is U~_b = f_b U_b + beta_b g_b, beta_b = c_b f'(||g_b||) / ||g_b||, and of a
-/// block's weight gradient delta input^T: d delta = U~ input, d input = U~^T delta (dense: U~ never
-/// formed, U~ a = f U a + beta ||a||^2 delta, U~^T delta = f U^T delta + beta ||delta||^2 a).
-Tensor ClippedGradients::vector_jacobian_products(const std::vector<BlockProbe>& probe) const {
-  const std::int64_t B = rows();
-  auto per_row = [B](const Tensor& t) { return t.view({B, 1}); };
-  Tensor inner = at::zeros({B}, kDouble);
-  for (std::size_t i = 0; i < blocks.size(); ++i) {
-    const GradientBlock& block = blocks[i];
-    if (block.conv) inner += (flat_rows(block.weight) * flat_rows(probe[i].weight)).sum(1);
-    else inner += (block.delta * probe[i].times_input).sum(1);
-    if (block.bias) inner += (block.bias_gradient * probe[i].bias).sum(1);
-  }
-  const Tensor beta = inner * slope;
-  std::vector<Tensor> cotangents;
-  for (std::size_t i = 0; i < blocks.size(); ++i) {
-    const GradientBlock& block = blocks[i];
-    const BlockProbe& u = probe[i];
-    Tensor d_delta, d_input;
-    if (block.conv) {
-      const Tensor cotangent = (flat_rows(u.weight) * per_row(factor) + flat_rows(block.weight) * per_row(beta))
-                                   .view({B, block.out, block.in});
-      d_delta = batched_matmul(cotangent, block.input);
-      if (block.bias) d_delta += (u.bias * per_row(factor) + block.bias_gradient * per_row(beta)).unsqueeze(2);
-      d_input = batched_matmul(cotangent.transpose(1, 2), block.delta);
-    } else {
-      const Tensor input_norms = block.input.pow(2).sum(1) + (block.bias ? 1.0 : 0.0);
-      d_delta = (block.bias ? u.times_input + u.bias : u.times_input) * per_row(factor) +
-                block.delta * per_row(beta * input_norms);
-      d_input = u.transposed_times_delta * per_row(factor) + block.input * per_row(beta * block.delta.pow(2).sum(1));
-    }
-    cotangents.push_back(d_delta);
-    cotangents.push_back(d_input);
-  }
-  return gradient_of(records, cotangents, x);
-}
-
-Tensor ClippedGradients::prepare_jacobian_vector_products() {
-  dummy_cotangents_.clear();
-  for (const Tensor& record : records) dummy_cotangents_.push_back(at::zeros_like(record).requires_grad_(true));
-  unclipped_ = materialize(false);
-  return gradient_of(records, dummy_cotangents_, x, /*create_graph=*/true);
-}
-
-Tensor ClippedGradients::jacobian_vector_products(const Tensor& directional) const {
-  const std::vector<Tensor> tangents = torch::autograd::grad({directional}, dummy_cotangents_, {}, /*retain_graph=*/true,
-                                                             /*create_graph=*/false, /*allow_unused=*/true);
-  auto tangent = [&](std::size_t i) { return tangents[i].defined() ? tangents[i] : at::zeros_like(records[i]); };
-  const std::int64_t B = rows();
-  Tensor dg = at::empty({B, size()}, kDouble);
-  std::int64_t offset = 0;
-  for (std::size_t i = 0; i < blocks.size(); ++i) {
-    const GradientBlock& block = blocks[i];
-    const Tensor d_delta = tangent(2 * i), d_input = tangent(2 * i + 1);
-    Tensor weight = dg.narrow(1, offset, block.weight_size()).view({B, block.out, block.in});
-    if (block.conv)
-      weight.copy_(batched_matmul(d_delta, block.input.transpose(1, 2)) +
-                   batched_matmul(block.delta, d_input.transpose(1, 2)));
-    else
-      weight.copy_(d_delta.unsqueeze(2) * block.input.unsqueeze(1) + block.delta.unsqueeze(2) * d_input.unsqueeze(1));
-    if (block.bias) dg.narrow(1, offset + block.weight_size(), block.out).copy_(block.conv ? d_delta.sum(2) : d_delta);
-    offset += block.size();
-  }
-  const Tensor inner = (unclipped_ * dg).sum(1);
-  return dg * factor.unsqueeze(1) + unclipped_ * (slope * inner).unsqueeze(1);
-}
 
 /// The records of one forward pass needed for per-example gradients: for every layer with
 /// parameters, its input (dense: B x in; conv: the unfolded patches, B x in k^2 x L) and its
@@ -270,11 +49,10 @@ struct TorchNetwork final : NetworkBackend {
 
   ForwardPass forward(const Tensor& w, const Tensor& x) const { return forward_pass(plan, options.intercept, w, x); }
 
-  /// Per-example gradients of the cross-entropy at x (requires grad) and their clip factors
-  /// f_b = 1 / (GELU(||g_b||/C - 1) + 1), GELU in JAX's tanh form (clipped_gradient.hpp); C <= 0
-  /// leaves them unclipped (f = 1). With create_graph, Jacobian products about x are available.
   ClippedGradients per_example_gradients(const Tensor& w, const Tensor& x, const Tensor& labels, double C,
-                                         bool create_graph) const;
+                                         bool create_graph) const {
+    return filkit::clipped_gradients(plan, options.intercept, w, x, labels, C, create_graph);
+  }
 
   /// Row b: the clipped (C > 0) or plain (C = 0) gradient of example b (B x p).
   MatrixXd per_example_rows(const VectorXd& w, const RowMatrix& X, const VectorXd& y, double C) const;
@@ -296,11 +74,8 @@ struct TorchNetwork final : NetworkBackend {
                                        Index first_position) const override;
 };
 
-/// A network's chunk cut into pieces (pieces.hpp) of at most 25 examples. On one thread, pieces of
-/// 10 to 100 examples cost the same per example (the smaller fit the caches); with 25, the many
-/// small operations of a step (per-example products of a few thousand flops, elementwise work on a
-/// few hundred kB, per-example loops such as at::bmm's and im2col's) keep both threads busy.
-std::vector<Rows> pieces_of(Rows chunk) { return pieces_of(chunk, 25); }
+/// A network's chunk cut into pieces of at most kPieceRows examples (pieces.hpp).
+std::vector<Rows> pieces_of(Rows chunk) { return pieces_of(chunk, kPieceRows); }
 
 /// One stream per example, keyed by the seed and the example's position in the batch, so that
 /// estimates do not depend on how the batch is cut into chunks.
@@ -369,53 +144,6 @@ std::vector<BlockProbe> gaussian_probe(const ClippedGradients& clipped, std::vec
 }
 
 Tensor squared_row_norms(const Tensor& t) { return t.pow(2).sum(1); }
-
-ClippedGradients TorchNetwork::per_example_gradients(const Tensor& w, const Tensor& x, const Tensor& labels, double C,
-                                                     bool create_graph) const {
-  const ForwardPass pass = forward(w, x);
-  const Tensor loss = -at::log_softmax(pass.logits, 1).gather(1, labels.view({-1, 1})).sum();
-  const std::vector<Tensor> dz = torch::autograd::grad({loss}, pass.preactivations, {}, create_graph, create_graph);
-  ClippedGradients g;
-  g.x = x;
-  std::size_t l = 0;
-  for (const PlannedLayer& layer : plan.layers) {
-    if (!layer.spec.has_parameters()) continue;
-    GradientBlock block;
-    block.conv = layer.spec.kind == LayerKind::kConv;
-    block.bias = layer.spec.bias;
-    block.out = layer.spec.out;
-    block.in = layer.fan_in();
-    block.delta = dz[l].detach();
-    block.input = pass.inputs[l].detach();
-    if (block.conv) block.weight = batched_matmul(block.delta, block.input.transpose(1, 2));
-    if (block.bias) block.bias_gradient = block.conv ? block.delta.sum(2) : block.delta;
-    if (create_graph) {
-      g.records.push_back(dz[l]);
-      g.records.push_back(pass.inputs[l]);
-    }
-    g.blocks.push_back(std::move(block));
-    ++l;
-  }
-  const std::int64_t B = x.size(0);
-  if (C <= 0.0) {
-    g.factor = at::ones({B}, kDouble);
-    g.slope = at::zeros({B}, kDouble);
-    return g;
-  }
-  Tensor squared_norm = at::zeros({B}, kDouble);
-  for (const GradientBlock& block : g.blocks) squared_norm += block.squared_norms();
-  const Tensor norm = at::sqrt(squared_norm);
-  const Tensor t = norm / C - 1.0;
-  const double k = std::sqrt(2.0 / M_PI), a = 0.044715;
-  const Tensor th = at::tanh(k * (t + a * t * t * t));
-  const Tensor gelu = 0.5 * t * (1.0 + th);
-  const Tensor gelu_derivative = 0.5 * (1.0 + th) + 0.5 * t * (1.0 - th * th) * k * (1.0 + 3.0 * a * t * t);
-  g.factor = 1.0 / (gelu + 1.0);
-  // f'(u) = -GELU'(u/C - 1) f(u)^2 / C; at g = 0 the slope multiplies g = 0.
-  g.slope = at::where(norm > 0.0, -gelu_derivative * g.factor * g.factor / (C * norm.clamp_min(1e-300)),
-                      at::zeros_like(norm));
-  return g;
-}
 
 VectorXd TorchNetwork::account_piece(const Tensor& w, const Tensor& x_data, const Tensor& labels, double C,
                                      const NetworkAccountingRequest& request, std::uint64_t seed,

@@ -20,6 +20,13 @@ struct Rows {
   Index first, count;
 };
 
+/// The examples of a piece when the per-example products of the networks' records are formed
+/// (network.cpp, released_gradient.cpp's constant perturbation). On one thread, pieces of
+/// 10 to 100 examples cost the same per example (the smaller fit the caches); with 25, the many
+/// small operations of a step (per-example products of a few thousand flops, elementwise work on a
+/// few hundred kB, per-example loops such as at::bmm's and im2col's) keep both threads busy.
+constexpr Index kPieceRows = 25;
+
 /// `rows` cut into pieces of at most `max_rows` (>= 1) examples, as equal as possible.
 inline std::vector<Rows> pieces_of(Rows rows, Index max_rows) {
   const Index count = (rows.count + max_rows - 1) / max_rows;

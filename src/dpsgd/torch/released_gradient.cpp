@@ -10,11 +10,16 @@
 // products with the layers' inputs, kept in the graph. Everything is plain LibTorch autograd:
 // J^T u = d<r, u>/dx is one reverse pass, and the gradient model's objective, which contains
 // ||J^T u||^2, is differentiated about phi by a further reverse pass through that graph
-// (create_graph): a third derivative of the loss. A batch is cut into pieces (pieces.hpp) sized so
+// (create_graph): a third derivative of the loss. The constant models' objective (shift_objective)
+// needs no such pass: its per-example gradients and their Jacobian products about x come from the
+// records of one forward and backward pass, as the networks' accountant computes them
+// (clipped_gradients.hpp), not through a graph of the B x p per-example gradients.
+// A batch is cut into pieces (pieces.hpp) sized so
 // that the gradient model's B x (features + 2m) tensors stay near 8 MB: at the ConvNet's 13,005
 // released coordinates a batch of 512 is otherwise 4.5 GB of graph, every tensor of which the
 // kernel faults in and zeroes afresh (a third of the time).
 #include "dpsgd/network_backend.hpp"
+#include "dpsgd/torch/clipped_gradients.hpp"
 #include "dpsgd/torch/forward_pass.hpp"
 #include "dpsgd/torch/pieces.hpp"
 #include "dpsgd/torch/tensor_conversions.hpp"
@@ -228,33 +233,30 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
     const Index B = X.rows(), S = probes.rows() / std::max<Index>(1, B);
     const Tensor w = weights(theta), labels = to_labels(y), all_probes = to_tensor(probes);
     const Tensor shift = to_tensor(c).set_requires_grad(true);
-    const std::vector<Rows> parts = pieces(B);
+    const std::vector<Rows> parts = pieces_of({0, B}, kPieceRows);
     std::vector<double> values(parts.size());
     std::vector<Tensor> gradients(parts.size());
     for_each_piece(parts, [&](std::size_t i, Rows piece) {
       const std::int64_t count = piece.count, d = spec_.input_dim;
       const Tensor x = to_tensor(RowMatrix(X.middleRows(piece.first, piece.count))).set_requires_grad(true);
-      const Tensor gradient = per_example_gradients(w, x, labels.narrow(0, piece.first, piece.count), true)
-                                  .index_select(1, released_);
-      // dm = M J_g v by the double-backward trick: the VJP about x of a dummy cotangent is linear in
-      // it, so its VJP about the dummy along v is J_g v.
-      const Tensor dummy = at::zeros_like(gradient).set_requires_grad(true);
-      const Tensor vjp = torch::autograd::grad({gradient}, {x}, {dummy}, true, true)[0];
-      std::vector<Tensor> directions;
-      if (S > 0) {
-        const Tensor v = all_probes.narrow(0, piece.first * S, count * S).reshape({count, S, d});
-        for (Index s = 0; s < S; ++s) directions.push_back(v.select(1, s));
-      } else {
-        for (std::int64_t k = 0; k < d; ++k) directions.push_back(at::zeros({count, d}, kDouble).index_fill_(1, at::full({1}, k, at::kLong), 1.0));
-      }
-      const Tensor u = gradient.detach() + shift;
+      // The unclipped per-example gradients g and dm = M J_g v from the records of one forward and
+      // backward pass (clipped_gradients.hpp): J_R v by the double-backward trick, then the
+      // per-example products by hand, with no B x p tensor in any graph.
+      ClippedGradients records = clipped_gradients(spec_.plan, spec_.intercept, w, x,
+                                                   labels.narrow(0, piece.first, piece.count), 0.0, true);
+      const Tensor H = records.prepare_jacobian_vector_products();
+      const Tensor u = records.unclipped().index_select(1, released_) + shift;
       const Tensor n = (u.pow(2).sum(1) + 1e-300).sqrt();
       const Tensor t = n / spec_.clip_norm - 1.0;
       const Tensor s = tanh_gelu(t) + 1.0;
       const Tensor kappa = tanh_gelu_derivative(t) / spec_.clip_norm / (s.pow(2) * n);  // d(1/s)/dn / n, negated
       Tensor trace = at::zeros({count}, kDouble);
-      for (const Tensor& v : directions) {
-        const Tensor dm = torch::autograd::grad({vjp}, {dummy}, {v}, true, false)[0].detach();
+      const Index directions = S > 0 ? S : d;
+      const Tensor v = S > 0 ? all_probes.narrow(0, piece.first * S, count * S).reshape({count, S, d}) : Tensor();
+      for (Index k = 0; k < directions; ++k) {
+        // <H, V>: the probes, or the unit vector e_k of every example (the exact trace).
+        const Tensor directional = S > 0 ? (H * v.select(1, k)).sum() : H.select(1, k).sum();
+        const Tensor dm = records.jacobian_vector_products(directional).index_select(1, released_);
         // dr = dm / s - kappa u (u . dm)
         const Tensor along = (u * dm).sum(1);
         trace = trace + dm.pow(2).sum(1) / s.pow(2) - 2.0 * kappa * along.pow(2) / s + (kappa * n * along).pow(2);
