@@ -19,7 +19,10 @@
 #include <malloc.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
+#include <numeric>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -204,17 +207,35 @@ VectorXd TorchNetwork::account_piece(const Tensor& w, const Tensor& x_data, cons
   return clipped_sum;
 }
 
+/// The most doubles one example occupies in any tensor of a forward pass: a layer's input, its
+/// output, or a convolution's unfolded patches (in kh kw x L).
+Index widest_example_tensor(const NetworkPlan& plan) {
+  const auto elements = [](const std::vector<Index>& shape) {
+    return std::accumulate(shape.begin(), shape.end(), Index{1}, std::multiplies<Index>());
+  };
+  Index widest = elements(plan.input_shape);
+  for (const PlannedLayer& layer : plan.layers) {
+    widest = std::max(widest, elements(layer.output_shape));
+    if (layer.spec.kind == LayerKind::kConv)
+      widest = std::max(widest, layer.fan_in() * layer.output_shape[1] * layer.output_shape[2]);
+  }
+  return widest;
+}
+
 MatrixXd TorchNetwork::logits(const VectorXd& w, const RowMatrix& X) const {
   at::NoGradGuard no_grad;
   const Tensor weights = to_tensor(w);
   MatrixXd scores(X.rows(), plan.layers.back().output_shape[0]);
-  // As many rows at a time as training holds, which the memory estimate counts: 2,000 at once
-  // took 1.8 GB for CIFAR-10's ConvNet (its convolutions unfold their inputs).
-  const Index at_once = network_rows_in_flight(options);
-  for (Index start = 0; start < X.rows(); start += at_once) {
-    const Index rows = std::min(at_once, X.rows() - start);
-    scores.middleRows(start, rows) = to_row_matrix(forward(weights, to_tensor(RowMatrix(X.middleRows(start, rows)))).logits);
-  }
+  // Pieces whose widest tensor is at most 4 MB: the heap reuses them (kMallocTuned), where the
+  // ConvNet's patches of 2000 test images (200 MB, above glibc's 32 MB mmap bound) were mapped and
+  // zeroed afresh for every chunk, and the pieces run on both threads. Each row's scores do not
+  // depend on the piece it is in.
+  constexpr Index kPieceDoubles = Index{1} << 19;
+  const Index rows = std::clamp<Index>(kPieceDoubles / std::max<Index>(1, widest_example_tensor(plan)), 1, 2000);
+  for_each_piece(filkit::pieces_of({0, X.rows()}, rows), [&](std::size_t, Rows piece) {
+    scores.middleRows(piece.first, piece.count) =
+        to_row_matrix(forward(weights, to_tensor(RowMatrix(X.middleRows(piece.first, piece.count)))).logits);
+  });
   return scores;
 }
 
