@@ -142,8 +142,12 @@ std::optional<RunImages> run_training_images(const nlohmann::json& summary, std:
     auto reload = std::make_shared<std::packaged_task<Dataset()>>(
         [summary, settings] { return reload_training_split(summary, settings); });
     std::future<Dataset> reloaded = reload->get_future();
+    const auto start = std::chrono::steady_clock::now();
     std::thread([reload] { (*reload)(); }).detach();
-    if (reloaded.wait_for(std::chrono::duration<double>(timeout_seconds)) != std::future_status::ready) {
+    // Also a load that ended during the wait's scheduling slack but took longer than the limit:
+    // the limit holds for the time taken, not only for how long the wait happened to last.
+    const std::chrono::duration<double> limit(timeout_seconds);
+    if (reloaded.wait_for(limit) != std::future_status::ready || std::chrono::steady_clock::now() - start > limit) {
       why_not = "re-loading " + data + " took longer than " + format_number(timeout_seconds) +
                 " s (reload_timeout): not re-loaded";
       return std::nullopt;
