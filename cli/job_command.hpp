@@ -171,6 +171,9 @@ CLI::App* add_job_command(CLI::App& app) {
   auto options = std::make_shared<typename Job::Options>();
   auto run = std::make_shared<RunFlags>();
   CLI::App* command = app.add_subcommand(Job::name, Job::description);
+  // The flags write into *options: the command keeps it alive even where its callback is replaced
+  // (a test parsing without running does so).
+  command->parse_complete_callback([options] {});
   // Group by group, so that --help lists the groups in kOptionGroups' order.
   const std::vector<DefaultReason> reasons = default_reasons_of<Job>();
   // A field without a group would have no flag at all: refuse to build such a command line.
