@@ -149,7 +149,7 @@ std::optional<RunImages> run_training_images(const nlohmann::json& summary, std:
     const std::chrono::duration<double> limit(timeout_seconds);
     if (reloaded.wait_for(limit) != std::future_status::ready || std::chrono::steady_clock::now() - start > limit) {
       why_not = "re-loading " + data + " took longer than " + format_number(timeout_seconds) +
-                " s (reload_timeout): not re-loaded";
+                " s (the limit set by --reload-timeout, reload_timeout in Python): not re-loaded";
       return std::nullopt;
     }
     train = reloaded.get();
