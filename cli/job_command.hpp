@@ -203,7 +203,7 @@ CLI::App* add_job_command(CLI::App& app) {
   command->add_flag("--quiet,-q", run->quiet, "No progress and no summary")->group(outputs);
   command
       ->add_option_function<std::string>(
-          "--threads", [run](const std::string& text) { run->threads = parse_thread_count("--threads", text); },
+          "--threads", [run](const std::string& text) { run->threads = parse_thread_count("threads", text); },
           "OpenMP threads [default: 0 = all " + std::to_string(max_thread_count()) + " cores]")
       ->type_name("INT")
       ->group(resources);

@@ -1,7 +1,9 @@
 // filkit: Fisher information loss of trained models. main only wires up the subcommands.
 #include "commands.hpp"
+#include "job_command.hpp"
 
 #include "filkit/base/communicator.hpp"
+#include "filkit/base/errors.hpp"
 #include "filkit/base/stage.hpp"
 #include "filkit/base/types.hpp"
 
@@ -13,6 +15,37 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+namespace {
+
+// Options named in the library's messages as the chosen command's flags (--name-with-dashes); a
+// name that is no flag of it stays as it is.
+filkit::OptionSpelling flag_spelling(const CLI::App& app) {
+  const auto chosen = app.get_subcommands();
+  const CLI::App* command = chosen.empty() ? nullptr : chosen.front();
+  return [command](std::string_view name) {
+    const std::string flag = filkit::cli::flag_name(std::string(name).c_str());
+    return command != nullptr && command->get_option_no_throw(flag) != nullptr ? flag : std::string(name);
+  };
+}
+
+// The exit status of an error by its kind (base/errors.hpp), sysexits.h's codes: 64 a bad option
+// (EX_USAGE), 65 bad data (EX_DATAERR), 70 a numerical failure (EX_SOFTWARE: the computation
+// failed), 71 the machine's resources (EX_OSERR: memory, files, devices); 1 for anything else.
+int exit_status(const std::exception& error) {
+  const auto* typed = dynamic_cast<const filkit::Error*>(&error);
+  if (typed == nullptr) return 1;
+  switch (typed->kind()) {
+    case filkit::ErrorKind::kOption: return 64;
+    case filkit::ErrorKind::kData: return 65;
+    case filkit::ErrorKind::kNumerical: return 70;
+    case filkit::ErrorKind::kResource: return 71;
+  }
+  return 1;
+}
+constexpr int kOutOfMemory = 71;
+
+}  // namespace
 
 // The exit code of a rank that stops because rank 0 reports an error.
 constexpr int kStoppedWithRankZero = 2;
@@ -44,10 +77,10 @@ static int run_command_line(int argc, char** argv) {
     std::cerr << error_prefix() << filkit::out_of_memory_message()
               << "; try a smaller subset (--train-size, --classes) or a lower --max-memory, which makes filkit "
                  "refuse inputs larger than that before loading them\n";
-    return 1;
+    return kOutOfMemory;
   } catch (const std::exception& error) {
-    std::cerr << error_prefix() << error.what() << "\n";
-    return 1;
+    std::cerr << error_prefix() << filkit::error_message(error, flag_spelling(app)) << "\n";
+    return exit_status(error);
   }
   return 0;
 }

@@ -63,6 +63,7 @@ inline constexpr GroupOf kGroupByName[] = {
     {"mechanism", "Accounting"}, {"target_eps", "Accounting"}, {"discretization", "Accounting"},
     // The report command's inputs.
     {"input", "Report"}, {"table", "Report"}, {"report", "Report"}, {"gnuplot", "Report"}, {"images", "Report"},
+    {"reload_timeout", "Report"},
     // Outputs and resumption.
     {"save_reconstructions", "Outputs"}, {"curve_points", "Outputs"}, {"checkpoint", "Outputs"}, {"checkpoint_every", "Outputs"},
     {"stop_after", "Outputs"},

@@ -77,7 +77,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (inputs.empty()) return 0;
   report::Plotter plotter = report::Plotter::dry_run();
   fuzz::runs_or_rejects([&] {
-    const std::vector<report::Section> sections = report::draw_sections(inputs, plotter, false);
+    const std::vector<report::Section> sections = report::draw_sections(inputs, plotter, {.enabled = false});
     FILKIT_FUZZ_CHECK(!sections.empty());
     std::set<std::string> files;
     for (const report::Section& section : sections)

@@ -1,6 +1,7 @@
 // Shared helpers of the test suite: small synthetic datasets, temporary files, tolerances.
 #pragma once
 
+#include "filkit/base/errors.hpp"
 #include "filkit/data/dataset.hpp"
 
 #include <gtest/gtest.h>
@@ -147,20 +148,27 @@ class ScopedEnvironment {
 // ---------------------------------------------------------------------------------------------
 // Binary fixtures of the data loaders, written byte by byte so that the tests need no numpy.
 
-/// Expects `statement` to throw std::invalid_argument whose message contains every one of
-/// `fragments`.
-#define EXPECT_INVALID_ARGUMENT(statement, ...)                                        \
+/// Expects `statement` to throw `type` whose message contains every one of `fragments`.
+#define EXPECT_THROW_NAMING(statement, type, ...)                                      \
   do {                                                                                  \
     try {                                                                               \
       statement;                                                                        \
-      ADD_FAILURE() << "expected std::invalid_argument from " #statement;               \
-    } catch (const std::invalid_argument& error) {                                      \
+      ADD_FAILURE() << "expected " #type " from " #statement;                           \
+    } catch (const type& error) {                                                       \
       for (const std::string& fragment : std::vector<std::string>{__VA_ARGS__}) {       \
         EXPECT_NE(std::string(error.what()).find(fragment), std::string::npos)          \
             << "message: " << error.what() << "\nlacks: " << fragment;                 \
       }                                                                                 \
     }                                                                                   \
   } while (false)
+
+/// Expects `statement` to throw std::invalid_argument whose message contains every one of
+/// `fragments`.
+#define EXPECT_INVALID_ARGUMENT(statement, ...) EXPECT_THROW_NAMING(statement, std::invalid_argument, __VA_ARGS__)
+
+/// Expects `statement` to refuse a size beyond the memory budget (filkit::MemoryLimitError) with
+/// every one of `fragments` in its message.
+#define EXPECT_MEMORY_LIMIT(statement, ...) EXPECT_THROW_NAMING(statement, ::filkit::MemoryLimitError, __VA_ARGS__)
 
 inline std::string read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

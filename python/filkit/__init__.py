@@ -1,11 +1,13 @@
 """filkit: how much a trained model leaks about each training example, by Fisher information loss.
 
 The numerical work happens in the C++ library (module ``filkit._filkit``); this package re-exports
-it. NumPy arrays go in and out; library errors raise ValueError (bad input) or RuntimeError
-(numerical failure) with the library's message, and an argument of the wrong type a TypeError
-naming it. Every function and class has a signature (``inspect.signature``, ``help``) whose
-keywords and defaults come from the library's one declaration of each option, the same names as
-the command line's flags (``--row-scaling`` is ``row_scaling=``). Results pickle.
+it. NumPy arrays go in and out; library errors raise filkit.Error subclasses with the library's
+message: OptionError and DataError (both ValueError; OptionError.option is the keyword at fault),
+ResourceError (OSError), MemoryLimitError (MemoryError) and NumericalError (ArithmeticError); other
+failures ValueError or RuntimeError, and an argument of the wrong type a TypeError naming it.
+Every function and class has a signature (``inspect.signature``, ``help``) whose keywords and
+defaults come from the library's one declaration of each option, the same names as the command
+line's flags (``--row-scaling`` is ``row_scaling=``). Results pickle.
 
 Example::
 

@@ -1,6 +1,8 @@
 // The pybind11 bindings of filkit, one file per library concept; module.cpp calls each bind_*.
-// Exceptions map as pybind11 does by default: std::invalid_argument -> ValueError,
-// std::runtime_error -> RuntimeError, with the library's message.
+// The library's typed errors (base/errors.hpp) become filkit.OptionError and DataError (ValueError),
+// ResourceError (OSError), MemoryLimitError (MemoryError) and NumericalError (ArithmeticError),
+// all filkit.Error (module.cpp); other exceptions map as pybind11 does by default:
+// std::invalid_argument -> ValueError, std::runtime_error -> RuntimeError.
 #pragma once
 
 #include <pybind11/pybind11.h>

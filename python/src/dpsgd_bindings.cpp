@@ -167,7 +167,8 @@ void bind_dpsgd(py::module_& m) {
                       "gradients and their Jacobian products about the input (LibTorch).")
       .def(py::init([](const std::string& architecture, Index input_dim, Index num_classes,
                        const std::vector<Index>& hidden, bool intercept, Index chunk, const std::string& arch,
-                       const std::string& torchscript, std::optional<std::tuple<Index, Index, Index>> image) {
+                       const std::string& torchscript, std::optional<std::tuple<Index, Index, Index>> image,
+                       const py::object& max_memory) {
              NetworkOptions options;
              options.architecture = parse_enum<NetworkArchitecture>(architecture);
              options.hidden = hidden;
@@ -175,18 +176,25 @@ void bind_dpsgd(py::module_& m) {
              options.chunk = chunk;
              options.layers = arch;
              options.torchscript = torchscript;
+             ByteSize budget = default_memory_budget();  // the command line's default
+             if (!max_memory.is_none()) KwargsBinder::assign("max_memory", max_memory, budget);
+             options.max_memory = budget.bytes;
              std::optional<ImageShape> shape;
              if (image) shape = ImageShape{std::get<0>(*image), std::get<1>(*image), std::get<2>(*image)};
              py::gil_scoped_release release;  // reading a TorchScript module runs LibTorch
-             return Network(options, input_dim, num_classes, shape);
+             // The jobs' --model is this constructor's architecture.
+             return with_keywords({{"model", "architecture"}},
+                                  [&] { return Network(options, input_dim, num_classes, shape); });
            }),
            py::arg("architecture"), py::arg("input_dim"), py::arg("num_classes"),
            py::arg("hidden") = NetworkOptions{}.hidden, py::arg("intercept") = NetworkOptions{}.intercept,
            py::arg("chunk") = NetworkOptions{}.chunk, py::arg("arch") = NetworkOptions{}.layers,
            py::arg("torchscript") = NetworkOptions{}.torchscript, py::arg("image") = py::none(),
+           py::arg("max_memory") = py::none(),
            "architecture: softmax, mlp, cnn, cifar-cnn or custom (with arch='conv:16:8:2:2,tanh,...', the layers as "
            "filkit dpsgd --arch, or torchscript='model.pt'); image=(channels, height, width) when the rows are images "
-           "(channel-major).")
+           "(channel-major); max_memory ('2G', '512M' or bytes; None: half the physical memory, as the command "
+           "line's --max-memory) refuses a network whose estimated training memory is larger, before it is built.")
       .def_property_readonly("parameter_count", &Network::parameter_count)
       .def_property_readonly("input_dim", &Network::input_dim)
       .def_property_readonly("num_classes", &Network::num_classes)

@@ -8,6 +8,7 @@
 
 #include "bindings.hpp"
 
+#include "filkit/base/errors.hpp"
 #include "filkit/base/options.hpp"
 #include "filkit/base/resources.hpp"
 #include "filkit/jobs/job.hpp"
@@ -100,6 +101,21 @@ struct KwargsBinder {
                          py::str(value.get_type().attr("__name__")).cast<std::string>());
   }
 };
+
+/// make(), with the options a filkit::OptionError names respelled by `keywords` (declared name ->
+/// keyword), for a function whose keywords are not the jobs' option names.
+template <class Make>
+auto with_keywords(const std::map<std::string, std::string>& keywords, Make&& make) {
+  try {
+    return make();
+  } catch (const OptionError& error) {
+    const OptionSpelling spell = [&](std::string_view name) {
+      const auto found = keywords.find(std::string(name));
+      return found == keywords.end() ? std::string(name) : found->second;
+    };
+    throw OptionError::with_text(spell(error.option()), error.message(spell));
+  }
+}
 
 /// OpenMP threads for the length of one call (0 = all cores): the previous count comes back after
 /// it, so that one call's `threads` does not change the next's.

@@ -56,3 +56,25 @@ def test_network_products_match_finite_differences_and_train():
     assert result.parameter_count == net.parameter_count - (6 * 5 + 5 + 5 * 3 + 3) + (6 * 4 + 4 + 4 * 3 + 3)
     assert summary["settings"]["dpsgd"]["network"]["architecture"] == "mlp"  # the training options as resumed
     assert len(result.models) == 0 and len(result.parameters) == 1
+
+
+def test_network_objects_have_the_command_line_memory_budget_and_a_keyword_to_change_it():
+    """filkit.Network is refused before anything is allocated (and before LibTorch loads) when its
+    training estimate exceeds max_memory: by default half the physical memory, as --max-memory."""
+    with pytest.raises(filkit.MemoryLimitError, match=r"a network of 23000002 parameters.*more than max_memory = 64M"):
+        filkit.Network("mlp", 20, 2, hidden=[1000000], max_memory="64M")
+    with pytest.raises(filkit.MemoryLimitError, match="more than max_memory = 1000") as error:
+        filkit.Network("mlp", 20, 2, hidden=[100], max_memory=1000)
+    assert "chunk" in str(error.value)
+    # No max_memory: the default budget still refuses a network of 2e10 parameters.
+    with pytest.raises(MemoryError, match="a network of 23000000002 parameters"):
+        filkit.Network("mlp", 20, 2, hidden=[1000000000])
+    with pytest.raises(filkit.OptionError, match="max_memory = '2X'"):
+        filkit.Network("mlp", 20, 2, max_memory="2X")
+    # Errors name the keyword as typed.
+    with pytest.raises(filkit.OptionError, match=r"^arch = 'dense:4,softplus:1e-300,dense:2': layer 2") as error:
+        filkit.Network("custom", 4, 2, arch="dense:4,softplus:1e-300,dense:2")
+    assert error.value.option == "arch"
+    with pytest.raises(filkit.OptionError, match=r"^architecture = custom: give a layer specification \(arch\)") as error:
+        filkit.Network("custom", 4, 2)
+    assert error.value.option == "architecture"

@@ -146,7 +146,30 @@ def test_numbers_out_of_range_are_refused_with_the_option_and_range():
 def test_max_memory_is_an_option_of_every_data_job_recorded_as_spelled():
     for job in ["measure", "irfil", "attack", "bound", "reconstruct", "dpsgd"]:
         assert filkit.defaults(job)["max_memory"].endswith(("M", "G"))
-    with pytest.raises(ValueError, match="more than max_memory = 1K"):
+    with pytest.raises(MemoryError, match="more than max_memory = 1K"):
         filkit.run("measure", max_memory="1K")
-    with pytest.raises(ValueError, match="more than max_memory = 1000"):
+    with pytest.raises(filkit.MemoryLimitError, match="more than max_memory = 1000"):
         filkit.load_dataset("fashion-mnist", max_memory=1000)
+
+
+def test_library_errors_name_the_keyword_and_have_their_kind():
+    """Option checks raise filkit.OptionError (a ValueError) naming the keyword as typed, never a
+    struct field (FilOptions.sigma); the other kinds are OSError, MemoryError, ArithmeticError."""
+    cases = [("measure", dict(sigma=-1.0), "sigma", "sigma = -1: must be > 0"),
+             ("dpsgd", dict(clip_norm=0.0), "clip_norm", "clip_norm = 0: must be > 0"),
+             ("dpsgd", dict(momentum=1.0), "momentum", r"momentum = 1: must lie in \[0, 1\)"),
+             ("dpsgd", dict(stop_after=3), "stop_after", r"stop_after = 3: needs checkpoint \("),
+             ("bound", dict(norm_bound=0.0), "norm_bound", "norm_bound = 0: must be > 0"),
+             ("fim", dict(gradient_hidden=[0]), "gradient_hidden", "gradient_hidden = 0: must be >= 1"),
+             ("learned-attack", dict(fixed_size=0), "fixed_size", "fixed_size = 0: must be >= 1"),
+             ("report", dict(input=["x.json"], report="r", reload_timeout=0.0), "reload_timeout",
+              "reload_timeout = 0: must be > 0")]
+    for job, options, keyword, message in cases:
+        with pytest.raises(filkit.OptionError, match="^" + message) as error:
+            filkit.run(job, **options)
+        assert error.value.option == keyword and isinstance(error.value, ValueError)
+        assert "Options." not in str(error.value) and "--" not in str(error.value)
+    assert issubclass(filkit.DataError, ValueError) and issubclass(filkit.ResourceError, OSError)
+    assert issubclass(filkit.MemoryLimitError, MemoryError) and issubclass(filkit.NumericalError, ArithmeticError)
+    assert all(issubclass(kind, filkit.Error) for kind in (filkit.OptionError, filkit.DataError, filkit.ResourceError,
+                                                           filkit.MemoryLimitError, filkit.NumericalError))

@@ -265,12 +265,12 @@ void MpiSession::abort_if_distributed(int) {}
 
 #endif
 
-void Communicator::stop_all_if(const std::string& problem) const {
-  std::string shared = problem;
-  broadcast(shared);
-  if (shared.empty()) return;
+void Communicator::stop_all_if(std::exception_ptr problem) const {
+  double stop = problem ? 1.0 : 0.0;
+  broadcast(&stop, 1);
+  if (stop == 0.0) return;
   if (rank_ != 0) throw StoppedWithRankZero();
-  throw std::invalid_argument(shared);
+  std::rethrow_exception(problem);
 }
 
 void Communicator::sum(Eigen::Ref<MatrixXd> values) const {

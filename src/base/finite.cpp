@@ -8,13 +8,13 @@ namespace filkit {
 
 namespace {
 [[noreturn]] void fail(const std::string& stage, const std::string& what, double value, const std::string& where,
-                       const std::string& cause) {
+                       const Message& cause) {
   throw NonFiniteResult(stage + ": " + what + " is " + format_double(value) + where + "; " + cause);
 }
 }  // namespace
 
 void require_finite(const Eigen::Ref<const MatrixXd>& values, const std::string& stage, const std::string& what,
-                    const std::string& cause) {
+                    const Message& cause) {
   if (values.allFinite()) return;
   for (Index j = 0; j < values.cols(); ++j)
     for (Index i = 0; i < values.rows(); ++i) {
@@ -25,7 +25,7 @@ void require_finite(const Eigen::Ref<const MatrixXd>& values, const std::string&
     }
 }
 
-void require_finite(double value, const std::string& stage, const std::string& what, const std::string& cause) {
+void require_finite(double value, const std::string& stage, const std::string& what, const Message& cause) {
   if (!std::isfinite(value)) fail(stage, what, value, "", cause);
 }
 

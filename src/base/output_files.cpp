@@ -3,6 +3,8 @@
 // written in place.
 #include "filkit/base/io.hpp"
 
+#include "filkit/base/checks.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -160,9 +162,11 @@ void rename_into_place(const std::vector<StagedFile>& staged) {
 void require_writable_directory(const std::string& option, const std::string& path, const fs::path& directory) {
   struct stat status {};
   if (::stat(directory.c_str(), &status) != 0 || !S_ISDIR(status.st_mode))
-    throw std::invalid_argument(option + " " + path + ": the directory " + directory.string() + " does not exist");
+    throw OptionError::with_text(option, option_name(option) + " " + path + ": the directory " + directory.string() +
+                                             " does not exist");
   if (::access(directory.c_str(), W_OK | X_OK) != 0)
-    throw std::invalid_argument(option + " " + path + ": the directory " + directory.string() + " is not writable");
+    throw OptionError::with_text(option, option_name(option) + " " + path + ": the directory " + directory.string() +
+                                             " is not writable");
 }
 
 /// The file a symbolic link names (relative targets are relative to the link's directory).
@@ -182,7 +186,9 @@ bool is_written_through(const std::string& path) {
 
 void check_output_path(const std::string& option, const std::string& path) {
   if (path == kStandardOutput) return;
-  const auto refuse = [&](const std::string& problem) { throw std::invalid_argument(option + " " + path + ": " + problem); };
+  const auto refuse = [&](const std::string& problem) {
+    throw OptionError::with_text(option, option_name(option) + " " + path + ": " + problem);
+  };
   // "--out -q" gives the path "-q": far likelier a forgotten value than a file of that name.
   if (path.size() > 1 && path[0] == '-')
     refuse("looks like a flag, not a path (the option's value is missing?); for a file whose name begins with '-', "
@@ -217,8 +223,8 @@ void check_distinct_outputs(const std::vector<std::pair<std::string, std::string
     const fs::path resolved = fs::weakly_canonical(named, error);
     const auto [earlier, added] = option_of.emplace(error ? named.lexically_normal().string() : resolved.string(), option);
     if (!added)
-      throw std::invalid_argument(option + " " + path + ": the same file as " + earlier->second +
-                                  "; each output needs a file of its own");
+      throw OptionError::with_text(option, option_name(option) + " " + path + ": the same file as " +
+                                               option_name(earlier->second) + "; each output needs a file of its own");
   }
 }
 

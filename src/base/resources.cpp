@@ -1,5 +1,7 @@
 #include "filkit/base/resources.hpp"
 
+#include "filkit/base/checks.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -36,8 +38,7 @@ std::uint64_t unit_bytes(std::string_view unit) {
 
 ByteSize parse_byte_size(const std::string& name, const std::string& text) {
   const auto fail = [&] {
-    throw std::invalid_argument(name + " = '" + text +
-                                "': expected a size such as 2G, 512M, 64K or a number of bytes");
+    option_error(name, "'" + text + "'", "expected a size such as 2G, 512M, 64K or a number of bytes");
   };
   const std::size_t unit_start = text.find_first_not_of("0123456789.");
   const std::string_view number = std::string_view(text).substr(0, unit_start);
@@ -106,20 +107,24 @@ std::uint64_t saturating_sum(std::uint64_t a, std::uint64_t b) {
   return __builtin_add_overflow(a, b, &sum) ? UINT64_MAX : sum;
 }
 
-void check_memory(std::uint64_t bytes, ByteSize budget, const std::string& what) {
+void check_memory(std::uint64_t bytes, ByteSize budget, const Message& what) {
   if (bytes <= budget.bytes) return;
   const std::string needed = bytes == UINT64_MAX ? "more than 2^64 bytes" : readable_bytes(bytes);
-  throw std::invalid_argument(what + " needs " + needed + ", more than max_memory = " + to_string(budget) +
-                              " (" + readable_bytes(budget.bytes) +
-                              "); use a smaller input, or raise max_memory if the machine has the memory");
+  throw MemoryLimitError(what + " needs " + needed + ", more than " + option_name("max_memory") + " = " +
+                         to_string(budget) + " (" + readable_bytes(budget.bytes) +
+                         "); use a smaller input, or raise " + option_name("max_memory") +
+                         " if the machine has the memory");
 }
 
 long long bounded_iterations(std::initializer_list<IterationFactor> factors, const std::string& what) {
   double product = 1.0;  // in double: the product of unchecked factors can pass 2^63
-  std::string named;
+  Message named;
+  std::string subject;  // the first option named: what the error is about
   for (const IterationFactor& factor : factors) {
     product *= static_cast<double>(factor.value);
-    named += (named.empty() ? "" : " times ") + std::string(factor.name) + " = " + std::to_string(factor.value);
+    if (&factor != factors.begin()) named += " times ";
+    named += factor.name + " = " + std::to_string(factor.value);
+    if (subject.empty() && !factor.name.options().empty()) subject = factor.name.options().front();
   }
   static_assert(kMaxIterations == 1e15, "the message below spells the bound");
   if (product == 0.0) return 0;  // a zero factor: the others may be huge
@@ -130,8 +135,8 @@ long long bounded_iterations(std::initializer_list<IterationFactor> factors, con
   }
   char shown[32];
   std::snprintf(shown, sizeof shown, "%.4g", product);
-  throw std::invalid_argument(named + " makes " + shown + " " + what +
-                              ", more than 1e15, which no run would finish; ask for fewer");
+  throw OptionError::with_text(subject, named + " makes " + shown + " " + what +
+                                           ", more than 1e15, which no run would finish; ask for fewer");
 }
 
 int max_thread_count() {
@@ -142,10 +147,10 @@ int max_thread_count() {
 void check_thread_count(const std::string& name, long long threads) {
   const int most = max_thread_count();
   if (threads >= 0 && threads <= most) return;
-  throw std::invalid_argument(name + " = " + std::to_string(threads) + ": expected 0.." + std::to_string(most) +
-                              " (0 = all cores; at most 4 x the " +
-                              std::to_string(std::max(1u, std::thread::hardware_concurrency())) +
-                              " hardware threads, and never above 1024)");
+  option_error(name, std::to_string(threads),
+               "expected 0.." + std::to_string(most) + " (0 = all cores; at most 4 x the " +
+                   std::to_string(std::max(1u, std::thread::hardware_concurrency())) +
+                   " hardware threads, and never above 1024)");
 }
 
 }  // namespace filkit

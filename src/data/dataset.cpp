@@ -1,6 +1,7 @@
 #include "filkit/data/dataset.hpp"
 
 #include "base/parsing.hpp"
+#include "base/seeding.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -81,6 +82,27 @@ std::uint64_t uniform_below(std::mt19937_64& rng, std::uint64_t bound) {
 }
 
 }  // namespace
+
+namespace {
+/// FNV-1a over the bytes of one example (its features, then its label).
+std::uint64_t example_hash(const Dataset& data, Index i) {
+  std::uint64_t hash = 0xcbf29ce484222325ULL;
+  auto mix = [&hash](const double& value) {
+    const auto* bytes = reinterpret_cast<const unsigned char*>(&value);
+    for (std::size_t k = 0; k < sizeof(double); ++k) hash = (hash ^ bytes[k]) * 0x100000001b3ULL;
+  };
+  for (Index j = 0; j < data.d(); ++j) mix(data.X(i, j));
+  mix(data.y(i));
+  return hash;
+}
+}  // namespace
+
+std::uint64_t rows_hash(const Dataset& data, Index first_row) {
+  std::uint64_t sum = 0;
+  for (Index i = 0; i < data.n(); ++i)
+    sum += splitmix64(example_hash(data, i) ^ splitmix64(static_cast<std::uint64_t>(first_row + i)));
+  return sum;
+}
 
 std::string to_string(const ImageShape& shape) {
   return std::to_string(shape.channels) + " x " + std::to_string(shape.height) + " x " + std::to_string(shape.width);

@@ -1,3 +1,4 @@
+#include "filkit/base/checks.hpp"
 #include "filkit/base/communicator.hpp"
 #include "filkit/data/cifar.hpp"
 #include "filkit/data/dataset.hpp"
@@ -10,6 +11,7 @@
 #include "data/idx_decode.hpp"
 #include "data/npz_dataset.hpp"
 #include "base/parsing.hpp"
+#include "base/seeding.hpp"
 
 #include <omp.h>
 
@@ -214,9 +216,8 @@ DatasetSplit load_builtin(const BuiltinRequest& request, const DataOptions& opti
   // Before the images are read: their labels are the built-in's classes.
   for (int label : options.classes)
     if (label >= static_cast<int>(builtin.class_names.size()))
-      throw std::invalid_argument("classes contains " + std::to_string(label) + ", which is not a label of " +
-                                  builtin.name + " (labels 0.." + std::to_string(builtin.class_names.size() - 1) +
-                                  ")");
+      option_error("classes", "contains " + std::to_string(label) + ", which is not a label of " + builtin.name +
+                                  " (labels 0.." + std::to_string(builtin.class_names.size() - 1) + ")");
   const std::string dir = request_dir(request);
   if (builtin.format == BuiltinFormat::kCifar10) return load_cifar10(dir, options);
   // Inflating the gzipped images is most of the loading time and runs on one core: the test
@@ -232,8 +233,8 @@ DatasetSplit load_builtin(const BuiltinRequest& request, const DataOptions& opti
 
 DatasetSplit load_table(const TextTable& table, const DataOptions& options) {
   if (options.target.empty()) {
-    throw std::invalid_argument("'" + table.source + "' needs a target column (DataOptions::target);"
-                                " its columns: " + detail::quoted_list(table.header));
+    option_error("target", "'" + table.source + "' needs a target column; its columns: " +
+                               detail::quoted_list(table.header));
   }
   TabularOptions tabular;
   tabular.target = options.target;
@@ -252,8 +253,9 @@ DatasetSplit load_table(const TextTable& table, const DataOptions& options) {
 
 void check_tabular_only(const DataOptions& options) {
   if (!options.target.empty() || !options.categorical.empty() || !options.drop.empty()) {
-    throw std::invalid_argument("target, categorical and drop apply to CSV/ARFF data only, not to '" +
-                                options.data + "'");
+    option_error(!options.target.empty() ? "target" : !options.categorical.empty() ? "categorical" : "drop",
+                 option_name("target") + ", " + option_name("categorical") + " and " + option_name("drop") +
+                     " apply to CSV/ARFF data only, not to '" + options.data + "'");
   }
 }
 
@@ -261,15 +263,15 @@ DatasetSplit load_source(const DataOptions& options) {
   const std::optional<BuiltinRequest> builtin = builtin_request(options.data);
   const std::string extension = detail::to_lower(fs::path(options.data).extension().string());
   if (options.image_layout && (builtin || extension != ".npz")) {
-    throw std::invalid_argument("image_layout = " + to_string(*options.image_layout) +
-                                " applies to the 4-D image arrays of .npz files only, not to '" + options.data + "'");
+    option_error("image_layout", to_string(*options.image_layout),
+                 "applies to the 4-D image arrays of .npz files only, not to '" + options.data + "'");
   }
   if (!builtin && extension == ".csv") return load_table(read_csv(options.data, options.max_memory), options);
   if (!builtin && extension == ".arff") return load_table(read_arff(options.data, options.max_memory), options);
   check_tabular_only(options);
   if (builtin) {
     if (options.regression) {
-      throw std::invalid_argument("regression = true, but '" + options.data + "' is a classification dataset");
+      option_error("regression", "true", "but '" + options.data + "' is a classification dataset");
     }
     return load_builtin(*builtin, options);
   }
@@ -314,38 +316,26 @@ void keep_classes(Dataset& data, const std::vector<int>& classes) {
 }  // namespace
 
 void DataOptions::validate() const {
-  if (data.empty()) {
-    throw std::invalid_argument("data is empty; give a built-in name (" +
-                                detail::quoted_list(builtin_dataset_names()) +
-                                ") or a .csv, .arff or .npz file");
-  }
+  if (data.empty())
+    option_error("data", "empty; give a built-in name (" + detail::quoted_list(builtin_dataset_names()) +
+                             ") or a .csv, .arff or .npz file");
   if (shard_count < 1 || shard_rank < 0 || shard_rank >= shard_count)
     throw std::invalid_argument("shard " + std::to_string(shard_rank) + " of " + std::to_string(shard_count) +
                                 ": expected 0 <= shard_rank < shard_count");
-  if (train_size < 0 || test_size < 0)
-    throw std::invalid_argument("train_size = " + std::to_string(train_size) + ", test_size = " +
-                                std::to_string(test_size) + ": must be >= 0 (0 keeps all)");
-  if (!(test_fraction >= 0.0 && test_fraction < 1.0)) {
-    throw std::invalid_argument("test_fraction = " + detail::format_number(test_fraction) +
-                                " must be in [0, 1)");
-  }
-  if (regression && !classes.empty()) {
-    throw std::invalid_argument("classes are set but regression = true; class selection needs "
-                                "a classification target");
-  }
-  if (classes.size() == 1) {
-    throw std::invalid_argument("classes = " + std::to_string(classes[0]) +
-                                " keeps a single class; give at least two");
-  }
+  require_non_negative("train_size", train_size);
+  require_non_negative("test_size", test_size);
+  require_in_interval("test_fraction", test_fraction, 0.0, End::kClosed, 1.0, End::kOpen);
+  if (regression && !classes.empty())
+    option_error("classes", "are set but " + option_name("regression") +
+                                " is true; class selection needs a classification target");
+  if (classes.size() == 1)
+    option_error("classes", std::to_string(classes[0]), "keeps a single class; give at least two");
   std::vector<int> sorted = classes;
   std::sort(sorted.begin(), sorted.end());
-  if (!sorted.empty() && sorted.front() < 0) {
-    throw std::invalid_argument("classes contains " + std::to_string(sorted.front()) +
-                                "; labels are >= 0");
-  }
-  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
-    throw std::invalid_argument("classes lists a class twice; each class must appear once");
-  }
+  if (!sorted.empty() && sorted.front() < 0)
+    option_error("classes", "contains " + std::to_string(sorted.front()) + "; labels are >= 0");
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
+    option_error("classes", "lists a class twice; each class must appear once");
 }
 
 std::vector<std::string> builtin_dataset_names() {
@@ -380,6 +370,27 @@ std::string builtin_dataset_dir(const std::string& name) {
   throw std::invalid_argument("built-in dataset '" + name + "' not found; searched " + detail::quoted_list(dirs) +
                               " for " + expected_files(*builtin) + "." + partial + " " + install +
                               " FILKIT_DATA_DIR to a directory holding " + name + "/");
+}
+
+std::vector<std::string> dataset_source_files(const std::string& data) {
+  std::vector<std::string> files;
+  try {
+    if (const std::optional<BuiltinRequest> request = builtin_request(data)) {
+      const std::string dir = request_dir(*request);
+      if (request->builtin->format == BuiltinFormat::kIdx) {
+        for (const std::string& stem : kIdxStems) files.push_back(*idx_file(dir, stem));
+      } else {
+        for (const std::string& file : cifar10_files()) files.push_back(dir + "/" + file);
+      }
+      return files;
+    }
+    if (find_tabular_dataset(data) != nullptr && !fs::exists(data)) return {tabular_dataset_file(data)};
+  } catch (const std::exception&) {
+    return {};  // not found: loading says why
+  }
+  std::error_code error;
+  if (fs::is_regular_file(data, error)) files.push_back(data);
+  return files;
 }
 
 namespace {
@@ -453,13 +464,13 @@ Dataset load_idx_shard(const Builtin& builtin, const std::string& dir, const std
 }
 
 // load_dataset's result cut to this process's shard (DataOptions::shard_rank).
-DatasetSplit load_dataset_shard(const DataOptions& options) {
+DatasetSplit load_dataset_shard(const DataOptions& options, std::optional<std::uint64_t>* whole_hash) {
   const std::optional<BuiltinRequest> builtin = builtin_request(options.data);
   if (builtin && builtin->builtin->format == BuiltinFormat::kIdx && !options.regression && options.target.empty() &&
       options.categorical.empty() && options.drop.empty() && !options.image_layout) {
     for (int label : options.classes)
       if (label >= static_cast<int>(builtin->builtin->class_names.size()))
-        throw std::invalid_argument("classes contains " + std::to_string(label) + ", which is not a label of " +
+        option_error("classes", "contains " + std::to_string(label) + ", which is not a label of " +
                                     builtin->builtin->name + " (labels 0.." +
                                     std::to_string(builtin->builtin->class_names.size() - 1) + ")");
     const std::string dir = request_dir(*builtin);
@@ -485,6 +496,7 @@ DatasetSplit load_dataset_shard(const DataOptions& options) {
   whole.shard_rank = 0;
   whole.shard_count = 1;
   const DatasetSplit split = load_dataset(whole);
+  if (whole_hash) *whole_hash = rows_hash(split.train) ^ splitmix64(rows_hash(split.test));
   return {rows_of_shard(split.train, options), rows_of_shard(split.test, options)};
 }
 
@@ -504,9 +516,10 @@ Dataset random_subset(const Dataset& data, Index size, unsigned long long seed) 
   return subset;
 }
 
-DatasetSplit load_dataset(const DataOptions& options) {
+DatasetSplit load_dataset(const DataOptions& options, std::optional<std::uint64_t>* whole_hash) {
   options.validate();
-  if (options.shard_count > 1) return load_dataset_shard(options);
+  if (whole_hash) whole_hash->reset();
+  if (options.shard_count > 1) return load_dataset_shard(options, whole_hash);
   DatasetSplit split = load_source(options);
   if (split.train.d() == 0) {  // every model and preprocessing step needs at least one feature
     throw std::invalid_argument("'" + options.data + "' gives no feature column" +

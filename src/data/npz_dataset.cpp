@@ -2,6 +2,7 @@
 
 #include "base/parsing.hpp"
 #include "data/npy_format.hpp"
+#include "filkit/base/errors.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -32,11 +33,11 @@ ImageLayout layout_of(const NpyArray& array, const std::string& name, const std:
   if (stated) return *stated;
   const bool second = channel_like(array.shape[1]), last = channel_like(array.shape[3]);
   if (second != last) return second ? ImageLayout::kNchw : ImageLayout::kNhwc;
-  throw std::invalid_argument(array_name(name, path) + " has shape " + shape_text(array.shape) +
-                              ", whose layout image_layout = auto cannot tell: " +
-                              (second ? "both its second and its last axis could be the channels (1 or 3)"
-                                      : "neither its second nor its last axis is 1 or 3 channels") +
-                              "; set image_layout to nchw for (n, C, H, W) or nhwc for (n, H, W, C)");
+  throw DataError(array_name(name, path) + " has shape " + shape_text(array.shape) + ", whose layout " +
+                  option_name("image_layout") + " = auto cannot tell: " +
+                  (second ? "both its second and its last axis could be the channels (1 or 3)"
+                          : "neither its second nor its last axis is 1 or 3 channels") +
+                  "; set " + option_name("image_layout") + " to nchw for (n, C, H, W) or nhwc for (n, H, W, C)");
 }
 
 // (n, H, W, C) values in C order to rows of C x H x W, channel-major.

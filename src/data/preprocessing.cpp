@@ -1,5 +1,6 @@
 #include "filkit/data/preprocessing.hpp"
 
+#include "filkit/base/checks.hpp"
 #include "filkit/base/communicator.hpp"
 
 #include "base/parallel_blocks.hpp"
@@ -749,16 +750,17 @@ RowMatrix transform_until_final_scaling(const RowMatrix& raw, const Preprocessor
 void check_fit_input(const Dataset& train, const PreprocessOptions& options, Index all_rows) {
   const Index k = options.pca_components;
   if (k > train.d()) {
-    throw std::invalid_argument("pca_components = " + std::to_string(k) + " must be in 1.." +
-                                std::to_string(train.d()) + " (the data's dimension), or 0 for no PCA");
+    option_error("pca", std::to_string(k),
+                 "must be in 1.." + std::to_string(train.d()) + " (the data's dimension), or 0 for no PCA");
   }
   if (k > 0 && all_rows < 2) {
     throw std::invalid_argument("PCA needs at least 2 training rows, found " + std::to_string(all_rows));
   }
   if (all_rows == 0) throw std::invalid_argument("cannot fit preprocessing on 0 training rows");
   if (standardized(options) && !train.image) {
-    throw std::invalid_argument("standardize = channel needs images, but " + train.source +
-                                " has no image shape (a table, or images flattened by an earlier PCA)");
+    option_error("standardize", "channel",
+                 "needs images, but " + train.source +
+                     " has no image shape (a table, or images flattened by an earlier PCA)");
   }
 }
 
@@ -776,22 +778,13 @@ std::vector<std::string> step_order(const PreprocessOptions& options) {
 
 }  // namespace
 
-
-
 void PreprocessOptions::validate() const {
-  if (pca_components < 0) {
-    throw std::invalid_argument("pca_components = " + std::to_string(pca_components) +
-                                " must be >= 0 (0 = no PCA)");
-  }
+  require_non_negative("pca", pca_components);
   if (row_scaling != RowScaling::kNone && row_scaling != RowScaling::kGlobalMax &&
-      row_scaling != RowScaling::kUnitBall) {
-    throw std::invalid_argument("row_scaling = " + std::to_string(static_cast<int>(row_scaling)) +
-                                " is not a RowScaling value");
-  }
-  if (standardize != Standardization::kNone && standardize != Standardization::kChannel) {
-    throw std::invalid_argument("standardize = " + std::to_string(static_cast<int>(standardize)) +
-                                " is not a Standardization value");
-  }
+      row_scaling != RowScaling::kUnitBall)
+    option_error("row_scaling", std::to_string(static_cast<int>(row_scaling)), "is not a RowScaling value");
+  if (standardize != Standardization::kNone && standardize != Standardization::kChannel)
+    option_error("standardize", std::to_string(static_cast<int>(standardize)), "is not a Standardization value");
 }
 
 Preprocessor Preprocessor::fit(const Dataset& train, const PreprocessOptions& options, const Communicator& comm) {

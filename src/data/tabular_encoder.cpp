@@ -1,4 +1,5 @@
 #include "filkit/data/dataset.hpp"
+#include "filkit/base/checks.hpp"
 #include "filkit/data/text_table.hpp"
 #include "filkit/data/tabular_encoder.hpp"
 
@@ -107,18 +108,19 @@ struct ColumnPositions {
 
 
 void TabularOptions::validate() const {
-  if (target.empty()) throw std::invalid_argument("target is empty; name the target column");
+  if (target.empty()) option_error("target", "empty; name the target column");
   if (contains(drop, target)) {
-    throw std::invalid_argument("target = '" + target + "' is also in drop; it cannot be both");
+    option_error("target", "'" + target + "'", "is also in " + option_name("drop") + "; it cannot be both");
   }
   if (!target_categorical && contains(categorical, target)) {
-    throw std::invalid_argument("target = '" + target +
-                                "' is listed as categorical but target_categorical is false "
-                                "(regression needs a numeric target)");
+    option_error("target", "'" + target + "'",
+                 "is listed as " + option_name("categorical") + " but the target is real-valued (" +
+                     option_name("regression") + " needs a numeric target)");
   }
   for (const auto& name : categorical) {
     if (contains(drop, name)) {
-      throw std::invalid_argument("column '" + name + "' is in both categorical and drop");
+      option_error("categorical", "column '" + name + "' is in both " + option_name("categorical") + " and " +
+                                      option_name("drop"));
     }
   }
 }

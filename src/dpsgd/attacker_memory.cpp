@@ -3,6 +3,8 @@
 #include "filkit/base/resources.hpp"
 #include "filkit/dpsgd/learned_reconstruction.hpp"
 
+#include <omp.h>
+
 #include <algorithm>
 
 namespace filkit {
@@ -57,7 +59,36 @@ void check_attacker_memory(const LearnedReconstructionOptions& options, Index pa
                            Index features) {
   const AttackerMemoryEstimate estimate = estimate_attacker_memory(options, parameter_count, num_classes, features);
   check_memory(estimate.total(), options.max_memory,
-               estimate.describe() + " (narrower attacker_hidden, a smaller attacker_batch_size or fewer shadow models)");
+               estimate.describe() + " (narrower " + option_name("attacker_hidden") + ", a smaller " +
+                   option_name("attacker_batch_size") + " or fewer shadow models: " +
+                   option_name("train_shadow_models") + ", " + option_name("target_shadow_models") + ")");
+}
+
+std::uint64_t LearnedAttackMemoryEstimate::shadow_training() const {
+  // While the models train, their parameters so far (the attacker's inputs, half of which are
+  // the standardised copy made after training) are kept beside the ones training.
+  return saturating_sum(saturating_product(static_cast<std::uint64_t>(threads), shadow_model), attacker.inputs / 2);
+}
+
+std::uint64_t LearnedAttackMemoryEstimate::total() const { return std::max(shadow_training(), attacker.total()); }
+
+std::string LearnedAttackMemoryEstimate::describe() const {
+  return "the learned attack (" + std::to_string(threads) + " shadow models trained at once, " +
+         readable_bytes(shadow_model) + " each; then " + attacker.describe() + ")";
+}
+
+void check_learned_attack_memory(const LearnedReconstructionOptions& options, Index parameter_count, Index num_classes,
+                                 Index features, std::uint64_t shadow_model) {
+  LearnedAttackMemoryEstimate estimate;
+  estimate.attacker = estimate_attacker_memory(options, parameter_count, num_classes, features);
+  estimate.shadow_model = shadow_model;
+  estimate.threads = std::max<Index>(
+      1, std::min<Index>(omp_get_max_threads(), options.train_shadow_models + options.target_shadow_models));
+  check_memory(estimate.total(), options.max_memory,
+               estimate.describe() + " (fewer shadow models: " + option_name("train_shadow_models") + ", " +
+                   option_name("target_shadow_models") + "; fewer at once: " + option_name("threads") +
+                   "; a narrower " + option_name("attacker_hidden") + " or smaller " +
+                   option_name("attacker_batch_size") + ")");
 }
 
 }  // namespace filkit

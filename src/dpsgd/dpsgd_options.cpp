@@ -1,6 +1,7 @@
 // DpSgdOptions: its rules, its automatic choices and its JSON record.
 #include "filkit/dpsgd/training.hpp"
 
+#include "filkit/base/checks.hpp"
 #include "filkit/base/io.hpp"
 #include "filkit/base/options.hpp"
 #include "filkit/base/resources.hpp"
@@ -13,65 +14,43 @@
 
 namespace filkit {
 
-namespace {
-
-[[noreturn]] void invalid(const std::string& field, const std::string& value, const std::string& rule) {
-  throw std::invalid_argument("DpSgdOptions." + field + " = " + value + ": " + rule);
-}
-
-void require_positive(const std::string& field, double value) {
-  if (!(value > 0.0) || !std::isfinite(value)) invalid(field, format_double(value), "must be finite and > 0");
-}
-
-void require_probability(const std::string& field, double value) {
-  if (!(value > 0.0 && value < 1.0)) invalid(field, format_double(value), "must be in (0, 1)");
-}
-
-}  // namespace
-
 void DpSgdOptions::validate() const {
   if (!network && kind != ModelKind::kLogistic && kind != ModelKind::kSoftmax)
-    invalid("kind", to_string(kind), "must be logistic or softmax");
+    option_error("model", to_string(kind), "must be logistic or softmax");
   if (network) network->validate();
-  if (batch_size < 1) invalid("batch_size", std::to_string(batch_size), "must be >= 1");
-  if (steps < 1) invalid("steps", std::to_string(steps), "must be >= 1");
+  require_positive("batch_size", batch_size);
+  require_positive("steps", steps);
   require_positive("step_size", step_size);
   require_positive("clip_norm", clip_norm);
   require_positive("noise_multiplier", noise_multiplier);
-  if (!(momentum >= 0.0 && momentum < 1.0)) invalid("momentum", format_double(momentum), "must be in [0, 1)");
-  if (!(adam_beta1 >= 0.0 && adam_beta1 < 1.0)) invalid("adam_beta1", format_double(adam_beta1), "must be in [0, 1)");
-  if (!(adam_beta2 >= 0.0 && adam_beta2 < 1.0)) invalid("adam_beta2", format_double(adam_beta2), "must be in [0, 1)");
+  require_in_interval("momentum", momentum, 0.0, End::kClosed, 1.0, End::kOpen);
+  require_in_interval("adam_beta1", adam_beta1, 0.0, End::kClosed, 1.0, End::kOpen);
+  require_in_interval("adam_beta2", adam_beta2, 0.0, End::kClosed, 1.0, End::kOpen);
   require_positive("adam_epsilon", adam_epsilon);
-  if (checkpoint_every < 0) invalid("checkpoint_every", std::to_string(checkpoint_every), "must be >= 0");
-  if (stop_after < 0) invalid("stop_after", std::to_string(stop_after), "must be >= 0");
-  if (checkpoint_path == kStandardOutput) invalid("checkpoint_path", "-", "must name a file: the state is read back");
+  require_non_negative("checkpoint_every", checkpoint_every);
+  require_non_negative("stop_after", stop_after);
+  if (checkpoint_path == kStandardOutput) option_error("checkpoint", "-", "must name a file: the state is read back");
   if (checkpoint_path.empty() && (checkpoint_every > 0 || stop_after > 0))
-    invalid(checkpoint_every > 0 ? "checkpoint_every" : "stop_after",
-            std::to_string(checkpoint_every > 0 ? checkpoint_every : stop_after),
-            "needs checkpoint_path (where to save the state)");
-  if (!(weight_decay >= 0.0) || !std::isfinite(weight_decay))
-    invalid("weight_decay", format_double(weight_decay), "must be finite and >= 0");
-  if (!(init_scale >= 0.0) || !std::isfinite(init_scale))
-    invalid("init_scale", format_double(init_scale), "must be finite and >= 0");
-  if (kappa_delta) require_probability("kappa_delta", *kappa_delta);
-  require_probability("rdp_delta", rdp_delta);
+    option_error(checkpoint_every > 0 ? "checkpoint_every" : "stop_after",
+                 std::to_string(checkpoint_every > 0 ? checkpoint_every : stop_after),
+                 "needs " + option_name("checkpoint") + " (where to save the state)");
+  require_non_negative("weight_decay", weight_decay);
+  require_non_negative("init_scale", init_scale);
+  if (kappa_delta) require_in_interval("kappa_delta", *kappa_delta, 0.0, End::kOpen, 1.0, End::kOpen);
+  require_in_interval("rdp_delta", rdp_delta, 0.0, End::kOpen, 1.0, End::kOpen);
   require_positive("discretization", discretization);
   // Each probe is a draw per example and step (and, with the samples kept for the standard error,
   // memory): beyond 10^6 the estimate's error, falling as 1/sqrt(probes), gains nothing.
-  if (probes && (*probes < 1 || *probes > 1000000))
-    invalid("probes", std::to_string(*probes), "must be in 1..1000000");
-  if (power_iterations < 1 || power_iterations > 1000000)
-    invalid("power_iterations", std::to_string(power_iterations), "must be in 1..1000000");
-  if (runs < 1) invalid("runs", std::to_string(runs), "must be >= 1");
+  if (probes) require_in_range("probes", *probes, 1, 1000000);
+  require_in_range("power_iterations", power_iterations, 1, 1000000);
+  require_positive("runs", runs);
   // The progress and the resume state count steps over all runs.
   bounded_iterations({{"steps", steps}, {"runs", runs}}, "DP-SGD steps");
   for (double epoch : report_epochs) require_positive("report_epochs", epoch);
   // A percentile interval at 95% from fewer than tens of resamples rests on one or two of them;
   // beyond 10^6 its Monte-Carlo error is far below the runs' own.
-  if (bootstrap_resamples < 10 || bootstrap_resamples > 1000000)
-    invalid("bootstrap_resamples", std::to_string(bootstrap_resamples), "must be in 10..1000000");
-  if (!(confidence_level > 0.0 && confidence_level < 1.0))
-    invalid("confidence_level", format_double(confidence_level), "must be in (0, 1)");
+  require_in_range("bootstrap_resamples", bootstrap_resamples, 10, 1000000);
+  require_in_interval("confidence_level", confidence_level, 0.0, End::kOpen, 1.0, End::kOpen);
 }
 
 DpSgdOptions DpSgdOptions::resolved(std::optional<Index> n) const {

@@ -103,13 +103,4 @@ GradientModelMemoryEstimate estimate_gradient_model_memory(const GradientModelOp
   return estimate;
 }
 
-void check_gradient_model_memory(const GradientModelOptions& options, Index released, const Dataset& like,
-                                 Index public_rows, std::uint64_t budget) {
-  const GradientModelMemoryEstimate estimate =
-      estimate_gradient_model_memory(options, released, like.d(), like.image, public_rows);
-  check_memory(estimate.total(), ByteSize{budget},
-               estimate.describe() + " (narrower gradient_hidden, a smaller gradient_batch_size or fewer "
-                                     "gradient_probes)");
-}
-
 }  // namespace filkit

@@ -3,6 +3,7 @@
 #include "base/parallel_blocks.hpp"
 #include "base/seeding.hpp"
 #include "base/splitmix_stream.hpp"
+#include "filkit/base/checks.hpp"
 #include "filkit/base/first_exception.hpp"
 #include "filkit/base/io.hpp"
 #include "filkit/base/resources.hpp"
@@ -26,10 +27,6 @@ std::string text(double value) {
   std::ostringstream out;
   out << value;
   return out.str();
-}
-
-void require_positive(const char* name, Index value) {
-  if (value < 1) throw std::invalid_argument(std::string(name) + " = " + std::to_string(value) + ": must be >= 1");
 }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -57,25 +54,22 @@ void LearnedReconstructionOptions::validate() const {
   bounded_iterations({{"fixed_size", fixed_size}}, "examples in D_fixed");
   bounded_iterations({{"train_shadow_models", train_shadow_models}}, "shadow models");
   bounded_iterations({{"target_shadow_models", target_shadow_models}}, "shadow models");
-  for (Index width : attacker_hidden)
-    if (width < 1) throw std::invalid_argument("attacker_hidden = " + std::to_string(width) + ": widths must be >= 1");
-  if (!(ridge >= 0.0 && std::isfinite(ridge))) throw std::invalid_argument("ridge = " + text(ridge) + ": must be finite and >= 0");
+  for (Index width : attacker_hidden) require_positive("attacker_hidden", width);
+  require_non_negative("ridge", ridge);
   require_positive("attacker_epochs", attacker_epochs);
   require_positive("attacker_batch_size", attacker_batch_size);
   // The attacker takes ceil(train_shadow_models / attacker_batch_size) steps an epoch.
   bounded_iterations({{"attacker_epochs", attacker_epochs},
-                      {"ceil(train_shadow_models / attacker_batch_size)",
+                      {"ceil(" + option_name("train_shadow_models") + " / " + option_name("attacker_batch_size") + ")",
                        (train_shadow_models - 1) / attacker_batch_size + 1}},
                      "attacker steps");
-  if (!(attacker_step_size > 0.0 && std::isfinite(attacker_step_size)))
-    throw std::invalid_argument("attacker_step_size = " + text(attacker_step_size) + ": must be finite and > 0");
-  if (!(attacker_weight_decay >= 0.0 && std::isfinite(attacker_weight_decay)))
-    throw std::invalid_argument("attacker_weight_decay = " + text(attacker_weight_decay) + ": must be finite and >= 0");
+  require_positive("attacker_step_size", attacker_step_size);
+  require_non_negative("attacker_weight_decay", attacker_weight_decay);
 }
 
 AttackData draw_attack_data(const Dataset& data, const LearnedReconstructionOptions& options, Index public_size) {
   options.validate();
-  if (public_size < 0) throw std::invalid_argument("public_size = " + std::to_string(public_size) + ": must be >= 0");
+  require_non_negative("public_size", public_size);
   const Index candidates = options.train_shadow_models + options.target_shadow_models;
   const Index needed = public_size + options.fixed_size + candidates;
   if (data.n() < needed)

@@ -22,7 +22,7 @@
 namespace filkit {
 
 /// Raise whenever NetworkBackend, the factory, or a type they take or return changes.
-inline constexpr int kNetworkBackendAbiVersion = 6;
+inline constexpr int kNetworkBackendAbiVersion = 7;  // 7: NetworkOptions::max_memory optional
 
 /// One network's computations for a plan (network_layers.hpp) that Network has checked. Network
 /// checks every argument's shape and range before calling these.

@@ -3,6 +3,7 @@
 #include "filkit/dpsgd/networks.hpp"
 
 #include "dpsgd/network_backend.hpp"
+#include "filkit/base/checks.hpp"
 #include "filkit/base/io.hpp"
 #include "filkit/base/resources.hpp"
 #include "filkit/data/npy.hpp"
@@ -17,39 +18,39 @@
 
 namespace filkit {
 
-
 void NetworkOptions::validate() const {
   if (architecture == NetworkArchitecture::kMlp) {
-    if (hidden.empty()) throw std::invalid_argument("NetworkOptions.hidden: an mlp needs at least one hidden layer");
-    for (Index width : hidden)
-      if (width < 1)
-        throw std::invalid_argument("NetworkOptions.hidden = " + std::to_string(width) + ": widths must be >= 1");
+    if (hidden.empty()) option_error("hidden", "an mlp needs at least one hidden layer");
+    for (Index width : hidden) require_positive("hidden", width);
   }
   if (intercept && architecture != NetworkArchitecture::kSoftmax)
-    throw std::invalid_argument("NetworkOptions.intercept: only the softmax network takes an intercept (the other "
-                                "networks' layers have biases)");
+    option_error("intercept", "only the softmax network takes an intercept (the other networks' layers have biases)");
   const bool custom = architecture == NetworkArchitecture::kCustom;
   if (custom && layers.empty() == torchscript.empty())
-    throw std::invalid_argument(layers.empty() ? "network custom: give a layer specification (arch) or a TorchScript "
-                                                 "file (torchscript)"
-                                               : "network custom: give a layer specification (arch) or a TorchScript "
-                                                 "file (torchscript), not both");
+    option_error("model", "custom",
+                 "give a layer specification (" + option_name("arch") + ") or a TorchScript file (" +
+                     option_name("torchscript") + ")" + (layers.empty() ? "" : ", not both"));
   if (!custom && !layers.empty())
-    throw std::invalid_argument("arch = '" + layers + "': a layer specification needs the custom model (it would be "
-                                "ignored by " + to_string(architecture) + ")");
+    option_error("arch", "'" + layers + "'",
+                 "a layer specification needs the custom model (it would be ignored by " + to_string(architecture) + ")");
   if (!custom && !torchscript.empty())
-    throw std::invalid_argument("torchscript = '" + torchscript + "': a TorchScript file needs the custom model (it "
-                                "would be ignored by " + to_string(architecture) + ")");
-  if (!layers.empty()) parse_network_layers(layers);
+    option_error("torchscript", "'" + torchscript + "'",
+                 "a TorchScript file needs the custom model (it would be ignored by " + to_string(architecture) + ")");
+  if (!layers.empty()) {
+    try {
+      parse_network_layers(layers, "");
+    } catch (const std::invalid_argument& error) {  // ": layer 2 'softplus:1e-300': ..." (no `what`)
+      option_error("arch", "'" + layers + "'", std::string(error.what()).substr(2));
+    }
+  }
   if (!torchscript.empty()) {  // before any data is loaded, and without LibTorch
     std::error_code error;
     if (!std::filesystem::is_regular_file(torchscript, error))
-      throw std::invalid_argument("torchscript = '" + torchscript + "': " +
-                                  (std::filesystem::exists(torchscript, error) ? "not a regular file"
-                                                                               : "no such file") +
-                                  " (expected a module saved by torch.jit.save)");
+      option_error("torchscript", "'" + torchscript + "'",
+                   std::string(std::filesystem::exists(torchscript, error) ? "not a regular file" : "no such file") +
+                       " (expected a module saved by torch.jit.save)");
   }
-  if (chunk < 1) throw std::invalid_argument("NetworkOptions.chunk = " + std::to_string(chunk) + ": must be >= 1");
+  require_positive("chunk", chunk);
 }
 
 std::vector<LayerSpec> builtin_network_layers(const NetworkOptions& options, Index num_classes) {
@@ -109,10 +110,6 @@ NetworkMemoryEstimate estimate_network_memory(const NetworkPlan& plan, Index row
   estimate.activations = bytes(saturating_product(r, activations), kNetworkActivationCopies);
   estimate.per_example_gradients = bytes(saturating_product(r, conv_weights), kNetworkPerExampleCopies);
   return estimate;
-}
-
-Index network_rows_in_flight(const NetworkOptions& options) {
-  return options.batch_rows > 0 ? std::min(options.chunk, options.batch_rows) : options.chunk;
 }
 
 namespace {
@@ -237,10 +234,11 @@ Network::Network(const NetworkOptions& options, Index input_dim, Index num_class
   const std::vector<Index> input_shape = network_input_shape(options, input_dim, image);
   std::optional<TorchScriptNetwork> module;
   std::vector<LayerSpec> layers;
+  const std::uint64_t budget = options.max_memory.value_or(default_memory_budget().bytes);
   if (!options.torchscript.empty()) {
     // A damaged file (a flipped bit in a weight) fails its members' CRC-32s; LibTorch does not check them.
     check_torchscript_memory(options.torchscript,
-                             verify_zip_members(options.torchscript, "TorchScript (zip) file"), options.max_memory);
+                             verify_zip_members(options.torchscript, "TorchScript (zip) file"), budget);
     module = read_torchscript(options.torchscript, input_shape, /*seed=*/0x5eed);
     if (!module->unsupported_operator.empty()) {
       const std::string reason = refused_layer_reason(module->unsupported_operator);
@@ -258,8 +256,9 @@ Network::Network(const NetworkOptions& options, Index input_dim, Index num_class
   impl_->plan = plan_network(layers, input_shape, num_classes);
   impl_->p = impl_->plan.parameter_count;
   const NetworkMemoryEstimate estimate = estimate_network_memory(impl_->plan, network_rows_in_flight(options));
-  check_memory(estimate.total(), ByteSize{options.max_memory},
-               "training " + estimate.describe() + " (fewer examples at once: chunk, batch_size; or a smaller network)");
+  check_memory(estimate.total(), ByteSize{budget},
+               "training " + estimate.describe() + " (fewer examples at once: " + option_name("chunk") + ", " +
+                   option_name("batch_size") + "; or a smaller network)");
   impl_->backend = create_network_backend(impl_->plan, options);
   if (module) {
     if (module->parameters.size() != impl_->p)

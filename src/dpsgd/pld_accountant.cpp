@@ -1,5 +1,7 @@
 #include "filkit/dpsgd/pld_accountant.hpp"
 
+#include "filkit/base/checks.hpp"
+
 #include <unsupported/Eigen/FFT>
 
 #include <algorithm>
@@ -150,12 +152,8 @@ void truncate_tails(DiscretePld& pld, double tail_mass, double noise) {
 }  // namespace
 
 void PldSettings::validate() const {
-  if (!(discretization > 0 && std::isfinite(discretization))) {
-    throw std::invalid_argument("discretization = " + number(discretization) + " must be finite and > 0");
-  }
-  if (!(truncation_mass > 0 && truncation_mass < 1)) {
-    throw std::invalid_argument("truncation_mass = " + number(truncation_mass) + " must be in (0, 1)");
-  }
+  require_positive("discretization", discretization);
+  require_in_interval("truncation_mass", truncation_mass, 0.0, End::kOpen, 1.0, End::kOpen);
 }
 
 DiscretePld gaussian_pld(double s, double q, PldDirection direction, const PldSettings& settings) {

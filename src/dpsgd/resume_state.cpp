@@ -415,25 +415,11 @@ std::optional<std::string> read_if_present(const std::string& path) {
 
 namespace {
 
-/// FNV-1a over the bytes of one example (its features, then its label).
-std::uint64_t example_hash(const Dataset& data, Index i) {
-  std::uint64_t hash = 0xcbf29ce484222325ULL;
-  auto mix = [&hash](const double& value) {
-    const auto* bytes = reinterpret_cast<const unsigned char*>(&value);
-    for (std::size_t k = 0; k < sizeof(double); ++k) hash = (hash ^ bytes[k]) * 0x100000001b3ULL;
-  };
-  for (Index j = 0; j < data.d(); ++j) mix(data.X(i, j));
-  mix(data.y(i));
-  return hash;
-}
-
-/// A hash of all the ranks' rows of `data` (this rank's rows start at global row `offset`): the sum
-/// mod 2^64 of each row's hash keyed by its global index, so that any number of ranks (one process
-/// included) gives the same value. The sum is added over the ranks in two exact 32-bit halves.
-std::uint64_t rows_hash(const Dataset& data, Index offset, const Communicator& comm) {
-  std::uint64_t sum = 0;
-  for (Index i = 0; i < data.n(); ++i)
-    sum += splitmix64(example_hash(data, i) ^ splitmix64(static_cast<std::uint64_t>(offset + i)));
+/// rows_hash (data/dataset.hpp) of all the ranks' rows of `data` (this rank's rows start at global
+/// row `offset`), the same for any number of ranks (one process included). The sum is added over
+/// the ranks in two exact 32-bit halves.
+std::uint64_t all_ranks_rows_hash(const Dataset& data, Index offset, const Communicator& comm) {
+  const std::uint64_t sum = filkit::rows_hash(data, offset);
   const Index low = comm.sum(static_cast<Index>(sum & 0xffffffffULL));
   const Index high = comm.sum(static_cast<Index>(sum >> 32));
   return (static_cast<std::uint64_t>(high) << 32) + static_cast<std::uint64_t>(low);
@@ -451,7 +437,8 @@ nlohmann::json job_fingerprint(const Dataset& train, const Dataset& test, const 
         "discretization"})
     settings.erase(key);
   const Index train_offset = comm.exclusive_prefix_sum(train.n()), test_offset = comm.exclusive_prefix_sum(test.n());
-  const std::uint64_t hash = rows_hash(train, train_offset, comm) ^ splitmix64(rows_hash(test, test_offset, comm));
+  const std::uint64_t hash =
+      all_ranks_rows_hash(train, train_offset, comm) ^ splitmix64(all_ranks_rows_hash(test, test_offset, comm));
   return {{"settings", settings},
           {"train", {comm.sum(train.n()), train.d()}},
           {"test", {comm.sum(test.n()), test.d()}},

@@ -1,6 +1,7 @@
 #include "dpsgd/trainable_models.hpp"
 #include "base/seeding.hpp"
 
+#include "filkit/base/checks.hpp"
 #include "filkit/dpsgd/clipped_gradient.hpp"
 #include "filkit/dpsgd/jacobian_estimators.hpp"
 #include "filkit/dpsgd/networks.hpp"
@@ -121,8 +122,8 @@ class NetworkDpSgdModel : public DpSgdModel {
   NetworkDpSgdModel(const Dataset& train, const DpSgdOptions& options, Index num_classes)
       : train_(train), options_(options), network_(network_options(options), train.d(), num_classes, train.image) {
     if (options.label == LabelPrivacy::kPrivate)
-      throw std::invalid_argument("DpSgdOptions.label = private: networks treat the label as public (only the "
-                                  "closed-form GLMs account for a private label)");
+      option_error("label", "private",
+                   "networks treat the label as public (only the closed-form GLMs account for a private label)");
     request_.trace = options.trace.value();
     request_.spectral = options.spectral.value();
     request_.probes = options.probes.value();

@@ -1,5 +1,6 @@
 #include "filkit/dpsgd/training.hpp"
 
+#include "filkit/base/checks.hpp"
 #include "filkit/base/timing.hpp"
 
 #include "filkit/base/finite.hpp"
@@ -138,9 +139,9 @@ std::vector<Index> snapshot_steps(const DpSgdOptions& options, Index n) {
     // Compared before rounding: llround of a step beyond 2^63 (epochs 1e300) is undefined.
     const double exact = epoch * static_cast<double>(n) / static_cast<double>(options.batch_size);
     if (!(exact < static_cast<double>(options.steps) + 0.5))
-      throw std::invalid_argument("DpSgdOptions.report_epochs = " + format_double(epoch) + ": is step " +
-                                  format_double(std::round(exact)) + " (epoch x n / batch_size), beyond steps = " +
-                                  std::to_string(options.steps));
+      option_error("report_epochs", format_double(epoch),
+                   "is step " + format_double(std::round(exact)) + " (epoch x n / " + option_name("batch_size") +
+                       "), beyond " + option_name("steps") + " = " + std::to_string(options.steps));
     steps.push_back(std::max<Index>(1, std::llround(exact)));
   }
   std::sort(steps.begin(), steps.end());
@@ -153,8 +154,8 @@ std::string training_stage(int run, Index step) {
 }
 
 // Why parameters or accounted Fisher information stop being finite: training diverged.
-std::string divergence_cause(const DpSgdOptions& options) {
-  return "training diverged: step_size = " + format_double(options.step_size) +
+Message divergence_cause(const DpSgdOptions& options) {
+  return "training diverged: " + option_name("step_size") + " = " + format_double(options.step_size) +
          " is likely too large (try 0.01 to 1), or the data far from unit scale";
 }
 
@@ -254,14 +255,14 @@ DpSgdResult train_runs(const Dataset& train, const Dataset& test, const DpSgdOpt
   const Index n = comm.sum(train.n());  // over all ranks; this process holds rows first_row ..
   const Index first_row = comm.exclusive_prefix_sum(train.n());
   const DpSgdOptions options = requested.resolved(n);
-  if (!options.checkpoint_path.empty()) check_output_path("DpSgdOptions.checkpoint_path", options.checkpoint_path);
+  if (!options.checkpoint_path.empty()) check_output_path("checkpoint", options.checkpoint_path);
   train.validate();
   if (test.n() > 0) test.validate();
   if (test.n() > 0 && test.d() != train.d())
     throw std::invalid_argument("train_dpsgd: test has " + std::to_string(test.d()) + " features, train " +
                                 std::to_string(train.d()));
   if (options.batch_size > n)
-    throw std::invalid_argument("DpSgdOptions.batch_size = " + std::to_string(options.batch_size) + ": must be <= n = " + std::to_string(n));
+    option_error("batch_size", std::to_string(options.batch_size), "must be <= n = " + std::to_string(n));
 
   DpSgdResult result;
   result.n = n;
@@ -312,7 +313,8 @@ DpSgdResult train_runs(const Dataset& train, const Dataset& test, const DpSgdOpt
 
   const double scale = result.kappa / std::pow(options.noise_multiplier * options.clip_norm, 2);
   require_finite(scale, "accounting", "kappa / (noise_multiplier x clip_norm)^2",
-                 "noise_multiplier x clip_norm is too small for its square to be represented");
+                 option_name("noise_multiplier") + " x " + option_name("clip_norm") +
+                     " is too small for its square to be represented");
   const auto start = std::chrono::steady_clock::now();
   const double evaluation_before = state.evaluation_seconds, training_before = state.training_seconds;
   double evaluation_seconds = 0.0;

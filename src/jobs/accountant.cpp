@@ -1,5 +1,6 @@
 #include "filkit/jobs/accountant.hpp"
 
+#include "filkit/base/checks.hpp"
 #include "filkit/base/io.hpp"
 #include "filkit/base/options.hpp"
 #include "filkit/dpsgd/pld_accountant.hpp"
@@ -21,8 +22,9 @@ namespace filkit {
 
 namespace {
 
+// A number of the list option `option` (orders, mechanism); `what` says which.
 template <typename Number>
-Number parse_number(const std::string& text, const std::string& what) {
+Number parse_number(const std::string& text, const std::string& option, const std::string& what) {
   Number value{};
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (error == std::errc::result_out_of_range) {
@@ -30,11 +32,9 @@ Number parse_number(const std::string& text, const std::string& what) {
                                   ? "magnitude at most 1.8e308"
                                   : std::to_string(std::numeric_limits<Number>::min()) + ".." +
                                         std::to_string(std::numeric_limits<Number>::max());
-    throw std::invalid_argument(what + ": '" + text + "' is out of range (" + range + ")");
+    option_error(option, what + "'" + text + "' is out of range (" + range + ")");
   }
-  if (error != std::errc() || end != text.data() + text.size()) {
-    throw std::invalid_argument(what + ": '" + text + "' is not a number");
-  }
+  if (error != std::errc() || end != text.data() + text.size()) option_error(option, what + "'" + text + "' is not a number");
   return value;
 }
 
@@ -50,7 +50,7 @@ std::vector<double> parse_orders(const std::string& text) {
     return rdp_orders(parse_enum<OrderGrid>(text));
   }
   std::vector<double> orders;
-  for (const std::string& field : split_commas(text)) orders.push_back(parse_number<double>(field, "orders"));
+  for (const std::string& field : split_commas(text)) orders.push_back(parse_number<double>(field, "orders", ""));
   return orders;
 }
 
@@ -64,14 +64,15 @@ std::vector<Mechanism> parse_mechanisms(const std::vector<std::string>& texts) {
   if (fields.size() % 3 != 0) {
     std::string given;
     for (const std::string& field : fields) given += (given.empty() ? "" : ",") + field;
-    throw std::invalid_argument("mechanism '" + given + "': expected sample_rate,noise_multiplier,steps (three numbers) for "
-                                "each mechanism, got " + std::to_string(fields.size()) + " numbers");
+    option_error("mechanism", "'" + given + "'",
+                 "expected sample_rate,noise_multiplier,steps (three numbers) for each mechanism, got " +
+                     std::to_string(fields.size()) + " numbers");
   }
   std::vector<Mechanism> all;
   for (std::size_t k = 0; k < fields.size(); k += 3)
-    all.push_back({parse_number<double>(fields[k], "mechanism sample_rate"),
-                   parse_number<double>(fields[k + 1], "mechanism noise_multiplier"),
-                   parse_number<std::int64_t>(fields[k + 2], "mechanism steps")});
+    all.push_back({parse_number<double>(fields[k], "mechanism", "sample_rate "),
+                   parse_number<double>(fields[k + 1], "mechanism", "noise_multiplier "),
+                   parse_number<std::int64_t>(fields[k + 2], "mechanism", "steps ")});
   return all;
 }
 
@@ -82,8 +83,8 @@ bool has_single_mechanism(const AccountantOptions& options) {
 double sampling_rate(const AccountantOptions& options) {
   if (options.q) return *options.q;
   if (*options.batch_size < 1 || *options.batch_size > *options.n) {
-    throw std::invalid_argument("batch_size = " + std::to_string(*options.batch_size) + " must be in [1, n = " +
-                                std::to_string(*options.n) + "]");
+    option_error("batch_size", std::to_string(*options.batch_size),
+                 "must be in [1, " + option_name("n") + " = " + std::to_string(*options.n) + "]");
   }
   return static_cast<double>(*options.batch_size) / static_cast<double>(*options.n);
 }
@@ -91,14 +92,13 @@ double sampling_rate(const AccountantOptions& options) {
 // ceil(epochs n / B) or ceil(epochs / q), except that a quotient within 1e-9 of an integer counts as
 // that integer: the binary rounding of q could otherwise turn 15 / 0.0025 into 6001 steps.
 std::int64_t steps_from_epochs(const AccountantOptions& options) {
-  if (!(*options.epochs > 0)) throw std::invalid_argument("epochs must be > 0");
+  require_positive("epochs", *options.epochs);
   const double steps = options.q ? *options.epochs / *options.q
                                  : *options.epochs * static_cast<double>(*options.n) /
                                        static_cast<double>(*options.batch_size);
   // Beyond 1e15 steps no accounting is meaningful, and beyond 2^63 the count does not fit.
   if (!(steps <= kMaxIterations))
-    throw std::invalid_argument("epochs = " + format_double(*options.epochs) + " means " + format_double(steps) +
-                                " steps, more than 1e15");
+    option_error("epochs", format_double(*options.epochs), "means " + format_double(steps) + " steps, more than 1e15");
   const double nearest = std::round(steps);
   return static_cast<std::int64_t>(std::abs(steps - nearest) <= 1e-9 * nearest ? nearest : std::ceil(steps));
 }
@@ -168,25 +168,28 @@ void print_spent(std::ostream& out, const std::vector<Mechanism>& composed, cons
 }  // namespace
 
 void AccountantOptions::validate() const {
-  if (q && (batch_size || n)) throw std::invalid_argument("give either sample_rate or batch_size with n, not both");
-  if (batch_size.has_value() != n.has_value()) throw std::invalid_argument("batch_size and n go together");
-  if (steps && epochs) throw std::invalid_argument("give either steps or epochs, not both");
+  const OptionName Q = option_name("sample_rate"), B = option_name("batch_size"), N = option_name("n"),
+                   noise = option_name("noise_multiplier"), T = option_name("steps"), E = option_name("epochs"),
+                   mechanism = option_name("mechanism");
+  if (q && (batch_size || n)) option_error("sample_rate", "give either " + Q + " or " + B + " with " + N + ", not both");
+  if (batch_size.has_value() != n.has_value())
+    option_error(batch_size ? "batch_size" : "n", B + " and " + N + " go together");
+  if (steps && epochs) option_error("steps", "give either " + T + " or " + E + ", not both");
   if (target_eps) {
-    if (noise_multiplier) throw std::invalid_argument("target_eps solves for noise_multiplier; do not give both");
-    if (!mechanisms.empty()) throw std::invalid_argument("target_eps searches one mechanism; drop mechanism");
+    if (noise_multiplier) option_error("target_eps", "solves for " + noise + "; do not give both");
+    if (!mechanisms.empty()) option_error("target_eps", "searches one mechanism; drop " + mechanism);
   } else if (has_single_mechanism(*this) && !noise_multiplier) {
-    throw std::invalid_argument("noise_multiplier is required (or target_eps to solve for it)");
+    option_error("noise_multiplier", "is required (or " + option_name("target_eps") + " to solve for it)");
   }
   const bool needs_single = target_eps || has_single_mechanism(*this);
-  if (needs_single && !q && !batch_size) throw std::invalid_argument("give sample_rate, or batch_size with n");
-  if (needs_single && !steps && !epochs) throw std::invalid_argument("give steps or epochs");
-  if (!needs_single && mechanisms.empty()) {
-    throw std::invalid_argument("nothing to account: give sample_rate/noise_multiplier/steps or mechanism sample_rate,noise_multiplier,steps");
-  }
-  if (orders.empty()) throw std::invalid_argument("orders must not be empty");
+  if (needs_single && !q && !batch_size) option_error("sample_rate", "give " + Q + ", or " + B + " with " + N);
+  if (needs_single && !steps && !epochs) option_error("steps", "give " + T + " or " + E);
+  if (!needs_single && mechanisms.empty())
+    option_error("mechanism", "nothing to account: give " + Q + ", " + noise + " and " + T + ", or " + mechanism +
+                                  " sample_rate,noise_multiplier,steps");
+  if (orders.empty()) option_error("orders", "must not be empty");
   PldSettings{discretization}.validate();
-  if (curve_points && (*curve_points < 0 || *curve_points > 1000))
-    throw std::invalid_argument("curve_points = " + std::to_string(*curve_points) + " must be in 0..1000");
+  if (curve_points) require_in_range("curve_points", *curve_points, 0, 1000);
 }
 
 namespace {

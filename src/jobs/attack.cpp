@@ -1,5 +1,6 @@
 #include "filkit/jobs/attack.hpp"
 
+#include "filkit/base/checks.hpp"
 #include "filkit/base/options.hpp"
 #include "filkit/base/resources.hpp"
 #include "filkit/base/stage.hpp"
@@ -18,8 +19,8 @@ std::string attacked_attribute(const AttackJobOptions& options) {
   if (!options.attribute.empty()) return options.attribute;
   if (const TabularDatasetInfo* builtin = find_tabular_dataset(options.task.data.data))
     return builtin->sensitive_attribute;
-  throw std::invalid_argument("attribute is required for '" + options.task.data.data +
-                              "' (only the built-in tabular datasets have a default sensitive attribute)");
+  option_error("attribute", "is required for '" + options.task.data.data +
+                                "' (only the built-in tabular datasets have a default sensitive attribute)");
 }
 }  // namespace
 

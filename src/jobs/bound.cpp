@@ -1,5 +1,6 @@
 #include "filkit/jobs/bound.hpp"
 
+#include "filkit/base/checks.hpp"
 #include "filkit/base/timing.hpp"
 
 #include "base/parsing.hpp"
@@ -32,7 +33,7 @@ VectorXd read_diameters(const std::string& path) {
   try {
     in.str(detail::read_file_bytes(path));  // within the default memory budget, as any input
   } catch (const std::exception& error) {
-    throw std::invalid_argument("diameter '" + path + "': neither a number nor a readable file (" + error.what() + ")");
+    option_error("diameter", "'" + path + "'", std::string("neither a number nor a readable file (") + error.what() + ")");
   }
   std::vector<double> values;
   std::string token;
@@ -74,8 +75,7 @@ void BoundJobOptions::validate() const {
   task.validate();
   const FitOptions fit = task.fit_options();
   if (fit.kind != ModelKind::kLogistic)
-    throw std::invalid_argument("model = " + to_string(fit.kind) +
-                                ": reconstruction bounds of output perturbation need logistic regression");
+    option_error("model", to_string(fit.kind), "reconstruction bounds of output perturbation need logistic regression");
   bound_options().validate();
 }
 

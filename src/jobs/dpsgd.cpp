@@ -1,5 +1,6 @@
 #include "filkit/jobs/dpsgd.hpp"
 
+#include "filkit/base/checks.hpp"
 #include "filkit/jobs/task.hpp"
 
 #include "filkit/base/io.hpp"
@@ -24,17 +25,18 @@ bool is_network(DpSgdModel model) { return model != DpSgdModel::kLogistic && mod
 DpSgdOptions DpSgdJobOptions::training_options() const {
   DpSgdOptions options = dpsgd;
   if (model != DpSgdModel::kCustom && !network.layers.empty())
-    throw std::invalid_argument("arch: a layer specification needs model = custom (model is " + to_string(model) + ")");
+    option_error("arch", "a layer specification needs " + option_name("model") + " = custom (" + option_name("model") +
+                             " is " + to_string(model) + ")");
   if (model != DpSgdModel::kCustom && !network.torchscript.empty())
-    throw std::invalid_argument("torchscript: a TorchScript file needs model = custom (model is " + to_string(model) +
-                                ")");
+    option_error("torchscript", "a TorchScript file needs " + option_name("model") + " = custom (" +
+                                    option_name("model") + " is " + to_string(model) + ")");
   const bool glm = !is_network(model);
   const bool torch = engine == DpSgdEngine::kTorch || (engine == DpSgdEngine::kAuto && !glm);
   if (!glm && engine == DpSgdEngine::kClosedForm)
-    throw std::invalid_argument("engine = closed-form: the " + to_string(model) + " has no closed form; use torch");
+    option_error("engine", "closed-form", "the " + to_string(model) + " has no closed form; use torch");
   if (model == DpSgdModel::kLogistic && torch)
-    throw std::invalid_argument("engine = torch: logistic is closed-form only (the softmax network with 2 classes is "
-                                "its autodiff counterpart)");
+    option_error("engine", "torch", "logistic is closed-form only (the softmax network with 2 classes is its autodiff "
+                                    "counterpart)");
   if (torch) {
     NetworkOptions net = network;
     net.architecture = parse_enum<NetworkArchitecture>(to_string(model));
@@ -59,16 +61,15 @@ void DpSgdJobOptions::resolve() {
 void DpSgdJobOptions::validate() const {
   data.validate();
   // Flags of the networks are checked whatever the model, so that a wrong value is never ignored.
-  if (network.chunk < 1) throw std::invalid_argument("chunk = " + std::to_string(network.chunk) + ": must be >= 1");
-  for (Index width : network.hidden)
-    if (width < 1) throw std::invalid_argument("hidden = " + std::to_string(width) + ": widths must be >= 1");
+  require_positive("chunk", network.chunk);
+  for (Index width : network.hidden) require_positive("hidden", width);
   training_options().validate();
 }
 
 DpSgdJobResult run_dpsgd(const DpSgdJobOptions& requested, bool progress) {
   requested.validate();
   const std::string& checkpoint = requested.dpsgd.checkpoint_path;  // before loading: train_dpsgd checks it late
-  if (!checkpoint.empty()) check_output_path("DpSgdOptions.checkpoint_path", checkpoint);
+  if (!checkpoint.empty()) check_output_path("checkpoint", checkpoint);
   DpSgdJobResult result;
   result.options = requested;
   result.options.resolve();

@@ -1,5 +1,6 @@
 #include "filkit/jobs/fim.hpp"
 
+#include "filkit/base/checks.hpp"
 #include "filkit/base/options.hpp"
 #include "filkit/base/resources.hpp"
 #include "filkit/base/sha256.hpp"
@@ -41,10 +42,11 @@ PublicDataTrainingOptions FimJobOptions::default_training() {
 PublicDataTrainingOptions FimJobOptions::training_options() const {
   PublicDataTrainingOptions t = training;
   if (model == DpSgdModel::kLogistic)
-    throw std::invalid_argument("model = logistic: use softmax (any number of classes, 2 included)");
+    option_error("model", "logistic", "use softmax (any number of classes, 2 included)");
   if (model != DpSgdModel::kCustom && (!network.layers.empty() || !network.torchscript.empty()))
-    throw std::invalid_argument("arch / torchscript: a custom network needs model = custom (model is " +
-                                to_string(model) + ")");
+    option_error(network.layers.empty() ? "torchscript" : "arch",
+                 "a custom network needs " + option_name("model") + " = custom (" + option_name("model") + " is " +
+                     to_string(model) + ")");
   t.private_phase.kind = ModelKind::kSoftmax;
   t.private_phase.max_memory = data.max_memory;  // the budget of the networks and the gradient model
   t.private_phase.network.reset();
@@ -60,8 +62,7 @@ PublicDataTrainingOptions FimJobOptions::training_options() const {
 
 void FimJobOptions::validate() const {
   data.validate();
-  for (Index width : network.hidden)
-    if (width < 1) throw std::invalid_argument("hidden = " + std::to_string(width) + ": widths must be >= 1");
+  for (Index width : network.hidden) require_positive("hidden", width);
   const PublicDataTrainingOptions t = training_options();
   t.validate();
   refuse_repeats("methods", t.methods);
@@ -71,7 +72,8 @@ void FimJobOptions::validate() const {
                      "private steps");
   // Before each private step the gradient model takes at most max(gradient_steps, gradient_min_steps).
   bounded_iterations({{"steps", p.steps}, {"runs", p.runs},
-                      {"max(gradient_steps, gradient_min_steps)", std::max(t.gradient_model.steps, t.gradient_model.min_steps)}},
+                      {"max(" + option_name("gradient_steps") + ", " + option_name("gradient_min_steps") + ")",
+                       std::max(t.gradient_model.steps, t.gradient_model.min_steps)}},
                      "gradient-model steps");
   // steps_before forms (t - 1) gradient_decay for every private step t.
   bounded_iterations({{"gradient_decay", t.gradient_model.decay}, {"steps", p.steps}}, "decayed gradient-model steps");

@@ -1,9 +1,14 @@
 #include "filkit/jobs/job.hpp"
 
+#include "base/seeding.hpp"
+#include "filkit/base/checks.hpp"
 #include "filkit/base/io.hpp"
+#include "filkit/data/load.hpp"
 #include "filkit/report/report.hpp"
 
 #include <cstdint>
+#include <cstring>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -29,13 +34,6 @@ bool JobOutputs::empty() const {
 
 namespace {
 
-std::string flag_of(const std::string& name) {
-  std::string flag = "--" + name;
-  for (char& c : flag)
-    if (c == '_') c = '-';
-  return flag;
-}
-
 // The files write_job_outputs may put into the report directory besides the report itself (and
 // the table, JobResult::table_file; most jobs' per-example.csv).
 constexpr const char* kReportSummary = "summary.json";
@@ -43,16 +41,16 @@ constexpr const char* kReportTable = "per-example.csv";
 
 void check_report_directory(const std::string& report) {
   if (report.empty()) return;
-  if (report == kStandardOutput) throw std::invalid_argument("--report -: the report is a directory of files; name one");
-  if (!fs::exists(report)) return check_output_path("--report", report);  // created in a writable directory
-  if (!fs::is_directory(report)) throw std::invalid_argument("--report " + report + ": exists and is not a directory");
+  if (report == kStandardOutput) option_error("report", "-", "the report is a directory of files; name one");
+  if (!fs::exists(report)) return check_output_path("report", report);  // created in a writable directory
+  if (!fs::is_directory(report)) option_error("report", report, "exists and is not a directory");
   for (const char* file : {"report.html", kReportSummary, kReportTable})
-    check_output_path("--report", (fs::path(report) / file).string());
+    check_output_path("report", (fs::path(report) / file).string());
 }
 
 std::string table_csv(const JobResult& result) {
   const NumericTable table = result.table();
-  if (table.header.empty()) throw std::invalid_argument("--out: this job writes no table");
+  if (table.header.empty()) option_error("out", "this job writes no table");
   return table.to_csv();
 }
 
@@ -113,13 +111,13 @@ std::string build_report(const std::string& directory, const FormedOutputs& form
 }  // namespace
 
 void check_output_paths(const JobOutputs& outputs) {
-  if (!outputs.out.empty()) check_output_path("--out", outputs.out);
-  if (!outputs.json.empty()) check_output_path("--json", outputs.json);
+  if (!outputs.out.empty()) check_output_path("out", outputs.out);
+  if (!outputs.json.empty()) check_output_path("json", outputs.json);
   for (const auto& [name, path] : outputs.extra)
-    if (!path.empty()) check_output_path(flag_of(name), path);
+    if (!path.empty()) check_output_path(name, path);
   check_report_directory(outputs.report);
-  std::vector<std::pair<std::string, std::string>> named = {{"--out", outputs.out}, {"--json", outputs.json}};
-  for (const auto& [name, path] : outputs.extra) named.emplace_back(flag_of(name), path);
+  std::vector<std::pair<std::string, std::string>> named = {{"out", outputs.out}, {"json", outputs.json}};
+  for (const auto& [name, path] : outputs.extra) named.emplace_back(name, path);
   check_distinct_outputs(named);
 }
 
@@ -128,26 +126,45 @@ namespace {
 // A machine's share, not a setting of the results: it may differ between the nodes of a job.
 constexpr const char* kMachineSettings[] = {"max_memory"};
 
-/// What a rank knows of a file a setting names: its size and a hash (FNV-1a) of its first and
-/// last 64 KiB, which hold the header and the end of the data (a file cut short or another
-/// dataset differs there). Null for anything but a regular file.
-nlohmann::json file_identity(const std::string& path) {
-  std::error_code error;
-  if (path.empty() || !fs::is_regular_file(path, error)) return nullptr;
-  const std::uintmax_t size = fs::file_size(path, error);
+/// A hash of a file's whole contents, read in pieces (words of 8 bytes mixed by splitmix64; a
+/// few GB/s, so that a rank checking its copy of the data costs a fraction of reading it).
+std::optional<std::uint64_t> contents_hash(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (error || !in) return nullptr;
-  constexpr std::uintmax_t kPart = 64 * 1024;
-  std::uint64_t hash = 0xcbf29ce484222325ULL;
-  std::vector<char> buffer(kPart);
-  for (const std::uintmax_t start : {std::uintmax_t{0}, size > kPart ? size - kPart : std::uintmax_t{0}}) {
-    in.clear();
-    in.seekg(static_cast<std::streamoff>(start));
-    in.read(buffer.data(), static_cast<std::streamsize>(kPart));
-    for (std::streamsize k = 0; k < in.gcount(); ++k)
-      hash = (hash ^ static_cast<unsigned char>(buffer[static_cast<std::size_t>(k)])) * 0x100000001b3ULL;
+  if (!in) return std::nullopt;
+  std::vector<char> buffer(std::size_t{1} << 20);
+  std::uint64_t hash = 0x9e3779b97f4a7c15ULL;
+  while (in) {
+    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    const auto got = static_cast<std::size_t>(in.gcount());
+    std::size_t k = 0;
+    for (; k + 8 <= got; k += 8) {
+      std::uint64_t word = 0;
+      std::memcpy(&word, buffer.data() + k, 8);
+      hash = splitmix64(hash ^ word);
+    }
+    std::uint64_t tail = got - k;  // the last bytes, with their count (so trailing zeros count)
+    for (; k < got; ++k) tail = (tail << 8) | static_cast<unsigned char>(buffer[k]);
+    if (got % 8 != 0) hash = splitmix64(hash ^ tail);
   }
-  return {{"bytes", size}, {"hash", std::to_string(hash)}};
+  if (in.bad()) return std::nullopt;
+  return hash;
+}
+
+/// What a rank knows of the files a setting names (a data source's files, or the file a path
+/// names): each path, its size and a hash of its contents. Empty for anything else.
+nlohmann::json file_identities(const std::string& name, const std::string& value) {
+  std::vector<std::string> paths;
+  std::error_code error;
+  if (name == "data") paths = dataset_source_files(value);
+  else if (!value.empty() && fs::is_regular_file(value, error)) paths = {value};
+  nlohmann::json files = nlohmann::json::array();
+  for (const std::string& path : paths) {
+    const std::uintmax_t size = fs::file_size(path, error);
+    const std::optional<std::uint64_t> hash = contents_hash(path);
+    if (error || !hash) continue;  // unreadable here: the loader says so
+    files.push_back({{"path", path}, {"bytes", size}, {"hash", std::to_string(*hash)}});
+  }
+  return files;
 }
 
 /// What rank `rank` must agree on with rank 0: the command, its settings, the files they name.
@@ -156,8 +173,8 @@ nlohmann::json rank_identity(const std::string& command, const nlohmann::json& s
   for (const char* name : kMachineSettings) compared.erase(name);
   for (const auto& [name, value] : compared.items())
     if (value.is_string()) {
-      const nlohmann::json identity = file_identity(value.get<std::string>());
-      if (!identity.is_null()) files[name] = identity;
+      nlohmann::json identities = file_identities(name, value.get<std::string>());
+      if (!identities.empty()) files[name] = std::move(identities);
     }
   return {{"command", command}, {"settings", compared}, {"files", files}};
 }
@@ -168,33 +185,59 @@ std::string shown_setting(const nlohmann::json& value) {
   return text.size() > 100 ? text.substr(0, 100) + "..." : text;
 }
 
-/// How rank `rank`'s identity differs from rank 0's, naming the first differing flag; empty if not.
-std::string rank_difference(const nlohmann::json& zero, const nlohmann::json& other, int rank) {
+/// How the files of setting `name` differ on rank `rank` from rank 0's (`zero`, `other`: their
+/// file_identities); empty if they do not.
+Message files_difference(const std::string& name, const std::string& value, const nlohmann::json& zero,
+                         const nlohmann::json& other, int rank) {
+  const std::string on = " on rank " + std::to_string(rank) + " but ";
+  const Message subject = option_name(name) + " " + value;
+  if (zero.size() != other.size())
+    return subject + " reads " + std::to_string(other.size()) + " file(s)" + on + std::to_string(zero.size()) +
+           " on rank 0";
+  for (std::size_t k = 0; k < zero.size(); ++k) {
+    const nlohmann::json &a = zero[k], &b = other[k];
+    const std::string path = b["path"].get<std::string>();
+    const Message file = a["path"] == b["path"] ? subject + (path == value ? Message("") : Message(" (" + path + ")"))
+                                                : subject + " (" + path + " on rank " + std::to_string(rank) + ", " +
+                                                      a["path"].get<std::string>() + " on rank 0)";
+    if (a["bytes"] != b["bytes"])
+      return file + " has " + b["bytes"].dump() + " bytes" + on + a["bytes"].dump() + " on rank 0";
+    if (a["hash"] != b["hash"]) return file + " has other contents" + on + "the same size on rank 0";
+  }
+  return {};
+}
+
+/// How rank `rank`'s identity differs from rank 0's, naming the first differing option; empty
+/// (and `option` untouched) if it does not.
+Message rank_difference(const nlohmann::json& zero, const nlohmann::json& other, int rank, std::string& option) {
   const std::string on = " on rank " + std::to_string(rank) + " but ";
   if (zero["command"] != other["command"])
     return "the command is filkit " + shown_setting(other["command"]) + on + "filkit " + shown_setting(zero["command"]) +
            " on rank 0";
   const nlohmann::json &a = zero["settings"], &b = other["settings"];
   for (const auto& [name, value] : a.items())
-    if (!b.contains(name) || b[name] != value)
-      return flag_of(name) + " is " + shown_setting(b.contains(name) ? b[name] : nullptr) + on +
+    if (!b.contains(name) || b[name] != value) {
+      option = name;
+      return option_name(name) + " is " + shown_setting(b.contains(name) ? b[name] : nullptr) + on +
              shown_setting(value) + " on rank 0";
+    }
   for (const auto& [name, value] : b.items())
-    if (!a.contains(name)) return flag_of(name) + " is " + shown_setting(value) + on + "not set on rank 0";
+    if (!a.contains(name)) {
+      option = name;
+      return option_name(name) + " is " + shown_setting(value) + on + "not set on rank 0";
+    }
   const nlohmann::json &fa = zero["files"], &fb = other["files"];
+  const nlohmann::json none = nlohmann::json::array();
   for (const auto& [name, value] : a.items()) {
-    const bool in_a = fa.contains(name), in_b = fb.contains(name);
-    if (in_a == in_b && (!in_a || fa[name] == fb[name])) continue;
-    const std::string path = value.get<std::string>();
-    if (!in_a || !in_b)
-      return flag_of(name) + " " + path + " is " + (in_b ? "" : "not ") + "a readable file on rank " +
-             std::to_string(rank) + " but " + (in_a ? "" : "not ") + "on rank 0";
-    if (fa[name]["bytes"] != fb[name]["bytes"])
-      return flag_of(name) + " " + path + " has " + fb[name]["bytes"].dump() + " bytes" + on + fa[name]["bytes"].dump() +
-             " on rank 0";
-    return flag_of(name) + " " + path + " has other contents" + on + "the same size on rank 0";
+    if (!value.is_string()) continue;
+    Message difference = files_difference(name, value.get<std::string>(), fa.contains(name) ? fa[name] : none,
+                                          fb.contains(name) ? fb[name] : none, rank);
+    if (!difference.plain().empty()) {
+      option = name;
+      return difference;
+    }
   }
-  return "";
+  return {};
 }
 
 }  // namespace
@@ -202,14 +245,18 @@ std::string rank_difference(const nlohmann::json& zero, const nlohmann::json& ot
 void check_ranks_agree(const std::string& command, const nlohmann::json& settings, const Communicator& comm) {
   if (!comm.distributed()) return;
   const std::vector<std::string> identities = comm.gather(rank_identity(command, settings).dump());
-  std::string problem;
+  std::exception_ptr problem;
   if (comm.is_root()) {
     const nlohmann::json zero = nlohmann::json::parse(identities[0]);
-    for (int rank = 1; rank < static_cast<int>(identities.size()) && problem.empty(); ++rank)
-      problem = rank_difference(zero, nlohmann::json::parse(identities[static_cast<std::size_t>(rank)]), rank);
-    if (!problem.empty())
-      problem = "the MPI ranks were started differently: " + problem +
-                "; start every rank with the same command, options and data (docs/distributed.md)";
+    for (int rank = 1; rank < static_cast<int>(identities.size()) && !problem; ++rank) {
+      std::string option;
+      const Message difference =
+          rank_difference(zero, nlohmann::json::parse(identities[static_cast<std::size_t>(rank)]), rank, option);
+      if (difference.plain().empty()) continue;
+      const Message text = "the MPI ranks were started differently: " + difference +
+                           "; start every rank with the same command, options and data (docs/distributed.md)";
+      problem = std::make_exception_ptr(OptionError::with_text(option.empty() ? "command" : option, text));
+    }
   }
   comm.stop_all_if(problem);
 }

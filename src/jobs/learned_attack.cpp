@@ -1,6 +1,7 @@
 #include "filkit/jobs/learned_attack.hpp"
 
 #include "base/seeding.hpp"
+#include "filkit/base/checks.hpp"
 #include "filkit/base/options.hpp"
 #include "filkit/base/resources.hpp"
 #include "filkit/base/stage.hpp"
@@ -10,6 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <iomanip>
 #include <ostream>
 #include <stdexcept>
@@ -43,6 +46,47 @@ VectorXd column(const std::vector<TargetReconstruction>& targets, double TargetR
   return values;
 }
 
+/// Softmax regression's parameter count and classes for the attack's data (labels are class
+/// indices; run_learned_reconstruction checks them).
+struct ShadowModelShape {
+  Index classes = 2, parameters = 0;
+};
+
+ShadowModelShape shadow_model_shape(const LearnedAttackJobOptions& options, const AttackData& data) {
+  ShadowModelShape shape;
+  for (const Dataset* part : {&data.fixed, &data.candidates, &data.public_part})
+    if (part->n() > 0) shape.classes = std::max(shape.classes, static_cast<Index>(part->y.maxCoeff()) + 1);
+  shape.parameters = (data.fixed.d() + (options.training.private_phase.intercept ? 1 : 0)) * shape.classes;
+  return shape;
+}
+
+/// What training one shadow model holds (train_one_model on D_fixed and one candidate): its
+/// training set and a batch copied from it, the private batch's per-example gradients, the
+/// parameters with the optimiser's and the trainer's vectors, and for fim the gradient model
+/// (estimate_gradient_model_memory).
+std::uint64_t shadow_model_memory(const LearnedAttackJobOptions& options, const AttackData& data,
+                                  const ShadowModelShape& shape, PrivateTrainingMethod method) {
+  const auto u = [](Index value) { return static_cast<std::uint64_t>(value); };
+  const auto doubles = [](std::uint64_t values, std::uint64_t copies) {
+    return saturating_product(values, copies * sizeof(double));
+  };
+  const std::uint64_t rows = u(options.attack.fixed_size + 1), columns = u(data.fixed.d() + 1);
+  const std::uint64_t batch = u(std::min(options.training.private_phase.batch_size, options.attack.fixed_size + 1));
+  std::uint64_t bytes = doubles(saturating_product(rows, columns), 1);
+  bytes = saturating_sum(bytes, doubles(saturating_product(batch, columns), 1));
+  bytes = saturating_sum(bytes, doubles(saturating_product(batch, u(shape.parameters)), 2));
+  bytes = saturating_sum(bytes, doubles(u(shape.parameters), 16));
+  if (method == PrivateTrainingMethod::kFim) {
+    const PublicDataTrainingOptions& t = options.training;
+    const Index trainable = shape.parameters - (t.reference_logit ? shape.parameters / shape.classes : 0);
+    const Index released = trainable - std::llround(t.freeze_fraction * static_cast<double>(trainable));
+    bytes = saturating_sum(bytes, estimate_gradient_model_memory(t.gradient_model, released, data.fixed.d(),
+                                                                 data.fixed.image, data.public_part.n())
+                                      .total());
+  }
+  return bytes;
+}
+
 nlohmann::json mean_and_std(const VectorXd& values) {
   const VectorXd finite = detail::finite_values(values);
   if (finite.size() == 0) return {{"mean", nullptr}, {"std", nullptr}, {"count", 0}};
@@ -67,24 +111,25 @@ void LearnedAttackJobOptions::resolve() {
 void LearnedAttackJobOptions::validate() const {
   data.validate();
   attack.validate();  // bounds fixed_size and the shadow models, so the sums below fit
-  if (public_size < 1) throw std::invalid_argument("public_size = " + std::to_string(public_size) + ": must be >= 1");
+  require_positive("public_size", public_size);
   bounded_iterations({{"public_size", public_size}}, "public examples");
   // Every method trains every shadow model for `steps` steps.
-  bounded_iterations({{"train_shadow_models + target_shadow_models", attack.train_shadow_models + attack.target_shadow_models},
+  bounded_iterations({{option_name("train_shadow_models") + " + " + option_name("target_shadow_models"),
+                       attack.train_shadow_models + attack.target_shadow_models},
                       {"steps", training.private_phase.steps},
                       {"methods", static_cast<long long>(training.methods.size())}},
                      "private steps of the shadow models");
-  if (training.methods.empty()) throw std::invalid_argument("methods: name at least one of sgd, dpsgd, prune, fim");
+  if (training.methods.empty()) option_error("methods", "name at least one of sgd, dpsgd, prune, fim");
   refuse_repeats("methods", training.methods);
   if (training.private_phase.batch_size > attack.fixed_size + 1)
-    throw std::invalid_argument("batch_size = " + std::to_string(training.private_phase.batch_size) +
-                                ": at most the shadow models' training set, fixed_size + 1 = " +
-                                std::to_string(attack.fixed_size + 1));
+    option_error("batch_size", std::to_string(training.private_phase.batch_size),
+                 "at most the shadow models' training set, " + option_name("fixed_size") + " + 1 = " +
+                     std::to_string(attack.fixed_size + 1));
   if (training.gradient_model.batch_size > public_size)
-    throw std::invalid_argument("gradient_batch_size = " + std::to_string(training.gradient_model.batch_size) +
-                                ": at most public_size = " + std::to_string(public_size));
+    option_error("gradient_batch_size", std::to_string(training.gradient_model.batch_size),
+                 "at most " + option_name("public_size") + " = " + std::to_string(public_size));
   if (training.private_phase.runs != 1)
-    throw std::invalid_argument("runs = " + std::to_string(training.private_phase.runs) + ": the attack trains one run per shadow model");
+    option_error("runs", std::to_string(training.private_phase.runs), "the attack trains one run per shadow model");
   PublicDataTrainingOptions checked = training;
   checked.private_phase.seed = attack.seed;
   checked.validate();
@@ -100,6 +145,12 @@ LearnedAttackJobResult run_learned_attack(const LearnedAttackJobOptions& request
   result.preprocessor = std::move(prepared.preprocessor);
   result.seconds = std::move(prepared.seconds);
   result.data = draw_attack_data(prepared.data.train, options.attack, options.public_size);
+  // Everything the attack will hold, refused before any shadow model is trained.
+  const ShadowModelShape shape = shadow_model_shape(options, result.data);
+  std::uint64_t shadow_model = 0;
+  for (PrivateTrainingMethod method : options.training.methods)
+    shadow_model = std::max(shadow_model, shadow_model_memory(options, result.data, shape, method));
+  check_learned_attack_memory(options.attack, shape.parameters, shape.classes, result.data.fixed.d(), shadow_model);
   for (PrivateTrainingMethod method : options.training.methods) {
     const StageScope stage("learned attack (shadow models and attacker)");
     LearnedAttackMethodResult attacked{method, run_learned_reconstruction(result.data.fixed, result.data.candidates,

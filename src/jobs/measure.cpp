@@ -1,5 +1,6 @@
 #include "filkit/jobs/measure.hpp"
 
+#include "filkit/base/checks.hpp"
 #include "filkit/base/timing.hpp"
 
 #include "filkit/base/communicator.hpp"
@@ -38,7 +39,7 @@ std::vector<Index> read_row_file(const std::string& path, Index n, ByteSize budg
   try {
     in.str(detail::read_file_bytes(path, budget));
   } catch (const std::exception& error) {
-    throw std::invalid_argument(std::string("--subset rows=") + path + ": " + error.what());
+    option_error("subset", "rows=" + path, error.what());
   }
   std::vector<Index> rows;
   std::unordered_map<Index, int> first_line;
@@ -75,18 +76,18 @@ std::vector<Index> group_rows(const std::string& spec, const Dataset& train, Ind
     rows.resize(static_cast<std::size_t>(train.n()));
     std::iota(rows.begin(), rows.end(), Index{0});
   } else if (spec.rfind("class=", 0) == 0) {
-    const std::vector<Index> label = parse_index_list(spec.substr(6), "--subset class=K");
-    if (label.size() != 1) throw std::invalid_argument("--subset '" + spec + "': expected one class index");
+    const std::vector<Index> label = parse_index_list(spec.substr(6), "subset class=K");
+    if (label.size() != 1) option_error("subset", "'" + spec + "'", "expected one class index");
     for (Index i = 0; i < train.n(); ++i)
       if (train.y(i) == static_cast<double>(label[0])) rows.push_back(i);
   } else if (spec.rfind("rows=", 0) == 0) {
     for (Index row : read_row_file(spec.substr(5), n_all, budget))
       if (row >= offset && row < offset + train.n()) rows.push_back(row - offset);
   } else {
-    throw std::invalid_argument("--subset '" + spec + "': expected all, class=K or rows=FILE");
+    option_error("subset", "'" + spec + "'", "expected all, class=K or rows=FILE");
   }
   if (comm.sum(static_cast<Index>(rows.size())) == 0)
-    throw std::invalid_argument("--subset '" + spec + "': no training example has that class");
+    option_error("subset", "'" + spec + "'", "no training example has that class");
   return rows;
 }
 
@@ -104,17 +105,17 @@ void gather_per_example(MeasureResult& result, const Communicator& comm) {
 std::vector<Index> attribute_columns(const std::string& attribute, const Dataset& train) {
   const bool numeric = attribute.find_first_not_of("0123456789, ") == std::string::npos;
   if (numeric) {
-    std::vector<Index> columns = parse_index_list(attribute, "--attribute");
+    std::vector<Index> columns = parse_index_list(attribute, "attribute");
     for (Index j : columns)
       if (j >= train.d())
-        throw std::invalid_argument("--attribute: column " + std::to_string(j) + " is outside 0.." +
-                                    std::to_string(train.d() - 1) + " (d after preprocessing)");
+        option_error("attribute", "'" + attribute + "'",
+                     "column " + std::to_string(j) + " is outside 0.." + std::to_string(train.d() - 1) +
+                         " (d after preprocessing)");
     return columns;
   }
   if (train.attributes.empty())
-    throw std::invalid_argument("--attribute '" + attribute +
-                                "': these data have no named attributes (after PCA, or images); give column "
-                                "indices instead");
+    option_error("attribute", "'" + attribute + "'",
+                 "these data have no named attributes (after PCA, or images); give column indices instead");
   return train.attribute(attribute).columns;
 }
 
@@ -124,7 +125,7 @@ std::vector<Index> attribute_columns(const std::string& attribute, const Dataset
 void MeasureOptions::validate() const {
   task.validate();
   fil.validate();
-  if (releases < 1) throw std::invalid_argument("releases = " + std::to_string(releases) + ": must be >= 1");
+  require_positive("releases", releases);
 }
 
 MeasureResult run_measure(const MeasureOptions& requested, bool show_progress) {

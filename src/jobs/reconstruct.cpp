@@ -1,5 +1,6 @@
 #include "filkit/jobs/reconstruct.hpp"
 
+#include "filkit/base/checks.hpp"
 #include "filkit/base/timing.hpp"
 
 #include "jobs/json_numbers.hpp"
@@ -160,8 +161,7 @@ GlmAttackOptions ReconstructJobOptions::attack_options() const {
 void ReconstructJobOptions::validate() const {
   bound.validate();
   if (!bound.task.fit.intercept)
-    throw std::invalid_argument("intercept = false: the GLM attack divides by the intercept coordinate; fit with an "
-                                "intercept");
+    option_error("intercept", "false", "the GLM attack divides by the intercept coordinate; fit with an intercept");
   attack_options().validate();
 }
 

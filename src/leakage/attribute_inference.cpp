@@ -1,5 +1,6 @@
 #include "filkit/leakage/attribute_inference.hpp"
 
+#include "filkit/base/checks.hpp"
 #include "filkit/base/timing.hpp"
 
 #include "filkit/base/first_exception.hpp"
@@ -27,33 +28,23 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string number(double value) {
-  std::ostringstream out;
-  out << value;
-  return out.str();
-}
-
 }  // namespace
 
 void AttackOptions::validate() const {
   fit.validate();
   if (fit.kind == ModelKind::kSoftmax)
-    throw std::invalid_argument("AttackOptions.fit.kind = softmax: the attacks need least-squares or logistic");
-  if (sigmas.empty()) throw std::invalid_argument("AttackOptions.sigmas is empty; give at least one noise scale");
-  for (double sigma : sigmas)
-    if (!(sigma > 0.0) || !std::isfinite(sigma))
-      throw std::invalid_argument("AttackOptions.sigmas contains " + number(sigma) + ": every sigma must be finite and > 0");
-  if (trials < 1) throw std::invalid_argument("AttackOptions.trials = " + std::to_string(trials) + ": must be >= 1");
+    option_error("model", "softmax", "the attacks need least-squares or logistic");
+  if (sigmas.empty()) option_error("sigmas", "empty; give at least one noise scale");
+  for (double sigma : sigmas) require_positive("sigmas", sigma);
+  require_positive("trials", trials);
   if (!white_box && !black_box)
-    throw std::invalid_argument("AttackOptions: white_box and black_box are both off; run at least one attack");
-  if (max_examples < 0)
-    throw std::invalid_argument("AttackOptions.max_examples = " + std::to_string(max_examples) + ": must be >= 0");
-  if (naive_examples < 0)
-    throw std::invalid_argument("AttackOptions.naive_examples = " + std::to_string(naive_examples) + ": must be >= 0");
+    option_error("white_box", "false", "and " + option_name("black_box") + " is false too; run at least one attack");
+  require_non_negative("examples", max_examples);
+  require_non_negative("compare_naive", naive_examples);
   if (naive_examples > 0 && (solver != WhiteBoxSolver::kUpdate || !white_box))
-    throw std::invalid_argument("AttackOptions.naive_examples = " + std::to_string(naive_examples) +
-                                ": the naive comparison needs the white-box attack with solver 'update'");
-  if (groups < 1) throw std::invalid_argument("AttackOptions.groups = " + std::to_string(groups) + ": must be >= 1");
+    option_error("compare_naive", std::to_string(naive_examples),
+                 "the naive comparison needs the white-box attack with " + option_name("white_box_solver") + " update");
+  require_positive("groups", groups);
 }
 
 namespace {
@@ -427,9 +418,9 @@ AttackResult attribute_inference(const Dataset& train, const Dataset& test, cons
   r.examples = attacked_examples(comm.sum(train.n()), options.max_examples, options.seed);
   // Rank groups need an example each: more groups than examples would report empty (NaN) groups.
   if (static_cast<std::size_t>(options.groups) > r.examples.size())
-    throw std::invalid_argument("AttackOptions.groups = " + std::to_string(options.groups) + ": more than the " +
-                                std::to_string(r.examples.size()) +
-                                " attacked examples; give at most one group per attacked example");
+    option_error("groups", std::to_string(options.groups),
+                 "more than the " + std::to_string(r.examples.size()) +
+                     " attacked examples; give at most one group per attacked example");
   AttackedPart part = attacked_part(r.examples, train.n(), comm);
 
   auto start = Clock::now();

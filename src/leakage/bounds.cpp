@@ -1,5 +1,8 @@
 #include "filkit/leakage/bounds.hpp"
 
+#include "filkit/base/checks.hpp"
+#include "filkit/base/io.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -10,35 +13,30 @@ namespace filkit {
 
 namespace {
 
-void require_positive(double value, const std::string& name) {
-  if (!(value > 0.0) || !std::isfinite(value)) {
-    std::ostringstream message;
-    message << name << " = " << value << ": must be finite and > 0";
-    throw std::invalid_argument(message.str());
-  }
-}
-
 void require_diameters(const VectorXd& diameters, const std::string& name) {
-  if (diameters.size() == 0) throw std::invalid_argument(name + ": no coordinates given");
-  for (Index i = 0; i < diameters.size(); ++i)
-    require_positive(diameters(i), name + "[" + std::to_string(i) + "]");
+  if (diameters.size() == 0) option_error(name, "no coordinates given");
+  for (Index i = 0; i < diameters.size(); ++i) {
+    const double diameter = diameters(i);
+    if (!(diameter > 0.0 && std::isfinite(diameter)))
+      option_error(name, format_double(diameter), "coordinate " + std::to_string(i) + " must be finite and > 0");
+  }
 }
 
 }  // namespace
 
 double output_perturbation_rdp_epsilon(Index n, double l2, double sigma, double norm_bound) {
-  if (n < 1) throw std::invalid_argument("RDP epsilon: n = " + std::to_string(n) + ": must be >= 1");
-  require_positive(l2, "RDP epsilon: lambda (l2)");
-  require_positive(sigma, "RDP epsilon: sigma");
-  require_positive(norm_bound, "RDP epsilon: norm bound R");
+  require_positive("n", n);
+  require_positive("l2", l2);
+  require_positive("sigma", sigma);
+  require_positive("norm_bound", norm_bound);
   const double sensitivity_over_sigma = 2.0 * norm_bound / (static_cast<double>(n) * l2 * sigma);
   return sensitivity_over_sigma * sensitivity_over_sigma;
 }
 
 double rdp_mse_bound(double epsilon, const VectorXd& diameters) {
   if (!(epsilon >= 0.0) || std::isnan(epsilon))
-    throw std::invalid_argument("RDP MSE bound: epsilon = " + std::to_string(epsilon) + ": must be >= 0");
-  require_diameters(diameters, "RDP MSE bound: diameters");
+    option_error("epsilon", format_double(epsilon), "must be >= 0");
+  require_diameters(diameters, "diameter");
   const double mean_square = diameters.squaredNorm() / static_cast<double>(diameters.size());
   return mean_square / (4.0 * std::expm1(epsilon));
 }
@@ -48,7 +46,7 @@ double rdp_mse_bound(double epsilon, double diameter) {
 }
 
 double perfect_privacy_mse(const VectorXd& diameters) {
-  require_diameters(diameters, "perfect-privacy line: diameters");
+  require_diameters(diameters, "diameter");
   return diameters.squaredNorm() / static_cast<double>(diameters.size());
 }
 
@@ -67,7 +65,7 @@ std::string NormCheck::message() const {
 }
 
 NormCheck check_norm_assumption(const RowMatrix& X, bool intercept, double bound) {
-  require_positive(bound, "norm check: bound R");
+  require_positive("norm_bound", bound);
   NormCheck check;
   check.bound = bound;
   const double constant = intercept ? 1.0 : 0.0;
@@ -84,10 +82,10 @@ NormCheck check_norm_assumption(const RowMatrix& X, bool intercept, double bound
 }
 
 void ReconstructionBoundOptions::validate() const {
-  require_positive(sigma, "ReconstructionBoundOptions.sigma");
-  require_positive(norm_bound, "ReconstructionBoundOptions.norm_bound");
-  require_positive(diameter, "ReconstructionBoundOptions.diameter");
-  if (diameters.size() > 0) require_diameters(diameters, "ReconstructionBoundOptions.diameters");
+  require_positive("sigma", sigma);
+  require_positive("norm_bound", norm_bound);
+  require_positive("diameter", diameter);
+  if (diameters.size() > 0) require_diameters(diameters, "diameter");
 }
 
 ReconstructionBounds reconstruction_bounds(const Model& model, const Dataset& train,
@@ -100,9 +98,8 @@ ReconstructionBounds reconstruction_bounds(const Model& model, const Dataset& tr
   const VectorXd diameters =
       options.diameters.size() ? options.diameters : VectorXd::Constant(train.d(), options.diameter);
   if (diameters.size() != train.d())
-    throw std::invalid_argument("ReconstructionBoundOptions.diameters has " +
-                                std::to_string(diameters.size()) + " entries; the data have " +
-                                std::to_string(train.d()) + " features");
+    option_error("diameter", "has " + std::to_string(diameters.size()) + " entries; the data have " +
+                                 std::to_string(train.d()) + " features");
 
   ReconstructionBounds bounds;
   bounds.norm_check = check_norm_assumption(train.X, model.intercept, options.norm_bound);

@@ -1,4 +1,5 @@
 #include "filkit/leakage/fil.hpp"
+#include "filkit/base/checks.hpp"
 #include "filkit/base/io.hpp"
 
 #include "filkit/base/low_rank_eigen.hpp"
@@ -16,8 +17,7 @@
 namespace filkit {
 
 void FilOptions::validate() const {
-  if (!(sigma > 0.0) || !std::isfinite(sigma))
-    throw std::invalid_argument("FilOptions.sigma = " + format_double(sigma) + ": must be finite and > 0");
+  require_positive("sigma", sigma);
 }
 
 VectorXd PerExampleFil::attribute_mse_bound() const { return eta.array().square().inverse(); }

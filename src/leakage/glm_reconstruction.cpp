@@ -1,5 +1,6 @@
 #include "filkit/leakage/glm_reconstruction.hpp"
 
+#include "filkit/base/checks.hpp"
 #include "filkit/leakage/biased_attacker.hpp"
 
 #include "models/glm_loss.hpp"
@@ -48,10 +49,10 @@ std::vector<Index> checked_rows(const std::vector<Index>& rows, Index n, const s
   std::vector<bool> listed(static_cast<std::size_t>(n), false);
   for (Index i : rows) {
     if (i < 0 || i >= n)
-      throw std::invalid_argument(what + ": row " + std::to_string(i) + " is outside 0.." + std::to_string(n - 1));
+      option_error(what, "row " + std::to_string(i) + " is outside 0.." + std::to_string(n - 1));
     // Each row is one line of the outputs and one term of the summaries: a repeat would count twice.
     if (listed[static_cast<std::size_t>(i)])
-      throw std::invalid_argument(what + ": row " + std::to_string(i) + " is listed twice");
+      option_error(what, "row " + std::to_string(i) + " is listed twice");
     listed[static_cast<std::size_t>(i)] = true;
   }
   return rows;
@@ -253,14 +254,14 @@ AttackSetup make_setup(const Model& model, const Dataset& train, const GlmAttack
                     train,
                     detail::Design(train.X, true),
                     coded_targets(model, train),
-                    checked_rows(options.rows, train.n(), "GlmAttackOptions.rows"),
+                    checked_rows(options.rows, train.n(), "rows"),
                     options.rows.empty(),
                     RowMatrix(),
                     VectorXd(),
                     options.keep_reconstructions,
                     static_cast<double>(n_all) * model.l2,
                     options};
-  checked_rows(setup.kept, train.n(), "GlmAttackOptions.keep_reconstructions");  // validation only
+  checked_rows(setup.kept, train.n(), "save_reconstructions");  // validation only
   if (!setup.all_rows) {
     setup.selected.resize(static_cast<Index>(setup.rows.size()), train.d());
     for (std::size_t k = 0; k < setup.rows.size(); ++k)
@@ -316,19 +317,11 @@ std::uint64_t trial_seed(std::uint64_t seed, Index trial) {
 }
 
 void GlmAttackOptions::validate() const {
-  if (!(sigma >= 0.0) || !std::isfinite(sigma))
-    throw std::invalid_argument("GlmAttackOptions.sigma = " + std::to_string(sigma) + ": must be finite and >= 0");
-  if (trials < 1)
-    throw std::invalid_argument("GlmAttackOptions.trials = " + std::to_string(trials) + ": must be >= 1");
-  if (!(divisor_guard >= 0.0 && divisor_guard <= 1e-3)) {
-    std::ostringstream message;
-    message << "GlmAttackOptions.divisor_guard = " << divisor_guard << ": must lie in [0, 1e-3]";
-    throw std::invalid_argument(message.str());
-  }
-  for (Index i : rows)
-    if (i < 0) throw std::invalid_argument("GlmAttackOptions.rows: negative row " + std::to_string(i));
-  for (Index i : keep_reconstructions)
-    if (i < 0) throw std::invalid_argument("GlmAttackOptions.keep_reconstructions: negative row " + std::to_string(i));
+  require_non_negative("sigma", sigma);
+  require_positive("trials", trials);
+  require_in_interval("divisor_guard", divisor_guard, 0.0, End::kClosed, 1e-3, End::kClosed);
+  for (Index i : rows) require_non_negative("rows", i);
+  for (Index i : keep_reconstructions) require_non_negative("save_reconstructions", i);
 }
 
 GlmReconstruction glm_attack(const Model& released, const Dataset& train, const std::vector<Index>& rows) {
@@ -464,8 +457,8 @@ GlmAttackResult evaluate_glm_attack(const Model& model, const Dataset& train, co
   options.validate();
   check_attack_inputs(model, train, comm.sum(train.n()));
   const Index n_all = comm.sum(train.n()), offset = comm.exclusive_prefix_sum(train.n());
-  checked_rows(options.rows, n_all, "GlmAttackOptions.rows");  // the whole lists, on every rank
-  checked_rows(options.keep_reconstructions, n_all, "GlmAttackOptions.keep_reconstructions");
+  checked_rows(options.rows, n_all, "rows");  // the whole lists, on every rank
+  checked_rows(options.keep_reconstructions, n_all, "save_reconstructions");
   GlmAttackOptions local = options;
   if (comm.distributed()) {
     local.rows = rows_of_shard(options.rows, offset, train.n());

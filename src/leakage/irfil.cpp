@@ -1,4 +1,5 @@
 #include "filkit/leakage/irfil.hpp"
+#include "filkit/base/checks.hpp"
 #include "filkit/data/text_table.hpp"
 
 #include "filkit/base/io.hpp"
@@ -28,13 +29,11 @@ std::string number(double value) {
 void IrfilOptions::validate() const {
   fit.validate();
   fil.validate();
-  if (iterations < 0)
-    throw std::invalid_argument("IrfilOptions.iterations = " + std::to_string(iterations) + ": must be >= 0");
-  if (!(min_weight >= 0.0) || !std::isfinite(min_weight))
-    throw std::invalid_argument("IrfilOptions.min_weight = " + number(min_weight) + ": must be finite and >= 0");
+  require_non_negative("iterations", iterations);
+  require_non_negative("min_weight", min_weight);
   if (!(max_weight > min_weight))
-    throw std::invalid_argument("IrfilOptions.max_weight = " + number(max_weight) +
-                                ": must be greater than min_weight = " + number(min_weight));
+    option_error("max_weight", number(max_weight),
+                 "must be greater than " + option_name("min_weight") + " = " + number(min_weight));
 }
 
 VectorXd irfil_update(const VectorXd& u, const VectorXd& eta, double min_weight, double max_weight,

@@ -1,4 +1,5 @@
 #include "filkit/models/glm.hpp"
+#include "filkit/base/checks.hpp"
 #include "filkit/base/io.hpp"
 
 #include "models/glm_loss.hpp"
@@ -18,16 +19,11 @@ namespace filkit {
 
 
 void FitOptions::validate() const {
-  if (!(l2 >= 0.0) || !std::isfinite(l2))
-    throw std::invalid_argument("FitOptions.l2 = " + format_double(l2) + ": must be finite and >= 0");
-  if (!(gradient_tolerance > 0.0 && gradient_tolerance <= 1e-3))
-    throw std::invalid_argument("FitOptions.gradient_tolerance = " + format_double(gradient_tolerance) +
-                                ": must lie in (0, 1e-3]");
-  if (max_iterations < 1)
-    throw std::invalid_argument("FitOptions.max_iterations = " + std::to_string(max_iterations) +
-                                ": must be >= 1");
+  require_non_negative("l2", l2);
+  require_in_interval("tolerance", gradient_tolerance, 0.0, End::kOpen, 1e-3, End::kClosed);
+  require_positive("max_iterations", max_iterations);
   if (regression && kind != ModelKind::kLeastSquares)
-    throw std::invalid_argument("FitOptions.regression: only least squares fits a real-valued target");
+    option_error("regression", "only least squares (" + option_name("model") + " least-squares) fits a real-valued target");
 }
 
 VectorXd Model::flat() const { return Eigen::Map<const VectorXd>(weights.data(), weights.size()); }

@@ -286,13 +286,14 @@ void dfil_histograms(const Input& input, const Naming& name, Plotter& plotter, S
                900, 450);
 }
 
-void exposed_images(const Input& input, const Naming& name, bool images, Plotter& plotter, Section& section) {
+void exposed_images(const Input& input, const Naming& name, const ImageReload& images, Plotter& plotter,
+                    Section& section) {
   const std::string figure = "highest/lowest-dFIL images" + name.of;
   const auto* dfil = column(input, "dfil", figure, section);
   const auto* label = column(input, "label", figure, section);
   const auto* index = column(input, "index", figure, section);
   if (!dfil || !label || !index) return;
-  if (!images) {
+  if (!images.enabled) {
     section.notes.push_back(figure + ": skipped, image re-loading is switched off");
     return;
   }
@@ -311,7 +312,8 @@ void exposed_images(const Input& input, const Naming& name, bool images, Plotter
     values[k] = (*dfil)[i];
     labels[k] = (*label)[i];
   }
-  extreme_images(input, values, labels, "dfil", plotter, section, name.of + " at the last snapshot");
+  extreme_images(input, values, labels, "dfil", plotter, section, images.timeout_seconds,
+                 name.of + " at the last snapshot");
 }
 
 struct AccuracyPoint {
@@ -397,7 +399,8 @@ void accuracy_against_bound(const std::vector<const Input*>& inputs, Plotter& pl
 
 }  // namespace
 
-void dpsgd_section(const std::vector<const Input*>& inputs, Plotter& plotter, Section& section, bool images) {
+void dpsgd_section(const std::vector<const Input*>& inputs, Plotter& plotter, Section& section,
+                   const ImageReload& images) {
   settings_table(inputs, section);
   for (std::size_t k = 0; k < inputs.size(); ++k) {
     const Naming name = naming(inputs, k);

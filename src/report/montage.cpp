@@ -8,11 +8,15 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <future>
 #include <limits>
+#include <memory>
 #include <stdexcept>
+#include <thread>
 
 namespace filkit::report {
 
@@ -91,7 +95,8 @@ Dataset reload_training_split(const nlohmann::json& summary, const nlohmann::jso
 
 }  // namespace
 
-std::optional<RunImages> run_training_images(const nlohmann::json& summary, std::size_t rows, std::string& why_not) {
+std::optional<RunImages> run_training_images(const nlohmann::json& summary, std::size_t rows, std::string& why_not,
+                                             double timeout_seconds) {
   const nlohmann::json settings = summary.value("settings", nlohmann::json::object());
   if (!settings.is_object() || !settings.contains("data") || !settings["data"].is_string()) {
     why_not = "the summary has no settings.data";
@@ -130,7 +135,24 @@ std::optional<RunImages> run_training_images(const nlohmann::json& summary, std:
   }
   Dataset train;
   try {
-    train = reload_training_split(summary, settings);
+    // On a thread of its own, waited for at most timeout_seconds: the files were checked to be
+    // regular, but one may still be slow to read (a network file system) or replaced by a FIFO
+    // since. A thread cannot be interrupted: one that overruns is left to finish (within the
+    // memory budget) and its result dropped.
+    auto reload = std::make_shared<std::packaged_task<Dataset()>>(
+        [summary, settings] { return reload_training_split(summary, settings); });
+    std::future<Dataset> reloaded = reload->get_future();
+    const auto start = std::chrono::steady_clock::now();
+    std::thread([reload] { (*reload)(); }).detach();
+    // Also a load that ended during the wait's scheduling slack but took longer than the limit:
+    // the limit holds for the time taken, not only for how long the wait happened to last.
+    const std::chrono::duration<double> limit(timeout_seconds);
+    if (reloaded.wait_for(limit) != std::future_status::ready || std::chrono::steady_clock::now() - start > limit) {
+      why_not = "re-loading " + data + " took longer than " + format_number(timeout_seconds) +
+                " s (the limit set by --reload-timeout, reload_timeout in Python): not re-loaded";
+      return std::nullopt;
+    }
+    train = reloaded.get();
   } catch (const std::exception& error) {
     why_not = "cannot re-load " + data + ": " + error.what();
     return std::nullopt;

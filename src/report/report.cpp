@@ -1,6 +1,7 @@
 // The report: reads the inputs, lets each command's section draw its figures, writes the HTML.
 #include "filkit/report/report.hpp"
 
+#include "filkit/base/checks.hpp"
 #include "filkit/data/dataset.hpp"
 #include "filkit/data/text_table.hpp"
 #include "filkit/base/io.hpp"
@@ -22,12 +23,13 @@ using report::Input;
 using report::Section;
 
 void ReportOptions::validate() const {
-  if (inputs.empty()) throw std::invalid_argument("ReportOptions.inputs: empty; give at least one summary JSON");
+  if (inputs.empty()) option_error("input", "none given; give at least one summary JSON");
   if (tables.size() > inputs.size())
-    throw std::invalid_argument("ReportOptions.tables: " + std::to_string(tables.size()) + " tables for " +
-                                std::to_string(inputs.size()) + " inputs; the k-th table belongs to the k-th input");
-  if (out_dir.empty()) throw std::invalid_argument("ReportOptions.out_dir: empty");
-  if (gnuplot.empty()) throw std::invalid_argument("ReportOptions.gnuplot: empty");
+    option_error("table", std::to_string(tables.size()) + " tables for " + std::to_string(inputs.size()) + " " +
+                              option_name("input") + "s; the k-th table belongs to the k-th input");
+  if (out_dir.empty()) option_error("report", "empty; name the report directory");
+  if (gnuplot.empty()) option_error("gnuplot", "empty; name the gnuplot executable");
+  require_positive("reload_timeout", reload_timeout);
 }
 
 nlohmann::json report::read_summary(const std::string& path) {
@@ -94,7 +96,8 @@ void add_common_facts(const Input& input, Section& section) {
 
 }  // namespace
 
-std::vector<Section> report::draw_sections(const std::vector<Input>& inputs, Plotter& plotter, bool images) {
+std::vector<Section> report::draw_sections(const std::vector<Input>& inputs, Plotter& plotter,
+                                           const ImageReload& images) {
   std::vector<Section> sections;
   std::vector<const Input*> dpsgd;
   for (const Input& input : inputs) {
@@ -298,7 +301,7 @@ ReportResult write_report(const ReportOptions& options) {
   try {
     const ScratchDir scratch(out_dir);
     report::Plotter plotter(options.gnuplot, scratch.path(), out_dir);
-    sections = report::draw_sections(inputs, plotter, options.images);
+    sections = report::draw_sections(inputs, plotter, {options.images, options.reload_timeout});
     write_output_file((out_dir / "report.html").string(), page_html(sections, out_dir));
   } catch (...) {
     // A directory this call made holds only what it wrote: a failed report leaves nothing behind.

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "filkit/data/dataset.hpp"
+#include "filkit/report/report.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -93,8 +94,14 @@ class Plotter {
 nlohmann::json read_summary(const std::string& path);
 /// A per-example CSV table (read_csv), every column as numbers.
 Columns read_columns(const std::string& path);
+/// Whether the report re-loads a run's images, and the seconds a re-load may take.
+struct ImageReload {
+  bool enabled = true;
+  double timeout_seconds = kDefaultReloadTimeout;
+};
+
 /// Every section of the report: one per input, all dpsgd inputs in one.
-std::vector<Section> draw_sections(const std::vector<Input>& inputs, Plotter& plotter, bool images);
+std::vector<Section> draw_sections(const std::vector<Input>& inputs, Plotter& plotter, const ImageReload& images);
 
 // ---------------------------------------------------------------------------------------------
 // JSON and table access that reports a missing field instead of throwing.
@@ -143,9 +150,11 @@ std::optional<int> class_index(double label);
 /// per training example, row i of the training split; NaN left out), each titled by its row,
 /// `quantity` and class (class_name of `labels`), in two figures named by `quantity` ("eta",
 /// "dfil"), re-loaded as run_training_images does; a note saying why when they cannot be. `of`
-/// ends the captions (which run, when a section shows several).
+/// ends the captions (which run, when a section shows several). A re-load slower than
+/// `timeout_seconds` is given up with a note.
 void extreme_images(const Input& input, const std::vector<double>& values, const std::vector<double>& labels,
-                    const std::string& quantity, Plotter& plotter, Section& section, const std::string& of = "");
+                    const std::string& quantity, Plotter& plotter, Section& section, double timeout_seconds,
+                    const std::string& of = "");
 
 // ---------------------------------------------------------------------------------------------
 // The examples' images (montage.cpp).
@@ -162,8 +171,11 @@ struct RunImages {
 /// `why_not` saying why, when the data are not images (a table), the recorded image shape
 /// (preprocessing.input_image) is malformed, disagrees with its row length or with what the data
 /// re-load, the images are not grey or RGB (montage_problem), the re-loaded rows are not
-/// `rows`, or the data cannot be re-loaded (the loader's message). Never throws for a bad summary.
-std::optional<RunImages> run_training_images(const nlohmann::json& summary, std::size_t rows, std::string& why_not);
+/// `rows`, the data cannot be re-loaded (the loader's message) or re-loading takes longer than
+/// `timeout_seconds` (it runs on a thread of its own, left to finish). Never throws for a bad
+/// summary.
+std::optional<RunImages> run_training_images(const nlohmann::json& summary, std::size_t rows, std::string& why_not,
+                                             double timeout_seconds = kDefaultReloadTimeout);
 
 /// Why rows of `columns` values cannot be drawn as images of `shape`: a dimension below 1, C*H*W
 /// other than `columns`, or C other than 1 (grey) or 3 (red, green, blue); empty if they can.
@@ -197,7 +209,7 @@ std::string rgbimage_data(const RgbImage& image);
 
 // ---------------------------------------------------------------------------------------------
 // The sections, one per command kind (sections.cpp).
-void measure_section(const Input& input, Plotter& plotter, Section& section, bool images);
+void measure_section(const Input& input, Plotter& plotter, Section& section, const ImageReload& images);
 void bound_section(const Input& input, Plotter& plotter, Section& section);
 void reconstruct_section(const Input& input, Plotter& plotter, Section& section);
 void irfil_section(const Input& input, Plotter& plotter, Section& section);
@@ -209,7 +221,8 @@ void attack_section(const nlohmann::json& attack, const std::string& name, Plott
 /// dpsgd_section.cpp: one section for every dpsgd input together: the settings and privacy of
 /// each, dFIL and epsilon over the snapshots, dFIL histograms, the most and least exposed images,
 /// the RDP bound beside the dFIL bounds, accuracy against the bound (the Pareto front across runs).
-void dpsgd_section(const std::vector<const Input*>& inputs, Plotter& plotter, Section& section, bool images);
+void dpsgd_section(const std::vector<const Input*>& inputs, Plotter& plotter, Section& section,
+                   const ImageReload& images);
 /// accountant_section.cpp: epsilon against steps and against the noise multiplier, and the RDP
 /// curve or the PLD's epsilon against delta.
 void accountant_section(const Input& input, Plotter& plotter, Section& section);

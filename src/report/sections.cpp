@@ -115,10 +115,11 @@ void image_grid(const RunImages& images, const std::vector<std::size_t>& rows, c
 }  // namespace
 
 void extreme_images(const Input& input, const std::vector<double>& values, const std::vector<double>& labels,
-                    const std::string& quantity, Plotter& plotter, Section& section, const std::string& of) {
+                    const std::string& quantity, Plotter& plotter, Section& section, double timeout_seconds,
+                    const std::string& of) {
   const std::string figure = "highest/lowest-" + quantity + " images";
   std::string why_not;
-  const auto images = run_training_images(input.summary, values.size(), why_not);
+  const auto images = run_training_images(input.summary, values.size(), why_not, timeout_seconds);
   if (!images) {
     section.notes.push_back(figure + ": skipped, " + why_not);
     return;
@@ -377,13 +378,13 @@ void attack_by_group(const nlohmann::json& attack, const std::string& name, cons
 
 }  // namespace
 
-void measure_section(const Input& input, Plotter& plotter, Section& section, bool images) {
+void measure_section(const Input& input, Plotter& plotter, Section& section, const ImageReload& images) {
   eta_histogram_by_class(input, plotter, section);
   const std::string figure = "highest/lowest-eta images";
   const auto* eta = column(input, "eta", figure, section);
   const auto* label = column(input, "label", figure, section);
-  if (!images) section.notes.push_back(figure + ": skipped, image re-loading is switched off");
-  else if (eta && label) extreme_images(input, *eta, *label, "eta", plotter, section);
+  if (!images.enabled) section.notes.push_back(figure + ": skipped, image re-loading is switched off");
+  else if (eta && label) extreme_images(input, *eta, *label, "eta", plotter, section, images.timeout_seconds);
   eta_scatter(input, "loss", "loss", plotter, section);
   eta_scatter(input, "gradient_norm", "gradient norm", plotter, section);
   dfil_with_bound(input, plotter, section);

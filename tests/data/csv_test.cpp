@@ -101,9 +101,9 @@ TEST(CsvReader, RefusesATableWhoseCellsExceedTheMemoryBudget) {
   }
   const std::string path = dir.write("wide.csv", header + "\n" + row + "\n" + row + "\n" + row + "\n");
   EXPECT_EQ(read_csv(path).rows.size(), 3u);
-  EXPECT_INVALID_ARGUMENT(read_csv(path, ByteSize{100000}), "wide.csv' line 3", "2000 columns x 2 rows",
+  EXPECT_MEMORY_LIMIT(read_csv(path, ByteSize{100000}), "wide.csv' line 3", "2000 columns x 2 rows",
                           "more than max_memory = 100000");
-  EXPECT_INVALID_ARGUMENT(read_csv(path, ByteSize{1000}), "reading '" + path + "'", "max_memory = 1000");
+  EXPECT_MEMORY_LIMIT(read_csv(path, ByteSize{1000}), "reading '" + path + "'", "max_memory = 1000");
 }
 
 }  // namespace

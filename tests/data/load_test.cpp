@@ -169,7 +169,7 @@ TEST(DataOptions, ValidateNamesFieldValueAndRule) {
   EXPECT_INVALID_ARGUMENT(options.validate(), "regression");
   options = DataOptions();
   options.data = "";
-  EXPECT_INVALID_ARGUMENT(options.validate(), "data is empty", "'fashion-mnist', 'mnist'");
+  EXPECT_INVALID_ARGUMENT(options.validate(), "data: empty", "'fashion-mnist', 'mnist'");
 }
 
 // 20 rows: x = i, colour alternating red/green/blue, label "yes" for even i.
@@ -274,14 +274,14 @@ TEST(LoadDataset, RefusesClassesOutsideTheDatasetsLabelsNamingTheRange) {
   options.data = "fashion-mnist";  // refused before the images are looked for
   options.target = "";
   options.classes = {0, 12};
-  EXPECT_INVALID_ARGUMENT(load_dataset(options), "classes contains 12", "fashion-mnist (labels 0..9)");
+  EXPECT_INVALID_ARGUMENT(load_dataset(options), "classes: contains 12", "fashion-mnist (labels 0..9)");
 }
 
 TEST(LoadDataset, RefusesAFileBeyondTheMemoryBudgetBeforeReadingIt) {
   TempDir dir;
   DataOptions options = csv_options(dir.write("t.csv", twenty_rows_csv()));
   options.max_memory = ByteSize{100};
-  EXPECT_INVALID_ARGUMENT(load_dataset(options), "reading '" + options.data + "'", "max_memory = 100");
+  EXPECT_MEMORY_LIMIT(load_dataset(options), "reading '" + options.data + "'", "max_memory = 100");
 }
 
 TEST(LoadDataset, AsksForTheTargetColumnOfATable) {
@@ -618,7 +618,7 @@ TEST(LoadDataset, ShardsOfAnNpzFitABudgetTheWholeArrayExceeds) {
   DataOptions options;
   options.data = dir.write("big.npz", distinct_npz(400, true, true, ", 50", 50));
   options.max_memory = ByteSize{100000};
-  EXPECT_INVALID_ARGUMENT(load_dataset(options), "max_memory");
+  EXPECT_MEMORY_LIMIT(load_dataset(options), "max_memory");
   options.shard_count = 4;
   for (options.shard_rank = 0; options.shard_rank < 4; ++options.shard_rank) {
     const DatasetSplit split = load_dataset(options);

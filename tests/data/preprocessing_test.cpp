@@ -30,9 +30,9 @@ TEST(RowScaling, RoundTripsThroughStrings) {
 }
 
 TEST(PreprocessOptions, ValidateNamesFieldValueAndRule) {
-  EXPECT_INVALID_ARGUMENT(with_pca(-2).validate(), "pca_components = -2", ">= 0");
+  EXPECT_INVALID_ARGUMENT(with_pca(-2).validate(), "pca = -2", ">= 0");
   const Dataset data = random_classification(20, 5, 2, 1);
-  EXPECT_INVALID_ARGUMENT(Preprocessor::fit(data, with_pca(6)), "pca_components = 6", "1..5");
+  EXPECT_INVALID_ARGUMENT(Preprocessor::fit(data, with_pca(6)), "pca = 6", "1..5");
   EXPECT_INVALID_ARGUMENT(Preprocessor::fit(data.select_rows({0}), with_pca(2)), "at least 2");
 }
 
@@ -548,7 +548,7 @@ TEST(Standardization, StatisticsOfHugeValuesDoNotOverflow) {
 TEST(Standardization, RefusesTablesConstantChannelsAndOtherImageShapes) {
   Dataset table = colour_images(10, 5);
   table.image.reset();
-  EXPECT_INVALID_ARGUMENT(Preprocessor::fit(table, channel_standardization()), "standardize = channel needs images",
+  EXPECT_INVALID_ARGUMENT(Preprocessor::fit(table, channel_standardization()), "standardize = channel: needs images",
                           "colour_images", "no image shape");
   Dataset constant = colour_images(10, 6);
   constant.X.middleCols(20, 20).setConstant(7.5);

@@ -247,7 +247,7 @@ TEST(TabularEncoder, AcceptsHandBuiltTablesWithoutLinesOrTypes) {
 }
 
 TEST(TabularOptions, ValidateNamesTheConflict) {
-  EXPECT_INVALID_ARGUMENT(TabularOptions().validate(), "target is empty");
+  EXPECT_INVALID_ARGUMENT(TabularOptions().validate(), "target: empty");
   TabularOptions options = target("y");
   options.drop = {"y"};
   EXPECT_INVALID_ARGUMENT(options.validate(), "target = 'y'", "drop");
@@ -311,7 +311,7 @@ TEST(TabularEncoder, RefusesAnEncodingBeyondTheMemoryBudgetBeforeAllocatingIt) {
   options.max_memory = ByteSize{14400};
   EXPECT_EQ(TabularEncoder::fit(wide, options).transform(wide).d(), 180);
   options.max_memory = ByteSize{10000};
-  EXPECT_INVALID_ARGUMENT(TabularEncoder::fit(wide, options), "encoding 'table.csv' (10 rows x 180 columns",
+  EXPECT_MEMORY_LIMIT(TabularEncoder::fit(wide, options), "encoding 'table.csv' (10 rows x 180 columns",
                           "from 21 in the file", "more than max_memory = 10000");
 }
 

@@ -8,12 +8,14 @@
 #include "filkit/dpsgd/gradient_model.hpp"
 #include "filkit/dpsgd/learned_reconstruction.hpp"
 #include "filkit/dpsgd/networks.hpp"
+#include "filkit/dpsgd/public_data_training.hpp"
 #include "filkit/data/npy.hpp"
 
 #include "dpsgd/network_plugin.hpp"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -26,10 +28,10 @@ constexpr std::uint64_t kDouble = sizeof(double);
 std::string message_of(const std::function<void()>& call) {
   try {
     call();
-  } catch (const std::invalid_argument& error) {
+  } catch (const MemoryLimitError& error) {
     return error.what();
   }
-  ADD_FAILURE() << "no std::invalid_argument";
+  ADD_FAILURE() << "no MemoryLimitError";
   return {};
 }
 
@@ -117,23 +119,82 @@ TEST(GradientModelMemoryEstimate, CountsProbesAsBatchTimesProbesTimesInputAndRel
   EXPECT_EQ(estimate_gradient_model_memory(options, m, d, std::nullopt, 10).probes, 0u);
 }
 
-TEST(GradientModelMemoryEstimate, RefusesTheIssuesWideModelNamingTheOptions) {
-  GradientModelOptions options;
-  options.hidden = {256, 100000000};
-  const Dataset like = [] {
-    Dataset data;
-    data.X = RowMatrix::Zero(4, 20);
-    data.y = VectorXd::Zero(4);
-    return data;
-  }();
-  const std::string message =
-      message_of([&] { check_gradient_model_memory(options, 21, like, 80, std::uint64_t{256} << 20); });
-  expect_contains(message, {"the gradient model of", "max_memory = 256M", "gradient_hidden", "gradient_batch_size",
-                            "gradient_probes"});
-  options.hidden = {256, 256};
-  options.probes = 1000000;
-  expect_contains(message_of([&] { check_gradient_model_memory(options, 21, like, 80, std::uint64_t{256} << 20); }),
-                  {"of probes", "max_memory = 256M"});
+/// A softmax problem of 20 features and 2 classes, `n` rows.
+Dataset small_data(Index n) {
+  Dataset data;
+  data.X = RowMatrix::Constant(n, 20, 0.1);
+  data.y = VectorXd::Zero(n);
+  for (Index i = 1; i < n; i += 2) data.y(i) = 1.0;
+  return data;
+}
+
+/// train_with_public_data's refusal (before pre-training, so in no time) for fim under 256M.
+std::string fim_refusal(const PublicDataTrainingOptions& options) {
+  return message_of([&] { train_with_public_data(small_data(80), small_data(40), Dataset{}, options); });
+}
+
+TEST(GradientModelMemoryEstimate, RefusesTheIssuesWideModelNamingTheOptionsBeforePreTraining) {
+  PublicDataTrainingOptions options;
+  options.methods = {PrivateTrainingMethod::kFim};
+  options.private_phase.kind = ModelKind::kSoftmax;
+  options.private_phase.batch_size = 4;
+  options.pretrain.batch_size = 8;
+  options.pretrain.steps = 1000000000;  // refused before: it would not end
+  options.gradient_model.batch_size = 8;
+  options.private_phase.max_memory = ByteSize{std::uint64_t{256} << 20};
+  options.gradient_model.hidden = {256, 100000000};
+  expect_contains(fim_refusal(options), {"the gradient model of", "max_memory = 256M", "gradient_hidden",
+                                         "gradient_batch_size", "gradient_probes"});
+  options.gradient_model.hidden = {256, 256};
+  options.gradient_model.probes = 1000000;
+  expect_contains(fim_refusal(options), {"of probes", "max_memory = 256M"});
+}
+
+TEST(GradientModelMemoryEstimate, CountsANetworksPerExampleGradientsBesideIt) {
+  if (!networks_available()) GTEST_SKIP() << "no LibTorch plugin (built with FILKIT_WITH_TORCH=OFF?)";
+  // A dense layer of 10^6 units (23,000,002 parameters): the network's estimate (16 p-vectors and
+  // 4 rows' activations, 2.7 GiB) fits in 4G, its gradients for pre-training's batches of 64 rows
+  // (their mean gradient, 11 GiB) do not.
+  PublicDataTrainingOptions options;
+  options.methods = {PrivateTrainingMethod::kSgd};
+  NetworkOptions network;
+  network.architecture = NetworkArchitecture::kCustom;
+  network.layers = "flatten,dense:1000000,tanh,dense:2";
+  network.batch_rows = 4;
+  network.max_memory = std::uint64_t{4} << 30;
+  options.private_phase.network = network;
+  options.private_phase.batch_size = 4;
+  options.pretrain.batch_size = 64;
+  options.pretrain.steps = 1000000000;
+  options.private_phase.max_memory = ByteSize{std::uint64_t{4} << 30};
+  const NetworkPlan plan = plan_network(parse_network_layers(network.layers), {20}, 2);
+  ASSERT_LT(estimate_network_memory(plan, 4).total(), std::uint64_t{4} << 30);
+  expect_contains(fim_refusal(options), {"training a network of 23000002 parameters", "of per-example gradients",
+                                         "max_memory = 4G", "chunk, batch_size, pretrain_batch_size"});
+}
+
+TEST(LearnedAttackMemoryEstimate, CountsTheShadowModelsTrainedAtOnceAndTheAttacker) {
+  LearnedReconstructionOptions options;
+  options.attacker_hidden = {8};
+  options.train_shadow_models = 30;
+  options.target_shadow_models = 5;
+  LearnedAttackMemoryEstimate estimate;
+  estimate.attacker = estimate_attacker_memory(options, 12, 3, 7);
+  estimate.shadow_model = 1000;
+  estimate.threads = 2;
+  EXPECT_EQ(estimate.shadow_training(), 2000 + estimate.attacker.inputs / 2);
+  EXPECT_EQ(estimate.total(), std::max(estimate.shadow_training(), estimate.attacker.total()));
+  estimate.shadow_model = std::uint64_t{1} << 40;
+  EXPECT_EQ(estimate.total(), estimate.shadow_training());
+  // Refused before any training: a shadow model needing 1 TiB, or an attacker of 10^8 units.
+  options.max_memory = ByteSize{std::uint64_t{64} << 20};
+  expect_contains(message_of([&] { check_learned_attack_memory(options, 12, 3, 7, std::uint64_t{1} << 40); }),
+                  {"the learned attack (", "shadow models trained at once, 1.0 TiB each", "max_memory = 64M",
+                   "train_shadow_models", "threads"});
+  options.attacker_hidden = {100000000};
+  expect_contains(message_of([&] { check_learned_attack_memory(options, 12, 3, 7, 1000); }),
+                  {"then the attacker of", "attacker_hidden"});
+  EXPECT_NO_THROW(check_learned_attack_memory(LearnedReconstructionOptions{}, 1570, 2, 784, 50 << 20));
 }
 
 TEST(GradientModelMemoryEstimate, CountsTheConditionalModelAsThePluginAllocatesIt) {

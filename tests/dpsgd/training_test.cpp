@@ -104,7 +104,7 @@ TEST(DpSgd, AccountsFixedSizeBatchesWithoutReplacementAndThePldOnRequest) {
 
 TEST(DpSgdOptions, InvalidValuesThrowNamingTheField) {
   const std::vector<std::pair<std::string, std::function<void(DpSgdOptions&)>>> cases = {
-      {"kind", [](DpSgdOptions& o) { o.kind = ModelKind::kLeastSquares; }},
+      {"model", [](DpSgdOptions& o) { o.kind = ModelKind::kLeastSquares; }},
       {"batch_size", [](DpSgdOptions& o) { o.batch_size = 0; }},
       {"steps", [](DpSgdOptions& o) { o.steps = 0; }},
       {"step_size", [](DpSgdOptions& o) { o.step_size = -1.0; }},
@@ -129,8 +129,9 @@ TEST(DpSgdOptions, InvalidValuesThrowNamingTheField) {
     try {
       options.validate();
       ADD_FAILURE() << field << " was accepted";
-    } catch (const std::invalid_argument& error) {
-      EXPECT_NE(std::string(error.what()).find("DpSgdOptions." + field), std::string::npos) << error.what();
+    } catch (const OptionError& error) {  // by the name the command line and Python take
+      EXPECT_EQ(error.option(), field) << error.what();
+      EXPECT_EQ(std::string(error.what()).rfind(field + " = ", 0), 0u) << error.what();
     }
   }
   EXPECT_NO_THROW(DpSgdOptions().validate());
@@ -327,7 +328,7 @@ TEST(DpSgd, PerRunTracesBeyondTheMemoryBudgetAreRefusedBeforeTraining) {
   try {
     train_dpsgd(train, Dataset(), options);
     ADD_FAILURE() << "accepted";
-  } catch (const std::invalid_argument& error) {
+  } catch (const MemoryLimitError& error) {
     const std::string message = error.what();
     EXPECT_NE(message.find("max_memory"), std::string::npos) << message;
     EXPECT_NE(message.find("1 snapshots x 100000 runs x 60 examples"), std::string::npos) << message;

@@ -118,7 +118,7 @@ TEST(AccountantCli, ReadsMechanismsSplitIntoSingleNumbers) {
   run_accountant(split);
   EXPECT_EQ(read_json(whole.json_path)["eps"], read_json(split.json_path)["eps"]);
   split.mechanisms = {"0.04", "1.5"};
-  EXPECT_INVALID_ARGUMENT(run_accountant(split), "mechanism '0.04,1.5'", "three numbers", "got 2");
+  EXPECT_INVALID_ARGUMENT(run_accountant(split), "mechanism = '0.04,1.5'", "three numbers", "got 2");
 }
 
 TEST(AccountantCli, SolvesForTheNoiseMultiplier) {
@@ -173,7 +173,7 @@ TEST(AccountantCli, RejectsContradictoryOrMalformedFlags) {
   expect_rejected([](AccountantCase& o) { o.noise_multiplier.reset(); }, "noise_multiplier");
   expect_rejected([](AccountantCase& o) { o.target_eps = 1; }, "target_eps");
   expect_rejected([](AccountantCase& o) { o.mechanisms = {"0.1,1"}; }, "mechanism");
-  expect_rejected([](AccountantCase& o) { o.mechanisms = {"0.1,x,3"}; }, "mechanism noise_multiplier");
+  expect_rejected([](AccountantCase& o) { o.mechanisms = {"0.1,x,3"}; }, "mechanism: noise_multiplier 'x'");
   expect_rejected([](AccountantCase& o) { o.orders = "2,x"; }, "orders");
   expect_rejected([](AccountantCase& o) { o.orders = "renyi"; }, "renyi");
   expect_rejected([](AccountantCase& o) { o.orders = "0.5,2"; }, "orders[0]");
@@ -295,7 +295,7 @@ TEST(AccountantCli, BinaryPrintsSummaryAndWarnsOnStderr) {
   const std::string bad = std::string(binary) + " accountant --q 0.04 --steps 10 > " + dir.file("out") + " 2> " +
                           dir.file("err");
   EXPECT_NE(std::system(bad.c_str()), 0);
-  EXPECT_NE(read_text(dir.file("err")).find("noise_multiplier is required"), std::string::npos) << read_text(dir.file("err"));
+  EXPECT_NE(read_text(dir.file("err")).find("--noise-multiplier: is required"), std::string::npos) << read_text(dir.file("err"));
 
   const std::string pld = std::string(binary) +
                           " accountant --sample-rate 0.04 --noise-multiplier 1.5 --steps 2250 --accountant pld --sampling uniform > " +

@@ -142,7 +142,7 @@ TEST(FimCommand, FromTheCommandLine) {
   if (binary == nullptr) GTEST_SKIP() << "FILKIT_BINARY not set";
   const auto [status, output] = testing::run_command(std::string(binary) + " fim --data x.npz --public-fraction 1.5");
   EXPECT_NE(status, 0);
-  EXPECT_NE(output.find("public_fraction = 1.5: must lie in (0, 1)"), std::string::npos) << output;
+  EXPECT_NE(output.find("--public-fraction = 1.5: must lie in (0, 1)"), std::string::npos) << output;
   const auto [help_status, help] = testing::run_command(std::string(binary) + " fim --help");
   EXPECT_EQ(help_status, 0);
   for (const char* flag : {"--public-fraction", "--freeze-fraction", "--methods", "--lambda", "--snr",

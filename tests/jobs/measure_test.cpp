@@ -231,8 +231,8 @@ TEST(MeasureBinary, RefusesOutOfRangeNumbersAndReportsRunningOutOfMemory) {
                "classes = '4294967296': expected an integer in -2147483648..2147483647");
   expect_error(testing::run_command(measure + "--releases 99999999999"), "releases = '99999999999'");
   expect_error(testing::run_command(measure + "--sigma 1e400"), "sigma = '1e400': expected a number of magnitude");
-  expect_error(testing::run_command(measure + "--max-memory 2X"), "max_memory = '2X'");
-  expect_error(testing::run_command(measure + "--max-memory 1K"), "more than max_memory = 1K");
+  expect_error(testing::run_command(measure + "--max-memory 2X"), "--max-memory = '2X'");
+  expect_error(testing::run_command(measure + "--max-memory 1K"), "more than --max-memory = 1K");
   const auto fine = testing::run_command(measure + "--max-memory 64M --threads 1 --json " + dir.file("s.json"));
   ASSERT_EQ(fine.first, 0) << fine.second;
   EXPECT_EQ(nlohmann::json::parse(std::ifstream(dir.file("s.json")))["settings"]["max_memory"], "64M");

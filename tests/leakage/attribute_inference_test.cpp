@@ -335,7 +335,7 @@ TEST(AttackOptions, BadOptionsThrowNamingTheField) {
   options.white_box = true;
   options.solver = WhiteBoxSolver::kRefit;
   options.naive_examples = 3;
-  EXPECT_INVALID_ARGUMENT(attribute_inference(data, data, group, options), "naive_examples", "update");
+  EXPECT_INVALID_ARGUMENT(attribute_inference(data, data, group, options), "compare_naive = 3", "update");
   options.naive_examples = 0;
   options.groups = 0;
   EXPECT_INVALID_ARGUMENT(attribute_inference(data, data, group, options), "groups");

@@ -155,25 +155,25 @@ TEST(ReconstructionBounds, InvalidOptionsThrowNamingTheField) {
   const Model model = tight_logistic(data, 1e-2, false);
   ReconstructionBoundOptions options;
   options.sigma = 0.0;
-  expect_invalid_argument_naming([&] { reconstruction_bounds(model, data, options); }, "ReconstructionBoundOptions.sigma");
+  expect_invalid_argument_naming([&] { reconstruction_bounds(model, data, options); }, "sigma = 0: must be > 0");
   options = ReconstructionBoundOptions();
   options.norm_bound = -1.0;
-  expect_invalid_argument_naming([&] { options.validate(); }, "ReconstructionBoundOptions.norm_bound");
+  expect_invalid_argument_naming([&] { options.validate(); }, "norm_bound = -1: must be > 0");
   options = ReconstructionBoundOptions();
   options.diameters = VectorXd::Ones(2);
-  expect_invalid_argument_naming([&] { reconstruction_bounds(model, data, options); }, "ReconstructionBoundOptions.diameters");
+  expect_invalid_argument_naming([&] { reconstruction_bounds(model, data, options); }, "diameter: has 2 entries");
   options.diameters = VectorXd();
   options.diameter = 0.0;
-  expect_invalid_argument_naming([&] { options.validate(); }, "ReconstructionBoundOptions.diameter");
+  expect_invalid_argument_naming([&] { options.validate(); }, "diameter = 0: must be > 0");
   options.diameter = 1.0;
   options.diameters = VectorXd::Zero(3);
-  expect_invalid_argument_naming([&] { options.validate(); }, "ReconstructionBoundOptions.diameters[0]");
+  expect_invalid_argument_naming([&] { options.validate(); }, "diameter = 0: coordinate 0 must be finite and > 0");
   FitOptions squares;
   squares.kind = ModelKind::kLeastSquares;
   expect_invalid_argument_naming([&] { reconstruction_bounds(fit(data, squares), data, ReconstructionBoundOptions()); },
                                  "logistic");
   expect_invalid_argument_naming([] { output_perturbation_rdp_epsilon(0, 1e-2, 1e-2); }, "n = 0");
-  expect_invalid_argument_naming([] { output_perturbation_rdp_epsilon(10, 0.0, 1e-2); }, "lambda");
+  expect_invalid_argument_naming([] { output_perturbation_rdp_epsilon(10, 0.0, 1e-2); }, "l2 = 0");
   expect_invalid_argument_naming([] { rdp_mse_bound(-1.0); }, "epsilon");
 }
 

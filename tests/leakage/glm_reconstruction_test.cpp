@@ -323,19 +323,19 @@ TEST(GlmAttack, InvalidOptionsAndModelsThrowNamingTheField) {
   const Model model = tight_fit(data, ModelKind::kLogistic, 1e-2);
   GlmAttackOptions options;
   options.trials = 0;
-  expect_invalid_argument_naming([&] { evaluate_glm_attack(model, data, options); }, "GlmAttackOptions.trials");
+  expect_invalid_argument_naming([&] { evaluate_glm_attack(model, data, options); }, "trials = 0: must be >= 1");
   options = GlmAttackOptions();
   options.sigma = -1.0;
-  expect_invalid_argument_naming([&] { options.validate(); }, "GlmAttackOptions.sigma");
+  expect_invalid_argument_naming([&] { options.validate(); }, "sigma = -1: must be >= 0");
   options = GlmAttackOptions();
   options.divisor_guard = 1.0;
-  expect_invalid_argument_naming([&] { options.validate(); }, "GlmAttackOptions.divisor_guard");
+  expect_invalid_argument_naming([&] { options.validate(); }, "divisor_guard = 1: must lie in [0, 0.001]");
   options = GlmAttackOptions();
   options.rows = {20};
-  expect_invalid_argument_naming([&] { evaluate_glm_attack(model, data, options); }, "GlmAttackOptions.rows");
+  expect_invalid_argument_naming([&] { evaluate_glm_attack(model, data, options); }, "rows: row 20 is outside 0..19");
   options = GlmAttackOptions();
   options.keep_reconstructions = {-1};
-  expect_invalid_argument_naming([&] { options.validate(); }, "GlmAttackOptions.keep_reconstructions");
+  expect_invalid_argument_naming([&] { options.validate(); }, "save_reconstructions = -1: must be >= 0");
   expect_invalid_argument_naming([&] { glm_attack(tight_fit(data, ModelKind::kLogistic, 1e-2, false), data); },
                                  "intercept");
   const Dataset three = random_classification(30, 3, 3, 30);

@@ -123,6 +123,23 @@ def expect_failure(command, env, message, what):
     return 0
 
 
+def write_idx_dataset(directory, seed, changed_image=None):
+    """A built-in-style MNIST directory (the four uncompressed IDX files) of 300 + 60 images of 0s
+    and 1s; `changed_image` alters one training image's middle pixel (the files keep their size)."""
+    import numpy
+    rng = numpy.random.default_rng(seed)
+    os.makedirs(directory, exist_ok=True)
+    for part, n in (("train", 300), ("t10k", 60)):
+        images = rng.integers(0, 256, size=(n, 28, 28), dtype=numpy.uint8)
+        if part == "train" and changed_image is not None:
+            images[changed_image, 14, 14] ^= 0xff
+        labels = (numpy.arange(n) % 2).astype(numpy.uint8)
+        with open(os.path.join(directory, f"{part}-images-idx3-ubyte"), "wb") as f:
+            f.write(bytes([0, 0, 8, 3]) + n.to_bytes(4, "big") + (28).to_bytes(4, "big") * 2 + images.tobytes())
+        with open(os.path.join(directory, f"{part}-labels-idx1-ubyte"), "wb") as f:
+            f.write(bytes([0, 0, 8, 1]) + n.to_bytes(4, "big") + labels.tobytes())
+
+
 def check_disagreeing_ranks(filkit, mpirun, env, tmp):
     """Ranks started with different options or data (MPMD launches, one rank each) stop at once,
     before any work, with one message naming the flag that differs; returns the failures."""
@@ -132,6 +149,13 @@ def check_disagreeing_ranks(filkit, mpirun, env, tmp):
         # One name, the same size (stored, not compressed), other contents in each directory.
         rng = numpy.random.default_rng(seed)
         numpy.savez(os.path.join(tmp, name, "same.npz"), X=rng.normal(size=(400, 10)), y=rng.integers(0, 2, 400))
+        # One name, the same size, the same first and last 64 KiB: one value in the middle differs.
+        rng = numpy.random.default_rng(5)
+        X = rng.normal(size=(4000, 10))
+        X[2000, 3] += 1.0 if name == "b" else 0.0
+        numpy.savez(os.path.join(tmp, name, "middle.npz"), X=X, y=numpy.arange(4000) % 2)
+        # A built-in (--data mnist) found in each rank's FILKIT_DATA_DIR, one pixel apart.
+        write_idx_dataset(os.path.join(tmp, name, "data", "mnist"), seed=6, changed_image=150 if name == "b" else None)
     a, b = os.path.join(tmp, "a", "same.npz"), os.path.join(tmp, "b", "same.npz")
     measure = [filkit, "measure", "--quiet", "--threads", "1", "--train-size", "300"]
     dpsgd = [filkit, "dpsgd", "--quiet", "--threads", "1", "--train-size", "300", "--batch-size", "50"]
@@ -139,6 +163,12 @@ def check_disagreeing_ranks(filkit, mpirun, env, tmp):
         ("data", measure + ["--data", a], measure + ["--data", b], ["--data is " + b + " on rank 1 but " + a]),
         ("data contents", ["--wdir", os.path.join(tmp, "a")] + measure + ["--data", "same.npz"],
          ["--wdir", os.path.join(tmp, "b")] + measure + ["--data", "same.npz"], ["--data same.npz has other contents"]),
+        ("data contents in the middle", ["--wdir", os.path.join(tmp, "a")] + measure + ["--data", "middle.npz"],
+         ["--wdir", os.path.join(tmp, "b")] + measure + ["--data", "middle.npz"],
+         ["--data middle.npz has other contents on rank 1 but the same size on rank 0"]),
+        ("built-in data", ["env", "FILKIT_DATA_DIR=" + os.path.join(tmp, "a", "data")] + measure + ["--data", "mnist"],
+         ["env", "FILKIT_DATA_DIR=" + os.path.join(tmp, "b", "data")] + measure + ["--data", "mnist"],
+         ["--data mnist (", "train-images-idx3-ubyte on rank 1, ", "has other contents on rank 1 but the same size"]),
         ("seed", measure + ["--seed", "1"], measure + ["--seed", "2"], ["--seed is 2 on rank 1 but 1 on rank 0"]),
         ("l2", measure + ["--l2", "0.01"], measure + ["--l2", "0.1"], ["--l2 is 0.1 on rank 1 but 0.01 on rank 0"]),
         ("steps", dpsgd + ["--steps", "10"], dpsgd + ["--steps", "20"], ["--steps is 20 on rank 1 but 10 on rank 0"]),
@@ -160,6 +190,26 @@ def check_disagreeing_ranks(filkit, mpirun, env, tmp):
         else:
             print(f"ok: ranks with different {what} stop with one message naming it")
     return failures
+
+
+def check_dying_rank(filkit, mpirun, env):
+    """A rank killed mid-run (SIGKILL after 4 s, as the machine's OOM killer would) ends the whole
+    job promptly, not a rank waiting forever in a collective; returns 1 on failure, else 0."""
+    long_run = [filkit, "dpsgd", "--quiet", "--threads", "1", "--train-size", "301", "--batch-size", "50",
+                "--steps", "10000000"]
+    command = mpirun + ["-np", "1"] + long_run + [":", "-np", "1", "timeout", "-s", "KILL", "4"] + long_run
+    start = time.monotonic()
+    try:
+        done = run(command, env, check=False, timeout=120)
+    except subprocess.TimeoutExpired:
+        print("FAILED: a killed rank did not end the job within 120 s")
+        return 1
+    seconds = time.monotonic() - start
+    if done.returncode == 0 or seconds > 60:
+        print(f"FAILED: a killed rank: exit {done.returncode} after {seconds:.1f} s, stderr {done.stderr[-500:]}")
+        return 1
+    print(f"ok: a rank killed after 4 s ends the job (exit {done.returncode}) after {seconds:.1f} s")
+    return 0
 
 
 def read_csv(path):
@@ -351,6 +401,7 @@ def main():
                                        "an error on the ranks ends the job with the message")
             failures += expect_failure(mpirun + ["-np", "2", args.filkit, "accountant", "--quiet"], env,
                                        "runs on one process", "a job that runs on one process refuses several ranks")
+            failures += check_dying_rank(args.filkit, mpirun, env)
     sys.exit(1 if failures else 0)
 
 

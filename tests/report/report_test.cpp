@@ -290,14 +290,14 @@ TEST(Report, NamesTheFileOrCommandThatFails) {
   const TempDir dir;
   ReportOptions options;
   options.out_dir = dir.file("report");
-  EXPECT_INVALID_ARGUMENT(write_report(options), "ReportOptions.inputs");
+  EXPECT_INVALID_ARGUMENT(write_report(options), "input: none given");
   options.inputs = {dir.write("plain.json", R"({"n": 1})")};
   EXPECT_INVALID_ARGUMENT(write_report(options), "plain.json", "\"command\"");
   options.inputs = {dir.write("broken.json", "{")};
   EXPECT_INVALID_ARGUMENT(write_report(options), "broken.json", "JSON");
   options.inputs = {dir.write("bound.json", kBound)};
   options.tables = {dir.file("a.csv"), dir.file("b.csv")};
-  EXPECT_INVALID_ARGUMENT(write_report(options), "ReportOptions.tables");
+  EXPECT_INVALID_ARGUMENT(write_report(options), "table: 2 tables for 1 inputs");
   options.tables = {};
   options.gnuplot = dir.file("no-such-gnuplot");
   try {

@@ -12,6 +12,7 @@
 #include "filkit/base/types.hpp"
 
 #include <cstddef>
+#include <exception>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -78,9 +79,9 @@ class Communicator {
   /// buffers (MPI_ERR_TRUNCATE) or wait for each other forever. Rank 0 throws std::runtime_error
   /// with the sizes, the others StoppedWithRankZero.
   void check_same_count(std::size_t count, const char* what) const;
-  /// Ends every rank when `problem` (known at rank 0 only; empty: none) is not empty: rank 0 throws
-  /// std::invalid_argument(problem), the others StoppedWithRankZero. Collective.
-  void stop_all_if(const std::string& problem) const;
+  /// Ends every rank when rank 0's `problem` is set (known at rank 0 only; null: none): rank 0
+  /// rethrows it, the others throw StoppedWithRankZero. Collective.
+  void stop_all_if(std::exception_ptr problem) const;
 
  private:
   Communicator(int rank, int size, void* handle) : rank_(rank), size_(size), handle_(handle) {}

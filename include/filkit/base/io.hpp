@@ -13,13 +13,13 @@ namespace filkit {
 /// The output path meaning standard output ("--json -").
 inline constexpr const char* kStandardOutput = "-";
 
-/// Throws std::invalid_argument naming `option` and `path` unless `path` can take an output:
+/// Throws OptionError naming `option` (its declared name) and `path` unless `path` can take an output:
 /// "-" (standard output); an existing device, FIFO or symbolic link that can be written; or a
 /// new or regular file in an existing, writable directory. Call it before the work whose result
 /// goes there, so that a long run never ends at an unwritable path.
 void check_output_path(const std::string& option, const std::string& path);
 
-/// Throws std::invalid_argument when two of `outputs` (option, path) name the same regular file
+/// Throws OptionError when two of `outputs` (option, path) name the same regular file
 /// (after following links): one would silently replace the other. Devices and FIFOs may be shared.
 void check_distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs);
 

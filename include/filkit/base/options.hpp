@@ -10,6 +10,7 @@
 // for the data at hand and records the resolved value.
 #pragma once
 
+#include "filkit/base/checks.hpp"
 #include "filkit/base/enum_names.hpp"
 #include "filkit/base/resources.hpp"
 
@@ -88,12 +89,10 @@ nlohmann::json option_to_json(const T& value) {
 /// Parses the text of one option value (a flag's argument, a Python string): numbers must be
 /// whole tokens (integers within their type's range, doubles within a double's), enums one of
 /// their spellings, sizes as parse_byte_size reads them, vectors comma-separated, optionals "auto"
-/// or a value. Throws std::invalid_argument naming `name` and what was expected.
+/// or a value. Throws OptionError naming `name` and what was expected.
 template <typename T>
 void option_from_text(const std::string& name, const std::string& text, T& value) {
-  const auto fail = [&](const std::string& expected) {
-    throw std::invalid_argument(name + " = '" + text + "': expected " + expected);
-  };
+  const auto fail = [&](const std::string& expected) { option_error(name, "'" + text + "'", "expected " + expected); };
   if constexpr (is_optional<T>::value) {
     if (text == "auto") {
       value.reset();
@@ -134,8 +133,8 @@ void option_from_text(const std::string& name, const std::string& text, T& value
       (void)nlohmann::json(text).dump();
     } catch (const nlohmann::json::type_error& error) {
       const std::string what = error.what();
-      throw std::invalid_argument(name + ": the text is not UTF-8 (" + what.substr(what.find("] ") + 2) +
-                                  "); options are recorded in the JSON summary, which holds UTF-8 text only");
+      option_error(name, "the text is not UTF-8 (" + what.substr(what.find("] ") + 2) +
+                             "); options are recorded in the JSON summary, which holds UTF-8 text only");
     }
     value = text;
   } else if constexpr (std::is_same_v<T, ByteSize>) {
@@ -160,16 +159,17 @@ void option_from_text(const std::string& name, const std::string& text, T& value
   }
 }
 
-/// Throws std::invalid_argument naming `name` and the value when the list `values` names one twice
-/// (a list of methods, say, each of which would run and be written twice).
+/// Throws OptionError naming `name` and the value when the list `values` names one twice (a list
+/// of methods, say, each of which would run and be written twice).
 template <typename T>
 void refuse_repeats(const std::string& name, const std::vector<T>& values) {
   for (std::size_t i = 0; i < values.size(); ++i)
     for (std::size_t j = 0; j < i; ++j)
       if (values[j] == values[i]) {
         const nlohmann::json shown = option_to_json(values[i]);
-        throw std::invalid_argument(name + " names " + (shown.is_string() ? shown.get<std::string>() : shown.dump()) +
-                                    " twice: name each once");
+        throw OptionError::with_text(name, option_name(name) + " names " +
+                                               (shown.is_string() ? shown.get<std::string>() : shown.dump()) +
+                                               " twice: name each once");
       }
 }
 
@@ -185,13 +185,18 @@ nlohmann::json settings_json(const Options& options) {
 /// Reads a field back from its recorded setting, the inverse of option_to_json: text (enums,
 /// sizes, "auto", "nan", "inf") and numbers are read as option_from_text reads a flag's argument,
 /// so they meet the same rules (integers whole and in range); booleans must be JSON booleans and
-/// lists JSON arrays. Throws std::invalid_argument naming `name` and what was expected.
+/// lists JSON arrays. Throws DataError naming `name` and what was expected: the setting comes from
+/// a file, and is not the option of this run.
 template <typename T>
 void option_from_json(const std::string& name, const nlohmann::json& json, T& value) {
-  if (json.is_string()) return option_from_text(name, json.get<std::string>(), value);
-  const auto fail = [&](const std::string& expected) {
-    throw std::invalid_argument(name + " = " + json.dump() + ": expected " + expected);
-  };
+  if (json.is_string()) {
+    try {
+      return option_from_text(name, json.get<std::string>(), value);
+    } catch (const OptionError& error) {
+      throw DataError(error.what());
+    }
+  }
+  const auto fail = [&](const std::string& expected) { throw DataError(name + " = " + json.dump() + ": expected " + expected); };
   if constexpr (is_optional<T>::value) {
     typename T::value_type inner{};
     option_from_json(name, json, inner);
@@ -211,7 +216,7 @@ void option_from_json(const std::string& name, const nlohmann::json& json, T& va
   } else if constexpr (std::is_arithmetic_v<T>) {
     if (!json.is_number()) fail("a number");
     // dump() spells a double so that strtod reads back the same double.
-    option_from_text(name, json.dump(), value);
+    option_from_json(name, nlohmann::json(json.dump()), value);
   } else {
     fail("text");
   }
@@ -219,12 +224,12 @@ void option_from_json(const std::string& name, const nlohmann::json& json, T& va
 
 /// Sets each visited field of `options` that `settings` (a summary's "settings" object, as
 /// settings_json writes it) names, by its name or else its former name (kRenamedOptions); fields
-/// it does not name keep their values and names it has beyond them are ignored. Throws
-/// std::invalid_argument naming "settings.<name>" for a value that does not fit its field, or if
-/// `settings` is not an object.
+/// it does not name keep their values and names it has beyond them are ignored. Throws DataError
+/// naming "settings.<name>" for a value that does not fit its field, or if `settings` is not an
+/// object.
 template <typename Options>
 void options_from_settings(const nlohmann::json& settings, Options& options) {
-  if (!settings.is_object()) throw std::invalid_argument("settings: not an object of named values");
+  if (!settings.is_object()) throw DataError("settings: not an object of named values");
   visit_fields(options, [&](const char* name, auto& field, const char*) {
     auto found = settings.find(name);
     // A summary written before a rename holds the former name.

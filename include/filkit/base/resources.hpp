@@ -2,6 +2,8 @@
 // size against before allocating, and a bound on the thread count.
 #pragma once
 
+#include "filkit/base/errors.hpp"
+
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -15,7 +17,7 @@ struct ByteSize {
   friend bool operator==(const ByteSize&, const ByteSize&) = default;
 };
 
-/// Parses a ByteSize; throws std::invalid_argument naming `name` and the accepted spellings for
+/// Parses a ByteSize; throws OptionError naming `name` and the accepted spellings for
 /// anything else (negative, empty, unknown unit, beyond 2^64 bytes).
 ByteSize parse_byte_size(const std::string& name, const std::string& text);
 
@@ -40,9 +42,10 @@ std::uint64_t saturating_product(std::uint64_t a, std::uint64_t b);
 /// a + b, or UINT64_MAX when the sum does not fit (estimates that add saturated products).
 std::uint64_t saturating_sum(std::uint64_t a, std::uint64_t b);
 
-/// Throws std::invalid_argument "<what> needs <bytes>, more than max_memory = <budget>; ..." when
-/// `bytes` exceeds `budget`. Loaders call it before allocating what a file declares.
-void check_memory(std::uint64_t bytes, ByteSize budget, const std::string& what);
+/// Throws MemoryLimitError "<what> needs <bytes>, more than max_memory = <budget>; ..." when
+/// `bytes` exceeds `budget`. Loaders call it before allocating what a file declares; `what` may
+/// name the options that shrink it (option_name).
+void check_memory(std::uint64_t bytes, ByteSize budget, const Message& what);
 
 /// The most iterations a job may ask for: steps, runs, shadow models, epochs and every product of
 /// them that forms a loop. 1e15 (the accountant's bound on steps too): a run of that many
@@ -50,13 +53,16 @@ void check_memory(std::uint64_t bytes, ByteSize budget, const std::string& what)
 /// products stay far below 2^63.
 inline constexpr double kMaxIterations = 1e15;
 
-/// One factor of a loop's length: the option as the user names it, and its value.
+/// One factor of a loop's length: an option (by its declared name) or an expression of options,
+/// and its value.
 struct IterationFactor {
-  const char* name;
+  IterationFactor(const char* option, long long value) : name(option_name(option)), value(value) {}
+  IterationFactor(Message expression, long long value) : name(std::move(expression)), value(value) {}
+  Message name;
   long long value;
 };
 
-/// Throws std::invalid_argument naming every factor ("steps = 9223372036854775807 times runs = 1
+/// Throws OptionError naming every factor ("steps = 9223372036854775807 times runs = 1
 /// makes 9.2e+18 iterations, more than 1e15 ...") unless their product is at most kMaxIterations;
 /// else returns the product. `what` says what is counted ("DP-SGD steps"). The factors must be >= 0.
 long long bounded_iterations(std::initializer_list<IterationFactor> factors, const std::string& what);
@@ -65,7 +71,7 @@ long long bounded_iterations(std::initializer_list<IterationFactor> factors, con
 /// start many thousands of threads and crashes trying).
 int max_thread_count();
 
-/// Throws std::invalid_argument naming `name` unless 0 <= threads <= max_thread_count().
+/// Throws OptionError naming `name` unless 0 <= threads <= max_thread_count().
 void check_thread_count(const std::string& name, long long threads);
 
 }  // namespace filkit

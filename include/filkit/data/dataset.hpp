@@ -85,6 +85,12 @@ struct Dataset {
   Dataset select_rows(const std::vector<Index>& rows) const;
 };
 
+/// A hash of the rows of `data` that starts at row `first_row` of the whole data set: the sum mod
+/// 2^64 of each row's hash (FNV-1a over its features and label) keyed by its index in the whole,
+/// so that the shards of any number of processes add up to the hash of the whole. The resume file
+/// records it, and processes compare it before they work together.
+std::uint64_t rows_hash(const Dataset& data, Index first_row = 0);
+
 /// A train/test pair; `test` may be empty (0 rows).
 struct DatasetSplit {
   Dataset train;

@@ -6,6 +6,7 @@
 #include "filkit/data/dataset.hpp"
 #include "filkit/data/tabular_encoder.hpp"
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -113,7 +114,12 @@ void visit_fields(DataOptions& o, Visit&& visit) {
 /// Loads and splits a dataset. Built-in datasets use their own train/test split; pixels stay
 /// raw (0..255), scaling is preprocessing's job. Tabular encoders are fitted on the training
 /// rows only. Images (the built-ins, an .npz with a 3-D or 4-D X) keep their ImageShape.
-DatasetSplit load_dataset(const DataOptions& options);
+///
+/// With `whole_hash`, on a shard (shard_count > 1) of a source every process reads whole (all but
+/// the IDX and .npz readers, which read only their shard's rows), *whole_hash is the hash of every
+/// row read, rows_hash(train) ^ splitmix64(rows_hash(test)), before the shard is cut; else empty.
+/// Processes compare it: they must have read the same data.
+DatasetSplit load_dataset(const DataOptions& options, std::optional<std::uint64_t>* whole_hash = nullptr);
 
 /// Names of the built-in image datasets: fashion-mnist, mnist (IDX files, 1 x 28 x 28) and
 /// cifar10 (CIFAR-10's binary batches, 3 x 32 x 32).
@@ -133,5 +139,10 @@ std::string builtin_dataset_name(const std::string& data);
 /// test_batch.bin. Throws std::invalid_argument naming the searched paths, what a directory
 /// found lacks, and where to get the files if not found.
 std::string builtin_dataset_dir(const std::string& name);
+
+/// The files a data source `data` (DataOptions::data) is read from: a built-in's files in the
+/// directory it names or in the one found, a tabular built-in's source file, or `data` itself when
+/// it is a regular file. Empty when none is found (loading then says why); never throws.
+std::vector<std::string> dataset_source_files(const std::string& data);
 
 }  // namespace filkit

@@ -176,9 +176,7 @@ GradientModelMemoryEstimate estimate_gradient_model_memory(const GradientModelOp
                                                            Index input_dim, const std::optional<ImageShape>& image,
                                                            Index public_rows);
 
-/// Refuses (check_memory's message, naming gradient_hidden, gradient_batch_size and
-/// gradient_probes) a gradient model whose estimate is beyond `budget` bytes.
-void check_gradient_model_memory(const GradientModelOptions& options, Index released, const Dataset& like,
-                                 Index public_rows, std::uint64_t budget);
+/// train_with_public_data (public_data_training.hpp) refuses, before pre-training, a gradient
+/// model whose estimate, with the network's and its gradients' if any, is beyond max_memory.
 
 }  // namespace filkit

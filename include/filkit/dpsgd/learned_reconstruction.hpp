@@ -157,6 +157,25 @@ AttackerMemoryEstimate estimate_attacker_memory(const LearnedReconstructionOptio
 void check_attacker_memory(const LearnedReconstructionOptions& options, Index parameter_count, Index num_classes,
                            Index features);
 
+/// What the whole attack holds at its peak, estimated before any shadow model is trained: the
+/// shadow models trained at once (one a thread, `shadow_model` bytes each), then the attacker with
+/// every shadow model's parameters (estimate_attacker_memory), whichever is larger.
+struct LearnedAttackMemoryEstimate {
+  AttackerMemoryEstimate attacker;
+  std::uint64_t shadow_model = 0;  ///< training one shadow model (its data, parameters, gradient model)
+  Index threads = 1;               ///< shadow models trained at once
+  std::uint64_t shadow_training() const;  ///< threads x shadow_model, beside the parameters kept so far
+  std::uint64_t total() const;
+  std::string describe() const;
+};
+
+/// Refuses (check_memory's message, naming the options that shrink it) an attack on shadow models
+/// of `parameter_count` parameters, each needing `shadow_model` bytes to train, whose estimate is
+/// beyond options.max_memory. Call it before training: run_learned_reconstruction checks the
+/// attacker again once the shadow models' parameters are counted.
+void check_learned_attack_memory(const LearnedReconstructionOptions& options, Index parameter_count, Index num_classes,
+                                 Index features, std::uint64_t shadow_model);
+
 /// A new MLP of these widths (PyTorch's default initialisation: U(-1/sqrt(in), 1/sqrt(in))).
 Attacker initial_mlp(Index inputs, const std::vector<Index>& hidden, Index outputs, std::uint64_t seed);
 

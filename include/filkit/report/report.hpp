@@ -44,6 +44,10 @@
 
 namespace filkit {
 
+/// Seconds the report's re-load of a run's images may take, unless told (a real dataset takes
+/// seconds; a minute is far from any real load and near enough not to hang a report).
+inline constexpr double kDefaultReloadTimeout = 60.0;
+
 struct ReportOptions {
   /// Summary JSON files (each with a "command" field), one section each, in this order.
   std::vector<std::string> inputs;
@@ -56,8 +60,11 @@ struct ReportOptions {
   std::string gnuplot = "gnuplot";
   /// Re-load the raw images of image datasets for the highest/lowest-eta grids.
   bool images = true;
-  /// Throws std::invalid_argument naming the field: no inputs, more tables than inputs, empty
-  /// out_dir or gnuplot.
+  /// Seconds a re-load may take (> 0); a slower one is given up with a note (the loading thread,
+  /// which cannot be interrupted, is left to finish within the memory budget).
+  double reload_timeout = kDefaultReloadTimeout;
+  /// Throws OptionError naming the option: no inputs, more tables than inputs, empty out_dir or
+  /// gnuplot, a reload_timeout that is not > 0.
   void validate() const;
 };
 
@@ -68,6 +75,7 @@ void visit_fields(ReportOptions& o, Visit&& visit) {
   visit("report", o.out_dir, "Report directory (report.html and the PNG figures); created if missing");
   visit("gnuplot", o.gnuplot, "The gnuplot executable");
   visit("images", o.images, "Re-load the dataset for the highest/lowest-eta images");
+  visit("reload_timeout", o.reload_timeout, "Seconds the images' dataset may take to re-load; slower: a note");
 }
 
 struct ReportResult {
