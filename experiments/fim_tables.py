@@ -22,12 +22,15 @@ filkit's input-dependent extension instead; --gradient-trace exact the probes' e
 Usage: experiments/fim_tables.py EXPERIMENT [--runs R] [--threads T] [--methods M,...] [--gradient-steps N
        --gradient-decay N --gradient-min-steps N --gradient-unit epochs|batches] [--gradient-model KIND]
        [--gradient-trace probes|exact] [--sampling shuffle|uniform|poisson] [--fractions ...] [--lambdas ...]
-       [--reference-logit]
+       [--reference-logit] [--checkpoint-every N]
 Each run of each method is its own `filkit fim --runs 1 --seed S --methods M` (seeds --seed, ...,
 --seed + --runs - 1), its JSON under ${FILKIT_OUT:-/tmp/filkit-experiments}/fim/<experiment>/<setting>/
 beside the flags it was run with: rerunning the script skips every run already done, so a long
-experiment resumes where it was stopped. The script prints mean (std) over the runs beside the
-thesis' numbers.
+experiment resumes where it was stopped. A run of dpsgd, prune or fim (but fim's conditional model)
+also saves its state to <json>.state every --checkpoint-every private steps (default 1), so a run
+stopped midway resumes from its last saved step (filkit fim --checkpoint), not from its start
+(pre-training, seeded, is repeated). The script prints mean (std) over the runs beside the thesis'
+numbers.
 """
 import argparse
 import json
@@ -105,7 +108,10 @@ def run_one(directory, settings, args, seed, method):
         flags += ["--" + key, str(value)]
     if args.reference_logit:  # the thesis' one-logit binary model (its predict_binary)
         flags.append("--reference-logit")
+    # The flags that decide the results (not --quiet or where the state is saved) mark the run done.
     command = " ".join(flag for flag in flags if flag != "--quiet")
+    if method != "sgd" and settings.get("gradient-model") != "conditional" and args.checkpoint_every > 0:
+        flags += ["--checkpoint", path + ".state", "--checkpoint-every", str(args.checkpoint_every)]
     if not args.again and os.path.exists(path) and os.path.exists(path + ".flags") \
             and open(path + ".flags").read() == command:
         return json.load(open(path))
@@ -213,6 +219,8 @@ def main():
     parser.add_argument("--lambdas", default="0,10,100,1000,10000")
     parser.add_argument("--methods", default="sgd,dpsgd,prune,fim", help="filkit's --methods (pretrain is always run)")
     parser.add_argument("--again", action="store_true", help="rerun settings whose JSON exists")
+    parser.add_argument("--checkpoint-every", dest="checkpoint_every", type=int, default=1,
+                        help="private steps between a run's saved states (0: none)")
     parser.add_argument("--quiet", action="store_true", help="filkit's --quiet (no progress)")
     parser.add_argument("--reference-logit", dest="reference_logit", action="store_true",
                         help="hold the last class's logit at 0 (table34: the thesis' one-logit binary model)")

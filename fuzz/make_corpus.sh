@@ -129,7 +129,7 @@ def cbor(value):
     if isinstance(value, dict): return head(5, len(value)) + b"".join(cbor(k) + cbor(v) for k, v in value.items())
     raise TypeError(value)
 
-def framed(payload, version=3):  # the file's header: magic, version, payload length, CRC32 (little-endian)
+def framed(payload, version=5):  # the file's header: magic, version, payload length, CRC32 (little-endian)
     return b"\x89FKDPSGD" + struct.pack("<IQI", version, len(payload), zlib.crc32(payload)) + payload
 
 # The job of fuzz/dpsgd_state_fuzz.cpp: 2 runs of 10 steps, 4 examples, 2 parameters, snapshots
@@ -147,15 +147,15 @@ def sums(sampled, runs):  # per snapshot: the most times an example was sampled,
 # Run 1, step 6: run 0 finished, the first snapshot reached twice and the second once.
 state = {"job": fingerprint, "run": 1, "step": 6, "trainer": trainer(6), "sums": sums([10, 10], [2, 1]),
          "train_accuracy": [[0.75, 1.0], [0.5]], "test_accuracy": [[0.5, 0.5], [1.0]],
-         "run_seeds": [42, 2**63 + 5], "parameters": [[0.1, 0.2]], "training_seconds": 1.5,
-         "evaluation_seconds": 0.25}
+         "run_seeds": [42, 2**63 + 5], "parameters": [[0.1, 0.2]], "model_states": [None, None],
+         "training_seconds": 1.5, "evaluation_seconds": 0.25}
 fresh = dict(state, run=0, step=0, trainer=None, sums=sums([0, 0], [0, 0]), train_accuracy=[[], []],
-             test_accuracy=[[], []], run_seeds=[], parameters=[])
+             test_accuracy=[[], []], run_seeds=[], parameters=[], model_states=[])
 put = target("dpsgd_state")  # a mode byte (even: the payload, framed by the target; odd: the file)
 put("state", b"\x00" + cbor(state))
 put("run-0-step-3", b"\x00" + cbor(dict(state, run=0, step=3, trainer=trainer(3), sums=sums([0, 0], [0, 0]),
                                       train_accuracy=[[], []], test_accuracy=[[], []], run_seeds=[42],
-                                      parameters=[])))
+                                      parameters=[], model_states=[{"cosine": [0.5]}])))
 put("fresh", b"\x00" + cbor(fresh))
 put("other-job", b"\x00" + cbor(dict(state, job=dict(fingerprint, settings=dict(fingerprint["settings"], steps=20)))))
 put("file", b"\x01" + framed(cbor(state)))

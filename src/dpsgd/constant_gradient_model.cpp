@@ -61,6 +61,18 @@ void ConstantGradientModel::set_parameters(const VectorXd& phi) {
   refresh();
 }
 
+void ConstantGradientModel::restore(const State& state) {
+  for (const VectorXd* v : {&state.parameters, &state.first_moment, &state.second_moment})
+    if (v->size() != phi_.size())
+      throw std::invalid_argument("ConstantGradientModel::restore: " + std::to_string(v->size()) + " values for " +
+                                  std::to_string(phi_.size()) + " parameters");
+  if (state.updates < 0) throw std::invalid_argument("ConstantGradientModel::restore: a negative update count");
+  first_moment_ = state.first_moment;
+  second_moment_ = state.second_moment;
+  updates_ = state.updates;
+  set_parameters(state.parameters);
+}
+
 void ConstantGradientModel::refresh() {
   if (kind_ == GradientModelKind::kVector) {
     c_ = phi_;

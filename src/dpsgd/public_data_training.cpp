@@ -9,6 +9,7 @@
 
 #include "filkit/base/io.hpp"
 #include "filkit/base/options.hpp"
+#include "filkit/base/sha256.hpp"
 #include "filkit/base/timing.hpp"
 
 #include "base/seeding.hpp"
@@ -131,10 +132,16 @@ void PublicDataTrainingOptions::validate() const {
   if (private_phase.spectral && *private_phase.spectral != SpectralMethod::kNone)
     option_error("spectral", to_string(*private_phase.spectral),
                  "not available for private training with public data (eta is not reported); use none");
-  if (!private_phase.checkpoint_path.empty() || private_phase.stop_after > 0)
-    option_error(private_phase.checkpoint_path.empty() ? "stop_after" : "checkpoint",
-                 "private training with public data cannot be resumed (the gradient model's state is not in the "
-                 "resume file)");
+  if (!private_phase.checkpoint_path.empty()) {  // DpSgdOptions::validate: stop_after needs it
+    if (methods.size() != 1 || methods.front() == PrivateTrainingMethod::kSgd)
+      option_error("checkpoint", private_phase.checkpoint_path,
+                   "resumes one method at a time, one of dpsgd, prune or fim in " + option_name("methods") +
+                       " (experiments/fim_tables.py runs each method as its own job)");
+    if (methods.front() == PrivateTrainingMethod::kFim && gradient_model.kind == GradientModelKind::kConditional)
+      option_error("checkpoint", private_phase.checkpoint_path,
+                   "the conditional gradient model's state lives in LibTorch and is not in the resume file; use " +
+                       option_name("gradient_model") + " = constant or vector, or no checkpoint");
+  }
 }
 
 DpSgdOptions resolved_private_phase(const PublicDataTrainingOptions& options, Index n_private) {
@@ -342,6 +349,29 @@ VectorXd train_without_privacy(const TrainedModel& model, const Dataset& data, V
   return w;
 }
 
+/// A resume file's list of `size` numbers at state[field] (NaN admitted where `nan`), or the
+/// std::runtime_error naming the field.
+VectorXd saved_numbers(const nlohmann::json& state, const std::string& name, Index size, bool nan,
+                       const std::string& parent = "") {
+  const std::string field = parent.empty() ? name : parent + "." + name;
+  const auto found = state.find(name);
+  if (found == state.end() || !found->is_array() || static_cast<Index>(found->size()) != size)
+    throw std::runtime_error("'" + field + "' is missing or is not a list of " + std::to_string(size) + " numbers");
+  VectorXd values(size);
+  for (Index i = 0; i < size; ++i) {
+    const nlohmann::json& value = (*found)[static_cast<std::size_t>(i)];
+    if (!value.is_number()) throw std::runtime_error("'" + field + "[" + std::to_string(i) + "]' is not a number");
+    values(i) = value.get<double>();
+    if (std::isinf(values(i)) || (std::isnan(values(i)) && !nan))
+      throw std::runtime_error("'" + field + "[" + std::to_string(i) + "]' is " + format_double(values(i)) +
+                               ", expected a finite number");
+  }
+  return values;
+}
+
+std::vector<double> as_list(const VectorXd& v) { return std::vector<double>(v.data(), v.data() + v.size()); }
+std::vector<double> as_list(const std::vector<double>& v) { return v; }
+
 double cosine(const VectorXd& a, const VectorXd& b) {
   const double denominator = a.norm() * b.norm();
   return denominator > 0.0 ? a.dot(b) / denominator : 0.0;
@@ -414,6 +444,78 @@ class PublicDataModel final : public DpSgdModel {
     StepAccounting out{VectorXd::Zero(parameter_count()), a.trace, a.spectral};
     for (std::size_t j = 0; j < released_.size(); ++j) out.clipped_sum(released_[j]) = a.clipped_sum(static_cast<Index>(j));
     return out;
+  }
+
+  /// The method, the gradient model's settings, the pre-trained start and frozen coordinates and
+  /// the public part: a resume file made with any of them different is refused.
+  nlohmann::json resume_fingerprint() const override {
+    std::string bytes(reinterpret_cast<const char*>(start_.data()), sizeof(double) * static_cast<std::size_t>(start_.size()));
+    for (bool frozen : frozen_) bytes.push_back(frozen ? '1' : '0');
+    return {{"method", to_string(method_)},
+            {"gradient_model", method_ == PrivateTrainingMethod::kFim ? settings_json(gradient_model_) : nlohmann::json()},
+            {"start_sha256", sha256_hex(bytes)},
+            {"public_hash", std::to_string(rows_hash(public_))},
+            {"account_fil", account_fil_}};
+  }
+
+  /// fim's constant model (phi and Adam's moments), the diagnostics of the steps done and the
+  /// thesis' trace sums: with the trainer's state, all that step t + 1 depends on.
+  nlohmann::json resume_state() const override {
+    nlohmann::json state = {{"cosine", cosine_},
+                            {"loss", loss_},
+                            {"thesis_trace", as_list(thesis_trace_)},
+                            {"constant", nullptr}};
+    for (const auto& [name, part] : {std::pair{"norms_base", &VectorNorms::base},
+                                     std::pair{"norms_perturbation", &VectorNorms::perturbation},
+                                     std::pair{"norms_released", &VectorNorms::released}}) {
+      std::vector<double> values;
+      for (const VectorNorms& n : norms_) values.push_back(n.*part);
+      state[name] = values;
+    }
+    if (constant_) {
+      const ConstantGradientModel::State c = constant_->state();
+      state["constant"] = {{"parameters", as_list(c.parameters)},
+                           {"first_moment", as_list(c.first_moment)},
+                           {"second_moment", as_list(c.second_moment)},
+                           {"updates", c.updates}};
+    }
+    return state;
+  }
+
+  void restore(const nlohmann::json& state, Index steps_done) const override {
+    if (!state.is_object()) throw std::runtime_error("is not an object");
+    const bool fim = method_ == PrivateTrainingMethod::kFim;
+    const Index diagnostics = fim ? steps_done : 0;
+    const VectorXd cosine = saved_numbers(state, "cosine", diagnostics, true);
+    const VectorXd loss = saved_numbers(state, "loss", diagnostics, true);
+    const Index norms = fim && constant_ ? steps_done : 0;
+    const VectorXd base = saved_numbers(state, "norms_base", norms, true);
+    const VectorXd perturbation = saved_numbers(state, "norms_perturbation", norms, true);
+    const VectorXd released = saved_numbers(state, "norms_released", norms, true);
+    const VectorXd thesis = saved_numbers(state, "thesis_trace", account_fil_ && steps_done > 0 ? private_.n() : 0, false);
+    const auto found = state.find("constant");
+    if (found == state.end() || found->is_object() != constant_.has_value() || (!constant_ && !found->is_null()))
+      throw std::runtime_error(constant_ ? "'constant' is missing: the constant gradient model's state"
+                                         : "'constant' is set for a method without the constant gradient model");
+    if (constant_) {
+      const Index count = constant_->parameters().size();
+      ConstantGradientModel::State c;
+      c.parameters = saved_numbers(*found, "parameters", count, false, "constant");
+      c.first_moment = saved_numbers(*found, "first_moment", count, false, "constant");
+      c.second_moment = saved_numbers(*found, "second_moment", count, false, "constant");
+      if ((c.second_moment.array() < 0).any()) throw std::runtime_error("'constant.second_moment' has a negative entry");
+      const auto updates = found->find("updates");
+      if (updates == found->end() || !updates->is_number_integer() || updates->get<Index>() < 0)
+        throw std::runtime_error("'constant.updates' is not a count");
+      c.updates = updates->get<Index>();
+      constant_->restore(c);
+      backend_->set_shift(constant_->perturbation());
+    }
+    cosine_ = as_list(cosine);
+    loss_ = as_list(loss);
+    norms_.clear();
+    for (Index i = 0; i < norms; ++i) norms_.push_back({base(i), perturbation(i), released(i)});
+    thesis_trace_ = thesis;
   }
 
   const std::vector<double>& perturbation_cosine() const { return cosine_; }
@@ -633,7 +735,7 @@ void check_training_memory(const TrainedModel& trained, const PublicDataTraining
 
 PublicDataTrainingResult train_with_public_data(const Dataset& public_part, const Dataset& private_part,
                                                 const Dataset& test, const PublicDataTrainingOptions& options,
-                                                bool progress) {
+                                                bool progress, CheckpointWhenDone when_done) {
   options.validate();
   public_part.validate();
   private_part.validate();
@@ -708,7 +810,13 @@ PublicDataTrainingResult train_with_public_data(const Dataset& public_part, cons
         }
         return *slot;
       };
-      m.training = train_dpsgd_with_models(private_part, test, phase, model_of_run, progress, to_string(method));
+      m.training = train_dpsgd_with_models(private_part, test, phase, model_of_run, progress, to_string(method),
+                                           when_done);
+      if (!m.training.complete) {  // stopped (stop_after): the state is in the checkpoint
+        result.complete = false;
+        result.methods.push_back(std::move(m));
+        return result;
+      }
       if (method != PrivateTrainingMethod::kDpSgd)  // pruned: the fixed coordinates are not counted
         m.frozen = std::count(starts[0].frozen.begin(), starts[0].frozen.end(), true) - (p - trainable);
       if (method == PrivateTrainingMethod::kFim)

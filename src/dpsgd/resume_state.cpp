@@ -77,7 +77,8 @@ std::string_view payload_of(std::string_view bytes, const std::string& path) {
     throw std::runtime_error("checkpoint " + path + ": format version " + std::to_string(version) +
                              " was written by an earlier filkit; this one reads version " +
                              std::to_string(kResumeFormatVersion) +
-                             " (which keeps each run's traces for the confidence intervals) and cannot resume from it: "
+                             " (which keeps each run's traces for the confidence intervals and each run's model "
+                             "state) and cannot resume from it: "
                              "delete it to start the job over");
   if (version != kResumeFormatVersion)
     refuse(path, "format version " + std::to_string(version) + ", this filkit reads version " +
@@ -140,6 +141,7 @@ nlohmann::json state_json(const nlohmann::json& fingerprint, const ResumeState& 
           {"test_accuracy", state.test_accuracy},
           {"run_seeds", state.run_seeds},
           {"parameters", parameters},
+          {"model_states", state.model_states},
           {"training_seconds", state.training_seconds},
           {"evaluation_seconds", state.evaluation_seconds}};
 }
@@ -190,6 +192,7 @@ class StateReader {
     else if (!trainer.is_null()) refuse_field("trainer", "is set at step 0 of a run, expected null");
     state.run_seeds = run_seeds(member(payload, "", "run_seeds"), state.run + (state.step > 0 ? 1 : 0));
     state.parameters = finished_parameters(member(payload, "", "parameters"), state.run);
+    state.model_states = model_states(member(payload, "", "model_states"), state.run + (state.step > 0 ? 1 : 0));
     state.sums = snapshot_sums(member(payload, "", "sums"), state.run, state.step);
     state.train_accuracy = accuracies(member(payload, "", "train_accuracy"), "train_accuracy", state.run, state.step,
                                       Range{0.0, 1.0});
@@ -214,6 +217,34 @@ class StateReader {
     if (fingerprint.value("torchscript_sha256", nlohmann::json()) != saved_value("torchscript_sha256"))
       difference = "the TorchScript file's contents changed: SHA-256 " + shown(saved_value("torchscript_sha256")) +
                    ", now " + shown(fingerprint.value("torchscript_sha256", nlohmann::json()));
+    if (const nlohmann::json model = fingerprint.value("model", nlohmann::json()); model != saved_value("model")) {
+      // DpSgdModel::resume_fingerprint: name the first part that differs (fim: its method, gradient
+      // model, pre-trained start, public part).
+      const nlohmann::json before = saved_value("model");
+      difference = "the model's own state was made under other conditions";
+      const auto was = [&before](const std::string& key) {
+        return before.is_object() ? before.value(key, nlohmann::json()) : nlohmann::json();
+      };
+      std::vector<std::string> keys{"method"};  // first: it decides the rest
+      if (model.is_object())
+        for (const auto& item : model.items()) keys.push_back(item.key());
+      for (const std::string& key : keys)
+        if (const nlohmann::json now = model.is_object() ? model.value(key, nlohmann::json()) : nlohmann::json();
+            was(key) != now) {
+          std::string name = key;
+          nlohmann::json old_value = was(key), new_value = now;
+          if (old_value.is_object() && new_value.is_object())  // a settings object: the setting that changed
+            for (const auto& item : new_value.items())
+              if (old_value.value(item.key(), nlohmann::json()) != item.value()) {
+                name += "." + item.key();
+                old_value = nlohmann::json(old_value.value(item.key(), nlohmann::json()));
+                new_value = nlohmann::json(item.value());
+                break;
+              }
+          difference = "the model's '" + name + "' changed: it was " + shown(old_value) + ", now " + shown(new_value);
+          break;
+        }
+    }
     if (fingerprint.value("network", nlohmann::json()) != saved_value("network"))
       difference = "the network changed: it was " + shown(saved_value("network")) + ", now " +
                    shown(fingerprint.value("network", nlohmann::json()));
@@ -318,6 +349,15 @@ class StateReader {
     std::vector<VectorXd> parameters;
     for (int r = 0; r < finished; ++r) parameters.push_back(parameters_vector(value[r], "parameters[" + std::to_string(r) + "]"));
     return parameters;
+  }
+
+  /// Null or an object each; what is inside, the run's model checks (DpSgdModel::restore).
+  std::vector<nlohmann::json> model_states(const nlohmann::json& value, int started) const {
+    array(value, "model_states", static_cast<std::size_t>(started), "one per run started");
+    for (int r = 0; r < started; ++r)
+      if (!value[r].is_null() && !value[r].is_object())
+        refuse_field("model_states[" + std::to_string(r) + "]", "is " + shown(value[r]) + ", expected null or an object");
+    return value.get<std::vector<nlohmann::json>>();
   }
 
   std::vector<SnapshotSums> snapshot_sums(const nlohmann::json& value, int run, Index step) const {
@@ -448,6 +488,8 @@ nlohmann::json job_fingerprint(const Dataset& train, const Dataset& test, const 
 void save_state(const std::string& path, const nlohmann::json& fingerprint, const ResumeState& state) {
   write_output_file(path, framed(nlohmann::json::to_cbor(state_json(fingerprint, state))));
 }
+
+void refuse_checkpoint(const std::string& path, const std::string& problem) { refuse(path, problem); }
 
 std::optional<ResumeState> load_state(const std::string& path, const ExpectedState& expected) {
   const std::optional<std::string> bytes = read_if_present(path);

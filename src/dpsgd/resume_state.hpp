@@ -12,8 +12,9 @@
 //   bytes 24..    payload: CBOR (exact doubles, compact) of {"job": the fingerprint, "run", "step",
 //                 "trainer", "sums" (per snapshot: "trace_per_run", one per-example vector for
 //                 each run through it, and the sums "spectral", "sampled"), "train_accuracy",
-//                 "test_accuracy", "run_seeds", "parameters", "training_seconds",
-//                 "evaluation_seconds"}
+//                 "test_accuracy", "run_seeds", "parameters", "model_states" (each run's
+//                 DpSgdModel::resume_state(), one per run started: fim's gradient model),
+//                 "training_seconds", "evaluation_seconds"}
 #pragma once
 
 #include "filkit/base/communicator.hpp"
@@ -32,8 +33,9 @@ namespace filkit::detail {
 
 /// Version 1 was the bare CBOR payload, without header or checksum; version 2 kept only the sum
 /// and the sum of squares of the runs' traces, too little for the intervals over runs; version 3
-/// hashed the data in one pass, which the ranks of an MPI job cannot reproduce.
-constexpr std::uint32_t kResumeFormatVersion = 4;
+/// hashed the data in one pass, which the ranks of an MPI job cannot reproduce; version 4 had no
+/// model states.
+constexpr std::uint32_t kResumeFormatVersion = 5;
 
 /// Each snapshot's accountant: every run's traces (for the means, standard errors and bootstrap
 /// intervals), and sums over runs of the rest, turned into means at the end.
@@ -57,6 +59,8 @@ struct ResumeState {
   std::vector<std::vector<double>> train_accuracy, test_accuracy;  ///< per snapshot, one per run so far
   std::vector<std::uint64_t> run_seeds;
   std::vector<VectorXd> parameters;  ///< of the finished runs
+  /// DpSgdModel::resume_state() of every run started (null or an object; the model checks it).
+  std::vector<nlohmann::json> model_states;
   double training_seconds = 0.0, evaluation_seconds = 0.0;
 };
 
@@ -81,5 +85,8 @@ void save_state(const std::string& path, const nlohmann::json& fingerprint, cons
 /// The saved state at `path`, or nullopt when there is no file. Throws std::runtime_error naming
 /// the file when it is damaged, inconsistent with `expected`, or belongs to another job.
 std::optional<ResumeState> load_state(const std::string& path, const ExpectedState& expected);
+
+/// Throws the std::runtime_error of a checkpoint at `path` that cannot be used because of `problem`.
+[[noreturn]] void refuse_checkpoint(const std::string& path, const std::string& problem);
 
 }  // namespace filkit::detail

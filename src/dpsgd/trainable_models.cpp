@@ -13,6 +13,10 @@ namespace filkit {
 
 Model DpSgdModel::glm(const VectorXd&) const { throw std::logic_error("DpSgdModel::glm: not a GLM"); }
 
+void DpSgdModel::restore(const nlohmann::json& state, Index) const {
+  if (!state.is_null()) throw std::runtime_error("holds a state for a model that keeps none");
+}
+
 namespace {
 
 // Below this many (examples x parameters) a step runs on one thread: the work is too small to

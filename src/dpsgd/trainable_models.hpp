@@ -8,6 +8,8 @@
 #include "filkit/data/dataset.hpp"
 #include "filkit/dpsgd/training.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -54,6 +56,16 @@ class DpSgdModel {
   /// Coordinates that are never released (magnitude pruning, public_data_training.hpp): the
   /// trainer adds no noise to them and leaves them where they are. nullptr: none.
   virtual const std::vector<bool>* frozen() const { return nullptr; }
+
+  /// A model that changes as it trains (fim's gradient model and its diagnostics) keeps that state
+  /// in the resume file: what a saved state must have been made under (null: nothing beyond the
+  /// job's settings and data), its state after the steps done, and the restoring of it.
+  virtual nlohmann::json resume_fingerprint() const { return nullptr; }
+  virtual nlohmann::json resume_state() const { return nullptr; }
+  /// Restores resume_state() as saved after `steps_done` steps of the run; throws
+  /// std::runtime_error naming the field (relative to `state`) that does not fit. The default
+  /// accepts only null.
+  virtual void restore(const nlohmann::json& state, Index steps_done) const;
 };
 
 /// The model of each run of train_dpsgd_with_models, given the run's index and seed; the reference
@@ -62,10 +74,11 @@ class DpSgdModel {
 using DpSgdModelOfRun = std::function<const DpSgdModel&(int run, std::uint64_t run_seed)>;
 
 /// train_dpsgd with the model of each run given (every run's must have the same parameter count
-/// and be a GLM or not alike). No resume file: checkpoint_path must be empty.
+/// and be a GLM or not alike); the resume file holds each run's resume_state() beside the loop's.
 DpSgdResult train_dpsgd_with_models(const Dataset& train, const Dataset& test, const DpSgdOptions& options,
                                     const DpSgdModelOfRun& model_of_run, bool progress = false,
-                                    const std::string& progress_label = "dpsgd");
+                                    const std::string& progress_label = "dpsgd",
+                                    CheckpointWhenDone when_done = CheckpointWhenDone::kRemove);
 
 /// The seed of run `run` (what train_dpsgd records in run_seeds).
 std::uint64_t dpsgd_run_seed(const DpSgdOptions& options, int run);

@@ -30,6 +30,7 @@ using detail::ExpectedState;
 using detail::SnapshotSums;
 using detail::job_fingerprint;
 using detail::load_state;
+using detail::refuse_checkpoint;
 using detail::ResumeState;
 using detail::save_state;
 using detail::RunAccountant;
@@ -206,6 +207,9 @@ ExpectedState expected_state(const Dataset& train, const Dataset& test, Index n,
   // The network as resolved (a TorchScript module's layers) and the module file's contents: a
   // resume after either changed would mix two networks in one run.
   if (const std::string network = model.describe(); !network.empty()) expected.fingerprint["network"] = network;
+  // What a model that trains besides the parameters was built from (fim: its method, gradient
+  // model settings, pre-trained start and public part).
+  if (nlohmann::json built = model.resume_fingerprint(); !built.is_null()) expected.fingerprint["model"] = std::move(built);
   if (options.network && !options.network->torchscript.empty())
     expected.fingerprint["torchscript_sha256"] = file_sha256_hex(options.network->torchscript);
   expected.runs = options.runs;
@@ -239,12 +243,8 @@ DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOp
 
 DpSgdResult train_dpsgd_with_models(const Dataset& train, const Dataset& test, const DpSgdOptions& options,
                                     const DpSgdModelOfRun& model_of_run, bool progress,
-                                    const std::string& progress_label) {
-  if (!options.checkpoint_path.empty())
-    throw std::invalid_argument("checkpoint: resuming is not available for this training (its models' state is not "
-                                "in the resume file); leave it empty");
-  return train_runs(train, test, options, progress, CheckpointWhenDone::kRemove, &model_of_run, progress_label,
-                    Communicator::local());
+                                    const std::string& progress_label, CheckpointWhenDone when_done) {
+  return train_runs(train, test, options, progress, when_done, &model_of_run, progress_label, Communicator::local());
 }
 
 namespace {
@@ -303,6 +303,17 @@ DpSgdResult train_runs(const Dataset& train, const Dataset& test, const DpSgdOpt
       state = std::move(*saved);
       keep_own_rows(state, first_row, train.n());
       result.resumed = true;
+      // Each started run's model as it was: the finished runs' (their diagnostics) and the one in progress.
+      for (std::size_t r = 0; r < state.model_states.size(); ++r) {
+        const int run = static_cast<int>(r);
+        try {
+          run_model(run).restore(state.model_states[r], run < state.run ? options.steps : state.step);
+        } catch (const std::runtime_error& error) {  // "'field' problem" -> "'model_states[r].field' problem"
+          const std::string field = "model_states[" + std::to_string(r) + "]", what = error.what();
+          refuse_checkpoint(options.checkpoint_path, what.starts_with("'") ? "'" + field + "." + what.substr(1)
+                                                                          : "'" + field + "' " + what);
+        }
+      }
     }
   }
   if (!result.resumed) {
@@ -360,6 +371,8 @@ DpSgdResult train_runs(const Dataset& train, const Dataset& test, const DpSgdOpt
       if (options.checkpoint_path.empty() || !(stop || periodic)) continue;
       elapsed();
       ResumeState saved = state;  // the run in progress, or the next one when this run just finished
+      saved.model_states.clear();
+      for (int r = 0; r <= run; ++r) saved.model_states.push_back(run_model(r).resume_state());
       if (t == options.steps) {
         saved.parameters.push_back(trainer.parameters());
         saved.run = run + 1;

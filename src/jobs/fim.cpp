@@ -1,6 +1,7 @@
 #include "filkit/jobs/fim.hpp"
 
 #include "filkit/base/checks.hpp"
+#include "filkit/base/io.hpp"
 #include "filkit/base/options.hpp"
 #include "filkit/base/resources.hpp"
 #include "filkit/base/sha256.hpp"
@@ -13,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <iomanip>
 #include <sstream>
 #include <ostream>
@@ -133,6 +135,8 @@ MethodSummary summarize_method(const MethodResult& m, const DpSgdOptions& phase)
 
 FimJobResult run_fim(const FimJobOptions& requested, bool progress) {
   requested.validate();
+  const std::string& checkpoint = requested.training.private_phase.checkpoint_path;  // before the work
+  if (!checkpoint.empty()) check_output_path("checkpoint", checkpoint);
   FimJobResult result;
   result.options = requested;
   // Networks (model other than softmax) use every class unless classes says otherwise; so does softmax here.
@@ -148,11 +152,20 @@ FimJobResult run_fim(const FimJobOptions& requested, bool progress) {
   // The autos the private part decides (kappa_delta, trace, probes), recorded as used.
   result.options.training.private_phase = resolved_private_phase(options.training, result.split.private_part.n());
   const StageScope stage("training with public data");
+  // The resume file is kept until the outputs are written (outputs_written).
   result.training = train_with_public_data(result.split.public_part, result.split.private_part, result.data.test,
-                                           result.options.training_options(), progress);
+                                           result.options.training_options(), progress, CheckpointWhenDone::kKeep);
   for (const auto& [name, seconds] : result.training.seconds) result.seconds[name] = seconds;
+  if (!result.training.complete) return result;
   for (const MethodResult& m : result.training.methods) result.methods.push_back(summarize_method(m, result.options.training.private_phase));
   return result;
+}
+
+void FimJobResult::outputs_written() const {
+  const std::string& checkpoint = options.training.private_phase.checkpoint_path;
+  if (!training.complete || checkpoint.empty()) return;
+  std::error_code ignored;  // a file left behind only resumes to the same results
+  std::filesystem::remove(checkpoint, ignored);
 }
 
 nlohmann::json FimJobResult::to_json() const {
@@ -248,6 +261,13 @@ NumericTable FimJobResult::table() const {
 
 void FimJobResult::print_summary(std::ostream& out) const {
   const DpSgdOptions& p = options.training.private_phase;
+  if (!training.complete) {
+    const DpSgdResult& stopped = training.methods.back().training;
+    out << "filkit fim: " << to_string(training.methods.back().method) << " stopped after step " << stopped.steps_done
+        << " of " << static_cast<Index>(p.runs) * p.steps << " (all runs); the state is in " << p.checkpoint_path
+        << ": run the same command again to resume\n";
+    return;
+  }
   out << "filkit fim: " << options.data.data << ", " << training.n_public << " public + " << training.n_private
       << " private examples, d = " << data.train.d() << ", K = " << training.num_classes << ", "
       << training.parameter_count << " parameters; B = " << p.batch_size << ", T = " << p.steps

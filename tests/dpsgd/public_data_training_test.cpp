@@ -27,6 +27,10 @@ void expect_invalid(const std::function<void()>& statement, const std::vector<st
   EXPECT_INVALID_ARGUMENT(statement(), fragments);
 }
 
+void expect_runtime_error(const std::function<void()>& statement, const std::vector<std::string>& fragments) {
+  EXPECT_THROW_NAMING(statement(), std::runtime_error, fragments);
+}
+
 #define REQUIRE_PLUGIN() \
   if (!networks_available()) GTEST_SKIP() << "no LibTorch plugin (built with FILKIT_WITH_TORCH=OFF?)"
 
@@ -626,6 +630,82 @@ TEST(TrainOneModel, ReleasesTheSameModelWithoutAccounting) {
   }
 }
 
+// Stopped twice (once inside a run, once across the boundary between runs) and resumed: the same
+// parameters, traces and diagnostics, to the bit, as the straight run; fim's constant and vector
+// gradient models (their phi and Adam's moments are in the resume file) and dpsgd and prune.
+TEST(TrainWithPublicData, StoppedAndResumedIsTheStraightRun) {
+  REQUIRE_PLUGIN();
+  const Dataset data = image_data(60, 3, 31);
+  const PublicPrivateSplit split = split_public_private(data, 0.4, 1);
+  const testing::TempDir dir;
+  for (auto [method, kind] : {std::pair{PrivateTrainingMethod::kFim, GradientModelKind::kConstant},
+                              std::pair{PrivateTrainingMethod::kFim, GradientModelKind::kVector},
+                              std::pair{PrivateTrainingMethod::kPrune, GradientModelKind::kConstant},
+                              std::pair{PrivateTrainingMethod::kDpSgd, GradientModelKind::kConstant}}) {
+    const std::string label = to_string(method) + " " + to_string(kind);
+    PublicDataTrainingOptions o = small_options();
+    o.methods = {method};
+    o.gradient_model.kind = kind;
+    const PublicDataTrainingResult straight = train_with_public_data(split.public_part, split.private_part, data, o);
+    o.private_phase.checkpoint_path = dir.file("state");
+    o.private_phase.stop_after = 4;  // runs of 6 steps: stops at run 0 step 4, then run 1 step 2
+    for (int call = 0; call < 2; ++call) {
+      const PublicDataTrainingResult stopped = train_with_public_data(split.public_part, split.private_part, data, o);
+      EXPECT_FALSE(stopped.complete) << label;
+      EXPECT_EQ(stopped.methods.back().training.steps_done, 4 * (call + 1)) << label;
+      EXPECT_TRUE(std::filesystem::exists(o.private_phase.checkpoint_path)) << label;
+    }
+    o.private_phase.stop_after = 0;
+    const PublicDataTrainingResult resumed = train_with_public_data(split.public_part, split.private_part, data, o);
+    ASSERT_TRUE(resumed.complete) << label;
+    EXPECT_TRUE(resumed.methods[0].training.resumed) << label;
+    EXPECT_FALSE(std::filesystem::exists(o.private_phase.checkpoint_path)) << label;  // kRemove
+    const MethodResult &a = straight.methods[0], &b = resumed.methods[0];
+    EXPECT_EQ(b.training.parameters, a.training.parameters) << label;
+    EXPECT_EQ(b.training.final_snapshot().fisher_trace, a.training.final_snapshot().fisher_trace) << label;
+    EXPECT_EQ(b.training.final_snapshot().test_accuracy, a.training.final_snapshot().test_accuracy) << label;
+    EXPECT_EQ(b.perturbation_cosine, a.perturbation_cosine) << label;
+    EXPECT_EQ(b.gradient_model_loss.size(), a.gradient_model_loss.size()) << label;
+    for (std::size_t r = 0; r < a.gradient_model_loss.size(); ++r)
+      for (std::size_t t = 0; t < a.gradient_model_loss[r].size(); ++t)
+        EXPECT_TRUE(a.gradient_model_loss[r][t] == b.gradient_model_loss[r][t] ||
+                    (std::isnan(a.gradient_model_loss[r][t]) && std::isnan(b.gradient_model_loss[r][t])))
+            << label;
+    ASSERT_EQ(b.vector_norms.size(), a.vector_norms.size()) << label;
+    for (std::size_t r = 0; r < a.vector_norms.size(); ++r) {
+      ASSERT_EQ(b.vector_norms[r].size(), a.vector_norms[r].size()) << label;
+      for (std::size_t t = 0; t < a.vector_norms[r].size(); ++t) {
+        EXPECT_EQ(b.vector_norms[r][t].perturbation, a.vector_norms[r][t].perturbation) << label;
+        EXPECT_EQ(b.vector_norms[r][t].released, a.vector_norms[r][t].released) << label;
+      }
+    }
+    EXPECT_EQ(b.thesis_trace_sum, a.thesis_trace_sum) << label;
+    if (method == PrivateTrainingMethod::kFim) EXPECT_EQ(a.perturbation_cosine[1].size(), 6u) << label;
+  }
+}
+
+// A resume file of fim refuses another gradient model (naming what changed) and another method.
+TEST(TrainWithPublicData, ResumeRefusesAnotherGradientModelOrMethod) {
+  REQUIRE_PLUGIN();
+  const Dataset data = image_data(60, 3, 31);
+  const PublicPrivateSplit split = split_public_private(data, 0.4, 1);
+  const testing::TempDir dir;
+  PublicDataTrainingOptions o = small_options();
+  o.methods = {PrivateTrainingMethod::kFim};
+  o.gradient_model.kind = GradientModelKind::kConstant;
+  o.private_phase.checkpoint_path = dir.file("state");
+  o.private_phase.stop_after = 3;
+  EXPECT_FALSE(train_with_public_data(split.public_part, split.private_part, Dataset{}, o).complete);
+  PublicDataTrainingOptions other = o;
+  other.gradient_model.lambda *= 2;
+  expect_runtime_error([&] { train_with_public_data(split.public_part, split.private_part, Dataset{}, other); },
+                       {"different job", "gradient_model"});
+  other = o;
+  other.methods = {PrivateTrainingMethod::kPrune};
+  expect_runtime_error([&] { train_with_public_data(split.public_part, split.private_part, Dataset{}, other); },
+                       {"different job", "method", "fim", "prune"});
+}
+
 TEST(TrainWithPublicData, RefusesBadOptionsWithTheirNames) {
   const Dataset data = image_data(30, 2, 51);
   const PublicPrivateSplit split = split_public_private(data, 0.5, 1);
@@ -644,7 +724,15 @@ TEST(TrainWithPublicData, RefusesBadOptionsWithTheirNames) {
   refuses([](auto& o) { o.gradient_model.lambda = -1; }, {"lambda"});
   refuses([](auto& o) { o.private_phase.trace = TraceMethod::kCoordinates; }, {"trace = coordinates"});
   refuses([](auto& o) { o.private_phase.spectral = SpectralMethod::kExact; }, {"spectral = exact"});
-  refuses([](auto& o) { o.private_phase.checkpoint_path = "x"; }, {"cannot be resumed"});
+  refuses([](auto& o) { o.private_phase.checkpoint_path = "x"; }, {"checkpoint", "one method at a time"});
+  refuses([](auto& o) { o.private_phase.checkpoint_path = "x"; o.methods = {PrivateTrainingMethod::kSgd}; },
+          {"checkpoint", "one method at a time"});
+  refuses([](auto& o) {
+            o.private_phase.checkpoint_path = "x";
+            o.methods = {PrivateTrainingMethod::kFim};
+            o.gradient_model.kind = GradientModelKind::kConditional;
+          },
+          {"checkpoint", "conditional gradient model", "gradient_model"});
   refuses([](auto& o) { o.private_phase.kind = ModelKind::kLogistic; }, {"softmax"});
   refuses([](auto& o) { o.pretrain.step_size = 0; }, {"pretrain_step_size"});
   refuses([](auto& o) { o.gradient_model.batch_size = 1000; o.methods = {PrivateTrainingMethod::kFim}; },

@@ -187,15 +187,19 @@ TEST(ResumeState, EveryTruncationAndExtensionIsRefused) {
   other_version[8] = 2;
   write_file(job.options.checkpoint_path, other_version);
   const std::string older = refusal([&] { job.run(); });
-  for (const char* part : {"format version 2 was written by an earlier filkit", "reads version 4", "delete it"})
+  for (const char* part : {"format version 2 was written by an earlier filkit", "reads version 5", "delete it"})
     EXPECT_NE(older.find(part), std::string::npos) << older;
   // Version 3 hashed the data in one pass, which the ranks of an MPI job cannot reproduce.
   other_version[8] = 3;
   write_file(job.options.checkpoint_path, other_version);
   EXPECT_NE(refusal([&] { job.run(); }).find("format version 3 was written by an earlier filkit"), std::string::npos);
-  other_version[8] = 5;
+  // Version 4 had no model states (fim's gradient model).
+  other_version[8] = 4;
   write_file(job.options.checkpoint_path, other_version);
-  EXPECT_NE(refusal([&] { job.run(); }).find("format version 5, this filkit reads version 4"), std::string::npos);
+  EXPECT_NE(refusal([&] { job.run(); }).find("format version 4 was written by an earlier filkit"), std::string::npos);
+  other_version[8] = 6;
+  write_file(job.options.checkpoint_path, other_version);
+  EXPECT_NE(refusal([&] { job.run(); }).find("format version 6, this filkit reads version 5"), std::string::npos);
 }
 
 /// A valid CRC over content that does not fit the job: refused, naming `field`.
@@ -253,6 +257,11 @@ TEST(ResumeState, ContentThatDoesNotFitTheJobIsRefusedNamingTheField) {
   expect_refused(job, saved, [](json& p) { p["run_seeds"].erase(1); }, "'run_seeds'");
   expect_refused(job, saved, [](json& p) { p["parameters"] = json::array(); }, "'parameters'");
   expect_refused(job, saved, [](json& p) { p["parameters"][0].erase(0); }, "'parameters[0]'");
+  expect_refused(job, saved, [](json& p) { p["model_states"].erase(1); }, "'model_states' holds 1 entries, expected 2");
+  expect_refused(job, saved, [](json& p) { p["model_states"][0] = 3; }, "'model_states[0]' is 3");
+  // dpsgd's GLM keeps no state of its own: an object there is refused by the model.
+  expect_refused(job, saved, [](json& p) { p["model_states"][1] = json::object({{"x", 1}}); },
+                 "'model_states[1]' holds a state for a model that keeps none");
   expect_refused(job, saved, [](json& p) { p["training_seconds"] = -1.0; }, "'training_seconds'");
   expect_refused(job, saved, [](json& p) { p["evaluation_seconds"] = inf; }, "'evaluation_seconds'");
   expect_refused(job, saved, [](json& p) { p["evaluation_seconds"] = "soon"; }, "'evaluation_seconds'");

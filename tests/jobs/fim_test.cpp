@@ -134,7 +134,7 @@ TEST(FimCommand, RefusesBadOptionsBeforeLoading) {
   EXPECT_INVALID_ARGUMENT(run_fim(o), "freeze_fraction");
   o = small_job("/nonexistent.npz");
   o.training.private_phase.checkpoint_path = "/tmp/state";
-  EXPECT_INVALID_ARGUMENT(run_fim(o), "cannot be resumed");
+  EXPECT_INVALID_ARGUMENT(run_fim(o), "checkpoint", "one method at a time");
 }
 
 TEST(FimCommand, FromTheCommandLine) {

@@ -48,6 +48,16 @@ class ConstantGradientModel {
   /// thesis' code calls it, i from 1).
   void restart();
   void update(const VectorXd& objective_gradient, double step_size, double weight_decay);
+
+  /// Everything an update depends on (a resume file keeps it between private steps).
+  struct State {
+    VectorXd parameters, first_moment, second_moment;
+    Index updates = 0;
+  };
+  State state() const { return {phi_, first_moment_, second_moment_, updates_}; }
+  /// Throws std::invalid_argument when a vector's size is not this model's parameter count or
+  /// `updates` is negative.
+  void restore(const State& state);
   /// update(parameter_gradient(perturbation_gradient), ...) to the last bit, without forming the
   /// output layer's m x width gradient (its entries dL/dc_r h_j are made where Adam uses them: the
   /// ~10^6-parameter pass is memory-bound, and this saves a write and a read of it).

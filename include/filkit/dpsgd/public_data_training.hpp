@@ -152,6 +152,9 @@ struct PublicDataTrainingResult {
   std::vector<double> pretrain_test_accuracy, pretrain_train_accuracy;
   std::vector<MethodResult> methods;
   std::map<std::string, double> seconds;
+  /// false: stopped by private_phase.stop_after, the state in private_phase.checkpoint_path (run
+  /// again to resume); the method's training is then incomplete too.
+  bool complete = true;
   const MethodResult* find(PrivateTrainingMethod method) const;
 };
 
@@ -160,10 +163,13 @@ struct PublicDataTrainingResult {
 /// pre-trained model and uses the same batches and noise seeds). The fim method needs the LibTorch
 /// plugin (so do dpsgd and prune, which share its accounting code). Throws std::invalid_argument
 /// for bad options, labels that are not class indices, feature counts that differ, and
-/// std::runtime_error when the plugin does not load.
+/// std::runtime_error when the plugin does not load. With private_phase.checkpoint_path (one
+/// method, not the conditional gradient model) the private phase saves its state there and
+/// resumes from it, the gradient model's included; pre-training is repeated (it is seeded).
 PublicDataTrainingResult train_with_public_data(const Dataset& public_part, const Dataset& private_part,
                                                 const Dataset& test, const PublicDataTrainingOptions& options,
-                                                bool progress = false);
+                                                bool progress = false,
+                                                CheckpointWhenDone when_done = CheckpointWhenDone::kRemove);
 
 /// The final parameters of one run of one method trained on `private_part` (the learned attack's
 /// shadow models: same initialisation and procedure for every shadow data set). runs must be 1.

@@ -84,6 +84,10 @@ struct FimJobResult final : JobResult {
   /// training data, label, times sampled, dFIL (run average), 1/dFIL^2, Fisher trace.
   NumericTable table() const override;
   void print_summary(std::ostream& out) const override;
+  bool complete() const override { return training.complete; }
+  /// Removes the resume file (private_phase.checkpoint_path), kept by run_fim until every output
+  /// is written.
+  void outputs_written() const override;
 };
 
 FimJobResult run_fim(const FimJobOptions& options, bool progress = false);
