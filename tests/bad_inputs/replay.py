@@ -9,6 +9,8 @@ command run, and the case classified as
                   fragment, no sanitizer report or uncaught exception shows, and nothing in the
                   directory was created, changed or removed;
   correct result  the command exits as expected (0 unless told) and every check of the case holds;
+  skipped         a case marked "needs": "torch" whose command (or setup) found no LibTorch
+                  plugin: the build has none (the sanitizer build); its other failures stay "other";
   other           anything else (the reason is printed).
 
 Standard library only; run it with /usr/bin/python3. See README.md in this directory.
@@ -1029,6 +1031,10 @@ def classify(case, ctx):
     return "correct result", "", outcome
 
 
+# The networks' plugin (src/dpsgd/network_plugin.cpp); a build without LibTorch names it when it fails to load.
+PLUGIN_FILE = "libfilkit_torch.so"
+
+
 def run_case(case, filkit, keep, base_env):
     directory = tempfile.mkdtemp(prefix="filkit-bad-input-%s-" % case["name"])
     os.chmod(directory, 0o755)  # cases run as an unprivileged user must reach their files
@@ -1044,6 +1050,9 @@ def run_case(case, filkit, keep, base_env):
     except Exception as e:  # a bug of the case or of this script: still reported, never hidden
         kind, reason = "other", "replay failed: %s: %s" % (type(e).__name__, e)
     seconds = time.monotonic() - start
+    if kind == "other" and case.get("needs") == "torch" and PLUGIN_FILE in reason + (
+            outcome["stderr"].decode("utf-8", "replace") if outcome is not None else ""):
+        kind, reason = "skipped", "this build has no LibTorch plugin"
     report = {"name": case["name"], "kind": kind, "reason": reason, "seconds": seconds, "dir": directory,
               "notes": ctx["notes"]}
     if outcome is not None:
@@ -1091,6 +1100,8 @@ def load_cases():
         for key in ("name", "origin", "args", "expect"):
             if key not in case:
                 sys.exit("replay.py: case %s has no %r" % (case.get("name", "?"), key))
+        if case.get("needs", "torch") != "torch":
+            sys.exit("replay.py: case %s: needs must be \"torch\"" % case["name"])
         if ("error" in case["expect"]) == ("result" in case["expect"]):
             sys.exit("replay.py: case %s: expect needs exactly one of 'error' and 'result'" % case["name"])
     return cases
@@ -1132,7 +1143,7 @@ def main():
     base_env.pop("FILKIT_DATA_DIR", None)  # cases set their own
     base_env["LC_ALL"] = "C"
 
-    counts = {"clean error": 0, "correct result": 0, "other": 0}
+    counts = {"clean error": 0, "correct result": 0, "skipped": 0, "other": 0}
     others = []
     start = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
@@ -1155,8 +1166,8 @@ def main():
             if args.keep:
                 print("    kept: " + report["dir"])
     print("replay.py: %.0f s" % (time.monotonic() - start))
-    print("bad-input corpus: %d cases: %d clean errors, %d correct results, %d other" % (
-        len(cases), counts["clean error"], counts["correct result"], counts["other"]))
+    print("bad-input corpus: %d cases: %d clean errors, %d correct results, %d skipped, %d other" % (
+        len(cases), counts["clean error"], counts["correct result"], counts["skipped"], counts["other"]))
     return 1 if counts["other"] else 0
 
 
