@@ -370,7 +370,6 @@ VectorXd saved_numbers(const nlohmann::json& state, const std::string& name, Ind
 }
 
 std::vector<double> as_list(const VectorXd& v) { return std::vector<double>(v.data(), v.data() + v.size()); }
-std::vector<double> as_list(const std::vector<double>& v) { return v; }
 
 double cosine(const VectorXd& a, const VectorXd& b) {
   const double denominator = a.norm() * b.norm();

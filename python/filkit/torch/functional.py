@@ -297,27 +297,25 @@ class BatchedClippedGradients:
         layer's block of u_b enters only as (U a, U^T dz), drawn from their joint law: with
         a^ = a / |a|, U a = |a| z1 and U^T dz = a^ <dz, z1> + |dz| (I - a^ a^T) z2, z1 and z2
         standard normal (out and in numbers); a = 0 leaves U^T dz = |dz| z2."""
-        full, Ua, Utd, bias = [], [], [], []
+        full = [None] * len(self.blocks)
+        Ua, Utd, bias = [None] * len(self.linears), [None] * len(self.linears), [None] * len(self.linears)
         B = self.Z.shape[0]
         with torch.no_grad():
             for kind, i in self.layout:
                 if kind == "full":
-                    full.append(normal((B, self.blocks[i].shape[1])))
+                    full[i] = normal((B, self.blocks[i].shape[1]))
                 elif kind == "weight":
                     dz, a = self.dz[i].detach(), self.a[i].detach()
                     z1, z2 = normal(tuple(dz.shape)), normal(tuple(a.shape))
                     length = a.norm(dim=1, keepdim=True)
                     direction = torch.where(length > 0, a / torch.where(length > 0, length, torch.ones_like(length)),
                                             torch.zeros_like(a))
-                    Ua.append(length * z1)
-                    Utd.append(direction * (dz * z1).sum(1, keepdim=True) + dz.norm(dim=1, keepdim=True) * (
-                        z2 - direction * (direction * z2).sum(1, keepdim=True)))
+                    Ua[i] = length * z1
+                    Utd[i] = direction * (dz * z1).sum(1, keepdim=True) + dz.norm(dim=1, keepdim=True) * (
+                        z2 - direction * (direction * z2).sum(1, keepdim=True))
                 else:
-                    bias.append((i, normal((B, self.dz[i].shape[1]))))
-        biases = [None] * len(self.linears)
-        for i, u in bias:
-            biases[i] = u
-        return self._contract(full, Ua, Utd, biases, retain_graph)
+                    bias[i] = normal((B, self.dz[i].shape[1]))
+        return self._contract(full, Ua, Utd, bias, retain_graph)
 
     def _contract(self, full, Ua, Utd, bias, retain_graph):
         """The gradient in Z of S = sum_b f_b (sum_k <g_bk, u_bk> + sum_l <dz_bl, U_l a_bl + u_l>)."""
