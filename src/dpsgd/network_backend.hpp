@@ -57,8 +57,9 @@ struct ReleasedGradientSpec {
   bool learned = false;               ///< with a gradient model g_phi (fim); else r = clip(M g)
   GradientModelOptions gradient_model;
   double clip_norm = 1.0;
-  /// Examples a piece (pieces.hpp) at most; 0: as many as keep the gradient model's widest
-  /// per-piece tensor near 8 MB. Any value gives the same results up to rounding (the tests' 1).
+  /// Examples a piece (pieces.hpp) at most; 0: the conditional model's as many as keep its widest
+  /// per-piece tensor near 8 MB, the constant models' objective's kPieceRows. Any value gives the
+  /// same results up to rounding (the tests' 1).
   Index max_piece_rows = 0;
 };
 
@@ -70,10 +71,12 @@ struct GradientModelTraining {
 /// The constant gradient models' objective on a public batch (constant_gradient_model.hpp): the
 /// mean over the batch of ||c||^2 + lambda (T_b + floor) / (snr ? ||r_b||^2 : 1), r_b = clip(M g_b
 /// + c), T_b the mean of ||J_b v||^2 over input-space probes v or Tr(J_b^T J_b) exactly.
+/// precision: of the per-example gradients and their Jacobian products (the rest is float64).
 struct ShiftObjectiveRequest {
   double lambda = 0.0;
   bool snr = true;
   double floor = kThesisTraceFloor;
+  GradientPrecision precision = GradientPrecision::kFloat64;
 };
 struct ShiftObjectiveValue {
   double value = 0.0;

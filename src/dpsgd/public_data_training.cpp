@@ -124,6 +124,13 @@ void PublicDataTrainingOptions::validate() const {
   if (reference_logit && private_phase.network)
     option_error("reference_logit", "holds softmax regression's last logit at 0; a network's last layer has no such "
                                     "option (use " + option_name("model") + " = softmax)");
+  if (gradient_model.precision == GradientPrecision::kFloat32 &&
+      (!private_phase.network || gradient_model.kind == GradientModelKind::kConditional))
+    option_error("gradient_precision", "float32",
+                 private_phase.network ? "applies to the constant gradient models (" + option_name("gradient_model") +
+                                             " = constant or vector); the conditional model trains in float64"
+                                       : "applies to networks; softmax regression's objective is a closed form "
+                                         "computed in float64 (use " + option_name("model") + " = a network, or float64)");
   if (private_phase.label != LabelPrivacy::kPublic)
     option_error("label", "private", "the released gradient's Jacobian is taken about the pixels only (labels "
                                      "public, as in the thesis)");
@@ -559,6 +566,7 @@ class PublicDataModel final : public DpSgdModel {
     ShiftObjectiveRequest request;  // its floor is the thesis' 1e-7
     request.lambda = o.lambda_before(t);
     request.snr = o.snr;
+    request.precision = o.precision;
     std::mt19937_64 rng(derive_seed(run_seed, t, 2));
     std::vector<Index> order(static_cast<std::size_t>(n));
     std::iota(order.begin(), order.end(), Index{0});

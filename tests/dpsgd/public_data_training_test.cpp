@@ -124,17 +124,24 @@ TEST(ReleasedGradient, WithoutAModelIsTheClosedFormClippedGradientAndItsExactTra
   EXPECT_LT((accounting.clipped_sum - sum).norm(), 1e-13 * sum.norm());
 }
 
-TEST(ReleasedGradient, OfANetworkIsTheNetworksClippedGradientAndItsExactTrace) {
-  REQUIRE_PLUGIN();
+/// A small ConvNet on 1 x 8 x 8 images with 3 classes, n rows from `seed`, its parameters from
+/// seed + 3, every `stride`-th coordinate released, C = 0.3 (most gradients beyond the clip's knee).
+struct SmallConvNet {
+  Dataset data;
+  Network network;
+  VectorXd w;
+  ReleasedGradientSpec spec;
+};
+SmallConvNet small_conv_net(Index n, unsigned seed, Index stride) {
   const int K = 3;
-  Dataset data = testing::random_classification(5, 64, K, 4);
+  Dataset data = testing::random_classification(n, 64, K, seed);
   data.X = (data.X.array() * 3.0).matrix();
   data.image = ImageShape{1, 8, 8};
   NetworkOptions options;
   options.architecture = NetworkArchitecture::kCustom;
   options.layers = "conv:3:3:1:1,tanh,avgpool:2:2,conv:2:2:1:0,gelu,flatten,dense:5,tanh,dense:3";
-  const Network network(options, 64, K, data.image);
-  std::mt19937_64 rng(7);
+  Network network(options, 64, K, data.image);
+  std::mt19937_64 rng(seed + 3);
   const VectorXd w = network.initial_parameters(rng);
   ReleasedGradientSpec spec;
   spec.plan = network.plan();
@@ -142,7 +149,13 @@ TEST(ReleasedGradient, OfANetworkIsTheNetworksClippedGradientAndItsExactTrace) {
   spec.image = data.image;
   spec.num_classes = K;
   spec.clip_norm = 0.3;
-  for (Index i = 0; i < network.parameter_count(); ++i) spec.released.push_back(i);
+  for (Index i = 0; i < network.parameter_count(); i += stride) spec.released.push_back(i);
+  return {std::move(data), std::move(network), w, std::move(spec)};
+}
+
+TEST(ReleasedGradient, OfANetworkIsTheNetworksClippedGradientAndItsExactTrace) {
+  REQUIRE_PLUGIN();
+  const auto [data, network, w, spec] = small_conv_net(5, 4, 1);
   const auto backend = create_released_gradient_backend(spec);
   const MatrixXd expected = network.clipped_gradients(w, data.X, data.y, spec.clip_norm);
   const MatrixXd released = backend->released(w, data.X, data.y);
@@ -361,6 +374,28 @@ TEST(ReleasedGradient, ConstantShiftObjectiveAndItsGradientMatchDifferences) {
   const MatrixXd plain = backend->released(theta, data.X, data.y);
   EXPECT_GT((shifted - plain).norm(), 1e-3);
   EXPECT_INVALID_ARGUMENT(backend->set_shift(VectorXd::Zero(m + 1)), "released coordinates");
+}
+
+TEST(ReleasedGradient, ConstantShiftObjectiveInFloat32IsFloat64sToSinglePrecision) {
+  REQUIRE_PLUGIN();
+  // fim's table 3.2 shape in miniature: a ConvNet, half its coordinates released.
+  const auto [data, network, w, spec] = small_conv_net(7, 41, 2);
+  const auto backend = create_released_gradient_backend(spec);
+  const Index m = static_cast<Index>(spec.released.size());
+  const VectorXd c = random_vector(m, 43, 0.1);
+  const RowMatrix probes = random_vector(data.n() * 2 * 64, 44).reshaped<Eigen::RowMajor>(data.n() * 2, 64);
+  for (const bool exact : {false, true}) {
+    const RowMatrix used = exact ? RowMatrix(0, 64) : probes;
+    ShiftObjectiveRequest request{2.5, true, 1e-7};
+    const ShiftObjectiveValue dbl = backend->shift_objective(w, data.X, data.y, c, used, request);
+    request.precision = GradientPrecision::kFloat32;
+    const ShiftObjectiveValue sgl = backend->shift_objective(w, data.X, data.y, c, used, request);
+    // Single precision's rounding (2^-24 = 6e-8 a operation), not a different formula: a wrong
+    // term changes the value at the percent level.
+    EXPECT_NEAR(sgl.value, dbl.value, 1e-5 * dbl.value) << "exact " << exact;
+    EXPECT_NE(sgl.value, dbl.value) << "the float32 request ran in float64";
+    EXPECT_LT((sgl.gradient - dbl.gradient).norm(), 1e-4 * dbl.gradient.norm()) << "exact " << exact;
+  }
 }
 
 TEST(ReleasedGradient, ConstantShiftOfSoftmaxRegressionIsTheClosedFormsObjectiveReleaseAndTrace) {
@@ -734,6 +769,8 @@ TEST(TrainWithPublicData, RefusesBadOptionsWithTheirNames) {
           },
           {"checkpoint", "conditional gradient model", "gradient_model"});
   refuses([](auto& o) { o.private_phase.kind = ModelKind::kLogistic; }, {"softmax"});
+  refuses([](auto& o) { o.gradient_model.precision = GradientPrecision::kFloat32; },
+          {"gradient_precision = float32", "networks", "float64"});
   refuses([](auto& o) { o.pretrain.step_size = 0; }, {"pretrain_step_size"});
   refuses([](auto& o) { o.gradient_model.batch_size = 1000; o.methods = {PrivateTrainingMethod::kFim}; },
           {"gradient_batch_size", "public part"});

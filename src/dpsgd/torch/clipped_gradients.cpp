@@ -19,7 +19,7 @@ Tensor gradient_of(const std::vector<Tensor>& outputs, const std::vector<Tensor>
 
 Tensor batched_matmul(const Tensor& A, const Tensor& B) {
   const Tensor a = A.detach(), b = B.detach();
-  Tensor product = at::empty({a.size(0), a.size(1), b.size(2)}, kDouble);
+  Tensor product = at::empty({a.size(0), a.size(1), b.size(2)}, a.options());
   at::parallel_for(0, a.size(0), 1, [&](std::int64_t begin, std::int64_t end) {
     Tensor slice = product.slice(0, begin, end);
     at::bmm_out(slice, a.slice(0, begin, end), b.slice(0, begin, end));
@@ -39,7 +39,7 @@ Tensor ClippedGradients::batch_sum() const {
 
 void ClippedGradients::materialize(Tensor& g, bool apply_clip) const {
   const std::int64_t B = rows();
-  const Tensor f = apply_clip ? factor : at::ones({B}, kDouble);
+  const Tensor f = apply_clip ? factor : at::ones({B}, factor.options());
   std::int64_t offset = 0;
   for (const GradientBlock& block : blocks) {
     Tensor weight = g.narrow(1, offset, block.weight_size());
@@ -84,7 +84,7 @@ std::vector<BlockProbe> ClippedGradients::probe_of(const Tensor& U) const {
 Tensor ClippedGradients::vector_jacobian_products(const std::vector<BlockProbe>& probe) const {
   const std::int64_t B = rows();
   auto per_row = [B](const Tensor& t) { return t.view({B, 1}); };
-  Tensor inner = at::zeros({B}, kDouble);
+  Tensor inner = at::zeros({B}, factor.options());
   for (std::size_t i = 0; i < blocks.size(); ++i) {
     const GradientBlock& block = blocks[i];
     if (block.conv) inner += (flat_rows(block.weight) * flat_rows(probe[i].weight)).sum(1);
@@ -127,7 +127,7 @@ Tensor ClippedGradients::jacobian_vector_products(const Tensor& directional) con
                                                              /*create_graph=*/false, /*allow_unused=*/true);
   auto tangent = [&](std::size_t i) { return tangents[i].defined() ? tangents[i] : at::zeros_like(records[i]); };
   const std::int64_t B = rows();
-  Tensor dg = at::empty({B, size()}, kDouble);
+  Tensor dg = at::empty({B, size()}, factor.options());
   std::int64_t offset = 0;
   for (std::size_t i = 0; i < blocks.size(); ++i) {
     const GradientBlock& block = blocks[i];
@@ -173,13 +173,14 @@ ClippedGradients clipped_gradients(const NetworkPlan& plan, bool intercept, cons
     ++l;
   }
   const std::int64_t B = x.size(0);
+  const at::TensorOptions real = at::TensorOptions().dtype(x.scalar_type());  // float64, or float32 (fim's objective)
   if (C <= 0.0) {
     g.clipped = false;
-    g.factor = at::ones({B}, kDouble);
-    g.slope = at::zeros({B}, kDouble);
+    g.factor = at::ones({B}, real);
+    g.slope = at::zeros({B}, real);
     return g;
   }
-  Tensor squared_norm = at::zeros({B}, kDouble);
+  Tensor squared_norm = at::zeros({B}, real);
   for (const GradientBlock& block : g.blocks) squared_norm += block.squared_norms();
   const Tensor norm = at::sqrt(squared_norm);
   const Tensor t = norm / C - 1.0;

@@ -90,7 +90,7 @@ struct ClippedGradients {
   /// g~ (B x p) or, unclipped, g, into g.
   void materialize(Tensor& g, bool apply_clip = true) const;
   Tensor materialize(bool apply_clip = true) const {
-    Tensor g = at::empty({rows(), size()}, kDouble);
+    Tensor g = at::empty({rows(), size()}, factor.options());
     materialize(g, apply_clip);
     return g;
   }

@@ -231,21 +231,25 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
                                       const RowMatrix& probes, const ShiftObjectiveRequest& request) const override {
     at::set_num_threads(omp_get_max_threads());
     const Index B = X.rows(), S = probes.rows() / std::max<Index>(1, B);
-    const Tensor w = weights(theta), labels = to_labels(y), all_probes = to_tensor(probes);
+    // The per-example gradients and their Jacobian products in the requested precision; u, the
+    // clip's terms and the gradient about c in float64 (the records are the cost, not these).
+    const at::ScalarType real = request.precision == GradientPrecision::kFloat32 ? at::kFloat : at::kDouble;
+    const Tensor w = real == at::kDouble ? weights(theta) : to_tensor(theta).to(real), labels = to_labels(y),
+                 all_probes = to_tensor(probes).to(real);
     const Tensor shift = to_tensor(c).set_requires_grad(true);
-    const std::vector<Rows> parts = pieces_of({0, B}, kPieceRows);
+    const std::vector<Rows> parts = pieces_of({0, B}, spec_.max_piece_rows > 0 ? spec_.max_piece_rows : kPieceRows);
     std::vector<double> values(parts.size());
     std::vector<Tensor> gradients(parts.size());
     for_each_piece(parts, [&](std::size_t i, Rows piece) {
       const std::int64_t count = piece.count, d = spec_.input_dim;
-      const Tensor x = to_tensor(RowMatrix(X.middleRows(piece.first, piece.count))).set_requires_grad(true);
+      const Tensor x = to_tensor(RowMatrix(X.middleRows(piece.first, piece.count))).to(real).set_requires_grad(true);
       // The unclipped per-example gradients g and dm = M J_g v from the records of one forward and
       // backward pass (clipped_gradients.hpp): J_R v by the double-backward trick, then the
       // per-example products by hand, with no B x p tensor in any graph.
       ClippedGradients records = clipped_gradients(spec_.plan, spec_.intercept, w, x,
                                                    labels.narrow(0, piece.first, piece.count), 0.0, true);
       const Tensor H = records.prepare_jacobian_vector_products();
-      const Tensor u = records.unclipped().index_select(1, released_) + shift;
+      const Tensor u = records.unclipped().index_select(1, released_).to(at::kDouble) + shift;
       const Tensor n = (u.pow(2).sum(1) + 1e-300).sqrt();
       const Tensor t = n / spec_.clip_norm - 1.0;
       const Tensor s = tanh_gelu(t) + 1.0;
@@ -256,7 +260,7 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
       for (Index k = 0; k < directions; ++k) {
         // <H, V>: the probes, or the unit vector e_k of every example (the exact trace).
         const Tensor directional = S > 0 ? (H * v.select(1, k)).sum() : H.select(1, k).sum();
-        const Tensor dm = records.jacobian_vector_products(directional).index_select(1, released_);
+        const Tensor dm = records.jacobian_vector_products(directional).index_select(1, released_).to(at::kDouble);
         // dr = dm / s - kappa u (u . dm)
         const Tensor along = (u * dm).sum(1);
         trace = trace + dm.pow(2).sum(1) / s.pow(2) - 2.0 * kappa * along.pow(2) / s + (kappa * n * along).pow(2);
