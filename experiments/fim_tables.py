@@ -25,8 +25,9 @@ Usage: experiments/fim_tables.py EXPERIMENT [--runs R] [--threads T] [--methods 
        [--reference-logit] [--gradient-precision float64|float32] [--checkpoint-every N]
 Each run of each method is its own `filkit fim --runs 1 --seed S --methods M` (seeds --seed, ...,
 --seed + --runs - 1), its JSON under ${FILKIT_OUT:-/tmp/filkit-experiments}/fim/<experiment>/<setting>/
-beside the flags it was run with: rerunning the script skips every run already done, so a long
-experiment resumes where it was stopped. A run of dpsgd, prune or fim (but fim's conditional model)
+beside the flags it was run with: rerunning the script skips every run already done (the same
+flags but for the binary's path and --threads), so a long experiment resumes where it was stopped;
+fig31's 50 % and fig32's lambda 1000 are table31's runs. A run of dpsgd, prune or fim (but fim's conditional model)
 also saves its state to <json>.state every --checkpoint-every private steps (default 1), so a run
 stopped midway resumes from its last saved step (filkit fim --checkpoint), not from its start
 (pre-training, seeded, is repeated). The script prints mean (std) over the runs beside the thesis'
@@ -110,12 +111,13 @@ def run_one(directory, settings, args, seed, method):
         flags.append("--reference-logit")
     if method == "fim" and args.gradient_precision:  # it changes only fim's gradient model (networks)
         flags += ["--gradient-precision", args.gradient_precision]
-    # The flags that decide the results (not --quiet or where the state is saved) mark the run done.
+    # The flags that decide the results mark the run done: not --quiet, where the state is saved,
+    # the binary's path or --threads (filkit's results do not depend on the thread count).
     command = " ".join(flag for flag in flags if flag != "--quiet")
     if method != "sgd" and settings.get("gradient-model") != "conditional" and args.checkpoint_every > 0:
         flags += ["--checkpoint", path + ".state", "--checkpoint-every", str(args.checkpoint_every)]
     if not args.again and os.path.exists(path) and os.path.exists(path + ".flags") \
-            and open(path + ".flags").read() == command:
+            and deciding(open(path + ".flags").read()) == deciding(command):
         return json.load(open(path))
     print(command, file=sys.stderr, flush=True)
     subprocess.run(flags, check=True)
@@ -125,6 +127,12 @@ def run_one(directory, settings, args, seed, method):
     return json.load(open(path))
 
 
+def deciding(command):
+    """A run's command without what does not change its results: the binary and --threads N."""
+    words = command.split()[1:]
+    return [w for i, w in enumerate(words) if w != "--threads" and (i == 0 or words[i - 1] != "--threads")]
+
+
 def statistics(values):
     """Mean and sample standard deviation over runs (as filkit's own summaries)."""
     mean = sum(values) / len(values)
@@ -132,7 +140,7 @@ def statistics(values):
     return {"mean": mean, "std": std, "runs": values}
 
 
-def run(name, settings, args):
+def run(name, settings, args, experiment=None):
     """Every method of --methods at seeds --seed, ..., --seed + --runs - 1 (one process each,
     run_one), combined into the shape of one `filkit fim --runs R` summary: mean (std) over the
     runs of accuracy and max/mean/median dFIL per method; the first run's fim diagnostics."""
@@ -141,7 +149,7 @@ def run(name, settings, args):
                 "gradient_trace", "sampling", "steps", "pretrain_steps"]:
         if getattr(args, key) is not None:  # the command line's reductions replace the thesis' values
             settings[key.replace("_", "-")] = getattr(args, key)
-    directory = os.path.join(OUT, args.experiment, name)
+    directory = os.path.join(OUT, experiment or args.experiment, name)
     methods = args.methods.split(",")
     runs = {m: [run_one(directory, settings, args, args.seed + r, m) for r in range(args.runs)] for m in methods}
     first = runs[methods[0]][0]
@@ -242,10 +250,12 @@ def main():
         print("| --- | --- | --- | --- | --- | --- | --- |")
         for value in sweep:
             settings = dict(TABLE31, **{key: value})
-            if key == "public-fraction":  # one private epoch and 30 public epochs of batch 512, as the thesis
+            if key == "public-fraction" and value != TABLE31[key]:  # one private epoch, 30 public epochs of 512
                 settings["steps"] = max(1, round(60000 * (1 - value) / 512))
                 settings["pretrain-steps"] = max(1, round(30 * 60000 * value / 512))
-            summary = run(f"{key}={value}", settings, args)
+            # Table 3.1's own setting is table 3.1's runs (the same flags, the same files).
+            summary = run("table31", settings, args, "table31") if settings == TABLE31 else \
+                run(f"{key}={value}", settings, args)
             eps = next((m["rdp_epsilon"] for m in summary["methods"] if "rdp_epsilon" in m), float("nan"))
             print(f"| {value} | {eps:.4f} | pretrain | {cell(summary['pretrain']['test_accuracy'])} | - | - | - |")
             for m in summary["methods"]:
