@@ -27,7 +27,8 @@ Each run of each method is its own `filkit fim --runs 1 --seed S --methods M` (s
 --seed + --runs - 1), its JSON under ${FILKIT_OUT:-/tmp/filkit-experiments}/fim/<experiment>/<setting>/
 beside the flags it was run with: rerunning the script skips every run already done (the same
 flags but for the binary's path and --threads), so a long experiment resumes where it was stopped;
-fig31's 50 % and fig32's lambda 1000 are table31's runs. A run of dpsgd, prune or fim (but fim's conditional model)
+fig31's 50 % and fig32's lambda 1000 are table31's runs, and fig32's methods but fim (which lambda
+does not change) are table31's. A run of dpsgd, prune or fim (but fim's conditional model)
 also saves its state to <json>.state every --checkpoint-every private steps (default 1), so a run
 stopped midway resumes from its last saved step (filkit fim --checkpoint), not from its start
 (pre-training, seeded, is repeated). The script prints mean (std) over the runs beside the thesis'
@@ -140,18 +141,27 @@ def statistics(values):
     return {"mean": mean, "std": std, "runs": values}
 
 
-def run(name, settings, args, experiment=None):
+def run(name, settings, args, experiment=None, fim_only=None):
     """Every method of --methods at seeds --seed, ..., --seed + --runs - 1 (one process each,
     run_one), combined into the shape of one `filkit fim --runs R` summary: mean (std) over the
-    runs of accuracy and max/mean/median dFIL per method; the first run's fim diagnostics."""
-    settings = dict(THESIS_CODE, **settings)
-    for key in ["gradient_steps", "gradient_decay", "gradient_min_steps", "gradient_unit", "gradient_model",
-                "gradient_trace", "sampling", "steps", "pretrain_steps"]:
-        if getattr(args, key) is not None:  # the command line's reductions replace the thesis' values
-            settings[key.replace("_", "-")] = getattr(args, key)
-    directory = os.path.join(OUT, experiment or args.experiment, name)
+    runs of accuracy and max/mean/median dFIL per method; the first run's fim diagnostics. With
+    fim_only = (name, settings, experiment), the methods but fim are that setting's runs (fig32:
+    lambda changes fim alone)."""
+    def with_reductions(settings):
+        settings = dict(THESIS_CODE, **settings)
+        for key in ["gradient_steps", "gradient_decay", "gradient_min_steps", "gradient_unit", "gradient_model",
+                    "gradient_trace", "sampling", "steps", "pretrain_steps"]:
+            if getattr(args, key) is not None:  # the command line's reductions replace the thesis' values
+                settings[key.replace("_", "-")] = getattr(args, key)
+        return settings
+
+    def runs_of(method):
+        n, s, e = fim_only if fim_only and method != "fim" else (name, settings, experiment)
+        directory = os.path.join(OUT, e or args.experiment, n)
+        return [run_one(directory, with_reductions(s), args, args.seed + r, method) for r in range(args.runs)]
+
     methods = args.methods.split(",")
-    runs = {m: [run_one(directory, settings, args, args.seed + r, m) for r in range(args.runs)] for m in methods}
+    runs = {m: runs_of(m) for m in methods}
     first = runs[methods[0]][0]
     combined = {"settings": {"runs": args.runs, "seeds": [args.seed + r for r in range(args.runs)]},
                 "n_public": first["n_public"], "n_private": first["n_private"],
@@ -255,7 +265,8 @@ def main():
                 settings["pretrain-steps"] = max(1, round(30 * 60000 * value / 512))
             # Table 3.1's own setting is table 3.1's runs (the same flags, the same files).
             summary = run("table31", settings, args, "table31") if settings == TABLE31 else \
-                run(f"{key}={value}", settings, args)
+                run(f"{key}={value}", settings, args,
+                    fim_only=("table31", TABLE31, "table31") if key == "lambda" else None)
             eps = next((m["rdp_epsilon"] for m in summary["methods"] if "rdp_epsilon" in m), float("nan"))
             print(f"| {value} | {eps:.4f} | pretrain | {cell(summary['pretrain']['test_accuracy'])} | - | - | - |")
             for m in summary["methods"]:
