@@ -6,7 +6,7 @@
 // Info-ZIP's listing of the fixture; LibTorch's messages cut to one line.
 #include "filkit/dpsgd/constant_gradient_model.hpp"
 #include "filkit/dpsgd/gradient_model.hpp"
-#include "filkit/dpsgd/learned_reconstruction.hpp"
+#include "filkit/leakage/learned_reconstruction.hpp"
 #include "filkit/dpsgd/networks.hpp"
 #include "filkit/dpsgd/public_data_training.hpp"
 #include "filkit/data/npy.hpp"

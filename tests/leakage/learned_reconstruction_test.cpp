@@ -1,4 +1,4 @@
-#include "filkit/dpsgd/learned_reconstruction.hpp"
+#include "filkit/leakage/learned_reconstruction.hpp"
 
 #include "test_util.hpp"
 

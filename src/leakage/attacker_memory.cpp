@@ -1,7 +1,7 @@
 // The memory estimate of the learned attack's attacker (learned_reconstruction.hpp), in a file of
 // its own so that the attack's code stays as it is.
 #include "filkit/base/resources.hpp"
-#include "filkit/dpsgd/learned_reconstruction.hpp"
+#include "filkit/leakage/learned_reconstruction.hpp"
 
 #include <omp.h>
 

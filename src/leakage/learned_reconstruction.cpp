@@ -1,5 +1,6 @@
-#include "filkit/dpsgd/learned_reconstruction.hpp"
+#include "filkit/leakage/learned_reconstruction.hpp"
 
+#include "base/adam_step.hpp"
 #include "base/parallel_blocks.hpp"
 #include "base/seeding.hpp"
 #include "base/splitmix_stream.hpp"
@@ -186,7 +187,7 @@ Attacker zeros_like(const Attacker& mlp) {
   return zero;
 }
 
-/// Adam (Kingma and Ba 2015) with L2 weight decay added to the gradient, as torch.optim.Adam.
+/// Adam (base/adam_step.hpp) with L2 weight decay added to the gradient, as torch.optim.Adam.
 struct Adam {
   Attacker first, second;
   Index step = 0;
@@ -199,11 +200,7 @@ struct Adam {
   template <class Matrix>
   void update(Matrix& w, Matrix g, Matrix& m, Matrix& v) const {
     g += weight_decay * w;
-    m = kBeta1 * m + (1 - kBeta1) * g;
-    v = kBeta2 * v + (1 - kBeta2) * g.cwiseAbs2();
-    const double correction1 = 1 - std::pow(kBeta1, static_cast<double>(step));
-    const double correction2 = 1 - std::pow(kBeta2, static_cast<double>(step));
-    w.array() -= step_size * (m.array() / correction1) / ((v.array() / correction2).sqrt() + kEpsilon);
+    detail::adam_update(w, g, m, v, step, step_size, kBeta1, kBeta2, kEpsilon);
   }
 
   void apply(Attacker& mlp, const Attacker& gradient) {
