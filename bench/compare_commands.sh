@@ -7,6 +7,7 @@
 #
 #   bench/compare_commands.sh BASELINE_FILKIT NEW_FILKIT [TOLERANCE=1e-9]
 #   e.g. bench/compare_commands.sh /work/buildtime/8f23d96/build/filkit build/filkit
+# (dpsgd's flags are those since --noise-multiplier and --clip-norm, 2026-11.)
 set -euo pipefail
 
 if (($# < 2)); then
@@ -27,7 +28,9 @@ jobs=(
   "attack|attack --data income-regression --model least-squares --regression --trials 5 --examples 300 --sigmas 0.001,0.01,0.1|"
   "bound|bound|"
   "reconstruct|reconstruct --trials 10|"
-  "dpsgd|dpsgd --steps 60 --batch-size 200 --step-size 0.5 --runs 2|--sigma 1 --clip 1|--noise-multiplier 1 --clip-norm 1"
+  "dpsgd|dpsgd --steps 60 --batch-size 200 --step-size 0.5 --runs 2 --noise-multiplier 1 --clip-norm 1|"
+  "fim|fim --classes 0,1 --train-size 600 --public-fraction 0.5 --pretrain-steps 10 --batch-size 100 --steps 3 --gradient-batch-size 100 --gradient-steps 2 --gradient-decay 1 --gradient-min-steps 1 --sampling shuffle|"
+  "learned-attack|learned-attack --methods sgd,dpsgd --train-shadow-models 12 --target-shadow-models 3 --public-size 100 --fixed-size 99 --batch-size 100 --gradient-batch-size 100 --attacker-hidden 8 --attacker-epochs 3|"
 )
 
 failed=0
