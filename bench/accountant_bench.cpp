@@ -4,8 +4,8 @@
 // 31 asks for under 50 ms (RDP) and under 1 s (PLD). The eps is reported as a counter. Baseline
 // in the same run: the PLD self-composed by repeated squaring (self_compose_by_squaring, what the
 // accountant did before the single-transform self_compose), same PLDs, same eps to 1e-9.
-#include "filkit/dpsgd/pld_accountant.hpp"
-#include "filkit/dpsgd/rdp_accountant.hpp"
+#include "filkit/privacy/pld_accountant.hpp"
+#include "filkit/privacy/rdp_accountant.hpp"
 
 #include <benchmark/benchmark.h>
 

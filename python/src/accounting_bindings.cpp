@@ -1,8 +1,8 @@
 #include "bindings.hpp"
 
-#include "filkit/dpsgd/pld_accountant.hpp"
-#include "filkit/dpsgd/rdp_accountant.hpp"
-#include "filkit/dpsgd/step_privacy.hpp"
+#include "filkit/privacy/pld_accountant.hpp"
+#include "filkit/privacy/rdp_accountant.hpp"
+#include "filkit/privacy/step_privacy.hpp"
 #include "filkit/dpsgd/training.hpp"
 
 #include <nlohmann/json.hpp>

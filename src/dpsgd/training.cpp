@@ -8,8 +8,8 @@
 #include "filkit/base/resources.hpp"
 #include "filkit/base/run_bootstrap.hpp"
 #include "filkit/base/sha256.hpp"
-#include "filkit/dpsgd/pld_accountant.hpp"
-#include "filkit/dpsgd/step_privacy.hpp"
+#include "filkit/privacy/pld_accountant.hpp"
+#include "filkit/privacy/step_privacy.hpp"
 
 #include "base/seeding.hpp"
 #include "dpsgd/resume_state.hpp"

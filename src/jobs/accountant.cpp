@@ -3,8 +3,8 @@
 #include "filkit/base/checks.hpp"
 #include "filkit/base/io.hpp"
 #include "filkit/base/options.hpp"
-#include "filkit/dpsgd/pld_accountant.hpp"
-#include "filkit/dpsgd/rdp_accountant.hpp"
+#include "filkit/privacy/pld_accountant.hpp"
+#include "filkit/privacy/rdp_accountant.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -8,7 +8,7 @@
 #include "filkit/base/stage.hpp"
 #include "filkit/base/summary.hpp"
 #include "filkit/dpsgd/clipped_gradient.hpp"
-#include "filkit/dpsgd/step_privacy.hpp"
+#include "filkit/privacy/step_privacy.hpp"
 
 #include <nlohmann/json.hpp>
 

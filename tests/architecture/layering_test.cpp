@@ -1,5 +1,6 @@
 // The source tree's layers depend only downwards (docs/architecture.md):
-//   base <- data <- models <- {leakage, dpsgd} <- jobs <- {cli, python};  report reads JSON (data, base).
+//   base <- privacy;  base <- data <- models <- {leakage, dpsgd (and privacy)} <- jobs <- {cli, python};
+//   report reads JSON (data, base).
 // This test reads every header and source of include/filkit/<layer>/ and src/<layer>/ and fails on an
 // include that points up (or sideways) a layer, or on a file that sits outside every layer.
 #include <gtest/gtest.h>
@@ -22,10 +23,11 @@ const std::map<std::string, std::set<std::string>>& allowed_dependencies() {
       {"base", {"base"}},
       {"data", {"base", "data"}},
       {"models", {"base", "data", "models"}},
+      {"privacy", {"base", "privacy"}},
       {"leakage", {"base", "data", "models", "leakage"}},
-      {"dpsgd", {"base", "data", "models", "dpsgd"}},
+      {"dpsgd", {"base", "data", "models", "privacy", "dpsgd"}},
       {"report", {"base", "data", "report"}},
-      {"jobs", {"base", "data", "models", "leakage", "dpsgd", "report", "jobs"}},
+      {"jobs", {"base", "data", "models", "privacy", "leakage", "dpsgd", "report", "jobs"}},
   };
   return allowed;
 }
@@ -93,6 +95,8 @@ TEST(Layering, CatchesAnUpwardInclude) {
   EXPECT_EQ(layering_violations("data", "#include \"filkit/types.hpp\"\n", "x.cpp").size(), 1u);
   EXPECT_TRUE(layering_violations("jobs", "#include \"filkit/leakage/fil.hpp\"\n#include <CLI/CLI.hpp>\n", "x.cpp").empty());
   EXPECT_TRUE(layering_violations("leakage", "#include \"models/glm_loss.hpp\"\n", "x.cpp").empty());
+  EXPECT_EQ(layering_violations("privacy", "#include \"filkit/dpsgd/clipped_gradient.hpp\"\n", "x.cpp").size(), 1u);
+  EXPECT_TRUE(layering_violations("dpsgd", "#include \"filkit/privacy/soft_clip.hpp\"\n", "x.cpp").empty());
 }
 
 }  // namespace

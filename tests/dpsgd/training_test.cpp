@@ -1,4 +1,4 @@
-#include "filkit/dpsgd/pld_accountant.hpp"
+#include "filkit/privacy/pld_accountant.hpp"
 #include "filkit/dpsgd/training.hpp"
 
 #include "filkit/base/summary.hpp"

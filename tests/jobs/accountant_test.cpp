@@ -1,7 +1,7 @@
 #include "filkit/jobs/accountant.hpp"
 
-#include "filkit/dpsgd/pld_accountant.hpp"
-#include "filkit/dpsgd/rdp_accountant.hpp"
+#include "filkit/privacy/pld_accountant.hpp"
+#include "filkit/privacy/rdp_accountant.hpp"
 #include "test_util.hpp"
 
 #include <gtest/gtest.h>

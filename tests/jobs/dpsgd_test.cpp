@@ -4,7 +4,7 @@
 #include "filkit/base/finite.hpp"
 #include "filkit/base/io.hpp"
 #include "filkit/dpsgd/clipped_gradient.hpp"
-#include "filkit/dpsgd/step_privacy.hpp"
+#include "filkit/privacy/step_privacy.hpp"
 
 #include "test_util.hpp"
 

@@ -2,11 +2,7 @@
 // the example's private coordinates z (docs/mathematics.md, sections 7.2 and 7.7; Guo et al.,
 // ICML 2022, Section 6.2).
 //
-// Smooth clipping (GELU's tanh form, as jax.nn.gelu):
-//   GELU(t) = t/2 (1 + tanh(sqrt(2/pi) (t + 0.044715 t^3))),
-//   g~ = f(||g||) g,   f(u) = 1 / (GELU(u/C - 1) + 1),
-// so ||g~|| <= soft_clip_norm_bound() * C = 1.11524 C (attained at ||g|| = 1.5489 C); the
-// paper rounds the constant to 1.115.
+// Smooth clipping (privacy/soft_clip.hpp): g~ = f(||g||) g, f(u) = 1 / (GELU(u/C - 1) + 1).
 //
 // GLM gradients (weights W, p x K; x~ = [1, x] with an intercept, else x; K = 1 for logistic):
 //   logistic: g = r x~,          r = sigmoid(w.x~) - y,           M = s(1 - s)       (1 x 1)
@@ -30,20 +26,11 @@
 #pragma once
 
 #include "filkit/models/label_privacy.hpp"
+#include "filkit/privacy/soft_clip.hpp"
 #include "filkit/dpsgd/jacobian_estimators.hpp"
 #include "filkit/models/glm.hpp"
 
 namespace filkit {
-
-/// JAX's GELU (tanh form) and its derivative.
-double gelu(double t);
-double gelu_derivative(double t);
-/// GELU''(t) (the constant perturbation's objective differentiates the clip's Jacobian).
-double gelu_second_derivative(double t);
-/// The soft clip factor f(u) = 1 / (GELU(u/C - 1) + 1) of a gradient of norm u >= 0, C > 0.
-double soft_clip_factor(double gradient_norm, double clip_norm);
-/// max_u u f(u) / C = 1.1152382... : the clipped gradient's norm is at most this times C.
-double soft_clip_norm_bound();
 
 /// What every example of one DP-SGD step shares: the weights and the Gram matrix of their
 /// feature rows. Logistic and softmax models only (std::invalid_argument otherwise).

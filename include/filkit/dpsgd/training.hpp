@@ -41,14 +41,14 @@
 #include "filkit/base/enum_names.hpp"
 #include "filkit/base/resources.hpp"
 #include "filkit/base/run_bootstrap.hpp"
-#include "filkit/dpsgd/pld_accountant.hpp"
-#include "filkit/dpsgd/rdp_accountant.hpp"
+#include "filkit/privacy/pld_accountant.hpp"
+#include "filkit/privacy/rdp_accountant.hpp"
 #include "filkit/data/dataset.hpp"
 #include "filkit/models/label_privacy.hpp"
 #include "filkit/dpsgd/jacobian_estimators.hpp"
 #include "filkit/models/glm.hpp"
 #include "filkit/dpsgd/networks.hpp"
-#include "filkit/dpsgd/step_privacy.hpp"
+#include "filkit/privacy/step_privacy.hpp"
 
 #include <nlohmann/json_fwd.hpp>
 

@@ -1,12 +1,12 @@
 // The job behind `filkit accountant`: the RDP or PLD accountant of the sampled Gaussian mechanism
-// (dpsgd/rdp_accountant.hpp, dpsgd/pld_accountant.hpp; docs/mathematics.md, section 7;
+// (privacy/rdp_accountant.hpp, privacy/pld_accountant.hpp; docs/mathematics.md, section 7;
 // docs/accountants.md): eps for given noise, or the noise multiplier that reaches a target eps,
 // for one mechanism or a composition, under Poisson sampling (add/remove) or fixed-size batches
 // without replacement (replace-one).
 #pragma once
 
-#include "filkit/dpsgd/pld_accountant.hpp"
-#include "filkit/dpsgd/rdp_accountant.hpp"
+#include "filkit/privacy/pld_accountant.hpp"
+#include "filkit/privacy/rdp_accountant.hpp"
 #include "filkit/jobs/job.hpp"
 
 #include <cstdint>

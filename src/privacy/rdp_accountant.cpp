@@ -1,4 +1,4 @@
-#include "filkit/dpsgd/rdp_accountant.hpp"
+#include "filkit/privacy/rdp_accountant.hpp"
 
 #include <algorithm>
 #include <cmath>

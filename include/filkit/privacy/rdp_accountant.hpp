@@ -59,7 +59,7 @@
 #pragma once
 
 #include "filkit/base/enum_names.hpp"
-#include "filkit/dpsgd/privacy_accountant.hpp"
+#include "filkit/privacy/privacy_accountant.hpp"
 #include <cstdint>
 #include <limits>
 #include <string>

@@ -51,7 +51,7 @@
 // eps is reported >= 0, and inf when the mass at L = inf alone exceeds delta.
 #pragma once
 
-#include "filkit/dpsgd/privacy_accountant.hpp"
+#include "filkit/privacy/privacy_accountant.hpp"
 
 #include <cstdint>
 #include <map>

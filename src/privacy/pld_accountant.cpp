@@ -1,4 +1,4 @@
-#include "filkit/dpsgd/pld_accountant.hpp"
+#include "filkit/privacy/pld_accountant.hpp"
 
 #include "filkit/base/checks.hpp"
 

@@ -1,7 +1,7 @@
-#include "filkit/dpsgd/step_privacy.hpp"
+#include "filkit/privacy/step_privacy.hpp"
 
 #include "filkit/base/io.hpp"
-#include "filkit/dpsgd/clipped_gradient.hpp"
+#include "filkit/privacy/soft_clip.hpp"
 
 #include <cmath>
 #include <stdexcept>

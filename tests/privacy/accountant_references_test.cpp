@@ -17,8 +17,8 @@
 //   realised by fixed-size batches too (every other clipped gradient 0, the replaced example's
 //   +C against -C): its eps is a LOWER bound on the true eps under replace-one, which every
 //   upper bound, filkit's without-replacement RDP and PLD, must reach.
-#include "filkit/dpsgd/pld_accountant.hpp"
-#include "filkit/dpsgd/rdp_accountant.hpp"
+#include "filkit/privacy/pld_accountant.hpp"
+#include "filkit/privacy/rdp_accountant.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,13 +1,13 @@
-// The PLD accountant and the incremental accountant API (dpsgd/pld_accountant.hpp,
-// dpsgd/privacy_accountant.hpp) against closed forms, the RDP accountant and a finer grid.
+// The PLD accountant and the incremental accountant API (privacy/pld_accountant.hpp,
+// privacy/privacy_accountant.hpp) against closed forms, the RDP accountant and a finer grid.
 //
 // Stated error. Connect-the-dots keeps delta exact at the grid losses (up to the truncated mass,
 // which only adds), so for ONE step eps_true <= eps_pld <= eps_true + h. For k composed steps the
 // discrete PLD is stochastically below the PLD with every loss rounded up to the grid, whose sum
 // exceeds the true one by at most k h: eps_true <= eps_pld <= eps_true + k h. These are the
 // tolerances below; the observed errors are far smaller and printed.
-#include "filkit/dpsgd/pld_accountant.hpp"
-#include "filkit/dpsgd/rdp_accountant.hpp"
+#include "filkit/privacy/pld_accountant.hpp"
+#include "filkit/privacy/rdp_accountant.hpp"
 
 #include "expect_invalid_argument.hpp"
 

@@ -1,4 +1,4 @@
-#include "filkit/dpsgd/privacy_accountant.hpp"
+#include "filkit/privacy/privacy_accountant.hpp"
 
 #include <cmath>
 #include <cstdio>

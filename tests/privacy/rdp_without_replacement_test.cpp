@@ -1,11 +1,11 @@
 // RDP of the Gaussian mechanism on batches drawn without replacement (replace-one neighbours),
-// dpsgd/rdp_accountant.hpp, against an independent evaluation of the same bound (Wang, Balle,
+// privacy/rdp_accountant.hpp, against an independent evaluation of the same bound (Wang, Balle,
 // Kasiviswanathan 2019, Theorem 27): the forward differences as explicit alternating binomial
 // sums in long double, D^k a_0 = sum_m (-1)^{k-m} C(k, m) exp(m (m - 1) / (2 s^2)), instead of the
 // library's repeated differences in log space. The stored versions of dp_accounting's
 // rdp_privacy_accountant_test.py hold no values for sampling without replacement, so none are
 // cited here.
-#include "filkit/dpsgd/rdp_accountant.hpp"
+#include "filkit/privacy/rdp_accountant.hpp"
 
 #include <gtest/gtest.h>
 
