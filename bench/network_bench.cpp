@@ -5,7 +5,7 @@
 // one example at a time (the same code with chunk = 1: a graph per example), in the same run.
 // The counter examples_per_second is the accounting throughput of a step. Synthetic pixels keep
 // the benchmark independent of installed datasets. Skips without LibTorch.
-#include "filkit/dpsgd/networks.hpp"
+#include "filkit/networks/networks.hpp"
 
 #include <benchmark/benchmark.h>
 

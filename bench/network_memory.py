@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Calibration of the networks' memory estimate (estimate_network_memory, dpsgd/networks.hpp)
+"""Calibration of the networks' memory estimate (estimate_network_memory, networks/networks.hpp)
 against the peak resident memory of `filkit dpsgd` on convolutional networks.
 
 For each network and batch size it runs, on seeded random images in an .npz:

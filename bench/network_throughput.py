@@ -26,7 +26,7 @@ PyTorch (Debian's python3-torch), batched:
 Before timing, all are checked to compute the same numbers: the B x p clipped gradients and their
 sum, and ||G_b^T u_b||^2 for one fixed U (filkit's Network.vector_jacobian_products), each to 1e-10
 relative; the check fails the script otherwise. (filkit's own probes are drawn differently from
-torch.randn and, for dense layers, in reduced form; tests/dpsgd/networks_test.cpp checks their
+torch.randn and, for dense layers, in reduced form; tests/networks/networks_test.cpp checks their
 estimate's mean and variance.)
 
 Timing: one repeat runs each workload --batches times (after a warm-up) and records examples/s;

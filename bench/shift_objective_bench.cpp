@@ -5,8 +5,8 @@
 // same run. The counter batches_15840_h extrapolates to the hours of the 15,840 batches of a table
 // 3.2 run. Synthetic pixels and parameters keep the
 // benchmark independent of installed datasets. Skips without LibTorch.
-#include "dpsgd/network_plugin.hpp"
-#include "filkit/dpsgd/networks.hpp"
+#include "networks/network_plugin.hpp"
+#include "filkit/networks/networks.hpp"
 
 #include <benchmark/benchmark.h>
 

@@ -3,7 +3,7 @@
 Debian 12's OpenBLAS (0.3.21; NumPy's and PyTorch's BLAS through libblas.so.3) picks its kernels
 from the CPU's family and model, and falls back to its oldest x86-64 kernels (Prescott: SSE3) for
 a model it does not know, such as the 5th-generation Xeons (model 207): its double GEMM is then
-4 times slower (bench/blas_kernels.py). The same rule as the C++ plugin loader (src/dpsgd/network_plugin.cpp,
+4 times slower (bench/blas_kernels.py). The same rule as the C++ plugin loader (src/networks/network_plugin.cpp,
 choose_openblas_kernels): unless OPENBLAS_CORETYPE is set, name the kernels the CPU supports. It
 takes effect only if OpenBLAS is not loaded yet, i.e. when filkit is imported before NumPy and
 PyTorch.

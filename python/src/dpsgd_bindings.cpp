@@ -5,7 +5,7 @@
 #include "filkit/jobs/dpsgd.hpp"
 
 #include "filkit/dpsgd/training.hpp"
-#include "filkit/dpsgd/networks.hpp"
+#include "filkit/networks/networks.hpp"
 
 #include <nlohmann/json.hpp>
 #include <pybind11/eigen.h>

@@ -1,5 +1,5 @@
 // A random stream that is free to create and fast to draw from, one per example of a batch (the
-// networks' probes, src/dpsgd/torch/network.cpp), so that an example's draws depend only on the
+// networks' probes, src/networks/torch/network.cpp), so that an example's draws depend only on the
 // seed and its position in the batch, never on how the batch is cut into chunks or threads.
 // Header-only: the LibTorch plugin may use no library code.
 //

@@ -14,13 +14,13 @@
 
 #include "base/seeding.hpp"
 #include "base/splitmix_stream.hpp"
-#include "dpsgd/network_plugin.hpp"
+#include "networks/network_plugin.hpp"
 #include "dpsgd/optimizer_steps.hpp"
 #include "dpsgd/trainable_models.hpp"
 
 #include "filkit/dpsgd/constant_gradient_model.hpp"
 #include "filkit/dpsgd/constant_perturbation.hpp"
-#include "filkit/dpsgd/networks.hpp"
+#include "filkit/networks/networks.hpp"
 
 #include <nlohmann/json.hpp>
 

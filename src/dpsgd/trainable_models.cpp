@@ -3,8 +3,8 @@
 
 #include "filkit/base/checks.hpp"
 #include "filkit/dpsgd/clipped_gradient.hpp"
-#include "filkit/dpsgd/jacobian_estimators.hpp"
-#include "filkit/dpsgd/networks.hpp"
+#include "filkit/base/jacobian_estimators.hpp"
+#include "filkit/networks/networks.hpp"
 
 #include <limits>
 #include <stdexcept>

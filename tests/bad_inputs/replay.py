@@ -1031,7 +1031,7 @@ def classify(case, ctx):
     return "correct result", "", outcome
 
 
-# The networks' plugin (src/dpsgd/network_plugin.cpp); a build without LibTorch names it when it fails to load.
+# The networks' plugin (src/networks/network_plugin.cpp); a build without LibTorch names it when it fails to load.
 PLUGIN_FILE = "libfilkit_torch.so"
 
 

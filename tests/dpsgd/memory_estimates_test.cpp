@@ -5,13 +5,13 @@
 // the options to change, before LibTorch is loaded; the zip members' unpacked size against
 // Info-ZIP's listing of the fixture; LibTorch's messages cut to one line.
 #include "filkit/dpsgd/constant_gradient_model.hpp"
-#include "filkit/dpsgd/gradient_model.hpp"
+#include "filkit/networks/gradient_model.hpp"
 #include "filkit/leakage/learned_reconstruction.hpp"
-#include "filkit/dpsgd/networks.hpp"
+#include "filkit/networks/networks.hpp"
 #include "filkit/dpsgd/public_data_training.hpp"
 #include "filkit/data/npy.hpp"
 
-#include "dpsgd/network_plugin.hpp"
+#include "networks/network_plugin.hpp"
 
 #include <gtest/gtest.h>
 
@@ -245,15 +245,15 @@ TEST(AttackerMemoryEstimate, CountsTheMlpAsItAllocatesAndTheLinearMapsByHand) {
 }
 
 TEST(ZipMembers, VerifyingReturnsTheUnpackedSizeThatInfoZipLists) {
-  // `unzip -l tests/dpsgd/torchscript/tanh_mlp.pt`: 15 files, 4250 bytes.
-  EXPECT_EQ(verify_zip_members(std::string(FILKIT_TEST_SOURCE_DIR) + "/tests/dpsgd/torchscript/tanh_mlp.pt", "zip"),
+  // `unzip -l tests/networks/torchscript/tanh_mlp.pt`: 15 files, 4250 bytes.
+  EXPECT_EQ(verify_zip_members(std::string(FILKIT_TEST_SOURCE_DIR) + "/tests/networks/torchscript/tanh_mlp.pt", "zip"),
             4250u);
 }
 
 TEST(Network, RefusesATorchScriptFileBeyondMaxMemoryBeforeLoadingIt) {
   NetworkOptions options;
   options.architecture = NetworkArchitecture::kCustom;
-  options.torchscript = std::string(FILKIT_TEST_SOURCE_DIR) + "/tests/dpsgd/torchscript/tanh_mlp.pt";
+  options.torchscript = std::string(FILKIT_TEST_SOURCE_DIR) + "/tests/networks/torchscript/tanh_mlp.pt";
   options.max_memory = 3 * 4250 - 1;
   expect_contains(message_of([&] { Network(options, 4, 3); }),
                   {"loading torchscript", "tanh_mlp.pt", "4.2 KiB unpacked", "needs 12 KiB"});

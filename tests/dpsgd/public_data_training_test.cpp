@@ -7,9 +7,9 @@
 
 #include "filkit/dpsgd/clipped_gradient.hpp"
 #include "filkit/dpsgd/constant_perturbation.hpp"
-#include "filkit/dpsgd/networks.hpp"
+#include "filkit/networks/networks.hpp"
 
-#include "dpsgd/network_plugin.hpp"
+#include "networks/network_plugin.hpp"
 #include "test_util.hpp"
 
 #include <gtest/gtest.h>

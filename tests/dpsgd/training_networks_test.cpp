@@ -211,7 +211,7 @@ namespace filkit {
 namespace {
 
 std::string torchscript_fixture(const std::string& name) {
-  return std::string(FILKIT_TEST_SOURCE_DIR) + "/tests/dpsgd/torchscript/" + name;
+  return std::string(FILKIT_TEST_SOURCE_DIR) + "/tests/networks/torchscript/" + name;
 }
 
 // A resume after the TorchScript file was replaced by one of the same layers but other weights

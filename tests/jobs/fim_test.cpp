@@ -2,7 +2,7 @@
 // table's shape, the summary's per-method numbers, and bad options named.
 #include "filkit/jobs/fim.hpp"
 
-#include "filkit/dpsgd/networks.hpp"
+#include "filkit/networks/networks.hpp"
 
 #include "test_util.hpp"
 

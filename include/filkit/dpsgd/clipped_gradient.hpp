@@ -27,7 +27,7 @@
 
 #include "filkit/models/label_privacy.hpp"
 #include "filkit/privacy/soft_clip.hpp"
-#include "filkit/dpsgd/jacobian_estimators.hpp"
+#include "filkit/base/jacobian_estimators.hpp"
 #include "filkit/models/glm.hpp"
 
 namespace filkit {

@@ -20,7 +20,7 @@
 #pragma once
 
 #include "filkit/base/types.hpp"
-#include "filkit/dpsgd/gradient_model.hpp"
+#include "filkit/networks/gradient_model.hpp"
 
 #include <cstdint>
 #include <vector>

@@ -33,7 +33,7 @@
 
 #include "filkit/base/enum_names.hpp"
 #include "filkit/data/dataset.hpp"
-#include "filkit/dpsgd/gradient_model.hpp"
+#include "filkit/networks/gradient_model.hpp"
 #include "filkit/dpsgd/training.hpp"
 
 #include <nlohmann/json_fwd.hpp>

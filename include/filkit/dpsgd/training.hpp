@@ -45,9 +45,9 @@
 #include "filkit/privacy/rdp_accountant.hpp"
 #include "filkit/data/dataset.hpp"
 #include "filkit/models/label_privacy.hpp"
-#include "filkit/dpsgd/jacobian_estimators.hpp"
+#include "filkit/base/jacobian_estimators.hpp"
 #include "filkit/models/glm.hpp"
-#include "filkit/dpsgd/networks.hpp"
+#include "filkit/networks/networks.hpp"
 #include "filkit/privacy/step_privacy.hpp"
 
 #include <nlohmann/json_fwd.hpp>

@@ -1,8 +1,8 @@
 // The memory estimate of fim's gradient models (gradient_model.hpp), checked before the model or
 // the LibTorch plugin's conditional model is built.
 #include "filkit/base/resources.hpp"
-#include "filkit/dpsgd/gradient_model.hpp"
-#include "filkit/dpsgd/network_layers.hpp"
+#include "filkit/networks/gradient_model.hpp"
+#include "filkit/networks/network_layers.hpp"
 
 #include <algorithm>
 #include <stdexcept>

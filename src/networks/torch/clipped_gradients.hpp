@@ -4,8 +4,8 @@
 // (released_gradient.cpp) both compute, from the records of one forward and backward pass.
 #pragma once
 
-#include "dpsgd/torch/forward_pass.hpp"
-#include "dpsgd/torch/tensor_conversions.hpp"
+#include "networks/torch/forward_pass.hpp"
+#include "networks/torch/tensor_conversions.hpp"
 
 #include <ATen/ATen.h>
 

@@ -7,7 +7,7 @@
 //      built elsewhere in the tree (the tests, the Python module).
 // The first that opens and has this build's kNetworkBackendAbiVersion is used. It is never
 // closed: its backends may live until exit, and unloading LibTorch is not safe.
-#include "dpsgd/network_plugin.hpp"
+#include "networks/network_plugin.hpp"
 
 #include "filkit/base/resources.hpp"
 #include "filkit/base/stage.hpp"

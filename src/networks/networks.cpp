@@ -1,13 +1,13 @@
 // networks.hpp: the options, and Network, which checks its arguments here and forwards the
 // computations to a NetworkBackend from the LibTorch plugin (network_plugin.hpp).
-#include "filkit/dpsgd/networks.hpp"
+#include "filkit/networks/networks.hpp"
 
-#include "dpsgd/network_backend.hpp"
+#include "networks/network_backend.hpp"
 #include "filkit/base/checks.hpp"
 #include "filkit/base/io.hpp"
 #include "filkit/base/resources.hpp"
 #include "filkit/data/npy.hpp"
-#include "dpsgd/network_plugin.hpp"
+#include "networks/network_plugin.hpp"
 
 #include <algorithm>
 #include <cmath>

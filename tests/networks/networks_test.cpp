@@ -3,7 +3,7 @@
 // Jacobians built column by column, and one-example-at-a-time evaluation (skipped when the LibTorch
 // plugin cannot be loaded); and the plugin's loading: the filkit executable does not link
 // LibTorch, and a missing plugin is a clear error.
-#include "filkit/dpsgd/networks.hpp"
+#include "filkit/networks/networks.hpp"
 
 #include "filkit/dpsgd/clipped_gradient.hpp"
 
@@ -495,7 +495,7 @@ namespace filkit {
 namespace {
 
 std::string torchscript_fixture(const std::string& name) {
-  return std::string(FILKIT_TEST_SOURCE_DIR) + "/tests/dpsgd/torchscript/" + name;
+  return std::string(FILKIT_TEST_SOURCE_DIR) + "/tests/networks/torchscript/" + name;
 }
 
 NetworkOptions torchscript_options(const std::string& name) {
@@ -505,7 +505,7 @@ NetworkOptions torchscript_options(const std::string& name) {
   return options;
 }
 
-// tests/dpsgd/torchscript/: Linear(4, 5), Tanh, Linear(5, 3) in double, saved by torch.jit.script;
+// tests/networks/torchscript/: Linear(4, 5), Tanh, Linear(5, 3) in double, saved by torch.jit.script;
 // the others set weight [1, 2] of the last layer (its weight 7) to NaN, Inf or 1e200, or flip an
 // exponent bit in the first weight's stored bytes (Python's zipfile.testzip flags that member).
 TEST(Network, RefusesATorchScriptModuleWithNonFiniteOrHugeWeightsNamingTheWeight) {

@@ -1,4 +1,4 @@
-#include "filkit/dpsgd/jacobian_estimators.hpp"
+#include "filkit/base/jacobian_estimators.hpp"
 
 #include "filkit/dpsgd/clipped_gradient.hpp"
 

@@ -3,14 +3,14 @@
 // vector-Jacobian products about the input, for any chain of layers that network_layers.hpp
 // accepts. With torchscript_reader.cpp, the only code that includes LibTorch (slow to compile,
 // slow to load); it links no filkit library code, only headers.
-#include "dpsgd/network_backend.hpp"
+#include "networks/network_backend.hpp"
 
 #include "base/seeding.hpp"
 #include "base/splitmix_stream.hpp"
-#include "dpsgd/torch/clipped_gradients.hpp"
-#include "dpsgd/torch/forward_pass.hpp"
-#include "dpsgd/torch/pieces.hpp"
-#include "dpsgd/torch/tensor_conversions.hpp"
+#include "networks/torch/clipped_gradients.hpp"
+#include "networks/torch/forward_pass.hpp"
+#include "networks/torch/pieces.hpp"
+#include "networks/torch/tensor_conversions.hpp"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>

@@ -1,5 +1,5 @@
 // The boundary between Network (networks.hpp, in the library) and its LibTorch implementation,
-// the plugin libfilkit_torch.so (src/dpsgd/torch/network.cpp), which the library opens only when
+// the plugin libfilkit_torch.so (src/networks/torch/network.cpp), which the library opens only when
 // a network is first built (network_plugin.cpp), so that programs that never build one never map
 // LibTorch (0.5 s and 160 MB at start).
 //
@@ -9,9 +9,9 @@
 // static library (it would get a second copy of its globals): it may use only header-only code.
 #pragma once
 
-#include "filkit/dpsgd/network_layers.hpp"
-#include "filkit/dpsgd/networks.hpp"
-#include "filkit/dpsgd/gradient_model.hpp"
+#include "filkit/networks/network_layers.hpp"
+#include "filkit/networks/networks.hpp"
+#include "filkit/networks/gradient_model.hpp"
 
 #include <cstdint>
 #include <optional>

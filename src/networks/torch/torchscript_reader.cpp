@@ -7,7 +7,7 @@
 // custom modules, scripted or traced); each operator must take the previous one's output. The
 // library then checks the rebuilt network against the module's own outputs, which catches any
 // computation this walk does not see.
-#include "dpsgd/network_backend.hpp"
+#include "networks/network_backend.hpp"
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>

@@ -2,7 +2,7 @@
 // first Network, so that programs that never build a network never load LibTorch.
 #pragma once
 
-#include "dpsgd/network_backend.hpp"
+#include "networks/network_backend.hpp"
 
 #include <memory>
 #include <string>

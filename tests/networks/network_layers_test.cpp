@@ -1,6 +1,6 @@
 // The layer specification (network_layers.hpp): parsing, refusals with their reasons, and shapes
 // and parameter counts against hand-computed values (the papers' ConvNets' published sizes).
-#include "filkit/dpsgd/network_layers.hpp"
+#include "filkit/networks/network_layers.hpp"
 
 #include <gtest/gtest.h>
 

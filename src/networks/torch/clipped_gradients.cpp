@@ -1,7 +1,7 @@
 // clipped_gradients.hpp's per-example gradients and their Jacobian products.
-#include "dpsgd/torch/clipped_gradients.hpp"
+#include "networks/torch/clipped_gradients.hpp"
 
-#include "dpsgd/torch/tensor_conversions.hpp"
+#include "networks/torch/tensor_conversions.hpp"
 
 #include <ATen/Parallel.h>
 #include <torch/csrc/autograd/autograd.h>

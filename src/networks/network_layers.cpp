@@ -1,5 +1,5 @@
 // network_layers.hpp: the layer specification, its refusals, and shape inference.
-#include "filkit/dpsgd/network_layers.hpp"
+#include "filkit/networks/network_layers.hpp"
 
 #include "base/parsing.hpp"
 

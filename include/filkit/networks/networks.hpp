@@ -46,8 +46,8 @@
 
 #include "filkit/base/enum_names.hpp"
 #include "filkit/data/dataset.hpp"
-#include "filkit/dpsgd/jacobian_estimators.hpp"
-#include "filkit/dpsgd/network_layers.hpp"
+#include "filkit/base/jacobian_estimators.hpp"
+#include "filkit/networks/network_layers.hpp"
 #include "filkit/base/types.hpp"
 
 #include <algorithm>

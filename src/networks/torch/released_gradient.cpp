@@ -18,11 +18,11 @@
 // that the gradient model's B x (features + 2m) tensors stay near 8 MB: at the ConvNet's 13,005
 // released coordinates a batch of 512 is otherwise 4.5 GB of graph, every tensor of which the
 // kernel faults in and zeroes afresh (a third of the time).
-#include "dpsgd/network_backend.hpp"
-#include "dpsgd/torch/clipped_gradients.hpp"
-#include "dpsgd/torch/forward_pass.hpp"
-#include "dpsgd/torch/pieces.hpp"
-#include "dpsgd/torch/tensor_conversions.hpp"
+#include "networks/network_backend.hpp"
+#include "networks/torch/clipped_gradients.hpp"
+#include "networks/torch/forward_pass.hpp"
+#include "networks/torch/pieces.hpp"
+#include "networks/torch/tensor_conversions.hpp"
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>

@@ -5,7 +5,7 @@
 // Plain LibTorch operations: differentiable to any order about the parameters and the input.
 #pragma once
 
-#include "filkit/dpsgd/network_layers.hpp"
+#include "filkit/networks/network_layers.hpp"
 
 #include <ATen/ATen.h>
 
