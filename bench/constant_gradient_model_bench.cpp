@@ -4,7 +4,7 @@
 // where Adam uses it) against the baseline in the same run, update(parameter_gradient(...)), which
 // writes the ~10^6-entry gradient and reads it back. Both give the same bits (a test checks).
 // calls_94400_s extrapolates to the 94,400 updates of a table 3.1 run.
-#include "filkit/dpsgd/constant_gradient_model.hpp"
+#include "filkit/public_data/constant_gradient_model.hpp"
 
 #include <benchmark/benchmark.h>
 

@@ -6,7 +6,7 @@
 // gradient summed in m-space. The baseline's value and gradient are checked against the batched
 // ones (counter rel_diff). calls_94400_s extrapolates the time to the 94,400 calls of a fim run.
 #include "filkit/dpsgd/clipped_gradient.hpp"
-#include "filkit/dpsgd/constant_perturbation.hpp"
+#include "filkit/public_data/constant_perturbation.hpp"
 
 #include <benchmark/benchmark.h>
 

@@ -1,7 +1,7 @@
 // One bias-corrected Adam step (Kingma and Ba 2015), written once for every trainer of the library:
-// DP-SGD's (dpsgd/trainer.hpp), non-private pre-training (dpsgd/public_data_training.cpp) and the
+// DP-SGD's (dpsgd/trainer.hpp), non-private pre-training (public_data/public_data_training.cpp) and the
 // learned reconstruction attack's MLP (leakage/learned_reconstruction.cpp). fim's constant gradient
-// model has its own fused pass (dpsgd/constant_gradient_model.cpp): jax's rounding of the thesis'
+// model has its own fused pass (public_data/constant_gradient_model.cpp): jax's rounding of the thesis'
 // optimiser, with the output layer's gradient made where the update uses it.
 #pragma once
 

@@ -1,6 +1,6 @@
 // The source tree's layers depend only downwards (docs/architecture.md):
-//   base <- data <- models <- {leakage, dpsgd} <- jobs <- {cli, python}; dpsgd also uses privacy
-//   (on base) and networks (on data); report reads JSON (data, base).
+//   base <- data <- models <- {leakage, dpsgd} <- public_data <- jobs <- {cli, python}; dpsgd also
+//   uses privacy (on base) and networks (on data); report reads JSON (data, base).
 // This test reads every header and source of include/filkit/<layer>/ and src/<layer>/ and fails on an
 // include that points up (or sideways) a layer, or on a file that sits outside every layer.
 #include <gtest/gtest.h>
@@ -27,8 +27,9 @@ const std::map<std::string, std::set<std::string>>& allowed_dependencies() {
       {"networks", {"base", "data", "networks"}},
       {"leakage", {"base", "data", "models", "leakage"}},
       {"dpsgd", {"base", "data", "models", "privacy", "networks", "dpsgd"}},
+      {"public_data", {"base", "data", "models", "privacy", "networks", "dpsgd", "public_data"}},
       {"report", {"base", "data", "report"}},
-      {"jobs", {"base", "data", "models", "privacy", "networks", "leakage", "dpsgd", "report", "jobs"}},
+      {"jobs", {"base", "data", "models", "privacy", "networks", "leakage", "dpsgd", "public_data", "report", "jobs"}},
   };
   return allowed;
 }
@@ -99,6 +100,7 @@ TEST(Layering, CatchesAnUpwardInclude) {
   EXPECT_EQ(layering_violations("privacy", "#include \"filkit/dpsgd/clipped_gradient.hpp\"\n", "x.cpp").size(), 1u);
   EXPECT_TRUE(layering_violations("dpsgd", "#include \"filkit/privacy/soft_clip.hpp\"\n", "x.cpp").empty());
   EXPECT_EQ(layering_violations("networks", "#include \"filkit/models/glm.hpp\"\n", "x.cpp").size(), 1u);
+  EXPECT_EQ(layering_violations("dpsgd", "#include \"filkit/public_data/public_data_training.hpp\"\n", "x.cpp").size(), 1u);
 }
 
 }  // namespace

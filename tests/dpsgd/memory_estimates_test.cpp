@@ -4,11 +4,11 @@
 // MLP); the bytes as the documented copies of those counts; the refusals name the estimate and
 // the options to change, before LibTorch is loaded; the zip members' unpacked size against
 // Info-ZIP's listing of the fixture; LibTorch's messages cut to one line.
-#include "filkit/dpsgd/constant_gradient_model.hpp"
+#include "filkit/public_data/constant_gradient_model.hpp"
 #include "filkit/networks/gradient_model.hpp"
 #include "filkit/leakage/learned_reconstruction.hpp"
 #include "filkit/networks/networks.hpp"
-#include "filkit/dpsgd/public_data_training.hpp"
+#include "filkit/public_data/public_data_training.hpp"
 #include "filkit/data/npy.hpp"
 
 #include "networks/network_plugin.hpp"

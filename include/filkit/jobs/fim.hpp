@@ -1,12 +1,12 @@
 // The job behind `filkit fim`: load -> preprocess -> split into public and private parts ->
 // pre-train on the public part -> train on the private part by sgd, dpsgd, prune and fim with
-// per-example FIL accounting (dpsgd/public_data_training.hpp; docs/mathematics.md, section 11) ->
+// per-example FIL accounting (public_data/public_data_training.hpp; docs/mathematics.md, section 11) ->
 // a table of every private example's dFIL per method and a summary comparing the methods like the
 // thesis' tables 3.1-3.4 (accuracy and max/mean/median dFIL, mean and standard deviation over runs).
 #pragma once
 
 #include "filkit/data/pipeline.hpp"
-#include "filkit/dpsgd/public_data_training.hpp"
+#include "filkit/public_data/public_data_training.hpp"
 #include "filkit/jobs/dpsgd.hpp"
 #include "filkit/jobs/job.hpp"
 

@@ -1,6 +1,6 @@
 // The job behind `filkit learned-attack`: the learned reconstruction attack
 // (leakage/learned_reconstruction.hpp; Balle et al. 2022 as in Edmunds 2024, section 3.2) against
-// softmax regression trained privately with public data (dpsgd/public_data_training.hpp) by each
+// softmax regression trained privately with public data (public_data/public_data_training.hpp) by each
 // of sgd, dpsgd, prune and fim. Load -> draw the public part, D_fixed and the candidates -> per
 // method: one shadow model per candidate (train_one_model on D_fixed + {z_i}), the attacker, the
 // held-out targets' reconstructions with MSE and SSIM beside the class-mean baseline.
@@ -8,7 +8,7 @@
 
 #include "filkit/data/pipeline.hpp"
 #include "filkit/leakage/learned_reconstruction.hpp"
-#include "filkit/dpsgd/public_data_training.hpp"
+#include "filkit/public_data/public_data_training.hpp"
 #include "filkit/jobs/job.hpp"
 
 #include <map>

@@ -60,7 +60,7 @@ class SoftmaxRelease {
                       double lambda, bool snr, double floor) const;
 
  private:
-  struct Pass;  // what one evaluation computes (src/dpsgd/constant_perturbation.cpp)
+  struct Pass;  // what one evaluation computes (src/public_data/constant_perturbation.cpp)
   void check_batch(const RowMatrix& X, const VectorXd& y, const VectorXd& c) const;
   MatrixXd coordinate_matrix(const VectorXd& c) const;  // c scattered into p x K, zero when frozen
   VectorXd gather(const MatrixXd& full) const;          // the released entries of a p x K matrix

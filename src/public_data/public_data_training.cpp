@@ -3,7 +3,7 @@
 // whose dpsgd, prune and fim runs go through train_dpsgd's trainer and accountant with a model
 // (PublicDataModel) built per run: its pre-trained start, its frozen coordinates and, for fim, its
 // gradient model, trained on public batches before each private step.
-#include "filkit/dpsgd/public_data_training.hpp"
+#include "filkit/public_data/public_data_training.hpp"
 
 #include "filkit/base/checks.hpp"
 
@@ -18,8 +18,8 @@
 #include "dpsgd/optimizer_steps.hpp"
 #include "dpsgd/trainable_models.hpp"
 
-#include "filkit/dpsgd/constant_gradient_model.hpp"
-#include "filkit/dpsgd/constant_perturbation.hpp"
+#include "filkit/public_data/constant_gradient_model.hpp"
+#include "filkit/public_data/constant_perturbation.hpp"
 #include "filkit/networks/networks.hpp"
 
 #include <nlohmann/json.hpp>

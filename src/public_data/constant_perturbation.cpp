@@ -1,4 +1,4 @@
-#include "filkit/dpsgd/constant_perturbation.hpp"
+#include "filkit/public_data/constant_perturbation.hpp"
 #include "filkit/base/io.hpp"
 #include "filkit/dpsgd/clipped_gradient.hpp"
 

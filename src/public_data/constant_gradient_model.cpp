@@ -1,5 +1,5 @@
 // fim's constant gradient models (constant_gradient_model.hpp).
-#include "filkit/dpsgd/constant_gradient_model.hpp"
+#include "filkit/public_data/constant_gradient_model.hpp"
 
 #include "filkit/dpsgd/clipped_gradient.hpp"
 

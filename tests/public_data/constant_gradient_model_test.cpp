@@ -2,10 +2,10 @@
 // stack computed in full on a batch of one example is the constant c(phi) whatever the input; the
 // chain rule through c(phi) against central differences; the thesis' Adam (coupled L2, count
 // restarted, moments kept) against a step computed by hand; the options' lambda schedule and checks.
-#include "filkit/dpsgd/constant_gradient_model.hpp"
+#include "filkit/public_data/constant_gradient_model.hpp"
 
 #include "filkit/dpsgd/clipped_gradient.hpp"
-#include "filkit/dpsgd/public_data_training.hpp"
+#include "filkit/public_data/public_data_training.hpp"
 
 #include "test_util.hpp"
 

@@ -3,10 +3,10 @@
 // and dense central differences; the gradient model's third-derivative training gradient against
 // differences of its objective; fim with lambda = 0 against dpsgd, dpsgd against train_dpsgd's
 // closed form, and frozen coordinates that stay put and count for nothing.
-#include "filkit/dpsgd/public_data_training.hpp"
+#include "filkit/public_data/public_data_training.hpp"
 
 #include "filkit/dpsgd/clipped_gradient.hpp"
-#include "filkit/dpsgd/constant_perturbation.hpp"
+#include "filkit/public_data/constant_perturbation.hpp"
 #include "filkit/networks/networks.hpp"
 
 #include "networks/network_plugin.hpp"
