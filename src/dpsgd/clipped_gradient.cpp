@@ -7,7 +7,6 @@
 #include <Eigen/QR>
 
 #include <cmath>
-#include <numbers>
 #include <stdexcept>
 #include <string>
 

@@ -3,8 +3,9 @@
 //   GELU(t) = t/2 (1 + tanh(sqrt(2/pi) (t + 0.044715 t^3))),
 //   g~ = f(||g||) g,   f(u) = 1 / (GELU(u/C - 1) + 1),
 // so ||g~|| <= soft_clip_norm_bound() * C = 1.11524 C (attained at ||g|| = 1.5489 C); the
-// reconstruction paper rounds the constant to 1.115. What clips (dpsgd/clipped_gradient.hpp, the
-// networks) and what accounts (step_privacy.hpp) both take the clip from here.
+// reconstruction paper rounds the constant to 1.115. The GLMs' clip (dpsgd/clipped_gradient.hpp) and
+// the accounting (step_privacy.hpp) take it from here; the LibTorch plugin writes the same GELU on
+// tensors.
 #pragma once
 
 namespace filkit {

@@ -173,7 +173,7 @@ ClippedGradients clipped_gradients(const NetworkPlan& plan, bool intercept, cons
     ++l;
   }
   const std::int64_t B = x.size(0);
-  const at::TensorOptions real = at::TensorOptions().dtype(x.scalar_type());  // float64, or float32 (fim's objective)
+  const at::TensorOptions real = x.options();  // float64, or float32 (fim's objective)
   if (C <= 0.0) {
     g.clipped = false;
     g.factor = at::ones({B}, real);

@@ -323,7 +323,7 @@ Tensor activation(const LayerSpec& layer, const Tensor& a) {
 ForwardPass forward_pass(const NetworkPlan& plan, bool intercept, const Tensor& w, const Tensor& x) {
   const std::int64_t B = x.size(0);
   ForwardPass pass;
-  Tensor a = intercept ? at::cat({at::ones({B, 1}, at::TensorOptions().dtype(x.scalar_type())), x}, 1) : x;
+  Tensor a = intercept ? at::cat({at::ones({B, 1}, x.options()), x}, 1) : x;
   if (plan.input_shape.size() == 3) a = a.reshape({B, plan.input_shape[0], plan.input_shape[1], plan.input_shape[2]});
   for (const PlannedLayer& layer : plan.layers) {
     const LayerSpec& s = layer.spec;

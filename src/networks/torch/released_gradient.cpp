@@ -234,8 +234,7 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
     // The per-example gradients and their Jacobian products in the requested precision; u, the
     // clip's terms and the gradient about c in float64 (the records are the cost, not these).
     const at::ScalarType real = request.precision == GradientPrecision::kFloat32 ? at::kFloat : at::kDouble;
-    const Tensor w = real == at::kDouble ? weights(theta) : to_tensor(theta).to(real), labels = to_labels(y),
-                 all_probes = to_tensor(probes).to(real);
+    const Tensor w = to_tensor(theta).to(real), labels = to_labels(y), all_probes = to_tensor(probes).to(real);
     const Tensor shift = to_tensor(c).set_requires_grad(true);
     const std::vector<Rows> parts = pieces_of({0, B}, spec_.max_piece_rows > 0 ? spec_.max_piece_rows : kPieceRows);
     std::vector<double> values(parts.size());
