@@ -234,8 +234,10 @@ void bind_dpsgd(py::module_& m) {
             }
             return py::make_tuple(a.clipped_sum, a.trace, a.spectral);
           },
-          py::arg("w"), py::arg("X"), py::arg("y"), py::arg("clip_norm"), py::arg("trace") = "gaussian",
-          py::arg("spectral") = "none", py::arg("probes") = 1, py::arg("power_iterations") = 20, py::arg("seed") = 0,
+          py::arg("w"), py::arg("X"), py::arg("y"), py::arg("clip_norm"), py::arg("trace") = to_string(NetworkAccountingRequest{}.trace),
+          py::arg("spectral") = to_string(NetworkAccountingRequest{}.spectral),
+          py::arg("probes") = NetworkAccountingRequest{}.probes,
+          py::arg("power_iterations") = NetworkAccountingRequest{}.power_iterations, py::arg("seed") = 0,
           "(sum of clipped gradients, Tr(G^T G) per example, ||G||_2^2 per example).");
 }
 

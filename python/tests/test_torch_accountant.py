@@ -44,6 +44,23 @@ ARCHITECTURES = {
 
 
 @networks
+def test_defaults_are_the_networks_accounting_defaults():
+    """FilAccountant (pure Python, so that it runs without the compiled module) writes its own
+    defaults; they must be the C++ NetworkAccountingRequest's, which Network.account_batch and
+    filkit dpsgd's autos for networks use (issue 29: every default written once, the rest checked)."""
+    import inspect
+    import re
+    core = pytest.importorskip("filkit._filkit")
+    signature = core.Network.account_batch.__doc__.splitlines()[0]
+    cpp = {name: value.strip("'\"") for name, value in re.findall(r"(\w+): \w+ = ([^,)]+)", signature)}
+    python = inspect.signature(FilAccountant).parameters
+    assert python["trace"].default == cpp["trace"]
+    assert python["probes"].default == int(cpp["probes"])
+    assert python["power_iterations"].default == int(cpp["power_iterations"])
+    assert (cpp["spectral"] == "none") == (python["spectral"].default is False)
+
+
+@networks
 @pytest.mark.parametrize("architecture", ["mlp", "cnn"])
 def test_exact_traces_equal_the_cpp_backend_on_the_builtin_networks(architecture):
     make, image, d, K, hidden = ARCHITECTURES[architecture]

@@ -58,55 +58,28 @@ DpSgdOptions DpSgdOptions::resolved(std::optional<Index> n) const {
   // The paper's rule (Guo et al. 2022, section 6.1): the T steps of a run fail with probability at
   // most T delta = 1/n, less than the chance of picking any one example at random.
   if (!options.kappa_delta && n && *n > 0) options.kappa_delta = 1.0 / (static_cast<double>(*n) * static_cast<double>(steps));
+  // Networks: NetworkAccountingRequest's defaults; the closed-form GLMs: exact, and the paper's 50
+  // probes where a trace is estimated.
   const bool autodiff = network.has_value();
-  if (!options.trace) options.trace = autodiff ? TraceMethod::kGaussian : TraceMethod::kExact;
-  if (!options.spectral) options.spectral = autodiff ? SpectralMethod::kNone : SpectralMethod::kExact;
-  if (!options.probes) options.probes = autodiff ? 1 : 50;
+  const NetworkAccountingRequest network_defaults;
+  if (!options.trace) options.trace = autodiff ? network_defaults.trace : TraceMethod::kExact;
+  if (!options.spectral) options.spectral = autodiff ? network_defaults.spectral : SpectralMethod::kExact;
+  if (!options.probes) options.probes = autodiff ? network_defaults.probes : 50;
   return options;
 }
 
 nlohmann::json to_json(const DpSgdOptions& options) {
-  nlohmann::json network = nullptr;
+  // Every option as visit_fields declares it, and the model, which the caller chooses.
+  nlohmann::json json = settings_json(options);
+  json["kind"] = options.network ? "network" : to_string(options.kind);
+  json["network"] = nullptr;
   if (options.network)
-    network = {{"architecture", to_string(options.network->architecture)},
-               {"hidden", options.network->hidden},
-               {"layers", options.network->layers},
-               {"torchscript", options.network->torchscript},
-               {"chunk", options.network->chunk}};
-  return {{"kind", options.network ? "network" : to_string(options.kind)},
-          {"network", network},
-          {"intercept", options.intercept},
-          {"label", to_string(options.label)},
-          {"batch_size", options.batch_size},
-          {"sampling", to_string(options.sampling)},
-          {"steps", options.steps},
-          {"step_size", options.step_size},
-          {"clip_norm", options.clip_norm},
-          {"noise_multiplier", options.noise_multiplier},
-          {"optimizer", to_string(options.optimizer)},
-          {"momentum", options.momentum},
-          {"adam_beta1", options.adam_beta1},
-          {"adam_beta2", options.adam_beta2},
-          {"adam_epsilon", options.adam_epsilon},
-          {"weight_decay", options.weight_decay},
-          {"init_scale", options.init_scale},
-          {"subsampling", to_string(options.subsampling)},
-          {"kappa_delta", option_to_json(options.kappa_delta)},
-          {"trace", option_to_json(options.trace)},
-          {"spectral", option_to_json(options.spectral)},
-          {"probes", option_to_json(options.probes)},
-          {"power_iterations", options.power_iterations},
-          {"runs", options.runs},
-          {"seed", options.seed},
-          {"report_epochs", options.report_epochs},
-          {"rdp_delta", options.rdp_delta},
-          {"accountant", to_string(options.accountant)},
-          {"discretization", options.discretization},
-          {"bootstrap_resamples", options.bootstrap_resamples},
-          {"confidence_level", options.confidence_level},
-          {"checkpoint_path", options.checkpoint_path},
-          {"checkpoint_every", options.checkpoint_every},
-          {"stop_after", options.stop_after}};
+    json["network"] = {{"architecture", to_string(options.network->architecture)},
+                       {"hidden", options.network->hidden},
+                       {"layers", options.network->layers},
+                       {"torchscript", options.network->torchscript},
+                       {"chunk", options.network->chunk}};
+  return json;
 }
 
 }  // namespace filkit

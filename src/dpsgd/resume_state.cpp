@@ -473,7 +473,7 @@ nlohmann::json job_fingerprint(const Dataset& train, const Dataset& test, const 
   // Where and how often the state is saved, and how the results are summarised and accounted
   // (after training, from the step count), do not change it.
   for (const char* key :
-       {"checkpoint_path", "checkpoint_every", "stop_after", "bootstrap_resamples", "confidence_level", "accountant",
+       {"checkpoint", "checkpoint_every", "stop_after", "bootstrap_resamples", "confidence_level", "accountant",
         "discretization"})
     settings.erase(key);
   const Index train_offset = comm.exclusive_prefix_sum(train.n()), test_offset = comm.exclusive_prefix_sum(test.n());

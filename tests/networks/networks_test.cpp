@@ -200,6 +200,7 @@ TEST_P(EveryArchitecture, BatchedAccountingEqualsOneExampleAtATime) {
   REQUIRE_TORCH();
   Fixture f = fixture(GetParam(), 7);
   NetworkAccountingRequest request;
+  request.spectral = SpectralMethod::kPowerIteration;
   for (TraceMethod trace : {TraceMethod::kCoordinates, TraceMethod::kGaussian}) {
     request.trace = trace;
     request.probes = 2;

@@ -144,7 +144,7 @@ struct DpSgdOptions {
   std::optional<SpectralMethod> spectral;
   std::optional<int> probes;
   /// Power iterations per example and step, >= 1. Paper: 20.
-  int power_iterations = 20;
+  int power_iterations = NetworkAccountingRequest{}.power_iterations;
   /// Independent training runs whose accountants are averaged, >= 1. Paper: 10.
   int runs = 1;
   /// Seed of everything random: run r uses a seed derived from (seed, r), recorded in the result.

@@ -51,10 +51,7 @@ void visit_fields(FimJobOptions& o, Visit&& visit) {
         "softmax: hold the last class's logit at 0 (K - 1 trained logits; for 2 classes the thesis' one-logit "
         "binary model)");
   visit("methods", t.methods, "Methods compared on the private part: sgd, dpsgd, prune, fim");
-  visit("pretrain_steps", t.pretrain.steps, "Pre-training steps (Adam, no privacy) on the public part; 0: none");
-  visit("pretrain_batch_size", t.pretrain.batch_size, "Pre-training batch size");
-  visit("pretrain_step_size", t.pretrain.step_size, "Pre-training Adam step size");
-  visit("pretrain_weight_decay", t.pretrain.weight_decay, "Pre-training weight decay");
+  visit_pretrain_fields(t.pretrain, visit);
   visit_fields(t.gradient_model, visit);
   visit_fields(t.private_phase, visit);
 }

@@ -57,10 +57,7 @@ struct LearnedAttackJobOptions {
 template <class Visit>
 void visit_training_fields(PublicDataTrainingOptions& o, Visit&& visit) {
   visit("methods", o.methods, "Private training methods attacked: sgd, dpsgd, prune, fim");
-  visit("pretrain_steps", o.pretrain.steps, "Pre-training steps on the public part (thesis: none for the attack)");
-  visit("pretrain_batch_size", o.pretrain.batch_size, "Pre-training batch size");
-  visit("pretrain_step_size", o.pretrain.step_size, "Pre-training Adam step size");
-  visit("pretrain_weight_decay", o.pretrain.weight_decay, "Pre-training weight decay");
+  visit_pretrain_fields(o.pretrain, visit);  // the thesis pre-trains no shadow model (default 0 here)
   visit("freeze_fraction", o.freeze_fraction, "prune and fim: fraction of the parameters frozen (smallest magnitude)");
   DpSgdOptions& p = o.private_phase;
   visit("intercept", p.intercept, "Softmax regression with an intercept");

@@ -155,12 +155,15 @@ std::vector<LayerSpec> builtin_network_layers(const NetworkOptions& options, Ind
 /// Whether the LibTorch plugin loads (loading it now if not yet tried), i.e. a Network can be built.
 bool networks_available();
 
-/// What the accountant asks of each example of a batch.
+/// What the accountant asks of each example of a batch. The defaults are a network's accounting
+/// wherever none is chosen (DP-SGD's autos for networks, Network.account_batch in Python): one
+/// Gaussian probe of the trace and no spectral norm, since exact traces of a network cost a
+/// backward pass per input coordinate.
 struct NetworkAccountingRequest {
-  TraceMethod trace = TraceMethod::kCoordinates;
-  SpectralMethod spectral = SpectralMethod::kPowerIteration;
-  int probes = 50;            ///< per example, for an estimated trace
-  int power_iterations = 20;  ///< per example, for power iteration
+  TraceMethod trace = TraceMethod::kGaussian;
+  SpectralMethod spectral = SpectralMethod::kNone;
+  int probes = 1;             ///< per example, for an estimated trace
+  int power_iterations = 20;  ///< per example, for power iteration (the reconstruction paper's 20)
 };
 
 /// The clipped gradients of a batch and their accounting.

@@ -86,6 +86,15 @@ struct PlainTrainingOptions {
   void validate(const std::string& name) const;
 };
 
+/// The pre-training options as the fim and learned-attack jobs declare them (pretrain_steps, ...).
+template <class Visit>
+void visit_pretrain_fields(PlainTrainingOptions& o, Visit&& visit) {
+  visit("pretrain_steps", o.steps, "Pre-training steps (Adam, no privacy) on the public part; 0: none");
+  visit("pretrain_batch_size", o.batch_size, "Pre-training batch size");
+  visit("pretrain_step_size", o.step_size, "Pre-training Adam step size");
+  visit("pretrain_weight_decay", o.weight_decay, "Pre-training weight decay");
+}
+
 struct PublicDataTrainingOptions {
   /// Fraction of the training rows that are public, in (0, 1). Thesis: 0.5 (table 3.1), 0.05 (3.2).
   double public_fraction = 0.5;
