@@ -1,6 +1,8 @@
 #include "filkit/data/dataset.hpp"
 
 #include "base/parsing.hpp"
+#include "filkit/base/checks.hpp"
+#include "filkit/base/errors.hpp"
 #include "base/seeding.hpp"
 
 #include <algorithm>
@@ -217,6 +219,19 @@ Dataset select_classes(const Dataset& data, const std::vector<int>& classes) {
     for (int label : classes) selected.class_names.push_back(data.class_names[label]);
   }
   return selected;
+}
+
+Index class_count(std::initializer_list<NamedRows> parts, Index minimum) {
+  Index count = minimum;
+  for (const NamedRows& part : parts)
+    for (Index i = 0; i < part.data.n(); ++i) {
+      const double label = part.data.y(i);
+      if (!(label >= 0 && label == std::floor(label) && label < 1e6))
+        throw DataError(part.name + " row " + std::to_string(part.first_row + i) + " has label " + shown_value(label) +
+                        ", not a class index 0, 1, ...");
+      count = std::max(count, static_cast<Index>(label) + 1);
+    }
+  return count;
 }
 
 }  // namespace filkit

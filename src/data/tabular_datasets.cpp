@@ -1,5 +1,6 @@
 #include "filkit/data/tabular_datasets.hpp"
 
+#include "base/environment.hpp"
 #include "base/parsing.hpp"
 
 #include <algorithm>
@@ -42,24 +43,12 @@ const TabularDatasetInfo* find_tabular_dataset(const std::string& name) {
 
 namespace {
 
-std::string environment(const char* name) {
-  const char* value = std::getenv(name);
-  return value != nullptr ? value : "";
-}
-
-// Where scripts/setup.sh puts exported and unpacked files.
-std::string cache_dir() {
-  std::string cache = environment("XDG_CACHE_HOME");
-  if (cache.empty()) cache = environment("HOME") + "/.cache";
-  return cache + "/filkit";
-}
-
 std::vector<std::string> candidate_files(const TabularDatasetInfo& info) {
   std::vector<std::string> files;
-  if (const std::string root = environment("FILKIT_DATA_DIR"); !root.empty())
+  if (const std::string root = environment_variable("FILKIT_DATA_DIR"); !root.empty())
     files.push_back((fs::path(root) / info.file).string());
   if (info.file == "credit-g.arff") files.push_back("/usr/share/doc/weka/examples/credit-g.arff");
-  files.push_back(cache_dir() + "/" + info.file);
+  files.push_back(filkit_cache_dir() + "/" + info.file);
   return files;
 }
 

@@ -96,16 +96,10 @@ BoundJobResult run_bound(const BoundJobOptions& requested, bool progress) {
   stages.advance(2);
   const Dataset& train = result.data.train;
 
-  auto start = Clock::now();
-  {
-    const StageScope stage("fitting the model");
-    result.model = fit(train, task.fit, VectorXd(), comm);
-  }
-  require_finite_model(result.model);
-  result.seconds["fit"] = seconds_since(start);
+  result.model = fit_stage(train, task.fit, comm, result.seconds);
   stages.advance();
 
-  start = Clock::now();
+  auto start = Clock::now();
   {
     const StageScope stage("computing FIL and the bounds");
     result.bounds = reconstruction_bounds(result.model, train, options.bound_options(), comm);

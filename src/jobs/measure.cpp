@@ -149,16 +149,10 @@ MeasureResult run_measure(const MeasureOptions& requested, bool show_progress) {
   progress.advance(2);
   const Dataset& train = result.data.train;
 
-  auto start = Clock::now();
-  {
-    const StageScope stage("fitting the model");
-    result.model = fit(train, task.fit, VectorXd(), comm);
-  }
-  require_finite_model(result.model);
-  result.seconds["fit"] = seconds_since(start);
+  result.model = fit_stage(train, task.fit, comm, result.seconds);
   progress.advance();
 
-  start = Clock::now();
+  auto start = Clock::now();
   const StageScope stage("computing FIL");
   // R identical releases compose to sigma / sqrt(R) (composed_sigma's precision sum, in closed form).
   result.sigma = composed_sigma({options.fil.sigma}) / std::sqrt(static_cast<double>(options.releases));

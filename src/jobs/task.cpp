@@ -1,8 +1,12 @@
 #include "filkit/jobs/task.hpp"
 
 #include "filkit/base/resources.hpp"
+#include "filkit/base/stage.hpp"
+#include "filkit/base/timing.hpp"
+#include "filkit/leakage/result_checks.hpp"
 #include "filkit/data/tabular_datasets.hpp"
 
+#include <chrono>
 #include <cstdint>
 
 namespace filkit {
@@ -74,6 +78,19 @@ nlohmann::json Task::to_json() const {
                          {"preprocessing", preprocessor.to_json()}};
   json.update(data_rows_json(data));
   return json;
+}
+
+Model fit_stage(const Dataset& train, const FitOptions& fit_options, const Communicator& comm,
+                std::map<std::string, double>& seconds) {
+  const auto start = std::chrono::steady_clock::now();
+  Model model;
+  {
+    const StageScope stage("fitting the model");
+    model = fit(train, fit_options, VectorXd(), comm);
+  }
+  require_finite_model(model);
+  seconds["fit"] = seconds_since(start);
+  return model;
 }
 
 }  // namespace filkit

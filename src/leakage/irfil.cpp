@@ -9,22 +9,9 @@
 #include <chrono>
 #include <cmath>
 #include <map>
-#include <sstream>
 #include <stdexcept>
 
 namespace filkit {
-
-
-
-namespace {
-
-std::string number(double value) {
-  std::ostringstream out;
-  out << value;
-  return out.str();
-}
-
-}  // namespace
 
 void IrfilOptions::validate() const {
   fit.validate();
@@ -32,8 +19,8 @@ void IrfilOptions::validate() const {
   require_non_negative("iterations", iterations);
   require_non_negative("min_weight", min_weight);
   if (!(max_weight > min_weight))
-    option_error("max_weight", number(max_weight),
-                 "must be greater than " + option_name("min_weight") + " = " + number(min_weight));
+    option_error("max_weight", shown_value(max_weight),
+                 "must be greater than " + option_name("min_weight") + " = " + shown_value(min_weight));
 }
 
 VectorXd irfil_update(const VectorXd& u, const VectorXd& eta, double min_weight, double max_weight,
@@ -43,7 +30,7 @@ VectorXd irfil_update(const VectorXd& u, const VectorXd& eta, double min_weight,
                                 std::to_string(eta.size()) + " eta values");
   for (Index i = 0; i < eta.size(); ++i)
     if (!(eta(i) > 0.0) || !std::isfinite(eta(i)))
-      throw std::runtime_error("IRFIL: example " + std::to_string(i) + " has eta = " + number(eta(i)) +
+      throw std::runtime_error("IRFIL: example " + std::to_string(i) + " has eta = " + shown_value(eta(i)) +
                                "; the update divides by eta, which must be finite and > 0");
   const VectorXd ratio = u.cwiseQuotient(eta);
   const auto n = static_cast<double>(comm.sum(u.size()));

@@ -5,6 +5,7 @@
 #include "base/seeding.hpp"
 #include "base/splitmix_stream.hpp"
 #include "filkit/base/checks.hpp"
+#include "filkit/base/timing.hpp"
 #include "filkit/base/first_exception.hpp"
 #include "filkit/base/io.hpp"
 #include "filkit/base/resources.hpp"
@@ -16,23 +17,12 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 
 namespace filkit {
 
 namespace {
-
-std::string text(double value) {
-  std::ostringstream out;
-  out << value;
-  return out.str();
-}
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 /// 0, 1, ..., n - 1 in a seeded Fisher-Yates order (the same on every platform).
 std::vector<Index> seeded_permutation(Index n, std::uint64_t seed) {
@@ -313,7 +303,7 @@ RowMatrix Attacker::predict(const RowMatrix& standardised, const VectorXd& label
     const Index num_classes = weights.front().cols() - standardised.cols();
     for (Index i = 0; i < labels.size(); ++i)
       if (!(labels(i) >= 0 && labels(i) < static_cast<double>(num_classes)))
-        throw std::invalid_argument("learned attack: label " + text(labels(i)) + " beyond the attacker's " +
+        throw std::invalid_argument("learned attack: label " + shown_value(labels(i)) + " beyond the attacker's " +
                                     std::to_string(num_classes) + " classes");
     return forward(*this, MatrixXd(mlp_inputs(standardised, labels, *this))).back();
   }
@@ -321,7 +311,7 @@ RowMatrix Attacker::predict(const RowMatrix& standardised, const VectorXd& label
   for (Index i = 0; i < standardised.rows(); ++i) {
     const auto k = static_cast<std::size_t>(labels(i));
     if (k >= weights.size() || weights[k].size() == 0)
-      throw std::invalid_argument("learned attack: no training shadow model has label " + text(labels(i)) +
+      throw std::invalid_argument("learned attack: no training shadow model has label " + shown_value(labels(i)) +
                                   ", so the linear attacker has no map for it");
     const MatrixXd& map = weights[k];
     const Index p = map.rows() - 1;
@@ -345,18 +335,6 @@ Attacker fit_attacker(const RowMatrix& standardised, const VectorXd& labels, con
 
 namespace {
 
-Index class_count(const Dataset& data, const char* what) {
-  Index count = 0;
-  for (Index i = 0; i < data.n(); ++i) {
-    const double label = data.y(i);
-    if (!(label >= 0 && label == std::floor(label) && label < 1e6))
-      throw std::invalid_argument(std::string("learned attack: ") + what + " row " + std::to_string(i) + " has label " +
-                                  text(label) + ", not a class index 0, 1, ...");
-    count = std::max(count, static_cast<Index>(label) + 1);
-  }
-  return count;
-}
-
 /// Throws std::invalid_argument for inputs the attack cannot use; returns the number of classes.
 Index check_attack_inputs(const Dataset& fixed, const Dataset& candidates, const LearnedReconstructionOptions& options) {
   options.validate();
@@ -373,9 +351,9 @@ Index check_attack_inputs(const Dataset& fixed, const Dataset& candidates, const
     throw std::invalid_argument("learned attack: D_fixed and the candidates have different image shapes");
   if (!fixed.class_names.empty() && !candidates.class_names.empty() && fixed.class_names != candidates.class_names)
     throw std::invalid_argument("learned attack: D_fixed and the candidates have different class names");
-  std::vector<bool> in_fixed(static_cast<std::size_t>(class_count(fixed, "D_fixed")), false);
+  std::vector<bool> in_fixed(static_cast<std::size_t>(class_count({{fixed, "D_fixed"}}, 0)), false);
   for (Index i = 0; i < fixed.n(); ++i) in_fixed[static_cast<std::size_t>(fixed.y(i))] = true;
-  const Index num_classes = std::max<Index>(class_count(candidates, "candidate"), static_cast<Index>(in_fixed.size()));
+  const Index num_classes = std::max<Index>(class_count({{candidates, "candidate"}}, 0), static_cast<Index>(in_fixed.size()));
   for (Index i = 0; i < needed; ++i) {
     const auto k = static_cast<std::size_t>(candidates.y(i));
     if (k >= in_fixed.size() || !in_fixed[k])

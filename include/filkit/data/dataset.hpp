@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,19 @@ struct Dataset {
 /// so that the shards of any number of processes add up to the hash of the whole. The resume file
 /// records it, and processes compare it before they work together.
 std::uint64_t rows_hash(const Dataset& data, Index first_row = 0);
+
+/// A dataset named in messages, whose rows are numbered from `first_row` (its offset in the whole
+/// data set when it is one process' shard).
+struct NamedRows {
+  const Dataset& data;
+  std::string name;  ///< e.g. "train", "candidate"
+  Index first_row = 0;
+};
+
+/// The classes the labels of `parts` name: the largest label + 1, and at least `minimum`. Throws
+/// DataError "<name> row <i> has label <y>, not a class index 0, 1, ..." for a label that is
+/// negative, fractional or 10^6 or more.
+Index class_count(std::initializer_list<NamedRows> parts, Index minimum = 2);
 
 /// A train/test pair; `test` may be empty (0 rows).
 struct DatasetSplit {

@@ -58,4 +58,9 @@ nlohmann::json data_rows_json(const DatasetSplit& data);
 /// On several ranks of `comm`: this rank's shard, preprocessed with statistics of all (collective).
 Task prepare_task(const TaskOptions& options, std::uint64_t seed, const Communicator& comm = Communicator::local());
 
+/// The "fitting the model" stage of a job: fits `fit` on `train` (collective on `comm`), refuses a
+/// model that is not finite, and records its seconds as seconds["fit"].
+Model fit_stage(const Dataset& train, const FitOptions& fit, const Communicator& comm,
+                std::map<std::string, double>& seconds);
+
 }  // namespace filkit
