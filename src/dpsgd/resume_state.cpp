@@ -218,7 +218,7 @@ class StateReader {
       difference = "the TorchScript file's contents changed: SHA-256 " + shown(saved_value("torchscript_sha256")) +
                    ", now " + shown(fingerprint.value("torchscript_sha256", nlohmann::json()));
     if (const nlohmann::json model = fingerprint.value("model", nlohmann::json()); model != saved_value("model")) {
-      // DpSgdModel::resume_fingerprint: name the first part that differs (fim: its method, gradient
+      // TrainableModel::resume_fingerprint: name the first part that differs (fim: its method, gradient
       // model, pre-trained start, public part).
       const nlohmann::json before = saved_value("model");
       difference = "the model's own state was made under other conditions";
@@ -351,7 +351,7 @@ class StateReader {
     return parameters;
   }
 
-  /// Null or an object each; what is inside, the run's model checks (DpSgdModel::restore).
+  /// Null or an object each; what is inside, the run's model checks (TrainableModel::restore).
   std::vector<nlohmann::json> model_states(const nlohmann::json& value, int started) const {
     array(value, "model_states", static_cast<std::size_t>(started), "one per run started");
     for (int r = 0; r < started; ++r)

@@ -13,7 +13,7 @@
 //                 "trainer", "sums" (per snapshot: "trace_per_run", one per-example vector for
 //                 each run through it, and the sums "spectral", "sampled"), "train_accuracy",
 //                 "test_accuracy", "run_seeds", "parameters", "model_states" (each run's
-//                 DpSgdModel::resume_state(), one per run started: fim's gradient model),
+//                 TrainableModel::resume_state(), one per run started: fim's gradient model),
 //                 "training_seconds", "evaluation_seconds"}
 #pragma once
 
@@ -59,7 +59,7 @@ struct ResumeState {
   std::vector<std::vector<double>> train_accuracy, test_accuracy;  ///< per snapshot, one per run so far
   std::vector<std::uint64_t> run_seeds;
   std::vector<VectorXd> parameters;  ///< of the finished runs
-  /// DpSgdModel::resume_state() of every run started (null or an object; the model checks it).
+  /// TrainableModel::resume_state() of every run started (null or an object; the model checks it).
   std::vector<nlohmann::json> model_states;
   double training_seconds = 0.0, evaluation_seconds = 0.0;
 };

@@ -11,9 +11,9 @@
 
 namespace filkit {
 
-Model DpSgdModel::glm(const VectorXd&) const { throw std::logic_error("DpSgdModel::glm: not a GLM"); }
+Model TrainableModel::glm(const VectorXd&) const { throw std::logic_error("TrainableModel::glm: not a GLM"); }
 
-void DpSgdModel::restore(const nlohmann::json& state, Index) const {
+void TrainableModel::restore(const nlohmann::json& state, Index) const {
   if (!state.is_null()) throw std::runtime_error("holds a state for a model that keeps none");
 }
 
@@ -25,9 +25,9 @@ constexpr Index kParallelWork = 1 << 15;
 
 /// Logistic or softmax regression: parameters are W (p x K, K = 1 for logistic) column by column,
 /// G in closed form (O(K d) a trace, a (1 + 2K)-dimensional eigenproblem a spectral norm).
-class GlmDpSgdModel : public DpSgdModel {
+class TrainableGlm : public TrainableModel {
  public:
-  GlmDpSgdModel(const Dataset& train, const DpSgdOptions& options, Index num_classes)
+  TrainableGlm(const Dataset& train, const DpSgdOptions& options, Index num_classes)
       : train_(train), options_(options), K_(num_classes),
         p_(train.d() + (options.intercept ? 1 : 0)),
         columns_(options.kind == ModelKind::kLogistic ? 1 : num_classes) {}
@@ -121,9 +121,9 @@ NetworkOptions network_options(const DpSgdOptions& options) {
 
 /// A network through LibTorch (networks.hpp): batched per-example clipped gradients, G probed by
 /// JVPs and VJPs.
-class NetworkDpSgdModel : public DpSgdModel {
+class TrainableNetwork : public TrainableModel {
  public:
-  NetworkDpSgdModel(const Dataset& train, const DpSgdOptions& options, Index num_classes)
+  TrainableNetwork(const Dataset& train, const DpSgdOptions& options, Index num_classes)
       : train_(train), options_(options), network_(network_options(options), train.d(), num_classes, train.image) {
     if (options.label == LabelPrivacy::kPrivate)
       option_error("label", "private",
@@ -175,9 +175,9 @@ class NetworkDpSgdModel : public DpSgdModel {
 
 }  // namespace
 
-std::unique_ptr<DpSgdModel> make_dpsgd_model(const Dataset& train, const DpSgdOptions& options, Index num_classes) {
-  if (options.network) return std::make_unique<NetworkDpSgdModel>(train, options, num_classes);
-  return std::make_unique<GlmDpSgdModel>(train, options, num_classes);
+std::unique_ptr<TrainableModel> make_trainable_model(const Dataset& train, const DpSgdOptions& options, Index num_classes) {
+  if (options.network) return std::make_unique<TrainableNetwork>(train, options, num_classes);
+  return std::make_unique<TrainableGlm>(train, options, num_classes);
 }
 
 }  // namespace filkit

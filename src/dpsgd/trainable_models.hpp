@@ -37,9 +37,9 @@ struct StepAccounting {
   VectorXd spectral;     ///< ||G||_2^2 of each batch member (NaN when not requested)
 };
 
-class DpSgdModel {
+class TrainableModel {
  public:
-  virtual ~DpSgdModel() = default;
+  virtual ~TrainableModel() = default;
   virtual Index parameter_count() const = 0;
   /// w_0, drawn from the run's generator (before its first batch).
   virtual VectorXd initial_parameters(std::mt19937_64& rng) const = 0;
@@ -71,12 +71,12 @@ class DpSgdModel {
 /// The model of each run of train_dpsgd_with_models, given the run's index and seed; the reference
 /// stays valid until the training returns. Private training with public data builds one a run (its
 /// pre-trained start, frozen coordinates and gradient model).
-using DpSgdModelOfRun = std::function<const DpSgdModel&(int run, std::uint64_t run_seed)>;
+using TrainableModelOfRun = std::function<const TrainableModel&(int run, std::uint64_t run_seed)>;
 
 /// train_dpsgd with the model of each run given (every run's must have the same parameter count
 /// and be a GLM or not alike); the resume file holds each run's resume_state() beside the loop's.
 DpSgdResult train_dpsgd_with_models(const Dataset& train, const Dataset& test, const DpSgdOptions& options,
-                                    const DpSgdModelOfRun& model_of_run, bool progress = false,
+                                    const TrainableModelOfRun& model_of_run, bool progress = false,
                                     const std::string& progress_label = "dpsgd",
                                     CheckpointWhenDone when_done = CheckpointWhenDone::kRemove);
 
@@ -85,6 +85,6 @@ std::uint64_t dpsgd_run_seed(const DpSgdOptions& options, int run);
 
 /// The model `options` asks for on `train` with K classes: the GLM of options.kind, or
 /// options.network through LibTorch.
-std::unique_ptr<DpSgdModel> make_dpsgd_model(const Dataset& train, const DpSgdOptions& options, Index num_classes);
+std::unique_ptr<TrainableModel> make_trainable_model(const Dataset& train, const DpSgdOptions& options, Index num_classes);
 
 }  // namespace filkit

@@ -1,5 +1,6 @@
 #include "filkit/dpsgd/training.hpp"
 
+#include "filkit/base/errors.hpp"
 #include "filkit/base/checks.hpp"
 #include "filkit/base/timing.hpp"
 
@@ -21,6 +22,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 
@@ -85,23 +87,25 @@ namespace {
 
 /// K: the largest label over every rank's train and test rows, plus one (at least 2).
 Index number_of_classes(const Dataset& train, const Dataset& test, ModelKind kind, const Communicator& comm) {
-  double largest = 1.0;
-  for (const Dataset* data : {&train, &test}) {
-    const Index offset = comm.exclusive_prefix_sum(data->n());  // rows are named by their global index
-    for (Index i = 0; i < data->n(); ++i) {
-      const double y = data->y(i);
-      if (y < 0 || y != std::floor(y) || (kind == ModelKind::kLogistic && y > 1))
-        throw std::invalid_argument("train_dpsgd: label " + format_double(y) + " of row " + std::to_string(offset + i) +
-                                    " in " + (data == &train ? "train" : "test") + " is not a class index" +
-                                    (kind == ModelKind::kLogistic ? " in {0, 1}" : ""));
-      largest = std::max(largest, y);
-    }
+  // Rows are named by their global index.
+  const Index K = comm.max(class_count({{train, "train", comm.exclusive_prefix_sum(train.n())},
+                                        {test, "test", comm.exclusive_prefix_sum(test.n())}}));
+  if (kind == ModelKind::kLogistic && K > 2) {  // every rank throws: K is over all ranks
+    const Index offsets[] = {comm.exclusive_prefix_sum(train.n()), comm.exclusive_prefix_sum(test.n())};
+    for (const Dataset* data : {&train, &test})
+      for (Index i = 0; i < data->n(); ++i)
+        if (data->y(i) > 1)
+          throw DataError("train_dpsgd: " + std::string(data == &train ? "train" : "test") + " row " +
+                          std::to_string(offsets[data == &train ? 0 : 1] + i) + " has label " +
+                          shown_value(data->y(i)) + ": logistic regression needs labels in {0, 1}");
+    throw DataError("train_dpsgd: logistic regression needs labels in {0, 1}, and another rank's rows have label " +
+                    std::to_string(K - 1));
   }
-  return static_cast<Index>(comm.max(largest)) + 1;
+  return K;
 }
 
 /// The fraction of every rank's rows of `data` that `w` classifies correctly (NaN without rows).
-double accuracy_over_ranks(const DpSgdModel& model, const VectorXd& w, const Dataset& data, const Communicator& comm) {
+double accuracy_over_ranks(const TrainableModel& model, const VectorXd& w, const Dataset& data, const Communicator& comm) {
   return share_over_ranks(data.n() > 0 ? model.accuracy(w, data) : std::numeric_limits<double>::quiet_NaN(), data.n(),
                           comm);
 }
@@ -201,7 +205,7 @@ VectorXd standard_error_of_mean(const MatrixXd& per_run, const VectorXd& mean) {
 
 /// What a resume file of this call must agree with (n: rows over all ranks).
 ExpectedState expected_state(const Dataset& train, const Dataset& test, Index n, const DpSgdOptions& options,
-                             const DpSgdModel& model, const std::vector<Index>& steps, const Communicator& comm) {
+                             const TrainableModel& model, const std::vector<Index>& steps, const Communicator& comm) {
   ExpectedState expected;
   expected.fingerprint = job_fingerprint(train, test, options, comm);
   // The network as resolved (a TorchScript module's layers) and the module file's contents: a
@@ -231,101 +235,103 @@ std::uint64_t dpsgd_run_seed(const DpSgdOptions& options, int run) {
 }
 
 namespace {
-DpSgdResult train_runs(const Dataset& train, const Dataset& test, const DpSgdOptions& requested, bool progress,
-                       CheckpointWhenDone when_done, const DpSgdModelOfRun* model_of_run, const std::string& label,
-                       const Communicator& comm);
-}  // namespace
 
-DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOptions& requested, bool progress,
-                        CheckpointWhenDone when_done, const Communicator& comm) {
-  return train_runs(train, test, requested, progress, when_done, nullptr, "dpsgd", comm);
-}
+/// What the stages of train_runs share: the data, the options as resolved, the snapshot steps and
+/// each run's model.
+struct TrainingRuns {
+  TrainingRuns(const Dataset& train_rows, const Dataset& test_rows, DpSgdOptions resolved, const Communicator& ranks,
+               Index all_rows, Index first)
+      : train(train_rows), test(test_rows), options(std::move(resolved)), comm(ranks), n(all_rows), first_row(first) {}
 
-DpSgdResult train_dpsgd_with_models(const Dataset& train, const Dataset& test, const DpSgdOptions& options,
-                                    const DpSgdModelOfRun& model_of_run, bool progress,
-                                    const std::string& progress_label, CheckpointWhenDone when_done) {
-  return train_runs(train, test, options, progress, when_done, &model_of_run, progress_label, Communicator::local());
-}
+  const Dataset& train;
+  const Dataset& test;
+  const DpSgdOptions options;
+  const Communicator& comm;
+  const Index n;          ///< training examples over all ranks
+  const Index first_row;  ///< this rank's first row in the whole
+  std::vector<Index> steps;
+  std::unique_ptr<TrainableModel> shared_model;  ///< when every run trains the same model
+  const TrainableModelOfRun* model_of_run = nullptr;
+  ExpectedState expected;
 
-namespace {
-DpSgdResult train_runs(const Dataset& train, const Dataset& test, const DpSgdOptions& requested, bool progress,
-                       CheckpointWhenDone when_done, const DpSgdModelOfRun* model_of_run, const std::string& label,
-                       const Communicator& comm) {
-  requested.validate();
-  const Index n = comm.sum(train.n());  // over all ranks; this process holds rows first_row ..
-  const Index first_row = comm.exclusive_prefix_sum(train.n());
-  const DpSgdOptions options = requested.resolved(n);
-  if (!options.checkpoint_path.empty()) check_output_path("checkpoint", options.checkpoint_path);
-  train.validate();
-  if (test.n() > 0) test.validate();
-  if (test.n() > 0 && test.d() != train.d())
-    throw std::invalid_argument("train_dpsgd: test has " + std::to_string(test.d()) + " features, train " +
-                                std::to_string(train.d()));
-  if (options.batch_size > n)
-    option_error("batch_size", std::to_string(options.batch_size), "must be <= n = " + std::to_string(n));
+  const TrainableModel& model(int run) const {
+    return model_of_run == nullptr ? *shared_model : (*model_of_run)(run, run_seed(options, run));
+  }
+};
 
+/// Checks the data against the options and fills what the result states before any step: n, K,
+/// the sampling rate, kappa and the private dimensions.
+DpSgdResult result_before_training(const TrainingRuns& r) {
+  const DpSgdOptions& options = r.options;
+  r.train.validate();
+  if (r.test.n() > 0) r.test.validate();
+  if (r.test.n() > 0 && r.test.d() != r.train.d())
+    throw std::invalid_argument("train_dpsgd: test has " + std::to_string(r.test.d()) + " features, train " +
+                                std::to_string(r.train.d()));
+  if (options.batch_size > r.n)
+    option_error("batch_size", std::to_string(options.batch_size), "must be <= n = " + std::to_string(r.n));
   DpSgdResult result;
-  result.n = n;
-  result.num_classes = number_of_classes(train, test, options.network ? ModelKind::kSoftmax : options.kind, comm);
-  result.sampling_rate = static_cast<double>(options.batch_size) / n;
+  result.n = r.n;
+  result.num_classes =
+      number_of_classes(r.train, r.test, options.network ? ModelKind::kSoftmax : options.kind, r.comm);
+  result.sampling_rate = static_cast<double>(options.batch_size) / r.n;
   result.kappa_delta = *options.kappa_delta;
   result.step_epsilon = step_epsilon(options.noise_multiplier, result.kappa_delta);
   result.kappa = options.subsampling == SubsamplingFactor::kOne
                      ? 1.0
                      : subsampling_kappa(result.sampling_rate, options.noise_multiplier, result.kappa_delta);
-  result.private_dims = train.d() + (options.label == LabelPrivacy::kPrivate
-                                         ? (options.kind == ModelKind::kSoftmax ? result.num_classes : 1)
-                                         : 0);
-  const std::unique_ptr<DpSgdModel> shared_model =
-      model_of_run == nullptr ? make_dpsgd_model(train, options, result.num_classes) : nullptr;
-  const auto run_model = [&](int run) -> const DpSgdModel& {
-    return model_of_run == nullptr ? *shared_model : (*model_of_run)(run, run_seed(options, run));
-  };
-  const DpSgdModel* model = &run_model(0);
-  result.parameter_count = model->parameter_count();
-  result.architecture = model->describe();
-  const std::vector<Index> steps = snapshot_steps(options, n);
-  check_per_run_trace_memory(options, n, steps.size());
+  result.private_dims = r.train.d() + (options.label == LabelPrivacy::kPrivate
+                                           ? (options.kind == ModelKind::kSoftmax ? result.num_classes : 1)
+                                           : 0);
+  return result;
+}
 
-  const ExpectedState expected = options.checkpoint_path.empty()
-                                     ? ExpectedState{}
-                                     : expected_state(train, test, n, options, *model, steps, comm);
+/// The state saved in the resume file, each started run's model restored from it (`resumed` set),
+/// or a fresh state.
+ResumeState resume_or_start(const TrainingRuns& r, bool& resumed) {
+  const DpSgdOptions& options = r.options;
   ResumeState state;
+  resumed = false;
   if (!options.checkpoint_path.empty()) {
     // Every rank reads the file (written over all n rows by rank 0, on any number of ranks) and
     // keeps its own rows.
-    std::optional<ResumeState> saved = load_state(options.checkpoint_path, expected);
-    const bool anywhere = !comm.all(!saved.has_value());
-    if (anywhere && !comm.all(saved.has_value()))
+    std::optional<ResumeState> saved = load_state(options.checkpoint_path, r.expected);
+    const bool anywhere = !r.comm.all(!saved.has_value());
+    if (anywhere && !r.comm.all(saved.has_value()))
       throw std::runtime_error("checkpoint " + options.checkpoint_path + ": found by some MPI ranks and not by "
                                "others; on several machines it must be on a file system they share");
     if (saved) {
       state = std::move(*saved);
-      keep_own_rows(state, first_row, train.n());
-      result.resumed = true;
+      keep_own_rows(state, r.first_row, r.train.n());
+      resumed = true;
       // Each started run's model as it was: the finished runs' (their diagnostics) and the one in progress.
-      for (std::size_t r = 0; r < state.model_states.size(); ++r) {
-        const int run = static_cast<int>(r);
+      for (std::size_t i = 0; i < state.model_states.size(); ++i) {
+        const int run = static_cast<int>(i);
         try {
-          run_model(run).restore(state.model_states[r], run < state.run ? options.steps : state.step);
-        } catch (const std::runtime_error& error) {  // "'field' problem" -> "'model_states[r].field' problem"
-          const std::string field = "model_states[" + std::to_string(r) + "]", what = error.what();
+          r.model(run).restore(state.model_states[i], run < state.run ? options.steps : state.step);
+        } catch (const std::runtime_error& error) {  // "'field' problem" -> "'model_states[i].field' problem"
+          const std::string field = "model_states[" + std::to_string(i) + "]", what = error.what();
           refuse_checkpoint(options.checkpoint_path, what.starts_with("'") ? "'" + field + "." + what.substr(1)
                                                                           : "'" + field + "' " + what);
         }
       }
     }
   }
-  if (!result.resumed) {
-    state.sums.assign(steps.size(), {{}, VectorXd::Zero(train.n()), VectorXd::Zero(train.n())});
-    state.train_accuracy.assign(steps.size(), {});
-    state.test_accuracy.assign(steps.size(), {});
+  if (!resumed) {
+    state.sums.assign(r.steps.size(), {{}, VectorXd::Zero(r.train.n()), VectorXd::Zero(r.train.n())});
+    state.train_accuracy.assign(r.steps.size(), {});
+    state.test_accuracy.assign(r.steps.size(), {});
   }
+  return state;
+}
 
-  const double scale = result.kappa / std::pow(options.noise_multiplier * options.clip_norm, 2);
-  require_finite(scale, "accounting", "kappa / (noise_multiplier x clip_norm)^2",
-                 option_name("noise_multiplier") + " x " + option_name("clip_norm") +
-                     " is too small for its square to be represented");
+/// Trains the runs and steps `state` has not done, adding each snapshot's accounting and accuracies
+/// to it and saving it every checkpoint_every steps. Returns the steps done over all runs when it
+/// stops early (stop_after), after saving; nullopt when every run is done.
+std::optional<Index> train_remaining_runs(const TrainingRuns& r, ResumeState& state, double scale, bool progress,
+                                          const std::string& label) {
+  const DpSgdOptions& options = r.options;
+  const Index parameter_count = r.model(0).parameter_count();
   const auto start = std::chrono::steady_clock::now();
   const double evaluation_before = state.evaluation_seconds, training_before = state.training_seconds;
   double evaluation_seconds = 0.0;
@@ -333,25 +339,25 @@ DpSgdResult train_runs(const Dataset& train, const Dataset& test, const DpSgdOpt
     state.evaluation_seconds = evaluation_before + evaluation_seconds;
     state.training_seconds = training_before + seconds_since(start) - evaluation_seconds;
   };
-  Progress bar(label, static_cast<std::int64_t>(options.runs) * options.steps, !progress || !comm.is_root());
+  Progress bar(label, static_cast<std::int64_t>(options.runs) * options.steps, !progress || !r.comm.is_root());
   bar.advance(static_cast<std::int64_t>(state.run) * options.steps + state.step);
   Index steps_this_call = 0;
   for (int run = state.run; run < options.runs; ++run) {
-    model = &run_model(run);
-    if (model->parameter_count() != result.parameter_count)
+    const TrainableModel& model = r.model(run);
+    if (model.parameter_count() != parameter_count)
       throw std::logic_error("train_dpsgd: the models of the runs differ in size");
-    Trainer trainer(train, options, *model, run_seed(options, run), first_row, n, comm);
+    Trainer trainer(r.train, options, model, run_seed(options, run), r.first_row, r.n, r.comm);
     const Index first_step = run == state.run ? state.step + 1 : 1;
     if (first_step > 1) trainer.restore(*state.trainer);
     if (first_step == 1) state.run_seeds.push_back(run_seed(options, run));
-    std::size_t next = std::lower_bound(steps.begin(), steps.end(), first_step) - steps.begin();
+    std::size_t next = std::lower_bound(r.steps.begin(), r.steps.end(), first_step) - r.steps.begin();
     for (Index t = first_step; t <= options.steps; ++t) {
       trainer.step(t);
       if (!trainer.parameters().allFinite())  // the message only when needed: steps can take microseconds
         require_finite(trainer.parameters(), training_stage(run, t), "a parameter", divergence_cause(options));
       bar.advance();
       ++steps_this_call;
-      if (next < steps.size() && t == steps[next]) {
+      if (next < r.steps.size() && t == r.steps[next]) {
         const RunAccountant& a = trainer.accountant();
         require_finite_accounting(a, options, training_stage(run, t));
         SnapshotSums& sums = state.sums[next];
@@ -359,8 +365,8 @@ DpSgdResult train_runs(const Dataset& train, const Dataset& test, const DpSgdOpt
         sums.spectral += scale * a.spectral;
         sums.sampled += a.sampled;
         const auto evaluation_start = std::chrono::steady_clock::now();
-        state.train_accuracy[next].push_back(accuracy_over_ranks(*model, trainer.parameters(), train, comm));
-        state.test_accuracy[next].push_back(accuracy_over_ranks(*model, trainer.parameters(), test, comm));
+        state.train_accuracy[next].push_back(accuracy_over_ranks(model, trainer.parameters(), r.train, r.comm));
+        state.test_accuracy[next].push_back(accuracy_over_ranks(model, trainer.parameters(), r.test, r.comm));
         evaluation_seconds += seconds_since(evaluation_start);
         ++next;
       }
@@ -372,7 +378,7 @@ DpSgdResult train_runs(const Dataset& train, const Dataset& test, const DpSgdOpt
       elapsed();
       ResumeState saved = state;  // the run in progress, or the next one when this run just finished
       saved.model_states.clear();
-      for (int r = 0; r <= run; ++r) saved.model_states.push_back(run_model(r).resume_state());
+      for (int i = 0; i <= run; ++i) saved.model_states.push_back(r.model(i).resume_state());
       if (t == options.steps) {
         saved.parameters.push_back(trainer.parameters());
         saved.run = run + 1;
@@ -383,54 +389,41 @@ DpSgdResult train_runs(const Dataset& train, const Dataset& test, const DpSgdOpt
         saved.step = t;
         saved.trainer = trainer.state();
       }
-      if (comm.distributed()) saved = gathered_state(std::move(saved), comm);
-      if (comm.is_root()) save_state(options.checkpoint_path, expected.fingerprint, saved);
+      if (r.comm.distributed()) saved = gathered_state(std::move(saved), r.comm);
+      if (r.comm.is_root()) save_state(options.checkpoint_path, r.expected.fingerprint, saved);
       if (stop) {
         bar.finish();
-        result.complete = false;
-        result.steps_done = static_cast<Index>(run) * options.steps + t;
-        result.run_seeds = state.run_seeds;
-        return result;
+        return static_cast<Index>(run) * options.steps + t;
       }
     }
     state.parameters.push_back(trainer.parameters());
   }
   bar.finish();
   elapsed();
-  if (!options.checkpoint_path.empty() && when_done == CheckpointWhenDone::kRemove && comm.is_root())
-    std::remove(options.checkpoint_path.c_str());
+  return std::nullopt;
+}
 
-  result.steps_done = static_cast<Index>(options.runs) * options.steps;
-  result.run_seeds = state.run_seeds;
-  result.parameters = state.parameters;
-  if (model->is_glm())
-    for (const VectorXd& w : result.parameters) {
-      result.models.push_back(model->glm(w));
-      result.models.back().n_train = n;
-    }
-  if (comm.distributed()) {  // rank 0 gathers every rank's accounting; the others are done
-    state = gathered_state(std::move(state), comm);
-    if (!comm.is_root()) {
-      result.seconds["training"] = state.training_seconds;
-      return result;
-    }
-  }
+/// The snapshots of `result` from the summed accounting of every run (rank 0, after the gather):
+/// the mean trace and its standard error over runs, the bootstrap intervals of max and median
+/// dFIL, the accuracies and the privacy spent.
+void summarise_snapshots(const TrainingRuns& r, ResumeState& state, DpSgdResult& result) {
+  const DpSgdOptions& options = r.options;
   const double runs = options.runs;
   result.bootstrap_seed = bootstrap_seed(options);
   const auto dfil_of_trace = [d = static_cast<double>(result.private_dims)](double trace) { return std::sqrt(trace / d); };
-  result.snapshots.resize(steps.size());
+  result.snapshots.resize(r.steps.size());
   double bootstrap_seconds = 0.0;
-  for (std::size_t c = 0; c < steps.size(); ++c) {
+  for (std::size_t c = 0; c < r.steps.size(); ++c) {
     DpSgdSnapshot& snapshot = result.snapshots[c];
-    snapshot.step = steps[c];
+    snapshot.step = r.steps[c];
     snapshot.private_dims = result.private_dims;
-    snapshot.epoch = static_cast<double>(steps[c]) * result.sampling_rate;
-    snapshot.fisher_trace_per_run = rows_of(state.sums[c].trace_per_run, n);
+    snapshot.epoch = static_cast<double>(r.steps[c]) * result.sampling_rate;
+    snapshot.fisher_trace_per_run = rows_of(state.sums[c].trace_per_run, r.n);
     state.sums[c].trace_per_run.clear();  // held once
     snapshot.fisher_trace = mean_over_runs(snapshot.fisher_trace_per_run);
     snapshot.fisher_trace_standard_error = standard_error_of_mean(snapshot.fisher_trace_per_run, snapshot.fisher_trace);
     snapshot.fisher_spectral = state.sums[c].spectral / runs;
-    require_finite(snapshot.dfil(result.private_dims), "accounting (step " + std::to_string(steps[c]) + ")",
+    require_finite(snapshot.dfil(result.private_dims), "accounting (step " + std::to_string(r.steps[c]) + ")",
                    "dFIL of an example", "the accounted Fisher information overflows: clip_norm x noise_multiplier "
                    "may be too small, or steps too many");
     const auto bootstrap_start = std::chrono::steady_clock::now();
@@ -445,9 +438,73 @@ DpSgdResult train_runs(const Dataset& train, const Dataset& test, const DpSgdOpt
   result.seconds["evaluation"] = state.evaluation_seconds;
   result.seconds["training"] = state.training_seconds;
   result.seconds["bootstrap"] = bootstrap_seconds;
+}
+
+/// train_dpsgd and train_dpsgd_with_models: the runs from their start or a resume file, then the
+/// gather over ranks and the snapshots.
+DpSgdResult train_runs(const Dataset& train, const Dataset& test, const DpSgdOptions& requested, bool progress,
+                       CheckpointWhenDone when_done, const TrainableModelOfRun* model_of_run, const std::string& label,
+                       const Communicator& comm) {
+  requested.validate();
+  const Index n = comm.sum(train.n());  // over all ranks; this process holds rows first_row ..
+  TrainingRuns r(train, test, requested.resolved(n), comm, n, comm.exclusive_prefix_sum(train.n()));
+  const DpSgdOptions& options = r.options;
+  if (!options.checkpoint_path.empty()) check_output_path("checkpoint", options.checkpoint_path);
+  DpSgdResult result = result_before_training(r);
+  r.model_of_run = model_of_run;
+  if (model_of_run == nullptr) r.shared_model = make_trainable_model(train, options, result.num_classes);
+  const TrainableModel& first_model = r.model(0);
+  result.parameter_count = first_model.parameter_count();
+  result.architecture = first_model.describe();
+  r.steps = snapshot_steps(options, n);
+  check_per_run_trace_memory(options, n, r.steps.size());
+  if (!options.checkpoint_path.empty()) r.expected = expected_state(train, test, n, options, first_model, r.steps, comm);
+
+  ResumeState state = resume_or_start(r, result.resumed);
+  const double scale = result.kappa / std::pow(options.noise_multiplier * options.clip_norm, 2);
+  require_finite(scale, "accounting", "kappa / (noise_multiplier x clip_norm)^2",
+                 option_name("noise_multiplier") + " x " + option_name("clip_norm") +
+                     " is too small for its square to be represented");
+  if (const std::optional<Index> stopped = train_remaining_runs(r, state, scale, progress, label)) {
+    result.complete = false;
+    result.steps_done = *stopped;
+    result.run_seeds = state.run_seeds;
+    return result;
+  }
+  if (!options.checkpoint_path.empty() && when_done == CheckpointWhenDone::kRemove && comm.is_root())
+    std::remove(options.checkpoint_path.c_str());
+
+  result.steps_done = static_cast<Index>(options.runs) * options.steps;
+  result.run_seeds = state.run_seeds;
+  result.parameters = state.parameters;
+  const TrainableModel& last_model = r.model(options.runs - 1);
+  if (last_model.is_glm())
+    for (const VectorXd& w : result.parameters) {
+      result.models.push_back(last_model.glm(w));
+      result.models.back().n_train = n;
+    }
+  if (comm.distributed()) {  // rank 0 gathers every rank's accounting; the others are done
+    state = gathered_state(std::move(state), comm);
+    if (!comm.is_root()) {
+      result.seconds["training"] = state.training_seconds;
+      return result;
+    }
+  }
+  summarise_snapshots(r, state, result);
   return result;
 }
 
 }  // namespace
+
+DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOptions& requested, bool progress,
+                        CheckpointWhenDone when_done, const Communicator& comm) {
+  return train_runs(train, test, requested, progress, when_done, nullptr, "dpsgd", comm);
+}
+
+DpSgdResult train_dpsgd_with_models(const Dataset& train, const Dataset& test, const DpSgdOptions& options,
+                                    const TrainableModelOfRun& model_of_run, bool progress,
+                                    const std::string& progress_label, CheckpointWhenDone when_done) {
+  return train_runs(train, test, options, progress, when_done, &model_of_run, progress_label, Communicator::local());
+}
 
 }  // namespace filkit

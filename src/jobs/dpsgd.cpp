@@ -18,31 +18,41 @@
 
 namespace filkit {
 
-namespace {
-bool is_network(DpSgdModel model) { return model != DpSgdModel::kLogistic && model != DpSgdModel::kSoftmax; }
-}  // namespace
+bool is_network(ModelChoice model) { return model != ModelChoice::kLogistic && model != ModelChoice::kSoftmax; }
+
+NetworkArchitecture network_architecture(ModelChoice model) {
+  switch (model) {
+    case ModelChoice::kSoftmax: return NetworkArchitecture::kSoftmax;
+    case ModelChoice::kMlp: return NetworkArchitecture::kMlp;
+    case ModelChoice::kCnn: return NetworkArchitecture::kCnn;
+    case ModelChoice::kCifarCnn: return NetworkArchitecture::kCifarCnn;
+    case ModelChoice::kCustom: return NetworkArchitecture::kCustom;
+    case ModelChoice::kLogistic: break;
+  }
+  throw std::logic_error("network_architecture: " + to_string(model) + " is no network");
+}
 
 DpSgdOptions DpSgdJobOptions::training_options() const {
   DpSgdOptions options = dpsgd;
-  if (model != DpSgdModel::kCustom && !network.layers.empty())
+  if (model != ModelChoice::kCustom && !network.layers.empty())
     option_error("arch", "a layer specification needs " + option_name("model") + " = custom (" + option_name("model") +
                              " is " + to_string(model) + ")");
-  if (model != DpSgdModel::kCustom && !network.torchscript.empty())
+  if (model != ModelChoice::kCustom && !network.torchscript.empty())
     option_error("torchscript", "a TorchScript file needs " + option_name("model") + " = custom (" +
                                     option_name("model") + " is " + to_string(model) + ")");
   const bool glm = !is_network(model);
   const bool torch = engine == DpSgdEngine::kTorch || (engine == DpSgdEngine::kAuto && !glm);
   if (!glm && engine == DpSgdEngine::kClosedForm)
     option_error("engine", "closed-form", "the " + to_string(model) + " has no closed form; use torch");
-  if (model == DpSgdModel::kLogistic && torch)
+  if (model == ModelChoice::kLogistic && torch)
     option_error("engine", "torch", "logistic is closed-form only (the softmax network with 2 classes is its autodiff "
                                     "counterpart)");
   if (torch) {
     NetworkOptions net = network;
-    net.architecture = parse_enum<NetworkArchitecture>(to_string(model));
+    net.architecture = network_architecture(model);
     options.network = net;
   } else {
-    options.kind = model == DpSgdModel::kSoftmax ? ModelKind::kSoftmax : ModelKind::kLogistic;
+    options.kind = model == ModelChoice::kSoftmax ? ModelKind::kSoftmax : ModelKind::kLogistic;
     options.network.reset();
   }
   return options.resolved();

@@ -43,18 +43,18 @@ PublicDataTrainingOptions FimJobOptions::default_training() {
 
 PublicDataTrainingOptions FimJobOptions::training_options() const {
   PublicDataTrainingOptions t = training;
-  if (model == DpSgdModel::kLogistic)
+  if (model == ModelChoice::kLogistic)
     option_error("model", "logistic", "use softmax (any number of classes, 2 included)");
-  if (model != DpSgdModel::kCustom && (!network.layers.empty() || !network.torchscript.empty()))
+  if (model != ModelChoice::kCustom && (!network.layers.empty() || !network.torchscript.empty()))
     option_error(network.layers.empty() ? "torchscript" : "arch",
                  "a custom network needs " + option_name("model") + " = custom (" + option_name("model") + " is " +
                      to_string(model) + ")");
   t.private_phase.kind = ModelKind::kSoftmax;
   t.private_phase.max_memory = data.max_memory;  // the budget of the networks and the gradient model
   t.private_phase.network.reset();
-  if (model != DpSgdModel::kSoftmax) {
+  if (model != ModelChoice::kSoftmax) {
     NetworkOptions net = network;
-    net.architecture = parse_enum<NetworkArchitecture>(to_string(model));
+    net.architecture = network_architecture(model);
     net.max_memory = data.max_memory.bytes;
     net.batch_rows = std::max(t.private_phase.batch_size, t.pretrain.batch_size);
     t.private_phase.network = net;

@@ -168,19 +168,6 @@ const MethodResult* PublicDataTrainingResult::find(PrivateTrainingMethod method)
 
 namespace {
 
-Index class_count(const Dataset& a, const Dataset& b, const Dataset& c) {
-  double largest = 1.0;
-  for (const Dataset* data : {&a, &b, &c})
-    for (Index i = 0; i < data->n(); ++i) {
-      const double y = data->y(i);
-      if (!(y >= 0.0) || y != std::floor(y))
-        throw std::invalid_argument("label " + format_double(y) + " of row " + std::to_string(i) +
-                                    " is not a class index (0, 1, ...)");
-      largest = std::max(largest, y);
-    }
-  return static_cast<Index>(largest) + 1;
-}
-
 Model softmax_model(const VectorXd& w, Index p, Index K, bool intercept, Index n) {
   Model m;
   m.kind = ModelKind::kSoftmax;
@@ -384,7 +371,7 @@ double cosine(const VectorXd& a, const VectorXd& b) {
 }
 
 /// One run of dpsgd, prune or fim: the released vectors come from the plugin's backend.
-class PublicDataModel final : public DpSgdModel {
+class PublicDataModel final : public TrainableModel {
  public:
   PublicDataModel(const TrainedModel& model, const Dataset& public_part, const Dataset& private_part,
                   const DpSgdOptions& phase, const GradientModelOptions& gradient_model, PrivateTrainingMethod method,
@@ -762,7 +749,7 @@ PublicDataTrainingResult train_with_public_data(const Dataset& public_part, cons
   PublicDataTrainingResult result;
   result.n_public = public_part.n();
   result.n_private = private_part.n();
-  result.num_classes = class_count(public_part, private_part, test);
+  result.num_classes = class_count({{public_part, "public"}, {private_part, "private"}, {test, "test"}});
   const Index K = result.num_classes;
   const TrainedModel trained(private_part, phase, K);
   const Index p = trained.parameter_count();
@@ -804,7 +791,7 @@ PublicDataTrainingResult train_with_public_data(const Dataset& public_part, cons
       m.training.snapshots.push_back(snapshot);
     } else {
       std::vector<std::unique_ptr<PublicDataModel>> models(static_cast<std::size_t>(phase.runs));
-      const DpSgdModelOfRun model_of_run = [&](int run, std::uint64_t seed) -> const DpSgdModel& {
+      const TrainableModelOfRun model_of_run = [&](int run, std::uint64_t seed) -> const TrainableModel& {
         auto& slot = models[static_cast<std::size_t>(run)];
         if (!slot) {
           const RunStart& start = starts[static_cast<std::size_t>(run)];

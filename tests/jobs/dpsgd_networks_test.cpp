@@ -17,7 +17,7 @@ TEST(DpSgdNetworksCommand, RunsTheConvNetOnMnistEndToEndAndResumes) {
   if (!networks_available()) GTEST_SKIP() << "built without LibTorch";
   const TempDir dir;
   DpSgdJobOptions options;
-  options.model = DpSgdModel::kCnn;
+  options.model = ModelChoice::kCnn;
   options.data.data = "mnist";
   options.data.train_size = 60;
   options.data.test_size = 50;
@@ -55,13 +55,13 @@ TEST(DpSgdNetworksCommand, RunsTheConvNetOnMnistEndToEndAndResumes) {
 
 TEST(DpSgdNetworksCommand, RejectsEnginesAModelDoesNotHave) {
   DpSgdJobOptions options;
-  options.model = DpSgdModel::kCnn;
+  options.model = ModelChoice::kCnn;
   options.engine = DpSgdEngine::kClosedForm;
   EXPECT_THROW(options.training_options(), std::invalid_argument);
-  options.model = DpSgdModel::kLogistic;
+  options.model = ModelChoice::kLogistic;
   options.engine = DpSgdEngine::kTorch;
   EXPECT_THROW(options.training_options(), std::invalid_argument);
-  options.model = DpSgdModel::kSoftmax;
+  options.model = ModelChoice::kSoftmax;
   EXPECT_TRUE(options.training_options().network.has_value());
   options.engine = DpSgdEngine::kAuto;
   EXPECT_FALSE(options.training_options().network.has_value());

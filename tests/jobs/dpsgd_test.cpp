@@ -37,7 +37,7 @@ DpSgdJobOptions small_job(const std::string& path) {
 TEST(DpSgdCommand, WritesPerExampleTableAndSummaryThatMatchTheLibrary) {
   const TempDir dir;
   DpSgdJobOptions options = small_job(testing::write_npz_dataset(dir, testing::random_classification(250, 5, 3, 3)));
-  options.model = DpSgdModel::kSoftmax;
+  options.model = ModelChoice::kSoftmax;
   options.dpsgd.label = LabelPrivacy::kPrivate;
   JobOutputs outputs;
   outputs.out = dir.file("dpsgd.csv");
@@ -251,7 +251,7 @@ TEST(DpSgdCommand, WritesTheSameOutputsForAnyThreadCount) {
   // Batches of 256 examples of 50 features and 10 classes: products Eigen would have split.
   const TempDir dir;
   DpSgdJobOptions options = small_job(testing::write_npz_dataset(dir, testing::random_classification(1500, 50, 10, 4)));
-  options.model = DpSgdModel::kSoftmax;
+  options.model = ModelChoice::kSoftmax;
   options.dpsgd.batch_size = 256;
   options.dpsgd.steps = 6;
   options.dpsgd.report_epochs = {};

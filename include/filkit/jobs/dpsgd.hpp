@@ -14,14 +14,20 @@
 namespace filkit {
 
 /// What is trained: a GLM (G in closed form, or the softmax network through LibTorch) or a network.
-enum class DpSgdModel { kLogistic, kSoftmax, kMlp, kCnn, kCifarCnn, kCustom };
+enum class ModelChoice { kLogistic, kSoftmax, kMlp, kCnn, kCifarCnn, kCustom };
 template <>
-struct EnumNames<DpSgdModel> {
+struct EnumNames<ModelChoice> {
   static constexpr const char* what = "model";
-  static constexpr std::pair<DpSgdModel, const char*> names[] = {
-      {DpSgdModel::kLogistic, "logistic"}, {DpSgdModel::kSoftmax, "softmax"}, {DpSgdModel::kMlp, "mlp"},
-      {DpSgdModel::kCnn, "cnn"}, {DpSgdModel::kCifarCnn, "cifar-cnn"}, {DpSgdModel::kCustom, "custom"}};
+  static constexpr std::pair<ModelChoice, const char*> names[] = {
+      {ModelChoice::kLogistic, "logistic"}, {ModelChoice::kSoftmax, "softmax"}, {ModelChoice::kMlp, "mlp"},
+      {ModelChoice::kCnn, "cnn"}, {ModelChoice::kCifarCnn, "cifar-cnn"}, {ModelChoice::kCustom, "custom"}};
 };
+
+/// Whether the choice is a network (mlp, cnn, cifar-cnn, custom), trained through LibTorch only.
+bool is_network(ModelChoice model);
+/// The LibTorch architecture of a choice: softmax is the softmax network; logistic has none
+/// (std::logic_error: the softmax network with 2 classes is its counterpart).
+NetworkArchitecture network_architecture(ModelChoice model);
 
 /// How G = d g~ / dx is differentiated.
 enum class DpSgdEngine { kAuto, kClosedForm, kTorch };
@@ -35,7 +41,7 @@ struct EnumNames<DpSgdEngine> {
 struct DpSgdJobOptions {
   /// MNIST pixels / 255, no PCA, no row scaling; classes auto = 0,1 for the GLMs, all for networks.
   DataPipelineOptions data{.data = "mnist", .pca = 0, .row_scaling = RowScaling::kNone};
-  DpSgdModel model = DpSgdModel::kLogistic;
+  ModelChoice model = ModelChoice::kLogistic;
   /// auto = closed-form for logistic and softmax, torch for mlp and cnn.
   DpSgdEngine engine = DpSgdEngine::kAuto;
   /// mlp: hidden widths; networks: examples differentiated together (architecture from `model`).

@@ -25,7 +25,7 @@ struct FimJobOptions {
   /// thesis' code).
   /// The trained model: softmax regression (default, the thesis' linear model) or a network
   /// through LibTorch (cnn: the thesis' table 3.2 ConvNet; mlp; custom with arch or torchscript).
-  DpSgdModel model = DpSgdModel::kSoftmax;
+  ModelChoice model = ModelChoice::kSoftmax;
   NetworkOptions network;
   PublicDataTrainingOptions training = default_training();
   static PublicDataTrainingOptions default_training();
