@@ -88,6 +88,42 @@ TEST(Layering, EveryIncludePointsDownwards) {
   for (const auto& v : violations) ADD_FAILURE() << v;
 }
 
+// docs/architecture.md is the map a newcomer reads: every layer has its row in the table of what
+// lives where, every public header is named in its layer's row, and every private header of src/
+// (by its path below src/) somewhere in the text. A folder or header added without its line fails.
+TEST(Layering, TheArchitectureDocNamesEveryLayerAndHeader) {
+  const std::string doc = read_text(source_dir() / "docs" / "architecture.md");
+  ASSERT_FALSE(doc.empty());
+  const auto row_of = [&](const std::string& layer) -> std::string {
+    const std::string start = "| `" + layer + "` |";
+    const std::size_t at = doc.find(start);
+    return at == std::string::npos ? std::string() : doc.substr(at, doc.find('\n', at) - at);
+  };
+  int headers = 0;
+  for (const auto& layer_dir : fs::directory_iterator(source_dir() / "include" / "filkit")) {
+    const std::string layer = layer_dir.path().filename().string();
+    const std::string row = row_of(layer);
+    EXPECT_FALSE(row.empty()) << "docs/architecture.md: no row | `" << layer << "` | in \"What lives where\"";
+    for (const auto& header : fs::directory_iterator(layer_dir.path())) {
+      ++headers;
+      const std::string name = header.path().filename().string();
+      EXPECT_NE(row.find("`" + name + "`"), std::string::npos)
+          << "docs/architecture.md: the row of " << layer << " does not name include/filkit/" << layer << "/" << name;
+    }
+  }
+  const fs::path src = source_dir() / "src";
+  for (const auto& entry : fs::recursive_directory_iterator(src)) {
+    if (!entry.is_regular_file() || entry.path().extension() != ".hpp") continue;
+    ++headers;
+    const std::string relative = fs::relative(entry.path(), src).generic_string();
+    const bool named = doc.find("`" + relative + "`") != std::string::npos ||
+                       doc.find("`src/" + relative + "`") != std::string::npos;
+    EXPECT_TRUE(named) << "docs/architecture.md does not name the private header src/" << relative << " (as `"
+                       << relative << "`)";
+  }
+  EXPECT_GT(headers, 60);
+}
+
 // The check itself must catch what it is there to catch.
 TEST(Layering, CatchesAnUpwardInclude) {
   EXPECT_EQ(layering_violations("models", "#include \"filkit/leakage/fil.hpp\"\n", "x.cpp").size(), 1u);
