@@ -233,11 +233,7 @@ DatasetSplit load_table(const TextTable& table, const DataOptions& options) {
   tabular.missing_policy = options.missing_policy;
   tabular.unseen_levels = options.unseen_levels;
   tabular.max_memory = options.max_memory;
-  const TrainTestIndices parts =
-      shuffle_split(static_cast<Index>(table.rows.size()), options.test_fraction, options.seed);
-  const TextTable train = table.select_rows(parts.train);
-  const TabularEncoder encoder = TabularEncoder::fit(train, tabular);
-  return {encoder.transform(train), encoder.transform(table.select_rows(parts.test))};
+  return encode_split(table, tabular, options.test_fraction, options.seed);
 }
 
 void check_tabular_only(const DataOptions& options) {

@@ -395,4 +395,12 @@ Dataset TabularEncoder::transform(const TextTable& table) const {
   return data;
 }
 
+DatasetSplit encode_split(const TextTable& table, const TabularOptions& options, double test_fraction,
+                          std::uint64_t seed) {
+  const TrainTestIndices parts = shuffle_split(static_cast<Index>(table.rows.size()), test_fraction, seed);
+  const TextTable train = table.select_rows(parts.train);
+  const TabularEncoder encoder = TabularEncoder::fit(train, options);
+  return {encoder.transform(train), encoder.transform(table.select_rows(parts.test))};
+}
+
 }  // namespace filkit

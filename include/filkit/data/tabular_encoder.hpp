@@ -7,6 +7,7 @@
 #include "filkit/data/dataset.hpp"
 #include "filkit/data/text_table.hpp"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -98,5 +99,10 @@ class TabularEncoder {
   std::vector<Column> columns_;        // feature columns in output order
   std::vector<std::string> classes_;   // target levels (classification)
 };
+
+/// A table's seeded train/test split (shuffle_split with `test_fraction` and `seed`), encoded by an
+/// encoder fitted on its train rows only: what every tabular loader does once it has its table.
+DatasetSplit encode_split(const TextTable& table, const TabularOptions& options, double test_fraction,
+                          std::uint64_t seed);
 
 }  // namespace filkit
