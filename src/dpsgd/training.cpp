@@ -88,10 +88,9 @@ namespace {
 /// K: the largest label over every rank's train and test rows, plus one (at least 2).
 Index number_of_classes(const Dataset& train, const Dataset& test, ModelKind kind, const Communicator& comm) {
   // Rows are named by their global index.
-  const Index K = comm.max(class_count({{train, "train", comm.exclusive_prefix_sum(train.n())},
-                                        {test, "test", comm.exclusive_prefix_sum(test.n())}}));
+  const Index offsets[] = {comm.exclusive_prefix_sum(train.n()), comm.exclusive_prefix_sum(test.n())};
+  const Index K = comm.max(class_count({{train, "train", offsets[0]}, {test, "test", offsets[1]}}));
   if (kind == ModelKind::kLogistic && K > 2) {  // every rank throws: K is over all ranks
-    const Index offsets[] = {comm.exclusive_prefix_sum(train.n()), comm.exclusive_prefix_sum(test.n())};
     for (const Dataset* data : {&train, &test})
       for (Index i = 0; i < data->n(); ++i)
         if (data->y(i) > 1)
@@ -325,13 +324,12 @@ ResumeState resume_or_start(const TrainingRuns& r, bool& resumed) {
   return state;
 }
 
-/// Trains the runs and steps `state` has not done, adding each snapshot's accounting and accuracies
+/// Trains the runs and steps `state` has not done (each run's model of `parameter_count`), adding each snapshot's accounting and accuracies
 /// to it and saving it every checkpoint_every steps. Returns the steps done over all runs when it
 /// stops early (stop_after), after saving; nullopt when every run is done.
-std::optional<Index> train_remaining_runs(const TrainingRuns& r, ResumeState& state, double scale, bool progress,
-                                          const std::string& label) {
+std::optional<Index> train_remaining_runs(const TrainingRuns& r, ResumeState& state, Index parameter_count, double scale,
+                                          bool progress, const std::string& label) {
   const DpSgdOptions& options = r.options;
-  const Index parameter_count = r.model(0).parameter_count();
   const auto start = std::chrono::steady_clock::now();
   const double evaluation_before = state.evaluation_seconds, training_before = state.training_seconds;
   double evaluation_seconds = 0.0;
@@ -465,7 +463,7 @@ DpSgdResult train_runs(const Dataset& train, const Dataset& test, const DpSgdOpt
   require_finite(scale, "accounting", "kappa / (noise_multiplier x clip_norm)^2",
                  option_name("noise_multiplier") + " x " + option_name("clip_norm") +
                      " is too small for its square to be represented");
-  if (const std::optional<Index> stopped = train_remaining_runs(r, state, scale, progress, label)) {
+  if (const std::optional<Index> stopped = train_remaining_runs(r, state, result.parameter_count, scale, progress, label)) {
     result.complete = false;
     result.steps_done = *stopped;
     result.run_seeds = state.run_seeds;
