@@ -4,7 +4,7 @@
 #include "filkit/jobs/accountant.hpp"
 #include "filkit/jobs/attack.hpp"
 #include "filkit/jobs/dpsgd.hpp"
-#include "filkit/jobs/fim.hpp"
+#include "filkit/jobs/public_training.hpp"
 #include "filkit/jobs/irfil.hpp"
 #include "filkit/jobs/learned_attack.hpp"
 #include "filkit/jobs/measure.hpp"
@@ -35,7 +35,7 @@ std::map<std::string, std::set<std::string>, std::less<>> defaults_by_option() {
 
 bool defaults_differ_between_commands(std::string_view name) {
   static const auto defaults = defaults_by_option<MeasureJob, IrfilJob, AttackJob, BoundJob, ReconstructJob, DpSgdJob,
-                                                  FimJob, LearnedAttackJob, AccountantJob, ReportJob>();
+                                                  PublicTrainingJob, LearnedAttackJob, AccountantJob, ReportJob>();
   const auto found = defaults.find(name);
   return found != defaults.end() && found->second.size() > 1;
 }
@@ -66,7 +66,7 @@ void setup_all_commands(CLI::App& app) {
   setup_accountant(app);
   setup_report(app);
   setup_dpsgd(app);
-  setup_fim(app);
+  setup_public_training(app);
   setup_bound(app);
   setup_reconstruct(app);
   setup_irfil(app);

@@ -17,7 +17,7 @@ void setup_measure(CLI::App& app);
 void setup_accountant(CLI::App& app);
 void setup_report(CLI::App& app);
 void setup_dpsgd(CLI::App& app);
-void setup_fim(CLI::App& app);
+void setup_public_training(CLI::App& app);
 void setup_bound(CLI::App& app);
 void setup_reconstruct(CLI::App& app);
 void setup_irfil(CLI::App& app);

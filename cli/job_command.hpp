@@ -171,6 +171,7 @@ CLI::App* add_job_command(CLI::App& app) {
   auto options = std::make_shared<typename Job::Options>();
   auto run = std::make_shared<RunFlags>();
   CLI::App* command = app.add_subcommand(Job::name, Job::description);
+  if (*former_job_name<Job>()) command->alias(former_job_name<Job>());  // scripts written for the old name
   // The flags write into *options: the command keeps it alive even where its callback is replaced
   // (a test parsing without running does so).
   command->parse_complete_callback([options] {});

@@ -79,7 +79,7 @@ struct JobGroupOf {
 inline constexpr JobGroupOf kGroupByJob[] = {
     {"accountant", "noise_multiplier", "Accounting"}, {"accountant", "steps", "Accounting"},
     {"accountant", "batch_size", "Accounting"},       {"accountant", "sampling", "Accounting"},
-    {"dpsgd", "seed", "Training"},                    {"fim", "seed", "Training"},
+    {"dpsgd", "seed", "Training"},                    {"public-training", "seed", "Training"},
     {"learned-attack", "seed", "Training"},
 };
 

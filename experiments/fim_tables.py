@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Private training with public data, side by side with Edmunds 2024 ("Fisher information for
-private training of machine learning models", chapter 3), with the built `filkit fim`:
+private training of machine learning models", chapter 3), with the built `filkit public-training`:
 
   table31  MNIST (10 classes), softmax regression, 50 % public, the thesis' table B.1 settings
            (eps 20.53): accuracy and max/mean/median dFIL of pretrain, sgd, dpsgd, prune, fim,
@@ -23,14 +23,14 @@ Usage: experiments/fim_tables.py EXPERIMENT [--runs R] [--threads T] [--methods 
        --gradient-decay N --gradient-min-steps N --gradient-unit epochs|batches] [--gradient-model KIND]
        [--gradient-trace probes|exact] [--sampling shuffle|uniform|poisson] [--fractions ...] [--lambdas ...]
        [--reference-logit] [--gradient-precision float64|float32] [--checkpoint-every N]
-Each run of each method is its own `filkit fim --runs 1 --seed S --methods M` (seeds --seed, ...,
+Each run of each method is its own `filkit public-training --runs 1 --seed S --methods M` (seeds --seed, ...,
 --seed + --runs - 1), its JSON under ${FILKIT_OUT:-/tmp/filkit-experiments}/fim/<experiment>/<setting>/
 beside the flags it was run with: rerunning the script skips every run already done (the same
 flags but for the binary's path and --threads), so a long experiment resumes where it was stopped;
 fig31's 50 % and fig32's lambda 1000 are table31's runs, and fig32's methods but fim (which lambda
 does not change) are table31's. A run of dpsgd, prune or fim (but fim's conditional model)
 also saves its state to <json>.state every --checkpoint-every private steps (default 1), so a run
-stopped midway resumes from its last saved step (filkit fim --checkpoint), not from its start
+stopped midway resumes from its last saved step (filkit public-training --checkpoint), not from its start
 (pre-training, seeded, is repeated). The script prints mean (std) over the runs beside the thesis'
 numbers.
 """
@@ -96,13 +96,13 @@ TABLE34 = {"classes": "0,1", "train-size": 2000, "public-fraction": 0.5, "pretra
 
 
 def run_one(directory, settings, args, seed, method):
-    """One run of one method, `filkit fim --runs 1 --seed SEED --methods METHOD`, or the JSON of an
+    """One run of one method, `filkit public-training --runs 1 --seed SEED --methods METHOD`, or the JSON of an
     earlier one with the same flags (kept beside it, so that a run with other reductions is not taken
     for it). Each is its own process and file, so an interrupted experiment resumes at the first run
     that has no JSON; pre-training is repeated per method (it is the same for every method of a seed)."""
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, f"seed{seed}-{method}.json")
-    flags = [FILKIT, "fim", "--json", path, "--runs", "1", "--seed", str(seed), "--threads", str(args.threads),
+    flags = [FILKIT, "public-training", "--json", path, "--runs", "1", "--seed", str(seed), "--threads", str(args.threads),
              "--methods", method]
     if args.quiet:
         flags.append("--quiet")
@@ -143,7 +143,7 @@ def statistics(values):
 
 def run(name, settings, args, experiment=None, fim_only=None):
     """Every method of --methods at seeds --seed, ..., --seed + --runs - 1 (one process each,
-    run_one), combined into the shape of one `filkit fim --runs R` summary: mean (std) over the
+    run_one), combined into the shape of one `filkit public-training --runs R` summary: mean (std) over the
     runs of accuracy and max/mean/median dFIL per method; the first run's fim diagnostics. With
     fim_only = (name, settings, experiment), the methods but fim are that setting's runs (fig32:
     lambda changes fim alone)."""

@@ -5,7 +5,7 @@
 #include "filkit/jobs/accountant.hpp"
 #include "filkit/jobs/attack.hpp"
 #include "filkit/jobs/dpsgd.hpp"
-#include "filkit/jobs/fim.hpp"
+#include "filkit/jobs/public_training.hpp"
 #include "filkit/jobs/irfil.hpp"
 #include "filkit/jobs/learned_attack.hpp"
 #include "filkit/jobs/measure.hpp"
@@ -25,11 +25,18 @@ std::map<std::string, KeywordList>& keyword_registry() {
 }
 
 namespace {
+/// Former job names (a job's former_name) and the names they became: accepted, not listed.
+std::map<std::string, std::string>& former_job_names() {
+  static std::map<std::string, std::string> names;
+  return names;
+}
+
 template <class Job>
 void add_job(std::map<std::string, std::function<py::object()>>& defaults) {
   register_job<Job>();
   defaults[Job::name] = [] { return job_defaults<Job>(); };
   keyword_registry()[std::string("run:") + Job::name] = [] { return job_keywords<Job>(); };
+  if (*former_job_name<Job>()) former_job_names()[former_job_name<Job>()] = Job::name;
 }
 }  // namespace
 
@@ -41,7 +48,7 @@ void bind_jobs(py::module_& m) {
   add_job<BoundJob>(defaults);
   add_job<ReconstructJob>(defaults);
   add_job<DpSgdJob>(defaults);
-  add_job<FimJob>(defaults);
+  add_job<PublicTrainingJob>(defaults);
   add_job<LearnedAttackJob>(defaults);
   add_job<AccountantJob>(defaults);
   add_job<ReportJob>(defaults);
@@ -51,20 +58,18 @@ void bind_jobs(py::module_& m) {
     for (const auto& entry : job_registry()) list.push_back(entry.first);
     return list;
   };
-  const auto find = [names](const std::string& job) {
-    if (!job_registry().count(job)) {
-      std::string list;
-      for (const std::string& name : names()) list += (list.empty() ? "" : ", ") + name;
-      throw py::value_error("unknown job '" + job + "': expected one of " + list);
-    }
+  // The job's current name, for a current or former one.
+  const auto find = [names](const std::string& job) -> std::string {
+    if (job_registry().count(job)) return job;
+    if (const auto former = former_job_names().find(job); former != former_job_names().end()) return former->second;
+    std::string list;
+    for (const std::string& name : names()) list += (list.empty() ? "" : ", ") + name;
+    throw py::value_error("unknown job '" + job + "': expected one of " + list);
   };
   m.def("jobs", names, "The jobs filkit.run() runs (the CLI's subcommands).");
   m.def(
       "run",
-      [find](const std::string& job, const py::kwargs& kwargs) {
-        find(job);
-        return job_registry().at(job)(kwargs);
-      },
+      [find](const std::string& job, const py::kwargs& kwargs) { return job_registry().at(find(job))(kwargs); },
       py::arg("job"),
       "Runs a job as `filkit <job>` does, with the same options as keywords (names with underscores, the CLI's "
       "defaults; 'auto' or None for an auto option), plus out/json/report paths, threads (0 = all cores) and quiet "
@@ -73,7 +78,8 @@ void bind_jobs(py::module_& m) {
       "int64 or float64 array}} or None}; pandas.DataFrame(result['table']['columns']) keeps integer columns "
       "integer. Under mpirun (with mpi4py "
       "imported first; docs/distributed.md) measure, irfil, attack, bound, reconstruct and dpsgd run on the ranks: "
-      "rank 0 gets the results, the other ranks {'summary': None, 'table': None}.");
+      "rank 0 gets the results, the other ranks {'summary': None, 'table': None}. A job's former name (fim for "
+      "public-training) is accepted.");
   m.def(
       "_keywords",
       [](const std::string& function) {
@@ -97,10 +103,7 @@ void bind_jobs(py::module_& m) {
   }, "Former option names and the names they became (still accepted).");
   m.def(
       "defaults",
-      [find](const std::string& job) {
-        find(job);
-        return defaults.at(job)();
-      },
+      [find](const std::string& job) { return defaults.at(find(job))(); },
       py::arg("job"), "Every option of a job with its default (autos as 'auto').");
 }
 

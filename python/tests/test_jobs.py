@@ -51,16 +51,16 @@ CASES = {
     "bound": {},
     "reconstruct": {"trials": 2, "rows": [0, 7]},
     "dpsgd": {"steps": 10},
-    "fim": {"classes": [0, 1], "train_size": 400, "test_size": 100, "pretrain_steps": 20, "batch_size": 50,
-            "steps": 2, "gradient_steps": 2, "gradient_decay": 0, "gradient_min_steps": 1,
-            "gradient_batch_size": 50, "gradient_hidden": [8, 6]},
+    "public-training": {"classes": [0, 1], "train_size": 400, "test_size": 100, "pretrain_steps": 20,
+                        "batch_size": 50, "steps": 2, "gradient_steps": 2, "gradient_decay": 0,
+                        "gradient_min_steps": 1, "gradient_batch_size": 50, "gradient_hidden": [8, 6]},
     "accountant": {"sample_rate": 0.01, "noise_multiplier": 1.1, "steps": 100},
     "learned-attack": {"methods": ["sgd"], "train_shadow_models": 20, "target_shadow_models": 5,
                        "attacker_hidden": [8], "attacker_epochs": 1},
 }
 
 
-LIBTORCH_JOBS = {"fim", "learned-attack"}
+LIBTORCH_JOBS = {"public-training", "learned-attack"}
 
 
 def assert_close(a, b, where, rel=1e-9):
@@ -117,11 +117,12 @@ def test_attack_and_report_from_both_front_ends(tmp_path):
 
 def test_every_cli_command_is_a_python_job():
     assert sorted(filkit.jobs()) == sorted(["measure", "irfil", "attack", "bound", "reconstruct", "dpsgd",
-                                            "fim", "learned-attack", "accountant", "report"])
+                                            "public-training", "learned-attack", "accountant", "report"])
     defaults = filkit.defaults("measure")
     assert defaults["l2"] == 8e-4 and defaults["classes"] == "auto" and defaults["sigma"] == 1.0
     assert filkit.defaults("dpsgd")["momentum"] == 0.5
-    assert filkit.defaults("fim")["public_fraction"] == 0.5 and filkit.defaults("fim")["lambda"] == 1e3
+    assert filkit.defaults("public-training")["public_fraction"] == 0.5 and filkit.defaults("public-training")["lambda"] == 1e3
+    assert filkit.defaults("fim") == filkit.defaults("public-training")  # its former name, still accepted
     assert filkit.defaults("learned-attack")["train_shadow_models"] == 9500
     assert filkit.defaults("learned-attack")["attacker_hidden"] == [512, 256]
     with pytest.raises(TypeError, match="unknown option 'sigm'"):
@@ -160,7 +161,7 @@ def test_library_errors_name_the_keyword_and_have_their_kind():
              ("dpsgd", dict(momentum=1.0), "momentum", r"momentum = 1: must lie in \[0, 1\)"),
              ("dpsgd", dict(stop_after=3), "stop_after", r"stop_after = 3: needs checkpoint \("),
              ("bound", dict(norm_bound=0.0), "norm_bound", "norm_bound = 0: must be > 0"),
-             ("fim", dict(gradient_hidden=[0]), "gradient_hidden", "gradient_hidden = 0: must be >= 1"),
+             ("public-training", dict(gradient_hidden=[0]), "gradient_hidden", "gradient_hidden = 0: must be >= 1"),
              ("learned-attack", dict(fixed_size=0), "fixed_size", "fixed_size = 0: must be >= 1"),
              ("report", dict(input=["x.json"], report="r", reload_timeout=0.0), "reload_timeout",
               "reload_timeout = 0: must be > 0")]

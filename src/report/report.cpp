@@ -114,7 +114,8 @@ std::vector<Section> report::draw_sections(const std::vector<Input>& inputs, Plo
     else if (command == "bound") report::bound_section(input, plotter, section);
     else if (command == "reconstruct") report::reconstruct_section(input, plotter, section);
     else if (command == "irfil") report::irfil_section(input, plotter, section);
-    else if (command == "fim") report::fim_section(input, plotter, section);
+    else if (command == "public-training" || command == "fim")  // "fim": summaries from before its rename
+      report::public_training_section(input, plotter, section);
     else if (command == "learned-attack") report::learned_attack_section(input, plotter, section);
     else if (command == "attack") report::attack_section(input.summary, "attack", plotter, section);
     else if (command == "accountant") report::accountant_section(input, plotter, section);

@@ -213,8 +213,8 @@ void measure_section(const Input& input, Plotter& plotter, Section& section, con
 void bound_section(const Input& input, Plotter& plotter, Section& section);
 void reconstruct_section(const Input& input, Plotter& plotter, Section& section);
 void irfil_section(const Input& input, Plotter& plotter, Section& section);
-/// fim_section.cpp: accuracy and dFIL per method, dFIL per private example, fim's cosine similarity.
-void fim_section(const Input& input, Plotter& plotter, Section& section);
+/// public_training_section.cpp: accuracy and dFIL per method, dFIL per private example, fim's cosine similarity.
+void public_training_section(const Input& input, Plotter& plotter, Section& section);
 /// learned_attack_section.cpp: MSE and SSIM per method with the baseline, the reconstructions' grid.
 void learned_attack_section(const Input& input, Plotter& plotter, Section& section);
 void attack_section(const nlohmann::json& attack, const std::string& name, Plotter& plotter, Section& section);

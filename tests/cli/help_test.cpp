@@ -114,7 +114,7 @@ TEST(Help, StatesTheReasonWhereCommandsDefaultDifferently) {
   EXPECT_NE(defaults["--label"]["dpsgd"].find("features"), std::string::npos) << defaults["--label"]["dpsgd"];
   EXPECT_NE(defaults["--label"]["measure"].find("FIL paper"), std::string::npos) << defaults["--label"]["measure"];
   EXPECT_NE(defaults["--pca"]["dpsgd"].find("raw pixels"), std::string::npos);
-  EXPECT_NE(defaults["--rdp-delta"]["fim"].find("thesis"), std::string::npos);
+  EXPECT_NE(defaults["--rdp-delta"]["public-training"].find("thesis"), std::string::npos);
   EXPECT_NE(defaults["--rdp-delta"]["dpsgd"].find("1/n"), std::string::npos);
   // An option every command defaults alike states none.
   EXPECT_EQ(defaults["--standardize"]["dpsgd"].find(';'), std::string::npos) << defaults["--standardize"]["dpsgd"];

@@ -7,7 +7,7 @@
 #include "filkit/jobs/attack.hpp"
 #include "filkit/jobs/bound.hpp"
 #include "filkit/jobs/dpsgd.hpp"
-#include "filkit/jobs/fim.hpp"
+#include "filkit/jobs/public_training.hpp"
 #include "filkit/jobs/irfil.hpp"
 #include "filkit/jobs/learned_attack.hpp"
 #include "filkit/jobs/measure.hpp"
@@ -121,7 +121,7 @@ TEST(OptionErrors, EveryJobNamesOnlyItsDeclaredOptions) {
   attack.task.data.data = "income-regression";
   expect_declared_names_in_refusals<AttackJob>(attack);
   expect_declared_names_in_refusals<DpSgdJob>({});
-  expect_declared_names_in_refusals<FimJob>({});
+  expect_declared_names_in_refusals<PublicTrainingJob>({});
   expect_declared_names_in_refusals<LearnedAttackJob>({});
   AccountantOptions accountant;
   accountant.q = 0.01;
@@ -163,7 +163,7 @@ TEST(OptionErrors, TheCommandLineSpellsOptionsAsFlagsAndExitsByKind) {
       {"measure -q --tolerance 1", "filkit: error: --tolerance = 1: must lie in (0, 0.001]\n", 64},
       {"bound -q --norm-bound 0", "filkit: error: --norm-bound = 0: must be > 0\n", 64},
       {"irfil -q --max-weight 0", "filkit: error: --max-weight = 0: must be greater than --min-weight = 0\n", 64},
-      {"fim -q --gradient-hidden 0", "filkit: error: --gradient-hidden = 0: must be >= 1\n", 64},
+      {"public-training -q --gradient-hidden 0", "filkit: error: --gradient-hidden = 0: must be >= 1\n", 64},
       {"fim -q --lambda-min 2 --lambda 1", "filkit: error: --lambda-min = 2: must lie in [0, --lambda = 1]\n", 64},
       {"learned-attack -q --fixed-size 0", "filkit: error: --fixed-size = 0: must be >= 1\n", 64},
       {"accountant -q --sample-rate 0.01 --noise-multiplier 1 --steps 10 --discretization 0",

@@ -92,7 +92,7 @@ nlohmann::json fim(const std::vector<std::string>& names) {
                        {"max_dfil", {{"mean", 2.0}, {"std", 0.1}}},
                        {"mean_dfil", {{"mean", 0.5}, {"std", 0.01}}},
                        {"median_dfil", {{"mean", 0.4}, {"std", 0.01}}}});
-  return {{"command", "fim"}, {"methods", methods}};
+  return {{"command", "fim"}, {"methods", methods}};  // public-training by its former name, as older summaries
 }
 
 // An irfil summary whose attack results are under the keys `names` (they name figure files).

@@ -426,9 +426,9 @@ TEST(JobOutputs, RouteTheOutputsIntoTheReportDirectoryAndDrawTheReport) {
 namespace filkit {
 namespace {
 
-TEST(Report, FimDrawsAccuracyDfilPerMethodTheDistributionAndTheCosine) {
+TEST(Report, PublicTrainingDrawsAccuracyDfilPerMethodTheDistributionAndTheCosine) {
   const TempDir dir;
-  const std::string summary = R"({"command": "fim", "n_public": 30, "n_private": 40, "num_classes": 2,
+  const std::string summary = R"({"command": "public-training", "n_public": 30, "n_private": 40, "num_classes": 2,
     "parameter_count": 10, "methods": [
       {"method": "sgd", "test_accuracy": {"mean": 0.9, "std": 0.01}},
       {"method": "dpsgd", "test_accuracy": {"mean": 0.85, "std": 0.02, "runs": [0.83, 0.87]}, "epsilon": 3.5, "rdp_delta": 1e-5,
@@ -445,7 +445,8 @@ TEST(Report, FimDrawsAccuracyDfilPerMethodTheDistributionAndTheCosine) {
   options.out_dir = dir.file("report");
   const ReportResult result = write_report(options);
   EXPECT_TRUE(result.notes.empty()) << notes_text(result);
-  for (const char* figure : {"1-fim-accuracy.png", "1-fim-dfil.png", "1-fim-dfil-histogram.png", "1-fim-perturbation-cosine.png"})
+  for (const char* figure : {"1-public-training-accuracy.png", "1-public-training-dfil.png",
+                             "1-public-training-dfil-histogram.png", "1-public-training-perturbation-cosine.png"})
     EXPECT_TRUE(has_figure(result, figure)) << figure;
   expect_figures_embedded(result);
   // The per-method table: "-" for a single run's spread, epsilon to 3 digits.

@@ -41,6 +41,14 @@ struct DefaultReason {
   const char* reason;  ///< e.g. "the reconstruction paper trains on raw pixels"
 };
 
+/// A job's former command name (a job description's optional `former_name`), still accepted by the
+/// command line, filkit.run and the report; empty when it has none.
+template <class Job>
+constexpr const char* former_job_name() {
+  if constexpr (requires { Job::former_name; }) return Job::former_name;
+  else return "";
+}
+
 /// What every job's result provides to the shared writer.
 class JobResult {
  public:

@@ -20,7 +20,8 @@
 //                Pareto front across runs (Guo et al. 2022, figure 5).
 //   accountant   epsilon against the steps and against the noise multiplier, the RDP curve or the
 //                PLD's epsilon against delta.
-//   fim, learned-attack  per method (fim_section.cpp, learned_attack_section.cpp).
+//   public-training (or fim, its former name), learned-attack  per method
+//                (public_training_section.cpp, learned_attack_section.cpp).
 //   irfil        std (and mean) of eta per IRFIL iteration; eta before/after (FIL paper figure 7).
 //   attack       attribute-inference accuracy per eta group at each sigma, and accuracy and
 //                release MSE against mean eta (FIL paper figures 6-7); also drawn for attack

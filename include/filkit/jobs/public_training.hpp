@@ -1,8 +1,9 @@
-// The job behind `filkit fim`: load -> preprocess -> split into public and private parts ->
-// pre-train on the public part -> train on the private part by sgd, dpsgd, prune and fim with
-// per-example FIL accounting (public_data/public_data_training.hpp; docs/mathematics.md, section 11) ->
-// a table of every private example's dFIL per method and a summary comparing the methods like the
-// thesis' tables 3.1-3.4 (accuracy and max/mean/median dFIL, mean and standard deviation over runs).
+// The job behind `filkit public-training` (formerly `filkit fim`, still accepted): load ->
+// preprocess -> split into public and private parts -> pre-train on the public part -> train on
+// the private part by sgd, dpsgd, prune and fim with per-example FIL accounting
+// (public_data/public_data_training.hpp; docs/mathematics.md, section 11) -> a table of every
+// private example's dFIL per method and a summary comparing the methods like the thesis' tables
+// 3.1-3.4 (accuracy and max/mean/median dFIL, mean and standard deviation over runs).
 #pragma once
 
 #include "filkit/data/pipeline.hpp"
@@ -16,7 +17,7 @@
 
 namespace filkit {
 
-struct FimJobOptions {
+struct PublicTrainingJobOptions {
   /// MNIST pixels / 255, no PCA, no row scaling, every class (the thesis' table 3.1 data).
   DataPipelineOptions data{.data = "mnist", .classes = std::vector<int>{}, .pca = 0, .row_scaling = RowScaling::kNone};
   /// The thesis' section 3.1 settings (its table B.1, figure 3.1 column) and its code's gradient
@@ -35,7 +36,7 @@ struct FimJobOptions {
 };
 
 template <class Visit>
-void visit_fields(FimJobOptions& o, Visit&& visit) {
+void visit_fields(PublicTrainingJobOptions& o, Visit&& visit) {
   visit_fields(o.data, visit);
   visit("model", o.model,
         "The trained model: softmax (regression, the thesis' linear model), or through LibTorch mlp, cnn (the "
@@ -62,13 +63,13 @@ struct MethodSummary {
   std::vector<double> test_accuracy, train_accuracy;  ///< one per run
   /// Per run: max, mean and median over the private examples of that run's dFIL (empty for sgd).
   std::vector<double> max_dfil, mean_dfil, median_dfil;
-  /// The same by the thesis' own accountant (thesis_dfil in fim.cpp): 2 probes, sqrt(T + 1e-7),
+  /// The same by the thesis' own accountant (thesis_dfil in public_training.cpp): 2 probes, sqrt(T + 1e-7),
   /// its kappa with the clip bound 1.115. Empty without accounting.
   std::vector<double> thesis_max_dfil, thesis_mean_dfil, thesis_median_dfil;
 };
 
-struct FimJobResult final : JobResult {
-  FimJobOptions options;  ///< as run, autos resolved
+struct PublicTrainingJobResult final : JobResult {
+  PublicTrainingJobOptions options;  ///< as run, autos resolved
   DatasetSplit data;      ///< after preprocessing (train = public + private)
   PublicPrivateSplit split;
   Preprocessor preprocessor;
@@ -82,16 +83,18 @@ struct FimJobResult final : JobResult {
   NumericTable table() const override;
   void print_summary(std::ostream& out) const override;
   bool complete() const override { return training.complete; }
-  /// Removes the resume file (private_phase.checkpoint_path), kept by run_fim until every output
+  /// Removes the resume file (private_phase.checkpoint_path), kept by run_public_training until every output
   /// is written.
   void outputs_written() const override;
 };
 
-FimJobResult run_fim(const FimJobOptions& options, bool progress = false);
+PublicTrainingJobResult run_public_training(const PublicTrainingJobOptions& options, bool progress = false);
 
-struct FimJob {
-  using Options = FimJobOptions;
-  static constexpr const char* name = "fim";
+struct PublicTrainingJob {
+  using Options = PublicTrainingJobOptions;
+  static constexpr const char* name = "public-training";
+  /// Its name until the job was named for what it does (FIM also names the Fisher matrix).
+  static constexpr const char* former_name = "fim";
   static constexpr const char* description =
       "Private training with public data that leaks less Fisher information (Edmunds 2024): split the data into "
       "public and private parts, pre-train on the public part, then train on the private part by sgd, dpsgd, prune "
@@ -109,7 +112,7 @@ struct FimJob {
       "Per-example CSV, one row per (method, private example): method (1 dpsgd, 2 prune, 3 fim), index, label, times "
       "sampled, dfil, 1/dfil^2, fisher_trace";
   static std::vector<ExtraOutput> extra_outputs() { return {}; }
-  static FimJobResult run(const Options& options, bool progress) { return run_fim(options, progress); }
+  static PublicTrainingJobResult run(const Options& options, bool progress) { return run_public_training(options, progress); }
 };
 
 }  // namespace filkit

@@ -1,4 +1,4 @@
-#include "filkit/jobs/fim.hpp"
+#include "filkit/jobs/public_training.hpp"
 
 #include "filkit/base/checks.hpp"
 #include "filkit/base/io.hpp"
@@ -21,7 +21,7 @@
 
 namespace filkit {
 
-PublicDataTrainingOptions FimJobOptions::default_training() {
+PublicDataTrainingOptions PublicTrainingJobOptions::default_training() {
   PublicDataTrainingOptions t;
   t.public_fraction = 0.5;
   t.freeze_fraction = 0.5;  // parameter density 0.5
@@ -41,7 +41,7 @@ PublicDataTrainingOptions FimJobOptions::default_training() {
   return t;
 }
 
-PublicDataTrainingOptions FimJobOptions::training_options() const {
+PublicDataTrainingOptions PublicTrainingJobOptions::training_options() const {
   PublicDataTrainingOptions t = training;
   if (model == ModelChoice::kLogistic)
     option_error("model", "logistic", "use softmax (any number of classes, 2 included)");
@@ -62,7 +62,7 @@ PublicDataTrainingOptions FimJobOptions::training_options() const {
   return t;
 }
 
-void FimJobOptions::validate() const {
+void PublicTrainingJobOptions::validate() const {
   data.validate();
   for (Index width : network.hidden) require_positive("hidden", width);
   const PublicDataTrainingOptions t = training_options();
@@ -133,15 +133,15 @@ MethodSummary summarize_method(const MethodResult& m, const DpSgdOptions& phase)
 
 }  // namespace
 
-FimJobResult run_fim(const FimJobOptions& requested, bool progress) {
+PublicTrainingJobResult run_public_training(const PublicTrainingJobOptions& requested, bool progress) {
   requested.validate();
   const std::string& checkpoint = requested.training.private_phase.checkpoint_path;  // before the work
   if (!checkpoint.empty()) check_output_path("checkpoint", checkpoint);
-  FimJobResult result;
+  PublicTrainingJobResult result;
   result.options = requested;
   // Networks (model other than softmax) use every class unless classes says otherwise; so does softmax here.
   result.options.data.resolve();
-  const FimJobOptions& options = result.options;
+  const PublicTrainingJobOptions& options = result.options;
   if (!options.network.torchscript.empty()) result.torchscript_sha256 = file_sha256_hex(options.network.torchscript);
   const std::uint64_t seed = options.training.private_phase.seed;
   PreparedData prepared = load_and_preprocess(options.data, seed);
@@ -161,15 +161,15 @@ FimJobResult run_fim(const FimJobOptions& requested, bool progress) {
   return result;
 }
 
-void FimJobResult::outputs_written() const {
+void PublicTrainingJobResult::outputs_written() const {
   const std::string& checkpoint = options.training.private_phase.checkpoint_path;
   if (!training.complete || checkpoint.empty()) return;
   std::error_code ignored;  // a file left behind only resumes to the same results
   std::filesystem::remove(checkpoint, ignored);
 }
 
-nlohmann::json FimJobResult::to_json() const {
-  nlohmann::json json = job_summary_header(FimJob::name, options.training.private_phase.seed);
+nlohmann::json PublicTrainingJobResult::to_json() const {
+  nlohmann::json json = job_summary_header(PublicTrainingJob::name, options.training.private_phase.seed);
   json["settings"] = settings_json(options);
   if (!torchscript_sha256.empty()) json["settings"]["torchscript_sha256"] = torchscript_sha256;
   json["source"] = data.train.source;
@@ -225,15 +225,14 @@ nlohmann::json FimJobResult::to_json() const {
       entry["gradient_model_final_loss"] = m.gradient_model_loss;
       nlohmann::json norms = nlohmann::json::array();
       for (const std::vector<VectorNorms>& run : m.vector_norms) {
-        nlohmann::json per_step = {{"base", nlohmann::json::array()},
-                                   {"perturbation", nlohmann::json::array()},
-                                   {"released", nlohmann::json::array()}};
-        for (const VectorNorms& n : run) {
-          per_step["base"].push_back(n.base);
-          per_step["perturbation"].push_back(n.perturbation);
-          per_step["released"].push_back(n.released);
-        }
-        norms.push_back(per_step);
+        const auto per_step = [&run](double VectorNorms::*norm) {
+          nlohmann::json values = nlohmann::json::array();
+          for (const VectorNorms& n : run) values.push_back(n.*norm);
+          return values;
+        };
+        norms.push_back({{"base", per_step(&VectorNorms::base)},
+                         {"perturbation", per_step(&VectorNorms::perturbation)},
+                         {"released", per_step(&VectorNorms::released)}});
       }
       if (!m.vector_norms.empty()) entry["vector_norms_per_step"] = norms;
     }
@@ -244,7 +243,7 @@ nlohmann::json FimJobResult::to_json() const {
   return json;
 }
 
-NumericTable FimJobResult::table() const {
+NumericTable PublicTrainingJobResult::table() const {
   NumericTable table;
   table.header = {"method", "index", "label", "times_sampled", "dfil", "dfil_mse_bound", "fisher_trace"};
   for (const MethodResult& m : training.methods) {
@@ -259,16 +258,16 @@ NumericTable FimJobResult::table() const {
   return table;
 }
 
-void FimJobResult::print_summary(std::ostream& out) const {
+void PublicTrainingJobResult::print_summary(std::ostream& out) const {
   const DpSgdOptions& p = options.training.private_phase;
   if (!training.complete) {
     const DpSgdResult& stopped = training.methods.back().training;
-    out << "filkit fim: " << to_string(training.methods.back().method) << " stopped after step " << stopped.steps_done
+    out << "filkit public-training: " << to_string(training.methods.back().method) << " stopped after step " << stopped.steps_done
         << " of " << static_cast<Index>(p.runs) * p.steps << " (all runs); the state is in " << p.checkpoint_path
         << ": run the same command again to resume\n";
     return;
   }
-  out << "filkit fim: " << options.data.data << ", " << training.n_public << " public + " << training.n_private
+  out << "filkit public-training: " << options.data.data << ", " << training.n_public << " public + " << training.n_private
       << " private examples, d = " << data.train.d() << ", K = " << training.num_classes << ", "
       << training.parameter_count << " parameters; B = " << p.batch_size << ", T = " << p.steps
       << ", C = " << p.clip_norm << ", noise multiplier = " << p.noise_multiplier << ", " << p.runs << " run(s)\n";

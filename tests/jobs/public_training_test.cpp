@@ -1,6 +1,7 @@
-// The fim job and `filkit fim`: its outputs against a direct library call on the same split, the
-// table's shape, the summary's per-method numbers, and bad options named.
-#include "filkit/jobs/fim.hpp"
+// The public-training job (formerly fim) and `filkit public-training`: its outputs against a direct
+// library call on the same split, the table's shape, the summary's per-method numbers, and bad
+// options named.
+#include "filkit/jobs/public_training.hpp"
 
 #include "filkit/networks/networks.hpp"
 
@@ -16,8 +17,8 @@ namespace {
 
 using testing::TempDir;
 
-FimJobOptions small_job(const std::string& path) {
-  FimJobOptions o;
+PublicTrainingJobOptions small_job(const std::string& path) {
+  PublicTrainingJobOptions o;
   o.data.data = path;
   o.data.classes = std::vector<int>{};
   PublicDataTrainingOptions& t = o.training;
@@ -36,14 +37,14 @@ FimJobOptions small_job(const std::string& path) {
   return o;
 }
 
-TEST(FimCommand, WritesOneRowPerAccountedMethodAndExampleAndTheLibrarysNumbers) {
+TEST(PublicTrainingCommand, WritesOneRowPerAccountedMethodAndExampleAndTheLibrarysNumbers) {
   if (!networks_available()) GTEST_SKIP() << "no LibTorch plugin";
   const TempDir dir;
-  const FimJobOptions options = small_job(testing::write_npz_dataset(dir, testing::random_classification(200, 6, 3, 4)));
+  const PublicTrainingJobOptions options = small_job(testing::write_npz_dataset(dir, testing::random_classification(200, 6, 3, 4)));
   JobOutputs outputs;
   outputs.out = dir.file("fim.csv");
   outputs.json = dir.file("fim.json");
-  const FimJobResult result = run_job<FimJob>(options, outputs);
+  const PublicTrainingJobResult result = run_job<PublicTrainingJob>(options, outputs);
   const Index n_private = result.training.n_private;
   EXPECT_EQ(result.training.n_public + n_private, result.data.train.n());
   const std::vector<std::string> lines = testing::read_lines(outputs.out);
@@ -52,7 +53,7 @@ TEST(FimCommand, WritesOneRowPerAccountedMethodAndExampleAndTheLibrarysNumbers) 
 
   std::ifstream in(outputs.json);
   const nlohmann::json json = nlohmann::json::parse(in);
-  EXPECT_EQ(json["command"], "fim");
+  EXPECT_EQ(json["command"], "public-training");
   EXPECT_EQ(json["seed"], 9);
   EXPECT_EQ(json["settings"]["public_fraction"], 0.4);
   EXPECT_EQ(json["settings"]["trace"], "gaussian");
@@ -79,12 +80,12 @@ TEST(FimCommand, WritesOneRowPerAccountedMethodAndExampleAndTheLibrarysNumbers) 
   EXPECT_GT(max_dfil, 0.0);
 }
 
-TEST(FimCommand, ReportsTheThesisAccountantBesideFilkits) {
+TEST(PublicTrainingCommand, ReportsTheThesisAccountantBesideFilkits) {
   // The thesis' accountant (accountant.py, train_classifier.py): per step T + 1e-7 with T the 2-probe
   // estimate, scaled by its kappa (eps0 with the clip bound 1.115) / (sigma C)^2 / d.
   if (!networks_available()) GTEST_SKIP() << "no LibTorch plugin";
   const TempDir dir;
-  FimJobOptions options = small_job(testing::write_npz_dataset(dir, testing::random_classification(200, 6, 3, 4)));
+  PublicTrainingJobOptions options = small_job(testing::write_npz_dataset(dir, testing::random_classification(200, 6, 3, 4)));
   options.training.methods = {PrivateTrainingMethod::kDpSgd};
   options.training.private_phase.runs = 1;
   options.training.private_phase.steps = 12;
@@ -94,7 +95,7 @@ TEST(FimCommand, ReportsTheThesisAccountantBesideFilkits) {
     return r.sampling_rate / (r.sampling_rate + (1.0 - r.sampling_rate) * std::exp(-eps0));
   };
   {  // filkit's accounting is the same 2-probe estimate: only the floor and kappa differ
-    const FimJobResult result = run_job<FimJob>(options, JobOutputs{});
+    const PublicTrainingJobResult result = run_job<PublicTrainingJob>(options, JobOutputs{});
     const MethodResult& m = result.training.methods[0];
     const DpSgdSnapshot& last = m.training.final_snapshot();
     const double sc = std::pow(3.0 * options.training.private_phase.clip_norm, 2);
@@ -112,7 +113,7 @@ TEST(FimCommand, ReportsTheThesisAccountantBesideFilkits) {
   }
   {  // exact accounting: the thesis' column draws its own 2 probes, unbiased for the exact trace
     options.training.private_phase.trace = TraceMethod::kExact;
-    const FimJobResult result = run_job<FimJob>(options, JobOutputs{});
+    const PublicTrainingJobResult result = run_job<PublicTrainingJob>(options, JobOutputs{});
     const MethodResult& m = result.training.methods[0];
     const DpSgdSnapshot& last = m.training.final_snapshot();
     const double sc = std::pow(3.0 * options.training.private_phase.clip_norm, 2);
@@ -125,29 +126,35 @@ TEST(FimCommand, ReportsTheThesisAccountantBesideFilkits) {
   }
 }
 
-TEST(FimCommand, RefusesBadOptionsBeforeLoading) {
-  FimJobOptions o = small_job("/nonexistent.npz");
+TEST(PublicTrainingCommand, RefusesBadOptionsBeforeLoading) {
+  PublicTrainingJobOptions o = small_job("/nonexistent.npz");
   o.training.public_fraction = 0.0;
-  EXPECT_INVALID_ARGUMENT(run_fim(o), "public_fraction", "(0, 1)");
+  EXPECT_INVALID_ARGUMENT(run_public_training(o), "public_fraction", "(0, 1)");
   o = small_job("/nonexistent.npz");
   o.training.freeze_fraction = -0.5;
-  EXPECT_INVALID_ARGUMENT(run_fim(o), "freeze_fraction");
+  EXPECT_INVALID_ARGUMENT(run_public_training(o), "freeze_fraction");
   o = small_job("/nonexistent.npz");
   o.training.private_phase.checkpoint_path = "/tmp/state";
-  EXPECT_INVALID_ARGUMENT(run_fim(o), "checkpoint", "one method at a time");
+  EXPECT_INVALID_ARGUMENT(run_public_training(o), "checkpoint", "one method at a time");
 }
 
-TEST(FimCommand, FromTheCommandLine) {
+TEST(PublicTrainingCommand, FromTheCommandLineAlsoByItsFormerName) {
   const char* binary = std::getenv("FILKIT_BINARY");
   if (binary == nullptr) GTEST_SKIP() << "FILKIT_BINARY not set";
-  const auto [status, output] = testing::run_command(std::string(binary) + " fim --data x.npz --public-fraction 1.5");
-  EXPECT_NE(status, 0);
-  EXPECT_NE(output.find("--public-fraction = 1.5: must lie in (0, 1)"), std::string::npos) << output;
-  const auto [help_status, help] = testing::run_command(std::string(binary) + " fim --help");
-  EXPECT_EQ(help_status, 0);
-  for (const char* flag : {"--public-fraction", "--freeze-fraction", "--methods", "--lambda", "--snr",
-                           "--gradient-steps", "--pretrain-steps", "--noise-multiplier"})
-    EXPECT_NE(help.find(flag), std::string::npos) << flag;
+  for (const char* name : {"public-training", "fim"}) {
+    const auto [status, output] =
+        testing::run_command(std::string(binary) + " " + name + " --data x.npz --public-fraction 1.5");
+    EXPECT_NE(status, 0);
+    EXPECT_NE(output.find("--public-fraction = 1.5: must lie in (0, 1)"), std::string::npos) << name << output;
+    const auto [help_status, help] = testing::run_command(std::string(binary) + " " + name + " --help");
+    EXPECT_EQ(help_status, 0);
+    for (const char* flag : {"--public-fraction", "--freeze-fraction", "--methods", "--lambda", "--snr",
+                             "--gradient-steps", "--pretrain-steps", "--noise-multiplier"})
+      EXPECT_NE(help.find(flag), std::string::npos) << name << " " << flag;
+  }
+  // The command list names the job by its name only.
+  const auto [list_status, list] = testing::run_command(std::string(binary) + " --help");
+  EXPECT_NE(list.find("public-training"), std::string::npos) << list;
 }
 
 }  // namespace

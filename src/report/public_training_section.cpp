@@ -1,4 +1,4 @@
-// The report's section for `filkit fim` (docs/mathematics.md, section 11.5): accuracy and dFIL per
+// The report's section for `filkit public-training` (docs/mathematics.md, section 11.5): accuracy and dFIL per
 // method like the thesis' tables 3.1-3.4, every private example's dFIL per method, and the cosine
 // similarity of fim's learned perturbation with the mean public gradient (its figure 3.4).
 #include "report/report_internal.hpp"
@@ -152,7 +152,7 @@ void perturbation_cosine(const nlohmann::json& methods, Plotter& plotter, Sectio
 
 }  // namespace
 
-void fim_section(const Input& input, Plotter& plotter, Section& section) {
+void public_training_section(const Input& input, Plotter& plotter, Section& section) {
   const nlohmann::json& s = input.summary;
   for (const char* key : {"n_public", "n_private", "num_classes", "parameter_count"})
     if (s.contains(key)) section.facts.push_back({key, s[key].dump()});
