@@ -33,10 +33,7 @@ void AttackJobOptions::validate() const {
 }
 
 AttackJobResult run_attack(const AttackJobOptions& requested, bool progress) {
-  requested.validate();
-  AttackJobResult result;
-  result.options = requested;
-  result.options.task.resolve();
+  AttackJobResult result = result_with_resolved_task<AttackJobResult>(requested);
   result.options.attribute = attacked_attribute(requested);
   const AttackJobOptions& options = result.options;
   // On the ranks of an MPI job each attacks the examples among its rows (docs/distributed.md).

@@ -80,23 +80,15 @@ void BoundJobOptions::validate() const {
 }
 
 BoundJobResult run_bound(const BoundJobOptions& requested, bool progress) {
-  requested.validate();
-  BoundJobResult result;
-  result.options = requested;
-  result.options.task.resolve();
+  BoundJobResult result = result_with_resolved_task<BoundJobResult>(requested);
   const BoundJobOptions& options = result.options;
   const Communicator& comm = Communicator::world();
   Progress stages("filkit bound: load, preprocess, fit, FIL", 4, !progress || !comm.is_root());
-  Task task = prepare_task(options.task, options.seed, comm);
-  result.n_train = task.n_train;
-  result.n_test = task.n_test;
-  result.data = std::move(task.data);
-  result.preprocessor = std::move(task.preprocessor);
-  result.seconds = std::move(task.seconds);
+  const FitOptions fit = move_task_into(prepare_task(options.task, options.seed, comm), result);
   stages.advance(2);
   const Dataset& train = result.data.train;
 
-  result.model = fit_stage(train, task.fit, comm, result.seconds);
+  result.model = fit_stage(train, fit, comm, result.seconds);
   stages.advance();
 
   auto start = Clock::now();

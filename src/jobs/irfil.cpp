@@ -18,10 +18,7 @@ void IrfilJobOptions::validate() const {
 }
 
 IrfilJobResult run_irfil(const IrfilJobOptions& requested, bool progress) {
-  requested.validate();
-  IrfilJobResult result;
-  result.options = requested;
-  result.options.task.resolve();
+  IrfilJobResult result = result_with_resolved_task<IrfilJobResult>(requested);
   const IrfilJobOptions& options = result.options;
   const Communicator& comm = Communicator::world();
   result.task = prepare_task(options.task, options.seed, comm);

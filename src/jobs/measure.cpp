@@ -129,27 +129,20 @@ void MeasureOptions::validate() const {
 }
 
 MeasureResult run_measure(const MeasureOptions& requested, bool show_progress) {
-  requested.validate();
+  MeasureResult result = result_with_resolved_task<MeasureResult>(requested);
+  const MeasureOptions& options = result.options;
   const Communicator& comm = Communicator::world();
   show_progress = show_progress && comm.is_root();
-  MeasureResult result;
-  result.options = requested;
-  result.options.task.resolve();
-  const MeasureOptions& options = result.options;
   // Stages: load, preprocess, fit, FIL (the long ones on raw pixels are fit and FIL).
   Progress progress("measure", 4, !show_progress);
   Task task = prepare_task(options.task, options.seed, comm);
-  result.data = std::move(task.data);
   result.ranks = task.ranks;
-  result.n_train = task.n_train;
-  result.n_test = task.n_test;
+  const FitOptions fit = move_task_into(std::move(task), result);
   const Index offset = comm.exclusive_prefix_sum(result.data.train.n());
-  result.preprocessor = std::move(task.preprocessor);
-  result.seconds = std::move(task.seconds);
   progress.advance(2);
   const Dataset& train = result.data.train;
 
-  result.model = fit_stage(train, task.fit, comm, result.seconds);
+  result.model = fit_stage(train, fit, comm, result.seconds);
   progress.advance();
 
   auto start = Clock::now();

@@ -261,21 +261,19 @@ SigmaAccuracy summarise_sigma(const std::vector<std::vector<TrialOutcome>>& outc
   const auto m = static_cast<Index>(r.examples.size());
   acc.eta_mean = comm.sum(part.eta.sum()) / static_cast<double>(m) / acc.sigma;
   acc.white_box = acc.white_box_std = acc.black_box = acc.black_box_std = std::nan("");
-  const auto column = static_cast<Index>(k);
-  if (options.white_box) {
-    AttackSummary white = summarise_attack(outcomes, k, &TrialOutcome::white_box, part.group, options.groups, m, comm);
-    acc.white_box = white.mean;
-    acc.white_box_std = white.std;
-    acc.white_box_by_group = std::move(white.by_group);
-    r.white_box_correct.col(column) = white.per_example;
-  }
-  if (options.black_box) {
-    AttackSummary black = summarise_attack(outcomes, k, &TrialOutcome::black_box, part.group, options.groups, m, comm);
-    acc.black_box = black.mean;
-    acc.black_box_std = black.std;
-    acc.black_box_by_group = std::move(black.by_group);
-    r.black_box_correct.col(column) = black.per_example;
-  }
+  // The white-box and the black-box attack alike, each into its own fields.
+  const auto summarise = [&](std::vector<char> TrialOutcome::*guesses, double& mean, double& spread,
+                             std::vector<double>& by_group, MatrixXd& correct) {
+    AttackSummary summary = summarise_attack(outcomes, k, guesses, part.group, options.groups, m, comm);
+    mean = summary.mean;
+    spread = summary.std;
+    by_group = std::move(summary.by_group);
+    correct.col(static_cast<Index>(k)) = summary.per_example;
+  };
+  if (options.white_box)
+    summarise(&TrialOutcome::white_box, acc.white_box, acc.white_box_std, acc.white_box_by_group, r.white_box_correct);
+  if (options.black_box)
+    summarise(&TrialOutcome::black_box, acc.black_box, acc.black_box_std, acc.black_box_by_group, r.black_box_correct);
   std::vector<double> train_mse, test_mse, train_acc, test_acc;
   for (const auto& trial : outcomes) {
     train_mse.push_back(trial[k].train_mse);

@@ -63,4 +63,27 @@ Task prepare_task(const TaskOptions& options, std::uint64_t seed, const Communic
 Model fit_stage(const Dataset& train, const FitOptions& fit, const Communicator& comm,
                 std::map<std::string, double>& seconds);
 
+/// The start of a GLM job: its result holding the options as run (`requested`, validated, then
+/// the autos of its `task` resolved).
+template <class Result, class Options>
+Result result_with_resolved_task(const Options& requested) {
+  requested.validate();
+  Result result;
+  result.options = requested;
+  result.options.task.resolve();
+  return result;
+}
+
+/// Moves a prepared task's data, preprocessing, example counts and stage seconds into a result
+/// that keeps them as fields of these names (measure's, bound's); returns the fit options left.
+template <class Result>
+FitOptions move_task_into(Task&& task, Result& result) {
+  result.data = std::move(task.data);
+  result.preprocessor = std::move(task.preprocessor);
+  result.seconds = std::move(task.seconds);
+  result.n_train = task.n_train;
+  result.n_test = task.n_test;
+  return task.fit;
+}
+
 }  // namespace filkit
