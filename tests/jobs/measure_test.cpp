@@ -17,20 +17,6 @@
 namespace filkit {
 namespace {
 
-// Whether the tests (and the filkit they run) are built with AddressSanitizer
-// (scripts/asan-build.sh), whose shadow memory needs terabytes of address space.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool address_sanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool address_sanitizer = true;
-#else
-constexpr bool address_sanitizer = false;
-#endif
-#else
-constexpr bool address_sanitizer = false;
-#endif
-
 using testing::TempDir;
 
 MeasureOptions small_job(const std::string& path) {
@@ -176,6 +162,7 @@ TEST(PublishedValues, MnistZeroVsOneMatchesTable1OfTheFilPaper) {
   // FIL paper, Table 1 (MNIST 0 vs 1, PCA 20, sigma 1): logistic (lambda 8e-4) eta 0.027 +- 0.012,
   // train accuracy 99.8; linear 0.040 +- 0.014 (lambda 0, as in the authors' scripts).
   if (!builtin_available("mnist")) GTEST_SKIP() << "MNIST not installed (scripts/setup.sh)";
+  if (testing::kAddressSanitizer) GTEST_SKIP() << testing::kPublishedValuesInRelease;
   MeasureOptions options;
   options.task.data.data = "mnist";
   std::ostringstream printed;
@@ -239,7 +226,8 @@ TEST(MeasureBinary, RefusesOutOfRangeNumbersAndReportsRunningOutOfMemory) {
 
   // An archive recording a 3.9 GB member that its header confirms, with a budget that allows it and
   // an address space that does not: the allocation fails while loading.
-  if (address_sanitizer) GTEST_SKIP() << "ulimit -v leaves no address space for AddressSanitizer";
+  // AddressSanitizer's shadow memory needs terabytes of address space.
+  if (testing::kAddressSanitizer) GTEST_SKIP() << "ulimit -v leaves no address space for AddressSanitizer";
   const std::string header_only = testing::npy_bytes("<f8", "(490000000,)", "");
   std::string zip = testing::zip_bytes({{"X.npy", header_only}, {"y.npy", testing::npy_f8({0, 1}, 2)}}, true);
   const std::size_t directory = zip.find(std::string("PK\x01\x02", 4));
