@@ -102,8 +102,8 @@ def run_one(directory, settings, args, seed, method):
     that has no JSON; pre-training is repeated per method (it is the same for every method of a seed)."""
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, f"seed{seed}-{method}.json")
-    flags = [FILKIT, "public-training", "--json", path, "--runs", "1", "--seed", str(seed), "--threads", str(args.threads),
-             "--methods", method]
+    flags = [FILKIT, "public-training", "--json", path, "--runs", "1", "--seed", str(seed),
+             "--threads", str(args.threads), "--methods", method]
     if args.quiet:
         flags.append("--quiet")
     for key, value in settings.items():

@@ -121,7 +121,8 @@ def test_every_cli_command_is_a_python_job():
     defaults = filkit.defaults("measure")
     assert defaults["l2"] == 8e-4 and defaults["classes"] == "auto" and defaults["sigma"] == 1.0
     assert filkit.defaults("dpsgd")["momentum"] == 0.5
-    assert filkit.defaults("public-training")["public_fraction"] == 0.5 and filkit.defaults("public-training")["lambda"] == 1e3
+    public_training = filkit.defaults("public-training")
+    assert public_training["public_fraction"] == 0.5 and public_training["lambda"] == 1e3
     assert filkit.defaults("fim") == filkit.defaults("public-training")  # its former name, still accepted
     assert filkit.defaults("learned-attack")["train_shadow_models"] == 9500
     assert filkit.defaults("learned-attack")["attacker_hidden"] == [512, 256]

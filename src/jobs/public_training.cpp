@@ -262,13 +262,13 @@ void PublicTrainingJobResult::print_summary(std::ostream& out) const {
   const DpSgdOptions& p = options.training.private_phase;
   if (!training.complete) {
     const DpSgdResult& stopped = training.methods.back().training;
-    out << "filkit public-training: " << to_string(training.methods.back().method) << " stopped after step " << stopped.steps_done
-        << " of " << static_cast<Index>(p.runs) * p.steps << " (all runs); the state is in " << p.checkpoint_path
+    out << "filkit public-training: " << to_string(training.methods.back().method) << " stopped after step "
+        << stopped.steps_done << " of " << static_cast<Index>(p.runs) * p.steps << " (all runs); the state is in " << p.checkpoint_path
         << ": run the same command again to resume\n";
     return;
   }
-  out << "filkit public-training: " << options.data.data << ", " << training.n_public << " public + " << training.n_private
-      << " private examples, d = " << data.train.d() << ", K = " << training.num_classes << ", "
+  out << "filkit public-training: " << options.data.data << ", " << training.n_public << " public + "
+      << training.n_private << " private examples, d = " << data.train.d() << ", K = " << training.num_classes << ", "
       << training.parameter_count << " parameters; B = " << p.batch_size << ", T = " << p.steps
       << ", C = " << p.clip_norm << ", noise multiplier = " << p.noise_multiplier << ", " << p.runs << " run(s)\n";
   out << "  " << std::left << std::setw(10) << "method" << std::right << std::setw(20) << "test accuracy"

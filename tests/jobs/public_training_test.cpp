@@ -40,7 +40,8 @@ PublicTrainingJobOptions small_job(const std::string& path) {
 TEST(PublicTrainingCommand, WritesOneRowPerAccountedMethodAndExampleAndTheLibrarysNumbers) {
   if (!networks_available()) GTEST_SKIP() << "no LibTorch plugin";
   const TempDir dir;
-  const PublicTrainingJobOptions options = small_job(testing::write_npz_dataset(dir, testing::random_classification(200, 6, 3, 4)));
+  const PublicTrainingJobOptions options = small_job(
+      testing::write_npz_dataset(dir, testing::random_classification(200, 6, 3, 4)));
   JobOutputs outputs;
   outputs.out = dir.file("fim.csv");
   outputs.json = dir.file("fim.json");
@@ -85,7 +86,8 @@ TEST(PublicTrainingCommand, ReportsTheThesisAccountantBesideFilkits) {
   // estimate, scaled by its kappa (eps0 with the clip bound 1.115) / (sigma C)^2 / d.
   if (!networks_available()) GTEST_SKIP() << "no LibTorch plugin";
   const TempDir dir;
-  PublicTrainingJobOptions options = small_job(testing::write_npz_dataset(dir, testing::random_classification(200, 6, 3, 4)));
+  PublicTrainingJobOptions options = small_job(
+      testing::write_npz_dataset(dir, testing::random_classification(200, 6, 3, 4)));
   options.training.methods = {PrivateTrainingMethod::kDpSgd};
   options.training.private_phase.runs = 1;
   options.training.private_phase.steps = 12;

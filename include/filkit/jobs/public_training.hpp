@@ -112,7 +112,9 @@ struct PublicTrainingJob {
       "Per-example CSV, one row per (method, private example): method (1 dpsgd, 2 prune, 3 fim), index, label, times "
       "sampled, dfil, 1/dfil^2, fisher_trace";
   static std::vector<ExtraOutput> extra_outputs() { return {}; }
-  static PublicTrainingJobResult run(const Options& options, bool progress) { return run_public_training(options, progress); }
+  static PublicTrainingJobResult run(const Options& options, bool progress) {
+    return run_public_training(options, progress);
+  }
 };
 
 }  // namespace filkit
