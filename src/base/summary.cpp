@@ -1,5 +1,6 @@
 #include "filkit/base/summary.hpp"
 
+#include <nlohmann/json.hpp>
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>

@@ -7,6 +7,7 @@
 #include "data/covariance_kernels.hpp"
 #include "base/parsing.hpp"
 
+#include <nlohmann/json.hpp>
 #include <Spectra/MatOp/DenseSymMatProd.h>
 #include <Spectra/SymEigsSolver.h>
 #include <omp.h>

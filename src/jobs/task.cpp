@@ -6,6 +6,7 @@
 #include "filkit/leakage/result_checks.hpp"
 #include "filkit/data/tabular_datasets.hpp"
 
+#include <nlohmann/json.hpp>
 #include <chrono>
 #include <cstdint>
 

@@ -5,6 +5,7 @@
 #include "filkit/base/io.hpp"
 #include "base/parsing.hpp"
 
+#include <nlohmann/json.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cmath>

@@ -5,6 +5,8 @@
 
 #include "test_util.hpp"
 
+#include <nlohmann/json.hpp>
+
 namespace filkit {
 namespace {
 
