@@ -3,6 +3,8 @@
 #include "filkit/base/io.hpp"
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 namespace filkit {
 
@@ -12,7 +14,18 @@ void option_error(const std::string& name, const std::string& value, const Messa
 
 void option_error(const std::string& name, const Message& rule) { throw OptionError(name, rule); }
 
-std::string shown_value(double value) { return format_double(value); }
+std::string shown_value(double value) {
+  // Integers as integers; otherwise the fewest %g digits that read back as the same double: as
+  // short as format_double's, but "0.0001" rather than "1e-04" (%g writes plain decimals down to 1e-4).
+  if (!std::isfinite(value)) return format_double(value);
+  if (value == std::floor(value) && std::abs(value) < 1e15) return std::to_string(static_cast<long long>(value));
+  char buffer[32];
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(buffer, sizeof buffer, "%.*g", digits, value);
+    if (std::strtod(buffer, nullptr) == value) break;
+  }
+  return buffer;
+}
 std::string shown_value(long long value) { return std::to_string(value); }
 
 void require_positive(const std::string& name, double value) {

@@ -1,6 +1,7 @@
 #include "filkit/privacy/pld_accountant.hpp"
 
 #include "filkit/base/checks.hpp"
+#include "privacy/log_space.hpp"
 
 #include <unsupported/Eigen/FFT>
 
@@ -15,7 +16,8 @@
 namespace filkit {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+using detail::kInf;
+
 // A single-step PLD wider than this many grid points means h is far too fine for sigma (at
 // h = 1e-4 the widest useful case, sigma ~ 0.3 without subsampling, needs about 1e6).
 constexpr std::int64_t kMaxGridPoints = 50'000'000;
@@ -23,12 +25,6 @@ constexpr std::int64_t kMaxGridPoints = 50'000'000;
 constexpr std::size_t kDirectConvolutionBelow = 64;
 // Entries of an FFT convolution below this many times its round-off scale count as round-off.
 constexpr double kNoiseFloor = 2.0;
-
-std::string number(double value) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.10g", value);
-  return buffer;
-}
 
 // log(1 - q + q e^u), without cancellation for u of either sign.
 double log_mixture_ratio(double q, double u) {
@@ -158,8 +154,8 @@ void PldSettings::validate() const {
 
 DiscretePld gaussian_pld(double s, double q, PldDirection direction, const PldSettings& settings) {
   settings.validate();
-  if (!(s > 0 && std::isfinite(s))) throw std::invalid_argument("noise (s) = " + number(s) + " must be finite and > 0");
-  if (!(q > 0 && q <= 1)) throw std::invalid_argument("q = " + number(q) + " must be in (0, 1] for a PLD");
+  if (!(s > 0 && std::isfinite(s))) throw std::invalid_argument("noise (s) = " + shown_value(s) + " must be finite and > 0");
+  if (!(q > 0 && q <= 1)) throw std::invalid_argument("q = " + shown_value(q) + " must be in (0, 1] for a PLD");
   const GaussianPair pair{s, q, direction};
   const double h = settings.discretization;
   // The x-range that holds all but truncation_mass of P (each component's tails <= mass / 2).
@@ -170,8 +166,8 @@ DiscretePld gaussian_pld(double s, double q, PldDirection direction, const PldSe
   const double first = std::floor(std::min(loss_a, loss_b) / h);
   const double last = std::max(std::ceil(std::max(loss_a, loss_b) / h), first + 1);
   if (!(last - first < static_cast<double>(kMaxGridPoints))) {
-    throw std::invalid_argument("discretization = " + number(h) + " needs " + number(last - first + 1) +
-                                " grid points for noise " + number(s) + " (at most " +
+    throw std::invalid_argument("discretization = " + shown_value(h) + " needs " + shown_value(last - first + 1) +
+                                " grid points for noise " + shown_value(s) + " (at most " +
                                 std::to_string(kMaxGridPoints) + "); use a coarser discretization");
   }
   const auto i_first = static_cast<std::int64_t>(first);
@@ -280,7 +276,7 @@ DiscretePld self_compose(const DiscretePld& a, std::int64_t k, double truncation
   high = std::ceil(high);
   low = std::min(std::floor(low), high);
   if (!(high - low < static_cast<double>(kMaxGridPoints))) {
-    throw std::invalid_argument("the composition of " + std::to_string(k) + " steps needs " + number(high - low + 1) +
+    throw std::invalid_argument("the composition of " + std::to_string(k) + " steps needs " + shown_value(high - low + 1) +
                                 " grid points (at most " + std::to_string(kMaxGridPoints) +
                                 "); use a coarser discretization");
   }
@@ -442,8 +438,8 @@ std::unique_ptr<PrivacyAccountant> PldAccountant::empty_like() const { return st
 
 std::string PldAccountant::description() const {
   return "PLD accountant (connect-the-dots, pessimistic), " + neighbouring_relation(sampling_) +
-         ", discretisation interval " + number(settings_.discretization) + ", tail truncation " +
-         number(settings_.truncation_mass) + " per step and composition (moved to L = inf, counted in delta)";
+         ", discretisation interval " + shown_value(settings_.discretization) + ", tail truncation " +
+         shown_value(settings_.truncation_mass) + " per step and composition (moved to L = inf, counted in delta)";
 }
 
 }  // namespace filkit

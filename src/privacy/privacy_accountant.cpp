@@ -1,5 +1,7 @@
 #include "filkit/privacy/privacy_accountant.hpp"
 
+#include "filkit/base/checks.hpp"
+
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
@@ -7,12 +9,6 @@
 
 namespace filkit {
 namespace {
-
-std::string number(double value) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.10g", value);
-  return buffer;
-}
 
 struct Bracket {
   double low;   // eps(low) > target
@@ -42,8 +38,8 @@ Bracket bracket_target(const std::function<double(double)>& eps_of, double targe
   double low = 0.0;
   while (eps_high > target) {
     if (high >= max_sigma) {
-      throw std::invalid_argument("target_eps = " + number(target) + " needs more noise than max_noise_multiplier = " +
-                                  number(max_sigma) + ", which gives eps = " + number(eps_high));
+      throw std::invalid_argument("target_eps = " + shown_value(target) + " needs more noise than max_noise_multiplier = " +
+                                  shown_value(max_sigma) + ", which gives eps = " + shown_value(eps_high));
     }
     low = high;
     high = std::min(2 * high, max_sigma);
@@ -62,22 +58,22 @@ std::string neighbouring_relation(Sampling sampling) {
 
 void validate_event(const AccountantEvent& event) {
   if (!(event.noise_multiplier > 0 && std::isfinite(event.noise_multiplier))) {
-    throw std::invalid_argument("noise_multiplier (sigma) = " + number(event.noise_multiplier) +
+    throw std::invalid_argument("noise_multiplier (sigma) = " + shown_value(event.noise_multiplier) +
                                 " must be finite and > 0");
   }
   if (!(event.sample_rate >= 0 && event.sample_rate <= 1)) {
-    throw std::invalid_argument("sample_rate (q) = " + number(event.sample_rate) + " must be in [0, 1]");
+    throw std::invalid_argument("sample_rate (q) = " + shown_value(event.sample_rate) + " must be in [0, 1]");
   }
   if (event.steps < 0) throw std::invalid_argument("steps = " + std::to_string(event.steps) + " must be >= 0");
 }
 
 void validate_delta(double delta) {
-  if (!(delta > 0 && delta < 1)) throw std::invalid_argument("delta = " + number(delta) + " must be in (0, 1)");
+  if (!(delta > 0 && delta < 1)) throw std::invalid_argument("delta = " + shown_value(delta) + " must be in (0, 1)");
 }
 
 void validate_epsilon(double epsilon) {
   if (!(epsilon >= 0 && std::isfinite(epsilon))) {
-    throw std::invalid_argument("epsilon = " + number(epsilon) + " must be finite and >= 0");
+    throw std::invalid_argument("epsilon = " + shown_value(epsilon) + " must be finite and >= 0");
   }
 }
 
@@ -121,17 +117,17 @@ std::vector<AccountantEvent> PrivacyAccountant::history_from_json(const nlohmann
 NoiseMultiplierSearch search_noise_multiplier(const std::function<double(double)>& eps_of_noise_multiplier,
                                               double target_eps, double max_noise_multiplier, double eps_tolerance) {
   if (!(target_eps > 0 && std::isfinite(target_eps)))
-    throw std::invalid_argument("target_eps = " + number(target_eps) + " must be finite and > 0");
+    throw std::invalid_argument("target_eps = " + shown_value(target_eps) + " must be finite and > 0");
   if (!(max_noise_multiplier > 0 && std::isfinite(max_noise_multiplier)))
-    throw std::invalid_argument("max_noise_multiplier = " + number(max_noise_multiplier) + " must be finite and > 0");
+    throw std::invalid_argument("max_noise_multiplier = " + shown_value(max_noise_multiplier) + " must be finite and > 0");
   if (!(eps_tolerance > 0 && eps_tolerance < 1))
-    throw std::invalid_argument("eps_tolerance = " + number(eps_tolerance) + " must be in (0, 1)");
+    throw std::invalid_argument("eps_tolerance = " + shown_value(eps_tolerance) + " must be in (0, 1)");
   int evaluations = 0;
   Bracket bracket = bracket_target(eps_of_noise_multiplier, target_eps, max_noise_multiplier, evaluations);
   while (target_eps - bracket.eps_high > eps_tolerance * target_eps) {
     const double middle = 0.5 * (bracket.low + bracket.high);
     if (middle <= bracket.low || middle >= bracket.high) {
-      throw std::runtime_error("noise search bracket [" + number(bracket.low) + ", " + number(bracket.high) +
+      throw std::runtime_error("noise search bracket [" + shown_value(bracket.low) + ", " + shown_value(bracket.high) +
                                "] collapsed before eps reached the tolerance");
     }
     ++evaluations;
@@ -151,7 +147,7 @@ double noise_multiplier_for_epsilon(const std::function<std::unique_ptr<PrivacyA
                                     double max_noise_multiplier, double eps_tolerance) {
   validate_delta(delta);
   if (!(sample_rate > 0 && sample_rate <= 1))
-    throw std::invalid_argument("sample_rate (q) = " + number(sample_rate) +
+    throw std::invalid_argument("sample_rate (q) = " + shown_value(sample_rate) +
                                 " must be in (0, 1] for a noise search (q = 0 needs no noise)");
   if (steps < 1) throw std::invalid_argument("steps = " + std::to_string(steps) + " must be >= 1");
   const auto eps_of = [&](double sigma) {

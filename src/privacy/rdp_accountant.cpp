@@ -1,5 +1,8 @@
 #include "filkit/privacy/rdp_accountant.hpp"
 
+#include "filkit/base/checks.hpp"
+#include "privacy/log_space.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -11,7 +14,10 @@
 namespace filkit {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+using detail::kInf;
+using detail::log_add;
+using detail::log_sub;
+
 constexpr double kMaxOrder = 1e6;
 // From here the asymptotic series of erfc is exact to double precision within ten terms (erfc
 // itself underflows past 26.5).
@@ -23,21 +29,6 @@ constexpr double kSeriesTinyLogA = 1e-4;
 // A hard stop beyond every case we know: the slowest, q = 1/2 (no geometric decay) at order 1.1,
 // takes 3e4 terms at sigma = 4, 4e5 at sigma = 1e3 and 8e5 at sigma = 1e4.
 constexpr std::int64_t kMaxSeriesTerms = 10'000'000;
-
-// log(exp(a) + exp(b)).
-double log_add(double a, double b) {
-  if (a < b) std::swap(a, b);
-  if (b == -kInf || a == kInf) return a;
-  return a + std::log1p(std::exp(b - a));
-}
-
-// log(exp(a) - exp(b)) for a >= b; the two branches keep full precision for a - b near 0 and
-// large (Maechler 2012, "Accurately computing log(1 - exp(-|a|))").
-double log_sub(double a, double b) {
-  if (b == -kInf) return a;
-  const double gap = a - b;
-  return a + (gap < std::numbers::ln2 ? std::log(-std::expm1(-gap)) : std::log1p(-std::exp(-gap)));
-}
 
 bool is_integer(double x) { return x == std::floor(x); }
 
@@ -63,14 +54,7 @@ class BinomialCoefficient {
   bool negative_ = false;
 };
 
-// A number for messages: short, but enough digits to tell neighbouring orders apart.
-std::string short_number(double value) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.10g", value);
-  return buffer;
-}
-
-std::string describe(const std::string& name, double value) { return name + " = " + short_number(value); }
+std::string describe(const std::string& name, double value) { return name + " = " + shown_value(value); }
 
 void validate_sampling_rate(double q) {
   if (!(q >= 0 && q <= 1)) throw std::invalid_argument(describe("q", q) + " must be in [0, 1]");
@@ -143,10 +127,10 @@ std::string edge_warning(OptimalOrderStatus status, double order) {
     case OptimalOrderStatus::kInterior:
       return "";
     case OptimalOrderStatus::kSmallest:
-      return "the optimal order " + short_number(order) +
+      return "the optimal order " + shown_value(order) +
              " is the smallest order of the grid; add smaller orders (> 1) for a possibly smaller eps";
     case OptimalOrderStatus::kLargest:
-      return "the optimal order " + short_number(order) +
+      return "the optimal order " + shown_value(order) +
              " is the largest order of the grid; add larger orders for a possibly smaller eps";
     case OptimalOrderStatus::kNoFiniteBound:
       return "every order has infinite RDP (noise_multiplier = 0?), so eps is infinite";
@@ -484,7 +468,7 @@ NoiseSearchResult noise_multiplier_for_epsilon(const NoiseSearchOptions& options
   if (options.target_eps <= eps_floor) {
     throw std::invalid_argument(describe("target_eps", options.target_eps) + " is unreachable: with " +
                                 describe("delta", options.delta) + " no noise brings eps below " +
-                                short_number(eps_floor) + " on this order grid (add larger orders or raise delta)");
+                                shown_value(eps_floor) + " on this order grid (add larger orders or raise delta)");
   }
   const auto spent_at = [&](double noise_multiplier) {
     RdpAccountant accountant(options.orders);

@@ -265,7 +265,7 @@ TEST(PrivacyAccountant, BadInputsNameTheValue) {
     expect_invalid_argument_naming([&] { make()->load_state_dict(nlohmann::json::object()); }, "accountant state");
   }
   expect_invalid_argument_naming([] { PldAccountant(Sampling::kPoisson, {0.0}); }, "discretization = 0");
-  expect_invalid_argument_naming([] { PldAccountant(Sampling::kPoisson, {-1e-4}); }, "discretization = -1e-04");
+  expect_invalid_argument_naming([] { PldAccountant(Sampling::kPoisson, {-1e-4}); }, "discretization = -0.0001");
   expect_invalid_argument_naming([] { PldAccountant(Sampling::kPoisson, {1e-4, 0.0}); }, "truncation_mass = 0");
   RdpAccountant rdp;
   expect_invalid_argument_naming([&] { PldAccountant().load_state_dict(rdp.state_dict()); }, "\"pld\"");

@@ -17,7 +17,8 @@ namespace filkit {
 /// options that exclude each other).
 [[noreturn]] void option_error(const std::string& name, const Message& rule);
 
-/// The value as the messages show it: integers exactly, doubles by format_double ("0.1", "inf").
+/// The value as the messages show it: integers exactly, doubles in the fewest digits that read back
+/// as the same double ("0.1", "0.0001", "1e-05", "inf").
 std::string shown_value(double value);
 std::string shown_value(long long value);
 
