@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Configures and builds the sanitizer build: clang with AddressSanitizer and UndefinedBehaviorSanitizer,
 # the library at -O1 and its glue (the tests, the command line, the fuzz harnesses) at -O0
-# (FILKIT_GLUE_FLAGS in CMakeLists.txt: 3-4 times faster to compile; the numerics keep -O1), with
+# (FILKIT_GLUE_FLAGS in CMakeLists.txt: 3-4 times faster to compile; the numerics keep -O1), as a
+# unity build (CMake's, eight sources to a translation unit: the Eigen, JSON and GoogleTest
+# templates that neighbouring sources share are instantiated and optimised once, not eight times;
+# names must therefore be unique across a folder's sources, anonymous namespaces included), with
 # Eigen's assertions (no NDEBUG: sizes of every product, indices), the test suite, the filkit
 # executable and the libFuzzer targets of fuzz/; without LibTorch, the Python module and the
 # benchmarks, and without MPI (LeakSanitizer reports Open MPI's own allocations at exit; the
@@ -15,6 +18,7 @@ cd "$(dirname "$0")/.."
 build="${FILKIT_ASAN_BUILD_DIR:-build-asan}"
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_CXX_FLAGS_DEBUG="-O1 -gline-tables-only -D_GLIBCXX_ASSERTIONS" -DFILKIT_GLUE_FLAGS=-O0 \
+  -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=8 \
   -DFILKIT_SANITIZE=address,undefined -DFILKIT_BUILD_FUZZ=ON -DFILKIT_BUILD_TESTS=ON \
   -DFILKIT_WITH_TORCH=OFF -DFILKIT_BUILD_PYTHON=OFF -DFILKIT_BUILD_BENCH=OFF -DFILKIT_WITH_MPI=OFF > /dev/null
 bash scripts/cmake-build.sh "$build" asan-build.log "$@"

@@ -1,5 +1,5 @@
-// A call that must throw std::invalid_argument whose message names the bad value, for the
-// accountant tests.
+// A call that must throw std::invalid_argument (or a subclass: filkit's OptionError, DataError)
+// whose message names the bad value.
 #pragma once
 
 #include <gtest/gtest.h>

@@ -18,28 +18,9 @@ using testing::idx_bytes;
 using testing::npy_bytes;
 using testing::npy_f8;
 using testing::raw_bytes;
+using testing::ScopedEnvironment;
 using testing::TempDir;
 using testing::zip_bytes;
-
-// Sets an environment variable for the lifetime of the object, restoring the old value after.
-class ScopedEnvironment {
- public:
-  ScopedEnvironment(std::string name, const std::string& value) : name_(std::move(name)) {
-    if (const char* old = std::getenv(name_.c_str())) old_ = old;
-    ::setenv(name_.c_str(), value.c_str(), 1);
-  }
-  ~ScopedEnvironment() {
-    if (old_) {
-      ::setenv(name_.c_str(), old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_.c_str());
-    }
-  }
-
- private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
 
 Dataset three_rows() {
   Dataset data;

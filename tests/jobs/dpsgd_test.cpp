@@ -22,7 +22,7 @@ namespace {
 
 using testing::TempDir;
 
-DpSgdJobOptions small_job(const std::string& path) {
+DpSgdJobOptions small_dpsgd_job(const std::string& path) {
   DpSgdJobOptions options;
   options.data.data = path;
   options.dpsgd.batch_size = 25;
@@ -36,7 +36,7 @@ DpSgdJobOptions small_job(const std::string& path) {
 
 TEST(DpSgdCommand, WritesPerExampleTableAndSummaryThatMatchTheLibrary) {
   const TempDir dir;
-  DpSgdJobOptions options = small_job(testing::write_npz_dataset(dir, testing::random_classification(250, 5, 3, 3)));
+  DpSgdJobOptions options = small_dpsgd_job(testing::write_npz_dataset(dir, testing::random_classification(250, 5, 3, 3)));
   options.model = ModelChoice::kSoftmax;
   options.dpsgd.label = LabelPrivacy::kPrivate;
   JobOutputs outputs;
@@ -107,7 +107,7 @@ TEST(DpSgdCommand, WritesPerExampleTableAndSummaryThatMatchTheLibrary) {
 
 TEST(DpSgdCommand, OneRunHasNoIntervalsAndSaysSo) {
   const TempDir dir;
-  DpSgdJobOptions options = small_job(testing::write_npz_dataset(dir, testing::random_classification(100, 3, 2, 4)));
+  DpSgdJobOptions options = small_dpsgd_job(testing::write_npz_dataset(dir, testing::random_classification(100, 3, 2, 4)));
   options.dpsgd.runs = 1;
   JobOutputs outputs;
   outputs.out = dir.file("dpsgd.csv");
@@ -144,7 +144,7 @@ TEST(DpSgdCommand, OneRunHasNoIntervalsAndSaysSo) {
 
 TEST(DpSgdCommand, StatesTheAccountantItsRelationAndTheEffectiveNoiseMultiplier) {
   const TempDir dir;
-  DpSgdJobOptions options = small_job(testing::write_npz_dataset(dir, testing::random_classification(100, 3, 2, 4)));
+  DpSgdJobOptions options = small_dpsgd_job(testing::write_npz_dataset(dir, testing::random_classification(100, 3, 2, 4)));
   options.dpsgd.runs = 1;
   options.dpsgd.accountant = AccountantKind::kPld;
   options.dpsgd.discretization = 2e-4;
@@ -184,7 +184,7 @@ TEST(DpSgdCommand, StatesTheAccountantItsRelationAndTheEffectiveNoiseMultiplier)
 
 TEST(DpSgdCommand, BadOptionsNameTheField) {
   const TempDir dir;
-  DpSgdJobOptions options = small_job(testing::write_npz_dataset(dir, testing::random_classification(60, 3, 2, 4)));
+  DpSgdJobOptions options = small_dpsgd_job(testing::write_npz_dataset(dir, testing::random_classification(60, 3, 2, 4)));
   options.dpsgd.noise_multiplier = -1.0;
   try {
     run_dpsgd(options);
@@ -192,7 +192,7 @@ TEST(DpSgdCommand, BadOptionsNameTheField) {
   } catch (const std::invalid_argument& error) {
     EXPECT_NE(std::string(error.what()).find("noise_multiplier"), std::string::npos) << error.what();
   }
-  options = small_job(options.data.data);
+  options = small_dpsgd_job(options.data.data);
   options.dpsgd.batch_size = 1000;
   EXPECT_THROW(run_dpsgd(options), std::invalid_argument);
 }
@@ -221,7 +221,7 @@ TEST(DpSgdBinary, PrintsHelpAndTheSummaryTable) {
 // `filkit dpsgd --step-size 1e308` reported NaN dFIL for every example and exited 0.
 TEST(DpSgdCommand, ADivergingRunIsAnErrorNamingTheStepAndTheStepSize) {
   const TempDir dir;
-  DpSgdJobOptions options = small_job(testing::write_npz_dataset(dir, testing::random_classification(60, 3, 2, 4)));
+  DpSgdJobOptions options = small_dpsgd_job(testing::write_npz_dataset(dir, testing::random_classification(60, 3, 2, 4)));
   options.dpsgd.step_size = 1e308;
   options.dpsgd.steps = 1000;
   options.dpsgd.report_epochs = {};
@@ -239,7 +239,7 @@ TEST(DpSgdCommand, ADivergingRunIsAnErrorNamingTheStepAndTheStepSize) {
 // `--report-epochs 1e300` is step 1e301, which llround cannot represent: it silently ran step 1.
 TEST(DpSgdCommand, ReportEpochsBeyondTheStepsAreRefusedEvenWhenHuge) {
   const TempDir dir;
-  DpSgdJobOptions options = small_job(testing::write_npz_dataset(dir, testing::random_classification(60, 3, 2, 4)));
+  DpSgdJobOptions options = small_dpsgd_job(testing::write_npz_dataset(dir, testing::random_classification(60, 3, 2, 4)));
   options.dpsgd.report_epochs = {1e300};
   EXPECT_INVALID_ARGUMENT(run_dpsgd(options), "report_epochs = 1e+300", "beyond steps = 40");
   options.dpsgd.report_epochs = {};
@@ -250,7 +250,7 @@ TEST(DpSgdCommand, ReportEpochsBeyondTheStepsAreRefusedEvenWhenHuge) {
 TEST(DpSgdCommand, WritesTheSameOutputsForAnyThreadCount) {
   // Batches of 256 examples of 50 features and 10 classes: products Eigen would have split.
   const TempDir dir;
-  DpSgdJobOptions options = small_job(testing::write_npz_dataset(dir, testing::random_classification(1500, 50, 10, 4)));
+  DpSgdJobOptions options = small_dpsgd_job(testing::write_npz_dataset(dir, testing::random_classification(1500, 50, 10, 4)));
   options.model = ModelChoice::kSoftmax;
   options.dpsgd.batch_size = 256;
   options.dpsgd.steps = 6;

@@ -19,7 +19,7 @@ namespace {
 
 using testing::TempDir;
 
-MeasureOptions small_job(const std::string& path) {
+MeasureOptions small_measure_job(const std::string& path) {
   MeasureOptions options;
   options.task.data.data = path;
   options.task.data.row_scaling = RowScaling::kNone;
@@ -31,7 +31,7 @@ MeasureOptions small_job(const std::string& path) {
 TEST(MeasureCommand, WritesPerExampleTableAndSummaryThatMatchTheLibrary) {
   const TempDir dir;
   const Dataset data = testing::random_classification(250, 5, 2, 3);
-  MeasureOptions options = small_job(testing::write_npz_dataset(dir, data));
+  MeasureOptions options = small_measure_job(testing::write_npz_dataset(dir, data));
   JobOutputs outputs;
   outputs.out = dir.file("fil.csv");
   outputs.json = dir.file("summary.json");
@@ -71,7 +71,7 @@ TEST(MeasureCommand, WritesPerExampleTableAndSummaryThatMatchTheLibrary) {
 
 TEST(MeasureCommand, ComposedReleasesGrowFilBySqrtOfTheirNumber) {
   const TempDir dir;
-  MeasureOptions options = small_job(testing::write_npz_dataset(dir, testing::random_classification(120, 4, 2, 4)));
+  MeasureOptions options = small_measure_job(testing::write_npz_dataset(dir, testing::random_classification(120, 4, 2, 4)));
   std::ostringstream printed;
   const MeasureResult one = run_measure(options);
   options.releases = 4;
@@ -88,7 +88,7 @@ TEST(MeasureCommand, CountsTestRowsWithALevelNoTrainingRowHasByTheUnseenLevelsOp
   for (int i = 0; i < 39; ++i)
     csv += std::to_string(i % 7) + "," + (i % 2 ? "red" : "blue") + "," + (i % 3 ? "no" : "yes") + "\n";
   csv += "3,violet,no\n";
-  MeasureOptions options = small_job(dir.write("table.csv", csv));
+  MeasureOptions options = small_measure_job(dir.write("table.csv", csv));
   options.task.data.target = "label";
   options.task.data.test_fraction = 0.25;
   for (options.seed = 0;; ++options.seed) {
@@ -113,7 +113,7 @@ TEST(MeasureCommand, CountsTestRowsWithALevelNoTrainingRowHasByTheUnseenLevelsOp
 
 TEST(MeasureCommand, NamesTheFileAndLineOfABadRowFile) {
   const TempDir dir;
-  MeasureOptions options = small_job(testing::write_npz_dataset(dir, testing::random_classification(60, 3, 2, 5)));
+  MeasureOptions options = small_measure_job(testing::write_npz_dataset(dir, testing::random_classification(60, 3, 2, 5)));
   const std::string rows = dir.write("rows.txt", "1\n2\nthree\n");
   options.subsets = {"rows=" + rows};
   std::ostringstream printed;
@@ -195,7 +195,7 @@ TEST(DefaultJob, RunsOnFashionMnistZeroVsOne) {
 // A row listed twice in --subset rows=F counted twice in the group; it is refused instead.
 TEST(MeasureCommand, RefusesARowListedTwiceInARowFile) {
   const TempDir dir;
-  MeasureOptions options = small_job(testing::write_npz_dataset(dir, testing::random_classification(60, 3, 2, 5)));
+  MeasureOptions options = small_measure_job(testing::write_npz_dataset(dir, testing::random_classification(60, 3, 2, 5)));
   const std::string rows = dir.write("rows.txt", "1\n4\n2\n4\n");
   options.subsets = {"rows=" + rows};
   EXPECT_INVALID_ARGUMENT(run_measure(options), rows + ":4: row 4 is listed again (first on line 2)");
@@ -241,7 +241,7 @@ TEST(MeasureBinary, RefusesOutOfRangeNumbersAndReportsRunningOutOfMemory) {
 TEST(MeasureCommand, WritesTheSameOutputsForAnyThreadCount) {
   // 2400 training rows make several blocks of every pass: preprocessing, fit, FIL.
   const TempDir dir;
-  MeasureOptions options = small_job(testing::write_npz_dataset(dir, testing::random_classification(3000, 12, 2, 9)));
+  MeasureOptions options = small_measure_job(testing::write_npz_dataset(dir, testing::random_classification(3000, 12, 2, 9)));
   options.task.data.pca = 8;
   options.task.data.row_scaling = RowScaling::kGlobalMax;
   options.attribute = "0,1";

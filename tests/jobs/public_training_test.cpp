@@ -17,7 +17,7 @@ namespace {
 
 using testing::TempDir;
 
-PublicTrainingJobOptions small_job(const std::string& path) {
+PublicTrainingJobOptions small_public_training_job(const std::string& path) {
   PublicTrainingJobOptions o;
   o.data.data = path;
   o.data.classes = std::vector<int>{};
@@ -40,7 +40,7 @@ PublicTrainingJobOptions small_job(const std::string& path) {
 TEST(PublicTrainingCommand, WritesOneRowPerAccountedMethodAndExampleAndTheLibrarysNumbers) {
   if (!networks_available()) GTEST_SKIP() << "no LibTorch plugin";
   const TempDir dir;
-  const PublicTrainingJobOptions options = small_job(
+  const PublicTrainingJobOptions options = small_public_training_job(
       testing::write_npz_dataset(dir, testing::random_classification(200, 6, 3, 4)));
   JobOutputs outputs;
   outputs.out = dir.file("fim.csv");
@@ -86,7 +86,7 @@ TEST(PublicTrainingCommand, ReportsTheThesisAccountantBesideFilkits) {
   // estimate, scaled by its kappa (eps0 with the clip bound 1.115) / (sigma C)^2 / d.
   if (!networks_available()) GTEST_SKIP() << "no LibTorch plugin";
   const TempDir dir;
-  PublicTrainingJobOptions options = small_job(
+  PublicTrainingJobOptions options = small_public_training_job(
       testing::write_npz_dataset(dir, testing::random_classification(200, 6, 3, 4)));
   options.training.methods = {PrivateTrainingMethod::kDpSgd};
   options.training.private_phase.runs = 1;
@@ -129,13 +129,13 @@ TEST(PublicTrainingCommand, ReportsTheThesisAccountantBesideFilkits) {
 }
 
 TEST(PublicTrainingCommand, RefusesBadOptionsBeforeLoading) {
-  PublicTrainingJobOptions o = small_job("/nonexistent.npz");
+  PublicTrainingJobOptions o = small_public_training_job("/nonexistent.npz");
   o.training.public_fraction = 0.0;
   EXPECT_INVALID_ARGUMENT(run_public_training(o), "public_fraction", "(0, 1)");
-  o = small_job("/nonexistent.npz");
+  o = small_public_training_job("/nonexistent.npz");
   o.training.freeze_fraction = -0.5;
   EXPECT_INVALID_ARGUMENT(run_public_training(o), "freeze_fraction");
-  o = small_job("/nonexistent.npz");
+  o = small_public_training_job("/nonexistent.npz");
   o.training.private_phase.checkpoint_path = "/tmp/state";
   EXPECT_INVALID_ARGUMENT(run_public_training(o), "checkpoint", "one method at a time");
 }

@@ -1,5 +1,6 @@
 #include "filkit/leakage/bounds.hpp"
 
+#include "expect_invalid_argument.hpp"
 #include "test_util.hpp"
 
 #include <Eigen/SVD>
@@ -12,16 +13,6 @@ namespace filkit {
 namespace {
 
 using testing::random_classification;
-
-template <typename Call>
-void expect_invalid_argument_naming(Call call, const std::string& field) {
-  try {
-    call();
-    ADD_FAILURE() << "no exception; expected one naming " << field;
-  } catch (const std::invalid_argument& error) {
-    EXPECT_NE(std::string(error.what()).find(field), std::string::npos) << error.what();
-  }
-}
 
 Model tight_logistic(const Dataset& data, double l2, bool intercept) {
   FitOptions options;

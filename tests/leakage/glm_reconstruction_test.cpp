@@ -3,6 +3,7 @@
 #include "filkit/leakage/biased_attacker.hpp"
 #include "filkit/leakage/bounds.hpp"
 
+#include "expect_invalid_argument.hpp"
 #include "test_util.hpp"
 
 #include <cmath>
@@ -20,16 +21,6 @@ Model tight_fit(const Dataset& data, ModelKind kind, double l2, bool intercept =
   options.intercept = intercept;
   options.gradient_tolerance = 1e-13;
   return fit(data, options);
-}
-
-template <typename Call>
-void expect_invalid_argument_naming(Call call, const std::string& field) {
-  try {
-    call();
-    ADD_FAILURE() << "no exception; expected one naming " << field;
-  } catch (const std::invalid_argument& error) {
-    EXPECT_NE(std::string(error.what()).find(field), std::string::npos) << error.what();
-  }
 }
 
 // The adversary's computation written out literally: B_i = -(sum_{j != i} grad l_j(w') +

@@ -7,6 +7,7 @@
 #include "filkit/report/report.hpp"
 #include "report/report_internal.hpp"
 
+#include "report_notes.hpp"
 #include "test_util.hpp"
 
 #include <array>
@@ -16,6 +17,8 @@
 
 namespace filkit {
 namespace {
+
+using testing::notes_text;
 
 using report::RgbImage;
 using testing::TempDir;
@@ -204,12 +207,6 @@ void expect_montages_show(const std::string& report_dir, const ImageShape& shape
         }
     }
   }
-}
-
-std::string notes_text(const ReportResult& result) {
-  std::string text;
-  for (const std::string& note : result.notes) text += note + "\n";
-  return text;
 }
 
 // ---------------------------------------------------------------------------------------------

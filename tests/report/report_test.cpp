@@ -10,6 +10,7 @@
 #include "commands.hpp"
 
 #include "filkit/report/report.hpp"
+#include "report_notes.hpp"
 #include "test_util.hpp"
 
 #include <nlohmann/json.hpp>
@@ -23,6 +24,8 @@
 
 namespace filkit {
 namespace {
+
+using testing::notes_text;
 
 using testing::TempDir;
 
@@ -159,12 +162,6 @@ bool has_figure(const ReportResult& result, const std::string& suffix) {
     if (figure.size() >= suffix.size() && figure.compare(figure.size() - suffix.size(), suffix.size(), suffix) == 0)
       return true;
   return false;
-}
-
-std::string notes_text(const ReportResult& result) {
-  std::string text;
-  for (const std::string& note : result.notes) text += note + "\n";
-  return text;
 }
 
 // Every figure is a real PNG and embedded in the HTML (its bytes, base64, appear there).
