@@ -53,7 +53,7 @@ def keywords(function):
     ``function`` is a function's name ('measure', 'train_dpsgd', 'fit', ...) or 'run:<job>' for
     ``filkit.run(job)``'s options.
     """
-    return list(_filkit._keywords(function))
+    return [(name, default) for name, default, _ in _filkit._keywords(function)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -121,10 +121,10 @@ def _parameter(arg, default, kind):
 def _keyword_parameters(function, positional=()):
     """The declared keywords of `function` as parameters; those in `positional` may be positional."""
     parameters = []
-    for name, default in _filkit._keywords(function):
+    for name, default, annotation in _filkit._keywords(function):
         kind = (_inspect.Parameter.POSITIONAL_OR_KEYWORD if name in positional
                 else _inspect.Parameter.KEYWORD_ONLY)
-        parameters.append(_inspect.Parameter(name, kind, default=default))
+        parameters.append(_inspect.Parameter(name, kind, default=default, annotation=annotation))
     return parameters
 
 

@@ -1,5 +1,7 @@
-"""Type hints of the filkit module (the C++ bindings in filkit._filkit)."""
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+"""Type hints of the filkit module (the C++ bindings in filkit._filkit). The keywords of the functions
+that take options are written by scripts/write-stubs.py from the options' declaration."""
+import os
+from typing import Any, Dict, List, Literal, Optional, Sequence, Tuple
 
 import numpy as np
 import numpy.typing as npt
@@ -51,13 +53,15 @@ class DatasetSplit:
     test: Dataset
 
 def load_dataset(data: str = "fashion-mnist", *, classes: Sequence[int] = ..., target: str = "",
-                 categorical: Sequence[str] = ..., drop: Sequence[str] = ..., missing: str = "drop",
-                 unseen_levels: str = "drop", image_layout: Optional[str] = "auto", regression: bool = False,
+                 categorical: Sequence[str] = ..., drop: Sequence[str] = ...,
+                 missing: Literal["drop", "level"] = "drop", unseen_levels: Literal["drop", "zero", "error"] = "drop",
+                 image_layout: Literal["nchw", "nhwc", "auto"] | None = "auto", regression: bool = False,
                  test_fraction: float = 0.2, seed: int = 0, train_size: int = 0, test_size: int = 0,
-                 max_memory: str | int = ...) -> DatasetSplit: ...
+                 max_memory: int | str = ...) -> DatasetSplit: ...
 def builtin_dataset_names() -> List[str]: ...
-def preprocess(split: DatasetSplit, *, scale_pixels: bool = False, standardize: str = "none",
-               row_scaling: str = "none", pca: int = 0, scale_after_pca: bool = False, threads: int = 0,
+def preprocess(split: DatasetSplit, *, scale_pixels: bool = False, standardize: Literal["none", "channel"] = "none",
+               row_scaling: Literal["none", "global-max", "unit-ball"] = "none", pca: int = 0,
+               scale_after_pca: bool = False, threads: int = 0,
                quiet: bool = False) -> Tuple[DatasetSplit, Dict[str, Any]]: ...
 
 class Model:
@@ -73,9 +77,10 @@ class Model:
     @property
     def flat(self) -> FloatArray: ...
 
-def fit(data: Dataset, weights: Optional[npt.ArrayLike] = ..., *, model: str = "logistic", regression: bool = False,
-        max_iterations: int = 100, l2: float = 8e-4, intercept: bool = False, tolerance: float = 1e-10,
-        solver: str = "auto", threads: int = 0, quiet: bool = False) -> Model: ...
+def fit(data: Dataset, weights: Optional[npt.ArrayLike] = ..., *,
+        model: Literal["least-squares", "logistic", "softmax"] = "logistic", regression: bool = False,
+        max_iterations: int = 100, l2: float = 0.0008, intercept: bool = False, tolerance: float = 1e-10,
+        solver: Literal["auto", "newton", "lbfgs"] = "auto", threads: int = 0, quiet: bool = False) -> Model: ...
 def perturb_output(model: Model, sigma: float, seed: int) -> Model: ...
 def predict(model: Model, X: npt.ArrayLike) -> FloatArray: ...
 def accuracy(model: Model, data: Dataset) -> float: ...
@@ -97,7 +102,7 @@ class SubsetFil:
 
 class FisherInformationLoss:
     def __init__(self, model: Model, data: Dataset, weights: Optional[npt.ArrayLike] = ..., *, sigma: float = 1.0,
-                 label: str = "private", structured: bool = True) -> None: ...
+                 label: Literal["private", "public"] = "private", structured: bool = True) -> None: ...
     def per_example(self) -> PerExampleFil: ...
     def per_example_attribute(self, columns: Sequence[int]) -> FloatArray: ...
     def subset(self, rows: Sequence[int] = ..., columns: Optional[Sequence[int]] = None,
@@ -136,7 +141,21 @@ class MeasureResult:
     n_train: int
     n_test: int
 
-def measure(**options: Any) -> Tuple[MeasureResult, Dict[str, Any]]: ...
+def measure(*, data: str = "fashion-mnist", classes: Sequence[int] | Literal["auto"] | None = "auto", target: str = "",
+            categorical: Sequence[str] = ..., drop: Sequence[str] = ..., regression: bool = False,
+            missing: Literal["drop", "level"] = "drop", unseen_levels: Literal["drop", "zero", "error"] = "drop",
+            image_layout: Literal["nchw", "nhwc", "auto"] | None = "auto", test_fraction: float = 0.2,
+            train_size: int = 0, test_size: int = 0, pca: int | Literal["auto"] | None = "auto",
+            row_scaling: Literal["none", "global-max", "unit-ball"] = "global-max",
+            scale_pixels: bool | Literal["auto"] | None = "auto", standardize: Literal["none", "channel"] = "none",
+            max_memory: int | str = ...,
+            model: Literal["least-squares", "logistic", "softmax", "auto"] | None = "logistic", l2: float = 0.0008,
+            intercept: bool = False, tolerance: float = 1e-10, solver: Literal["auto", "newton", "lbfgs"] = "auto",
+            sigma: float = 1.0, label: Literal["private", "public"] = "private", releases: int = 1, attribute: str = "",
+            subset: Sequence[str] = ..., seed: int = 0, out: str | os.PathLike[str] | None = None,
+            json: str | os.PathLike[str] | None = None, report: str | os.PathLike[str] | None = None,
+            release_out: str | os.PathLike[str] | None = None, threads: int = 0,
+            quiet: bool = False) -> Tuple[MeasureResult, Dict[str, Any]]: ...
 def run(job: str, **options: Any) -> Dict[str, Any]: ...
 def jobs() -> List[str]: ...
 def defaults(job: str) -> Dict[str, Any]: ...
@@ -257,7 +276,25 @@ class DpSgdResult:
     @property
     def dfil(self) -> FloatArray: ...
 
-def train_dpsgd(train: Dataset, test: Dataset, **options: Any) -> Tuple[DpSgdResult, Dict[str, Any]]: ...
+def train_dpsgd(train: Dataset, test: Dataset, *,
+                model: Literal["logistic", "softmax", "mlp", "cnn", "cifar-cnn", "custom"] = "logistic",
+                engine: Literal["auto", "closed-form", "torch"] = "auto", hidden: Sequence[int] = ..., arch: str = "",
+                torchscript: str = "", chunk: int = 100, intercept: bool = False,
+                label: Literal["private", "public"] = "public", batch_size: int = 600,
+                sampling: Literal["uniform", "poisson", "shuffle"] = "uniform", steps: int = 1000,
+                step_size: float = 0.1, clip_norm: float = 1.0, noise_multiplier: float = 1.0,
+                optimizer: Literal["sgd", "adam"] = "sgd", momentum: float = 0.5, adam_beta1: float = 0.9,
+                adam_beta2: float = 0.999, adam_epsilon: float = 1e-08, weight_decay: float = 0.0,
+                init_scale: float = 0.0, subsampling: Literal["amplified", "one"] = "amplified",
+                kappa_delta: float | Literal["auto"] | None = "auto",
+                trace: Literal["exact", "coordinates", "gaussian", "auto"] | None = "auto",
+                spectral: Literal["exact", "power-iteration", "none", "auto"] | None = "auto",
+                probes: int | Literal["auto"] | None = "auto", power_iterations: int = 20, runs: int = 1,
+                report_epochs: Sequence[float] = ..., rdp_delta: float = 1e-05,
+                accountant: Literal["rdp", "pld"] = "rdp", discretization: float = 0.0001,
+                bootstrap_resamples: int = 1000, confidence_level: float = 0.95, checkpoint: str = "",
+                checkpoint_every: int = 0, stop_after: int = 0, seed: int = 0, threads: int = 0,
+                quiet: bool = False) -> Tuple[DpSgdResult, Dict[str, Any]]: ...
 def subsampling_kappa(q: float, noise_multiplier: float, delta: float) -> float: ...
 def networks_available() -> bool: ...
 
@@ -290,10 +327,12 @@ class IrfilResult:
     model: Model
     summary: Dict[str, Any]
 
-def irfil(train: Dataset, test: Dataset, attribute_columns: Sequence[int] = ..., *, model: str = "logistic",
-          regression: bool = False, max_iterations: int = 100, l2: float = 8e-4, intercept: bool = False,
-          tolerance: float = 1e-10, solver: str = "auto", iterations: int = 10, weighting: str = "example",
-          min_weight: float = 0.0, max_weight: float | str = ..., sigma: float = 1.0, label: str = "private",
+def irfil(train: Dataset, test: Dataset, attribute_columns: Sequence[int] = ..., *,
+          model: Literal["least-squares", "logistic", "softmax"] = "logistic", regression: bool = False,
+          max_iterations: int = 100, l2: float = 0.0008, intercept: bool = False, tolerance: float = 1e-10,
+          solver: Literal["auto", "newton", "lbfgs"] = "auto", iterations: int = 10,
+          weighting: Literal["example", "class", "hybrid"] = "example", min_weight: float = 0.0,
+          max_weight: float = ..., sigma: float = 1.0, label: Literal["private", "public"] = "private",
           threads: int = 0, quiet: bool = False) -> IrfilResult: ...
 
 class AttackResult:
@@ -304,12 +343,14 @@ class AttackResult:
     summary: Dict[str, Any]
 
 def attribute_inference(train: Dataset, test: Dataset, attribute: str, weights: Optional[npt.ArrayLike] = ...,
-                        seed: int = 0, *, model: str = "logistic", regression: bool = False,
-                        max_iterations: int = 100, l2: float = 8e-4, intercept: bool = False,
-                        tolerance: float = 1e-10, solver: str = "auto", sigmas: Sequence[float] = ...,
+                        seed: int = 0, *, model: Literal["least-squares", "logistic", "softmax"] = "logistic",
+                        regression: bool = False, max_iterations: int = 100, l2: float = 0.0008,
+                        intercept: bool = False, tolerance: float = 1e-10,
+                        solver: Literal["auto", "newton", "lbfgs"] = "auto", sigmas: Sequence[float] = ...,
                         trials: int = 20, white_box: bool = True, black_box: bool = True,
-                        white_box_solver: str = "update", examples: int = 0, compare_naive: int = 0,
-                        groups: int = 10, threads: int = 0, quiet: bool = False) -> AttackResult: ...
+                        white_box_solver: Literal["update", "refit"] = "update", examples: int = 0,
+                        compare_naive: int = 0, groups: int = 10, threads: int = 0,
+                        quiet: bool = False) -> AttackResult: ...
 
 class ReconstructionBounds:
     rdp_epsilon: float

@@ -303,13 +303,52 @@ py::object job_defaults() {
   return json_to_python(settings_json(typename Job::Options{}).dump());
 }
 
-/// The keywords `visit_fields` declares for `options`, in its order, each with its default as
-/// Python has it (option_to_json's value: autos "auto"): a Python signature's keyword part,
-/// derived from the one declaration (filkit/__init__.py builds the signatures from these).
+/// Literal["a", "b"<more>]: the spellings of an enum.
+template <typename Enum>
+std::string enum_literal(const std::string& more) {
+  std::string spellings;
+  for (const auto& entry : EnumNames<Enum>::names) spellings += (spellings.empty() ? "\"" : ", \"") + std::string(entry.second) + "\"";
+  return "Literal[" + spellings + more + "]";
+}
+
+/// The Python annotation of an option of C++ type T: what a keyword takes besides the command
+/// line's text form, which every keyword also reads (KwargsBinder).
+template <typename T>
+std::string python_annotation() {
+  if constexpr (is_optional<T>::value) {
+    using Inner = typename T::value_type;
+    if constexpr (std::is_enum_v<Inner>) return enum_literal<Inner>(", \"auto\"") + " | None";
+    else return python_annotation<Inner>() + " | Literal[\"auto\"] | None";
+  } else if constexpr (is_vector<T>::value) {
+    return "Sequence[" + python_annotation<typename T::value_type>() + "]";
+  } else if constexpr (std::is_enum_v<T>) {
+    return enum_literal<T>("");
+  } else if constexpr (std::is_same_v<T, ByteSize>) {
+    return "int | str";
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return "bool";
+  } else if constexpr (std::is_integral_v<T>) {
+    return "int";
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return "float";
+  } else {
+    static_assert(std::is_same_v<T, std::string>, "an option type without a Python annotation");
+    return "str";
+  }
+}
+
+/// The annotation of a path keyword (out, json, report, a job's further outputs).
+inline constexpr const char* kPathAnnotation = "str | os.PathLike[str] | None";
+
+/// The keywords `visit_fields` declares for `options`, in its order, each as (name, default as
+/// Python has it (option_to_json's value: autos "auto"), annotation): a Python signature's keyword
+/// part, derived from the one declaration (filkit/__init__.py builds the signatures from these,
+/// scripts/write-stubs.py the type stubs).
 template <class Options, class Declare>
 void add_keywords(py::list& keywords, Options options, Declare&& declare) {
   declare(options, [&](const char* name, const auto& field, const char*) {
-    keywords.append(py::make_tuple(name, json_to_python(nlohmann::json(option_to_json(field)).dump())));
+    keywords.append(py::make_tuple(name, json_to_python(nlohmann::json(option_to_json(field)).dump()),
+                                   python_annotation<std::decay_t<decltype(field)>>()));
   });
 }
 template <class Options>
@@ -323,7 +362,7 @@ py::list job_keywords() {
   py::list keywords;
   add_keywords(keywords, typename Job::Options{});
   for (const std::string& name : output_keywords(Job::extra_outputs(), !requires { Job::writes_its_own_report; }))
-    keywords.append(py::make_tuple(name, py::none()));
+    keywords.append(py::make_tuple(name, py::none(), kPathAnnotation));
   add_keywords(keywords, RunKeywords{});
   return keywords;
 }

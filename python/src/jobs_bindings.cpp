@@ -89,8 +89,8 @@ void bind_jobs(py::module_& m) {
       },
       py::arg("function"),
       "The keywords of a function that takes its options as keywords ('measure', 'train_dpsgd', 'run:dpsgd', ...), "
-      "in order, as (name, default) pairs from the options' one declaration; filkit builds the Python signatures "
-      "from them.");
+      "in order, as (name, default, annotation) triples from the options' one declaration; filkit builds the Python "
+      "signatures and scripts/write-stubs.py the type stubs from them.");
   m.def("_keyword_functions", [] {
     std::vector<std::string> names;
     for (const auto& entry : keyword_registry()) names.push_back(entry.first);

@@ -120,6 +120,28 @@ def test_the_type_stubs_defaults_are_the_librarys():
     assert checked > 20
 
 
+def test_the_type_stubs_keywords_are_generated_from_the_declaration():
+    """scripts/write-stubs.py --check: every keyword function's stub lists the declared keywords
+    with their types and defaults (issue 29: no hand-written field list)."""
+    import subprocess
+    import sys
+    script = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "scripts", "write-stubs.py")
+    result = subprocess.run([sys.executable, script, "--check"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr
+
+
+def test_keyword_annotations_come_from_the_declaration():
+    parameters = inspect.signature(filkit.measure).parameters
+    assert parameters["l2"].annotation == "float" and parameters["intercept"].annotation == "bool"
+    assert parameters["model"].annotation == 'Literal["least-squares", "logistic", "softmax", "auto"] | None'
+    assert inspect.signature(filkit.fit).parameters["model"].annotation == 'Literal["least-squares", "logistic", "softmax"]'
+    assert parameters["pca"].annotation == 'int | Literal["auto"] | None'
+    assert parameters["subset"].annotation == "Sequence[str]"
+    assert parameters["max_memory"].annotation == "int | str"
+    assert parameters["out"].annotation == "str | os.PathLike[str] | None"
+    assert parameters["threads"].annotation == "int"
+
+
 # ---------------------------------------------------------------------------------------------
 # Wrong types name the keyword.
 
