@@ -41,8 +41,7 @@ def keyword_parameters(function):
 
 
 def explicit_parameters(node, declared):
-    """The stub's own parameters of `node` that are not declared keywords, as texts, with the
-    position of the bare '*' (or None)."""
+    """The stub's own parameters of `node` that are not declared keywords, as texts."""
     args = node.args
     positional = args.posonlyargs + args.args
     defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
@@ -62,12 +61,13 @@ def signature_lines(prefix, parameters, returns):
     lines, line = [], prefix
     for k, parameter in enumerate(parameters):
         piece = parameter + ("," if k + 1 < len(parameters) else f") -> {returns}: ...")
-        candidate = piece if line in (prefix,) else " " + piece
-        if line not in (prefix,) and len(line) + len(candidate) > WIDTH:
+        if line == prefix:
+            line += piece
+        elif len(line) + 1 + len(piece) > WIDTH:
             lines.append(line)
             line = indent + piece
         else:
-            line += candidate
+            line += " " + piece
     if not parameters:
         line += f") -> {returns}: ..."
     lines.append(line)
