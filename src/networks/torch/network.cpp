@@ -78,7 +78,7 @@ struct TorchNetwork final : NetworkBackend {
 };
 
 /// A network's chunk cut into pieces of at most kPieceRows examples (pieces.hpp).
-std::vector<Rows> pieces_of(Rows chunk) { return pieces_of(chunk, kPieceRows); }
+std::vector<Rows> pieces_of_chunk(Rows chunk) { return pieces_of(chunk, kPieceRows); }
 
 /// One stream per example, keyed by the seed and the example's position in the batch, so that
 /// estimates do not depend on how the batch is cut into chunks.
@@ -232,7 +232,7 @@ MatrixXd TorchNetwork::logits(const VectorXd& w, const RowMatrix& X) const {
   // depend on the piece it is in.
   constexpr Index kPieceDoubles = Index{1} << 19;
   const Index rows = std::clamp<Index>(kPieceDoubles / std::max<Index>(1, widest_example_tensor(plan)), 1, 2000);
-  for_each_piece(filkit::pieces_of({0, X.rows()}, rows), [&](std::size_t, Rows piece) {
+  for_each_piece(pieces_of({0, X.rows()}, rows), [&](std::size_t, Rows piece) {
     scores.middleRows(piece.first, piece.count) =
         to_row_matrix(forward(weights, to_tensor(RowMatrix(X.middleRows(piece.first, piece.count)))).logits);
   });
@@ -267,7 +267,7 @@ MatrixXd TorchNetwork::per_example_rows(const VectorXd& w, const RowMatrix& X, c
   const Tensor weights = to_tensor(w);
   const Tensor rows = at::empty({X.rows(), p}, kDouble);
   for (Index start = 0; start < X.rows(); start += options.chunk) {
-    for_each_piece(pieces_of({start, std::min(options.chunk, X.rows() - start)}), [&](std::size_t, Rows piece) {
+    for_each_piece(pieces_of_chunk({start, std::min(options.chunk, X.rows() - start)}), [&](std::size_t, Rows piece) {
       const Tensor x = to_tensor(RowMatrix(X.middleRows(piece.first, piece.count))).requires_grad_(true);
       Tensor piece_rows = rows.narrow(0, piece.first, piece.count);
       per_example_gradients(weights, x, to_labels(y.segment(piece.first, piece.count)), C, /*create_graph=*/false)
@@ -294,7 +294,7 @@ NetworkBatchAccounting TorchNetwork::account_batch(const VectorXd& w, const RowM
   const Tensor weights = to_tensor(w);
   const Index chunk = options.chunk;
   for (Index start = 0; start < X.rows(); start += chunk) {
-    const std::vector<Rows> pieces = pieces_of({start, std::min(chunk, X.rows() - start)});
+    const std::vector<Rows> pieces = pieces_of_chunk({start, std::min(chunk, X.rows() - start)});
     std::vector<VectorXd> sums(pieces.size());
     for_each_piece(pieces, [&](std::size_t i, Rows piece) {
       sums[i] = account_piece(weights, to_tensor(RowMatrix(X.middleRows(piece.first, piece.count))),
