@@ -3,6 +3,7 @@
 
 #include "filkit/base/errors.hpp"
 #include "filkit/data/dataset.hpp"
+#include "filkit/data/load.hpp"
 
 #include <gtest/gtest.h>
 #include <omp.h>
@@ -44,6 +45,16 @@ inline constexpr bool kAddressSanitizer = false;
 /// Release suite: its code paths run on small data in the sanitizer suite.
 inline constexpr const char* kPublishedValuesInRelease =
     "published values are checked by the Release suite; the sanitizers see these paths on small data";
+
+/// Whether a built-in dataset (mnist, fashion-mnist) is installed where filkit looks for it.
+inline bool builtin_available(const std::string& name) {
+  try {
+    builtin_dataset_dir(name);
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
 
 /// A fresh temporary directory, removed when the object goes out of scope.
 class TempDir {

@@ -28,6 +28,12 @@ std::string shown_value(double value) {
 }
 std::string shown_value(long long value) { return std::to_string(value); }
 
+std::string shape_text(const std::vector<Index>& shape) {
+  std::string text;
+  for (const Index dim : shape) text += (text.empty() ? "" : " x ") + std::to_string(dim);
+  return text;
+}
+
 void require_positive(const std::string& name, double value) {
   if (!(value > 0.0)) option_error(name, shown_value(value), "must be > 0");
   if (!std::isfinite(value)) option_error(name, shown_value(value), "must be finite");

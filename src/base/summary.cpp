@@ -51,4 +51,14 @@ Summary summarize(const VectorXd& values) {
   return summary;
 }
 
+double mean_of(const std::vector<double>& values) {
+  double sum = 0.0;
+  for (double v : values) sum += v;
+  return values.empty() ? kNaN : sum / static_cast<double>(values.size());
+}
+
+nlohmann::json number_or_null(double value) {
+  return std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(nullptr);
+}
+
 }  // namespace filkit

@@ -1,5 +1,6 @@
 #include "filkit/data/dataset.hpp"
 #include "filkit/data/idx.hpp"
+#include "filkit/base/checks.hpp"
 
 #include "data/idx_decode.hpp"
 
@@ -178,12 +179,6 @@ IdxHeader parse_idx_header(std::string_view header, const std::string& path, std
     parsed.data_bytes = saturating_product(parsed.data_bytes, static_cast<std::uint64_t>(parsed.dims.back()));
   }
   return parsed;
-}
-
-std::string shape_text(const std::vector<Index>& dims) {
-  std::string text;
-  for (Index dim : dims) text += (text.empty() ? "" : " x ") + std::to_string(dim);
-  return text;
 }
 
 // An IDX file checked against its expected magic number: its dimensions and its data bytes. The

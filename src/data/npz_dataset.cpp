@@ -14,7 +14,8 @@ namespace filkit::detail {
 
 namespace {
 
-std::string shape_text(const std::vector<Index>& shape) {
+// A shape as numpy writes it: "(3,)", "(10, 28, 28)".
+std::string numpy_shape_text(const std::vector<Index>& shape) {
   std::string text;
   for (const Index dim : shape) text += (text.empty() ? "(" : ", ") + std::to_string(dim);
   return text + (shape.size() == 1 ? ",)" : ")");
@@ -33,7 +34,7 @@ ImageLayout layout_of(const NpyArray& array, const std::string& name, const std:
   if (stated) return *stated;
   const bool second = channel_like(array.shape[1]), last = channel_like(array.shape[3]);
   if (second != last) return second ? ImageLayout::kNchw : ImageLayout::kNhwc;
-  throw DataError(array_name(name, path) + " has shape " + shape_text(array.shape) + ", whose layout " +
+  throw DataError(array_name(name, path) + " has shape " + numpy_shape_text(array.shape) + ", whose layout " +
                   option_name("image_layout") + " = auto cannot tell: " +
                   (second ? "both its second and its last axis could be the channels (1 or 3)"
                           : "neither its second nor its last axis is 1 or 3 channels") +
@@ -162,7 +163,7 @@ ArrayRows array_rows(const NpyArray& array, const std::string& name, const std::
       saturating_product(static_cast<std::uint64_t>(image.channels), static_cast<std::uint64_t>(image.height)),
       static_cast<std::uint64_t>(image.width));
   if (size == 0 || size > static_cast<std::uint64_t>(std::numeric_limits<Index>::max())) {
-    throw std::invalid_argument(array_name(name, path) + " has shape " + shape_text(shape) + ": images of " +
+    throw std::invalid_argument(array_name(name, path) + " has shape " + numpy_shape_text(shape) + ": images of " +
                                 to_string(image) + " (channels x height x width) " +
                                 (size == 0 ? "have no pixel; each dimension must be >= 1" : "are too large"));
   }

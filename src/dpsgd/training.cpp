@@ -2,6 +2,7 @@
 
 #include "filkit/base/errors.hpp"
 #include "filkit/base/checks.hpp"
+#include "filkit/base/summary.hpp"
 #include "filkit/base/timing.hpp"
 
 #include "filkit/base/finite.hpp"
@@ -71,11 +72,6 @@ void account_snapshot(DpSgdSnapshot& snapshot, const DpSgdOptions& options, doub
   }
 }
 
-double mean_of(const std::vector<double>& values) {
-  double sum = 0.0;
-  for (double v : values) sum += v;
-  return values.empty() ? std::numeric_limits<double>::quiet_NaN() : sum / values.size();
-}
 }  // namespace
 
 double DpSgdSnapshot::rdp_mse_bound() const { return 1.0 / (4.0 * std::expm1(rdp_order2)); }

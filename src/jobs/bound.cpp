@@ -142,9 +142,9 @@ nlohmann::json BoundJobResult::to_json() const {
   json["fil_bound"]["share_above_rdp_bound"] = share_at_or_above(bounds.fil_bound, bounds.rdp_mse_bound);
   json["eta"] = summarize(bounds.fil.eta).to_json();
   json["dfil"] = summarize(bounds.fil.dfil).to_json();
-  json["train_accuracy"] = detail::number_or_null(train_accuracy);
-  json["test_accuracy"] = detail::number_or_null(test_accuracy);
-  json["release_test_accuracy"] = detail::number_or_null(release_test_accuracy);
+  json["train_accuracy"] = number_or_null(train_accuracy);
+  json["test_accuracy"] = number_or_null(test_accuracy);
+  json["release_test_accuracy"] = number_or_null(release_test_accuracy);
   json["warnings"] = warnings;
   json["seconds"] = seconds;
   return json;

@@ -1,4 +1,5 @@
-// Numbers in the job summaries: non-finite values as null, quantiles of the finite entries.
+// Numbers in the job summaries: quantiles of the finite entries (non-finite values as null:
+// number_or_null, base/summary.hpp).
 #pragma once
 
 #include "filkit/base/summary.hpp"
@@ -12,10 +13,6 @@
 #include <vector>
 
 namespace filkit::detail {
-
-inline nlohmann::json number_or_null(double value) {
-  return std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(nullptr);
-}
 
 inline VectorXd finite_values(const VectorXd& values) {
   VectorXd kept(values.size());

@@ -181,9 +181,6 @@ MeasureResult run_measure(const MeasureOptions& requested, bool show_progress) {
 }
 
 namespace {
-nlohmann::json number_or_null(double value) {
-  return std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(nullptr);
-}
 nlohmann::json subset_json(const SubsetFil& fil) {
   return {{"eta", fil.eta}, {"dfil", fil.dfil}, {"examples", fil.examples}, {"coordinates", fil.coordinates}};
 }

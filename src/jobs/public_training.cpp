@@ -87,11 +87,6 @@ double std_of(const std::vector<double>& values) {
   if (values.size() < 2) return 0.0;
   return summarize(Eigen::Map<const VectorXd>(values.data(), static_cast<Index>(values.size()))).std;
 }
-double mean_of(const std::vector<double>& values) {
-  double sum = 0.0;
-  for (double v : values) sum += v;
-  return values.empty() ? std::nan("") : sum / static_cast<double>(values.size());
-}
 nlohmann::json mean_and_std(const std::vector<double>& values) {
   return {{"mean", mean_of(values)}, {"std", std_of(values)}, {"runs", values}};
 }

@@ -2,6 +2,7 @@
 
 #include "filkit/base/checks.hpp"
 #include "filkit/base/timing.hpp"
+#include "filkit/base/summary.hpp"
 
 #include "jobs/json_numbers.hpp"
 
@@ -52,7 +53,7 @@ nlohmann::json share_above_bound(const VectorXd& mse, const VectorXd& bound, con
   }
   return {{"examples", considered},
           {"at_or_above_bound", above},
-          {"share", detail::number_or_null(considered ? static_cast<double>(above) / static_cast<double>(considered) : std::nan(""))}};
+          {"share", number_or_null(considered ? static_cast<double>(above) / static_cast<double>(considered) : std::nan(""))}};
 }
 
 // Examples whose attack MSE lies below `bound` (finite both), and those of them below it by more
@@ -225,7 +226,7 @@ nlohmann::json ReconstructJobResult::to_json() const {
       {"mse_over_linearised", detail::quantiles_json(attack.mean_mse.cwiseQuotient(attack.linearised_mse))},
       {"above_dfil_bound", share_above_bound(attack.mean_mse, bound_of_row, all)},
       {"above_dfil_bound_where_bound_below_perfect_privacy", share_above_bound(attack.mean_mse, bound_of_row, informative)},
-      {"log10_correlation_dfil_bound_vs_mse", detail::number_or_null(log_log_correlation(bound_of_row, attack.mean_mse))},
+      {"log10_correlation_dfil_bound_vs_mse", number_or_null(log_log_correlation(bound_of_row, attack.mean_mse))},
   };
   json["attack"]["biased_bounds"] = biased_bounds_json(*this, bound_of_row);
   json["warnings"] = bound.warnings;

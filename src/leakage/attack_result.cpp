@@ -11,10 +11,6 @@ namespace filkit {
 
 namespace {
 
-nlohmann::json number_or_null(double value) {
-  return std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(nullptr);
-}
-
 nlohmann::json numbers(const std::vector<double>& values) {
   nlohmann::json list = nlohmann::json::array();
   for (double v : values) list.push_back(number_or_null(v));

@@ -2,13 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 namespace filkit {
-
-namespace {
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-}
 
 McEstimate control_variate_mean(const ControlVariateSums& sums, double control_mean) {
   const double T = sums.count;

@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <sstream>
 #include <numeric>
 #include <stdexcept>
@@ -25,7 +24,6 @@ namespace {
 
 constexpr Index kTrialsPerBlock = 32;   // columns of each GEMM: enough to run at BLAS-3 speed
 constexpr Index kBlocksPerWave = 16;    // blocks reduced together; fixed so sums never depend on threads
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // n_all: the examples of every rank (train.n() on one process).
 void check_attack_inputs(const Model& model, const Dataset& train, Index n_all) {

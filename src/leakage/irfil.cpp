@@ -1,5 +1,6 @@
 #include "filkit/leakage/irfil.hpp"
 #include "filkit/base/checks.hpp"
+#include "filkit/base/summary.hpp"
 #include "filkit/data/text_table.hpp"
 
 #include "filkit/base/io.hpp"
@@ -142,9 +143,6 @@ IrfilResult irfil(const Dataset& train, const Dataset& test, const IrfilOptions&
 }
 
 namespace {
-nlohmann::json number_or_null(double value) {
-  return std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(nullptr);
-}
 std::vector<double> to_vector(const VectorXd& v) { return {v.data(), v.data() + v.size()}; }
 }  // namespace
 

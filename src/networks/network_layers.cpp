@@ -1,5 +1,6 @@
 // network_layers.hpp: the layer specification, its refusals, and shape inference.
 #include "filkit/networks/network_layers.hpp"
+#include "filkit/base/checks.hpp"
 
 #include "base/parsing.hpp"
 
@@ -111,12 +112,6 @@ LayerSpec parse_layer(const LayerText& at) {
     at.fail("unknown layer '" + parts[0] + "'; the layers are " + kSupported);
   }
   return layer;
-}
-
-std::string shape_text(const std::vector<Index>& shape) {
-  std::string text;
-  for (std::size_t i = 0; i < shape.size(); ++i) text += (i ? " x " : "") + std::to_string(shape[i]);
-  return text;
 }
 
 /// The output side of a convolution or pooling window along one axis (PyTorch's floor rule).

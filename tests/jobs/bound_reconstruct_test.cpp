@@ -176,19 +176,10 @@ TEST(ReconstructionBinary, PrintsHelpTheSummaryAndWarnings) {
   EXPECT_NE(bad.first, 0);
 }
 
-bool builtin_available(const std::string& name) {
-  try {
-    builtin_dataset_dir(name);
-    return true;
-  } catch (const std::exception&) {
-    return false;
-  }
-}
-
 TEST(PublishedValues, BinaryMnistOutputPerturbationMatchesTheReconstructionPaper) {
   // Guo et al. 2022, section 7.1: MNIST 0 vs 1 (n = 12665), raw pixels in [0,1], lambda = sigma =
   // 1e-2: test accuracy 99.95%, eps = 2.49, RDP bound ~0.02, every per-example dFIL bound > 1.
-  if (!builtin_available("mnist")) GTEST_SKIP() << "MNIST not installed (scripts/setup.sh)";
+  if (!testing::builtin_available("mnist")) GTEST_SKIP() << "MNIST not installed (scripts/setup.sh)";
   if (testing::kAddressSanitizer) GTEST_SKIP() << testing::kPublishedValuesInRelease;
   const BoundJobOptions options;  // the defaults are the paper's setting
   const BoundJobResult result = run_bound(options);

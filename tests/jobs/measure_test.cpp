@@ -149,19 +149,10 @@ TEST(MeasureBinary, PrintsHelpAndTheSummaryTable) {
   EXPECT_NE(bad.second.find("missing.csv"), std::string::npos) << bad.second;
 }
 
-bool builtin_available(const std::string& name) {
-  try {
-    builtin_dataset_dir(name);
-    return true;
-  } catch (const std::exception&) {
-    return false;
-  }
-}
-
 TEST(PublishedValues, MnistZeroVsOneMatchesTable1OfTheFilPaper) {
   // FIL paper, Table 1 (MNIST 0 vs 1, PCA 20, sigma 1): logistic (lambda 8e-4) eta 0.027 +- 0.012,
   // train accuracy 99.8; linear 0.040 +- 0.014 (lambda 0, as in the authors' scripts).
-  if (!builtin_available("mnist")) GTEST_SKIP() << "MNIST not installed (scripts/setup.sh)";
+  if (!testing::builtin_available("mnist")) GTEST_SKIP() << "MNIST not installed (scripts/setup.sh)";
   if (testing::kAddressSanitizer) GTEST_SKIP() << testing::kPublishedValuesInRelease;
   MeasureOptions options;
   options.task.data.data = "mnist";
@@ -182,7 +173,7 @@ TEST(PublishedValues, MnistZeroVsOneMatchesTable1OfTheFilPaper) {
 }
 
 TEST(DefaultJob, RunsOnFashionMnistZeroVsOne) {
-  if (!builtin_available("fashion-mnist")) GTEST_SKIP() << "Fashion-MNIST not installed (scripts/setup.sh)";
+  if (!testing::builtin_available("fashion-mnist")) GTEST_SKIP() << "Fashion-MNIST not installed (scripts/setup.sh)";
   const MeasureOptions options;  // the defaults are the default job
   std::ostringstream printed;
   const MeasureResult result = run_job<MeasureJob>(options, {}, false, &printed);

@@ -2,12 +2,15 @@
 // OptionError (base/errors.hpp) naming the option by its declared name (the name visit_fields
 // gives it), the value and the rule, in one form: "clip_norm = -1: must be > 0", which the
 // command line prints as "--clip-norm = -1: must be > 0" and Python raises as a ValueError.
+// Also how every message shows a value or a shape.
 #pragma once
 
 #include "filkit/base/errors.hpp"
+#include "filkit/base/types.hpp"
 
 #include <concepts>
 #include <string>
+#include <vector>
 
 namespace filkit {
 
@@ -21,6 +24,8 @@ namespace filkit {
 /// as the same double ("0.1", "0.0001", "1e-05", "inf").
 std::string shown_value(double value);
 std::string shown_value(long long value);
+/// A shape as the messages show it: "28 x 28".
+std::string shape_text(const std::vector<Index>& shape);
 
 /// value > 0 and finite.
 void require_positive(const std::string& name, double value);

@@ -5,6 +5,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include <vector>
+
 namespace filkit {
 
 struct Summary {
@@ -31,5 +33,11 @@ Summary summarize(const VectorXd& values);
 
 /// The q-quantile (0 <= q <= 1) by linear interpolation between order statistics (numpy's default).
 double quantile(const VectorXd& values, double q);
+
+/// The mean of per-run values, in order; NaN for none.
+double mean_of(const std::vector<double>& values);
+
+/// A number of a JSON summary: null where it is not finite (JSON has no NaN or infinity).
+nlohmann::json number_or_null(double value);
 
 }  // namespace filkit

@@ -3,6 +3,7 @@
 
 #include <Eigen/Dense>
 
+#include <limits>
 #include <string>
 
 namespace filkit {
@@ -12,6 +13,9 @@ using RowMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::R
 using Eigen::Index;
 using Eigen::MatrixXd;
 using Eigen::VectorXd;
+
+/// Not a number: a quantity that is undefined where it is written (a spread of one trial).
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 /// The library version ("0.1.0"), recorded in every output.
 std::string version();
