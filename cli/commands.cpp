@@ -3,6 +3,7 @@
 
 #include "filkit/jobs/accountant.hpp"
 #include "filkit/jobs/attack.hpp"
+#include "filkit/jobs/bound.hpp"
 #include "filkit/jobs/dpsgd.hpp"
 #include "filkit/jobs/public_training.hpp"
 #include "filkit/jobs/irfil.hpp"
@@ -13,6 +14,7 @@
 
 #include <map>
 #include <set>
+#include <vector>
 
 namespace filkit::cli {
 
@@ -59,19 +61,55 @@ class HelpFormatter : public CLI::Formatter {
 
 }  // namespace
 
+namespace {
+
+struct Command {
+  const char* name;
+  const char* former_name;  ///< "" where it had no other
+  void (*setup)(CLI::App&);
+};
+
+template <class Job>
+Command command(void (*setup)(CLI::App&)) {
+  return {Job::name, former_job_name<Job>(), setup};
+}
+
+// In --help's order.
+const std::vector<Command>& commands() {
+  static const std::vector<Command> all = {
+      command<MeasureJob>(setup_measure),       command<AccountantJob>(setup_accountant),
+      command<ReportJob>(setup_report),         command<DpSgdJob>(setup_dpsgd),
+      command<PublicTrainingJob>(setup_public_training), command<BoundJob>(setup_bound),
+      command<ReconstructJob>(setup_reconstruct), command<IrfilJob>(setup_irfil),
+      command<AttackJob>(setup_attack),         command<LearnedAttackJob>(setup_learned_attack)};
+  return all;
+}
+
+const Command* find_command(const std::vector<std::string>& args) {
+  if (args.empty()) return nullptr;
+  for (const Command& command : commands())
+    if (args.front() == command.name || (*command.former_name && args.front() == command.former_name)) return &command;
+  return nullptr;
+}
+
+}  // namespace
+
 void setup_all_commands(CLI::App& app) {
   // Before the commands are added: each takes its parent's formatter.
   app.formatter(std::make_shared<HelpFormatter>());
-  setup_measure(app);
-  setup_accountant(app);
-  setup_report(app);
-  setup_dpsgd(app);
-  setup_public_training(app);
-  setup_bound(app);
-  setup_reconstruct(app);
-  setup_irfil(app);
-  setup_attack(app);
-  setup_learned_attack(app);
+  for (const Command& command : commands()) command.setup(app);
+}
+
+std::string_view command_named(const std::vector<std::string>& args) {
+  const Command* command = find_command(args);
+  return command != nullptr ? command->name : std::string_view();
+}
+
+void setup_commands_for(CLI::App& app, const std::vector<std::string>& args) {
+  const Command* command = find_command(args);
+  if (command == nullptr) return setup_all_commands(app);
+  app.formatter(std::make_shared<HelpFormatter>());
+  command->setup(app);
 }
 
 }  // namespace filkit::cli

@@ -63,7 +63,7 @@ static int run_command_line(int argc, char** argv) {
                "Fisher information loss (FIL). Run `filkit measure` for the default job."};
   app.set_version_flag("--version", filkit::version());
   app.require_subcommand(1);
-  filkit::cli::setup_all_commands(app);
+  filkit::cli::setup_commands_for(app, std::vector<std::string>(argv + 1, argv + argc));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

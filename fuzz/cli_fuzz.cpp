@@ -2,8 +2,8 @@
 // library's options through option_from_text, and CLI11's own parsing): the input's lines are the
 // arguments after "filkit". Only the parse step runs: the top-level app's parse-complete callback,
 // which CLI11 calls after every flag is parsed and checked but before the subcommands' callbacks
-// (the jobs), ends the parse by an exception of its own. When the first argument names a
-// subcommand only that one is declared. Each app is built once and parsed again on every
+// (the jobs), ends the parse by an exception of its own. As in cli/main.cpp, when the first
+// argument names a subcommand only that one is declared (setup_commands_for). Each app is built once and parsed again on every
 // execution (CLI11 clears the previous parse's results first): building it was 9 in 10 of an
 // execution's time. An option struct keeps the values of flags an earlier input gave; only the
 // parse, which reads the given flags, is under test, so a finding still reproduces on its own.
@@ -13,9 +13,11 @@
 
 #include "fuzz_util.hpp"
 
+#include <functional>
 #include <map>
 #include <memory>
-#include <tuple>
+#include <string>
+#include <vector>
 
 namespace {
 
@@ -32,23 +34,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::vector<const char*> argv;
   for (const std::string& argument : arguments) argv.push_back(argument.c_str());
 
-  using Setup = void (*)(CLI::App&);
-  const std::pair<const char*, Setup> commands[] = {
-      {"measure", filkit::cli::setup_measure}, {"accountant", filkit::cli::setup_accountant},
-      {"report", filkit::cli::setup_report},   {"dpsgd", filkit::cli::setup_dpsgd},
-      {"bound", filkit::cli::setup_bound},     {"reconstruct", filkit::cli::setup_reconstruct},
-      {"irfil", filkit::cli::setup_irfil},     {"attack", filkit::cli::setup_attack}};
-  std::string name = "all";
-  Setup setup = filkit::cli::setup_all_commands;
-  for (const auto& [command, one] : commands)
-    if (arguments.size() > 1 && arguments[1] == command) std::tie(name, setup) = std::pair(command, one);
-  static std::map<std::string, std::unique_ptr<CLI::App>> apps;
-  std::unique_ptr<CLI::App>& built = apps[name];
+  const std::vector<std::string> args(arguments.begin() + 1, arguments.end());
+  static std::map<std::string, std::unique_ptr<CLI::App>, std::less<>> apps;
+  std::unique_ptr<CLI::App>& built = apps[std::string(filkit::cli::command_named(args))];  // "": all
   if (!built) {  // as cli/main.cpp builds it
     built = std::make_unique<CLI::App>("filkit " + filkit::version());
     built->set_version_flag("--version", filkit::version());
     built->require_subcommand(1);
-    setup(*built);
+    filkit::cli::setup_commands_for(*built, args);
     built->parse_complete_callback([] { throw Parsed{}; });
   }
   CLI::App& app = *built;
