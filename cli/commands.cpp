@@ -76,12 +76,16 @@ Command command(void (*setup)(CLI::App&)) {
 
 // In --help's order.
 const std::vector<Command>& commands() {
-  static const std::vector<Command> all = {
-      command<MeasureJob>(setup_measure),       command<AccountantJob>(setup_accountant),
-      command<ReportJob>(setup_report),         command<DpSgdJob>(setup_dpsgd),
-      command<PublicTrainingJob>(setup_public_training), command<BoundJob>(setup_bound),
-      command<ReconstructJob>(setup_reconstruct), command<IrfilJob>(setup_irfil),
-      command<AttackJob>(setup_attack),         command<LearnedAttackJob>(setup_learned_attack)};
+  static const std::vector<Command> all = {command<MeasureJob>(setup_measure),
+                                           command<AccountantJob>(setup_accountant),
+                                           command<ReportJob>(setup_report),
+                                           command<DpSgdJob>(setup_dpsgd),
+                                           command<PublicTrainingJob>(setup_public_training),
+                                           command<BoundJob>(setup_bound),
+                                           command<ReconstructJob>(setup_reconstruct),
+                                           command<IrfilJob>(setup_irfil),
+                                           command<AttackJob>(setup_attack),
+                                           command<LearnedAttackJob>(setup_learned_attack)};
   return all;
 }
 
