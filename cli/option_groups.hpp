@@ -23,7 +23,7 @@ inline constexpr GroupOf kGroupByName[] = {
     // Data: what is loaded and how it is split.
     {"data", "Data"}, {"classes", "Data"}, {"target", "Data"}, {"categorical", "Data"}, {"drop", "Data"},
     {"regression", "Data"}, {"missing", "Data"}, {"unseen_levels", "Data"}, {"image_layout", "Data"}, {"test_fraction", "Data"},
-    {"train_size", "Data"}, {"test_size", "Data"}, {"public_fraction", "Data"}, {"public_size", "Data"},
+    {"train_size", "Data"}, {"test_size", "Data"}, {"public_fraction", "Data"}, {"public_split", "Data"}, {"public_size", "Data"},
     {"weights", "Data"}, {"weights_column", "Data"}, {"seed", "Data"},
     // Preprocessing, fitted on the training split.
     {"pca", "Preprocessing"}, {"row_scaling", "Preprocessing"}, {"scale_pixels", "Preprocessing"},

@@ -22,7 +22,7 @@ filkit's input-dependent extension instead; --gradient-trace exact the probes' e
 Usage: experiments/fim_tables.py EXPERIMENT [--runs R] [--threads T] [--methods M,...] [--gradient-steps N
        --gradient-decay N --gradient-min-steps N --gradient-unit epochs|batches] [--gradient-model KIND]
        [--gradient-trace probes|exact] [--sampling shuffle|uniform|poisson] [--fractions ...] [--lambdas ...]
-       [--reference-logit] [--gradient-precision float64|float32] [--checkpoint-every N]
+       [--reference-logit] [--public-split random|first] [--gradient-precision float64|float32] [--checkpoint-every N]
 Each run of each method is its own `filkit public-training --runs 1 --seed S --methods M` (seeds --seed, ...,
 --seed + --runs - 1), its JSON under ${FILKIT_OUT:-/tmp/filkit-experiments}/fim/<experiment>/<setting>/
 beside the flags it was run with: rerunning the script skips every run already done (the same
@@ -111,6 +111,8 @@ def run_one(directory, settings, args, seed, method):
         flags += ["--" + key, str(value)]
     if args.reference_logit:  # the thesis' one-logit binary model (its predict_binary)
         flags.append("--reference-logit")
+    if args.public_split:  # only when given: the runs made before the option keep their flags
+        flags += ["--public-split", args.public_split]
     if method == "fim" and args.gradient_precision:  # it changes only fim's gradient model (networks)
         flags += ["--gradient-precision", args.gradient_precision]
     # The flags that decide the results mark the run done: not --quiet, where the state is saved,
@@ -245,6 +247,9 @@ def main():
     parser.add_argument("--quiet", action="store_true", help="filkit's --quiet (no progress)")
     parser.add_argument("--gradient-precision", dest="gradient_precision", choices=["float64", "float32"],
                         help="fim on a network (table32): its gradient model's objective in float32, as the thesis' jax")
+    parser.add_argument("--public-split", dest="public_split", choices=["random", "first"],
+                        help="which examples are public: the thesis' code takes the first ones (first); the tables "
+                             "in experiments/README.md were run with a seeded random subset (random, the default)")
     parser.add_argument("--reference-logit", dest="reference_logit", action="store_true",
                         help="hold the last class's logit at 0 (table34: the thesis' one-logit binary model)")
     args = parser.parse_args()

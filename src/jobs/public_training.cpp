@@ -143,7 +143,8 @@ PublicTrainingJobResult run_public_training(const PublicTrainingJobOptions& requ
   result.data = std::move(prepared.data);
   result.preprocessor = std::move(prepared.preprocessor);
   result.seconds = std::move(prepared.seconds);
-  result.split = split_public_private(result.data.train, options.training.public_fraction, seed);
+  result.split = split_public_private(result.data.train, options.training.public_fraction, seed,
+                                      options.training.public_split);
   // The autos the private part decides (kappa_delta, trace, probes), recorded as used.
   result.options.training.private_phase = resolved_private_phase(options.training, result.split.private_part.n());
   const StageScope stage("training with public data");

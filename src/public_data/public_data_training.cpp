@@ -33,14 +33,20 @@
 
 namespace filkit {
 
-PublicPrivateSplit split_public_private(const Dataset& data, double public_fraction, std::uint64_t seed) {
+PublicPrivateSplit split_public_private(const Dataset& data, double public_fraction, std::uint64_t seed,
+                                        PublicSplit which) {
   require_in_interval("public_fraction", public_fraction, 0.0, End::kOpen, 1.0, End::kOpen);
-  const TrainTestIndices indices = shuffle_split(data.n(), public_fraction, seed);
   PublicPrivateSplit split;
-  split.public_rows = indices.test;
-  split.private_rows = indices.train;
-  std::sort(split.public_rows.begin(), split.public_rows.end());
-  std::sort(split.private_rows.begin(), split.private_rows.end());
+  const TrainTestIndices indices = shuffle_split(data.n(), public_fraction, seed);
+  if (which == PublicSplit::kFirst) {  // as many rows as the shuffle takes, from the top
+    const auto n_public = static_cast<Index>(indices.test.size());
+    for (Index i = 0; i < data.n(); ++i) (i < n_public ? split.public_rows : split.private_rows).push_back(i);
+  } else {
+    split.public_rows = indices.test;
+    split.private_rows = indices.train;
+    std::sort(split.public_rows.begin(), split.public_rows.end());
+    std::sort(split.private_rows.begin(), split.private_rows.end());
+  }
   if (split.public_rows.empty() || split.private_rows.empty())
     option_error("public_fraction", format_double(public_fraction),
                  "of " + std::to_string(data.n()) + " examples, leaves the " +
@@ -841,6 +847,7 @@ VectorXd train_one_model(const Dataset& public_part, const Dataset& private_part
 nlohmann::json to_json(const PublicDataTrainingOptions& options) {
   nlohmann::json json;
   json["public_fraction"] = options.public_fraction;
+  json["public_split"] = to_string(options.public_split);
   json["freeze_fraction"] = options.freeze_fraction;
   json["reference_logit"] = options.reference_logit;
   std::vector<std::string> methods;

@@ -52,6 +52,23 @@ TEST(SplitPublicPrivate, CutsEveryRowOnceBySeedAndRefusesBadFractions) {
   expect_invalid([&] { split_public_private(data, 0.001, 1); }, {"public part empty"});
 }
 
+TEST(SplitPublicPrivate, FirstTakesTheLeadingRowsWhateverTheSeedAsTheThesisCode) {
+  const Dataset data = testing::random_classification(100, 3, 2, 1);
+  const PublicPrivateSplit split = split_public_private(data, 0.3, 7, PublicSplit::kFirst);
+  ASSERT_EQ(split.public_rows.size(), 30u);
+  ASSERT_EQ(split.private_rows.size(), 70u);
+  for (Index i = 0; i < 30; ++i) EXPECT_EQ(split.public_rows[static_cast<std::size_t>(i)], i);
+  for (Index i = 0; i < 70; ++i) EXPECT_EQ(split.private_rows[static_cast<std::size_t>(i)], 30 + i);
+  EXPECT_EQ(split.public_part.X, data.X.topRows(30));
+  EXPECT_EQ(split.private_part.X, data.X.bottomRows(70));
+  EXPECT_EQ(split_public_private(data, 0.3, 8, PublicSplit::kFirst).public_rows, split.public_rows);
+  EXPECT_EQ(split_public_private(data, 0.999, 1, PublicSplit::kFirst).private_part.n(), 1);
+  expect_invalid([&] { split_public_private(data, 0.001, 1, PublicSplit::kFirst); }, {"public part empty"});
+  EXPECT_EQ(split_public_private(data, 0.3, 7, PublicSplit::kRandom).public_rows,
+            split_public_private(data, 0.3, 7).public_rows)
+      << "random stays the default";
+}
+
 TEST(SmallestMagnitudeMask, FreezesTheSmallestAbsoluteValuesTiesByIndex) {
   VectorXd w(6);
   w << 0.5, -0.1, 0.2, -0.2, 3.0, 0.0;

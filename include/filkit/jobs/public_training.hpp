@@ -46,6 +46,9 @@ void visit_fields(PublicTrainingJobOptions& o, Visit&& visit) {
   visit("torchscript", o.network.torchscript, "custom: a TorchScript file, as filkit dpsgd --torchscript");
   PublicDataTrainingOptions& t = o.training;
   visit("public_fraction", t.public_fraction, "Fraction of the training examples that are public, in (0, 1)");
+  visit("public_split", t.public_split,
+        "Which examples are public: random (a seeded random subset) or first (the first ones in the data's order, "
+        "the same for every seed, as the thesis' code)");
   visit("freeze_fraction", t.freeze_fraction,
         "prune and fim: fraction of the pre-trained parameters frozen (smallest magnitudes), in [0, 1)");
   visit("reference_logit", t.reference_logit,

@@ -54,10 +54,22 @@ struct PublicPrivateSplit {
   std::vector<Index> private_rows;  ///< rows of the data set, in the order of private_part
 };
 
-/// round(public_fraction * n) rows chosen by a seeded shuffle are public, the rest private (both
-/// keep the data's row order). Throws std::invalid_argument for a fraction outside (0, 1) or a
-/// part that would be empty.
-PublicPrivateSplit split_public_private(const Dataset& data, double public_fraction, std::uint64_t seed);
+/// Which rows are public: a seeded random subset (filkit's default), or the first rows in the
+/// data's order, as the thesis' code takes them (`get_dataset_splits`: the first
+/// round(public_fraction * n) training images public, the rest private, the same for every run).
+enum class PublicSplit { kRandom, kFirst };
+template <>
+struct EnumNames<PublicSplit> {
+  static constexpr const char* what = "public split";
+  static constexpr std::pair<PublicSplit, const char*> names[] = {{PublicSplit::kRandom, "random"},
+                                                                  {PublicSplit::kFirst, "first"}};
+};
+
+/// round(public_fraction * n) rows are public, the rest private (both keep the data's row order):
+/// chosen by a shuffle seeded with `seed`, or the first ones (PublicSplit::kFirst; `seed` unused).
+/// Throws std::invalid_argument for a fraction outside (0, 1) or a part that would be empty.
+PublicPrivateSplit split_public_private(const Dataset& data, double public_fraction, std::uint64_t seed,
+                                        PublicSplit split = PublicSplit::kRandom);
 
 /// Magnitude pruning: true for the round(freeze_fraction * p) coordinates of smallest |w| (ties
 /// broken by index). freeze_fraction in [0, 1). With `fixed` (one flag per coordinate), the fixed
@@ -98,6 +110,8 @@ void visit_pretrain_fields(PlainTrainingOptions& o, Visit&& visit) {
 struct PublicDataTrainingOptions {
   /// Fraction of the training rows that are public, in (0, 1). Thesis: 0.5 (table 3.1), 0.05 (3.2).
   double public_fraction = 0.5;
+  /// Which rows are public (split_public_private). Thesis: the first ones.
+  PublicSplit public_split = PublicSplit::kRandom;
   /// Pre-training on the public part (T1, B1, eta1); steps 0 starts the private phase from
   /// private_phase.init_scale's initialisation.
   PlainTrainingOptions pretrain;
