@@ -24,9 +24,9 @@ Usage: experiments/fim_tables.py EXPERIMENT [--runs R] [--threads T] [--methods 
        [--gradient-trace probes|exact] [--sampling shuffle|uniform|poisson] [--fractions ...] [--lambdas ...]
        [--reference-logit] [--public-split random|first] [--gradient-precision float64|float32] [--checkpoint-every N]
 Each run of each method is its own `filkit public-training --runs 1 --seed S --methods M` (seeds --seed, ...,
---seed + --runs - 1), its JSON under ${FILKIT_OUT:-/tmp/filkit-experiments}/fim/<experiment>/<setting>/
+--seed + --runs - 1), its JSON under ${FILKIT_OUT:-experiments/results}/fim/<experiment>/<setting>/ (committed)
 beside the flags it was run with: rerunning the script skips every run already done (the same
-flags but for the binary's path and --threads), so a long experiment resumes where it was stopped;
+flags but for the binary's path, --threads and --json), so a long experiment resumes where it was stopped;
 fig31's 50 % and fig32's lambda 1000 are table31's runs, and fig32's methods but fim (which lambda
 does not change) are table31's. A run of dpsgd, prune or fim (but fim's conditional model)
 also saves its state to <json>.state every --checkpoint-every private steps (default 1), so a run
@@ -42,7 +42,9 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FILKIT = os.environ.get("FILKIT_BINARY", os.path.join(ROOT, "build", "filkit"))
-OUT = os.path.join(os.environ.get("FILKIT_OUT", "/tmp/filkit-experiments"), "fim")
+# The runs' JSONs (a few kB each) are kept in the repository, experiments/results/fim/ by default,
+# so that an experiment longer than one sitting resumes on another machine from what was committed.
+OUT = os.path.join(os.environ.get("FILKIT_OUT", os.path.join(ROOT, "experiments", "results")), "fim")
 
 # The thesis' numbers: (accuracy, max dFIL, mean dFIL, median dFIL), each (mean, std).
 THESIS_TABLE31 = {
@@ -132,9 +134,11 @@ def run_one(directory, settings, args, seed, method):
 
 
 def deciding(command):
-    """A run's command without what does not change its results: the binary and --threads N."""
+    """A run's command without what does not change its results: the binary, --threads N and where
+    its JSON went (--json PATH), so that results moved to another directory still count."""
     words = command.split()[1:]
-    return [w for i, w in enumerate(words) if w != "--threads" and (i == 0 or words[i - 1] != "--threads")]
+    dropped = ("--threads", "--json")
+    return [w for i, w in enumerate(words) if w not in dropped and (i == 0 or words[i - 1] not in dropped)]
 
 
 def statistics(values):
