@@ -47,7 +47,7 @@ inline constexpr GroupOf kGroupByName[] = {
     {"momentum", "Training"}, {"adam_beta1", "Training"}, {"adam_beta2", "Training"}, {"adam_epsilon", "Training"},
     {"weight_decay", "Training"}, {"init_scale", "Training"}, {"runs", "Training"}, {"report_epochs", "Training"},
     {"methods", "Training"}, {"pretrain_steps", "Training"}, {"pretrain_batch_size", "Training"},
-    {"pretrain_step_size", "Training"}, {"pretrain_weight_decay", "Training"},
+    {"pretrain_step_size", "Training"}, {"pretrain_weight_decay", "Training"}, {"pretrain_sampling", "Training"},
     // Attack: the attacks run on the release.
     {"trials", "Attack"}, {"rows", "Attack"}, {"divisor_guard", "Attack"}, {"sigmas", "Attack"},
     {"white_box", "Attack"}, {"black_box", "Attack"}, {"white_box_solver", "Attack"}, {"examples", "Attack"},

@@ -91,15 +91,8 @@ class Trainer {
     std::vector<Index> batch;
     std::vector<Index>& order = state_.order;
     if (options_.sampling == BatchSampling::kShuffle) {
-      // Epochs of ceil(n / B) batches: a fresh permutation at each epoch's first step, then
-      // consecutive slices of it (the last one short). The position follows from t, so a resumed
-      // run continues the saved permutation.
-      const Index per_epoch = (n_total_ + options_.batch_size - 1) / options_.batch_size;
-      const Index slice = (t - 1) % per_epoch;
-      if (slice == 0) shuffle_batch_to_front(order, n_total_, state_.generator);
-      const Index first = slice * options_.batch_size, last = std::min(n_total_, first + options_.batch_size);
-      batch.assign(order.begin() + first, order.begin() + last);
-      std::sort(batch.begin(), batch.end());
+      // The position in the epoch follows from t, so a resumed run continues the saved permutation.
+      batch = detail::epoch_batch(order, options_.batch_size, t, state_.generator);
     } else if (options_.sampling == BatchSampling::kUniform) {
       shuffle_batch_to_front(order, options_.batch_size, state_.generator);  // a uniform B-subset
       batch.assign(order.begin(), order.begin() + options_.batch_size);

@@ -115,6 +115,8 @@ void PlainTrainingOptions::validate(const std::string& name) const {
   require_positive(name + "_batch_size", batch_size);
   require_positive(name + "_step_size", step_size);
   require_non_negative(name + "_weight_decay", weight_decay);
+  if (sampling == BatchSampling::kPoisson)
+    option_error(name + "_sampling", "poisson", "is not offered for training without privacy: use uniform or shuffle");
 }
 
 void PublicDataTrainingOptions::validate() const {
@@ -336,8 +338,13 @@ VectorXd train_without_privacy(const TrainedModel& model, const Dataset& data, V
   Index adam_steps = 0;
   const DpSgdOptions adam;  // Adam's default moment decays and epsilon
   for (Index t = 1; t <= o.steps; ++t) {
-    detail::shuffle_batch_to_front(order, B, rng);
-    const std::vector<Index> batch(order.begin(), order.begin() + B);
+    std::vector<Index> batch;
+    if (o.sampling == BatchSampling::kShuffle) {
+      batch = detail::epoch_batch(order, B, t, rng);
+    } else {
+      detail::shuffle_batch_to_front(order, B, rng);
+      batch.assign(order.begin(), order.begin() + B);
+    }
     VectorXd g = model.mean_gradient(data, batch, w) + o.weight_decay * w;
     for (Index i = 0; i < static_cast<Index>(fixed.size()); ++i)
       if (fixed[static_cast<std::size_t>(i)]) g(i) = 0.0;  // Adam then leaves them where they are
@@ -781,7 +788,10 @@ PublicDataTrainingResult train_with_public_data(const Dataset& public_part, cons
     if (method == PrivateTrainingMethod::kSgd) {
       DpSgdSnapshot snapshot;
       snapshot.step = phase.steps;
-      const PlainTrainingOptions plain{phase.steps, phase.batch_size, phase.step_size, phase.weight_decay};
+      // Shuffled epochs as the private phase samples them; else independent uniform batches, as before.
+      const PlainTrainingOptions plain{phase.steps, phase.batch_size, phase.step_size, phase.weight_decay,
+                                       phase.sampling == BatchSampling::kShuffle ? BatchSampling::kShuffle
+                                                                                 : BatchSampling::kUniform};
       for (int run = 0; run < phase.runs; ++run) {
         const VectorXd w = train_without_privacy(trained, private_part, starts[static_cast<std::size_t>(run)].parameters,
                                                  plain, dpsgd_run_seed(phase, run), fixed);
@@ -856,7 +866,8 @@ nlohmann::json to_json(const PublicDataTrainingOptions& options) {
   json["pretrain"] = {{"steps", options.pretrain.steps},
                       {"batch_size", options.pretrain.batch_size},
                       {"step_size", options.pretrain.step_size},
-                      {"weight_decay", options.pretrain.weight_decay}};
+                      {"weight_decay", options.pretrain.weight_decay},
+                      {"sampling", to_string(options.pretrain.sampling)}};
   json["gradient_model"] = settings_json(options.gradient_model);
   json["gradient_model"]["normalisation"] =
       options.gradient_model.is_constant()

@@ -4,6 +4,7 @@
 #include "filkit/base/summary.hpp"
 #include "filkit/dpsgd/clipped_gradient.hpp"
 
+#include "dpsgd/optimizer_steps.hpp"
 #include "test_util.hpp"
 
 #include <nlohmann/json.hpp>
@@ -13,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <numeric>
 #include <random>
 #include <string>
 
@@ -478,6 +480,29 @@ TEST(DpSgd, Theorem3SumMatchesMonteCarloFisherInformationOfTheTrajectory) {
   EXPECT_GT(result.final_snapshot().fisher_spectral(0), mc_top - tolerance);
   // A wrong accountant is caught: the FIM with sigma^2 in place of (sigma C)^2 is 4x too small.
   EXPECT_GT(std::abs(accountant * 0.25 - mc_trace), 10.0 * tolerance);
+}
+
+TEST(EpochBatch, EveryRowOnceAnEpochInSlicesOfBTheLastShortAndANewPermutationEachEpoch) {
+  const Index n = 23, B = 5;  // 5 slices an epoch: 5, 5, 5, 5, 3
+  std::vector<Index> order(n);
+  std::iota(order.begin(), order.end(), Index{0});
+  std::mt19937_64 generator(4);
+  std::vector<std::vector<Index>> first_epoch, second_epoch;
+  for (Index t = 1; t <= 10; ++t) (t <= 5 ? first_epoch : second_epoch).push_back(detail::epoch_batch(order, B, t, generator));
+  for (const auto* epoch : {&first_epoch, &second_epoch}) {
+    std::vector<Index> seen;
+    for (std::size_t k = 0; k < epoch->size(); ++k) {
+      const std::vector<Index>& batch = (*epoch)[k];
+      EXPECT_EQ(static_cast<Index>(batch.size()), k < 4 ? B : 3);
+      EXPECT_TRUE(std::is_sorted(batch.begin(), batch.end()));
+      seen.insert(seen.end(), batch.begin(), batch.end());
+    }
+    std::sort(seen.begin(), seen.end());
+    std::vector<Index> all(n);
+    std::iota(all.begin(), all.end(), Index{0});
+    EXPECT_EQ(seen, all) << "every row exactly once an epoch";
+  }
+  EXPECT_NE(first_epoch.front(), second_epoch.front()) << "a fresh permutation at the second epoch";
 }
 
 }  // namespace

@@ -513,6 +513,26 @@ PublicDataTrainingOptions small_options() {
   return o;
 }
 
+TEST(TrainWithPublicData, PretrainingAndSgdFollowTheSamplingAsked) {
+  const Dataset data = testing::random_classification(120, 5, 3, 11);
+  const PublicPrivateSplit split = split_public_private(data, 0.4, 2);
+  PublicDataTrainingOptions o = small_options();
+  o.methods = {PrivateTrainingMethod::kSgd};
+  const auto trained = [&](const PublicDataTrainingOptions& options) {
+    return train_with_public_data(split.public_part, split.private_part, Dataset{}, options).methods.front();
+  };
+  const MethodResult uniform = trained(o);
+  PublicDataTrainingOptions shuffled = o;
+  shuffled.pretrain.sampling = BatchSampling::kShuffle;
+  const MethodResult epochs = trained(shuffled);
+  EXPECT_NE(epochs.training.parameters.front(), uniform.training.parameters.front()) << "other batches";
+  EXPECT_EQ(trained(shuffled).training.parameters.front(), epochs.training.parameters.front()) << "seeded";
+  // The sgd method's batches are the private phase's: shuffled epochs when it samples so.
+  PublicDataTrainingOptions private_shuffled = o;
+  private_shuffled.private_phase.sampling = BatchSampling::kShuffle;
+  EXPECT_NE(trained(private_shuffled).training.parameters.front(), uniform.training.parameters.front());
+}
+
 TEST(TrainWithPublicData, FimWithLambdaZeroIsDpSgdAndDpSgdIsTheClosedForm) {
   REQUIRE_PLUGIN();
   // 8 x 8 images: the conditional model's exact accounting (a Jacobian in x of every released
@@ -793,6 +813,7 @@ TEST(TrainWithPublicData, RefusesBadOptionsWithTheirNames) {
   refuses([](auto& o) { o.gradient_model.precision = GradientPrecision::kFloat32; },
           {"gradient_precision = float32", "networks", "float64"});
   refuses([](auto& o) { o.pretrain.step_size = 0; }, {"pretrain_step_size"});
+  refuses([](auto& o) { o.pretrain.sampling = BatchSampling::kPoisson; }, {"pretrain_sampling", "poisson"});
   refuses([](auto& o) { o.gradient_model.batch_size = 1000; o.methods = {PrivateTrainingMethod::kFim}; },
           {"gradient_batch_size", "public part"});
   PublicDataTrainingOptions o = small_options();

@@ -95,6 +95,9 @@ struct PlainTrainingOptions {
   Index batch_size = 512;   ///< >= 1, at most the data's size
   double step_size = 0.01;  ///< Adam step size, > 0
   double weight_decay = 1e-4;  ///< added to the gradient times w, >= 0
+  /// uniform: each batch an independent B-subset; shuffle: epochs of a permutation, every example
+  /// once an epoch, the last batch short (the thesis' code). Poisson is not offered here.
+  BatchSampling sampling = BatchSampling::kUniform;
   void validate(const std::string& name) const;
 };
 
@@ -105,6 +108,9 @@ void visit_pretrain_fields(PlainTrainingOptions& o, Visit&& visit) {
   visit("pretrain_batch_size", o.batch_size, "Pre-training batch size");
   visit("pretrain_step_size", o.step_size, "Pre-training Adam step size");
   visit("pretrain_weight_decay", o.weight_decay, "Pre-training weight decay");
+  visit("pretrain_sampling", o.sampling,
+        "Pre-training batches: uniform (independent B-subsets) or shuffle (epochs of a permutation, every public "
+        "example once an epoch, as the thesis' code)");
 }
 
 struct PublicDataTrainingOptions {
