@@ -205,7 +205,7 @@ CLI::App* add_job_command(CLI::App& app) {
   command
       ->add_option_function<std::string>(
           "--threads", [run](const std::string& text) { run->threads = parse_thread_count("threads", text); },
-          "OpenMP threads [default: 0 = all " + std::to_string(max_thread_count()) + " cores]")
+          "OpenMP threads [default: 0 = all " + std::to_string(hardware_thread_count()) + " hardware threads, or OMP_NUM_THREADS when set]")
       ->type_name("INT")
       ->group(resources);
   command->callback([options, run] {

@@ -139,18 +139,16 @@ long long bounded_iterations(std::initializer_list<IterationFactor> factors, con
                                            ", more than 1e15, which no run would finish; ask for fewer");
 }
 
-int max_thread_count() {
-  const unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
-  return static_cast<int>(std::min(1024u, 4 * hardware));
-}
+int hardware_thread_count() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+
+int max_thread_count() { return std::min(1024, 4 * hardware_thread_count()); }
 
 void check_thread_count(const std::string& name, long long threads) {
   const int most = max_thread_count();
   if (threads >= 0 && threads <= most) return;
   option_error(name, std::to_string(threads),
                "expected 0.." + std::to_string(most) + " (0 = all cores; at most 4 x the " +
-                   std::to_string(std::max(1u, std::thread::hardware_concurrency())) +
-                   " hardware threads, and never above 1024)");
+                   std::to_string(hardware_thread_count()) + " hardware threads, and never above 1024)");
 }
 
 }  // namespace filkit

@@ -168,14 +168,17 @@ Dataset Dataset::select_rows(const std::vector<Index>& rows) const {
   return selected;
 }
 
-TrainTestIndices shuffle_split(Index n, double test_fraction, std::uint64_t seed) {
+Index held_out_count(Index n, double test_fraction) {
   if (n < 0) throw std::invalid_argument("shuffle_split: n = " + std::to_string(n) + " must be >= 0");
   if (!(test_fraction >= 0.0 && test_fraction < 1.0)) {
     throw std::invalid_argument("test_fraction = " + detail::format_number(test_fraction) +
                                 " must be in [0, 1)");
   }
-  const auto n_test = std::min<Index>(std::llround(test_fraction * static_cast<double>(n)),
-                                      std::max<Index>(n - 1, 0));
+  return std::min<Index>(std::llround(test_fraction * static_cast<double>(n)), std::max<Index>(n - 1, 0));
+}
+
+TrainTestIndices shuffle_split(Index n, double test_fraction, std::uint64_t seed) {
+  const Index n_test = held_out_count(n, test_fraction);
   std::vector<Index> order(static_cast<std::size_t>(n));
   for (Index i = 0; i < n; ++i) order[static_cast<std::size_t>(i)] = i;
   std::mt19937_64 rng(seed);

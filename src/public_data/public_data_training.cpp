@@ -30,6 +30,7 @@
 #include <numeric>
 #include <random>
 #include <stdexcept>
+#include <utility>
 
 namespace filkit {
 
@@ -37,15 +38,13 @@ PublicPrivateSplit split_public_private(const Dataset& data, double public_fract
                                         PublicSplit which) {
   require_in_interval("public_fraction", public_fraction, 0.0, End::kOpen, 1.0, End::kOpen);
   PublicPrivateSplit split;
-  const TrainTestIndices indices = shuffle_split(data.n(), public_fraction, seed);
   if (which == PublicSplit::kFirst) {  // as many rows as the shuffle takes, from the top
-    const auto n_public = static_cast<Index>(indices.test.size());
+    const Index n_public = held_out_count(data.n(), public_fraction);
     for (Index i = 0; i < data.n(); ++i) (i < n_public ? split.public_rows : split.private_rows).push_back(i);
-  } else {
-    split.public_rows = indices.test;
-    split.private_rows = indices.train;
-    std::sort(split.public_rows.begin(), split.public_rows.end());
-    std::sort(split.private_rows.begin(), split.private_rows.end());
+  } else {  // shuffle_split's parts come sorted
+    TrainTestIndices indices = shuffle_split(data.n(), public_fraction, seed);
+    split.public_rows = std::move(indices.test);
+    split.private_rows = std::move(indices.train);
   }
   if (split.public_rows.empty() || split.private_rows.empty())
     option_error("public_fraction", format_double(public_fraction),

@@ -136,6 +136,18 @@ TEST(ShuffleSplit, KeepsOneTrainingRowAndRejectsBadFractions) {
   EXPECT_INVALID_ARGUMENT(shuffle_split(5, 1.0, 0), "test_fraction = 1", "[0, 1)");
 }
 
+TEST(ShuffleSplit, HoldsOutTheCountHeldOutCountGives) {
+  // round half away from zero, capped at n - 1: 0.25 * 10 = 2.5 -> 3; 0.9 * 2 = 1.8 -> 1 (cap).
+  EXPECT_EQ(held_out_count(10, 0.25), 3);
+  EXPECT_EQ(held_out_count(2, 0.9), 1);
+  EXPECT_EQ(held_out_count(0, 0.5), 0);
+  for (const Index n : {1, 7, 100, 60000})
+    for (const double f : {0.0, 0.01, 0.05, 0.5, 0.99})
+      EXPECT_EQ(static_cast<Index>(shuffle_split(n, f, 3).test.size()), held_out_count(n, f)) << n << " " << f;
+  EXPECT_INVALID_ARGUMENT(held_out_count(-1, 0.5), "n = -1", ">= 0");
+  EXPECT_INVALID_ARGUMENT(held_out_count(5, -0.5), "test_fraction = -0.5", "[0, 1)");
+}
+
 TEST(DataOptions, ValidateNamesFieldValueAndRule) {
   DataOptions options;
   options.test_fraction = -0.1;

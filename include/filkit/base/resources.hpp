@@ -67,6 +67,10 @@ struct IterationFactor {
 /// else returns the product. `what` says what is counted ("DP-SGD steps"). The factors must be >= 0.
 long long bounded_iterations(std::initializer_list<IterationFactor> factors, const std::string& what);
 
+/// The hardware threads (std::thread::hardware_concurrency, at least 1): what 0 threads, OpenMP's
+/// default, uses unless OMP_NUM_THREADS says otherwise.
+int hardware_thread_count();
+
 /// The largest thread count accepted: 4 x the hardware threads, at most 1024 (libgomp cannot
 /// start many thousands of threads and crashes trying).
 int max_thread_count();

@@ -116,7 +116,11 @@ struct TrainTestIndices {
   std::vector<Index> train;
   std::vector<Index> test;
 };
-/// Holds out round(test_fraction * n) rows chosen by a Fisher-Yates shuffle driven by
+/// How many of n rows shuffle_split holds out: round(test_fraction * n), at most n - 1.
+/// Throws std::invalid_argument unless n >= 0 and test_fraction is in [0, 1).
+Index held_out_count(Index n, double test_fraction);
+
+/// Holds out held_out_count(n, test_fraction) rows chosen by a Fisher-Yates shuffle driven by
 /// std::mt19937_64(seed) with bitmask rejection sampling, so the split is the same on every
 /// platform and standard library. test_fraction in [0, 1); at least one row stays in train.
 TrainTestIndices shuffle_split(Index n, double test_fraction, std::uint64_t seed);
