@@ -23,10 +23,10 @@ struct DataPipelineOptions {
   std::string data = DataOptions{}.data;  // the loader's defaults, written once (load.hpp)
   /// Classes to keep, relabelled 0..K-1 in the order given; empty = all; auto = 0,1 for the
   /// built-in image datasets, all for files.
-  std::optional<std::vector<int>> classes;
-  std::string target;
-  std::vector<std::string> categorical;
-  std::vector<std::string> drop;
+  std::optional<std::vector<int>> classes{};
+  std::string target{};
+  std::vector<std::string> categorical{};
+  std::vector<std::string> drop{};
   bool regression = false;
   MissingPolicy missing = DataOptions{}.missing_policy;
   UnseenLevelPolicy unseen_levels = DataOptions{}.unseen_levels;
@@ -35,13 +35,13 @@ struct DataPipelineOptions {
   Index test_size = 0;
   /// PCA components fitted on the training split; 0 = none; auto = 20 for built-in image datasets,
   /// none for files.
-  std::optional<Index> pca;
+  std::optional<Index> pca{};
   RowScaling row_scaling = RowScaling::kGlobalMax;
   /// Divide pixels by 255; auto = for the built-in image datasets.
-  std::optional<bool> scale_pixels;
+  std::optional<bool> scale_pixels{};
   Standardization standardize = PreprocessOptions{}.standardize;
   ByteSize max_memory = DataOptions{}.max_memory;
-  std::optional<ImageLayout> image_layout;
+  std::optional<ImageLayout> image_layout{};
 
   /// The concrete options for dataset seed `seed` (autos resolved).
   DataOptions data_options(std::uint64_t seed) const;

@@ -19,7 +19,7 @@ struct TaskOptions {
   DataPipelineOptions data;
   /// least-squares, logistic or softmax; auto = least squares for a regression, else logistic.
   std::optional<ModelKind> model = ModelKind::kLogistic;
-  FitOptions fit;
+  FitOptions fit{};
 
   /// Resolves the autos of data and model for this dataset (a built-in tabular dataset brings
   /// its own task: regression or classification).

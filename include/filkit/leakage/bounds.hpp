@@ -70,7 +70,7 @@ struct ReconstructionBoundOptions {
   /// 1 (pixels in [0,1]). Finite and > 0.
   double diameter = 1.0;
   /// Per-coordinate ranges: empty, or one finite positive value per feature.
-  VectorXd diameters;
+  VectorXd diameters{};
   /// R of the norm assumption ||x~|| <= R under which the RDP epsilon is stated, > 0. The
   /// paper's eps = 4 / (n lambda sigma)^2 is R = 1.
   double norm_bound = 1.0;
