@@ -22,7 +22,8 @@ filkit's input-dependent extension instead; --gradient-trace exact the probes' e
 Usage: experiments/fim_tables.py EXPERIMENT [--runs R] [--threads T] [--methods M,...] [--gradient-steps N
        --gradient-decay N --gradient-min-steps N --gradient-unit epochs|batches] [--gradient-model KIND]
        [--gradient-trace probes|exact] [--sampling shuffle|uniform|poisson] [--fractions ...] [--lambdas ...]
-       [--reference-logit] [--public-split random|first] [--gradient-precision float64|float32] [--checkpoint-every N]
+       [--reference-logit] [--public-split random|first] [--gradient-precision float64|float32]
+       [--gradient-probe-draws batch|step] [--checkpoint-every N]
 Each run of each method is its own `filkit public-training --runs 1 --seed S --methods M` (seeds --seed, ...,
 --seed + --runs - 1), its JSON under ${FILKIT_OUT:-experiments/results}/fim/<experiment>/<setting>/ (committed)
 beside the flags it was run with: rerunning the script skips every run already done (the same
@@ -104,7 +105,9 @@ def run_one(directory, settings, args, seed, method):
     for it). Each is its own process and file, so an interrupted experiment resumes at the first run
     that has no JSON; pre-training is repeated per method (it is the same for every method of a seed)."""
     os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, f"seed{seed}-{method}.json")
+    # fim with probes drawn once a step (filkit's variant) is kept beside the thesis' per-batch draws.
+    step_probes = method == "fim" and args.gradient_probe_draws == "step"
+    path = os.path.join(directory, f"seed{seed}-{method}{'-step-probes' if step_probes else ''}.json")
     flags = [FILKIT, "public-training", "--json", path, "--runs", "1", "--seed", str(seed),
              "--threads", str(args.threads), "--methods", method]
     if args.quiet:
@@ -117,6 +120,8 @@ def run_one(directory, settings, args, seed, method):
         flags += ["--public-split", args.public_split]
     if method == "fim" and args.gradient_precision:  # it changes only fim's gradient model (networks)
         flags += ["--gradient-precision", args.gradient_precision]
+    if step_probes:
+        flags += ["--gradient-probe-draws", "step"]
     # The flags that decide the results mark the run done: not --quiet, where the state is saved,
     # the binary's path or --threads (filkit's results do not depend on the thread count).
     command = " ".join(flag for flag in flags if flag != "--quiet")
@@ -251,6 +256,10 @@ def main():
     parser.add_argument("--quiet", action="store_true", help="filkit's --quiet (no progress)")
     parser.add_argument("--gradient-precision", dest="gradient_precision", choices=["float64", "float32"],
                         help="fim on a network (table32): its gradient model's objective in float32, as the thesis' jax")
+    parser.add_argument("--gradient-probe-draws", dest="gradient_probe_draws", choices=["batch", "step"],
+                        help="fim: the objective's probes drawn afresh each public batch (the thesis, the default) or "
+                             "once per example and private step (filkit's variant: on a network each example's "
+                             "gradient and probe products are computed once a step; its runs are seedS-fim-step-probes.json)")
     parser.add_argument("--public-split", dest="public_split", choices=["random", "first"],
                         help="which examples are public: the thesis' code takes the first ones (first); the tables "
                              "in experiments/README.md were run with a seeded random subset (random, the default)")

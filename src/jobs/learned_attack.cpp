@@ -81,7 +81,7 @@ std::uint64_t shadow_model_memory(const LearnedAttackJobOptions& options, const 
     const Index trainable = shape.parameters - (t.reference_logit ? shape.parameters / shape.classes : 0);
     const Index released = trainable - std::llround(t.freeze_fraction * static_cast<double>(trainable));
     bytes = saturating_sum(bytes, estimate_gradient_model_memory(t.gradient_model, released, data.fixed.d(),
-                                                                 data.fixed.image, data.public_part.n())
+                                                                 data.fixed.image, data.public_part.n(), false)
                                       .total());
   }
   return bytes;

@@ -43,12 +43,16 @@ bool has_conv_branch(const GradientModelOptions& options, const std::optional<Im
 
 }  // namespace
 
-std::uint64_t GradientModelMemoryEstimate::total() const { return sum(sum(parameters, activations), probes); }
+std::uint64_t GradientModelMemoryEstimate::total() const {
+  return sum(sum(parameters, activations), sum(probes, step_draws));
+}
 
 std::string GradientModelMemoryEstimate::describe() const {
   return "the gradient model of " + std::to_string(parameter_count) + " parameters (" +
          readable_bytes(parameters) + " with Adam's moments, " + readable_bytes(activations) +
-         " of activations a public batch, " + readable_bytes(probes) + " of probes)";
+         " of activations a public batch, " + readable_bytes(probes) + " of probes" +
+         (step_draws > 0 ? ", " + readable_bytes(step_draws) + " of every public example's probes and terms a step" : "") +
+         ")";
 }
 
 Index gradient_model_parameter_count(const GradientModelOptions& options, Index released,
@@ -84,7 +88,7 @@ Index gradient_model_parameter_count(const GradientModelOptions& options, Index 
 
 GradientModelMemoryEstimate estimate_gradient_model_memory(const GradientModelOptions& options, Index released,
                                                            Index input_dim, const std::optional<ImageShape>& image,
-                                                           Index public_rows) {
+                                                           Index public_rows, bool network) {
   GradientModelMemoryEstimate estimate;
   estimate.parameter_count = gradient_model_parameter_count(options, released, image);
   estimate.parameters = doubles(u64(estimate.parameter_count), kGradientModelParameterCopies);
@@ -100,6 +104,12 @@ GradientModelMemoryEstimate estimate_gradient_model_memory(const GradientModelOp
   const bool probed = options.kind == GradientModelKind::kConditional || options.trace == GradientTrace::kProbes;
   if (probed)
     estimate.probes = doubles(product(product(rows, u64(options.probes)), sum(u64(input_dim), u64(released))), 1);
+  if (probed && options.is_constant() && options.probe_draws == ProbeDraws::kStep) {
+    const std::uint64_t all = u64(public_rows), S = u64(options.probes);
+    std::uint64_t values = product(product(all, S), u64(input_dim));
+    if (network) values = sum(values, product(product(all, S + 1), u64(released)));
+    estimate.step_draws = doubles(values, 1);
+  }
   return estimate;
 }
 

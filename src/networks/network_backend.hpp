@@ -83,6 +83,16 @@ struct ShiftObjectiveValue {
   VectorXd gradient;  ///< d value / d c (released coordinates)
 };
 
+/// What the constant models' objective needs of a batch besides c: each example's released
+/// gradient M g_b (B x m) and its input-space probe products M J_g v_bs (B S x m, row b S + s),
+/// float64 (computed in the requested precision). theta is fixed over the epochs before a private
+/// step, so with probes drawn once a step (ProbeDraws::kStep) these are computed once and the
+/// objective at any c follows in O(B S m) (constant_perturbation.hpp, shift_objective_from_terms).
+struct ShiftObjectiveTerms {
+  RowMatrix gradients;
+  RowMatrix probe_products;
+};
+
 /// The released vectors r(x) = clip(M g + g_phi) (or clip(g_phi), clip(M g)) of a batch, their
 /// accounting and the gradient model's training. All matrices one example a row.
 class ReleasedGradientBackend {
@@ -116,6 +126,9 @@ class ReleasedGradientBackend {
   virtual ShiftObjectiveValue shift_objective(const VectorXd& theta, const RowMatrix& X, const VectorXd& y,
                                               const VectorXd& c, const RowMatrix& probes,
                                               const ShiftObjectiveRequest& request) const = 0;
+  /// The objective's terms of a batch with probes (B * S x d, S >= 1).
+  virtual ShiftObjectiveTerms shift_objective_terms(const VectorXd& theta, const RowMatrix& X, const VectorXd& y,
+                                                    const RowMatrix& probes, GradientPrecision precision) const = 0;
 };
 
 /// A TorchScript module read as a chain of layers.

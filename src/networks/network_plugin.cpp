@@ -248,6 +248,10 @@ class GuardedReleasedGradientBackend final : public ReleasedGradientBackend {
                                       const RowMatrix& probes, const ShiftObjectiveRequest& request) const override {
     return guarded([&] { return inner_->shift_objective(theta, X, y, c, probes, request); });
   }
+  ShiftObjectiveTerms shift_objective_terms(const VectorXd& theta, const RowMatrix& X, const VectorXd& y,
+                                            const RowMatrix& probes, GradientPrecision precision) const override {
+    return guarded([&] { return inner_->shift_objective_terms(theta, X, y, probes, precision); });
+  }
 
  private:
   std::unique_ptr<ReleasedGradientBackend> inner_;

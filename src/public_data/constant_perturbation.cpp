@@ -62,6 +62,65 @@ void apply_softmax_jacobian(const MatrixXd& P, MatrixXd& rows, Index per = 1) {
 
 }  // namespace
 
+ShiftObjective shift_objective_from_terms(const RowMatrix& gradients, const RowMatrix& probe_products,
+                                          const std::vector<Index>& rows, const VectorXd& c, double clip_norm,
+                                          double lambda, bool snr, double floor) {
+  const Index n = gradients.rows(), m = gradients.cols(), B = static_cast<Index>(rows.size());
+  const Index S = n > 0 ? probe_products.rows() / n : 0;
+  if (c.size() != m || probe_products.cols() != m || S < 1 || probe_products.rows() != n * S)
+    throw std::invalid_argument("shift_objective_from_terms: gradients " + std::to_string(n) + " x " +
+                                std::to_string(m) + ", probe products " + std::to_string(probe_products.rows()) +
+                                " x " + std::to_string(probe_products.cols()) + " and c of " +
+                                std::to_string(c.size()) + " do not fit (expected n x m, n S x m with S >= 1, m)");
+  for (const Index r : rows)
+    if (r < 0 || r >= n)
+      throw std::invalid_argument("shift_objective_from_terms: row " + std::to_string(r) + " of " + std::to_string(n));
+  if (B == 0) throw std::invalid_argument("shift_objective_from_terms: an empty batch");
+  struct Partial {
+    double value = 0.0;
+    VectorXd gradient;  // sum_b lambda d(F_b / D_b)/du_b
+  };
+  Partial zero;
+  zero.gradient = VectorXd::Zero(m);
+  ShiftObjective out;
+  out.gradient = VectorXd::Zero(m);
+  const auto add_block = [&](Partial& part, Index b0, Index nb) {
+    VectorXd u(m), along_w(m);
+    for (Index b = b0; b < b0 + nb; ++b) {
+      const Index r = rows[static_cast<std::size_t>(b)];
+      u = gradients.row(r).transpose() + c;
+      const double norm = u.norm();
+      const ClipScalars k = clip_scalars(norm, clip_norm);
+      // T = (1/S) sum_s a ||w_s||^2 + b (u.w_s)^2, and dT/du = t_u u / n + along_w.
+      double T = 0.0, t_u = 0.0;
+      along_w.setZero();
+      for (Index s = 0; s < S; ++s) {
+        const auto w = probe_products.row(r * S + s).transpose();
+        const double A = w.squaredNorm(), P = u.dot(w);
+        T += k.a * A + k.b * P * P;
+        t_u += k.da * A + k.db * P * P;
+        along_w.noalias() += (2.0 * k.b * P) * w;
+      }
+      T /= static_cast<double>(S);
+      t_u /= static_cast<double>(S);
+      along_w /= static_cast<double>(S);
+      const double F = T + floor, D = snr ? k.norm2 : 1.0;
+      const double d_u = snr ? k.dnorm2 : 0.0;  // dD/dn
+      part.value += lambda * F / D;
+      // d(F/D)/du = (dT/du) / D - F dD/du / D^2; at u = 0 every u/n term vanishes with u.
+      const double on_u = norm > 0.0 ? (t_u / D - F * d_u / (D * D)) / norm : 0.0;
+      part.gradient.noalias() += lambda * (on_u * u + along_w / D);
+    }
+  };
+  detail::reduce_blocks_in_order(B, kBlockExamples, zero, add_block, [&](Partial& part) {
+    out.value += part.value;
+    out.gradient += part.gradient;
+  });
+  out.value = out.value / static_cast<double>(B) + c.squaredNorm();
+  out.gradient = out.gradient / static_cast<double>(B) + 2.0 * c;
+  return out;
+}
+
 // One evaluation over a batch: its inputs, what is asked, and the results.
 struct SoftmaxRelease::Pass {
   const RowMatrix* X = nullptr;

@@ -107,6 +107,10 @@ void GradientModelOptions::validate() const {
   require_positive("gradient_step_size", step_size);
   require_non_negative("gradient_weight_decay", weight_decay);
   require_positive("gradient_probes", probes);
+  if (probe_draws == ProbeDraws::kStep && (kind == GradientModelKind::kConditional || trace != GradientTrace::kProbes))
+    option_error("gradient_probe_draws", "step",
+                 "draws the probes of the constant models' probe estimate (" + option_name("gradient_model") +
+                     " = constant or vector, " + option_name("gradient_trace") + " = probes)");
 }
 
 void PlainTrainingOptions::validate(const std::string& name) const {
@@ -576,11 +580,36 @@ class PublicDataModel final : public TrainableModel {
     if (model_.is_glm())
       closed_form.emplace(Eigen::Map<const MatrixXd>(w.data(), model_.p(), w.size() / model_.p()), model_.intercept(),
                           frozen_, phase_.clip_norm);
+    // ProbeDraws::kStep: each public example's probes drawn once for this step, from its own stream;
+    // on a network its gradient and probe products at w computed once (w is fixed until the step).
+    const bool per_step = S > 0 && o.probe_draws == ProbeDraws::kStep;
+    RowMatrix step_probes;
+    ShiftObjectiveTerms step_terms;
+    if (per_step) {
+      step_probes.resize(n * S, d);
+      const std::uint64_t step_key = derive_seed(run_seed, t, 4);
+#pragma omp parallel for schedule(static)
+      for (Index r = 0; r < n; ++r) {
+        SplitMixStream stream(splitmix64(step_key + static_cast<std::uint64_t>(r)));
+        for (Index s = 0; s < S; ++s)
+          for (Index j = 0; j < d; ++j) step_probes(r * S + s, j) = stream.normal();
+      }
+      if (!closed_form) step_terms = backend_->shift_objective_terms(w, public_.X, public_.y, step_probes, o.precision);
+    }
     Index batch_count = 0;
     double last_value = std::nan("");
     auto train_on = [&](std::vector<Index> rows) {
       std::sort(rows.begin(), rows.end());
       const Index b_rows = static_cast<Index>(rows.size());
+      if (per_step && !closed_form) {
+        const ShiftObjective value =
+            shift_objective_from_terms(step_terms.gradients, step_terms.probe_products, rows,
+                                       constant_->perturbation(), phase_.clip_norm, request.lambda, request.snr,
+                                       request.floor);
+        apply_constant_update({value.value, value.gradient}, t);
+        last_value = value.value;
+        return;
+      }
       // The batch's rows gathered directly: select_rows would re-validate every value of checked data
       // (8 % of the training's time at the thesis' table 3.1 shape).
       RowMatrix Xb(b_rows, d);
@@ -590,20 +619,23 @@ class PublicDataModel final : public TrainableModel {
         yb(b) = public_.y(rows[static_cast<std::size_t>(b)]);
       }
       RowMatrix probes(b_rows * S, d);
-      const std::uint64_t batch_key = derive_seed(run_seed, t, 3) ^ splitmix64(static_cast<std::uint64_t>(batch_count++));
+      if (per_step) {  // softmax regression: this step's probes of the batch's rows
+        for (Index b = 0; b < b_rows; ++b)
+          probes.middleRows(b * S, S) = step_probes.middleRows(rows[static_cast<std::size_t>(b)] * S, S);
+      } else {
+        const std::uint64_t batch_key =
+            derive_seed(run_seed, t, 3) ^ splitmix64(static_cast<std::uint64_t>(batch_count++));
 #pragma omp parallel for schedule(static)
-      for (Index b = 0; b < b_rows; ++b) {  // each example's probes from its own stream: any thread count
-        SplitMixStream stream(splitmix64(batch_key + static_cast<std::uint64_t>(b)));
-        for (Index s = 0; s < S; ++s)
-          for (Index j = 0; j < d; ++j) probes(b * S + s, j) = stream.normal();
+        for (Index b = 0; b < b_rows; ++b) {  // each example's probes from its own stream: any thread count
+          SplitMixStream stream(splitmix64(batch_key + static_cast<std::uint64_t>(b)));
+          for (Index s = 0; s < S; ++s)
+            for (Index j = 0; j < d; ++j) probes(b * S + s, j) = stream.normal();
+        }
       }
       const ShiftObjectiveValue value =
           closed_form ? closed_form_objective(*closed_form, Xb, yb, probes, request)
                       : backend_->shift_objective(w, Xb, yb, constant_->perturbation(), probes, request);
-      if (!std::isfinite(value.value) || !value.gradient.allFinite())
-        throw std::runtime_error("the constant gradient model's objective is not finite before private step " +
-                                 std::to_string(t) + ": lower lambda or gradient_step_size");
-      constant_->update_from_perturbation_gradient(value.gradient, o.step_size, o.weight_decay);
+      apply_constant_update(value, t);
       last_value = value.value;
     };
     const Index amount = o.steps_before(t);
@@ -619,6 +651,14 @@ class PublicDataModel final : public TrainableModel {
     }
     backend_->set_shift(constant_->perturbation());
     loss_.push_back(last_value);
+  }
+
+  /// One Adam update of the constant model from the objective's value and gradient on a batch.
+  void apply_constant_update(const ShiftObjectiveValue& value, Index t) const {
+    if (!std::isfinite(value.value) || !value.gradient.allFinite())
+      throw std::runtime_error("the constant gradient model's objective is not finite before private step " +
+                               std::to_string(t) + ": lower lambda or gradient_step_size");
+    constant_->update_from_perturbation_gradient(value.gradient, gradient_model_.step_size, gradient_model_.weight_decay);
   }
 
   ShiftObjectiveValue closed_form_objective(const SoftmaxRelease& release, const RowMatrix& X, const VectorXd& y,
@@ -728,7 +768,7 @@ void check_training_memory(const TrainedModel& trained, const PublicDataTraining
   }
   if (fim) {
     const GradientModelMemoryEstimate model = estimate_gradient_model_memory(
-        options.gradient_model, released, private_part.d(), private_part.image, public_rows);
+        options.gradient_model, released, private_part.d(), private_part.image, public_rows, phase.network.has_value());
     bytes = saturating_sum(bytes, model.total());
     what += Message(phase.network ? " and " : "") + model.describe();
     shrink += Message(phase.network ? ", " : "") + "a narrower " + option_name("gradient_hidden") + ", a smaller " +

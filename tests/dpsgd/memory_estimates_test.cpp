@@ -109,14 +109,22 @@ TEST(GradientModelMemoryEstimate, CountsProbesAsBatchTimesProbesTimesInputAndRel
   options.batch_size = 16;
   options.probes = 3;
   const Index m = 40, d = 30;
-  const GradientModelMemoryEstimate estimate = estimate_gradient_model_memory(options, m, d, std::nullopt, 10);
+  const GradientModelMemoryEstimate estimate = estimate_gradient_model_memory(options, m, d, std::nullopt, 10, true);
   const std::uint64_t count = 256 + 256 * 256 + 256 + 40 * 256 + 40;
   EXPECT_EQ(estimate.parameter_count, static_cast<Index>(count));
   EXPECT_EQ(estimate.parameters, count * kDouble * kGradientModelParameterCopies);
   EXPECT_EQ(estimate.activations, 10 * 40 * kDouble * 2);  // the batch is the 10 public rows
   EXPECT_EQ(estimate.probes, 10 * 3 * (30 + 40) * kDouble);
+  EXPECT_EQ(estimate.step_draws, 0u);
+  // Drawn once a step: every public example's 3 probes (30 each) and, on a network, its gradient
+  // and 3 probe products (40 each).
+  options.probe_draws = ProbeDraws::kStep;
+  EXPECT_EQ(estimate_gradient_model_memory(options, m, d, std::nullopt, 10, true).step_draws,
+            10 * (3 * 30 + 4 * 40) * kDouble);
+  EXPECT_EQ(estimate_gradient_model_memory(options, m, d, std::nullopt, 10, false).step_draws, 10 * 3 * 30 * kDouble);
   options.trace = GradientTrace::kExact;
-  EXPECT_EQ(estimate_gradient_model_memory(options, m, d, std::nullopt, 10).probes, 0u);
+  EXPECT_EQ(estimate_gradient_model_memory(options, m, d, std::nullopt, 10, true).probes, 0u);
+  EXPECT_EQ(estimate_gradient_model_memory(options, m, d, std::nullopt, 10, true).step_draws, 0u);
 }
 
 /// A softmax problem of 20 features and 2 classes, `n` rows.

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <iomanip>
+#include <numeric>
 #include <optional>
 #include <random>
 #include <sstream>
@@ -222,6 +223,61 @@ TEST_P(ConstantPerturbationDense, GradientMatchesCentralDifferences) {
                    scientific(relative_error(lambda_part, differences)));
     EXPECT_GT(differences.norm(), 1e-3 * (2.0 * pr.c).norm());  // the lambda part is not negligible
   });
+}
+
+// The objective from each example's terms (the route of probes drawn once a step) is the closed
+// form's, value and gradient, on the whole batch and on a subset of its rows: the terms are M g_b
+// (the release at c = 0 with no clip) and M J_g v by central differences of it.
+TEST_P(ConstantPerturbationDense, ObjectiveFromTermsIsTheClosedForms) {
+  make(9, 2, 53);
+  const Problem& pr = pr_;
+  const SoftmaxRelease& release = *release_;
+  const Index B = pr.X.rows(), S = 2, m = pr.c.size();
+  const VectorXd zero = VectorXd::Zero(m);
+  const auto unclipped = [&](const VectorXd& x, Index label) {
+    return VectorXd(dense_release(pr, x, label, zero, 1e300) * (gelu(-1.0) + 1.0));
+  };
+  RowMatrix gradients(B, m), products(B * S, m);
+  for (Index b = 0; b < B; ++b) {
+    const VectorXd x = pr.X.row(b).transpose();
+    const Index label = static_cast<Index>(pr.y(b));
+    gradients.row(b) = unclipped(x, label).transpose();
+    const double h = 1e-5;
+    for (Index s = 0; s < S; ++s) {
+      const VectorXd v = probes_.row(b * S + s).transpose();
+      products.row(b * S + s) = ((unclipped(x + h * v, label) - unclipped(x - h * v, label)) / (2.0 * h)).transpose();
+    }
+  }
+  std::vector<Index> all(static_cast<std::size_t>(B));
+  std::iota(all.begin(), all.end(), Index{0});
+  const std::vector<Index> some = {6, 1, 3};
+  for (const bool snr : {false, true}) {
+    SCOPED_TRACE(snr ? "snr" : "plain");
+    const double lambda = 1.7, floor = 1e-7;
+    for (const std::vector<Index>* rows : {static_cast<const std::vector<Index>*>(&all), &some}) {
+      RowMatrix X(static_cast<Index>(rows->size()), pr.X.cols()), V(static_cast<Index>(rows->size()) * S, pr.X.cols());
+      VectorXd y(static_cast<Index>(rows->size()));
+      for (std::size_t i = 0; i < rows->size(); ++i) {
+        const Index r = (*rows)[i], at = static_cast<Index>(i);
+        X.row(at) = pr.X.row(r);
+        y(at) = pr.y(r);
+        V.middleRows(at * S, S) = probes_.middleRows(r * S, S);
+      }
+      const ShiftObjective expected = release.objective(X, y, pr.c, V, lambda, snr, floor);
+      const ShiftObjective terms =
+          shift_objective_from_terms(gradients, products, *rows, pr.c, pr.clip, lambda, snr, floor);
+      const double lambda_part = expected.value - pr.c.squaredNorm();
+      EXPECT_NEAR(terms.value - pr.c.squaredNorm(), lambda_part, 1e-8 * lambda_part);
+      EXPECT_LT(relative_error(terms.gradient - 2.0 * pr.c, expected.gradient - 2.0 * pr.c), 1e-7);
+    }
+  }
+  EXPECT_INVALID_ARGUMENT(shift_objective_from_terms(gradients, products, {B}, pr.c, pr.clip, 1.0, true, 0.0),
+                          "row " + std::to_string(B));
+  EXPECT_INVALID_ARGUMENT(shift_objective_from_terms(gradients, products, {}, pr.c, pr.clip, 1.0, true, 0.0),
+                          "empty batch");
+  EXPECT_INVALID_ARGUMENT(
+      shift_objective_from_terms(gradients, products.topRows(B * S - 1), all, pr.c, pr.clip, 1.0, true, 0.0),
+      "do not fit");
 }
 
 INSTANTIATE_TEST_SUITE_P(ConstantPerturbation, ConstantPerturbationDense,

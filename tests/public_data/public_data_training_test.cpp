@@ -415,6 +415,37 @@ TEST(ReleasedGradient, ConstantShiftObjectiveInFloat32IsFloat64sToSinglePrecisio
   }
 }
 
+TEST(ReleasedGradient, ConstantShiftObjectiveFromItsTermsIsTheBackendsObjective) {
+  REQUIRE_PLUGIN();
+  // Probes drawn once a step: the ConvNet's terms (M g_b and M J_g v_bs) computed once, then the
+  // objective at any c from them alone. The backend's objective differentiates its own graph.
+  const auto [data, network, w, spec] = small_conv_net(7, 51, 2);
+  const auto backend = create_released_gradient_backend(spec);
+  const Index m = static_cast<Index>(spec.released.size()), S = 2;
+  const RowMatrix probes = random_vector(data.n() * S * 64, 52).reshaped<Eigen::RowMajor>(data.n() * S, 64);
+  std::vector<Index> all(static_cast<std::size_t>(data.n()));
+  std::iota(all.begin(), all.end(), Index{0});
+  for (const GradientPrecision precision : {GradientPrecision::kFloat64, GradientPrecision::kFloat32}) {
+    const ShiftObjectiveTerms terms = backend->shift_objective_terms(w, data.X, data.y, probes, precision);
+    ASSERT_EQ(terms.gradients.rows(), data.n());
+    ASSERT_EQ(terms.probe_products.rows(), data.n() * S);
+    for (const double scale : {0.0, 0.1, 1.0})
+      for (const bool snr : {true, false}) {
+        const VectorXd c = random_vector(m, 53, scale);
+        ShiftObjectiveRequest request{2.5, snr, 1e-7};
+        request.precision = precision;
+        const ShiftObjectiveValue expected = backend->shift_objective(w, data.X, data.y, c, probes, request);
+        const ShiftObjective from_terms = shift_objective_from_terms(terms.gradients, terms.probe_products, all, c,
+                                                                     spec.clip_norm, 2.5, snr, 1e-7);
+        EXPECT_NEAR(from_terms.value, expected.value, 1e-11 * expected.value) << "c scale " << scale;
+        EXPECT_LT((from_terms.gradient - expected.gradient).norm(), 1e-10 * expected.gradient.norm())
+            << "c scale " << scale;
+      }
+  }
+  EXPECT_INVALID_ARGUMENT(backend->shift_objective_terms(w, data.X, data.y, RowMatrix(0, 64), GradientPrecision::kFloat64),
+                          "positive multiple");
+}
+
 TEST(ReleasedGradient, ConstantShiftOfSoftmaxRegressionIsTheClosedFormsObjectiveReleaseAndTrace) {
   REQUIRE_PLUGIN();
   const int K = 4;
@@ -691,6 +722,42 @@ TEST(TrainWithPublicData, TrainsANetworkWithFrozenCoordinatesAndALearnedGradient
   EXPECT_EQ(result.find(PrivateTrainingMethod::kFim)->perturbation_cosine[0].size(), 2u);
 }
 
+TEST(TrainWithPublicData, ProbesDrawnOnceAStepTrainFimReproduciblyOnANetworkAndSoftmaxRegression) {
+  REQUIRE_PLUGIN();
+  const Dataset data = image_data(50, 2, 71);
+  const PublicPrivateSplit split = split_public_private(data, 0.4, 3);
+  for (const bool network : {true, false}) {
+    SCOPED_TRACE(network ? "network" : "softmax regression");
+    PublicDataTrainingOptions o = small_options();
+    o.private_phase.runs = 1;
+    o.private_phase.steps = 3;
+    o.freeze_fraction = 0.5;
+    if (network) {
+      NetworkOptions n;
+      n.architecture = NetworkArchitecture::kCustom;
+      n.layers = "conv:2:3:2:1,tanh,avgpool:2:2,flatten,dense:2";
+      o.private_phase.network = n;
+    }
+    o.methods = {PrivateTrainingMethod::kFim};
+    const auto fim = [&](ProbeDraws draws) {
+      PublicDataTrainingOptions options = o;
+      options.gradient_model.probe_draws = draws;
+      return train_with_public_data(split.public_part, split.private_part, Dataset{}, options).methods.front();
+    };
+    const MethodResult once = fim(ProbeDraws::kStep), again = fim(ProbeDraws::kStep), fresh = fim(ProbeDraws::kBatch);
+    const VectorXd& trace = once.training.final_snapshot().fisher_trace;
+    EXPECT_TRUE(trace.allFinite());
+    EXPECT_GT(trace.maxCoeff(), 0.0);
+    EXPECT_EQ(trace, again.training.final_snapshot().fisher_trace) << "seeded";
+    EXPECT_EQ(once.training.parameters, again.training.parameters);
+    // Other probes, another c: the release and its accounting move, but not by much (the same
+    // objective, its expectation over the probes unchanged).
+    const VectorXd& other = fresh.training.final_snapshot().fisher_trace;
+    EXPECT_NE(trace, other);
+    EXPECT_LT((trace - other).norm(), 0.5 * other.norm());
+  }
+}
+
 TEST(TrainOneModel, ReleasesTheSameModelWithoutAccounting) {
   REQUIRE_PLUGIN();
   const Dataset data = image_data(40, 2, 71);
@@ -812,6 +879,13 @@ TEST(TrainWithPublicData, RefusesBadOptionsWithTheirNames) {
   refuses([](auto& o) { o.private_phase.kind = ModelKind::kLogistic; }, {"softmax"});
   refuses([](auto& o) { o.gradient_model.precision = GradientPrecision::kFloat32; },
           {"gradient_precision = float32", "networks", "float64"});
+  refuses([](auto& o) { o.gradient_model.probe_draws = ProbeDraws::kStep; o.gradient_model.trace = GradientTrace::kExact; },
+          {"gradient_probe_draws = step", "gradient_trace = probes"});
+  refuses([](auto& o) {
+            o.gradient_model.probe_draws = ProbeDraws::kStep;
+            o.gradient_model.kind = GradientModelKind::kConditional;
+          },
+          {"gradient_probe_draws = step", "constant or vector"});
   refuses([](auto& o) { o.pretrain.step_size = 0; }, {"pretrain_step_size"});
   refuses([](auto& o) { o.pretrain.sampling = BatchSampling::kPoisson; }, {"pretrain_sampling", "poisson"});
   refuses([](auto& o) { o.gradient_model.batch_size = 1000; o.methods = {PrivateTrainingMethod::kFim}; },

@@ -65,6 +65,20 @@ struct EnumNames<GradientTrace> {
                                                                      {GradientTrace::kExact, "exact"}};
 };
 
+/// When the constant models' objective draws its input-space probes (GradientTrace::kProbes).
+enum class ProbeDraws {
+  kBatch,  ///< afresh for every public batch, as the thesis' code (a new key a batch)
+  kStep,   ///< once per example and private step, reused by every epoch before it: theta is fixed
+           ///< over those epochs, so each example's gradient and probe products are computed once
+           ///< and the objective at any c follows from them in O(S m) (filkit's variant)
+};
+template <>
+struct EnumNames<ProbeDraws> {
+  static constexpr const char* what = "probe draws";
+  static constexpr std::pair<ProbeDraws, const char*> names[] = {{ProbeDraws::kBatch, "batch"},
+                                                                  {ProbeDraws::kStep, "step"}};
+};
+
 /// The arithmetic of the constant models' objective on a network (its per-example gradients and their
 /// Jacobian products, the bulk of fim's time). The clip, the Fisher term's aggregation, Adam and
 /// every private step's release and accounting stay in float64 whatever this says.
@@ -127,6 +141,8 @@ struct GradientModelOptions {
   int probes = static_cast<int>(kThesisProbes);
   /// Constant models: the Fisher term by input-space probes (the thesis) or exactly.
   GradientTrace trace = GradientTrace::kProbes;
+  /// Constant models with probes: drawn afresh each public batch (the thesis) or once per private step.
+  ProbeDraws probe_draws = ProbeDraws::kBatch;
   /// Constant models on networks: the objective's arithmetic (softmax regression's closed form is
   /// float64 only).
   GradientPrecision precision = GradientPrecision::kFloat64;
@@ -161,6 +177,9 @@ void visit_fields(GradientModelOptions& o, Visit&& visit) {
         "fim: weight decay of the gradient model (coupled L2 for the constant models, AdamW's for conditional)");
   visit("gradient_probes", o.probes, "fim: probes per example in the gradient model's objective");
   visit("gradient_trace", o.trace, "fim, constant models: the Fisher term by probes (the thesis) or exact");
+  visit("gradient_probe_draws", o.probe_draws,
+        "fim, constant models with probes: draw them afresh each public batch (the thesis) or once per example and "
+        "private step, so that each example's gradient and probe products are computed once a step (filkit's variant)");
   visit("gradient_precision", o.precision,
         "fim, constant models on networks: arithmetic of the gradient model's objective (float32 as the thesis' jax; "
         "releases and accounting stay float64)");
@@ -174,6 +193,9 @@ struct GradientModelMemoryEstimate {
   std::uint64_t parameters = 0;   ///< phi, its gradient and Adam's two moments
   std::uint64_t activations = 0;  ///< a public batch's inputs and layer outputs, with their graphs
   std::uint64_t probes = 0;       ///< the B x S input-space probes (d each) and their products (m each)
+  /// probe_draws step: every public example's probes (S d), and on a network its released gradient
+  /// and probe products ((S + 1) m), kept for the private step's epochs.
+  std::uint64_t step_draws = 0;
   std::uint64_t total() const;
   std::string describe() const;
 };
@@ -191,10 +213,12 @@ inline constexpr int kGradientModelActivationCopies = 4;
 Index gradient_model_parameter_count(const GradientModelOptions& options, Index released,
                                      const std::optional<ImageShape>& image);
 
-/// The estimate for public batches of options.batch_size rows (at most `public_rows`).
+/// The estimate for public batches of options.batch_size rows (at most `public_rows`); `network`:
+/// the objective comes from the network backend (else softmax regression's closed form, which keeps
+/// no per-example terms).
 GradientModelMemoryEstimate estimate_gradient_model_memory(const GradientModelOptions& options, Index released,
                                                            Index input_dim, const std::optional<ImageShape>& image,
-                                                           Index public_rows);
+                                                           Index public_rows, bool network);
 
 /// train_with_public_data (public_data_training.hpp) refuses, before pre-training, a gradient
 /// model whose estimate, with the network's and its gradients' if any, is beyond max_memory.

@@ -229,37 +229,21 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
 
   ShiftObjectiveValue shift_objective(const VectorXd& theta, const RowMatrix& X, const VectorXd& y, const VectorXd& c,
                                       const RowMatrix& probes, const ShiftObjectiveRequest& request) const override {
-    at::set_num_threads(omp_get_max_threads());
     const Index B = X.rows(), S = probes.rows() / std::max<Index>(1, B);
-    // The per-example gradients and their Jacobian products in the requested precision; u, the
-    // clip's terms and the gradient about c in float64 (the records are the cost, not these).
-    const at::ScalarType real = request.precision == GradientPrecision::kFloat32 ? at::kFloat : at::kDouble;
-    const Tensor w = to_tensor(theta).to(real), labels = to_labels(y), all_probes = to_tensor(probes).to(real);
     const Tensor shift = to_tensor(c).set_requires_grad(true);
-    const std::vector<Rows> parts = pieces_of({0, B}, spec_.max_piece_rows > 0 ? spec_.max_piece_rows : kPieceRows);
-    std::vector<double> values(parts.size());
-    std::vector<Tensor> gradients(parts.size());
-    for_each_piece(parts, [&](std::size_t i, Rows piece) {
-      const std::int64_t count = piece.count, d = spec_.input_dim;
-      const Tensor x = to_tensor(RowMatrix(X.middleRows(piece.first, piece.count))).to(real).set_requires_grad(true);
-      // The unclipped per-example gradients g and dm = M J_g v from the records of one forward and
-      // backward pass (clipped_gradients.hpp): J_R v by the double-backward trick, then the
-      // per-example products by hand, with no B x p tensor in any graph.
-      ClippedGradients records = clipped_gradients(spec_.plan, spec_.intercept, w, x,
-                                                   labels.narrow(0, piece.first, piece.count), 0.0, true);
-      const Tensor H = records.prepare_jacobian_vector_products();
-      const Tensor u = records.unclipped().index_select(1, released_).to(at::kDouble) + shift;
+    std::vector<double> values;
+    std::vector<Tensor> gradients;
+    for_each_piece_of_terms(theta, X, y, probes, request.precision,
+                            [&](std::size_t i, Rows piece, const Tensor& g, Index directions, const auto& product) {
+      const std::int64_t count = piece.count;
+      const Tensor u = g + shift;
       const Tensor n = (u.pow(2).sum(1) + 1e-300).sqrt();
       const Tensor t = n / spec_.clip_norm - 1.0;
       const Tensor s = tanh_gelu(t) + 1.0;
       const Tensor kappa = tanh_gelu_derivative(t) / spec_.clip_norm / (s.pow(2) * n);  // d(1/s)/dn / n, negated
       Tensor trace = at::zeros({count}, kDouble);
-      const Index directions = S > 0 ? S : d;
-      const Tensor v = S > 0 ? all_probes.narrow(0, piece.first * S, count * S).reshape({count, S, d}) : Tensor();
       for (Index k = 0; k < directions; ++k) {
-        // <H, V>: the probes, or the unit vector e_k of every example (the exact trace).
-        const Tensor directional = S > 0 ? (H * v.select(1, k)).sum() : H.select(1, k).sum();
-        const Tensor dm = records.jacobian_vector_products(directional).index_select(1, released_).to(at::kDouble);
+        const Tensor dm = product(k);
         // dr = dm / s - kappa u (u . dm)
         const Tensor along = (u * dm).sum(1);
         trace = trace + dm.pow(2).sum(1) / s.pow(2) - 2.0 * kappa * along.pow(2) / s + (kappa * n * along).pow(2);
@@ -270,16 +254,39 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
       const Tensor sum = static_cast<double>(count) * shift.pow(2).sum() + request.lambda * fisher.sum();
       values[i] = sum.item<double>();
       gradients[i] = torch::autograd::grad({sum}, {shift})[0];
+    }, [&](std::size_t pieces) {
+      values.resize(pieces);
+      gradients.resize(pieces);
     });
     ShiftObjectiveValue out;
     Tensor gradient = at::zeros({m_}, kDouble);
-    for (std::size_t i = 0; i < parts.size(); ++i) {  // in the pieces' order
+    for (std::size_t i = 0; i < values.size(); ++i) {  // in the pieces' order
       out.value += values[i];
       gradient += gradients[i];
     }
     out.value /= static_cast<double>(B);
     out.gradient = to_vector(gradient / static_cast<double>(B));
     return out;
+  }
+
+  ShiftObjectiveTerms shift_objective_terms(const VectorXd& theta, const RowMatrix& X, const VectorXd& y,
+                                            const RowMatrix& probes, GradientPrecision precision) const override {
+    const Index B = X.rows(), S = probes.rows() / std::max<Index>(1, B);
+    if (S < 1 || probes.rows() != B * S)
+      throw std::invalid_argument("shift_objective_terms: " + std::to_string(probes.rows()) + " probe rows for " +
+                                  std::to_string(B) + " examples: expected a positive multiple");
+    ShiftObjectiveTerms terms;
+    terms.gradients.resize(B, m_);
+    terms.probe_products.resize(B * S, m_);
+    for_each_piece_of_terms(theta, X, y, probes, precision,
+                            [&](std::size_t, Rows piece, const Tensor& g, Index directions, const auto& product) {
+      terms.gradients.middleRows(piece.first, piece.count) = to_row_matrix(g);
+      for (Index k = 0; k < directions; ++k) {
+        const RowMatrix dm = to_row_matrix(product(k));
+        for (Index b = 0; b < piece.count; ++b) terms.probe_products.row((piece.first + b) * S + k) = dm.row(b);
+      }
+    }, [](std::size_t) {});
+    return terms;
   }
 
   void set_phi(const VectorXd& phi) override {
@@ -293,6 +300,39 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
   }
 
  private:
+  /// The constant models' objective's terms that do not depend on c, a piece (pieces.hpp) at a
+  /// time: body(i, piece, g, directions, product) with g = M g_b of the piece's examples (count x
+  /// m) and product(k) = M J_g v_k (count x m) for direction k, the probes (rows b S + k) or, with
+  /// no probes, the unit vectors of the exact trace; both float64, computed in `precision` from the
+  /// records of one forward and backward pass (clipped_gradients.hpp): J_R v by the double-backward
+  /// trick, then the per-example products by hand, with no B x p tensor in any graph.
+  /// sized(pieces) is called first with the number of pieces.
+  template <class Body, class Sized>
+  void for_each_piece_of_terms(const VectorXd& theta, const RowMatrix& X, const VectorXd& y, const RowMatrix& probes,
+                               GradientPrecision precision, const Body& body, const Sized& sized) const {
+    at::set_num_threads(omp_get_max_threads());
+    const Index B = X.rows(), S = probes.rows() / std::max<Index>(1, B);
+    const at::ScalarType real = precision == GradientPrecision::kFloat32 ? at::kFloat : at::kDouble;
+    const Tensor w = to_tensor(theta).to(real), labels = to_labels(y), all_probes = to_tensor(probes).to(real);
+    const std::vector<Rows> parts = pieces_of({0, B}, spec_.max_piece_rows > 0 ? spec_.max_piece_rows : kPieceRows);
+    sized(parts.size());
+    for_each_piece(parts, [&](std::size_t i, Rows piece) {
+      const std::int64_t count = piece.count, d = spec_.input_dim;
+      const Tensor x = to_tensor(RowMatrix(X.middleRows(piece.first, piece.count))).to(real).set_requires_grad(true);
+      ClippedGradients records = clipped_gradients(spec_.plan, spec_.intercept, w, x,
+                                                   labels.narrow(0, piece.first, piece.count), 0.0, true);
+      const Tensor H = records.prepare_jacobian_vector_products();
+      const Tensor g = records.unclipped().index_select(1, released_).to(at::kDouble);
+      const Tensor v = S > 0 ? all_probes.narrow(0, piece.first * S, count * S).reshape({count, S, d}) : Tensor();
+      const auto product = [&](Index k) {
+        // <H, V>: the probes, or the unit vector e_k of every example (the exact trace).
+        const Tensor directional = S > 0 ? (H * v.select(1, k)).sum() : H.select(1, k).sum();
+        return records.jacobian_vector_products(directional).index_select(1, released_).to(at::kDouble);
+      };
+      body(i, piece, g, S > 0 ? S : spec_.input_dim, product);
+    });
+  }
+
   struct HiddenLayer {
     Tensor norm_weight, norm_bias, weight, bias;
   };
