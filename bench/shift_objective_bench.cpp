@@ -3,14 +3,20 @@
 // Jacobian products along 2 input-space probes each, the clip's terms and the gradient about c),
 // half of the 26,010 parameters released, in float64 against float32 (--gradient-precision), in the
 // same run. The counter batches_15840_h extrapolates to the hours of the 15,840 batches of a table
-// 3.2 run. Synthetic pixels and parameters keep the
-// benchmark independent of installed datasets. Skips without LibTorch.
+// 3.2 run. Beside them, --gradient-probe-draws step's two parts: the terms of a batch
+// (shift_objective_terms, computed once a private step: 6 batches of the 3,000 public examples) and
+// the objective from kept terms (shift_objective_from_terms, every batch of every epoch).
+// Synthetic pixels and parameters keep the benchmark independent of installed datasets. Skips
+// without LibTorch.
 #include "networks/network_plugin.hpp"
 #include "filkit/networks/networks.hpp"
+#include "filkit/public_data/constant_perturbation.hpp"
 
 #include <benchmark/benchmark.h>
 
+#include <memory>
 #include <random>
+#include <vector>
 
 namespace {
 
@@ -18,42 +24,92 @@ using namespace filkit;
 
 constexpr Index kBatch = 512, kProbes = 2;
 
+// The table 3.2 shape: the ConvNet, every other parameter released, a batch of synthetic pixels.
+struct Setup {
+  ReleasedGradientSpec spec;
+  std::unique_ptr<ReleasedGradientBackend> backend;
+  VectorXd w, y, c;
+  RowMatrix X, probes;
+};
+
+Setup table32_setup() {
+  Setup s;
+  const ImageShape image{1, 28, 28};
+  NetworkOptions options;  // the reconstruction paper's MNIST ConvNet, the thesis' table 3.2 model
+  const Network network(options, 784, 10, image);
+  std::mt19937_64 rng(1);
+  s.w = network.initial_parameters(rng);
+  s.spec.plan = network.plan();
+  s.spec.input_dim = 784;
+  s.spec.image = image;
+  s.spec.num_classes = 10;
+  s.spec.clip_norm = 8.0;
+  for (Index i = 0; i < network.parameter_count(); i += 2) s.spec.released.push_back(i);
+  s.backend = create_released_gradient_backend(s.spec);
+  std::uniform_real_distribution<double> pixel(0.0, 1.0);
+  std::normal_distribution<double> normal;
+  s.X.resize(kBatch, 784);
+  s.probes.resize(kBatch * kProbes, 784);
+  for (Index i = 0; i < s.X.size(); ++i) s.X(i) = pixel(rng);
+  for (Index i = 0; i < s.probes.size(); ++i) s.probes(i) = normal(rng);
+  s.y.resize(kBatch);
+  s.c.resize(static_cast<Index>(s.spec.released.size()));
+  for (Index i = 0; i < kBatch; ++i) s.y(i) = static_cast<double>(i % 10);
+  for (Index i = 0; i < s.c.size(); ++i) s.c(i) = 0.05 * normal(rng);
+  return s;
+}
+
+void per_run_hours(benchmark::State& state) {
+  state.counters["batches_15840_h"] =
+      benchmark::Counter(1.0 / 15840.0 * 3600.0, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
 void shift_objective(benchmark::State& state, GradientPrecision precision) {
   if (!networks_available()) {
     state.SkipWithError("built without LibTorch");
     return;
   }
-  const ImageShape image{1, 28, 28};
-  NetworkOptions options;  // the reconstruction paper's MNIST ConvNet, the thesis' table 3.2 model
-  const Network network(options, 784, 10, image);
-  std::mt19937_64 rng(1);
-  const VectorXd w = network.initial_parameters(rng);
-  ReleasedGradientSpec spec;
-  spec.plan = network.plan();
-  spec.input_dim = 784;
-  spec.image = image;
-  spec.num_classes = 10;
-  spec.clip_norm = 8.0;
-  for (Index i = 0; i < network.parameter_count(); i += 2) spec.released.push_back(i);
-  const auto backend = create_released_gradient_backend(spec);
-  std::uniform_real_distribution<double> pixel(0.0, 1.0);
-  std::normal_distribution<double> normal;
-  RowMatrix X(kBatch, 784), probes(kBatch * kProbes, 784);
-  for (Index i = 0; i < X.size(); ++i) X(i) = pixel(rng);
-  for (Index i = 0; i < probes.size(); ++i) probes(i) = normal(rng);
-  VectorXd y(kBatch), c(static_cast<Index>(spec.released.size()));
-  for (Index i = 0; i < kBatch; ++i) y(i) = static_cast<double>(i % 10);
-  for (Index i = 0; i < c.size(); ++i) c(i) = 0.05 * normal(rng);
+  const Setup s = table32_setup();
   ShiftObjectiveRequest request;
   request.lambda = 1e3;
   request.precision = precision;
-  for (auto _ : state) benchmark::DoNotOptimize(backend->shift_objective(w, X, y, c, probes, request).value);
-  state.counters["batches_15840_h"] =
-      benchmark::Counter(1.0 / 15840.0 * 3600.0, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  for (auto _ : state) benchmark::DoNotOptimize(s.backend->shift_objective(s.w, s.X, s.y, s.c, s.probes, request).value);
+  per_run_hours(state);
+}
+
+// --gradient-probe-draws step, once a private step: a batch's gradients and probe products.
+void shift_objective_terms(benchmark::State& state) {
+  if (!networks_available()) {
+    state.SkipWithError("built without LibTorch");
+    return;
+  }
+  const Setup s = table32_setup();
+  for (auto _ : state)
+    benchmark::DoNotOptimize(
+        s.backend->shift_objective_terms(s.w, s.X, s.y, s.probes, GradientPrecision::kFloat32).gradients.data());
+}
+
+// --gradient-probe-draws step, every batch: the objective and its gradient from the kept terms.
+void objective_from_terms(benchmark::State& state) {
+  if (!networks_available()) {
+    state.SkipWithError("built without LibTorch");
+    return;
+  }
+  const Setup s = table32_setup();
+  const ShiftObjectiveTerms terms = s.backend->shift_objective_terms(s.w, s.X, s.y, s.probes, GradientPrecision::kFloat32);
+  std::vector<Index> rows(static_cast<std::size_t>(kBatch));
+  for (Index i = 0; i < kBatch; ++i) rows[static_cast<std::size_t>(i)] = i;
+  for (auto _ : state)
+    benchmark::DoNotOptimize(shift_objective_from_terms(terms.gradients, terms.probe_products, rows, s.c,
+                                                        s.spec.clip_norm, 1e3, true, 1e-7)
+                                 .value);
+  per_run_hours(state);
 }
 
 BENCHMARK_CAPTURE(shift_objective, float64, GradientPrecision::kFloat64)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(shift_objective, float32, GradientPrecision::kFloat32)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(shift_objective_terms)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(objective_from_terms)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 
