@@ -15,7 +15,9 @@ namespace {
 
 // GCC 12 warns about Eigen's fixed-capacity eigensolver internals (a false positive).
 #pragma GCC diagnostic push
+#if !defined(__clang__)  // clang has no such warning (and warns about the unknown name)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 // A k x k matrix (k <= 3) without heap allocation: the inertia count runs in the inner loop.
 using SmallMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, 0, 3, 3>;

@@ -126,10 +126,10 @@ struct AttackSetup {
   // and its factorisation, the feature weights w_{1:}, and per attacked row r_i, c_i at w* and
   // x_i.w_{1:}. Left empty at sigma = 0, where they are not estimated.
   bool estimate_moments = false;
-  MatrixXd hessian;
-  Eigen::LDLT<MatrixXd> hessian_factor;
-  VectorXd feature_weights;
-  VectorXd r, c, x_dot_w;
+  MatrixXd hessian{};
+  Eigen::LDLT<MatrixXd> hessian_factor{};
+  VectorXd feature_weights{};
+  VectorXd r{}, c{}, x_dot_w{};
 
   const RowMatrix& attacked() const { return all_rows ? train.X : selected; }
 };

@@ -154,6 +154,12 @@ inline constexpr const char* kCreateReleasedGradientBackendSymbol = "filkit_crea
 }  // namespace filkit
 
 // Defined only in the plugin; the library calls them through dlsym (the declarations give the types).
+// Both sides are built together by the same compiler, so C++ types cross the C-linkage boundary
+// (clang warns about that; C linkage is here only for unmangled names).
+#if defined(__clang__)
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wreturn-type-c-linkage"
+#endif
 extern "C" {
 /// The plugin's kNetworkBackendAbiVersion, checked before anything else is called.
 int filkit_network_backend_abi_version();
@@ -161,12 +167,15 @@ int filkit_network_backend_abi_version();
 /// softmax intercept.
 filkit::NetworkBackend* filkit_create_network_backend(const filkit::NetworkPlan& plan,
                                                       const filkit::NetworkOptions& options);
+/// A new released-gradient backend (owned by the caller) for a checked specification.
+filkit::ReleasedGradientBackend* filkit_create_released_gradient_backend(const filkit::ReleasedGradientSpec& spec);
 /// Reads a TorchScript file for inputs of `input_shape` ({d} or {C, H, W}). Throws
 /// std::invalid_argument when the file cannot be read as a TorchScript module or its forward
 /// cannot run on such inputs; an unsupported operator is reported in the result, not thrown.
-/// A new released-gradient backend (owned by the caller) for a checked specification.
-filkit::ReleasedGradientBackend* filkit_create_released_gradient_backend(const filkit::ReleasedGradientSpec& spec);
 filkit::TorchScriptNetwork filkit_read_torchscript(const std::string& path,
                                                    const std::vector<filkit::Index>& input_shape,
                                                    std::uint64_t seed);
 }
+#if defined(__clang__)
+#pragma clang diagnostic pop
+#endif

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <numeric>
 #include <set>
@@ -36,13 +35,6 @@ std::vector<double> numbers_of(const nlohmann::json& list) {
   if (list.is_array())
     for (const nlohmann::json& v : list) values.push_back(v.is_number() ? v.get<double>() : std::nan(""));
   return values;
-}
-
-// 3 significant digits, for titles where space is short.
-std::string format_short(double value) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.3g", value);
-  return buffer;
 }
 
 // A vertical line at x with a label, for thresholds drawn over histograms.
