@@ -78,10 +78,6 @@ struct ShiftObjectiveRequest {
   double floor = kThesisTraceFloor;
   GradientPrecision precision = GradientPrecision::kFloat64;
 };
-struct ShiftObjectiveValue {
-  double value = 0.0;
-  VectorXd gradient;  ///< d value / d c (released coordinates)
-};
 
 /// What the constant models' objective needs of a batch besides c: each example's released
 /// gradient M g_b (B x m) and its input-space probe products M J_g v_bs (B S x m, row b S + s),

@@ -62,7 +62,7 @@ void apply_softmax_jacobian(const MatrixXd& P, MatrixXd& rows, Index per = 1) {
 
 }  // namespace
 
-ShiftObjective shift_objective_from_terms(const RowMatrix& gradients, const RowMatrix& probe_products,
+ShiftObjectiveValue shift_objective_from_terms(const RowMatrix& gradients, const RowMatrix& probe_products,
                                           const std::vector<Index>& rows, const VectorXd& c, double clip_norm,
                                           double lambda, bool snr, double floor) {
   const Index n = gradients.rows(), m = gradients.cols(), B = static_cast<Index>(rows.size());
@@ -82,7 +82,7 @@ ShiftObjective shift_objective_from_terms(const RowMatrix& gradients, const RowM
   };
   Partial zero;
   zero.gradient = VectorXd::Zero(m);
-  ShiftObjective out;
+  ShiftObjectiveValue out;
   out.gradient = VectorXd::Zero(m);
   const auto add_block = [&](Partial& part, Index b0, Index nb) {
     VectorXd u(m), along_w(m);

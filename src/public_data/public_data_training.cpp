@@ -586,14 +586,7 @@ class PublicDataModel final : public TrainableModel {
     RowMatrix step_probes;
     ShiftObjectiveTerms step_terms;
     if (per_step) {
-      step_probes.resize(n * S, d);
-      const std::uint64_t step_key = derive_seed(run_seed, t, 4);
-#pragma omp parallel for schedule(static)
-      for (Index r = 0; r < n; ++r) {
-        SplitMixStream stream(splitmix64(step_key + static_cast<std::uint64_t>(r)));
-        for (Index s = 0; s < S; ++s)
-          for (Index j = 0; j < d; ++j) step_probes(r * S + s, j) = stream.normal();
-      }
+      step_probes = gaussian_probes(n, S, d, derive_seed(run_seed, t, 4));
       if (!closed_form) step_terms = backend_->shift_objective_terms(w, public_.X, public_.y, step_probes, o.precision);
     }
     Index batch_count = 0;
@@ -602,11 +595,11 @@ class PublicDataModel final : public TrainableModel {
       std::sort(rows.begin(), rows.end());
       const Index b_rows = static_cast<Index>(rows.size());
       if (per_step && !closed_form) {
-        const ShiftObjective value =
+        const ShiftObjectiveValue value =
             shift_objective_from_terms(step_terms.gradients, step_terms.probe_products, rows,
                                        constant_->perturbation(), phase_.clip_norm, request.lambda, request.snr,
                                        request.floor);
-        apply_constant_update({value.value, value.gradient}, t);
+        apply_constant_update(value, t);
         last_value = value.value;
         return;
       }
@@ -618,19 +611,14 @@ class PublicDataModel final : public TrainableModel {
         Xb.row(b) = public_.X.row(rows[static_cast<std::size_t>(b)]);
         yb(b) = public_.y(rows[static_cast<std::size_t>(b)]);
       }
-      RowMatrix probes(b_rows * S, d);
+      RowMatrix probes;
       if (per_step) {  // softmax regression: this step's probes of the batch's rows
+        probes.resize(b_rows * S, d);
         for (Index b = 0; b < b_rows; ++b)
           probes.middleRows(b * S, S) = step_probes.middleRows(rows[static_cast<std::size_t>(b)] * S, S);
       } else {
-        const std::uint64_t batch_key =
-            derive_seed(run_seed, t, 3) ^ splitmix64(static_cast<std::uint64_t>(batch_count++));
-#pragma omp parallel for schedule(static)
-        for (Index b = 0; b < b_rows; ++b) {  // each example's probes from its own stream: any thread count
-          SplitMixStream stream(splitmix64(batch_key + static_cast<std::uint64_t>(b)));
-          for (Index s = 0; s < S; ++s)
-            for (Index j = 0; j < d; ++j) probes(b * S + s, j) = stream.normal();
-        }
+        probes = gaussian_probes(b_rows, S, d,
+                                 derive_seed(run_seed, t, 3) ^ splitmix64(static_cast<std::uint64_t>(batch_count++)));
       }
       const ShiftObjectiveValue value =
           closed_form ? closed_form_objective(*closed_form, Xb, yb, probes, request)
@@ -653,6 +641,19 @@ class PublicDataModel final : public TrainableModel {
     loss_.push_back(last_value);
   }
 
+  /// S standard normal probes of dimension d for each of `rows` examples (row r S + s), example r's
+  /// from its own stream seeded by key + r: the same whatever the thread count.
+  static RowMatrix gaussian_probes(Index rows, Index S, Index d, std::uint64_t key) {
+    RowMatrix probes(rows * S, d);
+#pragma omp parallel for schedule(static)
+    for (Index r = 0; r < rows; ++r) {
+      SplitMixStream stream(splitmix64(key + static_cast<std::uint64_t>(r)));
+      for (Index s = 0; s < S; ++s)
+        for (Index j = 0; j < d; ++j) probes(r * S + s, j) = stream.normal();
+    }
+    return probes;
+  }
+
   /// One Adam update of the constant model from the objective's value and gradient on a batch.
   void apply_constant_update(const ShiftObjectiveValue& value, Index t) const {
     if (!std::isfinite(value.value) || !value.gradient.allFinite())
@@ -663,9 +664,7 @@ class PublicDataModel final : public TrainableModel {
 
   ShiftObjectiveValue closed_form_objective(const SoftmaxRelease& release, const RowMatrix& X, const VectorXd& y,
                                             const RowMatrix& probes, const ShiftObjectiveRequest& request) const {
-    const SoftmaxRelease::Objective o =
-        release.objective(X, y, constant_->perturbation(), probes, request.lambda, request.snr, request.floor);
-    return {o.value, o.gradient};
+    return release.objective(X, y, constant_->perturbation(), probes, request.lambda, request.snr, request.floor);
   }
 
   /// Figures 3.4 and A.1 of the thesis for the constant models: the cosine of c with the mean public

@@ -263,8 +263,8 @@ TEST_P(ConstantPerturbationDense, ObjectiveFromTermsIsTheClosedForms) {
         y(at) = pr.y(r);
         V.middleRows(at * S, S) = probes_.middleRows(r * S, S);
       }
-      const ShiftObjective expected = release.objective(X, y, pr.c, V, lambda, snr, floor);
-      const ShiftObjective terms =
+      const ShiftObjectiveValue expected = release.objective(X, y, pr.c, V, lambda, snr, floor);
+      const ShiftObjectiveValue terms =
           shift_objective_from_terms(gradients, products, *rows, pr.c, pr.clip, lambda, snr, floor);
       const double lambda_part = expected.value - pr.c.squaredNorm();
       EXPECT_NEAR(terms.value - pr.c.squaredNorm(), lambda_part, 1e-8 * lambda_part);

@@ -435,7 +435,7 @@ TEST(ReleasedGradient, ConstantShiftObjectiveFromItsTermsIsTheBackendsObjective)
         ShiftObjectiveRequest request{2.5, snr, 1e-7};
         request.precision = precision;
         const ShiftObjectiveValue expected = backend->shift_objective(w, data.X, data.y, c, probes, request);
-        const ShiftObjective from_terms = shift_objective_from_terms(terms.gradients, terms.probe_products, all, c,
+        const ShiftObjectiveValue from_terms = shift_objective_from_terms(terms.gradients, terms.probe_products, all, c,
                                                                      spec.clip_norm, 2.5, snr, 1e-7);
         EXPECT_NEAR(from_terms.value, expected.value, 1e-11 * expected.value) << "c scale " << scale;
         EXPECT_LT((from_terms.gradient - expected.gradient).norm(), 1e-10 * expected.gradient.norm())

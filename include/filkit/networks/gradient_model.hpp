@@ -105,6 +105,14 @@ struct EnumNames<GradientObjective> {
       {GradientObjective::kPerturbation, "perturbation"}, {GradientObjective::kGradient, "gradient"}};
 };
 
+/// The constant gradient models' objective on a public batch (docs/mathematics.md, section 11.3)
+/// and its gradient about the shift c, however it is computed (the network backend, softmax
+/// regression's closed form, or kept per-example terms).
+struct ShiftObjectiveValue {
+  double value = 0.0;
+  VectorXd gradient;  ///< d value / d c (released coordinates)
+};
+
 /// The learned gradient model of fim and its training on public data.
 struct GradientModelOptions {
   GradientModelKind kind = GradientModelKind::kConstant;

@@ -20,16 +20,11 @@
 #pragma once
 
 #include "filkit/base/types.hpp"
+#include "filkit/networks/gradient_model.hpp"
 
 #include <vector>
 
 namespace filkit {
-
-/// The objective L(c) above on a batch, and its gradient about c.
-struct ShiftObjective {
-  double value = 0.0;
-  VectorXd gradient;  ///< dL/dc (m)
-};
 
 /// L(c) and its gradient from each example's terms that do not depend on c, for any model: row r of
 /// `gradients` (n x m) is example r's released gradient M g_r, rows r S + s of `probe_products`
@@ -37,7 +32,7 @@ struct ShiftObjective {
 /// batch is the examples `rows`; clip_norm C > 0, lambda >= 0, floor >= 0. O(B S m): with probes
 /// drawn once a private step (ProbeDraws::kStep) the terms are computed once and every epoch
 /// before the step costs only this.
-ShiftObjective shift_objective_from_terms(const RowMatrix& gradients, const RowMatrix& probe_products,
+ShiftObjectiveValue shift_objective_from_terms(const RowMatrix& gradients, const RowMatrix& probe_products,
                                           const std::vector<Index>& rows, const VectorXd& c, double clip_norm,
                                           double lambda, bool snr, double floor);
 
@@ -64,7 +59,7 @@ class SoftmaxRelease {
   };
   Accounting account(const RowMatrix& X, const VectorXd& y, const VectorXd& c) const;
 
-  using Objective = ShiftObjective;
+  using Objective = ShiftObjectiveValue;  ///< L(c) and dL/dc (m)
   /// L(c) and its gradient. `probes`: B S x d, row b S + s the probe v_bs of example b; no rows
   /// for the exact trace. lambda >= 0, floor >= 0 (the thesis: 1e-7). With snr, an example whose
   /// u is zero has D_b = 0 and an infinite objective. X and the probes are not scanned for NaN or
