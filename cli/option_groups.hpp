@@ -66,7 +66,7 @@ inline constexpr GroupOf kGroupByName[] = {
     {"reload_timeout", "Report"},
     // Outputs and resumption.
     {"save_reconstructions", "Outputs"}, {"curve_points", "Outputs"}, {"checkpoint", "Outputs"}, {"checkpoint_every", "Outputs"},
-    {"stop_after", "Outputs"},
+    {"stop_after", "Outputs"}, {"shadow_models", "Outputs"},
     // Resources: memory, threads, batching for speed.
     {"max_memory", "Resources"}, {"chunk", "Resources"},
 };

@@ -85,9 +85,7 @@ std::uint64_t uniform_below(std::mt19937_64& rng, std::uint64_t bound) {
 
 }  // namespace
 
-namespace {
-/// FNV-1a over the bytes of one example (its features, then its label).
-std::uint64_t example_hash(const Dataset& data, Index i) {
+std::uint64_t row_hash(const Dataset& data, Index i) {
   std::uint64_t hash = 0xcbf29ce484222325ULL;
   auto mix = [&hash](const double& value) {
     const auto* bytes = reinterpret_cast<const unsigned char*>(&value);
@@ -97,12 +95,11 @@ std::uint64_t example_hash(const Dataset& data, Index i) {
   mix(data.y(i));
   return hash;
 }
-}  // namespace
 
 std::uint64_t rows_hash(const Dataset& data, Index first_row) {
   std::uint64_t sum = 0;
   for (Index i = 0; i < data.n(); ++i)
-    sum += splitmix64(example_hash(data, i) ^ splitmix64(static_cast<std::uint64_t>(first_row + i)));
+    sum += splitmix64(row_hash(data, i) ^ splitmix64(static_cast<std::uint64_t>(first_row + i)));
   return sum;
 }
 

@@ -270,6 +270,25 @@ NpyArray parse_npy(std::string_view bytes, const std::string& where, ByteSize ma
 
 }  // namespace detail
 
+std::string npy_bytes(const RowMatrix& values) {
+  std::string header = "{'descr': '<f8', 'fortran_order': False, 'shape': (" + std::to_string(values.rows()) + ", " +
+                       std::to_string(values.cols()) + "), }";
+  // numpy pads the header with spaces and a newline so that the data start at a multiple of 64.
+  const std::size_t preamble = kMagic.size() + 4;  // magic, version 1.0, the header's length (2 bytes)
+  header.append(63 - (preamble + header.size()) % 64, ' ');
+  header.push_back('\n');
+  std::string bytes(kMagic);
+  bytes.push_back('\x01');
+  bytes.push_back('\x00');
+  bytes.push_back(static_cast<char>(header.size() & 0xff));
+  bytes.push_back(static_cast<char>(header.size() >> 8));
+  bytes += header;
+  const std::size_t data = bytes.size();
+  bytes.resize(data + sizeof(double) * static_cast<std::size_t>(values.size()));
+  if (values.size() > 0) std::memcpy(bytes.data() + data, values.data(), sizeof(double) * static_cast<std::size_t>(values.size()));
+  return bytes;
+}
+
 NpyArray read_npy(const std::string& path, ByteSize max_memory) {
   return detail::parse_npy(detail::read_file_bytes(path, max_memory), path, max_memory);
 }

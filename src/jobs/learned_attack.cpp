@@ -7,13 +7,16 @@
 #include "filkit/base/stage.hpp"
 #include "filkit/base/summary.hpp"
 #include "jobs/json_numbers.hpp"
+#include "jobs/shadow_model_store.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <iomanip>
+#include <memory>
 #include <ostream>
 #include <stdexcept>
 
@@ -37,6 +40,38 @@ ShadowTrainer shadow_trainer(const LearnedAttackJobOptions& options, const Datas
     PublicDataTrainingOptions training = options.training;
     training.private_phase.seed = shadow_seed(options, model);
     return train_one_model(public_part, train, training, method);
+  };
+}
+
+/// What decides method `method`'s shadow model i besides candidate i (jobs/shadow_model_store.hpp):
+/// the training settings, the seeds, and D_fixed and the public part (by their rows' hashes, so
+/// the data and every step of its preprocessing are covered). Not the attacker's settings, nor
+/// how many shadow models there are.
+nlohmann::json shadow_model_fingerprint(const LearnedAttackJobOptions& options, PrivateTrainingMethod method,
+                                        const AttackData& data) {
+  nlohmann::json training = nlohmann::json::object();
+  visit_training_fields(const_cast<PublicDataTrainingOptions&>(options.training),
+                        [&](const char* name, const auto& field, const char*) { training[name] = option_to_json(field); });
+  training.erase("methods");
+  if (method != PrivateTrainingMethod::kFim) {  // the gradient model trains for fim alone
+    GradientModelOptions gradient_model;
+    visit_fields(gradient_model, [&](const char* name, const auto&, const char*) { training.erase(name); });
+  }
+  return {{"method", to_string(method)},
+          {"training", training},
+          {"seed", options.attack.seed},
+          {"same_seed", options.same_seed},
+          {"fixed_rows_hash", std::to_string(rows_hash(data.fixed))},
+          {"public_rows_hash", std::to_string(rows_hash(data.public_part))}};
+}
+
+/// `train`, but a shadow model `store` holds is taken from it, and one trained is added to it.
+ShadowTrainer stored(ShadowTrainer train, ShadowModelStore& store) {
+  return [train = std::move(train), &store](const Dataset& data, Index model) {
+    if (std::optional<VectorXd> w = store.find(model)) return *std::move(w);
+    VectorXd w = train(data, model);
+    store.add(model, w);
+    return w;
   };
 }
 
@@ -130,6 +165,8 @@ void LearnedAttackJobOptions::validate() const {
                  "at most " + option_name("public_size") + " = " + std::to_string(public_size));
   if (training.private_phase.runs != 1)
     option_error("runs", std::to_string(training.private_phase.runs), "the attack trains one run per shadow model");
+  if (!shadow_models.empty() && std::filesystem::exists(shadow_models) && !std::filesystem::is_directory(shadow_models))
+    option_error("shadow_models", shadow_models, "is not a directory: name a directory (created if missing)");
   PublicDataTrainingOptions checked = training;
   checked.private_phase.seed = attack.seed;
   checked.validate();
@@ -151,11 +188,25 @@ LearnedAttackJobResult run_learned_attack(const LearnedAttackJobOptions& request
   for (PrivateTrainingMethod method : options.training.methods)
     shadow_model = std::max(shadow_model, shadow_model_memory(options, result.data, shape, method));
   check_learned_attack_memory(options.attack, shape.parameters, shape.classes, result.data.fixed.d(), shadow_model);
+  if (!options.shadow_models.empty()) std::filesystem::create_directories(options.shadow_models);
   for (PrivateTrainingMethod method : options.training.methods) {
     const StageScope stage("learned attack (shadow models and attacker)");
-    LearnedAttackMethodResult attacked{method, run_learned_reconstruction(result.data.fixed, result.data.candidates,
-                                                                          shadow_trainer(options, result.data.public_part, method),
-                                                                          options.attack, progress)};
+    ShadowTrainer train = shadow_trainer(options, result.data.public_part, method);
+    std::unique_ptr<ShadowModelStore> store;
+    if (!options.shadow_models.empty()) {
+      store = std::make_unique<ShadowModelStore>(options.shadow_models, to_string(method),
+                                                 shadow_model_fingerprint(options, method, result.data),
+                                                 result.data.candidates, options.data.max_memory);
+      train = stored(std::move(train), *store);
+    }
+    LearnedAttackMethodResult attacked{method, {}, store ? store->loaded() : 0};
+    try {
+      attacked.attack = run_learned_reconstruction(result.data.fixed, result.data.candidates, train, options.attack, progress);
+    } catch (...) {
+      if (store) store->save();  // what was trained before the failure is kept
+      throw;
+    }
+    if (store) store->save();
     result.seconds[to_string(method) + " shadow models"] = attacked.attack.shadow_seconds;
     result.seconds[to_string(method) + " attacker"] = attacked.attack.attacker_seconds;
     result.methods.push_back(std::move(attacked));
@@ -181,16 +232,21 @@ nlohmann::json LearnedAttackJobResult::to_json() const {
   nlohmann::json methods = nlohmann::json::object();
   for (const LearnedAttackMethodResult& m : this->methods) {
     const auto& targets = m.attack.targets;
-    const double shadow_count = static_cast<double>(options.attack.train_shadow_models + options.attack.target_shadow_models);
+    // The rate of the shadow models this run trained (those loaded from --shadow-models took no time).
+    const Index used = options.attack.train_shadow_models + options.attack.target_shadow_models;
+    const Index loaded = std::min(m.loaded_shadow_models, used);
+    const double shadow_count = static_cast<double>(used - loaded);
     methods[to_string(m.method)] = {
         {"mse", mean_and_std(column(targets, &TargetReconstruction::mse))},
         {"ssim", mean_and_std(column(targets, &TargetReconstruction::ssim))},
         {"perfect_privacy", {{"mse", mean_and_std(column(targets, &TargetReconstruction::baseline_mse))},
                              {"ssim", mean_and_std(column(targets, &TargetReconstruction::baseline_ssim))}}},
         {"parameter_count", m.attack.parameter_count},
+        {"shadow_models_loaded", loaded},
         {"seconds", {{"shadow_models", m.attack.shadow_seconds},
                      {"attacker", m.attack.attacker_seconds},
-                     {"shadow_models_per_second", shadow_count / std::max(m.attack.shadow_seconds, 1e-9)}}},
+                     {"shadow_models_per_second", shadow_count > 0.0 ? nlohmann::json(shadow_count / std::max(m.attack.shadow_seconds, 1e-9))
+                                                                     : nlohmann::json(nullptr)}}},
     };
   }
   json["methods"] = methods;

@@ -43,6 +43,24 @@ TEST(NpyReader, ReadsNegativeAndFractionalValuesExactly) {
   EXPECT_EQ(ints.values, (std::vector<double>{-7, 9}));
 }
 
+TEST(NpyWriter, WritesWhatReadNpyReadsBackExactly) {
+  TempDir dir;
+  RowMatrix values(3, 5);
+  for (Index i = 0; i < values.size(); ++i) values.data()[i] = std::ldexp(static_cast<double>(i) - 7.3, static_cast<int>(i) - 4);
+  const std::string bytes = filkit::npy_bytes(values);
+  // numpy's layout: magic, version 1.0, then a header that ends the preamble at a multiple of 64.
+  EXPECT_EQ(bytes.substr(0, 8), std::string("\x93NUMPY\x01\x00", 8));
+  const std::size_t data_start = 10 + static_cast<unsigned char>(bytes[8]) + 256 * static_cast<unsigned char>(bytes[9]);
+  EXPECT_EQ(data_start % 64, 0u);
+  EXPECT_EQ(bytes[data_start - 1], '\n');
+  EXPECT_EQ(bytes.size(), data_start + 15 * sizeof(double));
+  const NpyArray read = read_npy(dir.write("w.npy", bytes));
+  EXPECT_EQ(read.shape, (std::vector<Index>{3, 5}));
+  for (Index i = 0; i < 3; ++i)
+    for (Index j = 0; j < 5; ++j) EXPECT_EQ(read.values[static_cast<std::size_t>(i * 5 + j)], values(i, j));
+  EXPECT_EQ(read_npy(dir.write("empty.npy", filkit::npy_bytes(RowMatrix(0, 4)))).shape, (std::vector<Index>{0, 4}));
+}
+
 TEST(NpyReader, ReadsHeaderVersions2And3) {
   TempDir dir;
   for (int version : {2, 3}) {

@@ -1,5 +1,7 @@
 // The learned-attack job end to end on a tiny image data set: sgd and dpsgd shadow models, the
 // summary, the per-target table, the reconstructions, thread-count independence and bad options.
+#include "filkit/base/errors.hpp"
+#include "filkit/data/npy.hpp"
 #include "filkit/jobs/learned_attack.hpp"
 
 #include "test_util.hpp"
@@ -7,6 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -105,6 +109,80 @@ TEST(LearnedAttackJob, GivesTheSameOutputsForAnyThreadCount) {
   LearnedAttackJobOptions options = tiny_options(dir);
   options.attack.train_shadow_models = 30;
   testing::expect_same_job_outputs_for_any_thread_count<LearnedAttackJob>(options);
+}
+
+/// Every method's MSE per target and the summary's numbers but the timings.
+std::vector<double> attack_numbers(const LearnedAttackJobResult& result) {
+  std::vector<double> numbers;
+  for (const std::vector<double>& row : result.table().rows) numbers.insert(numbers.end(), row.begin(), row.end());
+  return numbers;
+}
+
+TEST(LearnedAttackJob, KeepsItsShadowModelsAndAnAttackFromThemIsTheAttackWithout) {
+  if (!networks_available()) GTEST_SKIP() << "built without LibTorch";
+  const TempDir dir;
+  LearnedAttackJobOptions options = tiny_options(dir);
+  options.attack.train_shadow_models = 20;
+  const LearnedAttackJobResult fresh = run_learned_attack(options);
+  options.shadow_models = dir.file("store");  // created by the run
+  const LearnedAttackJobResult first = run_learned_attack(options);
+  EXPECT_EQ(attack_numbers(first), attack_numbers(fresh));
+  for (const char* method : {"sgd", "dpsgd"}) {
+    // 20 + 10 rows of softmax regression's 2 x 65 parameters, as numpy writes a float64 array.
+    const NpyArray stored = read_npy(dir.file(std::string("store/") + method + ".npy"));
+    EXPECT_EQ(stored.shape, (std::vector<Index>{30, 130})) << method;
+    EXPECT_EQ(first.to_json()["methods"][method]["shadow_models_loaded"], 0) << method;
+  }
+
+  // The same attack again trains nothing; with more shadow models it trains only the new ones, and
+  // every result is the one of an attack that trained them all.
+  const LearnedAttackJobResult again = run_learned_attack(options);
+  EXPECT_EQ(attack_numbers(again), attack_numbers(fresh));
+  EXPECT_EQ(again.to_json()["methods"]["sgd"]["shadow_models_loaded"], 30);
+  EXPECT_TRUE(again.to_json()["methods"]["sgd"]["seconds"]["shadow_models_per_second"].is_null());
+  options.attack.train_shadow_models = 30;
+  const LearnedAttackJobResult grown = run_learned_attack(options);
+  EXPECT_EQ(grown.to_json()["methods"]["dpsgd"]["shadow_models_loaded"], 30);
+  EXPECT_EQ(read_npy(dir.file("store/dpsgd.npy")).shape, (std::vector<Index>{40, 130}));
+  LearnedAttackJobOptions unstored = options;
+  unstored.shadow_models.clear();
+  EXPECT_EQ(attack_numbers(grown), attack_numbers(run_learned_attack(unstored)));
+  // Another attacker on the same shadow models needs no training either.
+  options.attack.attacker_epochs = 7;
+  EXPECT_EQ(run_learned_attack(options).to_json()["methods"]["sgd"]["shadow_models_loaded"], 40);
+}
+
+TEST(LearnedAttackJob, RefusesAShadowModelStoreItCannotUseNamingWhy) {
+  if (!networks_available()) GTEST_SKIP() << "built without LibTorch";
+  const TempDir dir;
+  LearnedAttackJobOptions options = tiny_options(dir);
+  options.training.methods = {PrivateTrainingMethod::kDpSgd};
+  options.attack.train_shadow_models = 20;
+  options.shadow_models = dir.file("store");
+  run_learned_attack(options);
+
+  LearnedAttackJobOptions noisier = options;
+  noisier.training.private_phase.noise_multiplier = 2.0;
+  EXPECT_THROW_NAMING(run_learned_attack(noisier), DataError, "store/dpsgd.json' holds shadow models trained with "
+                      "training.noise_multiplier = 0.05", "this attack has 2.0", "another directory");
+  LearnedAttackJobOptions other_seed = options;
+  other_seed.attack.seed = 6;  // other D_fixed and candidates
+  EXPECT_THROW_NAMING(run_learned_attack(other_seed), DataError, "seed = 5", "this attack has 6");
+  // The gradient model's settings do not decide dpsgd's shadow models.
+  LearnedAttackJobOptions other_lambda = options;
+  other_lambda.training.gradient_model.lambda = 10.0;
+  EXPECT_EQ(run_learned_attack(other_lambda).to_json()["methods"]["dpsgd"]["shadow_models_loaded"], 30);
+
+  // A .npy that is not the one the JSON records (a save cut between the two files).
+  const std::string npy = dir.file("store/dpsgd.npy");
+  const std::string bytes = npy_bytes(RowMatrix::Zero(30, 130));
+  std::ofstream(npy, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  EXPECT_THROW_NAMING(run_learned_attack(options), DataError, "store/dpsgd.json' and '", "do not belong together");
+  std::ofstream(dir.file("store/dpsgd.json")) << "{\"format\": \"something else\"}";
+  EXPECT_THROW_NAMING(run_learned_attack(options), DataError, "is not a shadow-model store");
+  std::filesystem::remove(npy);
+  options.shadow_models = dir.file("store/dpsgd.json");
+  EXPECT_INVALID_ARGUMENT(options.validate(), "shadow_models", "is not a directory");
 }
 
 TEST(LearnedAttackJob, RefusesOptionsItCannotRunNamingTheField) {

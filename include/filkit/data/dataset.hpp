@@ -91,6 +91,8 @@ struct Dataset {
 /// so that the shards of any number of processes add up to the hash of the whole. The resume file
 /// records it, and processes compare it before they work together.
 std::uint64_t rows_hash(const Dataset& data, Index first_row = 0);
+/// The hash of one row that rows_hash sums: FNV-1a over the bytes of its features, then its label.
+std::uint64_t row_hash(const Dataset& data, Index row);
 
 /// A dataset named in messages, whose rows are numbered from `first_row` (its offset in the whole
 /// data set when it is one process' shard).

@@ -35,4 +35,8 @@ std::map<std::string, NpyArray> read_npz(const std::string& path, ByteSize max_m
 /// size unpacked (what a reader of the archive will hold).
 std::uint64_t verify_zip_members(const std::string& path, const char* kind);
 
+/// The bytes of an .npy file (format 1.0, dtype '<f8', C order, shape (rows, cols)) holding
+/// `values`, for write_output_file: numpy.load reads it, and so does read_npy.
+std::string npy_bytes(const RowMatrix& values);
+
 }  // namespace filkit

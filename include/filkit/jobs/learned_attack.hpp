@@ -49,6 +49,10 @@ struct LearnedAttackJobOptions {
   /// gradient model are fresh draws, as for a real release (the initialisation, w = 0 with
   /// init_scale 0, is the same for all); true: every shadow model uses `seed` itself.
   bool same_seed = false;
+  /// A directory (created if missing) keeping every method's shadow models as they are trained
+  /// (jobs/shadow_model_store.hpp: <method>.npy and <method>.json); a later attack with the same
+  /// training settings loads them and trains only the shadow models it lacks. Empty: none kept.
+  std::string shadow_models;
   void resolve();
   void validate() const;
 };
@@ -83,12 +87,17 @@ void visit_fields(LearnedAttackJobOptions& o, Visit&& visit) {
   visit("same_seed", o.same_seed,
         "Train every shadow model with the same seed (same noise too); default: seed of model i from (seed, i)");
   visit_training_fields(o.training, visit);
+  visit("shadow_models", o.shadow_models,
+        "Keep each method's shadow models in this directory (<method>.npy, a row of parameters per shadow model, "
+        "and <method>.json, what trained them), saved as they are trained: a rerun with the same training settings "
+        "loads them and trains only those it lacks (resume an attack, grow it, or fit another attacker)");
 }
 
 /// One method's attack.
 struct LearnedAttackMethodResult {
   PrivateTrainingMethod method = PrivateTrainingMethod::kSgd;
   LearnedReconstructionResult attack;
+  Index loaded_shadow_models = 0;  ///< of options.shadow_models' store, not trained by this run
 };
 
 struct LearnedAttackJobResult final : JobResult {
