@@ -582,7 +582,11 @@ class PublicDataModel final : public TrainableModel {
                           frozen_, phase_.clip_norm);
     // ProbeDraws::kStep: each public example's probes drawn once for this step, from its own stream;
     // on a network its gradient and probe products at w computed once (w is fixed until the step).
-    const bool per_step = S > 0 && o.probe_draws == ProbeDraws::kStep;
+    // With lambda 0 (figure 3.2's first point, or a decay down to 0) the Fisher term weighs nothing
+    // and the objective is ||c||^2 on every batch, exactly: neither probes nor gradients are made
+    // (the other random streams are drawn from their own seeds, so nothing else changes).
+    const bool fisher_term = request.lambda != 0.0;
+    const bool per_step = fisher_term && S > 0 && o.probe_draws == ProbeDraws::kStep;
     RowMatrix step_probes;
     ShiftObjectiveTerms step_terms;
     if (per_step) {
@@ -594,6 +598,13 @@ class PublicDataModel final : public TrainableModel {
     auto train_on = [&](std::vector<Index> rows) {
       std::sort(rows.begin(), rows.end());
       const Index b_rows = static_cast<Index>(rows.size());
+      if (!fisher_term) {
+        const VectorXd& c = constant_->perturbation();
+        const ShiftObjectiveValue value{c.squaredNorm(), 2.0 * c};
+        apply_constant_update(value, t);
+        last_value = value.value;
+        return;
+      }
       if (per_step && !closed_form) {
         const ShiftObjectiveValue value =
             shift_objective_from_terms(step_terms.gradients, step_terms.probe_products, rows,

@@ -758,6 +758,33 @@ TEST(TrainWithPublicData, ProbesDrawnOnceAStepTrainFimReproduciblyOnANetworkAndS
   }
 }
 
+TEST(TrainWithPublicData, FimWithLambdaZeroTrainsTheConstantModelOnItsNormAloneExactly) {
+  // With lambda 0 the Fisher term is skipped and the objective is ||c||^2 (gradient 2c) on every
+  // batch. A lambda of 1e-300 computes the whole objective (probes, released gradients, the clip's
+  // terms) and adds under 1e-290 to a gradient of order 1e-2: the same bits, so the shortcut is exact.
+  const Dataset data = testing::random_classification(90, 6, 3, 17);
+  const PublicPrivateSplit split = split_public_private(data, 0.4, 2);
+  PublicDataTrainingOptions o = small_options();
+  o.private_phase.runs = 1;
+  o.private_phase.steps = 3;
+  o.gradient_model.trace = GradientTrace::kProbes;
+  o.methods = {PrivateTrainingMethod::kFim};
+  for (const ProbeDraws draws : {ProbeDraws::kBatch, ProbeDraws::kStep}) {
+    SCOPED_TRACE(to_string(draws));
+    o.gradient_model.probe_draws = draws;
+    const auto fim = [&](double lambda) {
+      PublicDataTrainingOptions options = o;
+      options.gradient_model.lambda = lambda;
+      return train_with_public_data(split.public_part, split.private_part, Dataset{}, options).methods.front();
+    };
+    const MethodResult zero = fim(0.0), tiny = fim(1e-300), weighed = fim(1e3);
+    EXPECT_EQ(zero.training.parameters, tiny.training.parameters);
+    EXPECT_EQ(zero.training.final_snapshot().fisher_trace, tiny.training.final_snapshot().fisher_trace);
+    EXPECT_EQ(zero.perturbation_cosine, tiny.perturbation_cosine);
+    EXPECT_NE(zero.training.parameters, weighed.training.parameters) << "lambda moves c";
+  }
+}
+
 TEST(TrainOneModel, ReleasesTheSameModelWithoutAccounting) {
   REQUIRE_PLUGIN();
   const Dataset data = image_data(40, 2, 71);
