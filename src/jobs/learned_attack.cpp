@@ -187,7 +187,16 @@ LearnedAttackJobResult run_learned_attack(const LearnedAttackJobOptions& request
   std::uint64_t shadow_model = 0;
   for (PrivateTrainingMethod method : options.training.methods)
     shadow_model = std::max(shadow_model, shadow_model_memory(options, result.data, shape, method));
-  check_learned_attack_memory(options.attack, shape.parameters, shape.classes, result.data.fixed.d(), shadow_model);
+  // A store (--shadow-models) keeps one copy of the shadow models' parameters, and a save two more
+  // (the matrix and the file's bytes).
+  const std::uint64_t kept =
+      options.shadow_models.empty()
+          ? 0
+          : saturating_product(saturating_product(static_cast<std::uint64_t>(options.attack.train_shadow_models +
+                                                                             options.attack.target_shadow_models),
+                                                  static_cast<std::uint64_t>(shape.parameters)),
+                               3 * sizeof(double));
+  check_learned_attack_memory(options.attack, shape.parameters, shape.classes, result.data.fixed.d(), shadow_model, kept);
   if (!options.shadow_models.empty()) std::filesystem::create_directories(options.shadow_models);
   for (PrivateTrainingMethod method : options.training.methods) {
     const StageScope stage("learned attack (shadow models and attacker)");

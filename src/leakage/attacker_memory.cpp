@@ -67,19 +67,22 @@ void check_attacker_memory(const LearnedReconstructionOptions& options, Index pa
 std::uint64_t LearnedAttackMemoryEstimate::shadow_training() const {
   // While the models train, their parameters so far (the attacker's inputs, half of which are
   // the standardised copy made after training) are kept beside the ones training.
-  return saturating_sum(saturating_product(static_cast<std::uint64_t>(threads), shadow_model), attacker.inputs / 2);
+  return saturating_sum(saturating_sum(saturating_product(static_cast<std::uint64_t>(threads), shadow_model), kept),
+                        attacker.inputs / 2);
 }
 
 std::uint64_t LearnedAttackMemoryEstimate::total() const { return std::max(shadow_training(), attacker.total()); }
 
 std::string LearnedAttackMemoryEstimate::describe() const {
   return "the learned attack (" + std::to_string(threads) + " shadow models trained at once, " +
-         readable_bytes(shadow_model) + " each; then " + attacker.describe() + ")";
+         readable_bytes(shadow_model) + " each" + (kept > 0 ? ", and " + readable_bytes(kept) + " of kept shadow models" : "") +
+         "; then " + attacker.describe() + ")";
 }
 
 void check_learned_attack_memory(const LearnedReconstructionOptions& options, Index parameter_count, Index num_classes,
-                                 Index features, std::uint64_t shadow_model) {
+                                 Index features, std::uint64_t shadow_model, std::uint64_t kept) {
   LearnedAttackMemoryEstimate estimate;
+  estimate.kept = kept;
   estimate.attacker = estimate_attacker_memory(options, parameter_count, num_classes, features);
   estimate.shadow_model = shadow_model;
   estimate.threads = std::max<Index>(

@@ -191,6 +191,9 @@ TEST(LearnedAttackMemoryEstimate, CountsTheShadowModelsTrainedAtOnceAndTheAttack
   estimate.shadow_model = 1000;
   estimate.threads = 2;
   EXPECT_EQ(estimate.shadow_training(), 2000 + estimate.attacker.inputs / 2);
+  estimate.kept = 500;  // learned-attack's --shadow-models store, beside the models training
+  EXPECT_EQ(estimate.shadow_training(), 2500 + estimate.attacker.inputs / 2);
+  estimate.kept = 0;
   EXPECT_EQ(estimate.total(), std::max(estimate.shadow_training(), estimate.attacker.total()));
   estimate.shadow_model = std::uint64_t{1} << 40;
   EXPECT_EQ(estimate.total(), estimate.shadow_training());
@@ -199,6 +202,8 @@ TEST(LearnedAttackMemoryEstimate, CountsTheShadowModelsTrainedAtOnceAndTheAttack
   expect_contains(message_of([&] { check_learned_attack_memory(options, 12, 3, 7, std::uint64_t{1} << 40); }),
                   {"the learned attack (", "shadow models trained at once, 1.0 TiB each", "max_memory = 64M",
                    "train_shadow_models", "threads"});
+  expect_contains(message_of([&] { check_learned_attack_memory(options, 12, 3, 7, 1000, std::uint64_t{1} << 40); }),
+                  {"and 1.0 TiB of kept shadow models", "max_memory = 64M"});
   options.attacker_hidden = {100000000};
   expect_contains(message_of([&] { check_learned_attack_memory(options, 12, 3, 7, 1000); }),
                   {"then the attacker of", "attacker_hidden"});
@@ -246,6 +251,8 @@ TEST(AttackerMemoryEstimate, CountsTheMlpAsItAllocatesAndTheLinearMapsByHand) {
   const AttackerMemoryEstimate linear = estimate_attacker_memory(options, p, K, d);
   EXPECT_EQ(linear.parameter_count, 3 * 13 * 7);
   EXPECT_EQ(linear.activations, 2 * 13 * 13 * kDouble);
+  expect_contains(message_of([&] { check_learned_attack_memory(options, 12, 3, 7, 1000, std::uint64_t{1} << 40); }),
+                  {"and 1.0 TiB of kept shadow models", "max_memory = 64M"});
   options.attacker_hidden = {100000000};
   options.max_memory = ByteSize{std::uint64_t{64} << 20};
   expect_contains(message_of([&] { check_attacker_memory(options, p, K, d); }),

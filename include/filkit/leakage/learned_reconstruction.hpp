@@ -164,7 +164,8 @@ struct LearnedAttackMemoryEstimate {
   AttackerMemoryEstimate attacker;
   std::uint64_t shadow_model = 0;  ///< training one shadow model (its data, parameters, gradient model)
   Index threads = 1;               ///< shadow models trained at once
-  std::uint64_t shadow_training() const;  ///< threads x shadow_model, beside the parameters kept so far
+  std::uint64_t kept = 0;          ///< what the caller keeps beside them (learned-attack's --shadow-models store)
+  std::uint64_t shadow_training() const;  ///< threads x shadow_model and `kept`, beside the parameters kept so far
   std::uint64_t total() const;
   std::string describe() const;
 };
@@ -174,7 +175,7 @@ struct LearnedAttackMemoryEstimate {
 /// beyond options.max_memory. Call it before training: run_learned_reconstruction checks the
 /// attacker again once the shadow models' parameters are counted.
 void check_learned_attack_memory(const LearnedReconstructionOptions& options, Index parameter_count, Index num_classes,
-                                 Index features, std::uint64_t shadow_model);
+                                 Index features, std::uint64_t shadow_model, std::uint64_t kept = 0);
 
 /// A new MLP of these widths (PyTorch's default initialisation: U(-1/sqrt(in), 1/sqrt(in))).
 Attacker initial_mlp(Index inputs, const std::vector<Index>& hidden, Index outputs, std::uint64_t seed);
