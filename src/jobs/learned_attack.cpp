@@ -197,7 +197,11 @@ LearnedAttackJobResult run_learned_attack(const LearnedAttackJobOptions& request
                                                   static_cast<std::uint64_t>(shape.parameters)),
                                3 * sizeof(double));
   check_learned_attack_memory(options.attack, shape.parameters, shape.classes, result.data.fixed.d(), shadow_model, kept);
-  if (!options.shadow_models.empty()) std::filesystem::create_directories(options.shadow_models);
+  if (!options.shadow_models.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(options.shadow_models, error);
+    if (error) option_error("shadow_models", options.shadow_models, "cannot be created: " + error.message());
+  }
   for (PrivateTrainingMethod method : options.training.methods) {
     const StageScope stage("learned attack (shadow models and attacker)");
     ShadowTrainer train = shadow_trainer(options, result.data.public_part, method);

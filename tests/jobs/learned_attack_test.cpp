@@ -183,6 +183,8 @@ TEST(LearnedAttackJob, RefusesAShadowModelStoreItCannotUseNamingWhy) {
   std::filesystem::remove(npy);
   options.shadow_models = dir.file("store/dpsgd.json");
   EXPECT_INVALID_ARGUMENT(options.validate(), "shadow_models", "is not a directory");
+  options.shadow_models = dir.file("store/dpsgd.json/inside");
+  EXPECT_INVALID_ARGUMENT(run_learned_attack(options), "shadow_models", "cannot be created");
 }
 
 TEST(LearnedAttackJob, RefusesOptionsItCannotRunNamingTheField) {
