@@ -759,6 +759,7 @@ TEST(TrainWithPublicData, ProbesDrawnOnceAStepTrainFimReproduciblyOnANetworkAndS
 }
 
 TEST(TrainWithPublicData, FimWithLambdaZeroTrainsTheConstantModelOnItsNormAloneExactly) {
+  REQUIRE_PLUGIN();  // private training with public data runs its released gradients through the plugin
   // With lambda 0 the Fisher term is skipped and the objective is ||c||^2 (gradient 2c) on every
   // batch. A lambda of 1e-300 computes the whole objective (probes, released gradients, the clip's
   // terms) and adds under 1e-290 to a gradient of order 1e-2: the same bits, so the shortcut is exact.
