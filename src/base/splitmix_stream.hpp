@@ -50,8 +50,11 @@ class SplitMixStream {
  public:
   explicit SplitMixStream(std::uint64_t key) : key_(key), tables_(&ziggurat_tables()) {}
 
+  /// The counter's increment: the golden-ratio gamma that splitmix64 adds.
+  static constexpr std::uint64_t kGamma = 0x9e3779b97f4a7c15ULL;
+
   /// The next 64 random bits.
-  std::uint64_t bits() { return splitmix64(key_ + (counter_++) * 0x9e3779b97f4a7c15ULL); }
+  std::uint64_t bits() { return splitmix64(key_ + (counter_++) * kGamma); }
 
   /// Uniform on the open interval (0, 1), 53 bits.
   double uniform() { return (static_cast<double>(bits() >> 11) + 0.5) * 0x1.0p-53; }
@@ -64,6 +67,36 @@ class SplitMixStream {
       while (static_cast<std::uint64_t>(product) < threshold) product = static_cast<unsigned __int128>(bits()) * n;
     }
     return static_cast<std::uint64_t>(product >> 64);
+  }
+
+  /// `count` standard normals into `out`: the same values, and the same stream position after, as
+  /// `count` calls of normal(), in about 70 % of their time. A block's draws are mixed in a
+  /// vectorised loop; a walk then takes those inside their layer's rectangle in order and hands a
+  /// rejected one (about 1 in 80) to normal(), which consumes what the sequential form would. (The
+  /// table lookups stay scalar: the vector gathers are slower on this workplace's Xeons.)
+  void normals(double* out, std::int64_t count) {
+    constexpr std::uint64_t kBlock = 256;
+    const ZigguratTables& t = *tables_;
+    std::uint64_t draws[kBlock];
+    std::int64_t done = 0;
+    while (done < count) {
+      const std::uint64_t first = counter_;
+      for (std::uint64_t k = 0; k < kBlock; ++k) draws[k] = splitmix64(key_ + (first + k) * kGamma);
+      std::uint64_t k = 0;  // the next unused draw's place in the block
+      while (done < count && k < kBlock) {
+        const double u = static_cast<double>(static_cast<std::int64_t>(draws[k]) >> 11) * 0x1.0p-52;
+        const int i = static_cast<int>(draws[k] & (ZigguratTables::kLayers - 1));
+        if (std::abs(u) < t.inner_ratio[i]) {
+          out[done++] = u * t.x[i];
+          ++k;
+        } else {
+          counter_ = first + k;
+          out[done++] = normal();  // from draw k: the wedge or tail, and any redraws
+          k = counter_ - first;
+        }
+      }
+      counter_ = first + k;
+    }
   }
 
   /// Standard normal.

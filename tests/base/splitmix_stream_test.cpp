@@ -36,6 +36,31 @@ TEST(SplitMixStream, DrawCIsSplitMixOfTheKeyPlusCGammas) {
   EXPECT_NE(again.bits(), other.bits());
 }
 
+TEST(SplitMixStream, ABlockOfNormalsIsTheSequenceOfSingleNormals) {
+  // Counts within one block of draws, across several and with a block's worth of rejections; after
+  // each the two streams stand at the same draw.
+  for (std::uint64_t key : {1ull, 77ull, 0xdeadbeefull})
+    for (std::int64_t count : {0, 1, 255, 256, 257, 1568, 100000}) {
+      SplitMixStream single(key), block(key);
+      std::vector<double> expected(static_cast<std::size_t>(count)), got(static_cast<std::size_t>(count) + 1, -7.0);
+      for (double& x : expected) x = single.normal();
+      block.normals(got.data(), count);
+      for (std::int64_t i = 0; i < count; ++i) ASSERT_EQ(got[i], expected[i]) << "key " << key << ", normal " << i;
+      EXPECT_EQ(got[count], -7.0) << "wrote past the end";
+      EXPECT_EQ(block.bits(), single.bits()) << "key " << key << ", count " << count;
+    }
+  // A stream's tail and wedge draws (about 1 in 80 normals) are among the 10^5: more than 1,000.
+  SplitMixStream stream(77);
+  int outside = 0;
+  const ZigguratTables& t = ziggurat_tables();
+  for (int n = 0; n < 100000; ++n) {
+    const std::uint64_t draw = stream.bits();
+    const double u = static_cast<double>(static_cast<std::int64_t>(draw) >> 11) * 0x1.0p-52;
+    outside += !(std::abs(u) < t.inner_ratio[draw & (ZigguratTables::kLayers - 1)]);
+  }
+  EXPECT_GT(outside, 1000);
+}
+
 TEST(SplitMixStream, UniformsAndBoundedIntegersHaveTheirFrequencies) {
   SplitMixStream stream(7);
   constexpr int kDraws = 700000, kBins = 7;

@@ -94,8 +94,7 @@ Tensor gaussian_rows(std::vector<SplitMixStream>& streams, std::int64_t size) {
   const Tensor rows = at::empty({static_cast<std::int64_t>(streams.size()), size}, kDouble);
   double* data = rows.data_ptr<double>();
   at::parallel_for(0, rows.size(0), 1, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t b = begin; b < end; ++b)
-      for (std::int64_t i = 0; i < size; ++i) data[b * size + i] = streams[b].normal();
+    for (std::int64_t b = begin; b < end; ++b) streams[b].normals(data + b * size, size);
   });
   return rows;
 }
