@@ -5,8 +5,11 @@
 // m-vector u and its m-vectors J_m v (probes) or its m x d matrix J_m (exact) built explicitly, the
 // gradient summed in m-space. The baseline's value and gradient are checked against the batched
 // ones (counter rel_diff). calls_94400_s extrapolates the time to the 94,400 calls of a fim run.
+// And the probes drawn before the objective against drawn inside it, block by block (below).
 #include "filkit/dpsgd/clipped_gradient.hpp"
 #include "filkit/public_data/constant_perturbation.hpp"
+
+#include "base/splitmix_stream.hpp"
 
 #include <benchmark/benchmark.h>
 
@@ -160,9 +163,63 @@ void run(benchmark::State& state, bool batched) {
 void BM_ObjectiveBatched(benchmark::State& state) { run(state, true); }
 void BM_ObjectivePerExample(benchmark::State& state) { run(state, false); }
 
+// A public batch as fim evaluates it: its rows gathered and the 2 probes of each example drawn
+// from its own SplitMixStream, then the objective (both matrices written to memory and read back),
+// against the objective gathering each block's rows and drawing its probes where it uses them
+// (SoftmaxRelease::ProbeSource). The same value and gradient (rel_diff; a test checks the bits).
+constexpr Index kProbes = 2;
+void draw(std::uint64_t key, Index first, Index count, double* out) {
+  for (Index b = first; b < first + count; ++b)
+    SplitMixStream(splitmix64(key + static_cast<std::uint64_t>(b)))
+        .normals(out + (b - first) * kProbes * kPixels, kProbes * kPixels);
+}
+
+SoftmaxRelease::Objective probes_then_objective(const SoftmaxRelease& release, std::uint64_t key) {
+  const Problem& pr = problem();
+  RowMatrix X(kBatch, kPixels), V(kBatch * kProbes, kPixels);
+#pragma omp parallel for schedule(static)
+  for (Index b = 0; b < kBatch; ++b) {
+    X.row(b) = pr.X.row(b);  // fim gathers the batch's rows of the public part
+    draw(key, b, 1, V.row(b * kProbes).data());
+  }
+  return release.objective(X, pr.y, pr.c, V, kLambda, true, kFloor);
+}
+
+SoftmaxRelease::Objective objective_making_probes(const SoftmaxRelease& release, std::uint64_t key) {
+  const Problem& pr = problem();
+  const SoftmaxRelease::ProbeSource source = [key](Index first, Index count, double* out) {
+    draw(key, first, count, out);
+  };
+  static const std::vector<Index> rows = [] {
+    std::vector<Index> all(static_cast<std::size_t>(kBatch));
+    for (Index b = 0; b < kBatch; ++b) all[static_cast<std::size_t>(b)] = b;
+    return all;
+  }();
+  return release.objective(pr.X, pr.y, rows, pr.c, kProbes, source, kLambda, true, kFloor);
+}
+
+void run_with_probes(benchmark::State& state, bool made_in_blocks) {
+  const Problem& pr = problem();
+  const SoftmaxRelease release(pr.W, true, pr.frozen, pr.clip);
+  std::uint64_t key = 0;
+  SoftmaxRelease::Objective result;
+  for (auto _ : state) {
+    result = made_in_blocks ? objective_making_probes(release, ++key) : probes_then_objective(release, ++key);
+    benchmark::DoNotOptimize(result.value);
+  }
+  const SoftmaxRelease::Objective other =
+      made_in_blocks ? probes_then_objective(release, key) : objective_making_probes(release, key);
+  report(state, result, other);
+}
+
+void BM_ProbesThenObjective(benchmark::State& state) { run_with_probes(state, false); }
+void BM_ObjectiveMakingProbes(benchmark::State& state) { run_with_probes(state, true); }
+
 }  // namespace
 
 BENCHMARK(BM_ObjectiveBatched)->Arg(2)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_ObjectivePerExample)->Arg(2)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_ProbesThenObjective)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_ObjectiveMakingProbes)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 BENCHMARK_MAIN();

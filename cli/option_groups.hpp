@@ -36,7 +36,7 @@ inline constexpr GroupOf kGroupByName[] = {
     {"gradient_hidden", "Model"}, {"gradient_conv", "Model"}, {"gradient_unit", "Model"},
     {"gradient_steps", "Model"}, {"gradient_decay", "Model"}, {"gradient_min_steps", "Model"},
     {"gradient_batch_size", "Model"}, {"gradient_step_size", "Model"}, {"gradient_weight_decay", "Model"},
-    {"gradient_probes", "Model"}, {"gradient_trace", "Model"}, {"gradient_probe_draws", "Model"}, {"gradient_precision", "Model"},
+    {"gradient_probes", "Model"}, {"gradient_trace", "Model"}, {"gradient_probe_draws", "Model"}, {"gradient_precision", "Model"}, {"gradient_state_precision", "Model"},
     // Privacy: the mechanism and what is private.
     {"sigma", "Privacy"}, {"releases", "Privacy"}, {"label", "Privacy"}, {"noise_multiplier", "Privacy"},
     {"clip_norm", "Privacy"}, {"sampling", "Privacy"}, {"subsampling", "Privacy"}, {"kappa_delta", "Privacy"},

@@ -23,7 +23,7 @@ Usage: experiments/fim_tables.py EXPERIMENT [--runs R] [--threads T] [--methods 
        --gradient-decay N --gradient-min-steps N --gradient-unit epochs|batches] [--gradient-model KIND]
        [--gradient-trace probes|exact] [--sampling shuffle|uniform|poisson] [--fractions ...] [--lambdas ...]
        [--reference-logit] [--public-split random|first] [--gradient-precision float64|float32]
-       [--gradient-probe-draws batch|step] [--checkpoint-every N]
+       [--gradient-probe-draws batch|step] [--gradient-state-precision float64|float32] [--checkpoint-every N]
 Each run of each method is its own `filkit public-training --runs 1 --seed S --methods M` (seeds --seed, ...,
 --seed + --runs - 1), its JSON under ${FILKIT_OUT:-experiments/results}/fim/<experiment>/<setting>/ (committed)
 beside the flags it was run with: rerunning the script skips every run already done (the same
@@ -107,7 +107,10 @@ def run_one(directory, settings, args, seed, method):
     os.makedirs(directory, exist_ok=True)
     # fim with probes drawn once a step (filkit's variant) is kept beside the thesis' per-batch draws.
     step_probes = method == "fim" and args.gradient_probe_draws == "step"
-    path = os.path.join(directory, f"seed{seed}-{method}{'-step-probes' if step_probes else ''}.json")
+    # and fim with its gradient model's state in float32 beside float64's.
+    state32 = method == "fim" and args.gradient_state_precision == "float32"
+    suffix = ("-step-probes" if step_probes else "") + ("-float32-state" if state32 else "")
+    path = os.path.join(directory, f"seed{seed}-{method}{suffix}.json")
     flags = [FILKIT, "public-training", "--json", path, "--runs", "1", "--seed", str(seed),
              "--threads", str(args.threads), "--methods", method]
     if args.quiet:
@@ -122,6 +125,8 @@ def run_one(directory, settings, args, seed, method):
         flags += ["--gradient-precision", args.gradient_precision]
     if step_probes:
         flags += ["--gradient-probe-draws", "step"]
+    if state32:
+        flags += ["--gradient-state-precision", "float32"]
     # The flags that decide the results mark the run done: not --quiet, where the state is saved,
     # the binary's path or --threads (filkit's results do not depend on the thread count).
     command = " ".join(flag for flag in flags if flag != "--quiet")
@@ -260,6 +265,9 @@ def main():
                         help="fim: the objective's probes drawn afresh each public batch (the thesis, the default) or "
                              "once per example and private step (filkit's variant: on a network each example's "
                              "gradient and probe products are computed once a step; its runs are seedS-fim-step-probes.json)")
+    parser.add_argument("--gradient-state-precision", dest="gradient_state_precision", choices=["float64", "float32"],
+                        help="fim: its gradient model's parameters, Adam moments and c in float32, as the thesis' jax "
+                             "(half the memory traffic of each update; its runs are seedS-fim-float32-state.json)")
     parser.add_argument("--public-split", dest="public_split", choices=["random", "first"],
                         help="which examples are public: the thesis' code takes the first ones (first); the tables "
                              "in experiments/README.md were run with a seeded random subset (random, the default)")

@@ -91,7 +91,10 @@ GradientModelMemoryEstimate estimate_gradient_model_memory(const GradientModelOp
                                                            Index public_rows, bool network) {
   GradientModelMemoryEstimate estimate;
   estimate.parameter_count = gradient_model_parameter_count(options, released, image);
-  estimate.parameters = doubles(u64(estimate.parameter_count), kGradientModelParameterCopies);
+  const bool single = options.is_constant() && options.state_precision == GradientPrecision::kFloat32;
+  estimate.parameters = product(u64(estimate.parameter_count),
+                                static_cast<std::uint64_t>(kGradientModelParameterCopies) *
+                                    (single ? sizeof(float) : sizeof(double)));
   const std::uint64_t rows = u64(std::min(options.batch_size, public_rows));
   if (options.kind == GradientModelKind::kConditional) {
     std::uint64_t widths = sum(u64(input_dim), 3 * u64(released));  // x, the model's inputs, its output

@@ -3,10 +3,12 @@
 
 #include "filkit/dpsgd/clipped_gradient.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 namespace filkit {
 
@@ -23,16 +25,81 @@ double glorot_normal(std::mt19937_64& rng, Index fan_in, Index fan_out) {
   }
 }
 
+constexpr Index kParallelParameters = 65536;  // below this an update is not worth a parallel region
+constexpr Index kAdamBlock = 4096;            // entries of one thread's block of an update
+constexpr Index kRowBlock = 64;               // output rows of one block of W_o^T dL/dc's sum
+
+template <typename Scalar>
+using RowMajor = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+/// The last hidden layer at phi: a = W beta + b and h = gelu(a).
+template <class Storage>
+void refresh_hidden(Storage& s, Index width_in, Index width) {
+  using Scalar = typename Storage::Vector::Scalar;
+  const Eigen::Map<const RowMajor<Scalar>> W(s.phi.data() + width_in, width, width_in);
+  s.preactivation = W * s.phi.head(width_in) + s.phi.segment(width_in + width * width_in, width);
+  s.hidden = s.preactivation.unaryExpr([](Scalar t) { return static_cast<Scalar>(gelu(t)); });
+}
+
+/// c_r = W_o[r] . h + b_o[r]: the one formula of refresh() and of the fused update, so that the
+/// two agree bit for bit.
+template <class Storage>
+double output_entry(const Storage& s, Index output, Index width, Index bias, Index r) {
+  return static_cast<double>(s.phi.segment(output + r * width, width).dot(s.hidden) + s.phi(bias + r));
+}
+
+/// sum_{r in block k} dL/dc_r W_o[r] (rows k kRowBlock onwards): W_o^T dL/dc is the sum of these in
+/// block order, the same bits whatever the thread count, and the fused update forms each block's
+/// before it changes the block's rows.
+template <class Storage>
+typename Storage::Vector output_rows_sum(const Storage& s, const typename Storage::Vector& gc, Index output,
+                                         Index width, Index block) {
+  typename Storage::Vector sum = Storage::Vector::Zero(width);
+  for (Index r = block * kRowBlock; r < std::min(gc.size(), (block + 1) * kRowBlock); ++r)
+    sum += gc(r) * s.phi.segment(output + r * width, width);
+  return sum;
+}
+
+/// The head's part of dL/dphi (beta, W and b: the entries before W_o) from W_o^T dL/dc, at phi.
+template <class Storage>
+void fill_head_gradient(const Storage& s, const typename Storage::Vector& weighted, typename Storage::Vector& g,
+                        Index width_in, Index width) {
+  using Scalar = typename Storage::Vector::Scalar;
+  const Eigen::Map<const RowMajor<Scalar>> W(s.phi.data() + width_in, width, width_in);
+  const typename Storage::Vector ga = weighted.cwiseProduct(
+      s.preactivation.unaryExpr([](Scalar t) { return static_cast<Scalar>(gelu_derivative(t)); }));
+  Eigen::Map<RowMajor<Scalar>>(g.data() + width_in, width, width_in) = ga * s.phi.head(width_in).transpose();
+  g.segment(width_in + width * width_in, width) = ga;
+  g.head(width_in) = W.transpose() * ga;
+}
+
 }  // namespace
 
+template <typename F>
+void ConstantGradientModel::visit_storage(F&& f) {
+  if (precision_ == GradientPrecision::kFloat32)
+    f(float32_);
+  else
+    f(float64_);
+}
+
+template <typename F>
+void ConstantGradientModel::visit_storage(F&& f) const {
+  if (precision_ == GradientPrecision::kFloat32)
+    f(float32_);
+  else
+    f(float64_);
+}
+
 ConstantGradientModel::ConstantGradientModel(GradientModelKind kind, Index released, const std::vector<Index>& hidden,
-                                             std::uint64_t seed)
-    : kind_(kind), m_(released) {
+                                             std::uint64_t seed, GradientPrecision precision)
+    : kind_(kind), precision_(precision), m_(released) {
   if (kind == GradientModelKind::kConditional)
     throw std::invalid_argument("ConstantGradientModel: gradient_model = conditional is not a constant model");
   if (released < 1) throw std::invalid_argument("ConstantGradientModel: no released coordinate");
+  VectorXd phi;
   if (kind == GradientModelKind::kVector) {
-    phi_ = VectorXd::Zero(m_);
+    phi = VectorXd::Zero(m_);
   } else {
     if (hidden.size() < 2)
       throw std::invalid_argument("gradient_hidden: the constant gradient model needs at least two widths");
@@ -41,52 +108,76 @@ ConstantGradientModel::ConstantGradientModel(GradientModelKind kind, Index relea
     if (width_in_ < 1 || width_ < 1) throw std::invalid_argument("gradient_hidden: widths must be >= 1");
     std::mt19937_64 rng(seed);
     std::normal_distribution<double> bias(0.0, 1e-2);
-    phi_ = VectorXd::Zero(width_in_ + width_ * width_in_ + width_ + m_ * width_ + m_);
+    phi = VectorXd::Zero(width_in_ + width_ * width_in_ + width_ + m_ * width_ + m_);
     Index k = width_in_;  // beta = 0 (the normalisation's shift starts at zero)
-    for (Index i = 0; i < width_ * width_in_; ++i) phi_(k++) = glorot_normal(rng, width_in_, width_);
-    for (Index i = 0; i < width_; ++i) phi_(k++) = bias(rng);
-    for (Index i = 0; i < m_ * width_; ++i) phi_(k++) = glorot_normal(rng, width_, m_);
-    for (Index i = 0; i < m_; ++i) phi_(k++) = bias(rng);
+    for (Index i = 0; i < width_ * width_in_; ++i) phi(k++) = glorot_normal(rng, width_in_, width_);
+    for (Index i = 0; i < width_; ++i) phi(k++) = bias(rng);
+    for (Index i = 0; i < m_ * width_; ++i) phi(k++) = glorot_normal(rng, width_, m_);
+    for (Index i = 0; i < m_; ++i) phi(k++) = bias(rng);
   }
-  first_moment_ = VectorXd::Zero(phi_.size());
-  second_moment_ = VectorXd::Zero(phi_.size());
+  visit_storage([&](auto& s) {
+    using Vector = typename std::decay_t<decltype(s)>::Vector;
+    s.phi = phi.cast<typename Vector::Scalar>();
+    s.first_moment = Vector::Zero(phi.size());
+    s.second_moment = Vector::Zero(phi.size());
+  });
   refresh();
 }
 
+Index ConstantGradientModel::parameter_count() const {
+  return precision_ == GradientPrecision::kFloat32 ? float32_.phi.size() : float64_.phi.size();
+}
+
+VectorXd ConstantGradientModel::parameters() const {
+  VectorXd phi;
+  visit_storage([&](const auto& s) { phi = s.phi.template cast<double>(); });
+  return phi;
+}
+
 void ConstantGradientModel::set_parameters(const VectorXd& phi) {
-  if (phi.size() != phi_.size())
+  if (phi.size() != parameter_count())
     throw std::invalid_argument("ConstantGradientModel::set_parameters: " + std::to_string(phi.size()) +
-                                " values for " + std::to_string(phi_.size()) + " parameters");
-  phi_ = phi;
+                                " values for " + std::to_string(parameter_count()) + " parameters");
+  visit_storage([&](auto& s) { s.phi = phi.cast<typename std::decay_t<decltype(s)>::Vector::Scalar>(); });
   refresh();
+}
+
+ConstantGradientModel::State ConstantGradientModel::state() const {
+  State state;
+  visit_storage([&](const auto& s) {
+    state = {s.phi.template cast<double>(), s.first_moment.template cast<double>(),
+             s.second_moment.template cast<double>(), updates_};
+  });
+  return state;
 }
 
 void ConstantGradientModel::restore(const State& state) {
   for (const VectorXd* v : {&state.parameters, &state.first_moment, &state.second_moment})
-    if (v->size() != phi_.size())
+    if (v->size() != parameter_count())
       throw std::invalid_argument("ConstantGradientModel::restore: " + std::to_string(v->size()) + " values for " +
-                                  std::to_string(phi_.size()) + " parameters");
+                                  std::to_string(parameter_count()) + " parameters");
   if (state.updates < 0) throw std::invalid_argument("ConstantGradientModel::restore: a negative update count");
-  first_moment_ = state.first_moment;
-  second_moment_ = state.second_moment;
+  visit_storage([&](auto& s) {
+    using Scalar = typename std::decay_t<decltype(s)>::Vector::Scalar;
+    s.first_moment = state.first_moment.cast<Scalar>();
+    s.second_moment = state.second_moment.cast<Scalar>();
+  });
   updates_ = state.updates;
   set_parameters(state.parameters);
 }
 
 void ConstantGradientModel::refresh() {
-  if (kind_ == GradientModelKind::kVector) {
-    c_ = phi_;
-    return;
-  }
-  const auto beta = phi_.segment(0, width_in_);
-  const Eigen::Map<const RowMatrix> W(phi_.data() + width_in_, width_, width_in_);
-  const auto b = phi_.segment(width_in_ + width_ * width_in_, width_);
-  const Index output = width_in_ + width_ * width_in_ + width_;
-  const Eigen::Map<const RowMatrix> Wo(phi_.data() + output, m_, width_);
-  const auto bo = phi_.segment(output + m_ * width_, m_);
-  preactivation_ = W * beta + b;
-  hidden_ = preactivation_.unaryExpr([](double t) { return gelu(t); });
-  c_ = Wo * hidden_ + bo;
+  visit_storage([&](auto& s) {
+    if (kind_ == GradientModelKind::kVector) {
+      c_ = s.phi.template cast<double>();
+      return;
+    }
+    refresh_hidden(s, width_in_, width_);
+    c_.resize(m_);
+    const Index output = output_offset(), bias = output_bias_offset();
+#pragma omp parallel for schedule(static) if (parameter_count() > kParallelParameters)
+    for (Index r = 0; r < m_; ++r) c_(r) = output_entry(s, output, width_, bias, r);
+  });
 }
 
 VectorXd ConstantGradientModel::parameter_gradient(const VectorXd& gc) const {
@@ -94,30 +185,29 @@ VectorXd ConstantGradientModel::parameter_gradient(const VectorXd& gc) const {
     throw std::invalid_argument("ConstantGradientModel::parameter_gradient: " + std::to_string(gc.size()) +
                                 " values for " + std::to_string(m_) + " released coordinates");
   if (kind_ == GradientModelKind::kVector) return gc;
-  VectorXd g(phi_.size());
-  fill_parameter_gradient(gc, g, true);
+  VectorXd g;
+  visit_storage([&](const auto& s) {
+    using Vector = typename std::decay_t<decltype(s)>::Vector;
+    using Scalar = typename Vector::Scalar;
+    const Vector gcs = gc.cast<Scalar>();
+    const Index output = output_offset(), blocks = (m_ + kRowBlock - 1) / kRowBlock;
+    Vector out(parameter_count());
+    Eigen::Map<RowMajor<Scalar>>(out.data() + output, m_, width_) = gcs * s.hidden.transpose();
+    out.segment(output_bias_offset(), m_) = gcs;
+    Vector weighted = Vector::Zero(width_);  // W_o^T dL/dc
+    for (Index k = 0; k < blocks; ++k) weighted += output_rows_sum(s, gcs, output, width_, k);
+    fill_head_gradient(s, weighted, out, width_in_, width_);
+    g = out.template cast<double>();
+  });
   return g;
-}
-
-void ConstantGradientModel::fill_parameter_gradient(const VectorXd& gc, VectorXd& g, bool output_layer) const {
-  const Index output = output_offset();
-  const Eigen::Map<const RowMatrix> W(phi_.data() + width_in_, width_, width_in_);
-  const Eigen::Map<const RowMatrix> Wo(phi_.data() + output, m_, width_);
-  // c = Wo h + bo, h = gelu(a), a = W beta + b.
-  if (output_layer) Eigen::Map<RowMatrix>(g.data() + output, m_, width_) = gc * hidden_.transpose();
-  g.segment(output + m_ * width_, m_) = gc;
-  const VectorXd ga = (Wo.transpose() * gc).cwiseProduct(preactivation_.unaryExpr([](double t) { return gelu_derivative(t); }));
-  Eigen::Map<RowMatrix>(g.data() + width_in_, width_, width_in_) = ga * phi_.segment(0, width_in_).transpose();
-  g.segment(width_in_ + width_ * width_in_, width_) = ga;
-  g.segment(0, width_in_) = W.transpose() * ga;
 }
 
 void ConstantGradientModel::restart() { updates_ = 0; }
 
 /// The thesis' Adam (jax's optimizers.adam defaults) with the coupled L2 decay, on a block of
-/// parameters. Written over Eigen arrays so that the square root and divisions are vectorised (a
-/// scalar std::sqrt is not, as it may set errno); every operation is IEEE-exact elementwise, so the
-/// bits are those of the scalar update in any block split.
+/// parameters, in the storage's precision. Written over Eigen arrays so that the square root and
+/// divisions are vectorised (a scalar std::sqrt is not, as it may set errno); every operation is
+/// IEEE-exact elementwise, so the bits are those of the scalar update in any block split.
 struct ConstantGradientModel::AdamStep {
   static constexpr double kBeta1 = 0.9, kBeta2 = 0.999, kEpsilon = 1e-8;
   // jax's x - step m^ / (sqrt(v^) + eps), m^ = m / (1 - b1^i), v^ = v / (1 - b2^i), written with
@@ -125,15 +215,19 @@ struct ConstantGradientModel::AdamStep {
   // divisions before; the pass is half arithmetic at AVX-512 widths), the same value to rounding.
   double weight_decay, scaled_step, inverse_root_correction2;
   /// `gradient`: an array expression of the block's `length` entries; the state starts at `offset`.
-  template <typename Gradient>
-  void operator()(const Gradient& gradient, ConstantGradientModel& model, Index offset, Index length) const {
-    Eigen::Map<Eigen::ArrayXd> phi(model.phi_.data() + offset, length), m(model.first_moment_.data() + offset, length),
-        v(model.second_moment_.data() + offset, length);
-    // g = gradient + weight_decay * phi is formed twice rather than stored: it needs no buffer, and
-    // both moments read phi before it changes.
-    m = kBeta1 * m + (1.0 - kBeta1) * (gradient + weight_decay * phi);
-    v = kBeta2 * v + (1.0 - kBeta2) * (gradient + weight_decay * phi).square();
-    phi -= scaled_step * m / (v.sqrt() * inverse_root_correction2 + kEpsilon);
+  template <class Storage, typename Gradient>
+  void operator()(const Gradient& gradient, Storage& s, Index offset, Index length) const {
+    using Scalar = typename Storage::Vector::Scalar;
+    using Array = Eigen::Array<Scalar, Eigen::Dynamic, 1>;
+    Eigen::Map<Array> phi(s.phi.data() + offset, length), m(s.first_moment.data() + offset, length),
+        v(s.second_moment.data() + offset, length);
+    const Scalar b1 = kBeta1, b2 = kBeta2, eps = kEpsilon, decay = static_cast<Scalar>(weight_decay),
+                 step = static_cast<Scalar>(scaled_step), root = static_cast<Scalar>(inverse_root_correction2);
+    // g = gradient + decay * phi is formed twice rather than stored: it needs no buffer, and both
+    // moments read phi before it changes.
+    m = b1 * m + (Scalar(1) - b1) * (gradient + decay * phi);
+    v = b2 * v + (Scalar(1) - b2) * (gradient + decay * phi).square();
+    phi -= step * m / (v.sqrt() * root + eps);
   }
 };
 
@@ -143,24 +237,22 @@ ConstantGradientModel::AdamStep ConstantGradientModel::next_adam_step(double ste
   return {weight_decay, step_size / correction1, 1.0 / std::sqrt(correction2)};
 }
 
-namespace {
-constexpr Index kParallelParameters = 65536;  // below this an update is not worth a parallel region
-constexpr Index kAdamBlock = 4096;            // entries of one thread's block of an update
-}  // namespace
-
 void ConstantGradientModel::update(const VectorXd& objective_gradient, double step_size, double weight_decay) {
-  if (objective_gradient.size() != phi_.size())
+  if (objective_gradient.size() != parameter_count())
     throw std::invalid_argument("ConstantGradientModel::update: " + std::to_string(objective_gradient.size()) +
-                                " gradient values for " + std::to_string(phi_.size()) + " parameters");
+                                " gradient values for " + std::to_string(parameter_count()) + " parameters");
   const AdamStep step = next_adam_step(step_size, weight_decay);
   // One pass over the ~10^6 parameters (the output layer's) in blocks: the update is memory-bound,
   // and elementwise, so any thread count gives the same bits.
-  const Index size = phi_.size(), blocks = (size + kAdamBlock - 1) / kAdamBlock;
+  const Index size = parameter_count(), blocks = (size + kAdamBlock - 1) / kAdamBlock;
+  visit_storage([&](auto& s) {
+    using Scalar = typename std::decay_t<decltype(s)>::Vector::Scalar;
 #pragma omp parallel for schedule(static) if (size > kParallelParameters)
-  for (Index b = 0; b < blocks; ++b) {
-    const Index begin = b * kAdamBlock, length = std::min(kAdamBlock, size - begin);
-    step(objective_gradient.segment(begin, length).array(), *this, begin, length);
-  }
+    for (Index b = 0; b < blocks; ++b) {
+      const Index begin = b * kAdamBlock, length = std::min(kAdamBlock, size - begin);
+      step(objective_gradient.segment(begin, length).array().template cast<Scalar>(), s, begin, length);
+    }
+  });
   refresh();
 }
 
@@ -169,21 +261,52 @@ void ConstantGradientModel::update_from_perturbation_gradient(const VectorXd& gc
     throw std::invalid_argument("ConstantGradientModel::update_from_perturbation_gradient: " + std::to_string(gc.size()) +
                                 " values for " + std::to_string(m_) + " released coordinates");
   if (kind_ == GradientModelKind::kVector) return update(gc, step_size, weight_decay);
-  VectorXd g(phi_.size());  // the output block's pages are never touched
-  fill_parameter_gradient(gc, g, false);
   const AdamStep step = next_adam_step(step_size, weight_decay);
-  const Index output = output_offset(), after = output + m_ * width_, size = phi_.size(), width = width_;
-  const auto hidden = hidden_.array();
+  const Index output = output_offset(), bias = output_bias_offset(), size = parameter_count(), width = width_;
+  const Index row_blocks = (m_ + kRowBlock - 1) / kRowBlock, head_blocks = (output + kAdamBlock - 1) / kAdamBlock;
+  visit_storage([&](auto& s) {
+    using Vector = typename std::decay_t<decltype(s)>::Vector;
+    using Scalar = typename Vector::Scalar;
+    const Vector gcs = gc.cast<Scalar>();
+    RowMajor<Scalar> partial(row_blocks, width);  // row k: block k's part of W_o^T dL/dc
+    Vector head(output);                          // the head's gradient
+    const auto hidden = s.hidden.array();         // h at phi, until the rows are done
 #pragma omp parallel if (size > kParallelParameters)
-  {
-#pragma omp single nowait
-    step(g.head(output).array(), *this, 0, output);
-#pragma omp for schedule(static) nowait
-    for (Index r = 0; r < m_; ++r) step(gc(r) * hidden, *this, output + r * width, width);
+    {
+      // The output layer, the ~10^6-parameter pass (memory-bound): each row's term of W_o^T dL/dc
+      // is read just before the row changes, and dL/dW_o[r] = dL/dc_r h is made where Adam uses it.
+#pragma omp for schedule(static)
+      for (Index k = 0; k < row_blocks; ++k) {
+        auto sum = partial.row(k);
+        sum.setZero();
+        for (Index r = k * kRowBlock; r < std::min(m_, (k + 1) * kRowBlock); ++r) {
+          sum += gcs(r) * s.phi.segment(output + r * width, width).transpose();  // output_rows_sum's terms
+          step(gcs(r) * hidden, s, output + r * width, width);                   // the row still in L1
+        }
+      }
 #pragma omp single
-    step(g.tail(size - after).array(), *this, after, size - after);
-  }
-  refresh();
+      {
+        Vector weighted = Vector::Zero(width);
+        for (Index k = 0; k < row_blocks; ++k) weighted += partial.row(k).transpose();
+        fill_head_gradient(s, weighted, head, width_in_, width);
+      }
+      // The head, and b_o (dL/db_o = dL/dc).
+#pragma omp for schedule(static)
+      for (Index k = 0; k <= head_blocks; ++k) {
+        if (k == head_blocks) {
+          step(gcs.array(), s, bias, m_);
+        } else {
+          const Index begin = k * kAdamBlock, length = std::min(kAdamBlock, output - begin);
+          step(head.segment(begin, length).array(), s, begin, length);
+        }
+      }
+#pragma omp single
+      refresh_hidden(s, width_in_, width);
+      // c at the new phi while the threads are up: refresh() without its single-threaded tail.
+#pragma omp for schedule(static)
+      for (Index r = 0; r < m_; ++r) c_(r) = output_entry(s, output, width, bias, r);
+    }
+  });
 }
 
 }  // namespace filkit

@@ -126,7 +126,10 @@ struct SoftmaxRelease::Pass {
   const RowMatrix* X = nullptr;
   const VectorXd* y = nullptr;
   MatrixXd C;            // p x K
-  const RowMatrix* probes = nullptr;  // nullptr or no rows: exact trace
+  const RowMatrix* probes = nullptr;  // nullptr or no rows (and no source): exact trace
+  const ProbeSource* source = nullptr;  // or the probes made a block at a time
+  const std::vector<Index>* rows = nullptr;  // the batch: these rows of X and y (else all of them)
+  Index probes_per_example = 0;         // with a source
   bool objective = false;             // else accounting: traces and the clipped sum
   double lambda = 0.0, floor = 0.0;
   bool snr = false;
@@ -160,14 +163,22 @@ SoftmaxRelease::SoftmaxRelease(MatrixXd weights, bool intercept, const std::vect
   feature_gram_ = W_f.transpose() * W_f;
 }
 
-void SoftmaxRelease::check_batch(const RowMatrix& X, const VectorXd& y, const VectorXd& c) const {
+void SoftmaxRelease::check_batch(const RowMatrix& X, const VectorXd& y, const VectorXd& c,
+                                 const std::vector<Index>* rows) const {
   if (X.cols() != input_dim())
     throw std::invalid_argument("SoftmaxRelease: X has " + std::to_string(X.cols()) + " features, the weights " +
                                 std::to_string(input_dim()));
   if (y.size() != X.rows())
     throw std::invalid_argument("SoftmaxRelease: y has " + std::to_string(y.size()) + " labels, X " +
                                 std::to_string(X.rows()) + " rows");
-  for (Index i = 0; i < y.size(); ++i) {
+  if (rows)
+    for (const Index r : *rows)
+      if (r < 0 || r >= X.rows())
+        throw std::invalid_argument("SoftmaxRelease: batch row " + std::to_string(r) + " of X's " +
+                                    std::to_string(X.rows()));
+  const Index count = rows ? static_cast<Index>(rows->size()) : y.size();
+  for (Index k = 0; k < count; ++k) {  // the batch's labels only
+    const Index i = rows ? (*rows)[static_cast<std::size_t>(k)] : k;
     const double label = y(i);
     if (!(label >= 0.0 && label < static_cast<double>(num_classes())) || label != std::floor(label))
       throw std::invalid_argument("SoftmaxRelease: y[" + std::to_string(i) + "] = " + format_double(label) +
@@ -212,8 +223,9 @@ MatrixXd SoftmaxRelease::released(const RowMatrix& X, const VectorXd& y, const V
 void SoftmaxRelease::evaluate(Pass& pass) const {
   const RowMatrix& X = *pass.X;
   const VectorXd& y = *pass.y;
-  const Index B = X.rows(), d = input_dim(), K = num_classes(), p = W_.rows();
-  const Index S = pass.probes ? pass.probes->rows() / std::max<Index>(B, 1) : 0;
+  const Index B = pass.rows ? static_cast<Index>(pass.rows->size()) : X.rows(), d = input_dim(), K = num_classes(),
+              p = W_.rows();
+  const Index S = pass.source ? pass.probes_per_example : pass.probes ? pass.probes->rows() / std::max<Index>(B, 1) : 0;
   const bool exact = S == 0;
   const double C_clip = clip_norm_, c2 = pass.C.squaredNorm();
   const auto W_f = W_.bottomRows(d), R_f = R_.bottomRows(d);
@@ -235,12 +247,27 @@ void SoftmaxRelease::evaluate(Pass& pass) const {
   zero.design = MatrixXd::Zero(p, K);
   Partial sum = zero;
 
-  const auto add_block = [&](Partial& part, Index b0, Index nb) {
-    const auto Xb = X.middleRows(b0, nb);
+  // A block's probes from the source, and its rows of X and y when the batch is X's `rows`:
+  // gathered where they are used (each thread's copy of add_block has its own buffers).
+  RowMatrix made, gathered;
+  VectorXd labels;
+  const auto add_block = [&, made, gathered, labels](Partial& part, Index b0, Index nb) mutable {
+    if (pass.rows) {
+      gathered.resize(nb, d);
+      labels.resize(nb);
+      for (Index i = 0; i < nb; ++i) {
+        const Index r = (*pass.rows)[static_cast<std::size_t>(b0 + i)];
+        gathered.row(i) = X.row(r);
+        labels(i) = y(r);
+      }
+    }
+    const Eigen::Map<const RowMatrix> Xb(pass.rows ? gathered.data() : X.row(b0).data(), nb, d);
+    const Eigen::Ref<const VectorXd> yb =
+        pass.rows ? Eigen::Ref<const VectorXd>(labels) : Eigen::Ref<const VectorXd>(y.segment(b0, nb));
     const MatrixXd XP = Xb * right;
     MatrixXd P = XP.leftCols(K), E;
     if (intercept_) P.rowwise() += W_.row(0);
-    residuals(P, y.segment(b0, nb), E);
+    residuals(P, yb, E);
     MatrixXd XC = XP.middleCols(K, K);  // x~^T C
     if (intercept_) XC.rowwise() += pass.C.row(0);
     MatrixXd A1 = Xb.array().square().matrix() * R_f;  // (x~.x~)^T R
@@ -258,7 +285,7 @@ void SoftmaxRelease::evaluate(Pass& pass) const {
 
     // The objective's weights that depend on n alone: the c-gradient's dm(q_b) is scaled by
     // lambda/B b/D (exact: q_b = 2 h_b; probes: q_b = (2/S) sum_s (v.h) v_s).
-    const double scale = pass.lambda / static_cast<double>(X.rows());
+    const double scale = pass.lambda / static_cast<double>(B);
     VectorXd vq_weight = VectorXd::Zero(nb), D(nb), dD(nb);
     for (Index i = 0; i < nb; ++i) {
       const ClipScalars& ki = k[static_cast<std::size_t>(i)];
@@ -296,7 +323,11 @@ void SoftmaxRelease::evaluate(Pass& pass) const {
     } else {
       // Per probe: delta = S_b W_f^T v, ||J_m v||^2 = v^2.(R_f e^2) + 2 ((v.x)^T R_f).(e.delta) +
       // A1.delta^2 and v.h = v.(U e)_f + delta.(U^T x~).
-      const auto Vb = pass.probes->middleRows(b0 * S, nb * S);
+      if (pass.source) {
+        made.resize(nb * S, d);
+        (*pass.source)(b0, nb, made.data());
+      }
+      const Eigen::Map<const RowMatrix> Vb(pass.source ? made.data() : pass.probes->row(b0 * S).data(), nb * S, d);
       MatrixXd delta = Vb * W_f;
       apply_softmax_jacobian(P, delta, S);
       RowMatrix VX(nb * S, d);
@@ -386,6 +417,31 @@ SoftmaxRelease::Objective SoftmaxRelease::objective(const RowMatrix& X, const Ve
       throw std::invalid_argument("SoftmaxRelease: probes have " + std::to_string(probes.rows()) +
                                   " rows, not a multiple of the batch size " + std::to_string(X.rows()));
   }
+  Pass pass = objective_pass(X, y, c, lambda, snr, floor);
+  pass.probes = probes.rows() > 0 ? &probes : nullptr;
+  evaluate(pass);
+  return {pass.value, gather(pass.total)};
+}
+
+SoftmaxRelease::Objective SoftmaxRelease::objective(const RowMatrix& X, const VectorXd& y,
+                                                    const std::vector<Index>& rows, const VectorXd& c,
+                                                    Index probes_per_example, const ProbeSource& source,
+                                                    double lambda, bool snr, double floor) const {
+  check_batch(X, y, c, &rows);
+  if (rows.empty()) throw std::invalid_argument("SoftmaxRelease: objective of an empty batch (no rows)");
+  if (probes_per_example < 1 || !source)
+    throw std::invalid_argument("SoftmaxRelease: a probe source needs S >= 1 probes an example (S = " +
+                                std::to_string(probes_per_example) + ") and a function to make them");
+  Pass pass = objective_pass(X, y, c, lambda, snr, floor);
+  pass.source = &source;
+  pass.probes_per_example = probes_per_example;
+  pass.rows = &rows;
+  evaluate(pass);
+  return {pass.value, gather(pass.total)};
+}
+
+SoftmaxRelease::Pass SoftmaxRelease::objective_pass(const RowMatrix& X, const VectorXd& y, const VectorXd& c,
+                                                    double lambda, bool snr, double floor) const {
   if (!(lambda >= 0.0) || !std::isfinite(lambda))
     throw std::invalid_argument("SoftmaxRelease: lambda = " + format_double(lambda) + ": must be finite and >= 0");
   if (!(floor >= 0.0) || !std::isfinite(floor))
@@ -394,13 +450,11 @@ SoftmaxRelease::Objective SoftmaxRelease::objective(const RowMatrix& X, const Ve
   pass.X = &X;
   pass.y = &y;
   pass.C = coordinate_matrix(c);
-  pass.probes = probes.rows() > 0 ? &probes : nullptr;
   pass.objective = true;
   pass.lambda = lambda;
   pass.floor = floor;
   pass.snr = snr;
-  evaluate(pass);
-  return {pass.value, gather(pass.total)};
+  return pass;
 }
 
 }  // namespace filkit

@@ -107,6 +107,10 @@ void GradientModelOptions::validate() const {
   require_positive("gradient_step_size", step_size);
   require_non_negative("gradient_weight_decay", weight_decay);
   require_positive("gradient_probes", probes);
+  if (state_precision == GradientPrecision::kFloat32 && kind == GradientModelKind::kConditional)
+    option_error("gradient_state_precision", "float32",
+                 "applies to the constant gradient models (" + option_name("gradient_model") +
+                     " = constant or vector); the conditional model trains in float64");
   if (probe_draws == ProbeDraws::kStep && (kind == GradientModelKind::kConditional || trace != GradientTrace::kProbes))
     option_error("gradient_probe_draws", "step",
                  "draws the probes of the constant models' probe estimate (" + option_name("gradient_model") +
@@ -191,19 +195,25 @@ Model softmax_model(const VectorXd& w, Index p, Index K, bool intercept, Index n
 
 /// The rows of X (with a leading 1 for the intercept).
 MatrixXd design(const Dataset& data, const std::vector<Index>& rows, bool intercept) {
-  const Index p = data.d() + (intercept ? 1 : 0);
-  MatrixXd Xt(static_cast<Index>(rows.size()), p);
-  for (std::size_t b = 0; b < rows.size(); ++b) {
-    const Index i = static_cast<Index>(b);
-    if (intercept) Xt(i, 0) = 1.0;
-    Xt.row(i).tail(data.d()) = data.X.row(rows[b]);
+  const Index n = static_cast<Index>(rows.size()), d = data.d(), first = intercept ? 1 : 0;
+  MatrixXd Xt(n, d + first);
+  if (intercept) Xt.col(0).setOnes();
+  // Row-major X into the column-major design, 64 rows at a time: each pixel's 64 values are
+  // written together, from 64 rows that stay in L1. Copying a whole row at a time wrote its 784
+  // values to 784 columns, 5 ns a value (a third of the time of a fim step without public batches).
+  constexpr Index kRows = 64;
+  for (Index r0 = 0; r0 < n; r0 += kRows) {
+    const Index count = std::min(kRows, n - r0);
+    for (Index j = 0; j < d; ++j)
+      for (Index i = 0; i < count; ++i) Xt(r0 + i, first + j) = data.X(rows[static_cast<std::size_t>(r0 + i)], j);
   }
   return Xt;
 }
 
-/// The mean cross-entropy gradient over `rows` at W (p x K), as a vector in the GLM's order.
-VectorXd mean_gradient(const Dataset& data, const std::vector<Index>& rows, const MatrixXd& W, bool intercept) {
-  const MatrixXd Xt = design(data, rows, intercept);
+/// The design of `rows` (design()) and the residuals softmax - onehot of its logits at W.
+std::pair<MatrixXd, MatrixXd> design_and_residuals(const Dataset& data, const std::vector<Index>& rows,
+                                                   const MatrixXd& W, bool intercept) {
+  MatrixXd Xt = design(data, rows, intercept);
   MatrixXd R = Xt * W;  // logits, then residuals softmax - onehot
   for (Index i = 0; i < R.rows(); ++i) {
     R.row(i).array() -= R.row(i).maxCoeff();
@@ -211,7 +221,29 @@ VectorXd mean_gradient(const Dataset& data, const std::vector<Index>& rows, cons
     R.row(i) /= R.row(i).sum();
     R(i, static_cast<Index>(data.y(rows[static_cast<std::size_t>(i)]))) -= 1.0;
   }
-  const MatrixXd G = Xt.transpose() * R / static_cast<double>(rows.size());
+  return {std::move(Xt), std::move(R)};
+}
+
+/// The mean cross-entropy gradient over `rows` at W (p x K), as a vector in the GLM's order.
+VectorXd mean_gradient(const Dataset& data, const std::vector<Index>& rows, const MatrixXd& W, bool intercept) {
+  // More rows than a piece (fim's cosine diagnostic, over the whole public part every private
+  // step) in pieces: the design of table 3.1's 30,000 public examples at once is 188 MB, allocated
+  // and faulted in afresh each step (a third of a step's time before). A batch is one piece, its
+  // arithmetic unchanged.
+  constexpr std::size_t kPiece = 4096;
+  if (rows.size() <= kPiece) {
+    const auto [Xt, R] = design_and_residuals(data, rows, W, intercept);
+    const MatrixXd G = Xt.transpose() * R / static_cast<double>(rows.size());
+    return Eigen::Map<const VectorXd>(G.data(), G.size());
+  }
+  MatrixXd G = MatrixXd::Zero(W.rows(), W.cols());
+  for (std::size_t start = 0; start < rows.size(); start += kPiece) {
+    const std::vector<Index> piece(rows.begin() + static_cast<std::ptrdiff_t>(start),
+                                   rows.begin() + static_cast<std::ptrdiff_t>(std::min(rows.size(), start + kPiece)));
+    const auto [Xt, R] = design_and_residuals(data, piece, W, intercept);
+    G.noalias() += Xt.transpose() * R;
+  }
+  G /= static_cast<double>(rows.size());
   return Eigen::Map<const VectorXd>(G.data(), G.size());
 }
 
@@ -411,7 +443,8 @@ class PublicDataModel final : public TrainableModel {
     const std::uint64_t model_seed = splitmix64(run_seed ^ 0x6a09e667f3bcc908ULL);
     backend_->initialize(model_seed);
     if (fim && gradient_model.is_constant()) {
-      constant_.emplace(gradient_model.kind, static_cast<Index>(released_.size()), gradient_model.hidden, model_seed);
+      constant_.emplace(gradient_model.kind, static_cast<Index>(released_.size()), gradient_model.hidden, model_seed,
+                        gradient_model.state_precision);
       backend_->set_shift(constant_->perturbation());
     }
   }
@@ -614,26 +647,38 @@ class PublicDataModel final : public TrainableModel {
         last_value = value.value;
         return;
       }
-      // The batch's rows gathered directly: select_rows would re-validate every value of checked data
-      // (8 % of the training's time at the thesis' table 3.1 shape).
-      RowMatrix Xb(b_rows, d);
-      VectorXd yb(b_rows);
-      for (Index b = 0; b < b_rows; ++b) {
-        Xb.row(b) = public_.X.row(rows[static_cast<std::size_t>(b)]);
-        yb(b) = public_.y(rows[static_cast<std::size_t>(b)]);
-      }
-      RowMatrix probes;
-      if (per_step) {  // softmax regression: this step's probes of the batch's rows
-        probes.resize(b_rows * S, d);
-        for (Index b = 0; b < b_rows; ++b)
-          probes.middleRows(b * S, S) = step_probes.middleRows(rows[static_cast<std::size_t>(b)] * S, S);
+      const std::uint64_t key = derive_seed(run_seed, t, 3) ^ splitmix64(static_cast<std::uint64_t>(batch_count++));
+      ShiftObjectiveValue value;
+      if (closed_form && !per_step && S > 0) {
+        // The batch's rows gathered and its probes made block by block inside the objective, where
+        // they are used: its B d pixels and B S d normals are never written to memory and read
+        // back (the same values as gaussian_probes and the gathered rows below).
+        const SoftmaxRelease::ProbeSource source = [&](Index first, Index count, double* out) {
+          fill_gaussian_probes(key, first, count, S, d, out);
+        };
+        value = closed_form->objective(public_.X, public_.y, rows, constant_->perturbation(), S, source,
+                                       request.lambda, request.snr, request.floor);
       } else {
-        probes = gaussian_probes(b_rows, S, d,
-                                 derive_seed(run_seed, t, 3) ^ splitmix64(static_cast<std::uint64_t>(batch_count++)));
+        // The batch's rows gathered directly: select_rows would re-validate every value of checked
+        // data (8 % of the training's time at the thesis' table 3.1 shape).
+        RowMatrix Xb(b_rows, d);
+        VectorXd yb(b_rows);
+#pragma omp parallel for schedule(static)
+        for (Index b = 0; b < b_rows; ++b) {
+          Xb.row(b) = public_.X.row(rows[static_cast<std::size_t>(b)]);
+          yb(b) = public_.y(rows[static_cast<std::size_t>(b)]);
+        }
+        RowMatrix probes;
+        if (per_step) {  // softmax regression: this step's probes of the batch's rows
+          probes.resize(b_rows * S, d);
+          for (Index b = 0; b < b_rows; ++b)
+            probes.middleRows(b * S, S) = step_probes.middleRows(rows[static_cast<std::size_t>(b)] * S, S);
+        } else {
+          probes = gaussian_probes(b_rows, S, d, key);
+        }
+        value = closed_form ? closed_form_objective(*closed_form, Xb, yb, probes, request)
+                            : backend_->shift_objective(w, Xb, yb, constant_->perturbation(), probes, request);
       }
-      const ShiftObjectiveValue value =
-          closed_form ? closed_form_objective(*closed_form, Xb, yb, probes, request)
-                      : backend_->shift_objective(w, Xb, yb, constant_->perturbation(), probes, request);
       apply_constant_update(value, t);
       last_value = value.value;
     };
@@ -657,12 +702,14 @@ class PublicDataModel final : public TrainableModel {
   static RowMatrix gaussian_probes(Index rows, Index S, Index d, std::uint64_t key) {
     RowMatrix probes(rows * S, d);
 #pragma omp parallel for schedule(static)
-    for (Index r = 0; r < rows; ++r) {
-      SplitMixStream stream(splitmix64(key + static_cast<std::uint64_t>(r)));
-      for (Index s = 0; s < S; ++s)
-        for (Index j = 0; j < d; ++j) probes(r * S + s, j) = stream.normal();
-    }
+    for (Index r = 0; r < rows; ++r) fill_gaussian_probes(key, r, 1, S, d, probes.row(r * S).data());
     return probes;
+  }
+
+  /// gaussian_probes' rows of examples first, ..., first + count - 1 (count S x d) into `out`.
+  static void fill_gaussian_probes(std::uint64_t key, Index first, Index count, Index S, Index d, double* out) {
+    for (Index r = first; r < first + count; ++r)
+      SplitMixStream(splitmix64(key + static_cast<std::uint64_t>(r))).normals(out + (r - first) * S * d, S * d);
   }
 
   /// One Adam update of the constant model from the objective's value and gradient on a batch.

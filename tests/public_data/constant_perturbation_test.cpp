@@ -4,6 +4,7 @@
 #include "test_util.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <iomanip>
 #include <numeric>
 #include <optional>
@@ -339,6 +340,44 @@ TEST(ConstantPerturbationTrace, ResultsDoNotDependOnTheThreadCount) {
       });
 }
 
+TEST(ConstantPerturbationTrace, RowsAndProbesGatheredBlockByBlockGiveTheObjectiveOfTheGatheredBatch) {
+  // A batch of 150 of 200 rows, in a shuffled order: blocks of 64, 64 and 22, each gathering its
+  // rows and asking the source for its own probes.
+  const Problem pr = make_problem(200, 8, 3, true, 61);
+  const SoftmaxRelease release = release_of(pr);
+  std::vector<Index> rows(200);
+  std::iota(rows.begin(), rows.end(), Index{0});
+  std::shuffle(rows.begin(), rows.end(), std::mt19937_64(5));
+  rows.resize(150);
+  RowMatrix X(150, 8);
+  VectorXd y(150);
+  for (Index b = 0; b < 150; ++b) {
+    X.row(b) = pr.X.row(rows[static_cast<std::size_t>(b)]);
+    y(b) = pr.y(rows[static_cast<std::size_t>(b)]);
+  }
+  const Index S = 2;
+  const RowMatrix V = gaussian_probes(150 * S, 8, 65);
+  std::atomic<Index> asked{0};
+  const SoftmaxRelease::ProbeSource source = [&](Index first, Index count, double* out) {
+    Eigen::Map<RowMatrix>(out, count * S, 8) = V.middleRows(first * S, count * S);
+    asked += count;
+  };
+  testing::expect_same_for_any_thread_count(
+      [&] {
+        asked = 0;
+        const auto made = release.objective(pr.X, pr.y, rows, pr.c, S, source, 0.5, true, 1e-7);
+        EXPECT_EQ(asked.load(), 150) << "every example's probes once";
+        return made;
+      },
+      [&](const auto& one, const auto& more) {
+        const auto matrix = release.objective(X, y, pr.c, V, 0.5, true, 1e-7);
+        EXPECT_TRUE(testing::same_bits(one.value, matrix.value));
+        EXPECT_TRUE(testing::same_bits(one.gradient, matrix.gradient));
+        EXPECT_TRUE(testing::same_bits(more.value, matrix.value));
+        EXPECT_TRUE(testing::same_bits(more.gradient, matrix.gradient));
+      });
+}
+
 TEST(ConstantPerturbationTrace, GeluSecondDerivativeMatchesDifferences) {
   for (double t : {-3.0, -1.0, -0.2, 0.0, 0.4, 1.5, 4.0}) {
     const double h = 1e-5;
@@ -377,6 +416,18 @@ TEST(ConstantPerturbationArguments, BadArgumentsAreRejectedByName) {
   expect_error([&] { release.objective(pr.X, pr.y, pr.c, none, -1.0, true, 1e-7); }, "lambda");
   expect_error([&] { release.objective(pr.X, pr.y, pr.c, none, 1.0, true, -1.0); }, "floor");
   expect_error([&] { release.objective(RowMatrix(0, 3), VectorXd(0), pr.c, none, 1.0, true, 1e-7); }, "empty batch");
+  const SoftmaxRelease::ProbeSource source = [](Index, Index, double*) {};
+  const std::vector<Index> rows{0, 2};
+  expect_error([&] { release.objective(pr.X, pr.y, rows, pr.c, 0, source, 1.0, true, 1e-7); }, "S >= 1");
+  expect_error([&] { release.objective(pr.X, pr.y, rows, pr.c, 2, nullptr, 1.0, true, 1e-7); }, "a function");
+  expect_error([&] { release.objective(pr.X, pr.y, rows, pr.c, 2, source, -1.0, true, 1e-7); }, "lambda");
+  expect_error([&] { release.objective(pr.X, pr.y, {}, pr.c, 2, source, 1.0, true, 1e-7); }, "empty batch");
+  expect_error([&] { release.objective(pr.X, pr.y, {0, 4}, pr.c, 2, source, 1.0, true, 1e-7); }, "batch row 4");
+  bad_y(1) = 7.0;
+  expect_error([&] { release.objective(pr.X, bad_y, {0, 1}, pr.c, 2, source, 1.0, true, 1e-7); }, "y[1]");
+  EXPECT_NO_THROW(release.objective(pr.X, bad_y, {0, 2}, pr.c, 2, [](Index, Index count, double* out) {
+    std::fill(out, out + count * 2 * 3, 0.5);
+  }, 1.0, true, 1e-7)) << "only the batch's labels are checked";
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include <numeric>
 #include <random>
 #include <set>
+#include <tuple>
 
 namespace filkit {
 namespace {
@@ -809,14 +810,17 @@ TEST(TrainWithPublicData, StoppedAndResumedIsTheStraightRun) {
   const Dataset data = image_data(60, 3, 31);
   const PublicPrivateSplit split = split_public_private(data, 0.4, 1);
   const testing::TempDir dir;
-  for (auto [method, kind] : {std::pair{PrivateTrainingMethod::kFim, GradientModelKind::kConstant},
-                              std::pair{PrivateTrainingMethod::kFim, GradientModelKind::kVector},
-                              std::pair{PrivateTrainingMethod::kPrune, GradientModelKind::kConstant},
-                              std::pair{PrivateTrainingMethod::kDpSgd, GradientModelKind::kConstant}}) {
-    const std::string label = to_string(method) + " " + to_string(kind);
+  constexpr GradientPrecision k64 = GradientPrecision::kFloat64, k32 = GradientPrecision::kFloat32;
+  for (auto [method, kind, state] : {std::tuple{PrivateTrainingMethod::kFim, GradientModelKind::kConstant, k64},
+                                     std::tuple{PrivateTrainingMethod::kFim, GradientModelKind::kConstant, k32},
+                                     std::tuple{PrivateTrainingMethod::kFim, GradientModelKind::kVector, k64},
+                                     std::tuple{PrivateTrainingMethod::kPrune, GradientModelKind::kConstant, k64},
+                                     std::tuple{PrivateTrainingMethod::kDpSgd, GradientModelKind::kConstant, k64}}) {
+    const std::string label = to_string(method) + " " + to_string(kind) + " " + to_string(state);
     PublicDataTrainingOptions o = small_options();
     o.methods = {method};
     o.gradient_model.kind = kind;
+    o.gradient_model.state_precision = state;
     const PublicDataTrainingResult straight = train_with_public_data(split.public_part, split.private_part, data, o);
     o.private_phase.checkpoint_path = dir.file("state");
     o.private_phase.stop_after = 4;  // runs of 6 steps: stops at run 0 step 4, then run 1 step 2
@@ -907,6 +911,11 @@ TEST(TrainWithPublicData, RefusesBadOptionsWithTheirNames) {
   refuses([](auto& o) { o.private_phase.kind = ModelKind::kLogistic; }, {"softmax"});
   refuses([](auto& o) { o.gradient_model.precision = GradientPrecision::kFloat32; },
           {"gradient_precision = float32", "networks", "float64"});
+  refuses([](auto& o) {
+            o.gradient_model.state_precision = GradientPrecision::kFloat32;
+            o.gradient_model.kind = GradientModelKind::kConditional;
+          },
+          {"gradient_state_precision = float32", "constant or vector", "float64"});
   refuses([](auto& o) { o.gradient_model.probe_draws = ProbeDraws::kStep; o.gradient_model.trace = GradientTrace::kExact; },
           {"gradient_probe_draws = step", "gradient_trace = probes"});
   refuses([](auto& o) {

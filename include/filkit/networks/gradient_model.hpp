@@ -154,6 +154,10 @@ struct GradientModelOptions {
   /// Constant models on networks: the objective's arithmetic (softmax regression's closed form is
   /// float64 only).
   GradientPrecision precision = GradientPrecision::kFloat64;
+  /// Constant models: the storage and arithmetic of phi, Adam's moments and c(phi). float32 (the
+  /// thesis' jax) halves the memory traffic of Adam's pass over the ~10^6 parameters, the largest
+  /// part of a softmax regression batch; c enters the releases widened, which stay float64.
+  GradientPrecision state_precision = GradientPrecision::kFloat64;
   /// Public epochs (or batches) before private step t (1-based).
   Index steps_before(Index t) const;
   /// The Fisher term's weight before private step t (1-based).
@@ -191,6 +195,9 @@ void visit_fields(GradientModelOptions& o, Visit&& visit) {
   visit("gradient_precision", o.precision,
         "fim, constant models on networks: arithmetic of the gradient model's objective (float32 as the thesis' jax; "
         "releases and accounting stay float64)");
+  visit("gradient_state_precision", o.state_precision,
+        "fim, constant models: storage and arithmetic of the gradient model's parameters, Adam moments and c "
+        "(float32 as the thesis' jax, half the memory traffic of each update; releases and accounting stay float64)");
 }
 
 /// What fim's gradient model holds in memory, estimated before it is built (bytes; each part

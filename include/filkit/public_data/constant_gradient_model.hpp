@@ -30,14 +30,20 @@ namespace filkit {
 class ConstantGradientModel {
  public:
   /// `released` = m coordinates; hidden: the thesis' widths (kConstant uses the last two). The
-  /// parameters are drawn from `seed` (kVector: c = 0).
-  ConstantGradientModel(GradientModelKind kind, Index released, const std::vector<Index>& hidden, std::uint64_t seed);
+  /// parameters are drawn from `seed` (kVector: c = 0). `precision`: the arithmetic and storage of
+  /// phi, Adam's moments and c(phi); float32 (the thesis' jax) starts from the float64 draws
+  /// rounded, and halves the memory traffic of the update, which is memory-bound.
+  ConstantGradientModel(GradientModelKind kind, Index released, const std::vector<Index>& hidden, std::uint64_t seed,
+                        GradientPrecision precision = GradientPrecision::kFloat64);
 
   GradientModelKind kind() const { return kind_; }
-  /// c(phi) (m).
+  GradientPrecision precision() const { return precision_; }
+  /// c(phi) (m), widened to float64 in float32.
   const VectorXd& perturbation() const { return c_; }
-  /// phi, flattened: beta, W (row-major), b, W_o (row-major), b_o; or c for kVector.
-  const VectorXd& parameters() const { return phi_; }
+  /// phi, flattened: beta, W (row-major), b, W_o (row-major), b_o; or c for kVector. Widened to
+  /// float64 in float32.
+  VectorXd parameters() const;
+  /// In float32, `phi` is rounded to it.
   void set_parameters(const VectorXd& phi);
   /// d L / d phi from d L / d c (the chain rule through c(phi)).
   VectorXd parameter_gradient(const VectorXd& perturbation_gradient) const;
@@ -49,12 +55,13 @@ class ConstantGradientModel {
   void restart();
   void update(const VectorXd& objective_gradient, double step_size, double weight_decay);
 
-  /// Everything an update depends on (a resume file keeps it between private steps).
+  /// Everything an update depends on (a resume file keeps it between private steps); float32 state
+  /// is widened exactly, so restore() of it in float32 gives the same model bit for bit.
   struct State {
     VectorXd parameters, first_moment, second_moment;
     Index updates = 0;
   };
-  State state() const { return {phi_, first_moment_, second_moment_, updates_}; }
+  State state() const;
   /// Throws std::invalid_argument when a vector's size is not this model's parameter count or
   /// `updates` is negative.
   void restore(const State& state);
@@ -64,18 +71,32 @@ class ConstantGradientModel {
   void update_from_perturbation_gradient(const VectorXd& perturbation_gradient, double step_size, double weight_decay);
 
  private:
-  void refresh();  // c from phi
+  // phi, Adam's moments and the last hidden layer at phi (its preactivation W beta + b and the
+  // GELU of it), in the model's precision; the member of the other precision stays empty.
+  template <typename Scalar>
+  struct Storage {
+    using Vector = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>;
+    Vector phi, first_moment, second_moment, preactivation, hidden;
+  };
+  // Calls f(float64_) or f(float32_), the model's precision's.
+  template <typename F>
+  void visit_storage(F&& f);
+  template <typename F>
+  void visit_storage(F&& f) const;
+
+  void refresh();  // the hidden layer and c from phi
+  Index parameter_count() const;
   Index output_offset() const { return width_in_ + width_ * width_in_ + width_; }  // W_o's first entry in phi
-  // parameter_gradient's entries, with or without the output layer's block (left unset without).
-  void fill_parameter_gradient(const VectorXd& perturbation_gradient, VectorXd& g, bool output_layer) const;
+  Index output_bias_offset() const { return output_offset() + m_ * width_; }       // b_o's first entry
   struct AdamStep;  // one update's constants (constant_gradient_model.cpp)
   AdamStep next_adam_step(double step_size, double weight_decay);  // counts the update
 
   GradientModelKind kind_;
+  GradientPrecision precision_;
   Index m_ = 0, width_in_ = 0, width_ = 0;  // beta's width, the last hidden width
-  VectorXd phi_, c_;
-  VectorXd preactivation_, hidden_;  // W beta + b, gelu of it
-  VectorXd first_moment_, second_moment_;
+  Storage<double> float64_;
+  Storage<float> float32_;
+  VectorXd c_;
   Index updates_ = 0;  // since restart()
 };
 

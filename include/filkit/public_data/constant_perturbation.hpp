@@ -22,6 +22,7 @@
 #include "filkit/base/types.hpp"
 #include "filkit/networks/gradient_model.hpp"
 
+#include <functional>
 #include <vector>
 
 namespace filkit {
@@ -67,9 +68,27 @@ class SoftmaxRelease {
   Objective objective(const RowMatrix& X, const VectorXd& y, const VectorXd& c, const RowMatrix& probes,
                       double lambda, bool snr, double floor) const;
 
+  /// source(first, count, out) writes the probes of examples first, ..., first + count - 1 into
+  /// `out`, S rows of d each an example (count S x d, row-major), as the rows of `probes` above.
+  /// It is called from several threads at once, and may not throw.
+  using ProbeSource = std::function<void(Index first, Index count, double* out)>;
+  /// objective() of the batch of X's `rows` (in that order; y X's labels), each block of examples'
+  /// rows gathered and probes made by `source` (S >= 1 an example; `first` counts positions in
+  /// `rows`) where the block uses them: the same value as objective() of the gathered rows and the
+  /// probe matrix, without writing the batch's B d pixels and B S d probes to memory and reading
+  /// them back.
+  Objective objective(const RowMatrix& X, const VectorXd& y, const std::vector<Index>& rows, const VectorXd& c,
+                      Index probes_per_example, const ProbeSource& source, double lambda, bool snr,
+                      double floor) const;
+
  private:
   struct Pass;  // what one evaluation computes (src/public_data/constant_perturbation.cpp)
-  void check_batch(const RowMatrix& X, const VectorXd& y, const VectorXd& c) const;
+  // X's shape, the labels of the batch (`rows` of X, or all of it) and c.
+  void check_batch(const RowMatrix& X, const VectorXd& y, const VectorXd& c,
+                   const std::vector<Index>* rows = nullptr) const;
+  // The objective's pass over X at c, lambda and floor checked (>= 0, finite); its probes unset.
+  Pass objective_pass(const RowMatrix& X, const VectorXd& y, const VectorXd& c, double lambda, bool snr,
+                      double floor) const;
   MatrixXd coordinate_matrix(const VectorXd& c) const;  // c scattered into p x K, zero when frozen
   VectorXd gather(const MatrixXd& full) const;          // the released entries of a p x K matrix
   void evaluate(Pass& pass) const;
