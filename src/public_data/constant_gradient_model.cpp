@@ -48,16 +48,27 @@ double output_entry(const Storage& s, Index output, Index width, Index bias, Ind
   return static_cast<double>(s.phi.segment(output + r * width, width).dot(s.hidden) + s.phi(bias + r));
 }
 
-/// sum_{r in block k} dL/dc_r W_o[r] (rows k kRowBlock onwards): W_o^T dL/dc is the sum of these in
-/// block order, the same bits whatever the thread count, and the fused update forms each block's
-/// before it changes the block's rows.
-template <class Storage>
-typename Storage::Vector output_rows_sum(const Storage& s, const typename Storage::Vector& gc, Index output,
-                                         Index width, Index block) {
-  typename Storage::Vector sum = Storage::Vector::Zero(width);
-  for (Index r = block * kRowBlock; r < std::min(gc.size(), (block + 1) * kRowBlock); ++r)
-    sum += gc(r) * s.phi.segment(output + r * width, width);
-  return sum;
+/// Row block k of W_o (rows k kRowBlock onwards, kRowBlock of them but the last): its part
+/// sum_r dL/dc_r W_o[r] of W_o^T dL/dc into `sum` (a row vector), calling after_row(r) once row r's
+/// term is read (the fused update changes the row there, while it is in L1). The blocks do not
+/// depend on the thread count, and weighted_rows() adds their parts in block order: one
+/// definition of W_o^T dL/dc for parameter_gradient() and the fused update, the same bits in both.
+template <class Storage, class Sum, class AfterRow>
+void output_block(Storage& s, const typename std::decay_t<Storage>::Vector& gc, Index output, Index width, Index k,
+                  Sum&& sum, AfterRow&& after_row) {
+  sum.setZero();
+  for (Index r = k * kRowBlock; r < std::min(gc.size(), (k + 1) * kRowBlock); ++r) {
+    sum += gc(r) * s.phi.segment(output + r * width, width).transpose();
+    after_row(r);
+  }
+}
+
+/// W_o^T dL/dc from the row blocks' parts (row k of `parts`), in block order.
+template <typename Scalar>
+Eigen::Matrix<Scalar, Eigen::Dynamic, 1> weighted_rows(const RowMajor<Scalar>& parts) {
+  Eigen::Matrix<Scalar, Eigen::Dynamic, 1> weighted = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>::Zero(parts.cols());
+  for (Index k = 0; k < parts.rows(); ++k) weighted += parts.row(k).transpose();
+  return weighted;
 }
 
 /// The head's part of dL/dphi (beta, W and b: the entries before W_o) from W_o^T dL/dc, at phi.
@@ -194,9 +205,9 @@ VectorXd ConstantGradientModel::parameter_gradient(const VectorXd& gc) const {
     Vector out(parameter_count());
     Eigen::Map<RowMajor<Scalar>>(out.data() + output, m_, width_) = gcs * s.hidden.transpose();
     out.segment(output_bias_offset(), m_) = gcs;
-    Vector weighted = Vector::Zero(width_);  // W_o^T dL/dc
-    for (Index k = 0; k < blocks; ++k) weighted += output_rows_sum(s, gcs, output, width_, k);
-    fill_head_gradient(s, weighted, out, width_in_, width_);
+    RowMajor<Scalar> parts(blocks, width_);
+    for (Index k = 0; k < blocks; ++k) output_block(s, gcs, output, width_, k, parts.row(k), [](Index) {});
+    fill_head_gradient(s, weighted_rows(parts), out, width_in_, width_);
     g = out.template cast<double>();
   });
   return g;
@@ -268,7 +279,7 @@ void ConstantGradientModel::update_from_perturbation_gradient(const VectorXd& gc
     using Vector = typename std::decay_t<decltype(s)>::Vector;
     using Scalar = typename Vector::Scalar;
     const Vector gcs = gc.cast<Scalar>();
-    RowMajor<Scalar> partial(row_blocks, width);  // row k: block k's part of W_o^T dL/dc
+    RowMajor<Scalar> parts(row_blocks, width);  // row k: block k's part of W_o^T dL/dc
     Vector head(output);                          // the head's gradient
     const auto hidden = s.hidden.array();         // h at phi, until the rows are done
 #pragma omp parallel if (size > kParallelParameters)
@@ -276,20 +287,11 @@ void ConstantGradientModel::update_from_perturbation_gradient(const VectorXd& gc
       // The output layer, the ~10^6-parameter pass (memory-bound): each row's term of W_o^T dL/dc
       // is read just before the row changes, and dL/dW_o[r] = dL/dc_r h is made where Adam uses it.
 #pragma omp for schedule(static)
-      for (Index k = 0; k < row_blocks; ++k) {
-        auto sum = partial.row(k);
-        sum.setZero();
-        for (Index r = k * kRowBlock; r < std::min(m_, (k + 1) * kRowBlock); ++r) {
-          sum += gcs(r) * s.phi.segment(output + r * width, width).transpose();  // output_rows_sum's terms
-          step(gcs(r) * hidden, s, output + r * width, width);                   // the row still in L1
-        }
-      }
+      for (Index k = 0; k < row_blocks; ++k)
+        output_block(s, gcs, output, width, k, parts.row(k),
+                     [&](Index r) { step(gcs(r) * hidden, s, output + r * width, width); });
 #pragma omp single
-      {
-        Vector weighted = Vector::Zero(width);
-        for (Index k = 0; k < row_blocks; ++k) weighted += partial.row(k).transpose();
-        fill_head_gradient(s, weighted, head, width_in_, width);
-      }
+      fill_head_gradient(s, weighted_rows(parts), head, width_in_, width);
       // The head, and b_o (dL/db_o = dL/dc).
 #pragma omp for schedule(static)
       for (Index k = 0; k <= head_blocks; ++k) {

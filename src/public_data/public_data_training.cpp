@@ -210,37 +210,23 @@ MatrixXd design(const Dataset& data, const std::vector<Index>& rows, bool interc
   return Xt;
 }
 
-/// The design of `rows` (design()) and the residuals softmax - onehot of its logits at W.
-std::pair<MatrixXd, MatrixXd> design_and_residuals(const Dataset& data, const std::vector<Index>& rows,
-                                                   const MatrixXd& W, bool intercept) {
-  MatrixXd Xt = design(data, rows, intercept);
-  MatrixXd R = Xt * W;  // logits, then residuals softmax - onehot
-  for (Index i = 0; i < R.rows(); ++i) {
-    R.row(i).array() -= R.row(i).maxCoeff();
-    R.row(i) = R.row(i).array().exp().matrix();
-    R.row(i) /= R.row(i).sum();
-    R(i, static_cast<Index>(data.y(rows[static_cast<std::size_t>(i)]))) -= 1.0;
-  }
-  return {std::move(Xt), std::move(R)};
-}
-
 /// The mean cross-entropy gradient over `rows` at W (p x K), as a vector in the GLM's order.
 VectorXd mean_gradient(const Dataset& data, const std::vector<Index>& rows, const MatrixXd& W, bool intercept) {
-  // More rows than a piece (fim's cosine diagnostic, over the whole public part every private
-  // step) in pieces: the design of table 3.1's 30,000 public examples at once is 188 MB, allocated
-  // and faulted in afresh each step (a third of a step's time before). A batch is one piece, its
-  // arithmetic unchanged.
+  // In pieces of 4,096 rows: the design of all of table 3.1's 30,000 public examples (fim's cosine
+  // diagnostic, every private step) would be 188 MB at once; a batch is one piece.
   constexpr std::size_t kPiece = 4096;
-  if (rows.size() <= kPiece) {
-    const auto [Xt, R] = design_and_residuals(data, rows, W, intercept);
-    const MatrixXd G = Xt.transpose() * R / static_cast<double>(rows.size());
-    return Eigen::Map<const VectorXd>(G.data(), G.size());
-  }
   MatrixXd G = MatrixXd::Zero(W.rows(), W.cols());
   for (std::size_t start = 0; start < rows.size(); start += kPiece) {
     const std::vector<Index> piece(rows.begin() + static_cast<std::ptrdiff_t>(start),
                                    rows.begin() + static_cast<std::ptrdiff_t>(std::min(rows.size(), start + kPiece)));
-    const auto [Xt, R] = design_and_residuals(data, piece, W, intercept);
+    MatrixXd Xt = design(data, piece, intercept);
+    MatrixXd R = Xt * W;  // logits, then residuals softmax - onehot
+    for (Index i = 0; i < R.rows(); ++i) {
+      R.row(i).array() -= R.row(i).maxCoeff();
+      R.row(i) = R.row(i).array().exp().matrix();
+      R.row(i) /= R.row(i).sum();
+      R(i, static_cast<Index>(data.y(piece[static_cast<std::size_t>(i)]))) -= 1.0;
+    }
     G.noalias() += Xt.transpose() * R;
   }
   G /= static_cast<double>(rows.size());
@@ -649,18 +635,25 @@ class PublicDataModel final : public TrainableModel {
       }
       const std::uint64_t key = derive_seed(run_seed, t, 3) ^ splitmix64(static_cast<std::uint64_t>(batch_count++));
       ShiftObjectiveValue value;
-      if (closed_form && !per_step && S > 0) {
-        // The batch's rows gathered and its probes made block by block inside the objective, where
-        // they are used: its B d pixels and B S d normals are never written to memory and read
-        // back (the same values as gaussian_probes and the gathered rows below).
+      if (closed_form && S > 0) {
+        // The batch's rows gathered and its probes made (drawn, or this step's copied) block by
+        // block inside the objective, where they are used: its B d pixels and B S d probes are
+        // never written to memory and read back (the same values as the gathering below).
         const SoftmaxRelease::ProbeSource source = [&](Index first, Index count, double* out) {
-          fill_gaussian_probes(key, first, count, S, d, out);
+          if (!per_step) {
+            fill_gaussian_probes(key, first, count, S, d, out);
+            return;
+          }
+          for (Index b = first; b < first + count; ++b)
+            Eigen::Map<RowMatrix>(out + (b - first) * S * d, S, d) =
+                step_probes.middleRows(rows[static_cast<std::size_t>(b)] * S, S);
         };
         value = closed_form->objective(public_.X, public_.y, rows, constant_->perturbation(), S, source,
                                        request.lambda, request.snr, request.floor);
       } else {
-        // The batch's rows gathered directly: select_rows would re-validate every value of checked
-        // data (8 % of the training's time at the thesis' table 3.1 shape).
+        // A network's batch (probes drawn each batch: its per-step terms are used above), or the
+        // closed form's exact trace. The rows gathered directly: select_rows would re-validate
+        // every value of checked data (8 % of the training's time at the thesis' table 3.1 shape).
         RowMatrix Xb(b_rows, d);
         VectorXd yb(b_rows);
 #pragma omp parallel for schedule(static)
@@ -668,14 +661,7 @@ class PublicDataModel final : public TrainableModel {
           Xb.row(b) = public_.X.row(rows[static_cast<std::size_t>(b)]);
           yb(b) = public_.y(rows[static_cast<std::size_t>(b)]);
         }
-        RowMatrix probes;
-        if (per_step) {  // softmax regression: this step's probes of the batch's rows
-          probes.resize(b_rows * S, d);
-          for (Index b = 0; b < b_rows; ++b)
-            probes.middleRows(b * S, S) = step_probes.middleRows(rows[static_cast<std::size_t>(b)] * S, S);
-        } else {
-          probes = gaussian_probes(b_rows, S, d, key);
-        }
+        const RowMatrix probes = gaussian_probes(b_rows, S, d, key);
         value = closed_form ? closed_form_objective(*closed_form, Xb, yb, probes, request)
                             : backend_->shift_objective(w, Xb, yb, constant_->perturbation(), probes, request);
       }
