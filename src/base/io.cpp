@@ -170,7 +170,7 @@ std::string format_duration(double seconds) {
 }
 
 std::string progress_text(const std::string& label, std::int64_t done, std::int64_t total, double seconds, bool bar,
-                          bool final_report) {
+                          bool final_report, std::int64_t done_before) {
   const double fraction =
       total > 0 ? std::clamp(static_cast<double>(done) / static_cast<double>(total), 0.0, 1.0) : 1.0;
   const int percent = static_cast<int>(100 * fraction);
@@ -188,8 +188,10 @@ std::string progress_text(const std::string& label, std::int64_t done, std::int6
   text += buffer;
   if (final_report) return text + " done in " + format_duration(seconds);
   text += " " + format_duration(seconds) + " elapsed";
-  // The rate so far predicts the rest: no estimate before the first unit of work is done.
-  if (done > 0 && fraction < 1) text += ", ~" + format_duration(seconds * (1 - fraction) / fraction) + " left";
+  // This process' rate so far predicts the rest: no estimate before its first unit of work is done.
+  const std::int64_t done_here = done - done_before;
+  if (done_here > 0 && done < total)
+    text += ", ~" + format_duration(seconds * static_cast<double>(total - done) / static_cast<double>(done_here)) + " left";
   return text;
 }
 
@@ -219,6 +221,12 @@ void Progress::advance(std::int64_t steps) {
   }
 }
 
+void Progress::resume_at(std::int64_t steps) {
+  std::lock_guard<std::mutex> lock(progress_mutex);
+  done_ += steps;
+  done_before_ += steps;
+}
+
 void Progress::finish() {
   if (quiet_ || finished_) return;
   std::lock_guard<std::mutex> lock(progress_mutex);
@@ -229,7 +237,7 @@ void Progress::finish() {
 
 void Progress::draw(bool final_line) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  const std::string text = progress_text(label_, done_, total_, seconds, terminal_, final_line);
+  const std::string text = progress_text(label_, done_, total_, seconds, terminal_, final_line, done_before_);
   // Padded on a terminal: a shorter line (the time left shrinking) must cover the longer one before.
   if (terminal_) std::fprintf(stderr, "\r%-78s%s", text.c_str(), final_line ? "\n" : "");
   else std::fprintf(stderr, "%s\n", text.c_str());

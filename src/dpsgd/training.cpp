@@ -334,7 +334,7 @@ std::optional<Index> train_remaining_runs(const TrainingRuns& r, ResumeState& st
     state.training_seconds = training_before + seconds_since(start) - evaluation_seconds;
   };
   Progress bar(label, static_cast<std::int64_t>(options.runs) * options.steps, !progress || !r.comm.is_root());
-  bar.advance(static_cast<std::int64_t>(state.run) * options.steps + state.step);
+  bar.resume_at(static_cast<std::int64_t>(state.run) * options.steps + state.step);
   Index steps_this_call = 0;
   for (int run = state.run; run < options.runs; ++run) {
     const TrainableModel& model = r.model(run);

@@ -250,6 +250,14 @@ TEST(Progress, TextHasElapsedAndRemainingTime) {
   EXPECT_EQ(progress_text("steps", 1000, 1000, 75.0, false, true), "steps: 100% (1000/1000) done in 1m15s");
 }
 
+TEST(Progress, ResumedWorkCountsInThePercentageNotInTheRate) {
+  // 47 of 59 steps done before a resume, 2 more in 20 s: 10 s a step, so 100 s left (not the 4 s
+  // that 49 steps in 20 s would predict).
+  EXPECT_EQ(progress_text("fim", 49, 59, 20.0, false, false, 47), "fim: 83% (49/59) 20.0s elapsed, ~1m40s left");
+  // Just resumed, nothing done here yet: no estimate.
+  EXPECT_EQ(progress_text("fim", 47, 59, 3.0, false, false, 47), "fim: 79% (47/59) 3.0s elapsed");
+}
+
 TEST(Progress, WritesWholeLinesWhenStderrIsNotATerminal) {
   ::testing::internal::CaptureStderr();  // a file: not a terminal
   {

@@ -84,9 +84,12 @@ std::string format_duration(double seconds);
 
 /// One progress report: "label [#####.......]  42% 3.1s elapsed, ~4.3s left" on a terminal
 /// (`bar`), "label: 42% (420/1000), 3.1s elapsed, ~4.3s left" otherwise. The time left is the
-/// elapsed time scaled by the work left (none before any is done); a final report says "done".
+/// work left at the rate of this process' own work: `seconds` spent on done - `done_before`
+/// units, where `done_before` were done before it started (the steps of a resumed run), so a
+/// resume's estimate does not count them as done in no time. No estimate before a unit of this
+/// process' own is done; a final report says "done".
 std::string progress_text(const std::string& label, std::int64_t done, std::int64_t total, double seconds, bool bar,
-                          bool final_report);
+                          bool final_report, std::int64_t done_before = 0);
 
 /// Progress on stderr, silent when `quiet`. On a terminal one line redrawn in place (\r) at most
 /// every 100 ms; otherwise (a log file, a pipe, a batch job's output) a line of its own every
@@ -97,6 +100,9 @@ class Progress {
   Progress(std::string label, std::int64_t total, bool quiet, double line_interval = 10.0);
   ~Progress();
   void advance(std::int64_t steps = 1);
+  /// Counts `steps` done before this process started (a resumed run's): in the percentage, not in
+  /// the rate that estimates the time left.
+  void resume_at(std::int64_t steps);
   void finish();
 
  private:
@@ -104,6 +110,7 @@ class Progress {
   std::string label_;
   std::int64_t total_;
   std::int64_t done_ = 0;
+  std::int64_t done_before_ = 0;  ///< of done_, the units done before this process (resume_at)
   bool quiet_;
   bool terminal_;
   double line_interval_;
