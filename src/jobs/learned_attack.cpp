@@ -214,7 +214,10 @@ LearnedAttackJobResult run_learned_attack(const LearnedAttackJobOptions& request
     }
     LearnedAttackMethodResult attacked{method, {}, store ? store->loaded() : 0};
     try {
-      attacked.attack = run_learned_reconstruction(result.data.fixed, result.data.candidates, train, options.attack, progress);
+      std::function<bool(Index)> trained_before;
+      if (store) trained_before = [&store](Index model) { return store->find(model).has_value(); };
+      attacked.attack = run_learned_reconstruction(result.data.fixed, result.data.candidates, train, options.attack,
+                                                   progress, trained_before);
     } catch (...) {
       if (store) store->save();  // what was trained before the failure is kept
       throw;

@@ -365,17 +365,22 @@ Index check_attack_inputs(const Dataset& fixed, const Dataset& candidates, const
 
 /// The parameters of every shadow model, one row each (model i trained on D_fixed + candidate i).
 RowMatrix train_shadow_models(const Dataset& fixed, const Dataset& candidates, Index count, const ShadowTrainer& train,
-                              bool progress) {
+                              bool progress, const std::function<bool(Index)>& trained_before) {
   std::vector<VectorXd> parameters(static_cast<std::size_t>(count));
   FirstException failure;
   Progress bar("shadow models", count, !progress);
+  std::vector<char> kept(static_cast<std::size_t>(count), 0);  // asked before any is trained (and then kept)
+  if (trained_before) {
+    for (Index i = 0; i < count; ++i) kept[static_cast<std::size_t>(i)] = trained_before(i) ? 1 : 0;
+    bar.resume_at(std::count(kept.begin(), kept.end(), 1));
+  }
   detail::for_each_block(count, 1, [&](Index i, Index) {
     try {
       parameters[static_cast<std::size_t>(i)] = train(with_candidate(fixed, candidates, i), i);
     } catch (...) {
       failure.capture();
     }
-    bar.advance();
+    if (!kept[static_cast<std::size_t>(i)]) bar.advance();
   });
   failure.rethrow_if_any();
   bar.finish();
@@ -416,7 +421,8 @@ double mse(const VectorXd& a, const VectorXd& b) { return (a - b).squaredNorm() 
 
 LearnedReconstructionResult run_learned_reconstruction(const Dataset& fixed, const Dataset& candidates,
                                                        const ShadowTrainer& train,
-                                                       const LearnedReconstructionOptions& options, bool progress) {
+                                                       const LearnedReconstructionOptions& options, bool progress,
+                                                       const std::function<bool(Index)>& trained_before) {
   const Index num_classes = check_attack_inputs(fixed, candidates, options);
   const Index m = options.train_shadow_models, targets = options.target_shadow_models;
   LearnedReconstructionResult result;
@@ -425,7 +431,7 @@ LearnedReconstructionResult run_learned_reconstruction(const Dataset& fixed, con
   result.has_ssim = fixed.image.has_value() && fixed.image->height >= 7 && fixed.image->width >= 7;
 
   auto start = std::chrono::steady_clock::now();
-  const RowMatrix parameters = train_shadow_models(fixed, candidates, m + targets, train, progress);
+  const RowMatrix parameters = train_shadow_models(fixed, candidates, m + targets, train, progress, trained_before);
   result.parameter_count = parameters.cols();
   check_attacker_memory(options, parameters.cols(), num_classes, fixed.d());
   result.shadow_seconds = seconds_since(start);

@@ -204,10 +204,14 @@ struct LearnedReconstructionResult {
 /// train_shadow_models and reconstructs the rest. Throws std::invalid_argument for bad options,
 /// an empty D_fixed, too few candidates, features or image shapes that differ, labels that are not
 /// class indices, a candidate label D_fixed does not have, or parameter vectors that differ in size.
+/// `trained_before(i)`, when given, says that shadow model i is already trained (kept from an
+/// earlier run, so `train` returns it at once): the progress line counts those as done before it
+/// started, not in the rate that estimates the time left.
 LearnedReconstructionResult run_learned_reconstruction(const Dataset& fixed, const Dataset& candidates,
                                                        const ShadowTrainer& train,
                                                        const LearnedReconstructionOptions& options,
-                                                       bool progress = false);
+                                                       bool progress = false,
+                                                       const std::function<bool(Index)>& trained_before = {});
 
 /// The note recorded in summaries in place of LPIPS.
 inline constexpr const char* kLpipsNote =
