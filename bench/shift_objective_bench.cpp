@@ -5,7 +5,10 @@
 // same run. The counter batches_15840_h extrapolates to the hours of the 15,840 batches of a table
 // 3.2 run. Beside them, --gradient-probe-draws step's two parts: the terms of a batch
 // (shift_objective_terms, computed once a private step: 6 batches of the 3,000 public examples) and
-// the objective from kept terms (shift_objective_from_terms, every batch of every epoch).
+// the objective from kept terms (shift_objective_from_terms, every batch of every epoch). And the
+// thesis' per-batch probes from records kept for a private step (ShiftObjectiveTermCache): the
+// cache built once a step, then every epoch only the products of fresh probes (term_cache_products,
+// a batch's worth) and the objective from them.
 // Synthetic pixels and parameters keep the benchmark independent of installed datasets. Skips
 // without LibTorch.
 #include "networks/network_plugin.hpp"
@@ -15,6 +18,7 @@
 #include <benchmark/benchmark.h>
 
 #include <memory>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -59,17 +63,28 @@ Setup table32_setup() {
   return s;
 }
 
+/// The table 3.2 setup, or none (the benchmark skipped) without LibTorch.
+std::optional<Setup> setup_or_skip(benchmark::State& state) {
+  if (networks_available()) return table32_setup();
+  state.SkipWithError("built without LibTorch");
+  return std::nullopt;
+}
+
+/// The batch's rows 0, ..., kBatch - 1.
+std::vector<Index> batch_rows() {
+  const std::vector<Index> rows = batch_rows();
+  return rows;
+}
+
 void per_run_hours(benchmark::State& state) {
   state.counters["batches_15840_h"] =
       benchmark::Counter(1.0 / 15840.0 * 3600.0, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 
 void shift_objective(benchmark::State& state, GradientPrecision precision) {
-  if (!networks_available()) {
-    state.SkipWithError("built without LibTorch");
-    return;
-  }
-  const Setup s = table32_setup();
+  const std::optional<Setup> setup = setup_or_skip(state);
+  if (!setup) return;
+  const Setup& s = *setup;
   ShiftObjectiveRequest request;
   request.lambda = 1e3;
   request.precision = precision;
@@ -79,11 +94,9 @@ void shift_objective(benchmark::State& state, GradientPrecision precision) {
 
 // --gradient-probe-draws step, once a private step: a batch's gradients and probe products.
 void shift_objective_terms(benchmark::State& state) {
-  if (!networks_available()) {
-    state.SkipWithError("built without LibTorch");
-    return;
-  }
-  const Setup s = table32_setup();
+  const std::optional<Setup> setup = setup_or_skip(state);
+  if (!setup) return;
+  const Setup& s = *setup;
   for (auto _ : state)
     benchmark::DoNotOptimize(
         s.backend->shift_objective_terms(s.w, s.X, s.y, s.probes, GradientPrecision::kFloat32).gradients.data());
@@ -91,14 +104,11 @@ void shift_objective_terms(benchmark::State& state) {
 
 // --gradient-probe-draws step, every batch: the objective and its gradient from the kept terms.
 void objective_from_terms(benchmark::State& state) {
-  if (!networks_available()) {
-    state.SkipWithError("built without LibTorch");
-    return;
-  }
-  const Setup s = table32_setup();
+  const std::optional<Setup> setup = setup_or_skip(state);
+  if (!setup) return;
+  const Setup& s = *setup;
   const ShiftObjectiveTerms terms = s.backend->shift_objective_terms(s.w, s.X, s.y, s.probes, GradientPrecision::kFloat32);
-  std::vector<Index> rows(static_cast<std::size_t>(kBatch));
-  for (Index i = 0; i < kBatch; ++i) rows[static_cast<std::size_t>(i)] = i;
+  const std::vector<Index> rows = batch_rows();
   for (auto _ : state)
     benchmark::DoNotOptimize(shift_objective_from_terms(terms.gradients, terms.probe_products, rows, s.c,
                                                         s.spec.clip_norm, 1e3, true, 1e-7)
@@ -106,10 +116,40 @@ void objective_from_terms(benchmark::State& state) {
   per_run_hours(state);
 }
 
+// The thesis' per-batch probes with the records kept: the cache of a batch's examples, built once a
+// private step (6 times for the 3,000 public examples of table 3.2)...
+void term_cache_build(benchmark::State& state) {
+  const std::optional<Setup> setup = setup_or_skip(state);
+  if (!setup) return;
+  const Setup& s = *setup;
+  for (auto _ : state)
+    benchmark::DoNotOptimize(
+        s.backend->shift_objective_term_cache(s.w, s.X, s.y, GradientPrecision::kFloat32)->gradients().data());
+}
+
+// ...and every batch of every epoch: the products of its fresh probes from the kept records, then
+// the objective from the terms (compare with shift_objective/float32, which computes both afresh).
+void term_cache_products(benchmark::State& state) {
+  const std::optional<Setup> setup = setup_or_skip(state);
+  if (!setup) return;
+  const Setup& s = *setup;
+  const auto cache = s.backend->shift_objective_term_cache(s.w, s.X, s.y, GradientPrecision::kFloat32);
+  const std::vector<Index> rows = batch_rows();
+  RowMatrix products;
+  for (auto _ : state) {
+    cache->probe_products(s.probes, products);
+    benchmark::DoNotOptimize(
+        shift_objective_from_terms(cache->gradients(), products, rows, s.c, s.spec.clip_norm, 1e3, true, 1e-7).value);
+  }
+  per_run_hours(state);
+}
+
 BENCHMARK_CAPTURE(shift_objective, float64, GradientPrecision::kFloat64)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(shift_objective, float32, GradientPrecision::kFloat32)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(shift_objective_terms)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(objective_from_terms)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(term_cache_build)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(term_cache_products)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 

@@ -44,14 +44,16 @@ bool has_conv_branch(const GradientModelOptions& options, const std::optional<Im
 }  // namespace
 
 std::uint64_t GradientModelMemoryEstimate::total() const {
-  return sum(sum(parameters, activations), sum(probes, step_draws));
+  return sum(sum(sum(parameters, activations), sum(probes, step_draws)), kept_records);
 }
 
 std::string GradientModelMemoryEstimate::describe() const {
   return "the gradient model of " + std::to_string(parameter_count) + " parameters (" +
          readable_bytes(parameters) + " with Adam's moments, " + readable_bytes(activations) +
          " of activations a public batch, " + readable_bytes(probes) + " of probes" +
-         (step_draws > 0 ? ", " + readable_bytes(step_draws) + " of every public example's probes and terms a step" : "") +
+         (step_draws > 0 ? ", " + readable_bytes(step_draws) + " of every public example's probes and terms" : "") +
+         (kept_records > 0 ? ", " + readable_bytes(kept_records) + " of the public examples' passes kept for a step"
+                           : "") +
          ")";
 }
 
@@ -88,7 +90,7 @@ Index gradient_model_parameter_count(const GradientModelOptions& options, Index 
 
 GradientModelMemoryEstimate estimate_gradient_model_memory(const GradientModelOptions& options, Index released,
                                                            Index input_dim, const std::optional<ImageShape>& image,
-                                                           Index public_rows, bool network) {
+                                                           Index public_rows, bool network, const NetworkPlan* plan) {
   GradientModelMemoryEstimate estimate;
   estimate.parameter_count = gradient_model_parameter_count(options, released, image);
   const bool single = options.is_constant() && options.state_precision == GradientPrecision::kFloat32;
@@ -107,11 +109,30 @@ GradientModelMemoryEstimate estimate_gradient_model_memory(const GradientModelOp
   const bool probed = options.kind == GradientModelKind::kConditional || options.trace == GradientTrace::kProbes;
   if (probed)
     estimate.probes = doubles(product(product(rows, u64(options.probes)), sum(u64(input_dim), u64(released))), 1);
-  if (probed && options.is_constant() && options.probe_draws == ProbeDraws::kStep) {
+  // Per-batch probes over epochs on a network: an epoch's probes and terms at once, from records
+  // kept for the step (ShiftObjectiveTermCache).
+  const bool epoch_terms = network && probed && options.is_constant() && options.probe_draws == ProbeDraws::kBatch &&
+                           options.unit == ScheduleUnit::kEpochs;
+  if (probed && options.is_constant() && (options.probe_draws == ProbeDraws::kStep || epoch_terms)) {
     const std::uint64_t all = u64(public_rows), S = u64(options.probes);
     std::uint64_t values = product(product(all, S), u64(input_dim));
     if (network) values = sum(values, product(product(all, S + 1), u64(released)));
     estimate.step_draws = doubles(values, 1);
+  }
+  if (epoch_terms && plan) {
+    std::uint64_t values = 0;  // an example's
+    for (Index size : plan->input_shape) values = values == 0 ? u64(size) : product(values, u64(size));
+    for (const PlannedLayer& layer : plan->layers) {
+      std::uint64_t outputs = 1;
+      for (Index size : layer.output_shape) outputs = product(outputs, u64(size));
+      values = sum(values, outputs);
+      if (!layer.spec.has_parameters()) continue;
+      const bool conv = layer.spec.kind == LayerKind::kConv;
+      const std::uint64_t positions = conv ? product(u64(layer.output_shape[1]), u64(layer.output_shape[2])) : 1;
+      values = sum(values, product(positions, u64(layer.fan_in()) + u64(layer.spec.out)));
+    }
+    const std::uint64_t element = options.precision == GradientPrecision::kFloat32 ? sizeof(float) : sizeof(double);
+    estimate.kept_records = product(product(product(u64(public_rows), values), element), kKeptRecordCopies);
   }
   return estimate;
 }

@@ -14,6 +14,7 @@
 #include "filkit/networks/gradient_model.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
@@ -22,7 +23,7 @@
 namespace filkit {
 
 /// Raise whenever NetworkBackend, the factory, or a type they take or return changes.
-inline constexpr int kNetworkBackendAbiVersion = 7;  // 7: NetworkOptions::max_memory optional
+inline constexpr int kNetworkBackendAbiVersion = 8;  // 8: ShiftObjectiveTermCache
 
 /// One network's computations for a plan (network_layers.hpp) that Network has checked. Network
 /// checks every argument's shape and range before calling these.
@@ -89,6 +90,22 @@ struct ShiftObjectiveTerms {
   RowMatrix probe_products;
 };
 
+/// ShiftObjectiveTerms of one set of examples at one theta for many draws of probes: the thesis'
+/// per-batch probes over the epochs before a private step, where theta and the public examples
+/// stay the same and only the probes change. The examples' gradients and the records of their
+/// forward and backward passes, with the graph of their Jacobian products, are computed once and
+/// kept (about 45 % of a batch's cost on the thesis' ConvNet), so each draw costs only the
+/// products. The same numbers as shift_objective_terms for the same probes (a test checks).
+class ShiftObjectiveTermCache {
+ public:
+  virtual ~ShiftObjectiveTermCache() = default;
+  /// M g_b of every example (n x m, float64).
+  virtual const RowMatrix& gradients() const = 0;
+  /// M J_g v_bs of every example for probes (n S x d, row b S + s, S >= 1) into `products`
+  /// (resized to n S x m, float64; reused between draws, so that its pages are not faulted in anew).
+  virtual void probe_products(const RowMatrix& probes, RowMatrix& products) const = 0;
+};
+
 /// The released vectors r(x) = clip(M g + g_phi) (or clip(g_phi), clip(M g)) of a batch, their
 /// accounting and the gradient model's training. All matrices one example a row.
 class ReleasedGradientBackend {
@@ -125,6 +142,10 @@ class ReleasedGradientBackend {
   /// The objective's terms of a batch with probes (B * S x d, S >= 1).
   virtual ShiftObjectiveTerms shift_objective_terms(const VectorXd& theta, const RowMatrix& X, const VectorXd& y,
                                                     const RowMatrix& probes, GradientPrecision precision) const = 0;
+  /// The cache of the examples X (n x d) at theta, in `precision` (it does not depend on the shift).
+  virtual std::unique_ptr<ShiftObjectiveTermCache> shift_objective_term_cache(const VectorXd& theta, const RowMatrix& X,
+                                                                              const VectorXd& y,
+                                                                              GradientPrecision precision) const = 0;
 };
 
 /// A TorchScript module read as a chain of layers.

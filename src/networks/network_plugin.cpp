@@ -211,6 +211,18 @@ class GuardedNetworkBackend final : public NetworkBackend {
   std::unique_ptr<NetworkBackend> inner_;
 };
 
+class GuardedShiftObjectiveTermCache final : public ShiftObjectiveTermCache {
+ public:
+  explicit GuardedShiftObjectiveTermCache(std::unique_ptr<ShiftObjectiveTermCache> inner) : inner_(std::move(inner)) {}
+  const RowMatrix& gradients() const override { return inner_->gradients(); }
+  void probe_products(const RowMatrix& probes, RowMatrix& products) const override {
+    guarded([&] { inner_->probe_products(probes, products); });
+  }
+
+ private:
+  std::unique_ptr<ShiftObjectiveTermCache> inner_;
+};
+
 class GuardedReleasedGradientBackend final : public ReleasedGradientBackend {
  public:
   explicit GuardedReleasedGradientBackend(ReleasedGradientBackend* inner) : inner_(inner) {}
@@ -251,6 +263,12 @@ class GuardedReleasedGradientBackend final : public ReleasedGradientBackend {
   ShiftObjectiveTerms shift_objective_terms(const VectorXd& theta, const RowMatrix& X, const VectorXd& y,
                                             const RowMatrix& probes, GradientPrecision precision) const override {
     return guarded([&] { return inner_->shift_objective_terms(theta, X, y, probes, precision); });
+  }
+  std::unique_ptr<ShiftObjectiveTermCache> shift_objective_term_cache(const VectorXd& theta, const RowMatrix& X,
+                                                                      const VectorXd& y,
+                                                                      GradientPrecision precision) const override {
+    return std::make_unique<GuardedShiftObjectiveTermCache>(
+        guarded([&] { return inner_->shift_objective_term_cache(theta, X, y, precision); }));
   }
 
  private:

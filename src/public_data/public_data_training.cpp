@@ -612,6 +612,14 @@ class PublicDataModel final : public TrainableModel {
       step_probes = gaussian_probes(n, S, d, derive_seed(run_seed, t, 4));
       if (!closed_form) step_terms = backend_->shift_objective_terms(w, public_.X, public_.y, step_probes, o.precision);
     }
+    // A network with the thesis' per-batch probes over epochs: every public example is in exactly
+    // one batch an epoch and its terms do not depend on c, so an epoch's terms are computed before
+    // its batches, from the records of the public examples kept for the whole step (each epoch
+    // then costs only the probes' products), and each batch's objective follows from them.
+    std::unique_ptr<ShiftObjectiveTermCache> epoch_cache;
+    if (fisher_term && S > 0 && !per_step && !closed_form && o.unit == ScheduleUnit::kEpochs)
+      epoch_cache = backend_->shift_objective_term_cache(w, public_.X, public_.y, o.precision);
+    RowMatrix epoch_probes, epoch_products;
     Index batch_count = 0;
     double last_value = std::nan("");
     auto train_on = [&](std::vector<Index> rows) {
@@ -668,9 +676,40 @@ class PublicDataModel final : public TrainableModel {
       apply_constant_update(value, t);
       last_value = value.value;
     };
+    // An epoch from the cache: its batches (rows sorted, as train_on sorts them) and their probes
+    // drawn as train_on draws them, batch by batch (position r of a batch from stream key + r), then
+    // every example's products at once, then the batches' objectives and updates in order.
+    auto train_epoch_from_cache = [&] {
+      std::vector<std::vector<Index>> batches;
+      std::vector<std::uint64_t> keys;
+      for (Index first = 0; first < n; first += B) {
+        std::vector<Index> rows(order.begin() + first, order.begin() + std::min(n, first + B));
+        std::sort(rows.begin(), rows.end());
+        keys.push_back(derive_seed(run_seed, t, 3) ^ splitmix64(static_cast<std::uint64_t>(batch_count++)));
+        batches.push_back(std::move(rows));
+      }
+      epoch_probes.resize(n * S, d);
+      for (std::size_t k = 0; k < batches.size(); ++k) {
+        const std::vector<Index>& rows = batches[k];
+#pragma omp parallel for schedule(static)
+        for (Index r = 0; r < static_cast<Index>(rows.size()); ++r)
+          fill_gaussian_probes(keys[k], r, 1, S, d, epoch_probes.row(rows[static_cast<std::size_t>(r)] * S).data());
+      }
+      epoch_cache->probe_products(epoch_probes, epoch_products);
+      for (const std::vector<Index>& rows : batches) {
+        const ShiftObjectiveValue value =
+            shift_objective_from_terms(epoch_cache->gradients(), epoch_products, rows, constant_->perturbation(),
+                                       phase_.clip_norm, request.lambda, request.snr, request.floor);
+        apply_constant_update(value, t);
+        last_value = value.value;
+      }
+    };
     const Index amount = o.steps_before(t);
     for (Index round = 0; round < amount; ++round) {
-      if (o.unit == ScheduleUnit::kEpochs) {
+      if (epoch_cache) {
+        detail::shuffle_batch_to_front(order, n, rng);
+        train_epoch_from_cache();
+      } else if (o.unit == ScheduleUnit::kEpochs) {
         detail::shuffle_batch_to_front(order, n, rng);  // a full Fisher-Yates permutation
         for (Index first = 0; first < n; first += B)
           train_on(std::vector<Index>(order.begin() + first, order.begin() + std::min(n, first + B)));
@@ -811,7 +850,8 @@ void check_training_memory(const TrainedModel& trained, const PublicDataTraining
   }
   if (fim) {
     const GradientModelMemoryEstimate model = estimate_gradient_model_memory(
-        options.gradient_model, released, private_part.d(), private_part.image, public_rows, phase.network.has_value());
+        options.gradient_model, released, private_part.d(), private_part.image, public_rows, phase.network.has_value(),
+        phase.network ? &trained.plan() : nullptr);
     bytes = saturating_sum(bytes, model.total());
     what += Message(phase.network ? " and " : "") + model.describe();
     shrink += Message(phase.network ? ", " : "") + "a narrower " + option_name("gradient_hidden") + ", a smaller " +

@@ -109,6 +109,7 @@ TEST(GradientModelMemoryEstimate, CountsProbesAsBatchTimesProbesTimesInputAndRel
   options.batch_size = 16;
   options.probes = 3;
   const Index m = 40, d = 30;
+  options.unit = ScheduleUnit::kBatches;  // per-batch probes on single batches: nothing kept beyond a batch
   const GradientModelMemoryEstimate estimate = estimate_gradient_model_memory(options, m, d, std::nullopt, 10, true);
   const std::uint64_t count = 256 + 256 * 256 + 256 + 40 * 256 + 40;
   EXPECT_EQ(estimate.parameter_count, static_cast<Index>(count));
@@ -116,6 +117,25 @@ TEST(GradientModelMemoryEstimate, CountsProbesAsBatchTimesProbesTimesInputAndRel
   EXPECT_EQ(estimate.activations, 10 * 40 * kDouble * 2);  // the batch is the 10 public rows
   EXPECT_EQ(estimate.probes, 10 * 3 * (30 + 40) * kDouble);
   EXPECT_EQ(estimate.step_draws, 0u);
+  EXPECT_EQ(estimate.kept_records, 0u);
+  // Per-batch probes over epochs on a network: an epoch's probes, gradients and products at once,
+  // and the examples' records kept for the step (kKeptRecordCopies of an example's activations and
+  // records, in the objective's precision). The closed form keeps none.
+  options.unit = ScheduleUnit::kEpochs;
+  EXPECT_EQ(estimate_gradient_model_memory(options, m, d, std::nullopt, 10, true).step_draws,
+            10 * (3 * 30 + 4 * 40) * kDouble);
+  EXPECT_EQ(estimate_gradient_model_memory(options, m, d, std::nullopt, 10, false).step_draws, 0u);
+  const NetworkPlan plan = plan_network(parse_network_layers("conv:2:3:1,tanh,flatten,dense:2"), {1, 5, 5}, 2);
+  // input 25; conv: output 2 x 3 x 3 = 18, records 9 positions x (fan-in 9 + 2 outputs) = 99; tanh
+  // 18; flatten 18; dense: output 2, records 18 + 2.
+  const std::uint64_t example = 25 + 18 + 99 + 18 + 18 + 2 + 20;
+  EXPECT_EQ(estimate_gradient_model_memory(options, m, d, std::nullopt, 10, true, &plan).kept_records,
+            10 * example * kDouble * kKeptRecordCopies);
+  options.precision = GradientPrecision::kFloat32;
+  EXPECT_EQ(estimate_gradient_model_memory(options, m, d, std::nullopt, 10, true, &plan).kept_records,
+            10 * example * sizeof(float) * kKeptRecordCopies);
+  EXPECT_EQ(estimate_gradient_model_memory(options, m, d, std::nullopt, 10, false, &plan).kept_records, 0u);
+  options.precision = GradientPrecision::kFloat64;
   // Drawn once a step: every public example's 3 probes (30 each) and, on a network, its gradient
   // and 3 probe products (40 each).
   options.probe_draws = ProbeDraws::kStep;

@@ -447,6 +447,29 @@ TEST(ReleasedGradient, ConstantShiftObjectiveFromItsTermsIsTheBackendsObjective)
                           "positive multiple");
 }
 
+TEST(ReleasedGradient, TermCacheGivesTheTermsOfEveryProbeDraw) {
+  REQUIRE_PLUGIN();
+  // The thesis' per-batch probes over an epoch: the records kept once, then one draw of probes
+  // after another. Each draw's terms are shift_objective_terms' for the same probes, to the bit
+  // (the same pieces and operations), in both precisions, and the output matrix is reused.
+  const auto [data, network, w, spec] = small_conv_net(7, 51, 2);
+  const auto backend = create_released_gradient_backend(spec);
+  const Index S = 2;
+  for (const GradientPrecision precision : {GradientPrecision::kFloat64, GradientPrecision::kFloat32}) {
+    const auto cache = backend->shift_objective_term_cache(w, data.X, data.y, precision);
+    RowMatrix products;
+    for (const std::uint64_t seed : {61, 62}) {
+      const RowMatrix probes = random_vector(data.n() * S * 64, seed).reshaped<Eigen::RowMajor>(data.n() * S, 64);
+      const ShiftObjectiveTerms terms = backend->shift_objective_terms(w, data.X, data.y, probes, precision);
+      cache->probe_products(probes, products);
+      EXPECT_EQ(cache->gradients(), terms.gradients) << "seed " << seed;
+      EXPECT_EQ(products, terms.probe_products) << "seed " << seed;
+    }
+    EXPECT_INVALID_ARGUMENT(cache->probe_products(RowMatrix(data.n() * S + 1, 64), products), "positive multiple");
+    EXPECT_INVALID_ARGUMENT(cache->probe_products(RowMatrix(data.n() * S, 63), products), "64 features");
+  }
+}
+
 TEST(ReleasedGradient, ConstantShiftOfSoftmaxRegressionIsTheClosedFormsObjectiveReleaseAndTrace) {
   REQUIRE_PLUGIN();
   const int K = 4;

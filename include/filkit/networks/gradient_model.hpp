@@ -15,6 +15,8 @@
 
 namespace filkit {
 
+struct NetworkPlan;
+
 /// The thesis' Hutchinson probes per example (its fisher_iters, for the accountant and the gradient
 /// model's objective) and the floor its code adds to each trace estimate (it squares sqrt(T + 1e-7)).
 inline constexpr Index kThesisProbes = 2;
@@ -209,8 +211,12 @@ struct GradientModelMemoryEstimate {
   std::uint64_t activations = 0;  ///< a public batch's inputs and layer outputs, with their graphs
   std::uint64_t probes = 0;       ///< the B x S input-space probes (d each) and their products (m each)
   /// probe_draws step: every public example's probes (S d), and on a network its released gradient
-  /// and probe products ((S + 1) m), kept for the private step's epochs.
+  /// and probe products ((S + 1) m), kept for the private step's epochs. On a network with per-batch
+  /// probes over epochs the same, drawn an epoch at a time (ShiftObjectiveTermCache).
   std::uint64_t step_draws = 0;
+  /// On a network with per-batch probes over epochs: every public example's records of its forward
+  /// and backward passes, with the graph of their Jacobian products, kept for a private step.
+  std::uint64_t kept_records = 0;
   std::uint64_t total() const;
   std::string describe() const;
 };
@@ -220,6 +226,10 @@ inline constexpr int kGradientModelParameterCopies = 4;
 /// Copies of a public batch's layer outputs (conditional model): forward, backward and the
 /// double-backward graph of its Fisher term.
 inline constexpr int kGradientModelActivationCopies = 4;
+/// Copies of an example's activations and records (every parametric layer's input, unfolded for a
+/// convolution, and pre-activation) that the kept graph of its forward, backward and double-backward
+/// passes holds: 6.2 measured on the thesis' ConvNet (0.8 MB an example in float32).
+inline constexpr int kKeptRecordCopies = 8;
 
 /// The parameter count of the gradient model of `options` releasing `released` coordinates of a
 /// model on rows of shape `image` (for the conditional model's conv branch; none for tables): the constant model's beta, W, b, W_o, b_o; the vector c; or the conditional MLP's
@@ -230,10 +240,11 @@ Index gradient_model_parameter_count(const GradientModelOptions& options, Index 
 
 /// The estimate for public batches of options.batch_size rows (at most `public_rows`); `network`:
 /// the objective comes from the network backend (else softmax regression's closed form, which keeps
-/// no per-example terms).
+/// no per-example terms), whose `plan` gives the size of the records kept (none: not counted).
 GradientModelMemoryEstimate estimate_gradient_model_memory(const GradientModelOptions& options, Index released,
                                                            Index input_dim, const std::optional<ImageShape>& image,
-                                                           Index public_rows, bool network);
+                                                           Index public_rows, bool network,
+                                                           const NetworkPlan* plan = nullptr);
 
 /// train_with_public_data (public_data_training.hpp) refuses, before pre-training, a gradient
 /// model whose estimate, with the network's and its gradients' if any, is beyond max_memory.

@@ -61,6 +61,81 @@ Tensor tanh_gelu_derivative(const Tensor& t) {
   return 0.5 * (1.0 + th) + 0.5 * t * (1.0 - th.pow(2)) * k0 * (1.0 + 3.0 * k1 * t.pow(2));
 }
 
+/// The constant models' objective's terms that do not depend on c, for a piece of consecutive
+/// examples (pieces.hpp): g = M g_b (count x m, float64) and, for any directions, M J_g v_b,
+/// computed in `real` from the records of one forward and backward pass (clipped_gradients.hpp):
+/// J_R v by the double-backward trick, then the per-example products by hand, with no B x p tensor
+/// in any graph. The records' graph is kept, so products along new directions cost only their own
+/// reverse pass (ShiftObjectiveTermCache).
+struct PieceOfTerms {
+  ClippedGradients records;
+  Tensor H;         ///< J_R^T of the records' dummy cotangents, with its graph (count x d)
+  Tensor g;         ///< M g_b (count x m), float64
+  Tensor released;  ///< M's coordinates
+
+  PieceOfTerms(const ReleasedGradientSpec& spec, const Tensor& released_coordinates, const Tensor& w,
+               const RowMatrix& X, const Tensor& labels, Rows piece, at::ScalarType real)
+      : records(clipped_gradients(spec.plan, spec.intercept, w,
+                                  to_tensor(RowMatrix(X.middleRows(piece.first, piece.count))).to(real).set_requires_grad(true),
+                                  labels.narrow(0, piece.first, piece.count), 0.0, true)),
+        released(released_coordinates) {
+    H = records.prepare_jacobian_vector_products();
+    g = records.unclipped().index_select(1, released).to(at::kDouble);
+  }
+  /// M J_g v_b (count x m, float64) of the directions V (count x d, the records' type): the probes,
+  /// or without them (`unit` >= 0) the unit vector e_unit of every example (the exact trace).
+  Tensor products(const Tensor& V, Index unit = -1) const {
+    const Tensor directional = unit >= 0 ? H.select(1, unit).sum() : (H * V).sum();
+    return records.jacobian_vector_products(directional).index_select(1, released).to(at::kDouble);
+  }
+};
+
+/// ShiftObjectiveTermCache: the pieces' records kept for the examples at one theta.
+class TorchShiftObjectiveTermCache final : public ShiftObjectiveTermCache {
+ public:
+  TorchShiftObjectiveTermCache(const ReleasedGradientSpec& spec, const Tensor& released, const VectorXd& theta,
+                               const RowMatrix& X, const VectorXd& y, GradientPrecision precision)
+      : real_(precision == GradientPrecision::kFloat32 ? at::kFloat : at::kDouble), d_(X.cols()) {
+    at::set_num_threads(omp_get_max_threads());
+    const Tensor w = to_tensor(theta).to(real_), labels = to_labels(y);
+    parts_ = pieces_of({0, X.rows()}, spec.max_piece_rows > 0 ? spec.max_piece_rows : kPieceRows);
+    pieces_.resize(parts_.size());
+    gradients_.resize(X.rows(), static_cast<Index>(spec.released.size()));
+    for_each_piece(parts_, [&](std::size_t i, Rows piece) {
+      pieces_[i] = std::make_unique<PieceOfTerms>(spec, released, w, X, labels, piece, real_);
+      gradients_.middleRows(piece.first, piece.count) = to_row_matrix(pieces_[i]->g);
+    });
+  }
+
+  const RowMatrix& gradients() const override { return gradients_; }
+
+  void probe_products(const RowMatrix& probes, RowMatrix& products) const override {
+    at::set_num_threads(omp_get_max_threads());
+    const Index n = gradients_.rows(), S = probes.rows() / std::max<Index>(1, n);
+    if (S < 1 || probes.rows() != n * S || probes.cols() != d_)
+      throw std::invalid_argument("probe_products: " + std::to_string(probes.rows()) + " x " +
+                                  std::to_string(probes.cols()) + " probes for " + std::to_string(n) +
+                                  " examples of " + std::to_string(d_) + " features: expected a positive multiple of " +
+                                  std::to_string(n) + " rows");
+    products.resize(n * S, gradients_.cols());
+    for_each_piece(parts_, [&](std::size_t i, Rows piece) {
+      const RowMatrix mine = probes.middleRows(piece.first * S, piece.count * S);
+      const Tensor v = to_tensor(mine).to(real_).reshape({piece.count, S, d_});
+      for (Index k = 0; k < S; ++k) {
+        const RowMatrix dm = to_row_matrix(pieces_[i]->products(v.select(1, k)));
+        for (Index b = 0; b < piece.count; ++b) products.row((piece.first + b) * S + k) = dm.row(b);
+      }
+    });
+  }
+
+ private:
+  at::ScalarType real_;
+  Index d_;
+  std::vector<Rows> parts_;
+  std::vector<std::unique_ptr<PieceOfTerms>> pieces_;
+  RowMatrix gradients_;
+};
+
 class TorchReleasedGradient final : public ReleasedGradientBackend {
  public:
   explicit TorchReleasedGradient(const ReleasedGradientSpec& spec) : spec_(spec) {
@@ -289,6 +364,12 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
     return terms;
   }
 
+  std::unique_ptr<ShiftObjectiveTermCache> shift_objective_term_cache(const VectorXd& theta, const RowMatrix& X,
+                                                                      const VectorXd& y,
+                                                                      GradientPrecision precision) const override {
+    return std::make_unique<TorchShiftObjectiveTermCache>(spec_, released_, theta, X, y, precision);
+  }
+
   void set_phi(const VectorXd& phi) override {
     at::NoGradGuard no_grad;
     Index offset = 0;
@@ -300,13 +381,11 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
   }
 
  private:
-  /// The constant models' objective's terms that do not depend on c, a piece (pieces.hpp) at a
-  /// time: body(i, piece, g, directions, product) with g = M g_b of the piece's examples (count x
-  /// m) and product(k) = M J_g v_k (count x m) for direction k, the probes (rows b S + k) or, with
-  /// no probes, the unit vectors of the exact trace; both float64, computed in `precision` from the
-  /// records of one forward and backward pass (clipped_gradients.hpp): J_R v by the double-backward
-  /// trick, then the per-example products by hand, with no B x p tensor in any graph.
-  /// sized(pieces) is called first with the number of pieces.
+  /// The constant models' objective's terms that do not depend on c (PieceOfTerms), a piece
+  /// (pieces.hpp) at a time: body(i, piece, g, directions, product) with g = M g_b of the piece's
+  /// examples (count x m) and product(k) = M J_g v_k (count x m) for direction k, the probes (rows
+  /// b S + k) or, with no probes, the unit vectors of the exact trace; both float64, computed in
+  /// `precision`. sized(pieces) is called first with the number of pieces.
   template <class Body, class Sized>
   void for_each_piece_of_terms(const VectorXd& theta, const RowMatrix& X, const VectorXd& y, const RowMatrix& probes,
                                GradientPrecision precision, const Body& body, const Sized& sized) const {
@@ -318,18 +397,10 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
     sized(parts.size());
     for_each_piece(parts, [&](std::size_t i, Rows piece) {
       const std::int64_t count = piece.count, d = spec_.input_dim;
-      const Tensor x = to_tensor(RowMatrix(X.middleRows(piece.first, piece.count))).to(real).set_requires_grad(true);
-      ClippedGradients records = clipped_gradients(spec_.plan, spec_.intercept, w, x,
-                                                   labels.narrow(0, piece.first, piece.count), 0.0, true);
-      const Tensor H = records.prepare_jacobian_vector_products();
-      const Tensor g = records.unclipped().index_select(1, released_).to(at::kDouble);
+      const PieceOfTerms terms(spec_, released_, w, X, labels, piece, real);
       const Tensor v = S > 0 ? all_probes.narrow(0, piece.first * S, count * S).reshape({count, S, d}) : Tensor();
-      const auto product = [&](Index k) {
-        // <H, V>: the probes, or the unit vector e_k of every example (the exact trace).
-        const Tensor directional = S > 0 ? (H * v.select(1, k)).sum() : H.select(1, k).sum();
-        return records.jacobian_vector_products(directional).index_select(1, released_).to(at::kDouble);
-      };
-      body(i, piece, g, S > 0 ? S : spec_.input_dim, product);
+      const auto product = [&](Index k) { return S > 0 ? terms.products(v.select(1, k)) : terms.products(Tensor(), k); };
+      body(i, piece, terms.g, S > 0 ? S : spec_.input_dim, product);
     });
   }
 
