@@ -621,6 +621,10 @@ class PublicDataModel final : public TrainableModel {
       epoch_cache = backend_->shift_objective_term_cache(w, public_.X, public_.y, o.precision);
     RowMatrix epoch_probes, epoch_products;
     Index batch_count = 0;
+    // The key of the next batch's probes (its position r draws from stream key + r).
+    auto next_batch_key = [&] {
+      return derive_seed(run_seed, t, 3) ^ splitmix64(static_cast<std::uint64_t>(batch_count++));
+    };
     double last_value = std::nan("");
     auto train_on = [&](std::vector<Index> rows) {
       std::sort(rows.begin(), rows.end());
@@ -641,7 +645,7 @@ class PublicDataModel final : public TrainableModel {
         last_value = value.value;
         return;
       }
-      const std::uint64_t key = derive_seed(run_seed, t, 3) ^ splitmix64(static_cast<std::uint64_t>(batch_count++));
+      const std::uint64_t key = next_batch_key();
       ShiftObjectiveValue value;
       if (closed_form && S > 0) {
         // The batch's rows gathered and its probes made (drawn, or this step's copied) block by
@@ -679,14 +683,11 @@ class PublicDataModel final : public TrainableModel {
     // An epoch from the cache: its batches (rows sorted, as train_on sorts them) and their probes
     // drawn as train_on draws them, batch by batch (position r of a batch from stream key + r), then
     // every example's products at once, then the batches' objectives and updates in order.
-    auto train_epoch_from_cache = [&] {
-      std::vector<std::vector<Index>> batches;
+    auto train_epoch_from_cache = [&](std::vector<std::vector<Index>> batches) {
       std::vector<std::uint64_t> keys;
-      for (Index first = 0; first < n; first += B) {
-        std::vector<Index> rows(order.begin() + first, order.begin() + std::min(n, first + B));
+      for (std::vector<Index>& rows : batches) {
         std::sort(rows.begin(), rows.end());
-        keys.push_back(derive_seed(run_seed, t, 3) ^ splitmix64(static_cast<std::uint64_t>(batch_count++)));
-        batches.push_back(std::move(rows));
+        keys.push_back(next_batch_key());
       }
       epoch_probes.resize(n * S, d);
       for (std::size_t k = 0; k < batches.size(); ++k) {
@@ -704,15 +705,20 @@ class PublicDataModel final : public TrainableModel {
         last_value = value.value;
       }
     };
+    // An epoch's batches: a full Fisher-Yates permutation cut into batches of B, the last short.
+    auto epoch_batches = [&] {
+      detail::shuffle_batch_to_front(order, n, rng);
+      std::vector<std::vector<Index>> batches;
+      for (Index first = 0; first < n; first += B)
+        batches.emplace_back(order.begin() + first, order.begin() + std::min(n, first + B));
+      return batches;
+    };
     const Index amount = o.steps_before(t);
     for (Index round = 0; round < amount; ++round) {
       if (epoch_cache) {
-        detail::shuffle_batch_to_front(order, n, rng);
-        train_epoch_from_cache();
+        train_epoch_from_cache(epoch_batches());
       } else if (o.unit == ScheduleUnit::kEpochs) {
-        detail::shuffle_batch_to_front(order, n, rng);  // a full Fisher-Yates permutation
-        for (Index first = 0; first < n; first += B)
-          train_on(std::vector<Index>(order.begin() + first, order.begin() + std::min(n, first + B)));
+        for (std::vector<Index>& rows : epoch_batches()) train_on(std::move(rows));
       } else {
         detail::shuffle_batch_to_front(order, B, rng);
         train_on(std::vector<Index>(order.begin(), order.begin() + B));
