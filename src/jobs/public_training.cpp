@@ -231,6 +231,7 @@ nlohmann::json PublicTrainingJobResult::to_json() const {
                          {"released", per_step(&VectorNorms::released)}});
       }
       if (!m.vector_norms.empty()) entry["vector_norms_per_step"] = norms;
+      if (!m.objective_terms.empty()) entry["gradient_model_objective_terms"] = m.objective_terms;
     }
     methods.push_back(entry);
   }

@@ -90,7 +90,7 @@ Index gradient_model_parameter_count(const GradientModelOptions& options, Index 
 
 GradientModelMemoryEstimate estimate_gradient_model_memory(const GradientModelOptions& options, Index released,
                                                            Index input_dim, const std::optional<ImageShape>& image,
-                                                           Index public_rows, bool network, const NetworkPlan* plan) {
+                                                           Index public_rows, bool network, const NetworkPlan* kept_records) {
   GradientModelMemoryEstimate estimate;
   estimate.parameter_count = gradient_model_parameter_count(options, released, image);
   const bool single = options.is_constant() && options.state_precision == GradientPrecision::kFloat32;
@@ -111,18 +111,18 @@ GradientModelMemoryEstimate estimate_gradient_model_memory(const GradientModelOp
     estimate.probes = doubles(product(product(rows, u64(options.probes)), sum(u64(input_dim), u64(released))), 1);
   // Per-batch probes over epochs on a network: an epoch's probes and terms at once, from records
   // kept for the step (ShiftObjectiveTermCache).
-  const bool epoch_terms = network && probed && options.is_constant() && options.probe_draws == ProbeDraws::kBatch &&
-                           options.unit == ScheduleUnit::kEpochs;
+  const bool epoch_terms = network && kept_records && probed && options.is_constant() &&
+                           options.probe_draws == ProbeDraws::kBatch && options.unit == ScheduleUnit::kEpochs;
   if (probed && options.is_constant() && (options.probe_draws == ProbeDraws::kStep || epoch_terms)) {
     const std::uint64_t all = u64(public_rows), S = u64(options.probes);
     std::uint64_t values = product(product(all, S), u64(input_dim));
     if (network) values = sum(values, product(product(all, S + 1), u64(released)));
     estimate.step_draws = doubles(values, 1);
   }
-  if (epoch_terms && plan) {
-    std::uint64_t values = 0;  // an example's
-    for (Index size : plan->input_shape) values = values == 0 ? u64(size) : product(values, u64(size));
-    for (const PlannedLayer& layer : plan->layers) {
+  if (epoch_terms) {
+    std::uint64_t values = 1;  // an example's
+    for (Index size : kept_records->input_shape) values = product(values, u64(size));
+    for (const PlannedLayer& layer : kept_records->layers) {
       std::uint64_t outputs = 1;
       for (Index size : layer.output_shape) outputs = product(outputs, u64(size));
       values = sum(values, outputs);

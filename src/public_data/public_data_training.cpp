@@ -409,8 +409,9 @@ class PublicDataModel final : public TrainableModel {
  public:
   PublicDataModel(const TrainedModel& model, const Dataset& public_part, const Dataset& private_part,
                   const DpSgdOptions& phase, const GradientModelOptions& gradient_model, PrivateTrainingMethod method,
-                  VectorXd start, std::vector<bool> frozen, Index K, std::uint64_t run_seed, bool account_fil)
-      : account_fil_(account_fil), model_(model), public_(public_part), private_(private_part), phase_(phase), gradient_model_(gradient_model),
+                  VectorXd start, std::vector<bool> frozen, Index K, std::uint64_t run_seed, bool account_fil,
+                  bool keep_public_records)
+      : account_fil_(account_fil), keep_public_records_(keep_public_records), model_(model), public_(public_part), private_(private_part), phase_(phase), gradient_model_(gradient_model),
         method_(method), start_(std::move(start)), frozen_(std::move(frozen)) {
     ReleasedGradientSpec spec;
     spec.plan = model.plan();
@@ -617,7 +618,7 @@ class PublicDataModel final : public TrainableModel {
     // its batches, from the records of the public examples kept for the whole step (each epoch
     // then costs only the probes' products), and each batch's objective follows from them.
     std::unique_ptr<ShiftObjectiveTermCache> epoch_cache;
-    if (fisher_term && S > 0 && !per_step && !closed_form && o.unit == ScheduleUnit::kEpochs)
+    if (keep_public_records_ && fisher_term && S > 0 && !per_step && !closed_form && o.unit == ScheduleUnit::kEpochs)
       epoch_cache = backend_->shift_objective_term_cache(w, public_.X, public_.y, o.precision);
     RowMatrix epoch_probes, epoch_products;
     Index batch_count = 0;
@@ -792,6 +793,7 @@ class PublicDataModel final : public TrainableModel {
   }
 
   bool account_fil_;
+  bool keep_public_records_;  ///< ShiftObjectiveTermCache within max_memory (check_training_memory)
   const TrainedModel& model_;
   const Dataset& public_;
   const Dataset& private_;
@@ -833,8 +835,9 @@ RunStart pretrained_start(const TrainedModel& model, const Dataset& public_part,
 /// (estimate_network_memory) with a chunk of its per-example gradients (the mean gradients of
 /// pre-training, sgd and fim's diagnostics form them a chunk of rows at a time, p doubles a row)
 /// and fim's released gradients of a private batch (B x m), and fim's gradient model
-/// (estimate_gradient_model_memory).
-void check_training_memory(const TrainedModel& trained, const PublicDataTrainingOptions& options,
+/// (estimate_gradient_model_memory). Returns whether fim on a network keeps the public examples'
+/// records for a private step (per-batch probes over epochs): where they fit beside the rest.
+bool check_training_memory(const TrainedModel& trained, const PublicDataTrainingOptions& options,
                            const DpSgdOptions& phase, const Dataset& private_part, Index public_rows, Index trainable) {
   const Index private_rows = private_part.n();
   const bool fim = std::find(options.methods.begin(), options.methods.end(), PrivateTrainingMethod::kFim) !=
@@ -854,16 +857,25 @@ void check_training_memory(const TrainedModel& trained, const PublicDataTraining
     what = "training " + network.describe() + " with " + readable_bytes(gradients) + " of per-example gradients";
     shrink = option_name("chunk") + ", " + option_name("batch_size") + ", " + option_name("pretrain_batch_size");
   }
+  bool keep_records = false;
   if (fim) {
-    const GradientModelMemoryEstimate model = estimate_gradient_model_memory(
-        options.gradient_model, released, private_part.d(), private_part.image, public_rows, phase.network.has_value(),
-        phase.network ? &trained.plan() : nullptr);
+    const auto estimate = [&](const NetworkPlan* kept_records) {
+      return estimate_gradient_model_memory(options.gradient_model, released, private_part.d(), private_part.image,
+                                            public_rows, phase.network.has_value(), kept_records);
+    };
+    GradientModelMemoryEstimate model = estimate(nullptr);
+    if (phase.network) {
+      const GradientModelMemoryEstimate kept = estimate(&trained.plan());
+      keep_records = kept.kept_records > 0 && saturating_sum(bytes, kept.total()) <= phase.max_memory.bytes;
+      if (keep_records) model = kept;
+    }
     bytes = saturating_sum(bytes, model.total());
     what += Message(phase.network ? " and " : "") + model.describe();
     shrink += Message(phase.network ? ", " : "") + "a narrower " + option_name("gradient_hidden") + ", a smaller " +
               option_name("gradient_batch_size") + " or fewer " + option_name("gradient_probes");
   }
   if (bytes > 0) check_memory(bytes, phase.max_memory, what + " (" + shrink + ")");
+  return keep_records;
 }
 
 }  // namespace
@@ -897,7 +909,7 @@ PublicDataTrainingResult train_with_public_data(const Dataset& public_part, cons
   result.parameter_count = p;
   const std::vector<bool> fixed = trained.fixed_coordinates(options.reference_logit);
   const Index trainable = p - static_cast<Index>(std::count(fixed.begin(), fixed.end(), true));
-  check_training_memory(trained, options, phase, private_part, public_part.n(), trainable);
+  const bool keep_public_records = check_training_memory(trained, options, phase, private_part, public_part.n(), trainable);
 
   const auto pretrain_begin = std::chrono::steady_clock::now();
   std::vector<RunStart> starts;
@@ -944,7 +956,7 @@ PublicDataTrainingResult train_with_public_data(const Dataset& public_part, cons
                                                      : fixed;
           slot = std::make_unique<PublicDataModel>(trained, public_part, private_part, phase, options.gradient_model,
                                                    method, start.parameters, std::move(frozen), K, seed,
-                                                   options.account_fil);
+                                                   options.account_fil, keep_public_records);
         }
         return *slot;
       };
@@ -957,12 +969,17 @@ PublicDataTrainingResult train_with_public_data(const Dataset& public_part, cons
       }
       if (method != PrivateTrainingMethod::kDpSgd)  // pruned: the fixed coordinates are not counted
         m.frozen = std::count(starts[0].frozen.begin(), starts[0].frozen.end(), true) - (p - trainable);
-      if (method == PrivateTrainingMethod::kFim)
+      if (method == PrivateTrainingMethod::kFim) {
         for (const auto& model : models) {
           m.perturbation_cosine.push_back(model->perturbation_cosine());
           m.gradient_model_loss.push_back(model->gradient_model_loss());
           m.vector_norms.push_back(model->vector_norms());
         }
+        const GradientModelOptions& g = options.gradient_model;
+        if (phase.network && g.is_constant() && g.trace == GradientTrace::kProbes &&
+            g.probe_draws == ProbeDraws::kBatch && g.unit == ScheduleUnit::kEpochs)
+          m.objective_terms = keep_public_records ? kPublicRecordsKept : kPublicRecordsPerBatch;
+      }
       for (const auto& model : models) m.thesis_trace_sum.push_back(model->thesis_trace_sum());
     }
     result.seconds[to_string(method)] = seconds_since(begin);

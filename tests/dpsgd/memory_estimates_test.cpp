@@ -122,10 +122,11 @@ TEST(GradientModelMemoryEstimate, CountsProbesAsBatchTimesProbesTimesInputAndRel
   // and the examples' records kept for the step (kKeptRecordCopies of an example's activations and
   // records, in the objective's precision). The closed form keeps none.
   options.unit = ScheduleUnit::kEpochs;
-  EXPECT_EQ(estimate_gradient_model_memory(options, m, d, std::nullopt, 10, true).step_draws,
-            10 * (3 * 30 + 4 * 40) * kDouble);
-  EXPECT_EQ(estimate_gradient_model_memory(options, m, d, std::nullopt, 10, false).step_draws, 0u);
   const NetworkPlan plan = plan_network(parse_network_layers("conv:2:3:1,tanh,flatten,dense:2"), {1, 5, 5}, 2);
+  EXPECT_EQ(estimate_gradient_model_memory(options, m, d, std::nullopt, 10, true, &plan).step_draws,
+            10 * (3 * 30 + 4 * 40) * kDouble);
+  EXPECT_EQ(estimate_gradient_model_memory(options, m, d, std::nullopt, 10, true).step_draws, 0u);  // not kept
+  EXPECT_EQ(estimate_gradient_model_memory(options, m, d, std::nullopt, 10, false, &plan).step_draws, 0u);
   // input 25; conv: output 2 x 3 x 3 = 18, records 9 positions x (fan-in 9 + 2 outputs) = 99; tanh
   // 18; flatten 18; dense: output 2, records 18 + 2.
   const std::uint64_t example = 25 + 18 + 99 + 18 + 18 + 2 + 20;

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <functional>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <set>
 #include <tuple>
@@ -780,6 +781,60 @@ TEST(TrainWithPublicData, ProbesDrawnOnceAStepTrainFimReproduciblyOnANetworkAndS
     EXPECT_NE(trace, other);
     EXPECT_LT((trace - other).norm(), 0.5 * other.norm());
   }
+}
+
+TEST(TrainWithPublicData, KeptPublicRecordsWithinTheBudgetOrEachBatchsOwnGiveTheSameTraining) {
+  REQUIRE_PLUGIN();
+  // fim on a network with the thesis' per-batch probes over epochs keeps the public examples'
+  // records for each private step where they fit max_memory, and otherwise computes each batch's
+  // terms afresh: the same probes and updates, so the same training to rounding.
+  const Dataset data = image_data(50, 2, 81);
+  const PublicPrivateSplit split = split_public_private(data, 0.4, 3);
+  PublicDataTrainingOptions o = small_options();
+  o.private_phase.runs = 1;
+  o.private_phase.steps = 2;
+  o.freeze_fraction = 0.5;
+  NetworkOptions n;
+  n.architecture = NetworkArchitecture::kCustom;
+  n.layers = "conv:2:3:2:1,tanh,avgpool:2:2,flatten,dense:2";
+  o.private_phase.network = n;
+  o.methods = {PrivateTrainingMethod::kFim};
+  const auto fim = [&](ByteSize budget, Index steps) {
+    PublicDataTrainingOptions options = o;
+    options.private_phase.max_memory = budget;
+    options.private_phase.steps = steps;
+    return train_with_public_data(split.public_part, split.private_part, Dataset{}, options).methods.front();
+  };
+  const MethodResult kept = fim(default_memory_budget(), 2);
+  EXPECT_EQ(kept.objective_terms, kPublicRecordsKept);
+  // Bisect the budget (runs of one step: the choice is made before training) between one that
+  // training refuses and one where it keeps the records, until it trains without keeping them (the
+  // kept records and an epoch's terms are the gap between). This small training needs under 64 MB.
+  std::uint64_t refused = 0, kept_at = std::uint64_t{1} << 26;
+  std::optional<std::uint64_t> without;
+  while (!without && kept_at - refused > 1) {
+    const std::uint64_t middle = refused + (kept_at - refused) / 2;
+    try {
+      if (fim(ByteSize{middle}, 1).objective_terms == kPublicRecordsKept) kept_at = middle;
+      else without = middle;
+    } catch (const MemoryLimitError&) {
+      refused = middle;
+    }
+  }
+  ASSERT_TRUE(without.has_value()) << "no budget between " << refused << " and " << kept_at << " bytes";
+  const std::optional<MethodResult> per_batch = fim(ByteSize{*without}, 2);
+  EXPECT_EQ(per_batch->objective_terms, kPublicRecordsPerBatch);
+  const VectorXd& a = kept.training.final_snapshot().fisher_trace;
+  const VectorXd& b = per_batch->training.final_snapshot().fisher_trace;
+  EXPECT_GT(a.maxCoeff(), 0.0);
+  EXPECT_LT((a - b).norm(), 1e-9 * a.norm());
+  EXPECT_LT((kept.training.parameters[0] - per_batch->training.parameters[0]).norm(),
+            1e-9 * kept.training.parameters[0].norm());
+  // Probes drawn once a step keep no records: no choice is reported.
+  PublicDataTrainingOptions step = o;
+  step.gradient_model.probe_draws = ProbeDraws::kStep;
+  EXPECT_TRUE(train_with_public_data(split.public_part, split.private_part, Dataset{}, step).methods.front()
+                  .objective_terms.empty());
 }
 
 TEST(TrainWithPublicData, FimWithLambdaZeroTrainsTheConstantModelOnItsNormAloneExactly) {

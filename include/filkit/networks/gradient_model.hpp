@@ -240,11 +240,13 @@ Index gradient_model_parameter_count(const GradientModelOptions& options, Index 
 
 /// The estimate for public batches of options.batch_size rows (at most `public_rows`); `network`:
 /// the objective comes from the network backend (else softmax regression's closed form, which keeps
-/// no per-example terms), whose `plan` gives the size of the records kept (none: not counted).
+/// no per-example terms). `kept_records`: the network whose public examples' records are kept for
+/// a private step with per-batch probes over epochs (ShiftObjectiveTermCache); none: each batch's
+/// terms computed afresh.
 GradientModelMemoryEstimate estimate_gradient_model_memory(const GradientModelOptions& options, Index released,
                                                            Index input_dim, const std::optional<ImageShape>& image,
                                                            Index public_rows, bool network,
-                                                           const NetworkPlan* plan = nullptr);
+                                                           const NetworkPlan* kept_records = nullptr);
 
 /// train_with_public_data (public_data_training.hpp) refuses, before pre-training, a gradient
 /// model whose estimate, with the network's and its gradients' if any, is beyond max_memory.

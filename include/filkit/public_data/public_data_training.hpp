@@ -173,7 +173,16 @@ struct MethodResult {
   /// sampled it of T + 1e-7, T the trace estimated by 2 Gaussian probes (NaN as 0): the thesis'
   /// accountant (its accountant.py), before the factor kappa / (sigma C)^2. Empty without accounting.
   std::vector<VectorXd> thesis_trace_sum;
+  /// fim on a network with per-batch probes over epochs: how the objective's terms were computed,
+  /// kPublicRecordsKept or kPublicRecordsPerBatch (the kept records would exceed max_memory); else
+  /// empty. The same numbers either way, to rounding; the first is about twice as fast.
+  std::string objective_terms;
 };
+
+/// MethodResult::objective_terms.
+inline constexpr const char* kPublicRecordsKept = "every public example's records kept for each private step";
+inline constexpr const char* kPublicRecordsPerBatch =
+    "computed afresh for each public batch: keeping every public example's records would exceed max_memory";
 
 struct PublicDataTrainingResult {
   Index n_public = 0, n_private = 0, num_classes = 0, parameter_count = 0;
