@@ -545,6 +545,14 @@ TEST(ReleasedGradient, PiecesOfOneExampleGiveTheWholeBatchsReleaseAccountingObje
   EXPECT_GT((whole->phi() - phi).norm(), 1e-3 * phi.norm());  // and it did move
 }
 
+/// A small ConvNet for 16 x 16 images of 2 classes (image_data).
+NetworkOptions small_conv_network() {
+  NetworkOptions network;
+  network.architecture = NetworkArchitecture::kCustom;
+  network.layers = "conv:2:3:2:1,tanh,avgpool:2:2,flatten,dense:2";
+  return network;
+}
+
 PublicDataTrainingOptions small_options() {
   PublicDataTrainingOptions o;
   o.public_fraction = 0.4;
@@ -731,10 +739,7 @@ TEST(TrainWithPublicData, TrainsANetworkWithFrozenCoordinatesAndALearnedGradient
   PublicDataTrainingOptions o = small_options();
   o.private_phase.runs = 1;
   o.private_phase.steps = 2;
-  NetworkOptions network;
-  network.architecture = NetworkArchitecture::kCustom;
-  network.layers = "conv:2:3:2:1,tanh,avgpool:2:2,flatten,dense:2";
-  o.private_phase.network = network;
+  o.private_phase.network = small_conv_network();
   o.methods = {PrivateTrainingMethod::kPrune, PrivateTrainingMethod::kFim};
   const PublicDataTrainingResult result = train_with_public_data(split.public_part, split.private_part, data, o);
   const Index p = 2 * 9 + 2 + 2 * 32 + 2;  // conv 2 x (1 x 3 x 3) + 2, dense 2 x (2 x 4 x 4) + 2
@@ -757,12 +762,7 @@ TEST(TrainWithPublicData, ProbesDrawnOnceAStepTrainFimReproduciblyOnANetworkAndS
     o.private_phase.runs = 1;
     o.private_phase.steps = 3;
     o.freeze_fraction = 0.5;
-    if (network) {
-      NetworkOptions n;
-      n.architecture = NetworkArchitecture::kCustom;
-      n.layers = "conv:2:3:2:1,tanh,avgpool:2:2,flatten,dense:2";
-      o.private_phase.network = n;
-    }
+    if (network) o.private_phase.network = small_conv_network();
     o.methods = {PrivateTrainingMethod::kFim};
     const auto fim = [&](ProbeDraws draws) {
       PublicDataTrainingOptions options = o;
@@ -794,10 +794,7 @@ TEST(TrainWithPublicData, KeptPublicRecordsWithinTheBudgetOrEachBatchsOwnGiveThe
   o.private_phase.runs = 1;
   o.private_phase.steps = 2;
   o.freeze_fraction = 0.5;
-  NetworkOptions n;
-  n.architecture = NetworkArchitecture::kCustom;
-  n.layers = "conv:2:3:2:1,tanh,avgpool:2:2,flatten,dense:2";
-  o.private_phase.network = n;
+  o.private_phase.network = small_conv_network();
   o.methods = {PrivateTrainingMethod::kFim};
   const auto fim = [&](ByteSize budget, Index steps) {
     PublicDataTrainingOptions options = o;
