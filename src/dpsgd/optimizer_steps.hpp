@@ -1,12 +1,13 @@
 // What every trainer of the dpsgd layer shares, written once: a uniform batch without replacement
-// (a partial Fisher-Yates shuffle of a kept permutation), a slice of a shuffled epoch, and one
-// bias-corrected Adam step
-// (base/adam_step.hpp). DP-SGD's trainer (trainer.hpp) and non-private pre-training
-// (public_data_training.cpp) draw and step through these, so the two cannot drift apart.
+// (a partial Fisher-Yates shuffle of a kept permutation), a slice of a shuffled epoch, and one step of
+// the private phase's optimizer (sgd with momentum, or Adam: base/adam_step.hpp). DP-SGD's trainer
+// (trainer.hpp) and non-private training (public_data_training.cpp: pre-training and the sgd
+// baseline) draw and step through these, so they cannot drift apart.
 #pragma once
 
 #include "base/adam_step.hpp"
 #include "filkit/base/types.hpp"
+#include "filkit/dpsgd/training.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -38,6 +39,18 @@ inline std::vector<Index> epoch_batch(std::vector<Index>& order, Index batch_siz
   std::vector<Index> batch(order.begin() + first, order.begin() + last);
   std::sort(batch.begin(), batch.end());
   return batch;
+}
+
+/// One step of `o.optimizer` on w with gradient g (weight decay already added): sgd with momentum
+/// (m the velocity; v and adam_steps unused) or Adam with o's moment decays and epsilon.
+inline void optimizer_step(const DpSgdOptions& o, VectorXd& w, const VectorXd& g, VectorXd& m, VectorXd& v,
+                           Index& adam_steps) {
+  if (o.optimizer == Optimizer::kSgd) {
+    m = o.momentum * m + g;
+    w -= o.step_size * m;
+    return;
+  }
+  adam_step(w, g, m, v, adam_steps, o.step_size, o.adam_beta1, o.adam_beta2, o.adam_epsilon);
 }
 
 }  // namespace filkit::detail

@@ -130,14 +130,7 @@ class Trainer {
     if (const std::vector<bool>* frozen = model_.frozen())  // never released, never moved
       for (Index i = 0; i < gradient.size(); ++i)
         if ((*frozen)[static_cast<std::size_t>(i)]) gradient(i) = 0.0;
-    VectorXd& m = state_.first_moment;
-    if (options_.optimizer == Optimizer::kSgd) {
-      m = options_.momentum * m + gradient;  // the velocity
-      w -= options_.step_size * m;
-      return;
-    }
-    adam_step(w, gradient, m, state_.second_moment, state_.adam_steps, options_.step_size, options_.adam_beta1,
-              options_.adam_beta2, options_.adam_epsilon);
+    optimizer_step(options_, w, gradient, state_.first_moment, state_.second_moment, state_.adam_steps);
   }
 
   const Dataset& train_;

@@ -346,10 +346,20 @@ class TrainedModel {
   NetworkPlan plan_;
 };
 
-/// Non-private minibatch Adam on the mean cross-entropy (plus weight decay times w), from w.
-/// `fixed` (empty, or one flag per coordinate): coordinates that keep their value (zero gradient).
+/// Pre-training's optimizer: Adam with its usual moment decays and epsilon (the thesis' optax.adam).
+DpSgdOptions pretraining_optimizer(double step_size) {
+  DpSgdOptions adam;
+  adam.optimizer = Optimizer::kAdam;
+  adam.step_size = step_size;
+  return adam;
+}
+
+/// Non-private minibatch training on the mean cross-entropy (plus weight decay times w), from w, by
+/// `optimizer` (its optimizer, momentum, Adam settings; o's step size). `fixed` (empty, or one flag
+/// per coordinate): coordinates that keep their value (zero gradient).
 VectorXd train_without_privacy(const TrainedModel& model, const Dataset& data, VectorXd w,
-                               const PlainTrainingOptions& o, std::uint64_t seed, const std::vector<bool>& fixed) {
+                               const PlainTrainingOptions& o, DpSgdOptions optimizer, std::uint64_t seed,
+                               const std::vector<bool>& fixed) {
   if (o.steps == 0) return w;
   const Index n = data.n(), B = std::min(o.batch_size, n);
   std::mt19937_64 rng(seed);
@@ -357,7 +367,7 @@ VectorXd train_without_privacy(const TrainedModel& model, const Dataset& data, V
   std::iota(order.begin(), order.end(), Index{0});
   VectorXd m = VectorXd::Zero(w.size()), v = VectorXd::Zero(w.size());
   Index adam_steps = 0;
-  const DpSgdOptions adam;  // Adam's default moment decays and epsilon
+  optimizer.step_size = o.step_size;
   for (Index t = 1; t <= o.steps; ++t) {
     std::vector<Index> batch;
     if (o.sampling == BatchSampling::kShuffle) {
@@ -369,7 +379,7 @@ VectorXd train_without_privacy(const TrainedModel& model, const Dataset& data, V
     VectorXd g = model.mean_gradient(data, batch, w) + o.weight_decay * w;
     for (Index i = 0; i < static_cast<Index>(fixed.size()); ++i)
       if (fixed[static_cast<std::size_t>(i)]) g(i) = 0.0;  // Adam then leaves them where they are
-    detail::adam_step(w, g, m, v, adam_steps, o.step_size, adam.adam_beta1, adam.adam_beta2, adam.adam_epsilon);
+    detail::optimizer_step(optimizer, w, g, m, v, adam_steps);
   }
   if (!w.allFinite())
     throw std::runtime_error("training without privacy diverged: lower its step size (now " +
@@ -826,6 +836,7 @@ RunStart pretrained_start(const TrainedModel& model, const Dataset& public_part,
     if (fixed[static_cast<std::size_t>(i)]) initial(i) = 0.0;
   RunStart start;
   start.parameters = train_without_privacy(model, public_part, std::move(initial), options.pretrain,
+                                           pretraining_optimizer(options.pretrain.step_size),
                                            splitmix64(run_seed ^ 0xbb67ae8584caa73bULL), fixed);
   start.frozen = smallest_magnitude_mask(start.parameters, options.freeze_fraction, fixed);
   return start;
@@ -933,8 +944,9 @@ PublicDataTrainingResult train_with_public_data(const Dataset& public_part, cons
                                        phase.sampling == BatchSampling::kShuffle ? BatchSampling::kShuffle
                                                                                  : BatchSampling::kUniform};
       for (int run = 0; run < phase.runs; ++run) {
+        // The private phase's optimizer (sgd with momentum or Adam, its settings), as dpsgd's.
         const VectorXd w = train_without_privacy(trained, private_part, starts[static_cast<std::size_t>(run)].parameters,
-                                                 plain, dpsgd_run_seed(phase, run), fixed);
+                                                 plain, phase, dpsgd_run_seed(phase, run), fixed);
         snapshot.train_accuracy.push_back(trained.accuracy(w, private_part));
         snapshot.test_accuracy.push_back(test.n() > 0 ? trained.accuracy(w, test) : std::nan(""));
         m.training.parameters.push_back(w);

@@ -597,6 +597,55 @@ TEST(TrainWithPublicData, PretrainingAndSgdFollowTheSamplingAsked) {
   EXPECT_NE(trained(private_shuffled).training.parameters.front(), uniform.training.parameters.front());
 }
 
+TEST(TrainWithPublicData, SgdMethodStepsByThePrivatePhasesOptimizer) {
+  // The sgd baseline steps by the optimizer the private methods use (here sgd with momentum), not
+  // by pre-training's Adam: one full batch step from the pre-trained w0 is w0 - s (g + wd w0), with
+  // g softmax regression's mean gradient written out here.
+  const Dataset data = testing::random_classification(120, 5, 3, 17);
+  const PublicPrivateSplit split = split_public_private(data, 0.4, 3);
+  PublicDataTrainingOptions o = small_options();
+  o.methods = {PrivateTrainingMethod::kSgd};
+  DpSgdOptions& phase = o.private_phase;
+  phase.optimizer = Optimizer::kSgd;
+  phase.momentum = 0.7;
+  phase.sampling = BatchSampling::kShuffle;
+  phase.batch_size = split.private_part.n();
+  phase.steps = 1;
+  phase.runs = 1;
+  phase.weight_decay = 0.01;
+  const auto trained = [&](const PublicDataTrainingOptions& options) {
+    return train_with_public_data(split.public_part, split.private_part, Dataset{}, options)
+        .methods.front()
+        .training.parameters.front();
+  };
+  PublicDataTrainingOptions start_only = o;
+  start_only.private_phase.step_size = 1e-300;  // moves nothing
+  const VectorXd w0 = trained(start_only);
+  phase.step_size = 0.3;
+  const VectorXd w1 = trained(o);
+
+  const Dataset& z = split.private_part;
+  const Index d = z.d(), K = 3;
+  ASSERT_EQ(w0.size(), d * K);
+  VectorXd g = VectorXd::Zero(d * K);
+  for (Index i = 0; i < z.n(); ++i) {
+    VectorXd logits(K);
+    for (Index k = 0; k < K; ++k) logits(k) = z.X.row(i).dot(w0.segment(k * d, d));
+    const VectorXd p = (logits.array() - logits.maxCoeff()).exp().matrix();
+    for (Index k = 0; k < K; ++k) {
+      const double residual = p(k) / p.sum() - (static_cast<Index>(z.y(i)) == k ? 1.0 : 0.0);
+      g.segment(k * d, d) += residual * z.X.row(i).transpose() / static_cast<double>(z.n());
+    }
+  }
+  const VectorXd expected = w0 - 0.3 * (g + 0.01 * w0);
+  EXPECT_LT((w1 - expected).norm(), 1e-12 * expected.norm());
+  EXPECT_GT((w1 - w0).norm(), 1e-3 * w0.norm());
+
+  phase.optimizer = Optimizer::kAdam;  // Adam's first step moves every coordinate by about s
+  const VectorXd adam = trained(o);
+  EXPECT_NEAR((adam - w0).cwiseAbs().maxCoeff(), 0.3, 1e-6);
+}
+
 TEST(TrainWithPublicData, FimWithLambdaZeroIsDpSgdAndDpSgdIsTheClosedForm) {
   REQUIRE_PLUGIN();
   // 8 x 8 images: the conditional model's exact accounting (a Jacobian in x of every released
