@@ -165,3 +165,32 @@ def test_the_cifar_convnet_trains_on_cifar10_files_from_the_cli_job(tmp_path):
     # 3 x 32 x 32 in, 3 classes out: the CIFAR ConvNet's 550,570 parameters less 7 x 129 in the last layer.
     assert summary["parameter_count"] == 549667 and "input [3 x 32 x 32]" in summary["architecture"]
     assert out.exists()
+
+
+def test_models_out_loads_back_into_the_users_module(tmp_path):
+    # --models-out writes each run's parameters in the order of module.parameters(), so that
+    # vector_to_parameters puts the trained weights back into the user's own module, which then
+    # classifies the test set as the summary says filkit's model does.
+    rng = np.random.default_rng(3)
+    X, X_test = rng.uniform(size=(40,) + IMAGE), rng.uniform(size=(30,) + IMAGE)
+    y, y_test = np.arange(40) % 3, np.arange(30) % 3
+    data = tmp_path / "images.npz"
+    np.savez(data, X=X, y=y, X_test=X_test, y_test=y_test)
+    module = colour_module()
+    models = tmp_path / "models.csv"
+    summary = filkit.run("dpsgd", data=str(data), model="custom", torchscript=save(module, tmp_path, "net.pt"),
+                         image_layout="nchw", batch_size=10, steps=6, noise_multiplier=0.5, clip_norm=1.0,
+                         step_size=0.5, optimizer="sgd", trace="gaussian", probes=1, spectral="none", runs=2, seed=5,
+                         models_out=str(models), quiet=True)["summary"]
+    assert summary["preprocessing"]["order"] == []  # the parameters act on the pixels as stored
+    rows = np.loadtxt(models, delimiter=",", skiprows=1)
+    assert rows.shape == (2, 1 + sum(p.numel() for p in module.parameters()))
+    accuracies = summary["snapshots"][-1]["test_accuracy_per_run"]
+    for run, row in enumerate(rows):
+        assert row[0] == run
+        trained = colour_module()
+        nn.utils.vector_to_parameters(torch.from_numpy(row[1:]), trained.parameters())
+        assert not np.array_equal(row[1:], nn.utils.parameters_to_vector(module.parameters()).detach().numpy())
+        with torch.no_grad():
+            predicted = trained(torch.from_numpy(X_test)).argmax(1).numpy()
+        assert np.mean(predicted == y_test) == pytest.approx(accuracies[run], abs=1e-12)

@@ -125,6 +125,14 @@ nlohmann::json DpSgdJobResult::to_json() const {
   return json;
 }
 
+NumericTable DpSgdJobResult::extra_table(const std::string& name) const {
+  if (name != "models_out") return JobResult::extra_table(name);
+  NumericTable table = model_table({"run"}, training.parameters.empty() ? 0 : training.parameters.front().size());
+  for (std::size_t run = 0; run < training.parameters.size(); ++run)
+    add_model_row(table, {static_cast<double>(run)}, training.parameters[run]);
+  return table;
+}
+
 NumericTable DpSgdJobResult::table() const {
   return {training.table_header(), training.complete ? training.table_rows(labels) : std::vector<std::vector<double>>{}};
 }

@@ -255,6 +255,18 @@ NumericTable PublicTrainingJobResult::table() const {
   return table;
 }
 
+NumericTable PublicTrainingJobResult::extra_table(const std::string& name) const {
+  if (name != "models_out") return JobResult::extra_table(name);
+  NumericTable table = model_table({"method", "run"}, training.parameter_count);
+  for (std::size_t run = 0; run < training.pretrain_parameters.size(); ++run)
+    add_model_row(table, {-1.0, static_cast<double>(run)}, training.pretrain_parameters[run]);
+  for (const MethodResult& m : training.methods)
+    for (std::size_t run = 0; run < m.training.parameters.size(); ++run)
+      add_model_row(table, {static_cast<double>(static_cast<int>(m.method)), static_cast<double>(run)},
+                    m.training.parameters[run]);
+  return table;
+}
+
 void PublicTrainingJobResult::print_summary(std::ostream& out) const {
   const DpSgdOptions& p = options.training.private_phase;
   if (!training.complete) {

@@ -929,6 +929,7 @@ PublicDataTrainingResult train_with_public_data(const Dataset& public_part, cons
     const VectorXd& w = starts.back().parameters;
     result.pretrain_train_accuracy.push_back(trained.accuracy(w, private_part));
     result.pretrain_test_accuracy.push_back(test.n() > 0 ? trained.accuracy(w, test) : std::nan(""));
+    result.pretrain_parameters.push_back(w);
   }
   result.seconds["pretrain"] = seconds_since(pretrain_begin);
 

@@ -42,6 +42,7 @@ TEST(DpSgdCommand, WritesPerExampleTableAndSummaryThatMatchTheLibrary) {
   JobOutputs outputs;
   outputs.out = dir.file("dpsgd.csv");
   outputs.json = dir.file("summary.json");
+  outputs.extra["models_out"] = dir.file("models.csv");
   std::ostringstream printed;
   const DpSgdJobResult result = run_job<DpSgdJob>(options, outputs, true, &printed);
   EXPECT_TRUE(printed.str().empty()) << "--quiet prints nothing";
@@ -103,6 +104,20 @@ TEST(DpSgdCommand, WritesPerExampleTableAndSummaryThatMatchTheLibrary) {
   EXPECT_DOUBLE_EQ(summary["kappa_failure_probability"].get<double>(), 1.0 / 200.0);
   EXPECT_DOUBLE_EQ(result.training.kappa, subsampling_kappa(25.0 / 200.0, 1.0, delta));
   EXPECT_NE(result.training.kappa, subsampling_kappa(25.0 / 200.0, 1.0, 1e-5));
+
+  // --models-out: each run's final parameters, to the bit (shortest round-trip numbers).
+  const std::vector<std::string> models = testing::read_lines(outputs.extra["models_out"]);
+  ASSERT_EQ(models.size(), 3u);
+  EXPECT_EQ(models[0].substr(0, 12), "run,w0,w1,w2");
+  for (std::size_t run = 0; run < 2; ++run) {
+    std::vector<double> cells;
+    std::stringstream line(models[1 + run]);
+    for (std::string cell; std::getline(line, cell, ',');) cells.push_back(std::stod(cell));
+    const VectorXd& w = result.training.parameters[run];
+    ASSERT_EQ(cells.size(), static_cast<std::size_t>(1 + w.size()));
+    EXPECT_EQ(cells[0], static_cast<double>(run));
+    for (Index j = 0; j < w.size(); ++j) EXPECT_EQ(cells[static_cast<std::size_t>(1 + j)], w(j)) << j;
+  }
 }
 
 TEST(DpSgdCommand, OneRunHasNoIntervalsAndSaysSo) {

@@ -81,6 +81,52 @@ TEST(PublicTrainingCommand, WritesOneRowPerAccountedMethodAndExampleAndTheLibrar
   EXPECT_GT(max_dfil, 0.0);
 }
 
+TEST(PublicTrainingCommand, ModelsOutHoldsEveryRunsModelAsDocumented) {
+  // Each row's parameters, read back from the CSV and applied as kModelParameterLayout says (class
+  // k's weights at k d), classify the test set as the summary says that model does.
+  const TempDir dir;
+  PublicTrainingJobOptions options = small_public_training_job(
+      testing::write_npz_dataset(dir, testing::random_classification(200, 6, 3, 4)));
+  options.training.methods = {PrivateTrainingMethod::kSgd};
+  if (networks_available()) options.training.methods.push_back(PrivateTrainingMethod::kDpSgd);
+  JobOutputs outputs;
+  outputs.extra["models_out"] = dir.file("models.csv");
+  const PublicTrainingJobResult result = run_job<PublicTrainingJob>(options, outputs);
+  const std::vector<std::string> lines = testing::read_lines(outputs.extra["models_out"]);
+  const Index d = 6, K = 3, runs = 2;
+  const std::size_t models = 1 + options.training.methods.size();  // the pre-trained start, then each method
+  ASSERT_EQ(lines.size(), 1 + models * runs);
+  EXPECT_EQ(lines[0].substr(0, 18), "method,run,w0,w1,w");
+  const Dataset& test = result.data.test;
+  ASSERT_GT(test.n(), 0);
+  for (std::size_t row = 0; row < models * runs; ++row) {
+    std::vector<double> cells;
+    std::stringstream line(lines[1 + row]);
+    for (std::string cell; std::getline(line, cell, ',');) cells.push_back(std::stod(cell));
+    ASSERT_EQ(cells.size(), static_cast<std::size_t>(2 + d * K));
+    const int method = static_cast<int>(cells[0]), run = static_cast<int>(cells[1]);
+    EXPECT_EQ(method, static_cast<int>(row / runs) - 1);
+    EXPECT_EQ(run, static_cast<int>(row % runs));
+    Index correct = 0;
+    for (Index i = 0; i < test.n(); ++i) {
+      Index best = 0;
+      VectorXd logits(K);
+      for (Index k = 0; k < K; ++k) {
+        logits(k) = 0.0;
+        for (Index j = 0; j < d; ++j) logits(k) += cells[static_cast<std::size_t>(2 + k * d + j)] * test.X(i, j);
+        if (logits(k) > logits(best)) best = k;
+      }
+      correct += best == static_cast<Index>(test.y(i));
+    }
+    const double accuracy = static_cast<double>(correct) / static_cast<double>(test.n());
+    const double expected = method < 0 ? result.training.pretrain_test_accuracy[static_cast<std::size_t>(run)]
+                                       : result.methods[static_cast<std::size_t>(method)].test_accuracy[static_cast<std::size_t>(run)];
+    EXPECT_DOUBLE_EQ(accuracy, expected) << "method " << method << " run " << run;
+  }
+  // The start is where the methods began: sgd moved from it.
+  EXPECT_NE(lines[1], lines[1 + runs]);
+}
+
 TEST(PublicTrainingCommand, ReportsTheThesisAccountantBesideFilkits) {
   // The thesis' accountant (accountant.py, train_classifier.py): per step T + 1e-7 with T the 2-probe
   // estimate, scaled by its kappa (eps0 with the clip bound 1.115) / (sigma C)^2 / d.

@@ -94,6 +94,8 @@ struct DpSgdJobResult final : JobResult {
   nlohmann::json to_json() const override;
   /// One row per (snapshot, example); empty when the run stopped early to resume later.
   NumericTable table() const override;
+  /// models_out: one row per run, the final parameters (kModelParameterLayout).
+  NumericTable extra_table(const std::string& name) const override;
   void print_summary(std::ostream& out) const override;
   bool complete() const override { return training.complete; }
   /// Removes the resume file (DpSgdOptions.checkpoint_path): kept by run_dpsgd until every output
@@ -123,7 +125,10 @@ struct DpSgdJob {
       "Per-example CSV, one row per (snapshot, example): step, epoch, index, label, times sampled, eta, dfil, MSE "
       "bounds, Fisher trace and its standard error; with --runs R > 1 each run's trace (fisher_trace_run0 ..). Empty "
       "cells: eta and its bound when not computed (--spectral none), the bounds of an example never sampled";
-  static std::vector<ExtraOutput> extra_outputs() { return {}; }
+  static std::vector<ExtraOutput> extra_outputs() {
+    return {{"models_out",
+             "CSV of the trained models, one row per run: run, then w0..w{p-1}: " + std::string(kModelParameterLayout)}};
+  }
   static constexpr bool runs_on_mpi_ranks = true;  // data-parallel (docs/distributed.md)
   static DpSgdJobResult run(const Options& options, bool progress) { return run_dpsgd(options, progress); }
 };

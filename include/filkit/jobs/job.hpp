@@ -28,10 +28,23 @@ struct NumericTable {
   std::string to_csv() const;
 };
 
+/// A table of trained models: the key columns (e.g. method, run), then the parameters w0 ..
+/// w{p-1} in kModelParameterLayout's order. Rows are added with add_model_row.
+NumericTable model_table(std::vector<std::string> keys, Index parameter_count);
+/// Appends one model: `keys` (as many as the table's key columns), then `parameters`; throws
+/// std::invalid_argument when either count differs from the table's.
+void add_model_row(NumericTable& table, std::vector<double> keys, const VectorXd& parameters);
+
+/// How a trained model's parameters are laid out in its row, for every job that writes them.
+inline constexpr const char* kModelParameterLayout =
+    "the parameters act on the preprocessed inputs (the summary's preprocessing); logistic and softmax regression: "
+    "the p x K weights column by column (K = 1 for logistic regression; p = d, or d + 1 with the intercept first); "
+    "networks: layer by layer, each layer's weight as PyTorch lays it out, then its bias";
+
 /// A further table a job can write, named like its option ("release_out" -> --release-out).
 struct ExtraOutput {
   const char* name;
-  const char* help;
+  std::string help;
 };
 
 /// Why a job's default for an option differs from other commands' defaults for the same option

@@ -84,6 +84,9 @@ struct PublicTrainingJobResult final : JobResult {
   /// One row per (accounted method, private example): method (1 dpsgd, 2 prune, 3 fim), row in the
   /// training data, label, times sampled, dFIL (run average), 1/dFIL^2, Fisher trace.
   NumericTable table() const override;
+  /// models_out: one row per (method, run), the pre-trained start first (method -1), then the
+  /// parameters (kModelParameterLayout).
+  NumericTable extra_table(const std::string& name) const override;
   void print_summary(std::ostream& out) const override;
   bool complete() const override { return training.complete; }
   /// Removes the resume file (private_phase.checkpoint_path), kept by run_public_training until every output
@@ -114,7 +117,12 @@ struct PublicTrainingJob {
   static constexpr const char* out_help =
       "Per-example CSV, one row per (method, private example): method (1 dpsgd, 2 prune, 3 fim), index, label, times "
       "sampled, dfil, 1/dfil^2, fisher_trace";
-  static std::vector<ExtraOutput> extra_outputs() { return {}; }
+  static std::vector<ExtraOutput> extra_outputs() {
+    return {{"models_out",
+             "CSV of the trained models, one row per (method, run): method (-1 the pre-trained model every method "
+             "starts from, 0 sgd, 1 dpsgd, 2 prune, 3 fim), run, then w0..w{p-1}: " +
+                 std::string(kModelParameterLayout)}};
+  }
   static PublicTrainingJobResult run(const Options& options, bool progress) {
     return run_public_training(options, progress);
   }

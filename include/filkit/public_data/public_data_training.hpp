@@ -188,6 +188,8 @@ struct PublicDataTrainingResult {
   Index n_public = 0, n_private = 0, num_classes = 0, parameter_count = 0;
   /// Test (and train = private part) accuracy of the pre-trained model, one per run.
   std::vector<double> pretrain_test_accuracy, pretrain_train_accuracy;
+  /// The pre-trained model of each run, where every method of the run starts.
+  std::vector<VectorXd> pretrain_parameters;
   std::vector<MethodResult> methods;
   std::map<std::string, double> seconds;
   /// false: stopped by private_phase.stop_after, the state in private_phase.checkpoint_path (run
