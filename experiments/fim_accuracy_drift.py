@@ -68,6 +68,19 @@ def accuracy_and_loss(w, X, y, classes):
     return float(np.mean(logits.argmax(axis=1) == y)), float(-log_p[np.arange(len(y)), y].mean())
 
 
+def mean_gradient(w, X, y, classes):
+    """The mean cross-entropy gradient of softmax regression at w, in w's layout."""
+    logits = X @ w.reshape(classes, -1).T
+    p = np.exp(logits - logits.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    p[np.arange(len(y)), y] -= 1.0
+    return (p.T @ X / len(y)).reshape(-1)
+
+
+def cosine(a, b):
+    return float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--lambda", dest="lam", type=float, default=10.0)
@@ -95,13 +108,18 @@ def main():
     along = (delta @ w_prune) / (w_prune @ w_prune) * w_prune
     models = {"prune": w_prune, "fim": w_fim, "prune + delta/2": w_prune + 0.5 * delta,
               "prune + delta's part along w_prune": w_prune + along, "prune + the rest of delta": w_prune + delta - along}
+    descent = -mean_gradient(w_prune, *parts["public"], 10)  # the public loss' steepest descent at w_prune
+    moved = delta != 0  # the released coordinates (prune's and fim's frozen ones never move)
     result = {"settings": vars(args), "delta_norm": float(np.linalg.norm(delta)),
-              "prune_norm": float(np.linalg.norm(w_prune)),
-              "cosine_delta_prune": float(delta @ w_prune / np.linalg.norm(delta) / np.linalg.norm(w_prune)),
-              "rescaling_along_prune": float(1.0 + (delta @ w_prune) / (w_prune @ w_prune)), "models": {}}
+              "prune_norm": float(np.linalg.norm(w_prune)), "cosine_delta_prune": cosine(delta, w_prune),
+              "rescaling_along_prune": float(1.0 + (delta @ w_prune) / (w_prune @ w_prune)),
+              "cosine_delta_public_descent": cosine(delta[moved], descent[moved]),
+              "cosine_rest_public_descent": cosine((delta - along)[moved], descent[moved]), "models": {}}
     print(f"||delta|| {result['delta_norm']:.2f} against ||w_prune|| {result['prune_norm']:.2f}; cosine "
           f"{result['cosine_delta_prune']:.2f}; its part along w_prune rescales w_prune by "
-          f"{result['rescaling_along_prune']:.3f}")
+          f"{result['rescaling_along_prune']:.3f}; cosine with the public loss' descent at w_prune (the moved "
+          f"coordinates): delta {result['cosine_delta_public_descent']:.3f}, the rest of delta "
+          f"{result['cosine_rest_public_descent']:.3f}")
     print(f"{'model':36s}" + "".join(f"{name + ' accuracy, loss':>26s}" for name in parts))
     for name, w in models.items():
         numbers = {part: accuracy_and_loss(w, *data, 10) for part, data in parts.items()}
