@@ -127,7 +127,7 @@ nlohmann::json DpSgdJobResult::to_json() const {
 
 NumericTable DpSgdJobResult::extra_table(const std::string& name) const {
   if (name != "models_out") return JobResult::extra_table(name);
-  NumericTable table = model_table({"run"}, training.parameters.empty() ? 0 : training.parameters.front().size());
+  NumericTable table = model_table({"run"}, training.parameter_count);
   for (std::size_t run = 0; run < training.parameters.size(); ++run)
     add_model_row(table, {static_cast<double>(run)}, training.parameters[run]);
   return table;

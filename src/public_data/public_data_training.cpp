@@ -346,11 +346,11 @@ class TrainedModel {
   NetworkPlan plan_;
 };
 
-/// Pre-training's optimizer: Adam with its usual moment decays and epsilon (the thesis' optax.adam).
-DpSgdOptions pretraining_optimizer(double step_size) {
+/// Pre-training's optimizer: Adam with its usual moment decays and epsilon (the thesis' optax.adam);
+/// the step size is PlainTrainingOptions'.
+DpSgdOptions pretraining_optimizer() {
   DpSgdOptions adam;
   adam.optimizer = Optimizer::kAdam;
-  adam.step_size = step_size;
   return adam;
 }
 
@@ -836,7 +836,7 @@ RunStart pretrained_start(const TrainedModel& model, const Dataset& public_part,
     if (fixed[static_cast<std::size_t>(i)]) initial(i) = 0.0;
   RunStart start;
   start.parameters = train_without_privacy(model, public_part, std::move(initial), options.pretrain,
-                                           pretraining_optimizer(options.pretrain.step_size),
+                                           pretraining_optimizer(),
                                            splitmix64(run_seed ^ 0xbb67ae8584caa73bULL), fixed);
   start.frozen = smallest_magnitude_mask(start.parameters, options.freeze_fraction, fixed);
   return start;
