@@ -18,12 +18,16 @@ with the thesis' Adam, the Fisher term by 2 input-space probes, and private batc
 epochs (every private example once an epoch, --sampling shuffle). --gradient-model conditional runs
 filkit's input-dependent extension instead; --gradient-trace exact the probes' expectation;
 --sampling uniform the independent uniform batches of earlier versions of this script.
+--lambda-decay D (with --lambda-min L, default 10) runs fim with the repository's lambda decay
+(configs/e2.yaml: D 100, L 10; lambda_t = max(L, lambda - D (t - 1))), its JSONs kept beside the
+constant lambda's (experiments/README.md, table 3.2, compares the two).
 
 Usage: experiments/fim_tables.py EXPERIMENT [--runs R] [--threads T] [--methods M,...] [--gradient-steps N
        --gradient-decay N --gradient-min-steps N --gradient-unit epochs|batches] [--gradient-model KIND]
        [--gradient-trace probes|exact] [--sampling shuffle|uniform|poisson] [--fractions ...] [--lambdas ...]
        [--reference-logit] [--public-split random|first] [--gradient-precision float64|float32]
        [--gradient-probe-draws batch|step] [--gradient-state-precision float64|float32] [--checkpoint-every N]
+       [--lambda-decay D [--lambda-min L]]
 Each run of each method is its own `filkit public-training --runs 1 --seed S --methods M` (seeds --seed, ...,
 --seed + --runs - 1), its JSON under ${FILKIT_OUT:-experiments/results}/fim/<experiment>/<setting>/ (committed)
 beside the flags it was run with: rerunning the script skips every run already done (the same
@@ -109,7 +113,10 @@ def run_one(directory, settings, args, seed, method):
     step_probes = method == "fim" and args.gradient_probe_draws == "step"
     # and fim with its gradient model's state in float32 beside float64's.
     state32 = method == "fim" and args.gradient_state_precision == "float32"
-    suffix = ("-step-probes" if step_probes else "") + ("-float32-state" if state32 else "")
+    # and fim with the repository's lambda decay (configs/e2.yaml) beside a constant lambda.
+    decay = method == "fim" and args.lambda_decay is not None
+    suffix = ("-step-probes" if step_probes else "") + ("-float32-state" if state32 else "") + \
+        (f"-lambda-decay{args.lambda_decay:g}-min{args.lambda_min:g}" if decay else "")
     path = os.path.join(directory, f"seed{seed}-{method}{suffix}.json")
     flags = [FILKIT, "public-training", "--json", path, "--runs", "1", "--seed", str(seed),
              "--threads", str(args.threads), "--methods", method]
@@ -127,6 +134,8 @@ def run_one(directory, settings, args, seed, method):
         flags += ["--gradient-probe-draws", "step"]
     if state32:
         flags += ["--gradient-state-precision", "float32"]
+    if decay:
+        flags += ["--lambda-decay", f"{args.lambda_decay:g}", "--lambda-min", f"{args.lambda_min:g}"]
     # The flags that decide the results mark the run done: not --quiet, where the state is saved,
     # the binary's path or --threads (filkit's results do not depend on the thread count).
     command = " ".join(flag for flag in flags if flag != "--quiet")
@@ -265,6 +274,11 @@ def main():
                         help="fim: the objective's probes drawn afresh each public batch (the thesis, the default) or "
                              "once per example and private step (filkit's variant: on a network each example's "
                              "gradient and probe products are computed once a step; its runs are seedS-fim-step-probes.json)")
+    parser.add_argument("--lambda-decay", dest="lambda_decay", type=float,
+                        help="fim's lambda decay per private step (the thesis repository's default: 100); "
+                             "its runs are kept beside the constant lambda's")
+    parser.add_argument("--lambda-min", dest="lambda_min", type=float, default=10.0,
+                        help="the floor of the decayed lambda (the repository's default: 10)")
     parser.add_argument("--gradient-state-precision", dest="gradient_state_precision", choices=["float64", "float32"],
                         help="fim: its gradient model's parameters, Adam moments and c in float32, as the thesis' jax "
                              "(half the memory traffic of each update; its runs are seedS-fim-float32-state.json)")
