@@ -45,6 +45,7 @@ inline constexpr GroupOf kGroupByName[] = {
     // Training: the optimiser and its schedule.
     {"batch_size", "Training"}, {"steps", "Training"}, {"step_size", "Training"}, {"optimizer", "Training"},
     {"momentum", "Training"}, {"adam_beta1", "Training"}, {"adam_beta2", "Training"}, {"adam_epsilon", "Training"},
+    {"adam_bias_correction_offset", "Training"},
     {"weight_decay", "Training"}, {"init_scale", "Training"}, {"runs", "Training"}, {"report_epochs", "Training"},
     {"methods", "Training"}, {"pretrain_steps", "Training"}, {"pretrain_batch_size", "Training"},
     {"pretrain_step_size", "Training"}, {"pretrain_weight_decay", "Training"}, {"pretrain_sampling", "Training"},

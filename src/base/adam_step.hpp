@@ -11,8 +11,8 @@
 
 namespace filkit::detail {
 
-/// The update of w (any Eigen dense vector or matrix) with gradient g at step t >= 1 (1-based),
-/// m and v its moment estimates.
+/// The update of w (any Eigen dense vector or matrix) with gradient g at step t >= 1 (1-based; the
+/// count of the bias corrections), m and v its moment estimates.
 template <class Parameters, class Gradient>
 void adam_update(Parameters& w, const Gradient& g, Parameters& m, Parameters& v, Index t, double step_size,
                  double beta1, double beta2, double epsilon) {
@@ -20,13 +20,6 @@ void adam_update(Parameters& w, const Gradient& g, Parameters& m, Parameters& v,
   v = beta2 * v + (1.0 - beta2) * g.cwiseAbs2();
   const double c1 = 1.0 - std::pow(beta1, static_cast<double>(t)), c2 = 1.0 - std::pow(beta2, static_cast<double>(t));
   w.array() -= step_size * (m.array() / c1) / ((v.array() / c2).sqrt() + epsilon);
-}
-
-/// One step: `steps` counts the steps before it and is incremented.
-template <class Parameters, class Gradient>
-void adam_step(Parameters& w, const Gradient& g, Parameters& m, Parameters& v, Index& steps, double step_size,
-               double beta1, double beta2, double epsilon) {
-  adam_update(w, g, m, v, ++steps, step_size, beta1, beta2, epsilon);
 }
 
 }  // namespace filkit::detail

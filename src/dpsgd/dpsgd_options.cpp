@@ -27,6 +27,7 @@ void DpSgdOptions::validate() const {
   require_in_interval("adam_beta1", adam_beta1, 0.0, End::kClosed, 1.0, End::kOpen);
   require_in_interval("adam_beta2", adam_beta2, 0.0, End::kClosed, 1.0, End::kOpen);
   require_positive("adam_epsilon", adam_epsilon);
+  require_non_negative("adam_bias_correction_offset", adam_bias_correction_offset);
   require_non_negative("checkpoint_every", checkpoint_every);
   require_non_negative("stop_after", stop_after);
   if (checkpoint_path == kStandardOutput) option_error("checkpoint", "-", "must name a file: the state is read back");

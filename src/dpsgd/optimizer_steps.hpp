@@ -42,7 +42,8 @@ inline std::vector<Index> epoch_batch(std::vector<Index>& order, Index batch_siz
 }
 
 /// One step of `o.optimizer` on w with gradient g (weight decay already added): sgd with momentum
-/// (m the velocity; v and adam_steps unused) or Adam with o's moment decays and epsilon.
+/// (m the velocity; v and adam_steps unused) or Adam with o's moment decays and epsilon, its bias
+/// corrections at the count adam_steps + o.adam_bias_correction_offset.
 inline void optimizer_step(const DpSgdOptions& o, VectorXd& w, const VectorXd& g, VectorXd& m, VectorXd& v,
                            Index& adam_steps) {
   if (o.optimizer == Optimizer::kSgd) {
@@ -50,7 +51,9 @@ inline void optimizer_step(const DpSgdOptions& o, VectorXd& w, const VectorXd& g
     w -= o.step_size * m;
     return;
   }
-  adam_step(w, g, m, v, adam_steps, o.step_size, o.adam_beta1, o.adam_beta2, o.adam_epsilon);
+  ++adam_steps;
+  adam_update(w, g, m, v, adam_steps + o.adam_bias_correction_offset, o.step_size, o.adam_beta1, o.adam_beta2,
+              o.adam_epsilon);
 }
 
 }  // namespace filkit::detail

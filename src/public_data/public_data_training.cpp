@@ -346,11 +346,13 @@ class TrainedModel {
   NetworkPlan plan_;
 };
 
-/// Pre-training's optimizer: Adam with its usual moment decays and epsilon (the thesis' optax.adam);
-/// the step size is PlainTrainingOptions'.
-DpSgdOptions pretraining_optimizer() {
+/// Pre-training's optimizer: Adam with its usual moment decays and epsilon (the thesis' jax
+/// optimizers.adam), its bias corrections offset as the private phase's (the thesis' code calls
+/// both alike); the step size is PlainTrainingOptions'.
+DpSgdOptions pretraining_optimizer(const DpSgdOptions& private_phase) {
   DpSgdOptions adam;
   adam.optimizer = Optimizer::kAdam;
+  adam.adam_bias_correction_offset = private_phase.adam_bias_correction_offset;
   return adam;
 }
 
@@ -836,7 +838,7 @@ RunStart pretrained_start(const TrainedModel& model, const Dataset& public_part,
     if (fixed[static_cast<std::size_t>(i)]) initial(i) = 0.0;
   RunStart start;
   start.parameters = train_without_privacy(model, public_part, std::move(initial), options.pretrain,
-                                           pretraining_optimizer(),
+                                           pretraining_optimizer(options.private_phase),
                                            splitmix64(run_seed ^ 0xbb67ae8584caa73bULL), fixed);
   start.frozen = smallest_magnitude_mask(start.parameters, options.freeze_fraction, fixed);
   return start;

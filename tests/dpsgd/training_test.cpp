@@ -113,6 +113,7 @@ TEST(DpSgdOptions, InvalidValuesThrowNamingTheField) {
       {"clip_norm", [](DpSgdOptions& o) { o.clip_norm = 0.0; }},
       {"noise_multiplier", [](DpSgdOptions& o) { o.noise_multiplier = std::nan(""); }},
       {"momentum", [](DpSgdOptions& o) { o.momentum = 1.0; }},
+      {"adam_bias_correction_offset", [](DpSgdOptions& o) { o.adam_bias_correction_offset = -1; }},
       {"weight_decay", [](DpSgdOptions& o) { o.weight_decay = -0.1; }},
       {"init_scale", [](DpSgdOptions& o) { o.init_scale = -1.0; }},
       {"kappa_delta", [](DpSgdOptions& o) { o.kappa_delta = 0.0; }},
@@ -137,6 +138,40 @@ TEST(DpSgdOptions, InvalidValuesThrowNamingTheField) {
     }
   }
   EXPECT_NO_THROW(DpSgdOptions().validate());
+}
+
+// Two Adam steps written out: m_t = b1 m + (1 - b1) g, v_t = b2 v + (1 - b2) g^2, and the update
+// s (m_t / (1 - b1^k)) / (sqrt(v_t / (1 - b2^k)) + eps) at the count k = t + offset. The thesis'
+// code (offset 1) moves its first step by s sqrt(1 + b2) / (1 + b1) = 0.744 s per coordinate.
+TEST(OptimizerStep, AdamsBiasCorrectionsCountFromTheOffset) {
+  DpSgdOptions adam;
+  adam.optimizer = Optimizer::kAdam;
+  adam.step_size = 0.01;
+  const VectorXd g1 = (VectorXd(3) << 0.5, -2.0, 1e-3).finished(), g2 = (VectorXd(3) << -0.25, 1.0, 4.0).finished();
+  for (const Index offset : {Index{0}, Index{1}, Index{3}}) {
+    adam.adam_bias_correction_offset = offset;
+    VectorXd w = VectorXd::Ones(3), m = VectorXd::Zero(3), v = VectorXd::Zero(3);
+    Index steps = 0;
+    VectorXd expected = w, em = m, ev = v;
+    for (Index t = 1; t <= 2; ++t) {
+      const VectorXd& g = t == 1 ? g1 : g2;
+      detail::optimizer_step(adam, w, g, m, v, steps);
+      const double k = static_cast<double>(t + offset);
+      for (Index i = 0; i < 3; ++i) {
+        em(i) = 0.9 * em(i) + 0.1 * g(i);
+        ev(i) = 0.999 * ev(i) + 0.001 * g(i) * g(i);
+        expected(i) -= 0.01 * (em(i) / (1.0 - std::pow(0.9, k))) / (std::sqrt(ev(i) / (1.0 - std::pow(0.999, k))) + 1e-8);
+      }
+      EXPECT_EQ(steps, t);  // the count of steps taken, which a resumed run restores, is not offset
+      EXPECT_LT((w - expected).cwiseAbs().maxCoeff(), 1e-15) << "offset " << offset << ", step " << t;
+    }
+    if (offset == 1) {  // the first step of the thesis' code, by its closed form
+      VectorXd first = VectorXd::Ones(3), fm = VectorXd::Zero(3), fv = VectorXd::Zero(3);
+      Index count = 0;
+      detail::optimizer_step(adam, first, g1, fm, fv, count);
+      EXPECT_NEAR(first(1) - 1.0, 0.01 * std::sqrt(1.999) / 1.9, 1e-9);  // g < 0: the step is up
+    }
+  }
 }
 
 TEST(DpSgd, RejectsBatchesLargerThanTheDataAndEpochsBeyondTheRun) {

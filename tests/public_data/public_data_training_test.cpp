@@ -644,6 +644,15 @@ TEST(TrainWithPublicData, SgdMethodStepsByThePrivatePhasesOptimizer) {
   phase.optimizer = Optimizer::kAdam;  // Adam's first step moves every coordinate by about s
   const VectorXd adam = trained(o);
   EXPECT_NEAR((adam - w0).cwiseAbs().maxCoeff(), 0.3, 1e-6);
+
+  // The thesis' count (offset 1): the first step moves by s sqrt(1 + b2) / (1 + b1) = 0.744 s, and
+  // pre-training, which the thesis' code calls alike, takes the offset too.
+  phase.adam_bias_correction_offset = 1;
+  start_only.private_phase.adam_bias_correction_offset = 1;
+  const VectorXd w0_offset = trained(start_only);
+  EXPECT_GT((w0_offset - w0).norm(), 1e-6 * w0.norm());
+  const VectorXd adam_offset = trained(o);
+  EXPECT_NEAR((adam_offset - w0_offset).cwiseAbs().maxCoeff(), 0.3 * std::sqrt(1.999) / 1.9, 1e-6);
 }
 
 TEST(TrainWithPublicData, FimWithLambdaZeroIsDpSgdAndDpSgdIsTheClosedForm) {

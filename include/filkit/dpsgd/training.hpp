@@ -128,6 +128,10 @@ struct DpSgdOptions {
   double adam_beta1 = 0.9;
   double adam_beta2 = 0.999;
   double adam_epsilon = 1e-8;
+  /// Added to Adam's step count in its bias corrections, >= 0: 0 is Adam (Kingma and Ba); 1 is the
+  /// thesis' code (Edmunds 2024), which calls jax's optimizers.adam with i = 1, 2, ..., and jax
+  /// corrects with i + 1, so its first step is 0.744 of the step size.
+  Index adam_bias_correction_offset = 0;
   /// Weight decay >= 0 added to the averaged noisy gradient (times w).
   double weight_decay = 0.0;
   /// GLMs and the softmax network: w_0 ~ N(0, init_scale^2 I), drawn independently of the data; 0
@@ -207,6 +211,8 @@ void visit_fields(DpSgdOptions& o, Visit&& visit) {
   visit("adam_beta1", o.adam_beta1, "Adam: first-moment decay");
   visit("adam_beta2", o.adam_beta2, "Adam: second-moment decay");
   visit("adam_epsilon", o.adam_epsilon, "Adam: epsilon");
+  visit("adam_bias_correction_offset", o.adam_bias_correction_offset,
+        "Adam: added to the step count of its bias corrections; 1 = the thesis' code (jax's adam called with i = 1, 2, ...)");
   visit("weight_decay", o.weight_decay, "Weight decay, >= 0");
   visit("init_scale", o.init_scale, "w_0 ~ N(0, init_scale^2 I); 0 starts at zero (GLMs and the softmax network)");
   visit("subsampling", o.subsampling, "Subsampling factor kappa: amplified (q/(q+(1-q)e^-eps0)) or one");
