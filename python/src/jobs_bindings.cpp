@@ -11,6 +11,7 @@
 #include "filkit/jobs/measure.hpp"
 #include "filkit/jobs/reconstruct.hpp"
 #include "filkit/jobs/report.hpp"
+#include "filkit/base/io.hpp"
 
 namespace filkit::python {
 
@@ -101,6 +102,34 @@ void bind_jobs(py::module_& m) {
     for (const RenamedOption& option : kRenamedOptions) renamed[py::str(std::string(option.former))] = std::string(option.name);
     return renamed;
   }, "Former option names and the names they became (still accepted).");
+  // The jobs' output writer, for outputs formed in Python (filkit.torch's write_summary): the
+  // same checks before any work and the same set of synced temporaries renamed into place.
+  m.def(
+      "_check_output_paths",
+      [](const std::vector<std::pair<std::string, std::string>>& outputs) {
+        for (const auto& [name, path] : outputs) check_output_path(name, path);
+        check_distinct_outputs(outputs);
+      },
+      py::arg("outputs"),
+      "Refuses (filkit.OptionError, a ValueError) outputs (name, path) that cannot be written, as a job does "
+      "before its work: a directory, a missing or unwritable directory, two names of one file.");
+  m.def(
+      "_write_output_files",
+      [](const std::vector<std::pair<std::string, py::bytes>>& files) {
+        std::vector<OutputFile> outputs;
+        for (const auto& [path, content] : files) outputs.push_back({path, std::string(content)});
+        py::gil_scoped_release release;
+        try {
+          write_output_files(outputs);
+        } catch (const Error&) {
+          throw;
+        } catch (const std::runtime_error& error) {
+          throw ResourceError(error.what());  // filkit.ResourceError, an OSError
+        }
+      },
+      py::arg("files"),
+      "Writes (path, bytes) pairs as a set, as every job writes its outputs: each regular file through a synced "
+      "temporary beside it, renamed into place only when all are written (a failed write replaces nothing).");
   m.def(
       "defaults",
       [find](const std::string& job) { return defaults.at(find(job))(); },

@@ -119,6 +119,7 @@ nlohmann::json DpSgdResult::summary(const DpSgdOptions& options) const {
           {"kappa_delta", kappa_delta},
           {"kappa_failure_probability", std::min(1.0, kappa_delta * static_cast<double>(options.steps))},
           {"soft_clip_norm_bound", soft_clip_norm_bound()},
+          {"clipping", "smooth"},  // the GELU clip (filkit.torch's summaries also say "hard")
           {"accounting", accounting_summary(options)},
           {"run_seeds", run_seeds},
           {"bootstrap",

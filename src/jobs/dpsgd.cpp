@@ -76,7 +76,21 @@ void DpSgdJobOptions::validate() const {
   training_options().validate();
 }
 
-DpSgdJobResult run_dpsgd(const DpSgdJobOptions& requested, bool progress) {
+std::vector<double> epoch_snapshots(Index n, Index batch_size, Index steps) {
+  const double epochs = static_cast<double>(steps) * static_cast<double>(batch_size) / static_cast<double>(n);
+  std::vector<double> chosen;
+  if (epochs >= 2) {
+    // Whole epochs (epoch e is step round(e n / B) <= T), every k-th beyond kMaxEpochSnapshots.
+    const auto whole = static_cast<Index>(std::floor(epochs));
+    const Index every = (whole + kMaxEpochSnapshots - 1) / kMaxEpochSnapshots;
+    for (Index e = every; e <= whole; e += every) chosen.push_back(static_cast<double>(e));
+  } else {
+    for (int k = 1; k < 10; ++k) chosen.push_back(epochs * k / 10);  // tenths of a run shorter than two epochs
+  }
+  return chosen;
+}
+
+DpSgdJobResult run_dpsgd(const DpSgdJobOptions& requested, bool progress, bool report) {
   requested.validate();
   const std::string& checkpoint = requested.dpsgd.checkpoint_path;  // before loading: train_dpsgd checks it late
   if (!checkpoint.empty()) check_output_path("checkpoint", checkpoint);
@@ -94,6 +108,10 @@ DpSgdJobResult run_dpsgd(const DpSgdJobOptions& requested, bool progress) {
   result.n_test = comm.sum(result.data.test.n());
   // The data's autos, so that the summary's settings record the number used.
   result.options.dpsgd.kappa_delta = result.options.dpsgd.resolved(comm.sum(result.data.train.n())).kappa_delta;
+  // A report draws its figures over the snapshots: without a schedule, one each epoch.
+  if (report && result.options.dpsgd.report_epochs.empty())
+    result.options.dpsgd.report_epochs =
+        epoch_snapshots(comm.sum(result.data.train.n()), options.dpsgd.batch_size, options.dpsgd.steps);
   const StageScope stage("training (DP-SGD)");
   DpSgdOptions training = options.training_options();
   training.max_memory = options.data.max_memory;  // also the budget of the per-run traces

@@ -116,6 +116,7 @@ void settings_table(const std::vector<const Input*>& inputs, Section& section) {
   row("optimizer", setting("optimizer"));
   row("step size", setting("step_size"));
   row("clip norm C", setting("clip_norm"));
+  row("clipping", top("clipping"));
   row("noise multiplier sigma", setting("noise_multiplier"));
   row("effective noise multiplier", accounting("effective_noise_multiplier"));
   row("accountant", [](const Input& input) {
@@ -209,6 +210,63 @@ void dfil_and_epsilon(const Input& input, const Naming& name, Plotter& plotter, 
                900, 450);
 }
 
+// A log axis shared by several series, one of which (a bound of another kind) may lie many decades
+// from the rest: an RDP MSE bound of 6e-73 beside dFIL bounds near 1e-2 would stretch the axis over
+// 70 decades and flatten every other line. Its values more than kFarDecades beyond the others'
+// range are drawn as markers at the axis' edge instead, their value in the key and the caption.
+constexpr double kFarDecades = 4;
+
+struct OffAxis {
+  bool below = false, above = false;
+  double lowest = INFINITY, highest = 0;  ///< the extreme values drawn at the edges
+  std::string yrange;                     ///< "set yrange [lo:hi]\n" when a value is off the axis
+  std::string caption(const std::string& series, const std::string& others) const {
+    std::string text;
+    if (below)
+      text += " " + series + " lies far below " + others + " (down to " + format_digits(lowest, 2) + ", more than " +
+              format_number(kFarDecades) + " decades below): drawn as triangles at the axis' lower edge, so that "
+              "the axis shows " + others + ".";
+    if (above)
+      text += " " + series + " lies far above " + others + " (up to " + format_digits(highest, 2) + ", more than " +
+              format_number(kFarDecades) + " decades above): drawn as triangles at the axis' upper edge.";
+    return text;
+  }
+};
+
+// Column `series` of `rows` against the columns `others` (positive finite values; log axis): its
+// values within kFarDecades of the others' range stay; the rest become NaN there, and each row gets
+// two columns more, the lower edge where its value was far below and the upper edge where far above
+// (NaN elsewhere). Returns where they went and the axis range that holds the edges.
+OffAxis place_off_axis(std::vector<std::vector<double>>& rows, const std::vector<std::size_t>& others,
+                       std::size_t series) {
+  OffAxis off;
+  double lo = INFINITY, hi = 0;
+  for (const auto& row : rows)
+    for (std::size_t j : others)
+      if (std::isfinite(row[j]) && row[j] > 0) lo = std::min(lo, row[j]), hi = std::max(hi, row[j]);
+  const double far = std::pow(10.0, kFarDecades);
+  double axis_lo = lo, axis_hi = hi;
+  for (const auto& row : rows) {
+    const double v = row[series];
+    if (!(std::isfinite(v) && v > 0) || !(hi > 0)) continue;
+    if (v < lo / far) off.below = true, off.lowest = std::min(off.lowest, v);
+    else if (v > hi * far) off.above = true, off.highest = std::max(off.highest, v);
+    else axis_lo = std::min(axis_lo, v), axis_hi = std::max(axis_hi, v);
+  }
+  // A factor of 2 beyond the values kept: the edges' markers clear of the lines.
+  const double edge_lo = axis_lo / 2, edge_hi = axis_hi * 2;
+  for (auto& row : rows) {
+    const double v = row[series];
+    const bool below = off.below && v < lo / far, above = off.above && v > hi * far;
+    // Just inside the range (which is written to 6 digits): on the edge, never clipped.
+    row.push_back(below ? edge_lo * 1.1 : NAN);
+    row.push_back(above ? edge_hi / 1.1 : NAN);
+    if (below || above) row[series] = NAN;
+  }
+  if (off.below || off.above) off.yrange = "set yrange [" + format_number(edge_lo) + ":" + format_number(edge_hi) + "]\n";
+  return off;
+}
+
 void bounds_over_snapshots(const Input& input, const Naming& name, Plotter& plotter, Section& section) {
   std::vector<std::vector<double>> rows;
   bool rdp = false;
@@ -225,17 +283,30 @@ void bounds_over_snapshots(const Input& input, const Naming& name, Plotter& plot
     section.notes.push_back("MSE bounds over the snapshots" + name.of + ": skipped, no snapshot has the dFIL bounds");
     return;
   }
+  const OffAxis off_axis = place_off_axis(rows, {1, 2, 3, 4}, 5);
   const std::string data = plotter.data(rows_text(rows));
   std::string plots = "plot " + data + " using 1:2:3:4 with yerrorlines lw 2 pt 7 lc rgb '#1f77b4' title "
                       "'1/dFIL^2 at the max dFIL', '' using 1:5 with linespoints lw 2 pt 5 lc rgb '#ff7f0e' title "
                       "'1/dFIL^2 at the median dFIL'";
-  if (rdp) plots += ", '' using 1:6 with linespoints lw 2 dt 2 pt 9 lc rgb '#d62728' title 'RDP bound'";
-  else section.notes.push_back("MSE bounds over the snapshots" + name.of + ": no RDP bound, the snapshots lack a positive rdp.mse_bound");
+  const bool rdp_on_axis =
+      std::any_of(rows.begin(), rows.end(), [](const std::vector<double>& row) { return std::isfinite(row[5]); });
+  if (!rdp)
+    section.notes.push_back("MSE bounds over the snapshots" + name.of + ": no RDP bound, the snapshots lack a positive rdp.mse_bound");
+  else if (rdp_on_axis)
+    plots += ", '' using 1:6 with linespoints lw 2 dt 2 pt 9 lc rgb '#d62728' title 'RDP bound'";
+  if (off_axis.below)
+    plots += ", '' using 1:7 with points pt 11 ps 1.6 lc rgb '#d62728' title " +
+             gnuplot_string("RDP bound, below the axis (" + format_digits(off_axis.lowest, 2) + ")") + " noenhanced";
+  if (off_axis.above)
+    plots += ", '' using 1:8 with points pt 9 ps 1.6 lc rgb '#d62728' title " +
+             gnuplot_string("RDP bound, above the axis (" + format_digits(off_axis.highest, 2) + ")") + " noenhanced";
   plotter.plot(section, "mse-bounds" + name.suffix,
                "Lower bounds on the MSE of an unbiased reconstruction over the snapshots" + name.of +
                    " (log scale): the dFIL bounds 1/dFIL^2 of the most exposed and the median example, and the RDP "
-                   "bound of the whole run (order 2), which holds for every example; higher is more private.",
-               "set logscale y\nset key outside right top\nset xlabel 'step'\nset ylabel 'MSE lower bound'\n" + plots,
+                   "bound of the whole run (order 2), which holds for every example; higher is more private." +
+                   off_axis.caption("the RDP bound", "the dFIL bounds"),
+               "set logscale y\nset key outside right top\nset xlabel 'step'\nset ylabel 'MSE lower bound'\n" +
+                   off_axis.yrange + plots,
                900, 450);
 }
 
@@ -302,18 +373,28 @@ void exposed_images(const Input& input, const Naming& name, const ImageReload& i
     section.notes.push_back(figure + ": skipped, " + input.table_path + " has no column 'step'");
     return;
   }
-  // The last snapshot's rows, placed at their training rows (the index column).
+  // The last snapshot's rows, placed at their training rows (the index column). Examples never
+  // sampled (times_sampled 0: dFIL 0, nothing released about them) are left out and counted: they
+  // would fill the least exposed montage with examples training never saw.
+  const auto sampled = input.table.find("times_sampled");
   std::vector<double> values, labels;
+  std::size_t never_sampled = 0;
   for (std::size_t i : by_step.rbegin()->second) {
     const double row = (*index)[i];
     if (!(row >= 0 && row == std::floor(row) && row < 1e9)) continue;
     const auto k = static_cast<std::size_t>(row);
     if (values.size() <= k) values.resize(k + 1, NAN), labels.resize(k + 1, NAN);
-    values[k] = (*dfil)[i];
+    const bool unsampled = sampled != input.table.end() && sampled->second[i] == 0;
+    never_sampled += unsampled ? 1 : 0;
+    values[k] = unsampled ? NAN : (*dfil)[i];
     labels[k] = (*label)[i];
   }
+  const std::string left_out =
+      never_sampled == 0 ? ""
+                         : "; " + std::to_string(never_sampled) +
+                               " training example(s) never sampled (times_sampled 0, dFIL 0) left out";
   extreme_images(input, values, labels, "dfil", plotter, section, images.timeout_seconds,
-                 name.of + " at the last snapshot");
+                 name.of + " at the last snapshot" + left_out);
 }
 
 struct AccuracyPoint {

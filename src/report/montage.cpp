@@ -2,6 +2,7 @@
 // them, and each image as the red, green and blue pixels gnuplot draws.
 #include "filkit/base/options.hpp"
 #include "filkit/data/load.hpp"
+#include "filkit/data/npy.hpp"
 #include "filkit/data/pipeline.hpp"
 #include "report/report_internal.hpp"
 
@@ -22,6 +23,19 @@ namespace filkit::report {
 
 namespace {
 
+// [channels, height, width] of integers, each in 1..2^20 (a real image's, and C*H*W cannot
+// overflow); `where` names the field for the message. Throws std::invalid_argument otherwise.
+ImageShape image_shape_of(const nlohmann::json& record, const std::string& where) {
+  const auto dimension = [](const nlohmann::json& value) {
+    return value.is_number_integer() && value.get<std::int64_t>() >= 1 && value.get<std::int64_t>() <= (1 << 20);
+  };
+  if (!record.is_array() || record.size() != 3 || !std::all_of(record.begin(), record.end(), dimension))
+    throw std::invalid_argument("the summary's " + where + " is " + record.dump() +
+                                ", not [channels, height, width] of integers in 1..1048576");
+  const auto at = [&](std::size_t k) { return static_cast<Index>(record[k].get<std::int64_t>()); };
+  return ImageShape{at(0), at(1), at(2)};
+}
+
 // The image shape the summary records for the loaded data (preprocessing.input_image, written by
 // Preprocessor::to_json): nullopt if the summary predates it; an empty shape (all zero) if it
 // records null, i.e. a table. Throws std::invalid_argument when the record is malformed.
@@ -31,15 +45,7 @@ std::optional<ImageShape> recorded_image_shape(const nlohmann::json& summary) {
   const auto record = preprocessing->find("input_image");
   if (record == preprocessing->end()) return std::nullopt;
   if (record->is_null()) return ImageShape{0, 0, 0};
-  // Each dimension at most 2^20: a real image's, and C*H*W cannot overflow.
-  const auto dimension = [](const nlohmann::json& value) {
-    return value.is_number_integer() && value.get<std::int64_t>() >= 1 && value.get<std::int64_t>() <= (1 << 20);
-  };
-  if (!record->is_array() || record->size() != 3 || !std::all_of(record->begin(), record->end(), dimension))
-    throw std::invalid_argument("the summary's preprocessing.input_image is " + record->dump() +
-                                ", not [channels, height, width] of integers in 1..1048576");
-  const auto at = [&](std::size_t k) { return static_cast<Index>((*record)[k].get<std::int64_t>()); };
-  return ImageShape{at(0), at(1), at(2)};
+  return image_shape_of(*record, "preprocessing.input_image");
 }
 
 // What a path is, for a message, when it is not a regular file or directory.
@@ -49,6 +55,7 @@ std::string kind_of(const struct stat& status) {
   if (S_ISBLK(status.st_mode)) return "a block device";
   if (S_ISSOCK(status.st_mode)) return "a socket";
   if (S_ISDIR(status.st_mode)) return "a directory";
+  if (S_ISLNK(status.st_mode)) return "a symbolic link";
   return "not a regular file";
 }
 
@@ -176,6 +183,64 @@ std::optional<RunImages> run_training_images(const nlohmann::json& summary, std:
     return std::nullopt;
   }
   return RunImages{std::move(train.X), *train.image};
+}
+
+std::optional<RunImages> stored_training_images(const nlohmann::json& summary, const std::string& summary_path,
+                                                std::size_t rows, std::string& why_not) {
+  const nlohmann::json record = summary.value("images", nlohmann::json());
+  if (!record.is_object() || !record.contains("file") || !record["file"].is_string() || !record.contains("shape")) {
+    why_not = "the summary's images is " + record.dump().substr(0, 200) + ", not {\"file\": NAME, \"shape\": [C, H, W]}";
+    return std::nullopt;
+  }
+  ImageShape shape;
+  try {
+    shape = image_shape_of(record["shape"], "images.shape");
+  } catch (const std::invalid_argument& error) {
+    why_not = error.what();
+    return std::nullopt;
+  }
+  if (const std::string problem = montage_problem(shape, shape.size()); !problem.empty()) {
+    why_not = problem;
+    return std::nullopt;
+  }
+  // A name in the summary's folder, never a path: the summary is data, and may not lead the
+  // report to a file elsewhere.
+  const std::string file = record["file"].get<std::string>();
+  if (file.empty() || file.size() > 255 || file == "." || file == ".." || file.find('/') != std::string::npos ||
+      file.find('\0') != std::string::npos) {
+    why_not = "the summary's images.file '" + file.substr(0, 100) +
+              "' is not a file name in the summary's folder (no directories)";
+    return std::nullopt;
+  }
+  const std::filesystem::path path = std::filesystem::path(summary_path).parent_path() / file;
+  // lstat: a symbolic link could lead out of the folder, a FIFO or device block the report.
+  struct stat status {};
+  if (::lstat(path.c_str(), &status) != 0) {
+    why_not = "the images file '" + path.string() + "' the summary names does not exist";
+    return std::nullopt;
+  }
+  if (!S_ISREG(status.st_mode)) {
+    why_not = "the images file '" + path.string() + "' is " + kind_of(status) + ", not a regular file: not read";
+    return std::nullopt;
+  }
+  NpyArray array;
+  try {
+    array = read_npy(path.string(), default_memory_budget());  // the summary's budget is not trusted
+  } catch (const std::exception& error) {
+    why_not = "cannot read the images: " + std::string(error.what());
+    return std::nullopt;
+  }
+  Index per_image = array.shape.empty() ? 0 : 1;
+  for (std::size_t k = 1; k < array.shape.size(); ++k) per_image *= array.shape[k];
+  if (array.shape.size() < 2 || static_cast<std::size_t>(array.shape[0]) != rows || per_image != shape.size()) {
+    std::string dims;
+    for (Index dim : array.shape) dims += (dims.empty() ? "" : ", ") + std::to_string(dim);
+    why_not = "the images file '" + path.string() + "' holds an array of shape (" + dims + "), not " +
+              std::to_string(rows) + " images of " + to_string(shape) + " (the table's examples)";
+    return std::nullopt;
+  }
+  RowMatrix X = Eigen::Map<const RowMatrix>(array.values.data(), static_cast<Index>(rows), per_image);
+  return RunImages{std::move(X), shape};
 }
 
 std::string montage_problem(const ImageShape& shape, Index columns) {

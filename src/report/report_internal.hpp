@@ -149,7 +149,8 @@ std::optional<int> class_index(double label);
 /// The 8 training images of the run with the largest and the 8 with the smallest `values` (one
 /// per training example, row i of the training split; NaN left out), each titled by its row,
 /// `quantity` and class (class_name of `labels`), in two figures named by `quantity` ("eta",
-/// "dfil"), re-loaded as run_training_images does; a note saying why when they cannot be. `of`
+/// "dfil"), read as stored_training_images does when the summary has "images", else re-loaded as
+/// run_training_images does; a note saying why when they cannot be. `of`
 /// ends the captions (which run, when a section shows several). A re-load slower than
 /// `timeout_seconds` is given up with a note.
 void extreme_images(const Input& input, const std::vector<double>& values, const std::vector<double>& labels,
@@ -176,6 +177,16 @@ struct RunImages {
 /// summary.
 std::optional<RunImages> run_training_images(const nlohmann::json& summary, std::size_t rows, std::string& why_not,
                                              double timeout_seconds = kDefaultReloadTimeout);
+
+/// The training images a summary carries beside it (filkit.torch's write_summary with images):
+/// its "images" object names a file in the summary's own folder, {"file": NAME, "shape": [C, H,
+/// W]}, an .npy (read_npy's dtypes) of `rows` images of that shape, row i the table's example i.
+/// The name must be a file name (no directory part), the file a regular one (lstat: no link,
+/// FIFO or device), read within the default memory budget. Nullopt, with `why_not` saying why,
+/// when any of that fails or the images cannot be drawn (montage_problem). Never throws for a bad
+/// summary or file.
+std::optional<RunImages> stored_training_images(const nlohmann::json& summary, const std::string& summary_path,
+                                                std::size_t rows, std::string& why_not);
 
 /// Why rows of `columns` values cannot be drawn as images of `shape`: a dimension below 1, C*H*W
 /// other than `columns`, or C other than 1 (grey) or 3 (red, green, blue); empty if they can.

@@ -111,7 +111,10 @@ void extreme_images(const Input& input, const std::vector<double>& values, const
                     const std::string& of) {
   const std::string figure = "highest/lowest-" + quantity + " images";
   std::string why_not;
-  const auto images = run_training_images(input.summary, values.size(), why_not, timeout_seconds);
+  // Images stored beside the summary (filkit.torch), else the run's data re-loaded.
+  const auto images = input.summary.contains("images")
+                          ? stored_training_images(input.summary, input.summary_path, values.size(), why_not)
+                          : run_training_images(input.summary, values.size(), why_not, timeout_seconds);
   if (!images) {
     section.notes.push_back(figure + ": skipped, " + why_not);
     return;

@@ -10,6 +10,8 @@
 #include "report_notes.hpp"
 #include "test_util.hpp"
 
+#include <sys/stat.h>
+
 #include <array>
 #include <cmath>
 #include <functional>
@@ -179,17 +181,17 @@ std::vector<std::size_t> by_eta(const std::vector<double>& eta) {
   return order;
 }
 
-// Checks both montages of a measure report in `report_dir`: panel k of the highest-eta figure
-// shows training row order[k], panel k of the lowest-eta figure row order[n - 1 - k], and each of
-// their pixels has the colour `expected(example of that row, h, w)`.
-void expect_montages_show(const std::string& report_dir, const ImageShape& shape,
-                          const std::function<int(std::size_t)>& example_of_row,
-                          const std::function<Rgb(int, Index, Index)>& expected) {
-  const report::Columns table = report::read_columns(report_dir + "/per-example.csv");
-  const std::vector<std::size_t> order = by_eta(table.at("eta"));
+// Checks both montages `<report_dir>/<section>-highest-<quantity>-images.png` and its lowest
+// twin: panel k of the highest figure shows training row order[k], panel k of the lowest figure
+// row order[n - 1 - k], and each of their pixels has the colour `expected(example of that row, h, w)`.
+void expect_montages_in_order(const std::string& report_dir, const std::string& section, const std::string& quantity,
+                              const std::vector<std::size_t>& order, const ImageShape& shape,
+                              const std::function<int(std::size_t)>& example_of_row,
+                              const std::function<Rgb(int, Index, Index)>& expected) {
   const int panels = static_cast<int>(std::min<std::size_t>(8, order.size()));
   for (const bool highest : {true, false}) {
-    const std::string figure = report_dir + (highest ? "/1-measure-highest-eta-images.png" : "/1-measure-lowest-eta-images.png");
+    const std::string figure =
+        report_dir + "/" + section + (highest ? "-highest-" : "-lowest-") + quantity + "-images.png";
     ASSERT_TRUE(std::filesystem::exists(figure)) << figure;
     const Png png = read_png(figure);
     for (int k = 0; k < panels; ++k) {
@@ -207,6 +209,14 @@ void expect_montages_show(const std::string& report_dir, const ImageShape& shape
         }
     }
   }
+}
+
+// Both montages of a measure report in `report_dir`, in the order of the table's eta.
+void expect_montages_show(const std::string& report_dir, const ImageShape& shape,
+                          const std::function<int(std::size_t)>& example_of_row,
+                          const std::function<Rgb(int, Index, Index)>& expected) {
+  const report::Columns table = report::read_columns(report_dir + "/per-example.csv");
+  expect_montages_in_order(report_dir, "1-measure", "eta", by_eta(table.at("eta")), shape, example_of_row, expected);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -496,6 +506,108 @@ TEST(Montage, DrawsCifar10ImagesOfTheSelectedClassesPixelForPixel) {
       dir.file("report"), ImageShape{3, 4, 4},  // the panels checked block by block
       [&](std::size_t row) { return train_records[row]; },
       [&](int s, Index h, Index w) { return cifar_colour(s, 8 * h, 8 * w); });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Images stored beside the summary (filkit.torch's write_summary with images)
+
+// A dpsgd summary naming `images` ({"file", "shape"}), and its per-example table of n examples at
+// two snapshots: at the last, example s has dFIL dfil_of(s), and those with s % 7 == 3 were never
+// sampled (times_sampled 0, dFIL 0).
+constexpr int kStoredExamples = 30;
+double stored_dfil(int s) { return s % 7 == 3 ? 0.0 : 0.01 * (1 + (s * 11) % kStoredExamples); }
+
+std::string stored_images_summary(const TempDir& dir, const nlohmann::json& images) {
+  nlohmann::json snapshots = nlohmann::json::array();
+  for (int step : {5, 10})
+    snapshots.push_back({{"step", step}, {"epoch", step / 5}, {"test_accuracy", 0.5},
+                         {"dfil", {{"max", 0.3}, {"median", 0.1}, {"mse_bound_at_max", 11.1}, {"mse_bound_at_median", 100}}}});
+  return dir.write("run.json", nlohmann::json{{"command", "dpsgd"}, {"n", kStoredExamples}, {"images", images},
+                                              {"class_names", {"even", "odd"}}, {"snapshots", snapshots}}
+                                   .dump());
+}
+
+std::string stored_images_table(const TempDir& dir) {
+  std::string table = "step,epoch,index,label,times_sampled,dfil\n";
+  for (int step : {5, 10})
+    for (int s = 0; s < kStoredExamples; ++s) {
+      const bool never = s % 7 == 3;
+      table += std::to_string(step) + "," + std::to_string(step / 5) + "," + std::to_string(s) + "," +
+               std::to_string(s % 2) + "," + (never ? "0" : "2") + "," + std::to_string(stored_dfil(s) * step / 10) + "\n";
+    }
+  return dir.write("run.csv", table);
+}
+
+TEST(StoredImages, DrawTheMostAndLeastExposedSampledExamplesPixelForPixel) {
+  const TempDir dir;
+  const ImageShape shape{3, 4, 5};
+  std::vector<double> x;
+  for (int s = 0; s < kStoredExamples; ++s)
+    for (Index c = 0; c < shape.channels; ++c)
+      for (Index h = 0; h < shape.height; ++h)
+        for (Index w = 0; w < shape.width; ++w) x.push_back(colour_of(s, h, w, shape.width)[static_cast<std::size_t>(c)] / 255.0);
+  dir.write("run.images.npy", testing::npy_bytes("<f8", "(30, 3, 4, 5)", testing::raw_bytes(x)));
+  ReportOptions options;
+  options.inputs = {stored_images_summary(dir, {{"file", "run.images.npy"}, {"shape", {3, 4, 5}}})};
+  options.tables = {stored_images_table(dir)};
+  options.out_dir = dir.file("report");
+  const ReportResult result = write_report(options);
+  EXPECT_EQ(notes_text(result).find("images"), std::string::npos) << notes_text(result);
+  // The order the montages show: the sampled examples by dFIL, never-sampled ones left out.
+  std::vector<std::size_t> order;
+  for (int s = 0; s < kStoredExamples; ++s)
+    if (s % 7 != 3) order.push_back(static_cast<std::size_t>(s));
+  std::stable_sort(order.begin(), order.end(),
+                   [](std::size_t a, std::size_t b) { return stored_dfil(static_cast<int>(a)) > stored_dfil(static_cast<int>(b)); });
+  ASSERT_EQ(order.size(), 26u);
+  expect_montages_in_order(
+      options.out_dir, "1-dpsgd", "dfil", order, shape, [](std::size_t row) { return static_cast<int>(row); },
+      [&](int s, Index h, Index w) { return colour_of(s, h, w, shape.width); });
+  // The captions count the examples left out.
+  const std::string html = testing::read_bytes(result.html);
+  EXPECT_NE(html.find("4 training example(s) never sampled (times_sampled 0, dFIL 0) left out"), std::string::npos);
+}
+
+TEST(StoredImages, AreReadFromARegularFileInTheSummarysFolderOnlyAndSayWhyNot) {
+  const TempDir dir;
+  const std::string npy = dir.write("run.images.npy", testing::npy_f8(std::vector<double>(30 * 16, 0.5), 30, 16));
+  std::filesystem::create_directories(dir.file("sub"));
+  dir.write("sub/inner.npy", testing::read_bytes(npy));
+  std::filesystem::create_symlink(npy, dir.file("link.npy"));
+  ASSERT_EQ(::mkfifo(dir.file("fifo.npy").c_str(), 0600), 0);
+  const auto why_not = [&](const nlohmann::json& images, std::size_t rows = 30) {
+    const nlohmann::json summary = {{"command", "dpsgd"}, {"images", images}};
+    std::string why;
+    const auto read = report::stored_training_images(summary, dir.file("run.json"), rows, why);
+    EXPECT_FALSE(read.has_value()) << images.dump();
+    return why;
+  };
+  const auto expect_reason = [](const std::string& why, const std::vector<std::string>& parts) {
+    for (const std::string& part : parts) EXPECT_NE(why.find(part), std::string::npos) << why << " lacks " << part;
+  };
+  const auto images = [](const std::string& file, nlohmann::json shape = {1, 4, 4}) {
+    return nlohmann::json{{"file", file}, {"shape", shape}};
+  };
+  // Read back when all is well: 30 rows of 16 values.
+  std::string why;
+  const auto good = report::stored_training_images({{"images", images("run.images.npy")}}, dir.file("run.json"), 30, why);
+  ASSERT_TRUE(good.has_value()) << why;
+  EXPECT_EQ(good->X.rows(), 30);
+  EXPECT_EQ(good->shape, (ImageShape{1, 4, 4}));
+  // Names that lead out of the folder, and files that are not regular, are never read.
+  for (const std::string& file : std::vector<std::string>{"../run.images.npy", npy, "sub/inner.npy", "", "..", "."})
+    expect_reason(why_not(images(file)), {"not a file name in the summary's folder"});
+  expect_reason(why_not(images("link.npy")), {"link.npy", "a symbolic link", "not read"});
+  expect_reason(why_not(images("fifo.npy")), {"fifo.npy", "FIFO", "not read"});
+  expect_reason(why_not(images("gone.npy")), {"gone.npy", "does not exist"});
+  // The file against the table and the recorded shape, and what can be drawn.
+  expect_reason(why_not(images("run.images.npy"), 29), {"shape (30, 16)", "not 29 images of 1 x 4 x 4"});
+  expect_reason(why_not(images("run.images.npy", {1, 2, 4})), {"shape (30, 16)", "not 30 images of 1 x 2 x 4"});
+  expect_reason(why_not(images("run.images.npy", {4, 2, 2})), {"images of 4 channels"});
+  expect_reason(why_not(images("run.images.npy", {1, 0, 4})), {"images.shape is [1,0,4]", "[channels, height, width]"});
+  expect_reason(why_not(nlohmann::json{{"file", 3}}), {"not {\"file\": NAME, \"shape\": [C, H, W]}"});
+  dir.write("bad.npy", "not an npy file");
+  expect_reason(why_not(images("bad.npy")), {"cannot read the images", "bad.npy"});
 }
 
 }  // namespace

@@ -223,7 +223,9 @@ void visit_fields(DpSgdOptions& o, Visit&& visit) {
   visit("probes", o.probes, "Probes per example and step of an estimated trace; auto = 50 for GLMs, 1 for networks");
   visit("power_iterations", o.power_iterations, "Power iterations per example and step");
   visit("runs", o.runs, "Independent runs averaged by the accountant");
-  visit("report_epochs", o.report_epochs, "Also report snapshots at these epochs (multiples of n/B steps)");
+  visit("report_epochs", o.report_epochs,
+        "Also report snapshots at these epochs (multiples of n/B steps); none given and a report asked for: each "
+        "epoch (at most 50, evenly; tenths of a run shorter than two epochs)");
   visit("rdp_delta", o.rdp_delta, "delta of the reported (eps, delta)-DP guarantee");
   visit("accountant", o.accountant,
         "rdp or pld: the accountant of the reported eps, for the sampler's neighbouring relation (poisson: "

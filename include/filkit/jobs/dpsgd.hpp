@@ -103,9 +103,19 @@ struct DpSgdJobResult final : JobResult {
   void outputs_written() const override;
 };
 
+/// The most snapshots epoch_snapshots chooses (each a copy of every example's traces per run).
+inline constexpr Index kMaxEpochSnapshots = 50;
+/// The snapshot schedule of a run with a report and no report_epochs, in epochs: every epoch of T
+/// steps of B of n examples (every k-th when there are more than kMaxEpochSnapshots), or tenths of
+/// the run when it is shorter than two epochs, so that the report's figures over the snapshots
+/// have more than one point.
+std::vector<double> epoch_snapshots(Index n, Index batch_size, Index steps);
+
 /// Loads, preprocesses and trains. A finished run keeps its resume file (CheckpointWhenDone::kKeep):
-/// DpSgdJobResult::outputs_written removes it once the outputs are safe.
-DpSgdJobResult run_dpsgd(const DpSgdJobOptions& options, bool progress = false);
+/// DpSgdJobResult::outputs_written removes it once the outputs are safe. With `report` (the
+/// outputs ask for a report) and no report_epochs, the run snapshots as epoch_snapshots says (the
+/// summary's settings record the epochs).
+DpSgdJobResult run_dpsgd(const DpSgdJobOptions& options, bool progress = false, bool report = false);
 
 struct DpSgdJob {
   using Options = DpSgdJobOptions;
@@ -131,6 +141,10 @@ struct DpSgdJob {
   }
   static constexpr bool runs_on_mpi_ranks = true;  // data-parallel (docs/distributed.md)
   static DpSgdJobResult run(const Options& options, bool progress) { return run_dpsgd(options, progress); }
+  /// With a report asked for, snapshots each epoch unless report_epochs says otherwise.
+  static DpSgdJobResult run(const Options& options, bool progress, const JobOutputs& outputs) {
+    return run_dpsgd(options, progress, !outputs.report.empty());
+  }
 };
 
 }  // namespace filkit

@@ -15,9 +15,12 @@
 //                line MSE = bound.
 //   dpsgd        one section for every dpsgd input (dpsgd_section.cpp): a settings and privacy
 //                table, one column a run, with spreads over --runs; per run dFIL and epsilon over
-//                the snapshots, the dFIL bounds beside the RDP bound, dFIL histograms per snapshot,
-//                the most and least exposed images; test accuracy against the MSE bound with the
-//                Pareto front across runs (Guo et al. 2022, figure 5).
+//                the snapshots, the dFIL bounds beside the RDP bound (one more than 4 decades away
+//                drawn as a marker at the axis' edge), dFIL histograms per snapshot, the most and
+//                least exposed images (never-sampled examples left out and counted; re-loaded, or
+//                read from the .npy a filkit.torch summary names beside it, stored_training_images);
+//                test accuracy against the MSE bound with the Pareto front across runs (Guo et al.
+//                2022, figure 5).
 //   accountant   epsilon against the steps and against the noise multiplier, the RDP curve or the
 //                PLD's epsilon against delta.
 //   public-training (or fim, its former name), learned-attack  per method
@@ -37,7 +40,8 @@
 // files the report names itself, inside its scratch directory, whatever the report directory is
 // called; a summary nesting arrays and objects deeper than 64 levels is refused; the images are
 // re-loaded only from regular files (settings.data naming a FIFO, device or directory is a note),
-// within the default memory budget.
+// within the default memory budget; images stored beside a summary only from a regular file named
+// by a file name in the summary's folder (no directory part, no link), within the same budget.
 #pragma once
 
 #include <string>
