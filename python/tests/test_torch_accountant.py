@@ -524,7 +524,7 @@ def test_bad_batches_are_refused():
     with pytest.raises(ValueError, match="no step yet"):
         acc.dfil()
     acc.step(X, Y, [0, 1])
-    with pytest.raises(ValueError, match="4 private coordinates, earlier batches had 3"):
+    with pytest.raises(ValueError, match="4 input coordinates, earlier batches had 3"):
         acc.step(torch.rand(2, 4, dtype=torch.double), Y, [2, 3])
     with pytest.raises(ValueError, match="rdp_delta"):
         acc.write_summary("/tmp/x.json", "/tmp/x.csv", rdp_delta=0.0)

@@ -18,6 +18,9 @@ import torch
 from .functional import (SOFT_CLIP_NORM_BOUND, BatchedClippedGradients, ClippedGradient, factorable_linears,
                          split_parameters, verify_factored)
 from .layers import check_module
+from .loss import REDUCTIONS, ExpandedLoss, LossExpansion
+from .checks import (AccountedBatch, Deferred, check_output_gradient, paused, random_operations_refused,
+                     refuse_nonfinite)
 
 CLIPPINGS = ("smooth", "hard")
 TRACES = ("gaussian", "exact")
@@ -59,8 +62,10 @@ class FilAccountant:
     batch, before the optimizer's step (the Jacobians are taken at the parameters the step's
     gradient is taken at).
 
-    loss_fn(outputs, targets) is the loss of a batch (mean or sum: it is called per example with a
-    batch of one). clip_norm C, noise_multiplier sigma (noise std sigma C on the clipped sum) and
+    loss_fn(outputs, targets) is the loss of a batch, reduced over it as loss_reduction says
+    ('mean', the default, or 'sum', Opacus' names): each example's term is read off it (loss.py;
+    any loss autograd differentiates twice, label smoothing included; one that couples the
+    examples is refused). clip_norm C, noise_multiplier sigma (noise std sigma C on the clipped sum) and
     sample_rate q (B/n) describe the training run. trace: 'gaussian' (probes Gaussian probes of
     the parameter side, unbiased) or 'exact' (min(d_z, p) products per example). spectral=True
     also estimates ||G||_2^2 by power_iterations power iterations (from below), giving eta.
@@ -73,12 +78,15 @@ class FilAccountant:
     summary says so). accountant: 'rdp' or 'pld', the one epsilon() uses. num_examples n: the
     training set's size (default: the largest example id seen + 1). memory_budget: bytes of
     per-example work held at once (an estimate; batches are cut into chunks to fit).
+    snapshot_every: steps between automatic snapshots for the report ('epoch', the default, is
+    1/q steps; None keeps none but those record() takes).
     """
 
     def __init__(self, model, *, loss_fn, clip_norm, noise_multiplier, sample_rate, clipping="smooth",
                  trace="gaussian", probes=1, spectral=False, power_iterations=20, private="input",
                  sampling="shuffle", accountant="rdp", subsampling="amplified", kappa_delta=None, num_examples=None,
-                 memory_budget=2 ** 30, seed=0):
+                 memory_budget=2 ** 30, seed=0, loss_reduction="mean", snapshot_every="epoch"):
+        self.graph_caveats = []  # operations found in the loop's graph (make_private): graph_caveats()
         self.caveats = check_module(model)
         if not callable(loss_fn):
             raise ValueError(f"loss_fn: expected a callable loss(outputs, targets), got {type(loss_fn).__name__}")
@@ -91,6 +99,11 @@ class FilAccountant:
         _choice("subsampling", subsampling, SUBSAMPLING)
         _choice("sampling", sampling, SAMPLINGS)
         _choice("accountant", accountant, ACCOUNTANTS)
+        _choice("loss_reduction", loss_reduction, REDUCTIONS)
+        if snapshot_every == "epoch":
+            snapshot_every = 1.0 / sample_rate
+        elif snapshot_every is not None:
+            _positive("snapshot_every", snapshot_every)
         for name, value in (("probes", probes), ("power_iterations", power_iterations)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} = {value!r}: must be an integer >= 1")
@@ -106,7 +119,9 @@ class FilAccountant:
                              sample_rate=float(sample_rate), clipping=clipping, trace=trace, probes=probes,
                              spectral=bool(spectral), power_iterations=power_iterations, private=private,
                              sampling=sampling, accountant=accountant, subsampling=subsampling,
-                             kappa_delta=kappa_delta, seed=seed)
+                             kappa_delta=kappa_delta, seed=seed, loss_reduction=loss_reduction)
+        self.snapshot_every = snapshot_every
+        self._in_progress = False  # a step accounted in part (account() without finish_step())
         self.num_examples = num_examples
         self.memory_budget = memory_budget
         self.steps = 0
@@ -132,17 +147,17 @@ class FilAccountant:
         p = next(p for p in self.model.parameters() if p.requires_grad)
         return p.device, p.dtype
 
-    def _private_coordinates(self, inputs, targets, dtype, device):
-        """Z (B x d_z) and the targets the loss gets."""
+    def _private_coordinates(self, inputs, targets, outputs, dtype, device):
+        """Z (B x d_z), the one-hot labels (None unless the label is private) and K."""
         batch = inputs.shape[0]
         Z = inputs.to(device=device, dtype=dtype).reshape(batch, -1)
-        targets = targets.to(device)
         if self.settings["private"] == "input":
-            return Z, targets, None
-        with torch.no_grad():
-            num_classes = self.model(inputs[:1].to(device=device, dtype=dtype)).shape[-1]
+            return Z, None, None
+        num_classes = outputs.reshape(batch, -1).shape[1]
         if targets.dtype.is_floating_point or targets.dim() != 1:
             raise ValueError("private = 'input+label': targets must be class indices (a 1-d integer tensor)")
+        if batch and (int(targets.min()) < 0 or int(targets.max()) >= num_classes):
+            raise ValueError(f"private = 'input+label': a target is not a class index in 0..{num_classes - 1}")
         onehot = torch.nn.functional.one_hot(targets.long(), num_classes).to(dtype)
         return torch.cat([Z, onehot], 1), onehot, num_classes
 
@@ -180,13 +195,26 @@ class FilAccountant:
     def step(self, inputs, targets, example_ids):
         """Account one batch at the model's current parameters; returns the batch's per-example
         Tr(G^T G) / (sigma C)^2 (a CPU float64 tensor, kappa not applied)."""
-        return self.step_and_clip(inputs, targets, example_ids, clipped_sum=False)[0]
+        trace = self.account(inputs, targets, example_ids).trace
+        self.finish_step()
+        return trace
 
-    def step_and_clip(self, inputs, targets, example_ids, clipped_sum=True):
-        """step(), and (clipped_sum=True) the batch's sum of clipped gradients, flat in the order of
-        the trained parameters, from the same per-example gradients (make_private's step)."""
+    def step_and_clip(self, inputs, targets, example_ids):
+        """step(), and the batch's sum of clipped gradients (flat in the order of the trained
+        parameters) from the same per-example gradients."""
+        accounted = self.account(inputs, targets, example_ids, sums=True)
+        self.finish_step()
+        return accounted.trace, accounted.clipped_sum
+
+    def account(self, inputs, targets, example_ids, *, outputs=None, output_gradient=None, sums=False):
+        """Add these examples' FIL to the step in progress (finish_step() ends it; a logical batch
+        may be accounted in several physical parts). outputs: the model's outputs on `inputs` as
+        the loop computed them (else one forward here, without a graph); output_gradient: the
+        gradient the loop's backward() put at them, which must be loss_fn's (else LoopMismatch).
+        Returns an AccountedBatch: the traces and, with sums, the sums of the clipped and of the
+        unclipped per-example gradients."""
         began = time.perf_counter()
-        self.caveats = check_module(self.model)  # the module may have been switched to train mode since
+        self.caveats = check_module(self.model) + list(self.graph_caveats)
         if not isinstance(inputs, torch.Tensor) or not isinstance(targets, torch.Tensor):
             raise ValueError("step: inputs and targets must be tensors")
         if inputs.dim() < 2 or targets.shape[:1] != inputs.shape[:1]:
@@ -194,48 +222,87 @@ class FilAccountant:
                              "batch dimension (the first)")
         batch = inputs.shape[0]
         ids = self._ids(example_ids, batch)
+        step = self.steps + 1
         device, dtype = self._device_and_dtype()
+        if batch == 0:
+            self._in_progress = True
+            self.seconds += time.perf_counter() - began
+            p = self.parameter_count
+            empty = torch.zeros(p, dtype=dtype, device=device) if sums else None
+            return AccountedBatch(torch.zeros(0, dtype=torch.float64), empty, empty)
+        checks = Deferred()  # read back together before the per-example work
+        checks.finite(inputs, ids, step, "inputs")
         labels = targets.detach().double().cpu() if targets.dim() == 1 else torch.full((batch,), math.nan)
-        Z, targets, num_classes = self._private_coordinates(inputs, targets, dtype, device)
+        targets = targets.to(device)
+        x = inputs.to(device=device, dtype=dtype)
+        input_dims = x[0].numel()
+        if self.private_dims is not None and input_dims != self.private_dims - (self.private_dims_label or 0):
+            raise ValueError(f"step: examples have {input_dims} input coordinates, earlier batches had "
+                             f"{self.private_dims - (self.private_dims_label or 0)}")
+        if outputs is None:
+            with torch.no_grad(), paused(self.model):
+                outputs = self.model(x)
+        checks.finite(outputs, ids, step, "the model's outputs")
+        Z, onehot, num_classes = self._private_coordinates(x, targets, outputs, dtype, device)
         d_z = Z.shape[1]
         if self.private_dims is not None and d_z != self.private_dims:
             raise ValueError(f"step: examples have {d_z} private coordinates, earlier batches had {self.private_dims}")
         self.private_dims, self.private_dims_label = d_z, num_classes
+        expansion = LossExpansion(self.loss_fn, outputs, targets, self.settings["loss_reduction"], onehot,
+                                  check_example=self.steps, checks=checks)
+        if output_gradient is not None:
+            check_output_gradient(expansion, output_gradient, ids, step, checks)
+        checks.resolve()
         if self._generator is None:
             self._generator = self._new_generator(device)
-        g = ClippedGradient(self.model, self.loss_fn, self.settings["clip_norm"], self.settings["clipping"],
+        g = ClippedGradient(self.model, ExpandedLoss(), self.settings["clip_norm"], self.settings["clipping"],
                             inputs.shape[1:], num_classes)
         params, constants = split_parameters(self.model)
         p = self.parameter_count
         examples, basis = self._chunk_sizes(batch, p, d_z, Z.element_size())
         trace = torch.zeros(batch, dtype=torch.float64)
         spectral = torch.zeros(batch, dtype=torch.float64)
-        total = torch.zeros(p, dtype=dtype, device=device) if clipped_sum else None
-        for start in range(0, batch, examples):
-            rows = slice(start, min(batch, start + examples))
-            z, y = Z[rows], targets[rows]
-            chunk_trace, chunk_sum = self._trace_of(g, params, constants, z, y, p, basis, clipped_sum)
-            trace[rows] = chunk_trace.double().cpu()
-            if clipped_sum:
-                total += chunk_sum
-            if self.settings["spectral"]:
-                spectral[rows] = self._spectral_of(g, params, constants, z, y, p).double().cpu()
+        clipped = torch.zeros(p, dtype=dtype, device=device) if sums else None
+        unclipped = torch.zeros(p, dtype=dtype, device=device) if sums else None
+        with paused(self.model), random_operations_refused(step):
+            for start in range(0, batch, examples):
+                rows = slice(start, min(batch, start + examples))
+                z, y = Z[rows], expansion.rows(rows)
+                chunk_trace, chunk_sums = self._trace_of(g, params, constants, z, y, p, basis, sums)
+                trace[rows] = chunk_trace.double().cpu()
+                if sums:
+                    clipped += chunk_sums[0]
+                    unclipped += chunk_sums[1]
+                if self.settings["spectral"]:
+                    spectral[rows] = self._spectral_of(g, params, constants, z, y, p).double().cpu()
         scale = (self.settings["noise_multiplier"] * self.settings["clip_norm"]) ** 2
         trace /= scale
         spectral /= scale
-        self._grow(int(ids.max()) + 1 if batch else 0)
+        refuse_nonfinite("traces", trace, ids, step, what="the per-example Fisher information traces")
+        self._grow(int(ids.max()) + 1)
         self._trace.index_add_(0, ids, trace)
         self._spectral.index_add_(0, ids, spectral)
         self._sampled.index_add_(0, ids, torch.ones(batch, dtype=torch.float64))
         self._labels[ids] = labels.double()
-        self.steps += 1
+        self._in_progress = True
         self.seconds += time.perf_counter() - began
-        return trace, total
+        return AccountedBatch(trace, clipped, unclipped)
+
+    def finish_step(self):
+        """End the step in progress (one logical batch, accounted in one or more parts; a step whose
+        Poisson batch was empty released noise alone: no FIL, but a step for the accountants and
+        kappa_delta's T). With snapshot_every, keeps a snapshot each time the step count crosses a
+        multiple of it (an epoch, 1/q steps, by default)."""
+        self.steps += 1
+        self._in_progress = False
+        every = self.snapshot_every
+        if every and math.floor(self.steps / every) > math.floor((self.steps - 1) / every):
+            self.record()
 
     def empty_step(self):
         """A step whose (Poisson) batch was empty: it released noise alone, so it adds no FIL but
         counts for the RDP accountant and for kappa_delta's T."""
-        self.steps += 1
+        self.finish_step()
 
     def _new_generator(self, device):
         if device.type == "cpu":
@@ -252,8 +319,8 @@ class FilAccountant:
             return torch.from_numpy(draws).to(like.dtype)
         return torch.randn(shape, generator=self._generator, device=like.device, dtype=like.dtype)
 
-    def _trace_of(self, g, params, constants, z, y, p, basis, clipped_sum):
-        """A chunk's Tr(G^T G) per example, and (clipped_sum) its sum of clipped gradients."""
+    def _trace_of(self, g, params, constants, z, y, p, basis, sums):
+        """A chunk's Tr(G^T G) per example, and (sums) its sums of clipped and unclipped gradients."""
         b, d_z = z.shape
         if self.settings["trace"] == "gaussian":  # (1/m) sum_j |G^T u_j|^2, u_j ~ N(0, I_p) (section 7.8)
             batched = BatchedClippedGradients(g, params, constants, z, y, self._factored_linears(g, params, constants, z, y))
@@ -262,7 +329,7 @@ class FilAccountant:
             normal = lambda shape: self._normal(shape, z)
             for j in range(probes):
                 total += batched.gaussian_transpose_products(normal, retain_graph=j + 1 < probes).pow(2).sum(1)
-            return total / probes, batched.clipped_sum() if clipped_sum else None
+            return total / probes, (batched.clipped_sum(), batched.gradient_sum()) if sums else None
         # Exact: |G|_F^2 from the columns G e_k (d_z <= p) or the rows G^T e_j, whichever are fewer.
         transpose = p < d_z
         width = p if transpose else d_z
@@ -272,14 +339,18 @@ class FilAccountant:
             E = torch.zeros(k, width, dtype=z.dtype, device=z.device)
             E[torch.arange(k), torch.arange(start, start + k)] = 1.0
             total += g.basis_products(params, constants, z, y, E, p, transpose).pow(2).sum((1, 2))
-        return total, g.clipped(params, constants, z, y).sum(0) if clipped_sum else None
+        if not sums:
+            return total, None
+        with torch.no_grad():
+            batched = BatchedClippedGradients(g, params, constants, z, y)
+        return total, (batched.clipped_sum(), batched.gradient_sum())
 
     def _factored_linears(self, g, params, constants, z, y):
         """The dense layers whose per-example gradients are held in factors (functional.py)."""
         key = (tuple(params), g.input_shape, g.num_classes)
         if key not in self._factored:
             self._factored[key] = verify_factored(g, params, constants, factorable_linears(self.model, params),
-                                                  z[0], y[0])
+                                                  z[0], tuple(t[0] for t in y) if isinstance(y, tuple) else y[0])
         return self._factored[key]
 
     def _spectral_of(self, g, params, constants, z, y, p):
@@ -443,8 +514,10 @@ class FilAccountant:
         self.snapshots.append(snapshot(self, test_accuracy, train_accuracy))
 
     def write_summary(self, json_path, csv_path, *, labels=None, rdp_delta=1e-5, test_accuracy=None,
-                      train_accuracy=None):
-        """The summary JSON and per-example CSV of `filkit dpsgd`, for `filkit report`."""
+                      train_accuracy=None, images=None, class_names=None):
+        """The summary JSON and per-example CSV of `filkit dpsgd`, for `filkit report` (images: the
+        n training examples, for the report's montages of the most and least exposed; class_names:
+        label k's name), written together or not at all."""
         from .summary import write_summary
         write_summary(self, json_path, csv_path, labels=labels, rdp_delta=rdp_delta, test_accuracy=test_accuracy,
-                      train_accuracy=train_accuracy)
+                      train_accuracy=train_accuracy, images=images, class_names=class_names)

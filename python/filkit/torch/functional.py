@@ -65,7 +65,8 @@ SOFT_CLIP_NORM_BOUND = _soft_clip_norm_bound()
 
 class ClippedGradient:
     """g~(z) = factor(|g|) g, g the gradient of loss_fn at one example, flat in the order of
-    `names` (model.named_parameters() that require grad)."""
+    `names` (model.named_parameters() that require grad). loss_fn is a loss of a batch of one, or
+    loss.ExpandedLoss with the examples' expansions as targets (what FilAccountant uses)."""
 
     def __init__(self, model, loss_fn, clip_norm, clipping, input_shape, num_classes=None):
         self.model, self.loss_fn, self.clip_norm = model, loss_fn, clip_norm
@@ -75,8 +76,12 @@ class ClippedGradient:
         self.num_classes = num_classes  # set: the label is private, one-hot at the end of z
 
     def _example(self, z, target):
-        """The model's input (a batch of one) and the loss's target of the private coordinates z."""
+        """The model's input (a batch of one) and the loss's target of the private coordinates z.
+        A tuple target is an example's loss expansion (loss.py): the loss gets (label, expansion),
+        label the one-hot part of z (None when the label is public)."""
         x = z[:self.input_dims].reshape(self.input_shape)
+        if isinstance(target, tuple):
+            return x.unsqueeze(0), (None if self.num_classes is None else z[self.input_dims:], target)
         y = target if self.num_classes is None else z[self.input_dims:]
         return x.unsqueeze(0), y.unsqueeze(0)
 
@@ -263,15 +268,24 @@ class BatchedClippedGradients:
 
     def clipped_sum(self):
         """sum_b f_b g_b, flat (detached)."""
+        return self.weighted_sum(self.factor)
+
+    def gradient_sum(self):
+        """sum_b g_b, the unclipped gradients' sum, flat (detached): make_private compares it with
+        the gradient the user's backward() left."""
+        return self.weighted_sum(torch.ones_like(self.factor))
+
+    def weighted_sum(self, weights):
+        """sum_b weights_b g_b, flat (detached)."""
         with torch.no_grad():
             parts = []
             for kind, i in self.layout:
                 if kind == "full":
-                    parts.append(self.factor @ self.blocks[i])
+                    parts.append(weights @ self.blocks[i])
                 elif kind == "weight":
-                    parts.append(((self.dz[i] * self.factor[:, None]).t() @ self.a[i]).reshape(-1))
+                    parts.append(((self.dz[i] * weights[:, None]).t() @ self.a[i]).reshape(-1))
                 else:
-                    parts.append(self.factor @ self.dz[i])
+                    parts.append(weights @ self.dz[i])
             return torch.cat(parts)
 
     def transpose_products(self, U, retain_graph=False):

@@ -1,9 +1,12 @@
 """Which modules the per-example FIL accountant can take (docs/pytorch.md, "Layers").
 
 FIL needs the clipped per-example gradient to be a function of that example alone and
-differentiable in it. BatchNorm couples the examples of a batch (as Opacus, filkit refuses it);
-Dropout in train mode makes the gradient a random function of the example. ReLU-like activations and
-max pooling are differentiable almost everywhere: accepted, with that caveat recorded.
+differentiable in it. BatchNorm in train mode couples the examples of a batch (it normalises with
+the batch's statistics; as Opacus, filkit refuses it); in eval mode it is a fixed affine map of each
+example (its running statistics) and is accepted. Dropout in train mode makes the gradient a random
+function of the example: refused for accounting, accepted for DP-SGD alone (accounting=False).
+ReLU-like activations and max pooling are differentiable almost everywhere: accepted, with that
+caveat recorded.
 """
 from torch import nn
 
@@ -23,18 +26,20 @@ def _describe(name, module):
     return f"layer '{name}' ({type(module).__name__})" if name else f"the model ({type(module).__name__})"
 
 
-def check_module(model):
-    """Raise ValueError for a layer FIL accounting cannot take; return the caveats of the others
-    (a list of strings, empty for a smooth model)."""
+def check_module(model, accounting=True):
+    """Raise ValueError for a layer FIL accounting (or, accounting=False, per-example DP-SGD) cannot
+    take; return the caveats of the others (a list of strings, empty for a smooth model)."""
     if not isinstance(model, nn.Module):
         raise ValueError(f"model: expected a torch.nn.Module, got {type(model).__name__}")
     nonsmooth = []
     for name, module in model.named_modules():
-        if isinstance(module, nn.modules.batchnorm._BatchNorm):
-            raise ValueError(f"{_describe(name, module)}: batch normalisation couples the examples of a batch "
-                             "(an example's output uses the batch's statistics), so its per-example Fisher "
-                             "information is not defined; use GroupNorm or LayerNorm (Opacus refuses it too)")
-        if isinstance(module, DROPOUT) and module.training and module.p > 0:
+        if isinstance(module, nn.modules.batchnorm._BatchNorm) and (module.training or module.running_mean is None):
+            raise ValueError(f"{_describe(name, module)}: batch normalisation in train mode (or without running "
+                             "statistics) couples the examples of a batch (an example's output uses the batch's "
+                             "statistics), so its per-example gradient and Fisher information are not defined; use "
+                             "GroupNorm or LayerNorm (Opacus refuses it too), or call .eval() on it to normalise "
+                             "with its fixed running statistics")
+        if accounting and isinstance(module, DROPOUT) and module.training and module.p > 0:
             raise ValueError(f"{_describe(name, module)}: dropout in train mode makes the released gradient a "
                              "random function of the example; call .eval() on it, remove it, or set p = 0")
         if isinstance(module, NONSMOOTH):
