@@ -346,9 +346,9 @@ def test_mixed_precision_is_refused_with_the_reason():
 
 
 class ConvKinds(nn.Module):
-    """Convolutions held each way (per_example.ConvBlock): formed with the batch as groups (the first,
-    stride 2 and dilation; the grouped one) and as factors with Gram-matrix norms (the deep one: 4
-    positions, 8 x 9 inputs)."""
+    """Convolutions with dilation, groups and stride, each held either way (per_example.ConvBlock:
+    formed with the batch as groups, or as factors with Gram-matrix norms; the grouped one is always
+    formed)."""
 
     def __init__(self):
         super().__init__()
@@ -364,12 +364,14 @@ class ConvKinds(nn.Module):
         return self.head(torch.tanh(self.deep(h)).flatten(1))
 
 
-def test_every_way_of_holding_a_convolutions_gradients_is_the_loops():
+@pytest.mark.parametrize("formed_elements", [2 ** 26, 1000])
+def test_every_way_of_holding_a_convolutions_gradients_is_the_loops(formed_elements, monkeypatch):
+    from filkit.torch import per_example
     from filkit.torch.per_example import ConvBlock
+    monkeypatch.setattr(per_example, "FORMED_ELEMENTS", formed_elements)  # 1000: the ungrouped ones as factors
     model, optimizer, x = check_one_step(ConvKinds, account=False)
-    assert 4 * (16 + 72) < 16 * 72  # the deep layer (4 positions, 8 x 9 inputs) takes the Gram-matrix norms
     with torch.no_grad():
         h = torch.tanh(model.grouped(torch.tanh(model.wide(x))))
     block = ConvBlock(model.deep, h, torch.randn(h.shape[0], 16, 2, 2, dtype=torch.float64))
-    assert block.formed is None
+    assert (block.formed is None) == (formed_elements == 1000)
     torch.testing.assert_close(block.squared_norms(), block.dense().reshape(h.shape[0], -1).pow(2).sum(1))

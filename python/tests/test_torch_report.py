@@ -171,3 +171,18 @@ def test_the_report_of_write_summary_shows_the_cli_pages_figures_and_renders_who
     assert int(body_attribute(dom, "data-broken-images")) == 0  # every image decoded: naturalWidth > 0
     assert int(body_attribute(dom, "data-script-errors")) == 0
     assert int(body_attribute(dom, "data-overlaps")) == 0, body_attribute(dom, "data-overlap-examples")
+
+
+def test_the_accuracy_given_to_write_summary_completes_an_automatic_snapshot_at_the_last_step(tmp_path):
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 2).double()
+    acc = FilAccountant(model, loss_fn=F.cross_entropy, clip_norm=1.0, noise_multiplier=1.0, sample_rate=0.5,
+                        num_examples=4)  # an automatic snapshot every 2 steps
+    X, Y = torch.rand(4, 4, dtype=torch.float64), torch.tensor([0, 1, 0, 1])
+    for step in range(2):
+        acc.step(X[2 * step:2 * step + 2], Y[2 * step:2 * step + 2], [2 * step, 2 * step + 1])
+    assert [s["step"] for s in acc.snapshots] == [2]
+    acc.write_summary(str(tmp_path / "fil.json"), str(tmp_path / "fil.csv"), test_accuracy=0.75)
+    snapshots = json.loads((tmp_path / "fil.json").read_text())["snapshots"]
+    assert [s["step"] for s in snapshots] == [2] and snapshots[0]["test_accuracy"] == 0.75
+    assert acc.snapshots[0]["test_accuracy"] is None  # the accountant's own record is left as it was

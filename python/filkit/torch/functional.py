@@ -22,9 +22,9 @@ import torch
 from torch import nn
 
 try:  # PyTorch >= 2.0
-    from torch.func import functional_call, grad, vjp, vmap
+    from torch.func import functional_call, grad, jvp, vjp, vmap
 except ImportError:  # PyTorch 1.13 (Debian 12): functorch
-    from functorch import grad, vjp, vmap
+    from functorch import grad, jvp, vjp, vmap
     from torch.nn.utils.stateless import functional_call
 
 _GELU_K = math.sqrt(2.0 / math.pi)
@@ -74,6 +74,7 @@ class ClippedGradient:
         self.input_shape = tuple(input_shape)
         self.input_dims = math.prod(self.input_shape)
         self.num_classes = num_classes  # set: the label is private, one-hot at the end of z
+        self.reverse_only = False  # G v by the reverse form (set when the forward form is unsupported)
 
     def _example(self, z, target):
         """The model's input (a batch of one) and the loss's target of the private coordinates z.
@@ -148,21 +149,39 @@ class ClippedGradient:
         """Row b: G_b^T U_b."""
         return vmap(lambda z, y, u: self._gtu(params, constants, z, y, u))(Z, targets, U)
 
-    def _gv(self, params, constants, z, y, v, p):
+    def _gv_reverse(self, params, constants, z, y, v, p):
+        """G v as the reverse pass of the linear map u -> G^T u (a third-order reverse pass)."""
         _, back = vjp(lambda u: self._gtu(params, constants, z, y, u), torch.zeros(p, dtype=z.dtype, device=z.device))
         return back(v)[0]
 
+    def _gv_forward(self, params, constants, z, y, v, p):
+        """G v as the forward-mode derivative of g~ in the direction v (forward over reverse: about
+        5 times faster than the reverse form, for exact traces as filkit's C++ networks do)."""
+        return jvp(lambda z_: self(params, constants, z_, y), (z,), (v,))[1]
+
+    def _forward_or_reverse(self, batched):
+        """batched(gv) with gv the forward form, or the reverse form where an operation in the model
+        or loss has no forward-mode derivative (PyTorch 1.13's nll_loss_backward, say)."""
+        if not self.reverse_only:
+            try:
+                return batched(self._gv_forward)
+            except (RuntimeError, NotImplementedError) as error:
+                if "forward" not in str(error).lower():
+                    raise
+                self.reverse_only = True
+        return batched(self._gv_reverse)
+
     def products(self, params, constants, Z, targets, V, p):
         """Row b: G_b V_b."""
-        return vmap(lambda z, y, v: self._gv(params, constants, z, y, v, p))(Z, targets, V)
+        return self._forward_or_reverse(
+            lambda gv: vmap(lambda z, y, v: gv(params, constants, z, y, v, p))(Z, targets, V))
 
     def basis_products(self, params, constants, Z, targets, basis, p, transpose):
         """b x k x (p or d_z): G_b e for every row e of `basis` (or G_b^T e with transpose)."""
         if transpose:
-            one = lambda z, y: vmap(lambda e: self._gtu(params, constants, z, y, e))(basis)
-        else:
-            one = lambda z, y: vmap(lambda e: self._gv(params, constants, z, y, e, p))(basis)
-        return vmap(one)(Z, targets)
+            return vmap(lambda z, y: vmap(lambda e: self._gtu(params, constants, z, y, e))(basis))(Z, targets)
+        return self._forward_or_reverse(
+            lambda gv: vmap(lambda z, y: vmap(lambda e: gv(params, constants, z, y, e, p))(basis))(Z, targets))
 
 
 class NotFactorable(Exception):

@@ -7,8 +7,8 @@ the user's loss.backward() reaches it. The rules, as Opacus' grad samplers:
                 row per example (a is B x in) held as the factors (dy_b, a_b) (OuterBlock), never
                 formed: |dW_b| = |dy_b| |a_b| and sum_b f_b dW_b = (f dy)^T a;
   nn.Conv2d     dW_b = dy_b unfold(a_b)^T (zero padding, numeric padding; ConvBlock: formed by a
-                convolution with the batch as groups, or held as those factors where that is
-                cheaper, the deep layers' few positions);
+                convolution with the batch as groups, or held as those factors where the
+                formed gradients would be too large);
   nn.GroupNorm, nn.LayerNorm, nn.BatchNorm (eval mode, its running statistics)
                 dgamma_b = sum dy_b * a^_b, dbeta_b = sum dy_b, a^ the normalised input;
   any other     vmap(grad) of <layer(a_b), dy_b> in the layer's own parameters (a backward
@@ -63,23 +63,27 @@ class DenseBlock:
         return self.values
 
 
+# Per-example gradients of one convolution are formed (B x the weight's size) up to this many
+# elements; a larger layer (ResNet-18's last blocks at B = 256: 6e8) is held as factors.
+FORMED_ELEMENTS = 2 ** 26
+
+
 class ConvBlock:
     """B per-example gradients of a Conv2d's weight, dW_b = D_b A_b^T with A_b = unfold(a_b) (in k x L
-    columns of the layer's input) and D_b (out x L) the output gradient, held whichever way is
-    cheaper: where L (out + in k) < out in k (the deep layers' few positions) as the factors, the
-    norms from the L x L Gram matrices |dW_b|^2 = sum((D_b^T D_b) * (A_b^T A_b)) ("ghost" norms) and
-    sum_b w_b dW_b as the convolution's own weight gradient of the output gradients weighted by w
-    (torch.nn.grad.conv2d_weight); else formed, B x out x in/groups x kh x kw, by one convolution
-    weight gradient with the batch as groups (a convolution with B G groups over the examples'
-    channels side by side: 2 to 4 times faster than unfold and a batched product on a CPU)."""
+    columns of the layer's input) and D_b (out x L) the output gradient. Formed, B x out x in/groups
+    x kh x kw, by one convolution weight gradient with the batch as groups (a convolution with B G
+    groups over the examples' channels side by side: 2 to 4 times faster than unfold and a batched
+    product on a CPU), the cheapest way when they fit FORMED_ELEMENTS; else, with one group, held
+    as the factors: the norms from the L x L Gram matrices |dW_b|^2 = sum((D_b^T D_b) * (A_b^T A_b))
+    ("ghost" norms, cheap where the positions L are few) and sum_b w_b dW_b as the convolution's own
+    weight gradient of the output gradients weighted by w (torch.nn.grad.conv2d_weight)."""
 
     def __init__(self, layer, a, dy):
         self.layer, self.a, self.dy = layer, a, dy
-        B, out, L = dy.shape[0], layer.out_channels, dy[0, 0].numel()
-        ink = layer.weight[0].numel()
+        B, out = dy.shape[0], layer.out_channels
         self.formed = None
-        if layer.groups == 1 and L * (out + ink) < out * ink:
-            self.D = dy.reshape(B, out, L)
+        if layer.groups == 1 and B * layer.weight.numel() > FORMED_ELEMENTS:
+            self.D = dy.reshape(B, out, -1)
             self.columns = F.unfold(a, layer.kernel_size, dilation=layer.dilation, padding=layer.padding,
                                     stride=layer.stride)
         else:

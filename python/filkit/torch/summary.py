@@ -284,6 +284,12 @@ def write_summary(accountant, json_path, csv_path, *, labels, rdp_delta, test_ac
     snapshots = list(accountant.snapshots)
     if not snapshots or snapshots[-1]["step"] != accountant.steps:
         snapshots.append(snapshot(accountant, test_accuracy, train_accuracy))
+    else:  # a snapshot at this step already (an automatic one): the accuracies given here complete it
+        last = dict(snapshots[-1])
+        for key, value in (("test_accuracy", test_accuracy), ("train_accuracy", train_accuracy)):
+            if value is not None:
+                last[key] = value
+        snapshots[-1] = last
     _refuse_nonfinite(accountant, snapshots)
     labels, class_names = _checked_labels(accountant, labels, class_names)
     summary = summary_json(accountant, rdp_delta, snapshots)
