@@ -42,8 +42,14 @@ class Deferred:
     def resolve(self):
         if not self.items:
             return
-        passed = torch.stack([ok for ok, _ in self.items]).cpu()
         items, self.items = self.items, []
+        passed = [None] * len(items)
+        by_device = {}
+        for i, (ok, _) in enumerate(items):
+            by_device.setdefault(ok.device, []).append(i)
+        for rows in by_device.values():  # one read-back per device (the inputs may be on the CPU)
+            for i, ok in zip(rows, torch.stack([items[i][0] for i in rows]).cpu().tolist()):
+                passed[i] = ok
         for ok, (_, error) in zip(passed, items):
             if not ok:
                 raise error()
