@@ -9,8 +9,10 @@ label) the one-hot label. G = d g~ / d z is p x d_z and is only ever applied:
          by vmap(grad) inside ordinary autograd, and G_b^T u_b of every example is the gradient of
          sum_b <g~_b(z_b), u_b> in the batch of z (example b's term depends on z_b alone), one
          reverse pass through the batched graph (BatchedClippedGradients);
-  G v    the reverse pass of u -> G^T u, which is linear in u (the double-backward trick; PyTorch
-         1.13's forward mode lacks nll_loss_backward, so forward-over-reverse is not used).
+  G v    the forward-mode derivative (jvp) of g~ in z along v: forward over reverse, which the
+         accountant's loss (loss.py's expansion, no nll_loss_backward) allows on PyTorch 1.13; where
+         an operation has no forward mode, the reverse pass of u -> G^T u, which is linear in u (a
+         third-order reverse pass, about 5 times slower).
 A dense layer (nn.Linear on one row per example) has the per-example weight gradient dz a^T, dz the
 gradient at its output and a its input: BatchedClippedGradients keeps the two factors instead of the
 out x in matrix, and a Gaussian probe of that block needs only the pair (U a, U^T dz), drawn from its
