@@ -41,7 +41,8 @@ def main():
             if memory and c in r:
                 cell += f" ({r[c]['peak_gib']:.2f} GiB)"
             cells.append(cell)
-        cells += [f"{r['make_private / dp-sgd by hand']:.2f}", f"{r['make_private+FIL / (dp-sgd + trace by hand)']:.2f}"]
+        cells += [f"{r[ratio]:.2f}" for ratio in ("make_private / dp-sgd by hand",
+                                                  "make_private+FIL / (dp-sgd + trace by hand)")]
         if previous:
             old = previous.get(key(r), {})
             cells += [f"{old[c]['ms']:.1f}" if c in old else "" for c in ("make_private", "make_private+FIL")]

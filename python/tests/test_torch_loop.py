@@ -375,3 +375,35 @@ def test_every_way_of_holding_a_convolutions_gradients_is_the_loops(formed_eleme
     block = ConvBlock(model.deep, h, torch.randn(h.shape[0], 16, 2, 2, dtype=torch.float64))
     assert (block.formed is None) == (formed_elements == 1000)
     torch.testing.assert_close(block.squared_norms(), block.dense().reshape(h.shape[0], -1).pow(2).sum(1))
+
+
+def per_sample_reference(model, x, y, loss_fn=smoothed):
+    """Per-example gradients by plain autograd, one example at a time: what Opacus' grad_sample holds."""
+    rows = []
+    for b in range(x.shape[0]):
+        model.zero_grad()
+        loss_fn(model(x[b:b + 1]), y[b:b + 1]).backward()
+        rows.append([p.grad.detach().clone() for p in model.parameters()])
+    return [torch.stack([r[k] for r in rows]) for k in range(len(rows[0]))]
+
+
+def test_the_accountant_takes_the_per_sample_gradients_the_user_has_and_checks_them():
+    from filkit.torch import FilAccountant
+    model = smooth_net()
+    dataset = data()
+    x, y = dataset.tensors[0][:6], dataset.tensors[1][:6]
+    given = per_sample_reference(model, x, y)
+    for trace in ("gaussian", "exact"):
+        acc = FilAccountant(model, loss_fn=smoothed, clip_norm=C, noise_multiplier=SIGMA, sample_rate=0.1,
+                            trace=trace)
+        acc.step(x, y, range(6), per_sample_gradients=given)  # the same gradients: accepted
+        names = [n for n, _ in model.named_parameters()]
+        acc.step(x, y, range(6), per_sample_gradients=dict(zip(names, given)))
+        for p, g in zip(model.parameters(), given):  # as Opacus' GradSampleModule leaves them
+            p.grad_sample = g
+        acc.step(x, y, range(6), per_sample_gradients="grad_sample")
+        shifted = per_sample_reference(model, torch.roll(x, 1, dims=3), y)  # gradients of other inputs
+        with pytest.raises(LoopMismatch, match="step 4: the per-sample gradients given for example id"):
+            acc.step(x, y, range(6), per_sample_gradients=shifted)
+    with pytest.raises(ValueError, match="expected shape"):
+        acc.step(x, y, range(6), per_sample_gradients=[g[:3] for g in given])

@@ -19,8 +19,8 @@ from .functional import (SOFT_CLIP_NORM_BOUND, BatchedClippedGradients, ClippedG
                          split_parameters, verify_factored)
 from .layers import check_module
 from .loss import REDUCTIONS, ExpandedLoss, LossExpansion
-from .checks import (AccountedBatch, Deferred, check_output_gradient, paused, random_operations_refused,
-                     refuse_nonfinite)
+from .checks import (AccountedBatch, Deferred, LoopMismatch, check_output_gradient, paused,
+                     random_operations_refused, refuse_nonfinite)
 
 CLIPPINGS = ("smooth", "hard")
 TRACES = ("gaussian", "exact")
@@ -198,10 +198,15 @@ class FilAccountant:
         examples = max(1, min(batch, lanes // width))
         return examples, max(1, min(width, lanes // examples))
 
-    def step(self, inputs, targets, example_ids):
+    def step(self, inputs, targets, example_ids, per_sample_gradients=None):
         """Account one batch at the model's current parameters; returns the batch's per-example
-        Tr(G^T G) / (sigma C)^2 (a CPU float64 tensor, kappa not applied)."""
-        trace = self.account(inputs, targets, example_ids).trace
+        Tr(G^T G) / (sigma C)^2 (a CPU float64 tensor, kappa not applied). per_sample_gradients:
+        the per-example gradients the user's DP-SGD clips (Opacus' grad_sample: pass
+        "grad_sample" to read each trained parameter's .grad_sample; or a dict by parameter name, a
+        list in named_parameters() order of B x (shape) tensors, or one B x p tensor): the
+        accountant's own per-example gradients must equal them (LoopMismatch otherwise), so that
+        what it accounts is what was privatised."""
+        trace = self.account(inputs, targets, example_ids, per_sample_gradients=per_sample_gradients).trace
         self.finish_step()
         return trace
 
@@ -212,7 +217,8 @@ class FilAccountant:
         self.finish_step()
         return accounted.trace, accounted.clipped_sum
 
-    def account(self, inputs, targets, example_ids, *, outputs=None, output_gradient=None, sums=False):
+    def account(self, inputs, targets, example_ids, *, outputs=None, output_gradient=None, sums=False,
+                per_sample_gradients=None):
         """Add these examples' FIL to the step in progress (finish_step() ends it; a logical batch
         may be accounted in several physical parts). outputs: the model's outputs on `inputs` as
         the loop computed them (else one forward here, without a graph); output_gradient: the
@@ -265,6 +271,7 @@ class FilAccountant:
                             inputs.shape[1:], num_classes)
         params, constants = split_parameters(self.model)
         p = self.parameter_count
+        given = None if per_sample_gradients is None else self._given_gradients(per_sample_gradients, params, batch)
         examples, basis = self._chunk_sizes(batch, p, d_z, Z.element_size(), device)
         trace = torch.zeros(batch, dtype=torch.float64)
         spectral = torch.zeros(batch, dtype=torch.float64)
@@ -274,7 +281,9 @@ class FilAccountant:
             for start in range(0, batch, examples):
                 rows = slice(start, min(batch, start + examples))
                 z, y = Z[rows], expansion.rows(rows)
-                chunk_trace, chunk_sums = self._trace_of(g, params, constants, z, y, p, basis, sums)
+                compare = None if given is None else \
+                    lambda mine, rows=rows: self._compare(mine, given[rows], ids[rows], step)
+                chunk_trace, chunk_sums = self._trace_of(g, params, constants, z, y, p, basis, sums, compare)
                 trace[rows] = chunk_trace.double().cpu()
                 if sums:
                     clipped += chunk_sums[0]
@@ -328,11 +337,60 @@ class FilAccountant:
             return torch.from_numpy(draws).to(like.dtype)
         return torch.randn(shape, generator=self._generator, device=like.device, dtype=like.dtype)
 
-    def _trace_of(self, g, params, constants, z, y, p, basis, sums):
-        """A chunk's Tr(G^T G) per example, and (sums) its sums of clipped and unclipped gradients."""
+    def _given_gradients(self, given, params, batch):
+        """The user's per-sample gradients as one B x p tensor in the trained parameters' order."""
+        trained = [(n, t) for n, t in self.model.named_parameters() if t.requires_grad]
+        if isinstance(given, str) and given == "grad_sample":
+            missing = [n for n, t in trained if getattr(t, "grad_sample", None) is None]
+            if missing:
+                raise ValueError(f"per_sample_gradients = 'grad_sample': parameter(s) {', '.join(map(repr, missing))} "
+                                 "have no .grad_sample (Opacus' GradSampleModule sets it in the backward)")
+            given = [t.grad_sample for _, t in trained]
+        if isinstance(given, dict):
+            missing = [n for n, _ in trained if n not in given]
+            if missing:
+                raise ValueError(f"per_sample_gradients: no entry for {', '.join(map(repr, missing))}")
+            given = [given[n] for n, _ in trained]
+        if isinstance(given, (list, tuple)):
+            if len(given) != len(trained):
+                raise ValueError(f"per_sample_gradients: {len(given)} tensors for {len(trained)} trained parameters")
+            for (name, t), v in zip(trained, given):
+                if not isinstance(v, torch.Tensor) or tuple(v.shape) != (batch, *t.shape):
+                    raise ValueError(f"per_sample_gradients['{name}']: expected shape {(batch, *tuple(t.shape))}, got "
+                                     f"{tuple(v.shape) if isinstance(v, torch.Tensor) else type(v).__name__}")
+            given = torch.cat([v.detach().reshape(batch, -1) for v in given], 1)
+        if not isinstance(given, torch.Tensor) or tuple(given.shape) != (batch, self.parameter_count):
+            raise ValueError(f"per_sample_gradients: expected 'grad_sample', a dict, a list or a {batch} x "
+                             f"{self.parameter_count} tensor, got {type(given).__name__}"
+                             + (f" of shape {tuple(given.shape)}" if isinstance(given, torch.Tensor) else ""))
+        first = next(iter(params.values()))
+        return given.detach().to(device=first.device, dtype=first.dtype)
+
+    def _compare(self, mine, given, ids, step):
+        """The accountant's per-example gradients (B x p) against the user's."""
+        tolerance = 1e-8 if mine.dtype == torch.float64 else 1e-3
+        gap = (mine - given).norm(dim=1)
+        size = mine.norm(dim=1) + given.norm(dim=1)
+        bad = ~(gap <= tolerance * size + 1e-30)
+        if bool(bad.any()):
+            rows = torch.nonzero(bad.cpu()).flatten()
+            worst = int(rows[0])
+            listed = ", ".join(str(int(ids[r])) for r in rows[:8])
+            raise LoopMismatch(
+                f"step {step}: the per-sample gradients given for example id(s) {listed} are not the gradients of "
+                f"loss_fn at these inputs (relative gap {float(gap[worst] / (size[worst] + 1e-300)):.3g}): the "
+                "accountant would account another gradient "
+                "than the one privatised (inputs transformed after the accountant's step, another loss or reduction, "
+                "other parameters)")
+
+    def _trace_of(self, g, params, constants, z, y, p, basis, sums, compare=None):
+        """A chunk's Tr(G^T G) per example, and (sums) its sums of clipped and unclipped gradients;
+        compare(per-example gradients) checks them against the user's."""
         b, d_z = z.shape
         if self.settings["trace"] == "gaussian":  # (1/m) sum_j |G^T u_j|^2, u_j ~ N(0, I_p) (section 7.8)
             batched = BatchedClippedGradients(g, params, constants, z, y, self._factored_linears(g, params, constants, z, y))
+            if compare is not None:
+                compare(batched.gradients())
             total = torch.zeros(b, dtype=z.dtype, device=z.device)
             probes = self.settings["probes"]
             normal = lambda shape: self._normal(shape, z)
@@ -348,11 +406,13 @@ class FilAccountant:
             E = torch.zeros(k, width, dtype=z.dtype, device=z.device)
             E[torch.arange(k), torch.arange(start, start + k)] = 1.0
             total += g.basis_products(params, constants, z, y, E, p, transpose).pow(2).sum((1, 2))
-        if not sums:
+        if not sums and compare is None:
             return total, None
         with torch.no_grad():
             batched = BatchedClippedGradients(g, params, constants, z, y)
-        return total, (batched.clipped_sum(), batched.gradient_sum())
+        if compare is not None:
+            compare(batched.gradients())
+        return total, (batched.clipped_sum(), batched.gradient_sum()) if sums else None
 
     def _factored_linears(self, g, params, constants, z, y):
         """The dense layers whose per-example gradients are held in factors (functional.py)."""

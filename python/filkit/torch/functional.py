@@ -296,6 +296,21 @@ class BatchedClippedGradients:
         the gradient the user's backward() left."""
         return self.weighted_sum(torch.ones_like(self.factor))
 
+    def gradients(self):
+        """B x p: the per-example (unclipped) gradients, flat in the parameters' order (detached; a
+        factored layer's formed), for comparison with per-sample gradients the user has."""
+        B = self.Z.shape[0]
+        with torch.no_grad():
+            parts = []
+            for kind, i in self.layout:
+                if kind == "full":
+                    parts.append(self.blocks[i].detach())
+                elif kind == "weight":
+                    parts.append(torch.einsum("bo,bi->boi", self.dz[i].detach(), self.a[i].detach()).reshape(B, -1))
+                else:
+                    parts.append(self.dz[i].detach())
+            return torch.cat(parts, 1)
+
     def weighted_sum(self, weights):
         """sum_b weights_b g_b, flat (detached)."""
         with torch.no_grad():
