@@ -490,13 +490,13 @@ def test_relu_networks_are_accounted_with_the_caveat():
 
 
 @pytest.mark.parametrize("option, value, message", [
-    ("clip_norm", 0.0, "clip_norm = 0.0: must be a number > 0"),
+    ("clip_norm", 0.0, "clip_norm = 0.0: must be a finite number > 0"),
     ("noise_multiplier", -1.0, "noise_multiplier = -1.0"),
-    ("sample_rate", 1.5, r"sample_rate = 1.5: must be a number > 0 and <= 1.0"),
+    ("sample_rate", 1.5, r"sample_rate = 1.5: must be a finite number > 0 and <= 1.0"),
     ("clipping", "soft", "clipping = 'soft': must be one of 'smooth', 'hard'"),
     ("trace", "hutchinson", "trace = 'hutchinson'"),
     ("private", "label", "private = 'label'"),
-    ("probes", 0, "probes = 0: must be an integer >= 1"),
+    ("probes", 0, "probes = 0: must be an integer from 1 to"),
     ("kappa_delta", 2.0, "kappa_delta = 2.0"),
     ("sampling", "random", "sampling = 'random': must be one of 'poisson', 'uniform', 'shuffle'"),
     ("accountant", "prv", "accountant = 'prv': must be one of 'rdp', 'pld'"),

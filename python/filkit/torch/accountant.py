@@ -10,6 +10,7 @@ The accounting of the traces is pure PyTorch; epsilon, rdp and write_summary use
 module (its RDP and PLD accountants), and say so when it is missing (extension()).
 """
 import math
+import numbers
 import time
 
 import numpy as np
@@ -26,6 +27,8 @@ CLIPPINGS = ("smooth", "hard")
 TRACES = ("gaussian", "exact")
 PRIVATE = ("input", "input+label")
 SUBSAMPLING = ("amplified", "one")
+# Copies of an example's activations (its leaf modules' outputs) a lane holds (_chunk_sizes).
+ACTIVATION_COPIES = 4
 # (example, basis vector) lanes x (p + d_z) elements per chunk of the exact trace on the CPU.
 EXACT_CPU_CHUNK_ELEMENTS = 2 ** 21
 # How the batches are drawn (filkit dpsgd's --sampling names) and the accountant of epsilon.
@@ -53,10 +56,25 @@ def _choice(name, value, allowed):
 
 
 def _positive(name, value, upper=None):
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0 or \
+    """A real number > 0 (and <= upper): Python's or NumPy's, not a bool; returned as a float."""
+    if not isinstance(value, numbers.Real) or isinstance(value, (bool, np.bool_)) or not value > 0 or \
             (upper is not None and not value <= upper) or math.isinf(value):
         bound = f" and <= {upper}" if upper is not None else ""
-        raise ValueError(f"{name} = {value!r}: must be a number > 0{bound}")
+        raise ValueError(f"{name} = {value!r}: must be a finite number > 0{bound}")
+    return float(value)
+
+
+def _count(name, value, minimum, maximum=2 ** 63 - 1):
+    """An integer in [minimum, maximum] (Python's or NumPy's, not a bool); returned as an int."""
+    if not isinstance(value, numbers.Integral) or isinstance(value, (bool, np.bool_)) or \
+            not minimum <= value <= maximum:
+        raise ValueError(f"{name} = {value!r}: must be an integer from {minimum} to {maximum}")
+    return int(value)
+
+
+# sigma C, the noise's standard deviation on the clipped sum: the traces are divided by its square,
+# which must be a normal float64 (1e-300 would make every dFIL infinite or NaN).
+NOISE_SCALE_RANGE = (1e-100, 1e100)
 
 
 class FilAccountant:
@@ -92,9 +110,15 @@ class FilAccountant:
         self.caveats = check_module(model)
         if not callable(loss_fn):
             raise ValueError(f"loss_fn: expected a callable loss(outputs, targets), got {type(loss_fn).__name__}")
-        _positive("clip_norm", clip_norm)
-        _positive("noise_multiplier", noise_multiplier)
-        _positive("sample_rate", sample_rate, upper=1.0)
+        clip_norm = _positive("clip_norm", clip_norm)
+        noise_multiplier = _positive("noise_multiplier", noise_multiplier)
+        sample_rate = _positive("sample_rate", sample_rate, upper=1.0)
+        low, high = NOISE_SCALE_RANGE
+        if not low <= noise_multiplier * clip_norm <= high:
+            raise ValueError(f"clip_norm = {clip_norm!r} and noise_multiplier = {noise_multiplier!r}: the noise's "
+                             f"standard deviation sigma C = {noise_multiplier * clip_norm:.3g} must lie in "
+                             f"[{low:g}, {high:g}] (the traces are divided by its square)")
+        seed = _count("seed", seed, 0)
         _choice("clipping", clipping, CLIPPINGS)
         _choice("trace", trace, TRACES)
         _choice("private", private, PRIVATE)
@@ -106,14 +130,13 @@ class FilAccountant:
             snapshot_every = 1.0 / sample_rate
         elif snapshot_every is not None:
             _positive("snapshot_every", snapshot_every)
-        for name, value in (("probes", probes), ("power_iterations", power_iterations)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} = {value!r}: must be an integer >= 1")
+        probes = _count("probes", probes, 1, 10 ** 6)
+        power_iterations = _count("power_iterations", power_iterations, 1, 10 ** 6)
         if kappa_delta is not None and not (isinstance(kappa_delta, (int, float)) and 0 < kappa_delta < 1):
             raise ValueError(f"kappa_delta = {kappa_delta!r}: must be in (0, 1), or None for 1/(n T)")
-        if num_examples is not None and not (isinstance(num_examples, int) and num_examples >= 1):
-            raise ValueError(f"num_examples = {num_examples!r}: must be an integer >= 1")
-        _positive("memory_budget", memory_budget)
+        if num_examples is not None:
+            num_examples = _count("num_examples", num_examples, 1)
+        memory_budget = _positive("memory_budget", memory_budget)
         if not any(p.requires_grad for p in model.parameters()):
             raise ValueError("model: no parameter requires grad, so there is no gradient to account")
         self.model, self.loss_fn = model, loss_fn
@@ -141,6 +164,7 @@ class FilAccountant:
         # The dense layers held in factors, by (trained parameters, input shape, private label):
         # verified on the first example of the first batch of that kind (verify_factored).
         self._factored = {}
+        self._activations = {}  # input shape -> an example's activation elements (_activation_elements)
         self.snapshots = []
 
     # ---- accounting -------------------------------------------------------------------------
@@ -177,19 +201,53 @@ class FilAccountant:
         return ids
 
     def _grow(self, size):
+        """The per-example sums up to example id size - 1 (four float64 vectors), within memory_budget."""
+        if size > self._trace.numel() and 4 * 8 * size > self.memory_budget:
+            raise ValueError(f"example id {size - 1} needs the per-example sums of {size} examples (4 vectors of "
+                             f"float64, {4 * 8 * size / 2 ** 20:.1f} MiB) beyond memory_budget = "
+                             f"{self.memory_budget / 2 ** 20:.1f} MiB: give example ids from 0 to n - 1 "
+                             "(with_example_ids does), or a larger memory_budget")
         if size > self._trace.numel():
             pad = lambda t: torch.cat([t, torch.zeros(size - t.numel(), dtype=torch.float64)])
             self._trace, self._spectral, self._sampled = pad(self._trace), pad(self._spectral), pad(self._sampled)
             self._labels = torch.cat([self._labels, torch.full((size - self._labels.numel(),), math.nan,
                                                                dtype=torch.float64)])
 
-    def _chunk_sizes(self, batch, p, d_z, element_size, device):
+    def _activation_elements(self, x):
+        """The elements of every leaf module's output in a forward of one example (x: a batch of
+        one), kept by input shape: the activations a lane holds through the double backward."""
+        key = tuple(x.shape[1:])
+        if key not in self._activations:
+            counted = [0]
+
+            def count(module, args, output):
+                if isinstance(output, torch.Tensor):
+                    counted[0] += output.numel()
+
+            handles = [m.register_forward_hook(count) for m in self.model.modules() if not list(m.children())]
+            try:
+                with torch.no_grad(), paused(self.model):
+                    self.model(x)
+            finally:
+                for handle in handles:
+                    handle.remove()
+            self._activations[key] = counted[0]
+        return self._activations[key]
+
+    def _chunk_sizes(self, batch, p, d_z, element_size, device, activations=0):
         """Examples and basis vectors per chunk: each (example, probe) lane holds a few copies of the
-        gradient and of z through the double and triple backward (an estimate). On the CPU the exact
-        trace's chunks also stay near EXACT_CPU_CHUNK_ELEMENTS, which keeps its tensors in cache
-        (the MNIST ConvNet's exact trace: 1.2 s for 4 examples at 78 basis vectors a chunk, 3.0 s at
-        313)."""
-        lanes = max(1, int(self.memory_budget // (16 * element_size * (p + d_z))))
+        gradient and of z and about ACTIVATION_COPIES of the example's activations through the
+        double and triple backward (an estimate: 16 (p + d_z) + 4 a elements; the 32-channel
+        convolution of 128 x 128 images took 13.3 MiB an example, the estimate 16.8). A lane over
+        memory_budget is refused with its estimate. On the CPU the exact trace's chunks also stay
+        near EXACT_CPU_CHUNK_ELEMENTS, which keeps its tensors in cache (the MNIST ConvNet's exact
+        trace: 1.2 s for 4 examples at 78 basis vectors a chunk, 3.0 s at 313)."""
+        lane = element_size * (16 * (p + d_z) + ACTIVATION_COPIES * activations)
+        if lane > self.memory_budget:
+            raise ValueError(f"memory_budget = {self.memory_budget / 2 ** 20:.1f} MiB: one example's accounting "
+                             f"needs about {lane / 2 ** 20:.1f} MiB ({p} parameters, {d_z} private coordinates, "
+                             f"{activations} activations); give a larger memory_budget")
+        lanes = max(1, int(self.memory_budget // lane))
         if self.settings["trace"] == "gaussian":
             return max(1, min(batch, lanes)), 1
         if device.type == "cpu":
@@ -272,7 +330,8 @@ class FilAccountant:
         params, constants = split_parameters(self.model)
         p = self.parameter_count
         given = None if per_sample_gradients is None else self._given_gradients(per_sample_gradients, params, batch)
-        examples, basis = self._chunk_sizes(batch, p, d_z, Z.element_size(), device)
+        examples, basis = self._chunk_sizes(batch, p, d_z, Z.element_size(), device,
+                                            self._activation_elements(x[:1]))
         trace = torch.zeros(batch, dtype=torch.float64)
         spectral = torch.zeros(batch, dtype=torch.float64)
         clipped = torch.zeros(p, dtype=dtype, device=device) if sums else None
@@ -478,11 +537,26 @@ class FilAccountant:
         q = self.settings["sample_rate"]
         return q / (q + (1.0 - q) * math.exp(-self.step_epsilon))
 
+    def _read_ids(self, ids):
+        """The example ids a reader asked for, as a LongTensor: integers from 0 to n - 1."""
+        try:
+            array = np.asarray(ids.cpu() if isinstance(ids, torch.Tensor) else ids)
+        except Exception as error:  # noqa: BLE001 - a ragged or odd sequence: say what was expected
+            raise ValueError(f"ids: expected a sequence of example ids, got {type(ids).__name__}") from error
+        if array.ndim > 1 or (array.size and (array.dtype.kind not in "iu")):
+            raise ValueError(f"ids: expected integer example ids (a 1-d sequence), got {array.dtype} of shape "
+                             f"{array.shape}")
+        array = array.reshape(-1).astype(np.int64)
+        if array.size and (array.min() < 0 or array.max() >= self.n):
+            bad = int(array[(array < 0) | (array >= self.n)][0])
+            raise ValueError(f"ids: example id {bad} is not from 0 to n - 1 = {self.n - 1}")
+        return torch.from_numpy(array)
+
     def fisher_trace(self, ids=None):
         """Tr I(z_i) = sum over the steps that sampled i of kappa Tr(G^T G) / (sigma C)^2 (numpy)."""
         self._require_steps()
         values = self.kappa * self._padded(self._trace)
-        return (values if ids is None else values[torch.as_tensor(np.asarray(ids)).long()]).numpy()
+        return (values if ids is None else values[self._read_ids(ids)]).numpy()
 
     def dfil(self, ids=None):
         """dFIL sqrt(Tr I(z_i) / d_z) of every example (or of `ids`)."""
@@ -492,9 +566,9 @@ class FilAccountant:
         """sqrt(sum_t kappa |G_t|_2^2 / (sigma C)^2), an upper bound on |I(z_i)|_2^(1/2) (NaN unless spectral)."""
         self._require_steps()
         if not self.settings["spectral"]:
-            return np.full(self.n if ids is None else len(ids), np.nan)
+            return np.full(self.n if ids is None else len(self._read_ids(ids)), np.nan)
         values = (self.kappa * self._padded(self._spectral)).sqrt()
-        return (values if ids is None else values[torch.as_tensor(np.asarray(ids)).long()]).numpy()
+        return (values if ids is None else values[self._read_ids(ids)]).numpy()
 
     def mse_bound(self, ids=None):
         """The Cramer-Rao bound 1 / dFIL^2 on an unbiased reconstruction's MSE per coordinate."""
@@ -543,8 +617,8 @@ class FilAccountant:
 
     # ---- state --------------------------------------------------------------------------------
     def state_dict(self):
-        return {"settings": dict(self.settings), "num_examples": self.num_examples, "steps": self.steps,
-                "seconds": self.seconds,
+        return {"settings": dict(self.settings), "parameter_count": self.parameter_count,
+                "num_examples": self.num_examples, "steps": self.steps, "seconds": self.seconds,
                 "private_dims": self.private_dims, "trace": self._trace.clone(), "spectral": self._spectral.clone(),
                 "times_sampled": self._sampled.clone(), "labels": self._labels.clone(),
                 "private_dims_label": self.private_dims_label, "snapshots": [dict(s) for s in self.snapshots],
@@ -553,27 +627,77 @@ class FilAccountant:
                 self._generator.get_state()}
 
     def load_state_dict(self, state):
-        if state.get("settings") != self.settings:
-            raise ValueError(f"load_state_dict: the state was saved with settings {state.get('settings')}, this "
-                             f"accountant has {self.settings}")
-        self.num_examples, self.steps, self.private_dims = state["num_examples"], state["steps"], state["private_dims"]
-        self.seconds = state["seconds"]
-        self._trace, self._spectral = state["trace"].clone(), state["spectral"].clone()
-        self._sampled, self._labels = state["times_sampled"].clone(), state["labels"].clone()
-        self.private_dims_label = state["private_dims_label"]
-        self.snapshots = [dict(s) for s in state["snapshots"]]
+        """Resume from state_dict(): everything is checked first (the settings, the model's parameter
+        count, the sums' lengths, signs and finiteness, the counts), then assigned, so that a state
+        that is refused leaves the accountant as it was."""
+        def bad(what):
+            return ValueError(f"load_state_dict: {what}")
+
+        if not isinstance(state, dict):
+            raise bad(f"expected the dict state_dict() returns, got {type(state).__name__}")
+        keys = ("settings", "parameter_count", "num_examples", "steps", "seconds", "private_dims", "trace",
+                "spectral", "times_sampled", "labels", "private_dims_label", "snapshots", "generator")
+        missing = [k for k in keys if k not in state]
+        if missing:
+            raise bad(f"the state lacks {', '.join(map(repr, missing))} (not a state_dict() of this version)")
+        if state["settings"] != self.settings:
+            raise bad(f"the state was saved with settings {state['settings']!r}, this accountant has {self.settings!r}")
+        if state["parameter_count"] != self.parameter_count:
+            raise bad(f"the state was saved for a model with {state['parameter_count']!r} trained parameters, this "
+                      f"model has {self.parameter_count}")
+        try:
+            num_examples = None if state["num_examples"] is None else _count("num_examples", state["num_examples"], 1)
+            steps = _count("steps", state["steps"], 0)
+            private_dims = None if state["private_dims"] is None else _count("private_dims", state["private_dims"], 1)
+            label_dims = None if state["private_dims_label"] is None else \
+                _count("private_dims_label", state["private_dims_label"], 1)
+            seconds = float(state["seconds"])
+        except (ValueError, TypeError) as error:
+            raise bad(str(error)) from error
+        sums = {}
+        for key in ("trace", "spectral", "times_sampled", "labels"):
+            value = state[key]
+            if not isinstance(value, torch.Tensor) or value.dtype != torch.float64 or value.dim() != 1:
+                raise bad(f"'{key}' must be a 1-d float64 tensor, got "
+                          f"{type(value).__name__ if not isinstance(value, torch.Tensor) else value.dtype}")
+            sums[key] = value
+        size = sums["trace"].numel()
+        if any(v.numel() != size for v in sums.values()):
+            raise bad("'trace', 'spectral', 'times_sampled' and 'labels' must have one entry per example each")
+        for key in ("trace", "spectral", "times_sampled"):
+            if not bool(torch.isfinite(sums[key]).all()) or bool((sums[key] < 0).any()):
+                raise bad(f"'{key}' holds a negative or non-finite value: sums of squares and counts are >= 0")
+        if bool((sums["times_sampled"] != sums["times_sampled"].round()).any()):
+            raise bad("'times_sampled' holds a value that is not a whole count")
+        if num_examples is not None and size > num_examples:
+            raise bad(f"{size} per-example sums for num_examples = {num_examples}")
+        if not isinstance(state["snapshots"], list) or any(
+                not isinstance(s, dict) or not {"step", "trace", "spectral", "times_sampled"} <= set(s)
+                for s in state["snapshots"]):
+            raise bad("'snapshots' must be a list of the snapshots record() keeps")
+        generator = None
         if state["generator"] is not None:
             device, dtype = self._device_and_dtype()
-            self._generator = self._new_generator(device, dtype)
-            numpy = isinstance(self._generator, np.random.Generator)
+            generator = self._new_generator(device, dtype)
+            numpy = isinstance(generator, np.random.Generator)
             if numpy != isinstance(state["generator"], dict):
-                raise ValueError("load_state_dict: the probes' generator was saved with the model "
-                                 f"{'on another device or in another dtype' if numpy else 'on the CPU in float64'}; "
-                                 f"the model is now on {device} in {dtype}")
-            if numpy:
-                self._generator.bit_generator.state = state["generator"]
-            else:
-                self._generator.set_state(state["generator"])
+                raise bad("the probes' generator was saved with the model "
+                          f"{'on another device or in another dtype' if numpy else 'on the CPU in float64'}; "
+                          f"the model is now on {device} in {dtype}")
+            try:
+                if numpy:
+                    generator.bit_generator.state = state["generator"]
+                else:
+                    generator.set_state(state["generator"])
+            except (ValueError, TypeError, RuntimeError) as error:
+                raise bad(f"the probes' generator state is not one: {error}") from error
+        # Everything checked: assign.
+        self.num_examples, self.steps, self.private_dims, self.seconds = num_examples, steps, private_dims, seconds
+        self._trace, self._spectral = sums["trace"].clone(), sums["spectral"].clone()
+        self._sampled, self._labels = sums["times_sampled"].clone(), sums["labels"].clone()
+        self.private_dims_label = label_dims
+        self.snapshots = [dict(s) for s in state["snapshots"]]
+        self._generator = generator
 
     # ---- output -------------------------------------------------------------------------------
     def record(self, *, test_accuracy=None, train_accuracy=None):

@@ -19,7 +19,7 @@ import warnings
 import torch
 import torch.nn.functional as F
 
-from .accountant import CLIPPINGS, FilAccountant, _choice, _positive
+from .accountant import CLIPPINGS, NOISE_SCALE_RANGE, FilAccountant, _choice, _count, _positive
 from .capture import LoopCapture, per_example_blocks
 from .checks import GRAPH_CAVEAT, RANDOM_REFUSAL, Deferred, LoopMismatch
 from .functional import hard_clip_factor, soft_clip_factor
@@ -359,8 +359,14 @@ def make_private(module, optimizer, data_loader, *, noise_multiplier, max_grad_n
     not used with account=False. accountant_options go to FilAccountant (trace, probes, spectral,
     private, ...). An empty Poisson batch is yielded as tensors with no rows; optimizer.step()
     then releases noise alone."""
-    _positive("noise_multiplier", noise_multiplier)
-    _positive("max_grad_norm", max_grad_norm)
+    noise_multiplier = _positive("noise_multiplier", noise_multiplier)
+    max_grad_norm = _positive("max_grad_norm", max_grad_norm)
+    low, high = NOISE_SCALE_RANGE
+    if not low <= noise_multiplier * max_grad_norm <= high:
+        raise ValueError(f"max_grad_norm = {max_grad_norm!r} and noise_multiplier = {noise_multiplier!r}: the noise's "
+                         f"standard deviation sigma C = {noise_multiplier * max_grad_norm:.3g} must lie in "
+                         f"[{low:g}, {high:g}]")
+    seed = _count("seed", seed, 0, 2 ** 63 - 3)  # (seed + 1 and seed + 2 seed the noise and the probes)
     _choice("clipping", clipping, CLIPPINGS)
     _choice("loss_reduction", loss_reduction, REDUCTIONS)
     if not isinstance(module, torch.nn.Module):
