@@ -153,3 +153,53 @@ def test_the_memory_budget_counts_the_activations_and_refuses_a_lane_over_it():
                          memory_budget=2 ** 20)
     with pytest.raises(ValueError, match=r"memory_budget = 1.0 MiB: one example's accounting needs about 4.5 MiB"):
         tiny.step(x, y, range(6))
+
+
+class Recurrent(nn.Module):
+    def __init__(self, cell):
+        super().__init__()
+        torch.manual_seed(0)
+        self.cell = cell
+        self.recurrent = None if cell else nn.LSTM(3, 4, batch_first=True)
+        self.lstm_cell = nn.LSTMCell(3, 4) if cell else None
+        self.head = nn.Linear(4, 2)
+        self.double()
+
+    def forward(self, x):
+        if not self.cell:
+            return self.head(self.recurrent(x)[0][:, -1])
+        h = c = x.new_zeros(x.shape[0], 4)
+        for t in range(x.shape[1]):
+            h, c = self.lstm_cell(x[:, t], (h, c))
+        return self.head(h)
+
+
+def test_recurrent_layers_are_refused_with_the_reason():
+    with pytest.raises(ValueError, match=r"layer 'recurrent' \(LSTM\): recurrent layers run as one fused kernel"):
+        accountant_of(Recurrent(cell=False))
+    acc = accountant_of(Recurrent(cell=True))
+    try:
+        acc.step(torch.rand(2, 5, 3, dtype=torch.float64), torch.tensor([0, 1]), [0, 1])
+    except LoopMismatch as error:  # PyTorch 1.13's vmap cannot batch the cell's fused kernel: said so
+        assert "an operation that vmap cannot take example by example" in str(error)
+
+
+def accountant_of(model, **options):
+    return FilAccountant(model, loss_fn=F.cross_entropy, clip_norm=1.0, noise_multiplier=1.0, sample_rate=0.5,
+                         **options)
+
+
+def test_a_loss_that_fails_is_said_with_what_it_was_given():
+    acc = accountant()
+    with pytest.raises(ValueError, match=r"loss_fn failed on the batch's outputs \(2, 2\) and targets \(2,\) "
+                                         r"torch.int64, from 0 to 7: Target 7 is out of bounds"):
+        acc.step(X, torch.tensor([0, 7]), [0, 1])
+
+
+def test_string_labels_in_write_summary_are_refused_naming_class_names(tmp_path):
+    pytest.importorskip("filkit._filkit")
+    acc = accountant()
+    acc.step(X, Y, [0, 1])
+    with pytest.raises(ValueError, match="labels: expected numeric class indices .* got <U1 .* class_names="):
+        acc.write_summary(str(tmp_path / "a.json"), str(tmp_path / "a.csv"), labels=np.array(["a", "b"]))
+    assert not (tmp_path / "a.json").exists()

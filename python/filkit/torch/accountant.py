@@ -21,7 +21,7 @@ from .functional import (SOFT_CLIP_NORM_BOUND, BatchedClippedGradients, ClippedG
 from .layers import check_module
 from .loss import REDUCTIONS, ExpandedLoss, LossExpansion
 from .checks import (AccountedBatch, Deferred, LoopMismatch, check_output_gradient, paused,
-                     random_operations_refused, refuse_nonfinite)
+                     vmap_refusals, refuse_nonfinite)
 
 CLIPPINGS = ("smooth", "hard")
 TRACES = ("gaussian", "exact")
@@ -336,7 +336,7 @@ class FilAccountant:
         spectral = torch.zeros(batch, dtype=torch.float64)
         clipped = torch.zeros(p, dtype=dtype, device=device) if sums else None
         unclipped = torch.zeros(p, dtype=dtype, device=device) if sums else None
-        with paused(self.model), random_operations_refused(step):
+        with paused(self.model), vmap_refusals(step):
             for start in range(0, batch, examples):
                 rows = slice(start, min(batch, start + examples))
                 z, y = Z[rows], expansion.rows(rows)

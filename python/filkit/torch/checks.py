@@ -131,15 +131,20 @@ RANDOM_REFUSAL = ("step {step}: the model's forward draws random numbers ({detai
 
 
 @contextlib.contextmanager
-def random_operations_refused(step):
-    """functorch's vmap refuses random operations (its default randomness='error'): that refusal,
-    as what it means for the accounting."""
+def vmap_refusals(step):
+    """functorch's vmap refuses random operations (its default randomness='error') and operations it
+    has no batching rule for: those refusals, as what they mean for the accounting."""
     try:
         yield
     except RuntimeError as error:
-        if "random operation" not in str(error):
-            raise
-        raise LoopMismatch(RANDOM_REFUSAL.format(step=step, detail="vmap refused a random operation")) from error
+        if "random operation" in str(error):
+            raise LoopMismatch(RANDOM_REFUSAL.format(step=step, detail="vmap refused a random operation")) from error
+        if "Batching rule not implemented" in str(error):
+            raise LoopMismatch(f"step {step}: the model uses an operation that vmap cannot take example by example "
+                               f"({error}); the accountant needs each example's gradient as a function of the "
+                               "example: write that part from operations vmap batches (nn.Linear, convolutions, "
+                               "elementwise functions)") from error
+        raise
 
 
 # Autograd nodes by name (PyTorch 1.13 to 2.x): random ones, whose Jacobian is a random function of

@@ -39,6 +39,12 @@ def check_module(model, accounting=True):
                              "statistics), so its per-example gradient and Fisher information are not defined; use "
                              "GroupNorm or LayerNorm (Opacus refuses it too), or call .eval() on it to normalise "
                              "with its fixed running statistics")
+        if isinstance(module, nn.RNNBase):
+            raise ValueError(f"{_describe(name, module)}: recurrent layers run as one fused kernel over the "
+                             "sequence, which vmap cannot take example by example (neither for per-example "
+                             "gradients nor their Jacobians); write the recurrence from nn.Linear layers and "
+                             "elementwise gates in a loop over the sequence (PyTorch 1.13's vmap cannot batch "
+                             "nn.LSTMCell's fused kernel either)")
         if accounting and isinstance(module, DROPOUT) and module.training and module.p > 0:
             raise ValueError(f"{_describe(name, module)}: dropout in train mode makes the released gradient a "
                              "random function of the example; call .eval() on it, remove it, or set p = 0")

@@ -40,6 +40,20 @@ def _tolerance(dtype):
     return 1e-9 if dtype == torch.float64 else 2e-4
 
 
+def _call(loss_fn, outputs, targets):
+    """loss_fn(outputs, targets), its failure said as what it was given (the targets' range too)."""
+    try:
+        return loss_fn(outputs, targets)
+    except (RuntimeError, IndexError, ValueError, TypeError) as error:
+        seen = ""
+        if isinstance(targets, torch.Tensor) and targets.numel() and not targets.dtype.is_floating_point:
+            seen = f", from {int(targets.min())} to {int(targets.max())}"
+        what = f"{tuple(targets.shape)} {targets.dtype}{seen}" if isinstance(targets, torch.Tensor) else \
+            type(targets).__name__
+        raise LossError(f"loss_fn failed on the batch's outputs {tuple(outputs.shape)} and targets {what}: "
+                        f"{error}") from error
+
+
 class LossExpansion:
     """The per-example terms' derivatives at a batch's outputs: `data` is the tuple of batched
     tensors (o_b, g_b, H_b[, M_b, y_b]) that ExpandedLoss takes per example; `gradient` is
@@ -59,7 +73,7 @@ class LossExpansion:
         scale = self.scale
         label = None if onehot is None else onehot.detach().clone().requires_grad_(True)
         with torch.enable_grad():
-            L = loss_fn(o.view(outputs.shape), targets if label is None else label)
+            L = _call(loss_fn, o.view(outputs.shape), targets if label is None else label)
             if not isinstance(L, torch.Tensor) or L.numel() != 1:
                 raise LossError(f"loss_fn returned {type(L).__name__}"
                                 f"{'' if not isinstance(L, torch.Tensor) else ' of shape ' + str(tuple(L.shape))}: "
@@ -117,7 +131,7 @@ class LossExpansion:
         """Example b's term alone (a batch of one) must have the gradient s dL/do_b."""
         o = outputs.detach()[b:b + 1].clone().requires_grad_(True)
         with torch.enable_grad():
-            alone = loss_fn(o, targets[b:b + 1] if label is None else label.detach()[b:b + 1])
+            alone = _call(loss_fn, o, targets[b:b + 1] if label is None else label.detach()[b:b + 1])
             got, = torch.autograd.grad(alone.reshape(()), o, allow_unused=True)
         got = torch.zeros_like(o) if got is None else got
         want = self.gradient[b]

@@ -184,7 +184,11 @@ def _refuse_nonfinite(accountant, snapshots):
 def _checked_labels(accountant, labels, class_names):
     if labels is None:
         labels = accountant.labels()
-    labels = np.asarray(labels.detach().cpu() if isinstance(labels, torch.Tensor) else labels, dtype=float)
+    raw = np.asarray(labels.detach().cpu() if isinstance(labels, torch.Tensor) else labels)
+    if raw.dtype.kind not in "biuf":
+        raise ValueError(f"labels: expected numeric class indices (one per example), got {raw.dtype} values such as "
+                         f"{raw.reshape(-1)[:1].tolist()}; give the classes' names as class_names=, label k's at k")
+    labels = raw.astype(float)
     if labels.shape != (accountant.n,):
         raise ValueError(f"labels: expected {accountant.n} labels (one per example), got shape {labels.shape}")
     if np.isinf(labels).any():
