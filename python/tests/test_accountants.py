@@ -215,3 +215,12 @@ def test_bad_inputs_raise_value_error_naming_the_keyword(make, call, keyword):
 def test_bad_settings_raise_value_error_naming_the_keyword(make, keyword):
     with pytest.raises(ValueError, match=keyword):
         make()
+
+
+def test_pld_at_a_huge_step_count_is_refused_by_its_grid_not_crashed():
+    """Issue 50: PldAccountant.step(1.0, 0.01, 10**17) crashed (SIGSEGV) when epsilon was asked."""
+    for steps in (2 * 10 ** 15, 10 ** 17, 2 ** 63 - 1):
+        accountant = filkit.PldAccountant()
+        accountant.step(1.0, 0.01, steps)
+        with pytest.raises(ValueError, match="grid points"):
+            accountant.epsilon(1e-5)

@@ -273,6 +273,17 @@ DiscretePld self_compose(const DiscretePld& a, std::int64_t k, double truncation
     high = std::min(high, (kk * log_mgf(rate) + c) / rate);
     low = std::max(low, (-c - kk * log_mgf(-rate)) / rate);
   }
+  // At a huge k (2e15 steps) k log M(l) loses every digit to round-off and the bounds above can
+  // cross or collapse to a point (whose one-point FFT crashed). A window narrower than 2 standard
+  // deviations of S, or not finite, is widened to hold mean +- z sd, z = sqrt(2 c) + 1 (a Gaussian
+  // tail of truncation_mass / 2, and a margin): a wider window only costs grid points (the mass
+  // outside it is still counted as above), and the grid check below refuses one too wide.
+  const double sd = std::sqrt(std::max(square - mean * mean, 0.0) * kk);
+  if (!std::isfinite(high) || !std::isfinite(low) || high - low < 2 * sd) {
+    const double z = std::sqrt(2 * c) + 1;
+    high = std::isfinite(high) ? std::max(high, std::min(last, mean * kk + z * sd)) : last;
+    low = std::isfinite(low) ? std::max(0.0, std::min(low, mean * kk - z * sd)) : 0.0;
+  }
   high = std::ceil(high);
   low = std::min(std::floor(low), high);
   if (!(high - low < static_cast<double>(kMaxGridPoints))) {
@@ -281,7 +292,7 @@ DiscretePld self_compose(const DiscretePld& a, std::int64_t k, double truncation
                                 "); use a coarser discretization");
   }
   const auto width = static_cast<std::size_t>(high - low) + 1;
-  std::size_t size = 1;
+  std::size_t size = 2;  // (Eigen's FFT of one point is not one)
   while (size < width) size *= 2;
   // DFT of p at `size` points (p folded modulo size where longer), raised to the k-th power: the
   // DFT of the distribution of S modulo size. Outside the window S aliases into it: mass below

@@ -15,6 +15,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <numbers>
 #include <string>
@@ -246,6 +247,24 @@ TEST(PrivacyAccountant, NoiseMultiplierForTargetEpsilon) {
   options.q = 0.01;
   options.steps = 1000;
   EXPECT_NEAR(noise_multiplier_for_epsilon(options).noise_multiplier, sigma_rdp, 1e-12);
+}
+
+// Issue 50: from about 2e15 steps the Chernoff window lost every digit to round-off and
+// collapsed to one point, whose FFT crashed (SIGSEGV); every count up to the largest is now
+// refused by the grid check with the points it would need.
+TEST(PldAccountant, HugeStepCountsAreRefusedByTheGridCheckNotCrashed) {
+  for (std::int64_t steps : {std::int64_t{1'000'000'000'000'000}, std::int64_t{2'000'000'000'000'000},
+                             std::int64_t{100'000'000'000'000'000}, std::numeric_limits<std::int64_t>::max()}) {
+    PldAccountant accountant;
+    accountant.step(1.0, 0.01, steps);
+    expect_invalid_argument_naming([&] { accountant.epsilon(1e-5); }, "grid points (at most");
+  }
+  PldAccountant moderate;  // the window's widening leaves ordinary counts as they were
+  moderate.step(1.0, 0.01, 1000);
+  RdpAccountant rdp;
+  rdp.step(1.0, 0.01, 1000);
+  EXPECT_LT(moderate.epsilon(1e-5), rdp.epsilon(1e-5));
+  EXPECT_GT(moderate.epsilon(1e-5), 1.5);
 }
 
 TEST(PrivacyAccountant, BadInputsNameTheValue) {
