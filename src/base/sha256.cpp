@@ -3,6 +3,7 @@
 #include <array>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 #include <vector>
@@ -102,6 +103,11 @@ std::string sha256_hex(std::string_view bytes) {
 }
 
 std::string file_sha256_hex(const std::string& path) {
+  // A regular file only (links followed): a device or FIFO (a link to /dev/zero) would be read for ever.
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error))
+    throw std::invalid_argument("'" + path + "' is not a regular file (a device, a FIFO, a directory or missing): "
+                                "it cannot be hashed");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::invalid_argument("cannot open '" + path + "' for reading");
   Sha256 hash;

@@ -79,6 +79,17 @@ ShadowModelStore::ShadowModelStore(const std::string& directory, const std::stri
     refuse("lacks its \"candidates\", \"row_hashes\" (one per candidate) or \"parameters\"");
   if (!std::filesystem::exists(npy_file))
     refuse("lists " + std::to_string(rows.size()) + " shadow models, and '" + npy_file + "', which holds them, is missing");
+  // Sizes before anything is read or hashed: a regular file (a link to /dev/zero was hashed for
+  // ever) no larger than the array the JSON records, with its header, and within max_memory.
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(npy_file, error))
+    refuse("lists its shadow models in '" + npy_file + "', which is not a regular file (a device, a FIFO or a directory)");
+  const auto npy_bytes = std::filesystem::file_size(npy_file, error);
+  const double expected = static_cast<double>(rows.size()) * static_cast<double>(stored["parameters"].get<Index>()) * 8.0;
+  if (error || static_cast<double>(npy_bytes) > expected + 65536.0 || npy_bytes > max_memory.bytes)
+    refuse("records " + std::to_string(rows.size()) + " shadow models, and '" + npy_file + "' holds " +
+           std::to_string(npy_bytes) + " bytes, more than their " + std::to_string(static_cast<std::uint64_t>(expected)) +
+           " bytes and an npy header (or than --max-memory): remove both to train the models again");
   if (file_sha256_hex(npy_file) != stored.value("npy_sha256", ""))
     refuse("and '" + npy_file + "' do not belong together (the .npy's SHA-256 is not the one recorded): a save was "
            "interrupted between the two files, or one was replaced; remove both to train the models again");

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -27,7 +28,12 @@ TEST(Sha256, OfAFileReadInPiecesIsThatOfItsBytes) {
   for (long long k = 0; k < 3000000; ++k) bytes += static_cast<char>(k * 7919 % 251);  // over two 1 MiB pieces
   std::ofstream(path, std::ios::binary) << bytes;
   EXPECT_EQ(file_sha256_hex(path), sha256_hex(bytes));
-  EXPECT_INVALID_ARGUMENT(file_sha256_hex(dir.file("missing")), "cannot open", "missing");
+  EXPECT_INVALID_ARGUMENT(file_sha256_hex(dir.file("missing")), "missing' is not a regular file");
+  // A device (here through a link, as a hostile store would give it) is refused, not read for ever.
+  std::filesystem::create_symlink("/dev/zero", dir.file("zero"));
+  EXPECT_INVALID_ARGUMENT(file_sha256_hex(dir.file("zero")), "zero' is not a regular file");
+  std::filesystem::create_directory(dir.file("sub"));
+  EXPECT_INVALID_ARGUMENT(file_sha256_hex(dir.file("sub")), "sub' is not a regular file");
 }
 
 }  // namespace

@@ -173,8 +173,17 @@ TEST(LearnedAttackJob, RefusesAShadowModelStoreItCannotUseNamingWhy) {
   other_lambda.training.gradient_model.lambda = 10.0;
   EXPECT_EQ(run_learned_attack(other_lambda).to_json()["methods"]["dpsgd"]["shadow_models_loaded"], 30);
 
-  // A .npy that is not the one the JSON records (a save cut between the two files).
+  // Sizes before anything is read or hashed (issue 50: a link to /dev/zero was hashed for ever):
+  // a .npy that is a device, or larger than the array the JSON records.
   const std::string npy = dir.file("store/dpsgd.npy");
+  std::filesystem::rename(npy, dir.file("store/kept.npy"));
+  std::filesystem::create_symlink("/dev/zero", npy);
+  EXPECT_THROW_NAMING(run_learned_attack(options), DataError, "store/dpsgd.npy', which is not a regular file");
+  std::filesystem::remove(npy);
+  std::filesystem::copy_file(dir.file("store/kept.npy"), npy);
+  std::ofstream(npy, std::ios::binary | std::ios::app) << std::string(70000, 'x');
+  EXPECT_THROW_NAMING(run_learned_attack(options), DataError, "records 30 shadow models", "more than their 31200 bytes");
+  // A .npy that is not the one the JSON records (a save cut between the two files).
   const std::string bytes = npy_bytes(RowMatrix::Zero(30, 130));
   std::ofstream(npy, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   EXPECT_THROW_NAMING(run_learned_attack(options), DataError, "store/dpsgd.json' and '", "do not belong together");
