@@ -27,7 +27,9 @@ void DpSgdOptions::validate() const {
   require_in_interval("adam_beta1", adam_beta1, 0.0, End::kClosed, 1.0, End::kOpen);
   require_in_interval("adam_beta2", adam_beta2, 0.0, End::kClosed, 1.0, End::kOpen);
   require_positive("adam_epsilon", adam_epsilon);
-  require_non_negative("adam_bias_correction_offset", adam_bias_correction_offset);
+  // Added to the step count (itself below 2^63): beyond 10^15 the corrections 1 - beta^t are 1 to
+  // double precision for any beta < 1 - 1e-13, and 2^63 - 1 overflowed the sum (issue 50).
+  require_in_range("adam_bias_correction_offset", adam_bias_correction_offset, 0, 1000000000000000LL);
   require_non_negative("checkpoint_every", checkpoint_every);
   require_non_negative("stop_after", stop_after);
   if (checkpoint_path == kStandardOutput) option_error("checkpoint", "-", "must name a file: the state is read back");

@@ -126,13 +126,15 @@ std::string build_report(const std::string& directory, const FormedOutputs& form
 
 }  // namespace
 
-void check_output_paths(const JobOutputs& outputs) {
+void check_output_paths(const JobOutputs& outputs, const std::vector<std::pair<std::string, std::string>>& kept) {
   if (!outputs.out.empty()) check_output_path("out", outputs.out);
   if (!outputs.json.empty()) check_output_path("json", outputs.json);
   for (const auto& [name, path] : outputs.extra)
     if (!path.empty()) check_output_path(name, path);
   check_report_directory(outputs.report);
-  std::vector<std::pair<std::string, std::string>> named = {{"out", outputs.out}, {"json", outputs.json}};
+  std::vector<std::pair<std::string, std::string>> named = kept;
+  named.emplace_back("out", outputs.out);
+  named.emplace_back("json", outputs.json);
   for (const auto& [name, path] : outputs.extra) named.emplace_back(name, path);
   check_distinct_outputs(named);
 }

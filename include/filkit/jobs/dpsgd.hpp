@@ -135,6 +135,8 @@ struct DpSgdJob {
       "Per-example CSV, one row per (snapshot, example): step, epoch, index, label, times sampled, eta, dfil, MSE "
       "bounds, Fisher trace and its standard error; with --runs R > 1 each run's trace (fisher_trace_run0 ..). Empty "
       "cells: eta and its bound when not computed (--spectral none), the bounds of an example never sampled";
+  /// The resume file, which no output may be (run_job checks).
+  static std::string checkpoint(const Options& options) { return options.dpsgd.checkpoint_path; }
   static std::vector<ExtraOutput> extra_outputs() {
     return {{"models_out",
              "CSV of the trained models, one row per run: run, then w0..w{p-1}: " + std::string(kModelParameterLayout)}};

@@ -95,7 +95,10 @@ struct JobOutputs {
 /// Fails before any work when an output cannot be written (check_output_path: a directory, a
 /// missing or unwritable directory; "-" and devices pass), so that a long run never ends at an
 /// unwritable path. Throws std::invalid_argument naming the option and path.
-void check_output_paths(const JobOutputs& outputs);
+/// `kept`: files the job itself writes and keeps apart from its outputs (a resume file, as
+/// {"checkpoint", path}): no output may be one of them.
+void check_output_paths(const JobOutputs& outputs,
+                        const std::vector<std::pair<std::string, std::string>>& kept = {});
 
 /// Writes every requested output of `result` as a set (write_output_files): all contents are
 /// formed first, then written to synced temporaries (or through, for "-", devices, FIFOs and
@@ -127,7 +130,12 @@ auto run_job(const typename Job::Options& options, const JobOutputs& outputs = {
   }
   options.validate();
   check_ranks_agree(Job::name, settings_json(options), comm);
-  if (comm.is_root()) check_output_paths(outputs);
+  if (comm.is_root()) {
+    // An output that is the resume file would be removed with it once the run ends (issue 50).
+    std::vector<std::pair<std::string, std::string>> kept;
+    if constexpr (requires { Job::checkpoint(options); }) kept.emplace_back("checkpoint", Job::checkpoint(options));
+    check_output_paths(outputs, kept);
+  }
   // A job whose work depends on the outputs asked for (the accountant's report curves) sees them.
   auto result = [&] {
     if constexpr (requires { Job::run(options, true, outputs); }) return Job::run(options, !quiet, outputs);

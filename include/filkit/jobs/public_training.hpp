@@ -117,6 +117,8 @@ struct PublicTrainingJob {
   static constexpr const char* out_help =
       "Per-example CSV, one row per (method, private example): method (1 dpsgd, 2 prune, 3 fim), index, label, times "
       "sampled, dfil, 1/dfil^2, fisher_trace";
+  /// The resume file, which no output may be (run_job checks).
+  static std::string checkpoint(const Options& options) { return options.training.private_phase.checkpoint_path; }
   static std::vector<ExtraOutput> extra_outputs() {
     return {{"models_out",
              "CSV of the trained models, one row per (method, run): method (-1 the pre-trained model every method "
