@@ -41,7 +41,7 @@ void DpSgdOptions::validate() const {
   require_non_negative("init_scale", init_scale);
   if (kappa_delta) require_in_interval("kappa_delta", *kappa_delta, 0.0, End::kOpen, 1.0, End::kOpen);
   require_in_interval("rdp_delta", rdp_delta, 0.0, End::kOpen, 1.0, End::kOpen);
-  require_positive("discretization", discretization);
+  PldSettings{.discretization = discretization}.validate();  // the PLD accountant's one rule
   // Each probe is a draw per example and step (and, with the samples kept for the standard error,
   // memory): beyond 10^6 the estimate's error, falling as 1/sqrt(probes), gains nothing.
   if (probes) require_in_range("probes", *probes, 1, 1000000);

@@ -26,9 +26,12 @@ constexpr std::size_t kDirectConvolutionBelow = 64;
 // Entries of an FFT convolution below this many times its round-off scale count as round-off.
 constexpr double kNoiseFloor = 2.0;
 
-// log(1 - q + q e^u), without cancellation for u of either sign.
+// log(1 - q + q e^u), without cancellation for u of either sign: log1p(q expm1(u)) wherever
+// expm1(u) is finite (for u > 0 the form u + log(q + (1 - q) e^-u) cancelled to round-off, even
+// below 0, when q e^u is far below 1: q = 1e-19 put the grid's top loss below 0 and a third of P's
+// mass at an infinite loss, eps = inf; issue 50).
 double log_mixture_ratio(double q, double u) {
-  if (u > 0) return u + std::log(q + (1 - q) * std::exp(-u));
+  if (u > 700) return u + std::log(q + (1 - q) * std::exp(-u));  // q e^u >> e^-u: no cancellation
   return std::log1p(q * std::expm1(u));
 }
 
@@ -148,7 +151,7 @@ void truncate_tails(DiscretePld& pld, double tail_mass, double noise) {
 }  // namespace
 
 void PldSettings::validate() const {
-  require_positive("discretization", discretization);
+  require_in_interval("discretization", discretization, 0.0, End::kOpen, kMaxDiscretization, End::kClosed);
   require_in_interval("truncation_mass", truncation_mass, 0.0, End::kOpen, 1.0, End::kOpen);
 }
 

@@ -167,7 +167,7 @@ TEST(OptionErrors, TheCommandLineSpellsOptionsAsFlagsAndExitsByKind) {
       {"fim -q --lambda-min 2 --lambda 1", "filkit: error: --lambda-min = 2: must lie in [0, --lambda = 1]\n", 64},
       {"learned-attack -q --fixed-size 0", "filkit: error: --fixed-size = 0: must be >= 1\n", 64},
       {"accountant -q --sample-rate 0.01 --noise-multiplier 1 --steps 10 --discretization 0",
-       "filkit: error: --discretization = 0: must be > 0\n", 64},
+       "filkit: error: --discretization = 0: must lie in (0, 1]\n", 64},
       {"accountant -q --sample-rate 0.01 --steps 10", "filkit: error: --noise-multiplier: is required (or --target-eps to solve "
                                            "for it)\n", 64},
       {"report --input x.json --report r --reload-timeout 0", "filkit: error: --reload-timeout = 0: must be > 0\n", 64},

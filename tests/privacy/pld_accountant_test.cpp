@@ -267,6 +267,22 @@ TEST(PldAccountant, HugeStepCountsAreRefusedByTheGridCheckNotCrashed) {
   EXPECT_GT(moderate.epsilon(1e-5), 1.5);
 }
 
+// Issue 50: at q = 1e-19 (or 1e-300) log(1 - q + q e^u) cancelled to round-off below 0 at the top
+// of the grid, putting a third of P's mass at an infinite loss (eps = inf), while 1e-17 gave 0.
+TEST(PldAccountant, TinySampleRatesGiveTheSmallEpsilonOfAlmostNoSampling) {
+  for (double q : {1e-300, 1e-19, 1e-17, 1e-12}) {
+    PldAccountant accountant;
+    accountant.step(1.0, q, 1000);
+    RdpAccountant rdp;
+    rdp.step(1.0, q, 1000);
+    const double eps = accountant.epsilon(1e-5);
+    EXPECT_GE(eps, 0.0) << q;
+    EXPECT_LT(eps, 1e-3) << q;  // at most a grid step or two (h = 1e-4 per step, losses of order q)
+    EXPECT_LE(eps, rdp.epsilon(1e-5)) << q;
+    EXPECT_LT(accountant.composed(PldDirection::kRemove).infinity_mass, 1e-12) << q;
+  }
+}
+
 TEST(PrivacyAccountant, BadInputsNameTheValue) {
   for (AccountantKind kind : {AccountantKind::kRdp, AccountantKind::kPld}) {
     auto make = [&]() -> std::unique_ptr<PrivacyAccountant> {
@@ -285,6 +301,9 @@ TEST(PrivacyAccountant, BadInputsNameTheValue) {
   }
   expect_invalid_argument_naming([] { PldAccountant(Sampling::kPoisson, {0.0}); }, "discretization = 0");
   expect_invalid_argument_naming([] { PldAccountant(Sampling::kPoisson, {-1e-4}); }, "discretization = -0.0001");
+  // A grid coarser than a nat rounds every loss up by up to h: 1000 reported eps = inf (issue 50).
+  expect_invalid_argument_naming([] { PldAccountant(Sampling::kPoisson, {1000.0}); }, "discretization = 1000");
+  expect_invalid_argument_naming([] { PldAccountant(Sampling::kPoisson, {1e300}); }, "discretization = 1e+300");
   expect_invalid_argument_naming([] { PldAccountant(Sampling::kPoisson, {1e-4, 0.0}); }, "truncation_mass = 0");
   RdpAccountant rdp;
   expect_invalid_argument_naming([&] { PldAccountant().load_state_dict(rdp.state_dict()); }, "\"pld\"");

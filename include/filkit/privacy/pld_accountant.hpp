@@ -73,8 +73,12 @@ enum class PldDirection { kRemove, kAdd };
 
 /// Discretisation settings: both > 0, truncation_mass < 1. Defaults as dp_accounting's
 /// PLDAccountant (interval 1e-4) and its tail truncation (1e-15).
+/// The coarsest loss grid: every step's loss is rounded up by up to h, so beyond a nat eps is the
+/// grid's rather than the mechanism's (1000 reported eps = inf).
+inline constexpr double kMaxDiscretization = 1.0;
+
 struct PldSettings {
-  double discretization = 1e-4;     ///< h, the loss grid's spacing
+  double discretization = 1e-4;     ///< h, the loss grid's spacing, in (0, kMaxDiscretization]
   double truncation_mass = 1e-15;   ///< tail mass cut (pessimistically) per discretisation / convolution
   void validate() const;            ///< throws std::invalid_argument naming the field
 };
@@ -83,7 +87,7 @@ struct PldSettings {
 /// training jobs' `--discretization`).
 inline constexpr const char* kDiscretizationHelp =
     "PLD accountant: spacing h of the privacy loss grid (pessimistic rounding: eps is an upper bound, within steps "
-    "x h of the exact one and usually far closer), > 0";
+    "x h of the exact one and usually far closer), in (0, 1]";
 
 /// The pessimistic connect-the-dots PLD of one step of the Gaussian mechanism with noise s per
 /// unit of sensitivity, Poisson subsampled with rate q, in one direction. q in (0, 1], s > 0.
