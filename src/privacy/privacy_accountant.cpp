@@ -153,7 +153,14 @@ double noise_multiplier_for_epsilon(const std::function<std::unique_ptr<PrivacyA
   const auto eps_of = [&](double sigma) {
     std::unique_ptr<PrivacyAccountant> accountant = make();
     accountant->step(sigma, sample_rate, steps);
-    return accountant->epsilon(delta);
+    try {
+      return accountant->epsilon(delta);
+    } catch (const std::invalid_argument& error) {  // a PLD grid too large for so little noise (issue 50)
+      throw std::invalid_argument("the noise search for target_eps = " + shown_value(target_eps) + " reached noise "
+                                  "multiplier " + shown_value(sigma) + ", which the accountant cannot evaluate (" +
+                                  error.what() + "): a target this large needs less noise than its grid resolves; "
+                                  "use the RDP accountant, or a coarser discretization");
+    }
   };
   return search_noise_multiplier(eps_of, target_eps, max_noise_multiplier, eps_tolerance).noise_multiplier;
 }
