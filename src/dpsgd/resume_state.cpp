@@ -1,9 +1,11 @@
 #include "dpsgd/resume_state.hpp"
 
+#include "filkit/base/errors.hpp"
 #include "filkit/base/io.hpp"
 #include "filkit/data/dataset.hpp"
 
 #include "base/json_input.hpp"
+#include "base/parsing.hpp"
 #include "base/seeding.hpp"
 
 #include <zlib.h>
@@ -440,15 +442,18 @@ class StateReader {
   const ExpectedState& expected_;
 };
 
-/// The bytes at `path`, or nullopt when there is no file.
-std::optional<std::string> read_if_present(const std::string& path) {
+/// The bytes at `path`, or nullopt when there is no file; within `budget` (its size checked before
+/// it is read: a 2 GB resume file was read whole under --max-memory 256M).
+std::optional<std::string> read_if_present(const std::string& path, ByteSize budget) {
   std::error_code error;
   if (std::filesystem::status(path, error).type() == std::filesystem::file_type::not_found) return std::nullopt;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("checkpoint " + path + ": exists but cannot be opened for reading");
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw std::runtime_error("checkpoint " + path + ": cannot be read");
-  return bytes;
+  try {
+    return read_file_bytes(path, budget);
+  } catch (const ResourceError&) {
+    throw;  // names the file, its size and the budget
+  } catch (const std::exception& failure) {
+    throw std::runtime_error("checkpoint " + path + ": exists but cannot be read (" + failure.what() + ")");
+  }
 }
 
 }  // namespace
@@ -492,7 +497,7 @@ void save_state(const std::string& path, const nlohmann::json& fingerprint, cons
 void refuse_checkpoint(const std::string& path, const std::string& problem) { refuse(path, problem); }
 
 std::optional<ResumeState> load_state(const std::string& path, const ExpectedState& expected) {
-  const std::optional<std::string> bytes = read_if_present(path);
+  const std::optional<std::string> bytes = read_if_present(path, expected.max_memory);
   if (!bytes) return std::nullopt;
   return StateReader(path, expected).read(parse_payload(payload_of(*bytes, path), path));
 }

@@ -77,6 +77,7 @@ struct ExpectedState {
   bool adam = false;               ///< Adam keeps a second moment and counts its steps
   bool spectral_computed = true;   ///< else the spectral sums hold NaN where sampled
   bool has_test = true;            ///< else every test accuracy is NaN
+  ByteSize max_memory = default_memory_budget();  ///< the resume file is read within it (issue 50)
 };
 
 /// Saves `state` to `path` (write_output_file: a regular file is replaced atomically).

@@ -213,6 +213,7 @@ ExpectedState expected_state(const Dataset& train, const Dataset& test, Index n,
     expected.fingerprint["torchscript_sha256"] = file_sha256_hex(options.network->torchscript);
   expected.runs = options.runs;
   expected.steps = options.steps;
+  expected.max_memory = options.max_memory;
   expected.n = n;
   expected.parameter_count = model.parameter_count();
   expected.snapshot_steps = steps;

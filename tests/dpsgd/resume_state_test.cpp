@@ -2,6 +2,7 @@
 // bit; every single-bit flip and every truncation is refused by the header and CRC32; a file with a
 // valid CRC32 but content that does not fit the job is refused naming the field. Refusals are
 // std::runtime_error naming the file and saying it may be deleted; none crashes or resumes.
+#include "filkit/base/errors.hpp"
 #include "filkit/dpsgd/training.hpp"
 
 #include "test_util.hpp"
@@ -201,6 +202,23 @@ TEST(ResumeState, EveryTruncationAndExtensionIsRefused) {
   other_version[8] = 6;
   write_file(job.options.checkpoint_path, other_version);
   EXPECT_NE(refusal([&] { job.run(); }).find("format version 6, this filkit reads version 5"), std::string::npos);
+}
+
+// Issue 50: a 2 GB resume file was read whole under --max-memory 256M. Its size is checked against
+// max_memory before it is read (a sparse file: nothing is written to the disk).
+TEST(ResumeState, AResumeFileLargerThanMaxMemoryIsRefusedBeforeItIsRead) {
+  const TempDir dir;
+  SmallJob job(dir.file("state"));
+  job.options.max_memory = ByteSize{1 << 20};
+  write_file(job.options.checkpoint_path, "");
+  std::filesystem::resize_file(job.options.checkpoint_path, std::uintmax_t{3} << 20);
+  try {
+    job.run();
+    ADD_FAILURE() << "a 3 MiB resume file under a 1 MiB budget was read";
+  } catch (const MemoryLimitError& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find("reading '" + job.options.checkpoint_path + "' needs 3.0 MiB"), std::string::npos) << message;
+  }
 }
 
 /// A valid CRC over content that does not fit the job: refused, naming `field`.
