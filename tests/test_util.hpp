@@ -6,6 +6,7 @@
 #include "filkit/data/load.hpp"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <omp.h>
 #include <zlib.h>
 
@@ -215,6 +216,27 @@ inline std::string little_endian(std::uint64_t value, int bytes) {
   std::string out;
   for (int k = 0; k < bytes; ++k) out += static_cast<char>(value >> (8 * k));
   return out;
+}
+
+// A resume file's frame, as src/dpsgd/resume_state.hpp documents it: magic (8 bytes), version (4),
+// payload length (8), CRC32 of the payload (4), then the CBOR payload.
+inline constexpr std::size_t kResumeHeaderSize = 24;
+
+/// The CBOR payload of a resume file's bytes.
+inline nlohmann::json resume_payload(const std::string& file) {
+  return nlohmann::json::from_cbor(file.substr(kResumeHeaderSize));
+}
+
+/// `original`'s magic and version around `cbor`, with the length and CRC32 a valid file has.
+inline std::string reframed_resume_file(const std::string& original, const std::string& cbor) {
+  const auto crc = crc32(0L, reinterpret_cast<const Bytef*>(cbor.data()), static_cast<uInt>(cbor.size()));
+  return original.substr(0, 12) + little_endian(cbor.size(), 8) + little_endian(crc, 4) + cbor;
+}
+
+/// A resume file with `payload` instead of its own, valid in every check but its content's.
+inline std::string with_resume_payload(const std::string& original, const nlohmann::json& payload) {
+  const std::vector<std::uint8_t> cbor = nlohmann::json::to_cbor(payload);
+  return reframed_resume_file(original, std::string(cbor.begin(), cbor.end()));
 }
 
 /// An IDX file: magic number, big-endian dimensions, then the bytes.

@@ -391,8 +391,12 @@ VectorXd train_without_privacy(const TrainedModel& model, const Dataset& data, V
 
 /// A resume file's list of `size` numbers at state[field] (NaN admitted where `nan`), or the
 /// std::runtime_error naming the field.
+/// Whether a saved list may hold negative numbers: sums of squares and norms may not (a resume file
+/// with a valid CRC and a negative Fisher-term sum was taken; issue 50).
+enum class Sign { kAny, kNonNegative };
+
 VectorXd saved_numbers(const nlohmann::json& state, const std::string& name, Index size, bool nan,
-                       const std::string& parent = "") {
+                       const std::string& parent = "", Sign sign = Sign::kAny) {
   const std::string field = parent.empty() ? name : parent + "." + name;
   const auto found = state.find(name);
   if (found == state.end() || !found->is_array() || static_cast<Index>(found->size()) != size)
@@ -405,6 +409,9 @@ VectorXd saved_numbers(const nlohmann::json& state, const std::string& name, Ind
     if (std::isinf(values(i)) || (std::isnan(values(i)) && !nan))
       throw std::runtime_error("'" + field + "[" + std::to_string(i) + "]' is " + format_double(values(i)) +
                                ", expected a finite number");
+    if (sign == Sign::kNonNegative && values(i) < 0)
+      throw std::runtime_error("'" + field + "[" + std::to_string(i) + "]' is " + format_double(values(i)) +
+                               ", expected a number >= 0 (a sum of squares or a norm)");
   }
   return values;
 }
@@ -530,10 +537,11 @@ class PublicDataModel final : public TrainableModel {
     const VectorXd cosine = saved_numbers(state, "cosine", diagnostics, true);
     const VectorXd loss = saved_numbers(state, "loss", diagnostics, true);
     const Index norms = fim && constant_ ? steps_done : 0;
-    const VectorXd base = saved_numbers(state, "norms_base", norms, true);
-    const VectorXd perturbation = saved_numbers(state, "norms_perturbation", norms, true);
-    const VectorXd released = saved_numbers(state, "norms_released", norms, true);
-    const VectorXd thesis = saved_numbers(state, "thesis_trace", account_fil_ && steps_done > 0 ? private_.n() : 0, false);
+    const VectorXd base = saved_numbers(state, "norms_base", norms, true, "", Sign::kNonNegative);
+    const VectorXd perturbation = saved_numbers(state, "norms_perturbation", norms, true, "", Sign::kNonNegative);
+    const VectorXd released = saved_numbers(state, "norms_released", norms, true, "", Sign::kNonNegative);
+    const VectorXd thesis = saved_numbers(state, "thesis_trace", account_fil_ && steps_done > 0 ? private_.n() : 0,
+                                          false, "", Sign::kNonNegative);
     const auto found = state.find("constant");
     if (found == state.end() || found->is_object() != constant_.has_value() || (!constant_ && !found->is_null()))
       throw std::runtime_error(constant_ ? "'constant' is missing: the constant gradient model's state"
@@ -543,8 +551,7 @@ class PublicDataModel final : public TrainableModel {
       ConstantGradientModel::State c;
       c.parameters = saved_numbers(*found, "parameters", count, false, "constant");
       c.first_moment = saved_numbers(*found, "first_moment", count, false, "constant");
-      c.second_moment = saved_numbers(*found, "second_moment", count, false, "constant");
-      if ((c.second_moment.array() < 0).any()) throw std::runtime_error("'constant.second_moment' has a negative entry");
+      c.second_moment = saved_numbers(*found, "second_moment", count, false, "constant", Sign::kNonNegative);
       const auto updates = found->find("updates");
       if (updates == found->end() || !updates->is_number_integer() || updates->get<Index>() < 0)
         throw std::runtime_error("'constant.updates' is not a count");

@@ -23,24 +23,7 @@ namespace {
 
 using testing::TempDir;
 
-// The file's frame, as resume_state.hpp documents it: magic (8 bytes), version (4), payload length
-// (8), CRC32 of the payload (4), then the CBOR payload.
-constexpr std::size_t kHeaderSize = 24;
-
 constexpr double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
-
-nlohmann::json payload_of(const std::string& file) { return nlohmann::json::from_cbor(file.substr(kHeaderSize)); }
-
-/// `original`'s magic and version around `cbor`, with the length and CRC32 a valid file has.
-std::string reframed(const std::string& original, const std::string& cbor) {
-  const auto crc = crc32(0L, reinterpret_cast<const Bytef*>(cbor.data()), static_cast<uInt>(cbor.size()));
-  return original.substr(0, 12) + testing::little_endian(cbor.size(), 8) + testing::little_endian(crc, 4) + cbor;
-}
-
-std::string with_payload(const std::string& original, const nlohmann::json& payload) {
-  const std::vector<std::uint8_t> cbor = nlohmann::json::to_cbor(payload);
-  return reframed(original, std::string(cbor.begin(), cbor.end()));
-}
 
 /// Rewriting a file from length 0 makes ext4 flush it on close (auto_da_alloc), a few milliseconds
 /// each on a busy disk: the loops below change their file in place instead.
@@ -123,7 +106,7 @@ TEST(ResumeState, ASavedStateResumesBitForBit) {
       EXPECT_TRUE(resumed.resumed);
       expect_same_results(whole, resumed);
       // Decoded and encoded again by the test's own reading of the format: still valid.
-      write_file(job->options.checkpoint_path, with_payload(saved, payload_of(saved)));
+      write_file(job->options.checkpoint_path, testing::with_resume_payload(saved, testing::resume_payload(saved)));
       expect_same_results(whole, job->run());
     }
   }
@@ -140,7 +123,7 @@ TEST(ResumeState, EverySingleBitFlipIsRefused) {
     // memory errors on the same refusal paths, takes a tenth of the sample.
     constexpr std::size_t kMostFlips = testing::kAddressSanitizer ? 2000 : 20000;
     std::vector<std::size_t> flips;
-    for (std::size_t bit = 0; bit < bits && (bits <= kMostFlips || bit < 8 * kHeaderSize); ++bit) flips.push_back(bit);
+    for (std::size_t bit = 0; bit < bits && (bits <= kMostFlips || bit < 8 * testing::kResumeHeaderSize); ++bit) flips.push_back(bit);
     std::mt19937_64 rng(1);
     std::uniform_int_distribution<std::size_t> any_bit(0, bits - 1);
     while (flips.size() < std::min(bits, kMostFlips)) flips.push_back(any_bit(rng));
@@ -224,9 +207,9 @@ TEST(ResumeState, AResumeFileLargerThanMaxMemoryIsRefusedBeforeItIsRead) {
 /// A valid CRC over content that does not fit the job: refused, naming `field`.
 void expect_refused(const SmallJob& job, const std::string& saved, const std::function<void(nlohmann::json&)>& edit,
                     const std::string& field) {
-  nlohmann::json payload = payload_of(saved);
+  nlohmann::json payload = testing::resume_payload(saved);
   edit(payload);
-  write_file(job.options.checkpoint_path, with_payload(saved, payload));
+  write_file(job.options.checkpoint_path, testing::with_resume_payload(saved, payload));
   const std::string message = refusal([&] { job.run(); });
   EXPECT_NE(message.find(field), std::string::npos) << "expected a refusal naming " << field << ", got: " << message;
   EXPECT_NE(message.find(job.options.checkpoint_path), std::string::npos) << message;
@@ -294,9 +277,9 @@ TEST(ResumeState, APayloadNestedBeyondReasonIsRefusedWithoutRecursingIntoIt) {
   const std::string saved = job.saved_after(5);
   std::string deep(1000000, '\x81');  // [[[...[null]...]]] a million deep
   deep.push_back('\xf6');              // (appended, not +: GCC 12 misreads + of a long string as an overflow)
-  write_file(job.options.checkpoint_path, reframed(saved, deep));
+  write_file(job.options.checkpoint_path, testing::reframed_resume_file(saved, deep));
   EXPECT_NE(refusal([&] { job.run(); }).find("nests deeper"), std::string::npos);
-  write_file(job.options.checkpoint_path, reframed(saved, "\xff"));  // a CBOR "break" with nothing open
+  write_file(job.options.checkpoint_path, testing::reframed_resume_file(saved, "\xff"));  // a CBOR "break" with nothing open
   EXPECT_NE(refusal([&] { job.run(); }).find("not valid CBOR"), std::string::npos);
 }
 

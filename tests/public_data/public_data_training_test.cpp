@@ -993,25 +993,65 @@ TEST(TrainWithPublicData, StoppedAndResumedIsTheStraightRun) {
 }
 
 // A resume file of fim refuses another gradient model (naming what changed) and another method.
+/// fim with the constant gradient model, stopped after 3 steps: its resume file is in `dir`.
+struct StoppedFimRun {
+  Dataset data = image_data(60, 3, 31);
+  PublicPrivateSplit split = split_public_private(data, 0.4, 1);
+  testing::TempDir dir;
+  PublicDataTrainingOptions options = small_options();
+
+  StoppedFimRun() {
+    options.methods = {PrivateTrainingMethod::kFim};
+    options.gradient_model.kind = GradientModelKind::kConstant;
+    options.private_phase.checkpoint_path = dir.file("state");
+    options.private_phase.stop_after = 3;
+    EXPECT_FALSE(run(options).complete);
+  }
+  PublicDataTrainingResult run(const PublicDataTrainingOptions& o) const {
+    return train_with_public_data(split.public_part, split.private_part, Dataset{}, o);
+  }
+};
+
 TEST(TrainWithPublicData, ResumeRefusesAnotherGradientModelOrMethod) {
   REQUIRE_PLUGIN();
-  const Dataset data = image_data(60, 3, 31);
-  const PublicPrivateSplit split = split_public_private(data, 0.4, 1);
-  const testing::TempDir dir;
-  PublicDataTrainingOptions o = small_options();
-  o.methods = {PrivateTrainingMethod::kFim};
-  o.gradient_model.kind = GradientModelKind::kConstant;
-  o.private_phase.checkpoint_path = dir.file("state");
-  o.private_phase.stop_after = 3;
-  EXPECT_FALSE(train_with_public_data(split.public_part, split.private_part, Dataset{}, o).complete);
-  PublicDataTrainingOptions other = o;
+  const StoppedFimRun stopped;
+  PublicDataTrainingOptions other = stopped.options;
   other.gradient_model.lambda *= 2;
-  expect_runtime_error([&] { train_with_public_data(split.public_part, split.private_part, Dataset{}, other); },
-                       {"different job", "gradient_model"});
-  other = o;
+  expect_runtime_error([&] { stopped.run(other); }, {"different job", "gradient_model"});
+  other = stopped.options;
   other.methods = {PrivateTrainingMethod::kPrune};
-  expect_runtime_error([&] { train_with_public_data(split.public_part, split.private_part, Dataset{}, other); },
-                       {"different job", "method", "fim", "prune"});
+  expect_runtime_error([&] { stopped.run(other); }, {"different job", "method", "fim", "prune"});
+}
+
+/// The first list named `key` anywhere in `value` (the resume payload's model state).
+nlohmann::json* find_list(nlohmann::json& value, const std::string& key) {
+  if (value.is_object()) {
+    for (auto& [name, member] : value.items()) {
+      if (name == key && member.is_array() && !member.empty()) return &member;
+      if (nlohmann::json* found = find_list(member, key)) return found;
+    }
+  } else if (value.is_array()) {
+    for (nlohmann::json& member : value)
+      if (nlohmann::json* found = find_list(member, key)) return found;
+  }
+  return nullptr;
+}
+
+// Issue 50: a resume file with a valid CRC and a negative Fisher-term sum was taken; every sum of
+// squares and norm is range-checked, as the trainer's traces are.
+TEST(TrainWithPublicData, ResumeRefusesANegativeSumOfSquares) {
+  REQUIRE_PLUGIN();
+  const StoppedFimRun stopped;
+  const PublicDataTrainingOptions& o = stopped.options;
+  const std::string saved = testing::read_bytes(o.private_phase.checkpoint_path);
+  for (const char* key : {"thesis_trace", "norms_released", "second_moment"}) {
+    nlohmann::json payload = testing::resume_payload(saved);
+    nlohmann::json* list = find_list(payload, key);
+    ASSERT_NE(list, nullptr) << key;
+    (*list)[0] = -1.0;
+    std::ofstream(o.private_phase.checkpoint_path, std::ios::binary) << testing::with_resume_payload(saved, payload);
+    expect_runtime_error([&] { stopped.run(o); }, {std::string(key) + "[0]' is -1", "expected a number >= 0"});
+  }
 }
 
 TEST(TrainWithPublicData, RefusesBadOptionsWithTheirNames) {
