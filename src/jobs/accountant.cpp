@@ -175,6 +175,10 @@ void AccountantOptions::validate() const {
   if (batch_size.has_value() != n.has_value())
     option_error(batch_size ? "batch_size" : "n", B + " and " + N + " go together");
   if (steps && epochs) option_error("steps", "give either " + T + " or " + E + ", not both");
+  // As epochs' steps: beyond 1e15 no run would take them, and the curve over the steps (to 2 T)
+  // wrapped below 0 at 2^63 - 1 (issue 50).
+  if (steps && !(*steps >= 0 && static_cast<double>(*steps) <= kMaxIterations))
+    option_error("steps", std::to_string(*steps), "must be from 0 to 1e15");
   if (target_eps) {
     if (noise_multiplier) option_error("target_eps", "solves for " + noise + "; do not give both");
     if (!mechanisms.empty()) option_error("target_eps", "searches one mechanism; drop " + mechanism);

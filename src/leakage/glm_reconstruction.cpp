@@ -1,6 +1,7 @@
 #include "filkit/leakage/glm_reconstruction.hpp"
 
 #include "filkit/base/checks.hpp"
+#include "filkit/base/resources.hpp"
 #include "filkit/leakage/biased_attacker.hpp"
 
 #include "models/glm_loss.hpp"
@@ -316,7 +317,9 @@ std::uint64_t trial_seed(std::uint64_t seed, Index trial) {
 
 void GlmAttackOptions::validate() const {
   require_non_negative("sigma", sigma);
-  require_positive("trials", trials);
+  // 1e15 (kMaxIterations): no run would finish more, and trials + kTrialsPerBlock - 1 wrapped at
+  // 2^63 - 1 into a negative block count (an allocation failure; issue 50).
+  require_in_range("trials", trials, 1, static_cast<long long>(kMaxIterations));
   require_in_interval("divisor_guard", divisor_guard, 0.0, End::kClosed, 1e-3, End::kClosed);
   for (Index i : rows) require_non_negative("rows", i);
   for (Index i : keep_reconstructions) require_non_negative("save_reconstructions", i);

@@ -7,6 +7,7 @@
 #include "test_util.hpp"
 
 #include <cmath>
+#include <limits>
 #include <string>
 
 namespace filkit {
@@ -314,7 +315,10 @@ TEST(GlmAttack, InvalidOptionsAndModelsThrowNamingTheField) {
   const Model model = tight_fit(data, ModelKind::kLogistic, 1e-2);
   GlmAttackOptions options;
   options.trials = 0;
-  expect_invalid_argument_naming([&] { evaluate_glm_attack(model, data, options); }, "trials = 0: must be >= 1");
+  expect_invalid_argument_naming([&] { evaluate_glm_attack(model, data, options); }, "trials = 0: must be in 1..");
+  options.trials = std::numeric_limits<Index>::max();  // wrapped the block count below 0 (issue 50)
+  expect_invalid_argument_naming([&] { evaluate_glm_attack(model, data, options); },
+                                 "trials = 9223372036854775807: must be in 1..1000000000000000");
   options = GlmAttackOptions();
   options.sigma = -1.0;
   expect_invalid_argument_naming([&] { options.validate(); }, "sigma = -1: must be >= 0");
