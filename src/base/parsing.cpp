@@ -76,9 +76,53 @@ std::string format_number(double value) {
   return buffer;
 }
 
+std::string visible(std::string_view text) {
+  std::string out;
+  const auto hex = [&](unsigned value, int digits) {
+    char buffer[16];
+    std::snprintf(buffer, sizeof buffer, digits == 2 ? "\\x%02X" : "\\u{%04X}", value);
+    out += buffer;
+  };
+  for (std::size_t k = 0; k < text.size();) {
+    const auto byte = static_cast<unsigned char>(text[k]);
+    if (byte < 0x20 || byte == 0x7f) {
+      if (byte == '\r') out += "\\r";
+      else if (byte == '\t') out += "\\t";
+      else if (byte == '\n') out += "\\n";
+      else hex(byte, 2);
+      ++k;
+      continue;
+    }
+    if (byte < 0x80) {
+      out += static_cast<char>(byte);
+      ++k;
+      continue;
+    }
+    // A UTF-8 sequence: its length from the lead byte, each continuation byte 10xxxxxx.
+    const std::size_t length = byte >= 0xf0 && byte < 0xf8 ? 4 : byte >= 0xe0 ? 3 : byte >= 0xc2 && byte < 0xe0 ? 2 : 0;
+    bool valid = length > 0 && k + length <= text.size();
+    unsigned code = valid ? (length == 2 ? byte & 0x1f : length == 3 ? byte & 0x0f : byte & 0x07) : 0;
+    for (std::size_t j = 1; valid && j < length; ++j) {
+      const auto next = static_cast<unsigned char>(text[k + j]);
+      valid = (next & 0xc0) == 0x80;
+      code = (code << 6) | (next & 0x3f);
+    }
+    if (!valid) {
+      hex(byte, 2);
+      ++k;
+      continue;
+    }
+    const bool invisible = code == 0xfeff || (code >= 0x200b && code <= 0x200f) || code == 0x2060 || code == 0xa0;
+    if (invisible) hex(code, 4);
+    else out.append(text.substr(k, length));
+    k += length;
+  }
+  return out;
+}
+
 std::string quoted_list(const std::vector<std::string>& names) {
   std::string list;
-  for (const auto& name : names) list += (list.empty() ? "'" : ", '") + name + "'";
+  for (const auto& name : names) list += (list.empty() ? "'" : ", '") + visible(name) + "'";
   return list;
 }
 

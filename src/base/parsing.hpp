@@ -26,7 +26,12 @@ std::optional<double> parse_number(std::string_view text);
 /// A number for a message or a class name: "3" for integral values, else "0.5" (%g).
 std::string format_number(double value);
 
-/// "'a', 'b', 'c'": names for an error message.
+/// `text` as a message shows it: control characters as \r, \t, \n or \xHH, the invisible code
+/// points a file can hide in a name or cell (a byte-order mark U+FEFF, zero-width spaces U+200B to
+/// U+200F, U+2060, a no-break space U+00A0) as \u{FEFF}, and bytes that are not UTF-8 as \xHH.
+std::string visible(std::string_view text);
+
+/// "'a', 'b', 'c'": names for an error message (each visible()).
 std::string quoted_list(const std::vector<std::string>& names);
 
 }  // namespace filkit::detail

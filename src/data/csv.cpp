@@ -17,6 +17,15 @@ class CsvReader {
  public:
   CsvReader(std::string text, std::string path) : text_(std::move(text)), path_(std::move(path)) {
     if (text_.starts_with("\xEF\xBB\xBF")) pos_ = 3;  // UTF-8 byte order mark
+    // UTF-16 or UTF-32 (a spreadsheet's "Unicode text"): every other byte NUL, which was reported as a
+    // count of cells on some line. Said as what it is (issue 50).
+    const bool utf16_bom = text_.starts_with("\xFF\xFE") || text_.starts_with("\xFE\xFF");
+    const std::size_t nul = text_.find('\0', 0);
+    if (utf16_bom || (nul != std::string::npos && nul < 4096))
+      throw std::invalid_argument("'" + path_ + "' is not UTF-8 text: " +
+                                  (utf16_bom ? std::string("it starts with a UTF-16 byte-order mark")
+                                             : "it holds NUL bytes (UTF-16 or UTF-32, or binary data)") +
+                                  "; save it as CSV in UTF-8");
   }
 
   bool done() const { return pos_ >= text_.size(); }

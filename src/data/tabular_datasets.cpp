@@ -63,7 +63,7 @@ const TabularDatasetInfo& info_or_throw(const std::string& name) {
 std::size_t column_of(const TextTable& table, const std::string& name) {
   const auto found = std::find(table.header.begin(), table.header.end(), name);
   if (found == table.header.end())
-    throw std::invalid_argument("'" + table.source + "' has no column '" + name + "'; its columns: " +
+    throw std::invalid_argument("'" + table.source + "' has no column '" + detail::visible(name) + "'; its columns: " +
                                 detail::quoted_list(table.header));
   return static_cast<std::size_t>(found - table.header.begin());
 }

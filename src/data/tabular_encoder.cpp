@@ -25,7 +25,7 @@ bool contains(const std::vector<std::string>& names, const std::string& name) {
 std::size_t column_index(const TextTable& table, const std::string& name, const std::string& role) {
   const auto found = std::find(table.header.begin(), table.header.end(), name);
   if (found == table.header.end()) {
-    throw std::invalid_argument("'" + table.source + "' has no column '" + name + "' (" + role +
+    throw std::invalid_argument("'" + table.source + "' has no column '" + detail::visible(name) + "' (" + role +
                                 "); available: " + detail::quoted_list(table.header));
   }
   return static_cast<std::size_t>(found - table.header.begin());
