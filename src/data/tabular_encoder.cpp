@@ -6,6 +6,7 @@
 #include "filkit/base/summary.hpp"
 
 #include "base/parsing.hpp"
+#include "filkit/base/errors.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -378,6 +379,14 @@ Dataset TabularEncoder::transform(const TextTable& table) const {
     unseen += check.any ? 1 : 0;
     if (!check.leave_out) rows.push_back(row);
   }
+  // Every row left out for an unseen level or class: the job would report a test metric of no rows
+  // ("test nan") and exit 0 (issue 50).
+  if (rows.empty() && unseen > 0)
+    throw DataError("'" + table.source + "': every one of its " + std::to_string(unseen) + " test rows has a categorical "
+                    "level or class that no training row has, so none is left to test on (unseen_levels: " +
+                    std::string(options_.unseen_levels == UnseenLevelPolicy::kDrop ? "drop" : "zero") +
+                    "); use zero (an all-zero block for an unseen level), or a split whose test rows share the "
+                    "training rows' levels");
   check_encoded_size(table, static_cast<Index>(rows.size()), encoded_width(), options_);
   Dataset data;
   data.source = table.source;

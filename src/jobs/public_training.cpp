@@ -1,4 +1,5 @@
 #include "filkit/jobs/public_training.hpp"
+#include "filkit/jobs/task.hpp"
 
 #include "filkit/base/checks.hpp"
 #include "filkit/base/io.hpp"
@@ -174,6 +175,7 @@ nlohmann::json PublicTrainingJobResult::to_json() const {
   json["n_public"] = training.n_public;
   json["n_private"] = training.n_private;
   json["n_test"] = data.test.n();
+  json.update(data_rows_json(data));  // the rows dropped or with unseen levels, as measure and dpsgd count them
   json["d"] = data.train.d();
   json["num_classes"] = training.num_classes;
   json["parameter_count"] = training.parameter_count;

@@ -59,6 +59,9 @@ TEST(PublicTrainingCommand, WritesOneRowPerAccountedMethodAndExampleAndTheLibrar
   EXPECT_EQ(json["settings"]["public_fraction"], 0.4);
   EXPECT_EQ(json["settings"]["trace"], "gaussian");
   EXPECT_EQ(json["settings"]["probes"], 2);
+  // The rows left out, counted as measure and dpsgd count them (issue 50: they were not).
+  EXPECT_EQ(json["dropped_rows"]["test"], 0);
+  EXPECT_EQ(json["unseen_level_rows"], 0);
   ASSERT_EQ(json["methods"].size(), 4u);
   EXPECT_EQ(json["methods"][0]["method"], "sgd");
   EXPECT_FALSE(json["methods"][0].contains("max_dfil"));
