@@ -208,8 +208,8 @@ DiscretePld compose(const DiscretePld& a, const DiscretePld& b, double truncatio
   double noise = 0.0;
   out.probabilities = convolve(a.probabilities, b.probabilities, noise);
   if (__builtin_add_overflow(a.offset, b.offset, &out.offset))
-    throw std::invalid_argument("a composition needs more grid points than an int64 index reaches (at most " +
-                                std::to_string(kMaxGridPoints) + " grid points); use a coarser discretization");
+    throw std::invalid_argument("a composition needs more grid points (at most " + std::to_string(kMaxGridPoints) +
+                                "; its lowest index is beyond int64's range); use a coarser discretization");
   out.infinity_mass = std::min(1.0, a.infinity_mass + b.infinity_mass - a.infinity_mass * b.infinity_mass);
   truncate_tails(out, truncation_mass, noise);
   return out;
@@ -237,9 +237,9 @@ DiscretePld self_compose(const DiscretePld& a, std::int64_t k, double truncation
   // The composition's lowest grid index, k times one step's: beyond int64 (k = 1e17 at a grid of
   // -101: signed overflow, caught by the sanitizer build) no grid could hold the composition.
   if (__builtin_mul_overflow(a.offset, k, &out.offset))
-    throw std::invalid_argument("the composition of " + std::to_string(k) + " steps needs more grid points than " +
-                                "an int64 index reaches (at most " + std::to_string(kMaxGridPoints) +
-                                " grid points); use a coarser discretization or fewer steps");
+    throw std::invalid_argument("the composition of " + std::to_string(k) + " steps needs more grid points (at most " +
+                                std::to_string(kMaxGridPoints) + "; its lowest index is beyond int64's range); use "
+                                "a coarser discretization or fewer steps");
   // 1 - (1 - inf)^k: some step has an infinite loss.
   out.infinity_mass = std::min(1.0, -std::expm1(static_cast<double>(k) * std::log1p(-a.infinity_mass)));
   double mass = 0.0;
@@ -345,8 +345,9 @@ DiscretePld self_compose(const DiscretePld& a, std::int64_t k, double truncation
   out.probabilities.resize(width);
   for (std::size_t r = 0; r < width; ++r) out.probabilities[r] = g[(first + r) % size];
   if (__builtin_add_overflow(out.offset, static_cast<std::int64_t>(first), &out.offset))
-    throw std::invalid_argument("the composition of " + std::to_string(k) + " steps needs more grid points than an "
-                                "int64 index reaches; use a coarser discretization or fewer steps");
+    throw std::invalid_argument("the composition of " + std::to_string(k) + " steps needs more grid points (at most " +
+                                std::to_string(kMaxGridPoints) + "; its lowest index is beyond int64's range); use "
+                                "a coarser discretization or fewer steps");
   if (high < last) out.infinity_mass = std::min(1.0, out.infinity_mass + truncation_mass / 2);
   truncate_tails(out, truncation_mass, noise);
   return out;
