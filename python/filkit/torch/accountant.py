@@ -77,6 +77,16 @@ def _count(name, value, minimum, maximum=2 ** 63 - 1):
 NOISE_SCALE_RANGE = (1e-100, 1e100)
 
 
+def _noise_scale(clip_name, clip_norm, noise_multiplier):
+    """sigma C, checked to lie in NOISE_SCALE_RANGE (clip_name: the clip norm's argument name)."""
+    low, high = NOISE_SCALE_RANGE
+    if not low <= noise_multiplier * clip_norm <= high:
+        raise ValueError(f"{clip_name} = {clip_norm!r} and noise_multiplier = {noise_multiplier!r}: the noise's "
+                         f"standard deviation sigma C = {noise_multiplier * clip_norm:.3g} must lie in "
+                         f"[{low:g}, {high:g}] (the traces are divided by its square)")
+    return noise_multiplier * clip_norm
+
+
 class FilAccountant:
     """Per-example FIL of DP-SGD on `model`: call step(inputs, targets, example_ids) with every
     batch, before the optimizer's step (the Jacobians are taken at the parameters the step's
@@ -113,11 +123,7 @@ class FilAccountant:
         clip_norm = _positive("clip_norm", clip_norm)
         noise_multiplier = _positive("noise_multiplier", noise_multiplier)
         sample_rate = _positive("sample_rate", sample_rate, upper=1.0)
-        low, high = NOISE_SCALE_RANGE
-        if not low <= noise_multiplier * clip_norm <= high:
-            raise ValueError(f"clip_norm = {clip_norm!r} and noise_multiplier = {noise_multiplier!r}: the noise's "
-                             f"standard deviation sigma C = {noise_multiplier * clip_norm:.3g} must lie in "
-                             f"[{low:g}, {high:g}] (the traces are divided by its square)")
+        _noise_scale("clip_norm", clip_norm, noise_multiplier)
         seed = _count("seed", seed, 0)
         _choice("clipping", clipping, CLIPPINGS)
         _choice("trace", trace, TRACES)

@@ -19,7 +19,7 @@ import warnings
 import torch
 import torch.nn.functional as F
 
-from .accountant import CLIPPINGS, NOISE_SCALE_RANGE, FilAccountant, _choice, _count, _positive
+from .accountant import CLIPPINGS, FilAccountant, _choice, _count, _noise_scale, _positive
 from .capture import LoopCapture, per_example_blocks
 from .checks import GRAPH_CAVEAT, RANDOM_REFUSAL, Deferred, LoopMismatch
 from .functional import hard_clip_factor, soft_clip_factor
@@ -361,11 +361,7 @@ def make_private(module, optimizer, data_loader, *, noise_multiplier, max_grad_n
     then releases noise alone."""
     noise_multiplier = _positive("noise_multiplier", noise_multiplier)
     max_grad_norm = _positive("max_grad_norm", max_grad_norm)
-    low, high = NOISE_SCALE_RANGE
-    if not low <= noise_multiplier * max_grad_norm <= high:
-        raise ValueError(f"max_grad_norm = {max_grad_norm!r} and noise_multiplier = {noise_multiplier!r}: the noise's "
-                         f"standard deviation sigma C = {noise_multiplier * max_grad_norm:.3g} must lie in "
-                         f"[{low:g}, {high:g}]")
+    _noise_scale("max_grad_norm", max_grad_norm, noise_multiplier)
     seed = _count("seed", seed, 0, 2 ** 63 - 3)  # (seed + 1 and seed + 2 seed the noise and the probes)
     _choice("clipping", clipping, CLIPPINGS)
     _choice("loss_reduction", loss_reduction, REDUCTIONS)
