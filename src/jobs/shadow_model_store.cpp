@@ -51,6 +51,12 @@ std::optional<Difference> first_difference(const nlohmann::json& stored, const n
 
 }  // namespace
 
+std::string ShadowModelStore::model_sha256(Index candidate, const std::string& row_hash, const VectorXd& parameters) {
+  std::string bytes = std::to_string(candidate) + " " + row_hash + " ";
+  bytes.append(reinterpret_cast<const char*>(parameters.data()), static_cast<std::size_t>(parameters.size()) * sizeof(double));
+  return sha256_hex(bytes);
+}
+
 ShadowModelStore::ShadowModelStore(const std::string& directory, const std::string& method, nlohmann::json fingerprint,
                                    const Dataset& candidates, ByteSize max_memory)
     : base_((std::filesystem::path(directory) / method).string()),
@@ -67,7 +73,13 @@ ShadowModelStore::ShadowModelStore(const std::string& directory, const std::stri
   } catch (const nlohmann::json::exception& error) {
     refuse(std::string("is not a shadow-model store's JSON: ") + error.what());
   }
-  if (!stored.is_object() || stored.value("format", "") != kFormat)
+  if (!stored.is_object() || !stored.contains("format") || !stored["format"].is_string())
+    refuse(std::string("is not a shadow-model store (it has no \"format\" \"") + kFormat + "\")");
+  if (stored["format"] == kFormatWithoutModelHashes)
+    refuse(std::string("was written by an earlier filkit (format \"") + kFormatWithoutModelHashes +
+           "\", whose rows are not hashed with their parameters, so a reordered .npy went unnoticed): remove it and "
+           "its .npy to train the models again");
+  if (stored["format"] != kFormat)
     refuse(std::string("is not a shadow-model store (its \"format\" is not \"") + kFormat + "\")");
   if (const auto difference = first_difference(stored.value("fingerprint", nlohmann::json::object()), fingerprint_))
     refuse("holds shadow models trained with " + difference->key + " = " + difference->stored.dump() +
@@ -75,8 +87,12 @@ ShadowModelStore::ShadowModelStore(const std::string& directory, const std::stri
            ": run it with the same settings, or give --shadow-models another directory");
   const nlohmann::json& rows = stored["candidates"];
   const nlohmann::json& hashes = stored["row_hashes"];
-  if (!rows.is_array() || !hashes.is_array() || rows.size() != hashes.size() || !stored["parameters"].is_number_integer())
-    refuse("lacks its \"candidates\", \"row_hashes\" (one per candidate) or \"parameters\"");
+  const nlohmann::json& model_hashes = stored["model_sha256"];
+  if (!rows.is_array() || !hashes.is_array() || !model_hashes.is_array() || rows.size() != hashes.size() ||
+      rows.size() != model_hashes.size() || !stored["parameters"].is_number_integer() ||
+      stored["parameters"].get<Index>() < 1)
+    refuse("lacks its \"candidates\", \"row_hashes\" and \"model_sha256\" (one each per candidate) or its "
+           "\"parameters\" (a positive count)");
   if (!std::filesystem::exists(npy_file))
     refuse("lists " + std::to_string(rows.size()) + " shadow models, and '" + npy_file + "', which holds them, is missing");
   // Sizes before anything is read or hashed: a regular file (a link to /dev/zero was hashed for
@@ -112,7 +128,13 @@ ShadowModelStore::ShadowModelStore(const std::string& directory, const std::stri
       refuse("holds a shadow model of candidate " + std::to_string(candidate) +
              " trained on another example than this attack's candidate " + std::to_string(candidate) +
              " (its row's hash differs): the data or its preprocessing changed; give --shadow-models another directory");
-    models_[candidate] = Eigen::Map<const VectorXd>(array.values.data() + r * p, p);
+    const VectorXd parameters = Eigen::Map<const VectorXd>(array.values.data() + r * p, p);
+    const nlohmann::json& model_hash = model_hashes[static_cast<std::size_t>(r)];
+    if (!model_hash.is_string() || model_sha256(candidate, h.get<std::string>(), parameters) != model_hash.get<std::string>())
+      refuse("records candidate " + std::to_string(candidate) + "'s shadow model as row " + std::to_string(r) + " of '" +
+             npy_file + "', and that row is another model (its SHA-256 is not model_sha256[" + std::to_string(r) +
+             "]): rows were reordered or replaced; remove both files to train the models again");
+    models_[candidate] = parameters;
     row_hashes_[candidate] = h.get<std::string>();
   }
   loaded_ = count;
@@ -148,21 +170,25 @@ void ShadowModelStore::save_locked() {
   if (!changed_) return;
   const auto start = std::chrono::steady_clock::now();
   RowMatrix parameters(static_cast<Index>(models_.size()), parameter_count_);
-  nlohmann::json rows = nlohmann::json::array(), hashes = nlohmann::json::array();
+  nlohmann::json rows = nlohmann::json::array(), hashes = nlohmann::json::array(), model_hashes = nlohmann::json::array();
   Index r = 0;
   for (const auto& [candidate, w] : models_) {
     parameters.row(r++) = w.transpose();
     rows.push_back(candidate);
     hashes.push_back(row_hashes_.at(candidate));
+    model_hashes.push_back(model_sha256(candidate, row_hashes_.at(candidate), w));
   }
   std::string npy = npy_bytes(parameters);
   const nlohmann::json json = {{"format", kFormat},
                                {"about", "row r of the .npy (float64) holds the parameters of the shadow model trained "
-                                         "on D_fixed and candidate candidates[r], whose row hashes to row_hashes[r]"},
+                                         "on D_fixed and candidate candidates[r], whose row hashes to row_hashes[r]; "
+                                         "model_sha256[r] is the SHA-256 of \"<candidates[r]> <row_hashes[r]> \" "
+                                         "followed by row r's 8-byte little-endian doubles"},
                                {"fingerprint", fingerprint_},
                                {"parameters", parameter_count_},
                                {"candidates", rows},
                                {"row_hashes", hashes},
+                               {"model_sha256", model_hashes},
                                {"npy_sha256", sha256_hex(npy)},
                                {"filkit_version", version()},
                                {"filkit_build", build()}};

@@ -2,7 +2,8 @@
 // that an attack of thousands of shadow models resumes where it was stopped, grows to more shadow
 // models, or fits another attacker without training them again. Per method, two files:
 //   DIR/<method>.npy   the parameters, one row (float64) per stored shadow model: numpy.load reads it;
-//   DIR/<method>.json  which candidate each row is, the hash of each candidate's row, the settings
+//   DIR/<method>.json  which candidate each row is, the hash of each candidate's row, the SHA-256 of
+//                      each row's parameters with its candidate (a reordered .npy is refused), the settings
 //                      that decide a shadow model (the fingerprint), the .npy's SHA-256 and the
 //                      filkit version that wrote them (for the record).
 // Shadow model i depends only on D_fixed, candidate i, the public part, the training settings and
@@ -47,8 +48,13 @@ class ShadowModelStore {
   std::string npy_path() const { return base_ + ".npy"; }
   std::string json_path() const { return base_ + ".json"; }
 
+  /// The SHA-256 (hex) recorded for a stored model: of "<candidate> <row_hash> " and the
+  /// parameters' bytes, so that a row moved to another candidate's place is refused.
+  static std::string model_sha256(Index candidate, const std::string& row_hash, const VectorXd& parameters);
+
   static constexpr std::chrono::seconds kSaveInterval{30};
-  static constexpr const char* kFormat = "filkit shadow models 1";
+  static constexpr const char* kFormat = "filkit shadow models 2";
+  static constexpr const char* kFormatWithoutModelHashes = "filkit shadow models 1";
 
  private:
   void save_locked();
