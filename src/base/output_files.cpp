@@ -211,6 +211,34 @@ void check_output_path(const std::string& option, const std::string& path) {
   require_writable_directory(option, path, fs::absolute(path).parent_path());  // for the temporary
 }
 
+void check_output_directory(const std::string& option, const std::string& path) {
+  const auto refuse = [&](const std::string& problem) {
+    throw OptionError::with_text(option, option_name(option) + " " + path + ": " + problem);
+  };
+  struct stat entry {}, followed {};
+  if (::stat(path.c_str(), &followed) == 0) {
+    if (!S_ISDIR(followed.st_mode)) refuse("exists and is not a directory; name a directory (created if missing)");
+    return;
+  }
+  if (errno == ELOOP) refuse("a loop of symbolic links");
+  // std::filesystem reports a dangling link, the path or a folder on it, as "File exists": name it
+  // and the file it names.
+  fs::path prefix;
+  for (const fs::path& part : fs::path(path)) {
+    prefix /= part;
+    if (::lstat(prefix.c_str(), &entry) == 0 && S_ISLNK(entry.st_mode) && ::stat(prefix.c_str(), &followed) != 0)
+      refuse((prefix == fs::path(path) ? std::string("is") : "'" + prefix.string() + "' is") + " a symbolic link to '" +
+             fs::read_symlink(prefix).string() + "', which does not exist; create it, or name another directory");
+  }
+}
+
+void create_output_directory(const std::string& option, const std::string& path) {
+  check_output_directory(option, path);
+  std::error_code error;
+  fs::create_directories(path, error);
+  if (error) throw OptionError::with_text(option, option_name(option) + " " + path + ": cannot be created: " + error.message());
+}
+
 void check_distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs) {
   std::map<std::string, std::string> option_of;  // resolved path -> the option that names it
   for (const auto& [option, path] : outputs) {

@@ -58,8 +58,8 @@ constexpr const char* kReportTable = "per-example.csv";
 void check_report_directory(const std::string& report) {
   if (report.empty()) return;
   if (report == kStandardOutput) option_error("report", "-", "the report is a directory of files; name one");
+  check_output_directory("report", report);
   if (!fs::exists(report)) return check_output_path("report", report);  // created in a writable directory
-  if (!fs::is_directory(report)) option_error("report", report, "exists and is not a directory");
   for (const char* file : {"report.html", kReportSummary, kReportTable})
     check_output_path("report", (fs::path(report) / file).string());
 }
@@ -289,7 +289,7 @@ nlohmann::json job_summary_header(const std::string& command, std::uint64_t seed
 
 std::vector<std::string> write_job_outputs(const JobResult& result, const JobOutputs& outputs, bool quiet) {
   if (!result.complete()) return {};
-  if (!outputs.report.empty()) fs::create_directories(outputs.report);
+  if (!outputs.report.empty()) create_output_directory("report", outputs.report);
   const FormedOutputs formed = form_outputs(result, outputs);
   write_output_files(formed.files);
   std::vector<std::string> written;

@@ -2,6 +2,7 @@
 
 #include "base/seeding.hpp"
 #include "filkit/base/checks.hpp"
+#include "filkit/base/io.hpp"
 #include "filkit/base/options.hpp"
 #include "filkit/base/resources.hpp"
 #include "filkit/base/stage.hpp"
@@ -165,8 +166,7 @@ void LearnedAttackJobOptions::validate() const {
                  "at most " + option_name("public_size") + " = " + std::to_string(public_size));
   if (training.private_phase.runs != 1)
     option_error("runs", std::to_string(training.private_phase.runs), "the attack trains one run per shadow model");
-  if (!shadow_models.empty() && std::filesystem::exists(shadow_models) && !std::filesystem::is_directory(shadow_models))
-    option_error("shadow_models", shadow_models, "is not a directory: name a directory (created if missing)");
+  if (!shadow_models.empty()) check_output_directory("shadow_models", shadow_models);
   PublicDataTrainingOptions checked = training;
   checked.private_phase.seed = attack.seed;
   checked.validate();
@@ -197,11 +197,7 @@ LearnedAttackJobResult run_learned_attack(const LearnedAttackJobOptions& request
                                                   static_cast<std::uint64_t>(shape.parameters)),
                                3 * sizeof(double));
   check_learned_attack_memory(options.attack, shape.parameters, shape.classes, result.data.fixed.d(), shadow_model, kept);
-  if (!options.shadow_models.empty()) {
-    std::error_code error;
-    std::filesystem::create_directories(options.shadow_models, error);
-    if (error) option_error("shadow_models", options.shadow_models, "cannot be created: " + error.message());
-  }
+  if (!options.shadow_models.empty()) create_output_directory("shadow_models", options.shadow_models);
   for (PrivateTrainingMethod method : options.training.methods) {
     const StageScope stage("learned attack (shadow models and attacker)");
     ShadowTrainer train = shadow_trainer(options, result.data.public_part, method);

@@ -296,8 +296,7 @@ ReportResult write_report(const ReportOptions& options) {
   const fs::path out_dir(options.out_dir);
   std::error_code error;
   const bool existed = fs::exists(out_dir, error);
-  fs::create_directories(out_dir, error);
-  if (error) throw std::runtime_error("cannot create the report directory '" + options.out_dir + "': " + error.message());
+  create_output_directory("report", options.out_dir);
   std::vector<Section> sections;
   try {
     const ScratchDir scratch(out_dir);

@@ -41,7 +41,7 @@ TEST(CheckOutputPaths, RefusesBeforeAnyWorkNamingTheOption) {
   EXPECT_INVALID_ARGUMENT(run_job<MeasureJob>(options, outputs), "release_out ", "does not exist");
   outputs = {};
   outputs.report = dir.file("file.txt");
-  EXPECT_INVALID_ARGUMENT(run_job<MeasureJob>(options, outputs), "report = ", "not a directory");
+  EXPECT_INVALID_ARGUMENT(run_job<MeasureJob>(options, outputs), "report ", "file.txt: exists and is not a directory");
   outputs.report = "-";
   EXPECT_INVALID_ARGUMENT(run_job<MeasureJob>(options, outputs), "report = -");
   outputs = {};

@@ -19,6 +19,16 @@ inline constexpr const char* kStandardOutput = "-";
 /// goes there, so that a long run never ends at an unwritable path.
 void check_output_path(const std::string& option, const std::string& path);
 
+/// Throws OptionError naming `option` and `path` unless `path` is a directory or can become one:
+/// not something else, no loop of links, and neither it nor a folder on it a symbolic link whose
+/// target does not exist (named in the message; the system would say "File exists").
+void check_output_directory(const std::string& option, const std::string& path);
+
+/// Creates the directory `path` (and its parents) for the output option `option` after
+/// check_output_directory, or throws OptionError with the system's reason. An existing directory
+/// is left as it is.
+void create_output_directory(const std::string& option, const std::string& path);
+
 /// Throws OptionError when two of `outputs` (option, path) name the same regular file
 /// (after following links): one would silently replace the other. Devices and FIFOs may be shared.
 void check_distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs);
