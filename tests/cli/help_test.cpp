@@ -120,6 +120,23 @@ TEST(Help, StatesTheReasonWhereCommandsDefaultDifferently) {
   EXPECT_EQ(defaults["--standardize"]["dpsgd"].find(';'), std::string::npos) << defaults["--standardize"]["dpsgd"];
 }
 
+// public-training's help says which defaults are the thesis' and which are filkit's: uniform
+// private batches are filkit's (the thesis' code shuffles), not "the thesis' experiments".
+TEST(Help, PublicTrainingSaysWhichDefaultsAreFilkitsRatherThanTheThesis) {
+  Commands commands;
+  const CLI::App* command = commands.app.get_subcommand("public-training");
+  const auto description = [&](const char* flag) { return command->get_option(flag)->get_description(); };
+  for (const char* flag : {"--sampling", "--pretrain-sampling", "--pretrain-steps", "--public-split", "--intercept",
+                           "--init-scale"}) {
+    const std::string text = description(flag);
+    EXPECT_NE(text.find("[default: "), std::string::npos) << flag;
+    EXPECT_NE(text.find("filkit's", text.find("[default: ")), std::string::npos) << flag << ": " << text;
+  }
+  EXPECT_NE(description("--sampling").find("the thesis' code shuffles"), std::string::npos) << description("--sampling");
+  for (const char* flag : {"--clip-norm", "--noise-multiplier", "--steps", "--batch-size"})
+    EXPECT_NE(description(flag).find("the thesis' table 3.1 setting"), std::string::npos) << flag << ": " << description(flag);
+}
+
 TEST(CommandLine, ReadsRenamedOptionsByTheirFormerNamesToo) {
   for (const char* flag : {"--sample-rate", "--q"}) {
     Commands commands;
