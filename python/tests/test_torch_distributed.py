@@ -119,6 +119,39 @@ def accountant_alone(out):
                 labels=accountant.labels())
 
 
+def gaussian_probes(out):
+    """The Gaussian trace (the default): each rank draws its own examples' probes from a stream of
+    its own, so the dFIL are another unbiased draw than one process's; the training is the same."""
+    data = dataset(20, 4, 2, seed=5)
+    model = mlp(4, 2, seed=80)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    model, optimizer, loader = make_private(model, optimizer, torch.utils.data.DataLoader(data, batch_size=5),
+                                            noise_multiplier=1.0, max_grad_norm=0.5, seed=2, probes=4)
+    skipped = 0
+    for x, y in loader:
+        if len(x):  # (without DDP a rank may skip an empty share's forward and backward)
+            F.cross_entropy(model(x), y).backward()
+        else:
+            skipped += 1
+        optimizer.step()
+        optimizer.zero_grad()
+    return dict(parameters=flat(model), dfil=optimizer.accountant.dfil(), skipped=skipped)
+
+
+def empty_share_skipped_under_ddp(out):
+    """Under DDP a rank that skips its empty share's forward is refused (DDP's forward is collective)."""
+    data = dataset(20, 4, 2, seed=5)
+    model = nn.parallel.DistributedDataParallel(mlp(4, 2, seed=90))
+    _, optimizer, loader = make_private(model, torch.optim.SGD(model.parameters(), lr=0.5),
+                                        torch.utils.data.DataLoader(data, batch_size=5), noise_multiplier=1.0,
+                                        max_grad_norm=0.5, seed=2, account=False)
+    for x, y in loader:
+        if len(x):
+            F.cross_entropy(model(x), y).backward()
+        optimizer.step()
+        optimizer.zero_grad()
+
+
 def clip_norms_differ(out):
     model = mlp(3, 2, seed=40)
     data = dataset(10, 3, 2, seed=4)
@@ -165,8 +198,9 @@ def ddp_not_given(out):
     optimizer.step()
 
 
-SCENARIOS = {f.__name__: f for f in (poisson_ddp, uniform_physical, accountant_alone, clip_norms_differ,
-                                     models_differ, one_rank_refuses, ddp_not_given)}
+SCENARIOS = {f.__name__: f for f in (poisson_ddp, uniform_physical, accountant_alone, gaussian_probes,
+                                     empty_share_skipped_under_ddp, clip_norms_differ, models_differ,
+                                     one_rank_refuses, ddp_not_given)}
 
 
 def run_scenario(name, out):
@@ -281,6 +315,26 @@ def test_the_accountant_alone_gathers_every_ranks_examples(ranks, tmp_path):
         np.testing.assert_array_equal(r["labels"], reference["labels"])
         assert r["epsilon"] == pytest.approx(reference["epsilon"], rel=1e-12)
     assert (reference["dfil"] > 0).all()
+
+
+def test_gaussian_probes_train_as_one_process_and_gather_every_example(ranks, tmp_path):
+    both, reference = results(ranks, "gaussian_probes"), one_process("gaussian_probes", tmp_path)
+    assert both[0]["skipped"] + both[1]["skipped"] > 0
+    for r in both:
+        np.testing.assert_allclose(r["parameters"], reference["parameters"], rtol=1e-12, atol=1e-14)
+    np.testing.assert_array_equal(both[0]["dfil"], both[1]["dfil"])  # every rank holds the whole run
+    sampled = reference["dfil"] > 0
+    np.testing.assert_array_equal(both[0]["dfil"] > 0, sampled)
+    assert not np.array_equal(both[0]["dfil"], reference["dfil"])  # other probes on rank 1
+    # One draw of 4 probes each: the same examples' estimates within a factor of a few.
+    ratio = both[0]["dfil"][sampled] / reference["dfil"][sampled]
+    assert 0.3 < ratio.min() and ratio.max() < 3
+
+
+def test_a_rank_skipping_its_empty_share_under_ddp_is_refused(ranks):
+    found = errors(ranks, "empty_share_skipped_under_ddp")
+    assert found[0] == found[1] and found[0][0] == LoopMismatch.__name__
+    assert "under DistributedDataParallel every rank runs them on every batch the loader gives" in found[0][1]
 
 
 def test_ranks_with_different_clip_norms_stop_with_one_message(ranks):

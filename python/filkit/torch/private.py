@@ -352,6 +352,10 @@ class PrivateOptimizer(torch.optim.Optimizer):
         first = next(iter(trained.values()))
         p_total = sum(p.numel() for p in trained.values())
         record = self._record(ids)
+        if record is None and self.ddp is not None:
+            raise LoopMismatch(f"step {self.steps + 1}: no forward and backward of the model on this rank's batch: "
+                               "under DistributedDataParallel every rank runs them on every batch the loader gives, "
+                               "also on an empty one (DDP's forward takes part in collectives of all ranks)")
         if self._pending is None:
             self._pending = torch.zeros(p_total, dtype=first.dtype, device=first.device)
         if ids.numel():
