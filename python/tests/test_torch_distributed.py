@@ -11,6 +11,7 @@ import datetime
 import json
 import os
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -19,8 +20,7 @@ import filkit
 
 torch = pytest.importorskip("torch")
 nn, F = torch.nn, torch.nn.functional
-from filkit.torch import BatchMemoryManager, FilAccountant, LoopMismatch, make_private  # noqa: E402
-from filkit.torch.distributed import RanksDisagree  # noqa: E402
+from filkit.torch import BatchMemoryManager, FilAccountant, LoopMismatch, RanksDisagree, make_private  # noqa: E402
 
 RANKS = 2
 TIMEOUT_S = 120  # a hung collective fails the test instead of blocking it
@@ -233,9 +233,10 @@ def ranks(tmp_path_factory):
     out = tmp_path_factory.mktemp("ranks")
     context = torch.multiprocessing.start_processes(worker, args=(str(out / "init"), str(out)), nprocs=RANKS,
                                                     join=False, start_method="spawn")
+    deadline = time.monotonic() + 3 * TIMEOUT_S
     try:
-        while not context.join(timeout=TIMEOUT_S):
-            pass
+        while not context.join(timeout=1):
+            assert time.monotonic() < deadline, "the 2 ranks did not finish (a collective hung?)"
     finally:
         for process in context.processes:
             if process.is_alive():

@@ -434,7 +434,8 @@ def make_private(module, optimizer, data_loader, *, noise_multiplier, max_grad_n
         ranks.agree(arguments_description(
             {**dict(noise_multiplier=noise_multiplier, max_grad_norm=max_grad_norm, clipping=clipping,
                     poisson_sampling=poisson_sampling, account=account, seed=seed, loss_fn=loss_fn,
-                    loss_reduction=loss_reduction, **accountant_options),
+                    loss_reduction=loss_reduction),
+             **{k: v for k, v in accountant_options.items() if k != "memory_budget"},  # (may differ by machine)
              "the optimizer's type": type(optimizer).__name__, "data_loader's batch_size":
                  getattr(data_loader, "batch_size", None), "the training set's size": _size(data_loader),
              "data_loader's sampler": type(getattr(data_loader, "sampler", None)).__name__,
