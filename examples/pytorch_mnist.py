@@ -7,6 +7,12 @@ exactly what the loop computes.
     PYTHONPATH=build/python /usr/bin/python3 examples/pytorch_mnist.py --tiny   # seconds
     PYTHONPATH=build/python /usr/bin/python3 examples/pytorch_mnist.py          # 60,000 images, minutes
     ... --plain                                                                 # the script without the three lines
+    PYTHONPATH=build/python torchrun --nproc_per_node 2 examples/pytorch_mnist.py --tiny   # on 2 processes
+
+Started by torchrun (WORLD_SIZE in the environment) it runs on that many processes, gloo on the CPU:
+the model is wrapped in DistributedDataParallel before make_private, each rank trains on its shard's
+part of every batch, and rank 0 prints and writes what one process would (docs/pytorch.md,
+"Several processes").
 
 It prints the per-example dFIL summary and epsilon, writes filkit dpsgd's summary and per-example
 table (--out, default pytorch_mnist.json/.csv) and, when the filkit binary is found (FILKIT_BINARY
@@ -72,12 +78,24 @@ def accuracy(model, data):
         return (model(x).argmax(1) == y).double().mean().item()
 
 
+def start_ranks(args):
+    """This process's rank under torchrun (the process group started, gloo on the CPU), else 0."""
+    if "WORLD_SIZE" not in os.environ:
+        return 0
+    if args.plain:
+        raise SystemExit("--plain runs on one process (without make_private nothing shards the batches)")
+    torch.distributed.init_process_group("gloo")
+    return torch.distributed.get_rank()
+
+
 def main():
     args = parse_args()
+    rank = start_ranks(args)
     torch.manual_seed(0)
     train, test = mnist(args.tiny)
     epochs, batch_size = (1, 60) if args.tiny else (args.epochs, args.batch_size)
-    model = network()
+    net = network()
+    model = torch.nn.parallel.DistributedDataParallel(net) if torch.distributed.is_initialized() else net
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.5)
     loader = torch.utils.data.DataLoader(train, batch_size=batch_size, shuffle=True)
     if not args.plain:
@@ -85,7 +103,7 @@ def main():
                                                 max_grad_norm=args.max_grad_norm,
                                                 loss_fn=smoothed_cross_entropy)  # filkit (2 of 3)
 
-    shifts = torch.Generator().manual_seed(1)
+    shifts = torch.Generator().manual_seed(1)  # (the same shifts on every rank, as on one process)
     for epoch in range(epochs):
         model.train()
         for x, y in loader:  # (a Poisson batch can be empty: the step then releases the noise alone)
@@ -93,12 +111,13 @@ def main():
             optimizer.zero_grad()
             smoothed_cross_entropy(model(x), y).backward()
             optimizer.step()
-        print(f"epoch {epoch + 1}: test accuracy {accuracy(model, test):.4f}")
+        if rank == 0:
+            print(f"epoch {epoch + 1}: test accuracy {accuracy(net, test):.4f}")
 
-    if args.plain:
+    if args.plain or rank != 0:  # (every rank's accountant describes the whole run: rank 0 writes it)
         return
     optimizer.accountant.write_summary(  # filkit (3 of 3)
-        args.out + ".json", args.out + ".csv", test_accuracy=accuracy(model, test), images=train.tensors[0],
+        args.out + ".json", args.out + ".csv", test_accuracy=accuracy(net, test), images=train.tensors[0],
         class_names=[str(k) for k in range(10)])
 
     accountant = optimizer.accountant

@@ -10,15 +10,17 @@ loop, on the model's device and dtype (docs/pytorch.md).
 
 or, with Opacus' call shape, make_private(model, optimizer, loader, noise_multiplier=...,
 max_grad_norm=...) returns a model, optimizer (with .accountant) and loader doing DP-SGD on the
-gradient the user's own loop computes (BatchMemoryManager for gradient accumulation).
+gradient the user's own loop computes (BatchMemoryManager for gradient accumulation). Both work
+under torch.distributed, with or without DistributedDataParallel (distributed.py).
 """
 from .accountant import FilAccountant
 from .checks import LoopMismatch
 from .data import with_example_ids
+from .distributed import RanksDisagree
 from .functional import SOFT_CLIP_NORM_BOUND, hard_clip_factor, soft_clip_factor
 from .layers import check_module
 from .loss import LossError
 from .private import BatchMemoryManager, make_private
 
 __all__ = ["FilAccountant", "make_private", "BatchMemoryManager", "with_example_ids", "check_module", "LoopMismatch",
-           "LossError", "soft_clip_factor", "hard_clip_factor", "SOFT_CLIP_NORM_BOUND"]
+           "LossError", "RanksDisagree", "soft_clip_factor", "hard_clip_factor", "SOFT_CLIP_NORM_BOUND"]

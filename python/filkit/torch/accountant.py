@@ -22,6 +22,7 @@ from .layers import check_module
 from .loss import REDUCTIONS, ExpandedLoss, LossExpansion
 from .checks import (AccountedBatch, Deferred, LoopMismatch, check_output_gradient, paused,
                      vmap_refusals, refuse_nonfinite)
+from .distributed import Ranks, arguments_description, gather_step, seed_of_rank, unwrap
 
 CLIPPINGS = ("smooth", "hard")
 TRACES = ("gaussian", "exact")
@@ -110,6 +111,12 @@ class FilAccountant:
     per-example work held at once (an estimate; batches are cut into chunks to fit).
     snapshot_every: steps between automatic snapshots for the report ('epoch', the default, is
     1/q steps; None keeps none but those record() takes).
+
+    Under torch.distributed (K > 1 processes; a DistributedDataParallel model is unwrapped) every
+    rank steps with its own examples, and each step's per-example sums are gathered on every rank
+    (finish_step): dfil(), epsilon() and write_summary() describe all ranks' examples. The ranks'
+    settings and models must agree (RanksDisagree otherwise); their probes come from streams of
+    their own (distributed.py).
     """
 
     def __init__(self, model, *, loss_fn, clip_norm, noise_multiplier, sample_rate, clipping="smooth",
@@ -117,6 +124,13 @@ class FilAccountant:
                  sampling="shuffle", accountant="rdp", subsampling="amplified", kappa_delta=None, num_examples=None,
                  memory_budget=2 ** 30, seed=0, loss_reduction="mean", snapshot_every="epoch"):
         self.graph_caveats = []  # operations found in the loop's graph (make_private): graph_caveats()
+        # Several processes: the ranks agree on the arguments first, so that a refusal is every rank's
+        # (memory_budget may differ between machines).
+        self.ranks = Ranks.current()
+        if self.ranks:
+            arguments = {k: v for k, v in locals().items() if k not in ("self", "model", "memory_budget")}
+            self.ranks.agree(arguments_description(arguments, model))
+        model, _ = unwrap(model)
         self.caveats = check_module(model)
         if not callable(loss_fn):
             raise ValueError(f"loss_fn: expected a callable loss(outputs, targets), got {type(loss_fn).__name__}")
@@ -172,6 +186,9 @@ class FilAccountant:
         self._factored = {}
         self._activations = {}  # input shape -> an example's activation elements (_activation_elements)
         self.snapshots = []
+        # Several processes: this rank's probes' seed and its sums of the step in progress.
+        self._seed = seed_of_rank(seed, self.ranks.rank if self.ranks else 0)
+        self._step_parts = []
 
     # ---- accounting -------------------------------------------------------------------------
     def _device_and_dtype(self):
@@ -359,20 +376,30 @@ class FilAccountant:
         trace /= scale
         spectral /= scale
         refuse_nonfinite("traces", trace, ids, step, what="the per-example Fisher information traces")
-        self._grow(int(ids.max()) + 1)
-        self._trace.index_add_(0, ids, trace)
-        self._spectral.index_add_(0, ids, spectral)
-        self._sampled.index_add_(0, ids, torch.ones(batch, dtype=torch.float64))
-        self._labels[ids] = labels.double()
+        self._add(ids, trace, spectral, labels.double())
+        if self.ranks:
+            self._step_parts.append((ids, trace, spectral, labels.double()))
         self._in_progress = True
         self.seconds += time.perf_counter() - began
         return AccountedBatch(trace, clipped, unclipped)
+
+    def _add(self, ids, trace, spectral, labels):
+        """Add examples' traces of a step to their sums (ids: distinct within the step)."""
+        self._grow(int(ids.max()) + 1)
+        self._trace.index_add_(0, ids, trace)
+        self._spectral.index_add_(0, ids, spectral)
+        self._sampled.index_add_(0, ids, torch.ones(ids.numel(), dtype=torch.float64))
+        self._labels[ids] = labels
 
     def finish_step(self):
         """End the step in progress (one logical batch, accounted in one or more parts; a step whose
         Poisson batch was empty released noise alone: no FIL, but a step for the accountants and
         kappa_delta's T). With snapshot_every, keeps a snapshot each time the step count crosses a
-        multiple of it (an epoch, 1/q steps, by default)."""
+        multiple of it (an epoch, 1/q steps, by default). Under torch.distributed every rank's
+        sums of the step are gathered first (a collective: every rank calls it)."""
+        if self.ranks:
+            parts, self._step_parts = self._step_parts, []
+            gather_step(self, parts)
         self.steps += 1
         self._in_progress = False
         every = self.snapshot_every
@@ -389,9 +416,9 @@ class FilAccountant:
         times slower; torch's generator on the model's device otherwise (on the CPU in float32
         torch.randn is 2.4 times faster than NumPy's)."""
         if device.type == "cpu" and dtype == torch.float64:
-            return np.random.Generator(np.random.PCG64(self.settings["seed"]))
+            return np.random.Generator(np.random.PCG64(self._seed))
         generator = torch.Generator(device=device)
-        generator.manual_seed(self.settings["seed"])
+        generator.manual_seed(self._seed)
         return generator
 
     def _normal(self, shape, like):

@@ -13,6 +13,8 @@ expected batch size B (Opacus' rule, docs/mathematics.md section 7.1), written i
 the wrapped optimizer's own step. The per-example gradients are checked against the gradient the
 loop's backward() left (their sum must be it), and anything the step cannot privatise as the loop
 computed it is refused (checks.py). BatchMemoryManager splits a logical batch into physical ones.
+Under torch.distributed each rank takes its shard's part of every batch and the clipped sums are
+all-reduced (distributed.py).
 """
 import warnings
 
@@ -22,6 +24,7 @@ import torch.nn.functional as F
 from .accountant import CLIPPINGS, FilAccountant, _choice, _count, _noise_scale, _positive
 from .capture import LoopCapture, per_example_blocks
 from .checks import GRAPH_CAVEAT, RANDOM_REFUSAL, Deferred, LoopMismatch
+from .distributed import Ranks, arguments_description, keep_gradients_local, unwrap
 from .functional import hard_clip_factor, soft_clip_factor
 from .layers import check_module
 from .loss import REDUCTIONS
@@ -30,9 +33,12 @@ from .loss import REDUCTIONS
 class PrivateLoader:
     """Batches of data_loader's dataset, sampled privately; `current` holds the last logical batch's
     (inputs, targets, example ids) and `part` the part of it the loop is working on (the whole
-    batch, or with BatchMemoryManager one physical batch) with whether it is the batch's last."""
+    batch, or with BatchMemoryManager one physical batch) with whether it is the batch's last.
+    With ranks (torch.distributed), the batch is drawn over the whole dataset as on one process
+    and this rank keeps the members of its shard; `largest_share` is the most members any rank
+    has of the current batch."""
 
-    def __init__(self, data_loader, poisson_sampling, generator):
+    def __init__(self, data_loader, poisson_sampling, generator, ranks=None):
         self.dataset, self.collate_fn = data_loader.dataset, data_loader.collate_fn
         self.batch_size = data_loader.batch_size
         self.n = len(self.dataset)
@@ -45,14 +51,26 @@ class PrivateLoader:
         self.part = None
         self.draws = 0  # parts handed to the loop so far
         self._empty = None
+        self.ranks = ranks
+        self.shard = ranks.shard(self.n) if ranks else (0, self.n)
+        self.largest_share = 0
 
     def __len__(self):
         return max(1, round(1.0 / self.sample_rate))  # steps per epoch, as Opacus
 
     def _indices(self):
         if self.poisson_sampling:
-            return torch.nonzero(torch.rand(self.n, generator=self.generator) < self.sample_rate).flatten()
-        return torch.randperm(self.n, generator=self.generator)[:self.batch_size].sort().values
+            ids = torch.nonzero(torch.rand(self.n, generator=self.generator) < self.sample_rate).flatten()
+        else:
+            ids = torch.randperm(self.n, generator=self.generator)[:self.batch_size].sort().values
+        if not self.ranks:
+            self.largest_share = ids.numel()
+            return ids
+        shares = torch.bincount(torch.bucketize(ids, self.ranks.shard_bounds(self.n), right=True),
+                                minlength=self.ranks.size)
+        self.largest_share = int(shares.max())
+        begin, end = self.shard
+        return ids[(ids >= begin) & (ids < end)]
 
     def _collate(self, ids):
         if ids.numel() == 0:  # an empty Poisson batch, as Opacus yields it: tensors with no rows
@@ -115,7 +133,9 @@ class BatchMemoryManager:
 
     def __iter__(self):
         for inputs, targets, ids in self.loader.logical_batches():
-            starts = list(range(0, ids.numel(), self.size)) or [0]
+            # As many physical batches on every rank (an empty one where a rank has fewer members):
+            # under DistributedDataParallel each forward is a step of all ranks together.
+            starts = list(range(0, self.loader.largest_share, self.size)) or [0]
             for k, start in enumerate(starts):
                 rows = slice(start, start + self.size)
                 x, y = inputs[rows], targets[rows]
@@ -130,8 +150,9 @@ class PrivateOptimizer(torch.optim.Optimizer):
     groups of its own."""
 
     def __init__(self, optimizer, module, loader, capture, *, noise_multiplier, max_grad_norm, clipping,
-                 loss_reduction, accountant, generator):
+                 loss_reduction, accountant, generator, ddp=None):
         self.optimizer, self.module, self.loader, self.capture = optimizer, module, loader, capture
+        self.ddp = ddp  # the DistributedDataParallel around module, if any
         self.noise_multiplier, self.max_grad_norm = noise_multiplier, max_grad_norm
         self.clipping, self.loss_reduction = clipping, loss_reduction
         self.accountant, self.generator = accountant, generator
@@ -139,6 +160,7 @@ class PrivateOptimizer(torch.optim.Optimizer):
         self.steps = 0
         self._draws = 0  # the loader's draws at the last step()
         self._pending = None  # the clipped sum of a logical batch's physical parts so far
+        self._failure = None  # under torch.distributed: this rank's refusal of a part of the step
 
     @property
     def param_groups(self):
@@ -278,12 +300,50 @@ class PrivateOptimizer(torch.optim.Optimizer):
                 f"loop's backward() gave it (relative gap {float(gap / (size + 1e-300)):.3g}): it is used "
                 "outside what the model's forward on the batch computes (a weight used in the loss, a second "
                 "forward, a random or stateful operation, or a loss not reduced as loss_reduction = "
-                f"{self.loss_reduction!r} says), so the loop's gradient cannot be privatised example by example"))
+                f"{self.loss_reduction!r} says), so the loop's gradient cannot be privatised example by example"
+                + (DDP_AVERAGED if self.loader.ranks and self.ddp is None else "")))
 
     def step(self, closure=None):
         if closure is not None:
             raise ValueError("step: a closure is not supported by private training (the gradient comes from the "
                              "loop's own forward and backward on the private loader's batch)")
+        ranks = self.loader.ranks
+        try:
+            last = self._accumulate()
+        except Exception as error:  # noqa: BLE001 - under torch.distributed every rank must hear of it
+            if ranks is None:
+                raise
+            self._failure = self._failure or error
+            last = self.loader.part is None or self.loader.part[3]
+        if not last:
+            return None  # a physical batch of BatchMemoryManager: the logical step comes with the last
+        trained = self.capture.trained
+        first = next(iter(trained.values()))
+        total = self._pending if self._pending is not None else \
+            torch.zeros(sum(p.numel() for p in trained.values()), dtype=first.dtype, device=first.device)
+        self._pending = None
+        self.noise = None
+        if ranks is None or ranks.rank == 0:  # drawn once a step, by rank 0 under torch.distributed
+            self.noise = self.noise_multiplier * self.max_grad_norm * torch.randn(
+                total.numel(), generator=self.generator, dtype=first.dtype, device=first.device)
+        if ranks is None:
+            total = total + self.noise
+        else:
+            failure, self._failure = self._failure, None
+            total = ranks.sum_step(self.steps + 1, total, self.noise, failure)
+        mean = total / self.loader.batch_size
+        offset = 0
+        for p in trained.values():
+            p.grad = mean[offset:offset + p.numel()].view_as(p).clone()
+            offset += p.numel()
+        if self.accountant is not None:
+            self.accountant.finish_step()
+        self.steps += 1
+        return self.optimizer.step()
+
+    def _accumulate(self):
+        """This rank's part of the step: the loop's part of the batch checked, its clipped sum added
+        to the pending one; whether it is the logical batch's last part."""
         self._check_trained()
         if self.accountant is None:
             check_module(self.module, accounting=False)  # (the accountant checks it when there is one)
@@ -292,6 +352,10 @@ class PrivateOptimizer(torch.optim.Optimizer):
         first = next(iter(trained.values()))
         p_total = sum(p.numel() for p in trained.values())
         record = self._record(ids)
+        if record is None and self.ddp is not None:
+            raise LoopMismatch(f"step {self.steps + 1}: no forward and backward of the model on this rank's batch: "
+                               "under DistributedDataParallel every rank runs them on every batch the loader gives, "
+                               "also on an empty one (DDP's forward takes part in collectives of all ranks)")
         if self._pending is None:
             self._pending = torch.zeros(p_total, dtype=first.dtype, device=first.device)
         if ids.numel():
@@ -302,20 +366,11 @@ class PrivateOptimizer(torch.optim.Optimizer):
             self._verify(record, unclipped, scale, checks)
             checks.resolve()
             self._pending += clipped
-        if not last:
-            return None  # a physical batch of BatchMemoryManager: the logical step comes with the last
-        self.noise = self.noise_multiplier * self.max_grad_norm * torch.randn(
-            p_total, generator=self.generator, dtype=first.dtype, device=first.device)
-        mean = (self._pending + self.noise) / self.loader.batch_size
-        self._pending = None
-        offset = 0
-        for p in trained.values():
-            p.grad = mean[offset:offset + p.numel()].view_as(p).clone()
-            offset += p.numel()
-        if self.accountant is not None:
-            self.accountant.finish_step()
-        self.steps += 1
-        return self.optimizer.step()
+        return last
+
+
+DDP_AVERAGED = ("; under DistributedDataParallel give make_private the DistributedDataParallel model itself, which "
+                "it keeps from averaging the ranks' raw gradients in backward()")
 
 
 def sum_tolerance(values):
@@ -347,6 +402,14 @@ def _announce_sampler(data_loader, poisson_sampling, q, steps):
     warnings.warn(SAMPLER_NOTE.format(what=what, how=how, q=q, steps=steps), UserWarning, stacklevel=3)
 
 
+def _size(data_loader):
+    """The number of examples of data_loader's dataset, or None where it has none."""
+    try:
+        return len(data_loader.dataset)
+    except (AttributeError, TypeError):
+        return None
+
+
 def make_private(module, optimizer, data_loader, *, noise_multiplier, max_grad_norm, clipping="smooth",
                  poisson_sampling=True, account=True, seed=0, loss_fn=F.cross_entropy, loss_reduction="mean",
                  **accountant_options):
@@ -358,7 +421,25 @@ def make_private(module, optimizer, data_loader, *, noise_multiplier, max_grad_n
     each step checks that it is the loss the loop's backward() took, on the loader's targets);
     not used with account=False. accountant_options go to FilAccountant (trace, probes, spectral,
     private, ...). An empty Poisson batch is yielded as tensors with no rows; optimizer.step()
-    then releases noise alone."""
+    then releases noise alone.
+
+    Under torch.distributed (K > 1 processes, the same call on every rank; docs/pytorch.md,
+    "Several processes"): data_loader is over the whole training set and its batch_size is the
+    expected batch size of a step over all ranks; each rank trains on its shard's part of every
+    batch, the clipped sums are all-reduced, and the result is the one process's. A
+    DistributedDataParallel module is returned as it is, its all-reduce of the raw gradients
+    replaced (each rank's .grad stays its own)."""
+    ranks = Ranks.current()
+    if ranks:  # first, so that a refusal below is every rank's (the ranks run the same checks)
+        ranks.agree(arguments_description(
+            {**dict(noise_multiplier=noise_multiplier, max_grad_norm=max_grad_norm, clipping=clipping,
+                    poisson_sampling=poisson_sampling, account=account, seed=seed, loss_fn=loss_fn,
+                    loss_reduction=loss_reduction),
+             **{k: v for k, v in accountant_options.items() if k != "memory_budget"},  # (may differ by machine)
+             "the optimizer's type": type(optimizer).__name__, "data_loader's batch_size":
+                 getattr(data_loader, "batch_size", None), "the training set's size": _size(data_loader),
+             "data_loader's sampler": type(getattr(data_loader, "sampler", None)).__name__,
+             "a DistributedDataParallel model": unwrap(module)[1] is not None}, module))
     noise_multiplier = _positive("noise_multiplier", noise_multiplier)
     max_grad_norm = _positive("max_grad_norm", max_grad_norm)
     _noise_scale("max_grad_norm", max_grad_norm, noise_multiplier)
@@ -371,6 +452,11 @@ def make_private(module, optimizer, data_loader, *, noise_multiplier, max_grad_n
         raise ValueError(f"optimizer: expected a torch.optim.Optimizer, got {type(optimizer).__name__}")
     if not isinstance(data_loader, torch.utils.data.DataLoader):
         raise ValueError(f"data_loader: expected a torch.utils.data.DataLoader, got {type(data_loader).__name__}")
+    if isinstance(data_loader.sampler, torch.utils.data.distributed.DistributedSampler):
+        raise ValueError("data_loader: its sampler is a DistributedSampler, whose batch_size is a rank's; make_private "
+                         "shards the data itself: give it a DataLoader over the whole training set whose batch_size "
+                         "is the expected batch size of a step over all ranks (q = batch_size / n)")
+    wrapped, (module, ddp) = module, unwrap(module)
     trained = {name: p for name, p in module.named_parameters() if p.requires_grad}
     if not trained:
         raise ValueError("module: no parameter requires grad, so there is nothing to train privately")
@@ -385,7 +471,7 @@ def make_private(module, optimizer, data_loader, *, noise_multiplier, max_grad_n
     device = next(iter(trained.values())).device
     noise = torch.Generator(device=device)
     noise.manual_seed(seed + 1)
-    loader = PrivateLoader(data_loader, poisson_sampling, batches)
+    loader = PrivateLoader(data_loader, poisson_sampling, batches, ranks)
     _announce_sampler(data_loader, poisson_sampling, loader.sample_rate, len(loader))
     accountant = None
     if account:
@@ -399,5 +485,7 @@ def make_private(module, optimizer, data_loader, *, noise_multiplier, max_grad_n
     capture = LoopCapture(module, trained, per_layer=not account)
     private = PrivateOptimizer(optimizer, module, loader, capture, noise_multiplier=noise_multiplier,
                                max_grad_norm=max_grad_norm, clipping=clipping, loss_reduction=loss_reduction,
-                               accountant=accountant, generator=noise)
-    return module, private, loader
+                               accountant=accountant, generator=noise, ddp=ddp)
+    if ddp is not None:
+        keep_gradients_local(ddp)
+    return wrapped, private, loader
