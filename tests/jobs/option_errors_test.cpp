@@ -187,7 +187,7 @@ TEST(OptionErrors, TheCommandLineSpellsOptionsAsFlagsAndExitsByKind) {
 // the file or the flag.
 TEST(OptionErrors, TheCommandLineExitsByTheKindOfError) {
   if (std::getenv("FILKIT_BINARY") == nullptr) GTEST_SKIP() << "FILKIT_BINARY not set";
-  const TempDir dir;
+  const testing::TempDir dir;
   const std::string ragged = dir.write("ragged.csv", "f0,y\n0.5,0\n0.25,1,7\n");
   const std::string missing = dir.file("missing.npz");
   std::string rows = "f0,y\n";  // separable at 0: logistic regression without L2 has no minimiser
