@@ -19,8 +19,8 @@ namespace {
 Dataset make_dataset(const Eigen::Ref<const RowMatrix>& X, const Eigen::Ref<const VectorXd>& y,
                      const std::string& source, std::optional<std::tuple<Index, Index, Index>> image) {
   if (X.rows() != y.size())
-    throw std::invalid_argument("Dataset: X has " + std::to_string(X.rows()) + " rows but y has " +
-                                std::to_string(y.size()) + " values");
+    throw DataError("Dataset: X has " + std::to_string(X.rows()) + " rows but y has " + std::to_string(y.size()) +
+                    " values");
   Dataset data;
   data.X = X;
   data.y = y;

@@ -50,16 +50,30 @@ def test_fil_matches_a_numpy_dense_computation():
     assert whole.examples == data.n and whole.eta > per_example.eta.max()
 
 
+def test_file_errors_are_data_and_resource_errors(tmp_path):
+    # A malformed file raises filkit.DataError (a ValueError) naming the file and line; one that
+    # cannot be opened filkit.ResourceError (an OSError); each a filkit.Error.
+    ragged = tmp_path / "ragged.csv"
+    ragged.write_text("f0,y\n0.5,0\n0.25,1,7\n")
+    with pytest.raises(filkit.DataError, match="ragged.csv' line 3") as raised:
+        filkit.load_dataset(str(ragged), target="y")
+    assert isinstance(raised.value, ValueError) and isinstance(raised.value, filkit.Error)
+    with pytest.raises(filkit.ResourceError, match="cannot open") as raised:
+        filkit.load_dataset(str(tmp_path / "missing.npz"))
+    assert isinstance(raised.value, OSError)
+
+
 def test_library_errors_become_python_exceptions():
     data = synthetic()
-    with pytest.raises(ValueError, match="outside the domain"):
+    # Bad data raise filkit.DataError (a ValueError), a failed computation filkit.NumericalError.
+    with pytest.raises(filkit.DataError, match="outside the domain"):
         filkit.fit(filkit.Dataset(data.X, data.y + 2))
-    with pytest.raises(ValueError, match="rows"):
+    with pytest.raises(filkit.DataError, match="rows"):
         filkit.Dataset(np.zeros((3, 2)), np.zeros(4))
-    with pytest.raises(ValueError, match="not finite"):
+    with pytest.raises(filkit.DataError, match="not finite"):
         filkit.Dataset(np.full((2, 2), np.nan), np.zeros(2))
     collinear = np.hstack([data.X[:, :1], data.X[:, :1]])
-    with pytest.raises(RuntimeError, match="option l2"):
+    with pytest.raises(filkit.NumericalError, match="option l2"):
         filkit.fit(filkit.Dataset(collinear, data.y), model="least-squares", l2=0.0)
     with pytest.raises(TypeError, match="unknown option 'sigm'"):
         filkit.measure(sigm=1.0)

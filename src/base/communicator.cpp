@@ -1,5 +1,7 @@
 #include "filkit/base/communicator.hpp"
 
+#include "filkit/base/errors.hpp"
+
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -14,8 +16,9 @@
 namespace filkit {
 
 RowShard RowShard::of(Index n, int rank, int ranks) {
+  // A rank outside the communicator is a caller's bug.
   if (ranks < 1 || rank < 0 || rank >= ranks)
-    throw std::invalid_argument("RowShard: rank " + std::to_string(rank) + " of " + std::to_string(ranks));
+    throw std::logic_error("RowShard: rank " + std::to_string(rank) + " of " + std::to_string(ranks));
   const Index base = n / ranks, extra = n % ranks;  // the first `extra` ranks take one row more
   const auto r = static_cast<Index>(rank);
   RowShard shard;
@@ -67,9 +70,9 @@ const Communicator& Communicator::world() {
     return outside;
   }
   if (launched_by_mpi())
-    throw std::runtime_error(
-        "started by an MPI launcher (mpirun), but MPI is not initialised: from Python, import mpi4py.MPI before running "
-        "a job (python3 -m mpi4py script.py), so that the job runs on the ranks instead of whole on each");
+    throw ResourceError(
+        "started by an MPI launcher (mpirun), but MPI is not initialised: from Python, import mpi4py.MPI before "
+        "running a job (python3 -m mpi4py script.py), so that the job runs on the ranks instead of whole on each");
   return local();
 }
 
@@ -86,10 +89,10 @@ void Communicator::check_same_count(std::size_t count, const char* what) const {
   MPI_Allreduce(mine, most, 2, MPI_LONG_LONG, MPI_MAX, comm_of(handle_));
   if (most[0] == -most[1]) return;
   if (rank_ != 0) throw StoppedWithRankZero();
-  throw std::runtime_error(std::string("the MPI ranks disagree on the size of ") + what + " (from " +
-                           std::to_string(-most[1]) + " to " + std::to_string(most[0]) +
-                           " values): they were started with different options or data; start every rank with "
-                           "the same command");
+  throw ResourceError(std::string("the MPI ranks disagree on the size of ") + what + " (from " +
+                      std::to_string(-most[1]) + " to " + std::to_string(most[0]) +
+                      " values): they were started with different options or data; start every rank with "
+                      "the same command");
 }
 
 void Communicator::sum(double* values, std::size_t count) const {
@@ -156,7 +159,7 @@ struct GatherLayout {
 
 GatherLayout gather_layout(std::size_t count, bool root, int ranks, MPI_Comm comm, const char* unit) {
   if (count > INT_MAX)
-    throw std::length_error(std::string("Communicator::gather: more than INT_MAX ") + unit + " on one rank");
+    throw ResourceError(std::string("Communicator::gather: more than INT_MAX ") + unit + " on one rank");
   GatherLayout layout{std::vector<int>(root ? ranks : 0), std::vector<int>(root ? ranks : 0), 0};
   const int mine = static_cast<int>(count);
   MPI_Gather(&mine, 1, MPI_INT, layout.counts.data(), 1, MPI_INT, 0, comm);
@@ -165,7 +168,7 @@ GatherLayout gather_layout(std::size_t count, bool root, int ranks, MPI_Comm com
     layout.offsets[r] = static_cast<int>(total);
     total += layout.counts[r];
   }
-  if (total > INT_MAX) throw std::length_error(std::string("Communicator::gather: more than INT_MAX ") + unit + " in all");
+  if (total > INT_MAX) throw ResourceError(std::string("Communicator::gather: more than INT_MAX ") + unit + " in all");
   layout.total = static_cast<int>(total);
   return layout;
 }
@@ -236,7 +239,7 @@ void MpiSession::abort_if_distributed(int exit_code) {
 
 const Communicator& Communicator::world() {
   if (launched_by_mpi())
-    throw std::runtime_error(
+    throw ResourceError(
         "started by an MPI launcher (mpirun), but this filkit was built without MPI: every process would run the "
         "whole job alone. Install libopenmpi-dev and rebuild (scripts/setup.sh), or run without mpirun");
   return local();
@@ -256,7 +259,7 @@ void Communicator::check_same_count(std::size_t, const char*) const {}
 
 MpiSession::MpiSession(int*, char***) {
   if (launched_by_mpi())
-    throw std::runtime_error(
+    throw ResourceError(
         "started by an MPI launcher (mpirun), but this filkit was built without MPI: every process would run the "
         "whole job alone. Install libopenmpi-dev and rebuild (scripts/setup.sh), or run without mpirun");
 }

@@ -63,9 +63,9 @@ char* write_number(char* out, double value) {
 }
 
 void check_width(std::size_t cells, std::size_t header) {
+  // Rows are built by filkit's own writers: a width mismatch is a bug.
   if (cells != header) {
-    throw std::invalid_argument("CSV row has " + std::to_string(cells) + " cells, header has " +
-                                std::to_string(header));
+    throw std::logic_error("CSV row has " + std::to_string(cells) + " cells, header has " + std::to_string(header));
   }
 }
 

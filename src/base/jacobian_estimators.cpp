@@ -1,5 +1,6 @@
 #include "filkit/base/jacobian_estimators.hpp"
 
+#include "filkit/base/errors.hpp"
 
 #include <cmath>
 #include <stdexcept>
@@ -13,7 +14,8 @@ namespace {
 
 void check_probes(int probes, const char* function) {
   if (probes < 1)
-    throw std::invalid_argument(std::string(function) + ": probes = " + std::to_string(probes) + ": must be >= 1");
+    throw OptionError::with_text("probes",
+                                 std::string(function) + ": probes = " + std::to_string(probes) + ": must be >= 1");
 }
 
 TraceEstimate mean_and_standard_error(const std::vector<double>& samples) {
@@ -63,10 +65,9 @@ TraceEstimate estimate_trace_by_gaussian_probes(const JacobianOperator& G, int p
 SpectralNormEstimate estimate_spectral_norm(const JacobianOperator& G, int max_iterations, double tolerance,
                                             std::mt19937_64& rng) {
   if (max_iterations < 1)
-    throw std::invalid_argument("estimate_spectral_norm: max_iterations = " + std::to_string(max_iterations) +
-                                ": must be >= 1");
-  if (!(tolerance >= 0.0))
-    throw std::invalid_argument("estimate_spectral_norm: tolerance must be >= 0");
+    throw OptionError::with_text("max_iterations", "estimate_spectral_norm: max_iterations = " +
+                                                       std::to_string(max_iterations) + ": must be >= 1");
+  if (!(tolerance >= 0.0)) throw OptionError::with_text("tolerance", "estimate_spectral_norm: tolerance must be >= 0");
   std::normal_distribution<double> normal;
   VectorXd v(G.cols());
   for (Index k = 0; k < v.size(); ++k) v(k) = normal(rng);

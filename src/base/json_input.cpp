@@ -1,5 +1,7 @@
 #include "base/json_input.hpp"
 
+#include "filkit/base/errors.hpp"
+
 #include <stdexcept>
 
 namespace filkit::detail {
@@ -45,12 +47,12 @@ bool nests_deeper_than(std::string_view bytes, nlohmann::json::input_format_t fo
 
 nlohmann::json parse_json_input(std::string_view text, const std::string& what) {
   if (nests_deeper_than(text, nlohmann::json::input_format_t::json, kMaxJsonNesting))
-    throw std::invalid_argument(what + ": nests arrays and objects deeper than " + std::to_string(kMaxJsonNesting) +
-                                " levels, the limit for filkit's JSON inputs");
+    throw DataError(what + ": nests arrays and objects deeper than " + std::to_string(kMaxJsonNesting) +
+                    " levels, the limit for filkit's JSON inputs");
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& error) {
-    throw std::invalid_argument(what + ": not valid JSON: " + error.what());
+    throw DataError(what + ": not valid JSON: " + error.what());
   }
 }
 

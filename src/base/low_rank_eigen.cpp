@@ -82,7 +82,8 @@ class SecularFunction {
 }  // namespace
 
 double largest_eigenvalue_diagonal_plus_low_rank(const VectorXd& D, const MatrixXd& U, const MatrixXd& S) {
-  if (S.rows() > 3) throw std::invalid_argument("largest_eigenvalue_diagonal_plus_low_rank: rank > 3");
+  // Callers pass rank <= 3 by construction: a bug otherwise.
+  if (S.rows() > 3) throw std::logic_error("largest_eigenvalue_diagonal_plus_low_rank: rank > 3");
   // Write U S U^T = sum_k sign_k W_k W_k^T with W = U V |s|^(1/2) (S = V diag(s) V^T), so that
   // the k x k secular matrix stays well scaled however small or large the eigenvalues of S are.
   const Eigen::SelfAdjointEigenSolver<MatrixXd> s_solver(S);

@@ -26,7 +26,7 @@ namespace fs = std::filesystem;
 namespace {
 
 [[noreturn]] void fail(const std::string& what, const std::string& path, int error) {
-  throw std::runtime_error(what + " '" + path + "': " + std::strerror(error));
+  throw ResourceError(what + " '" + path + "': " + std::strerror(error));
 }
 
 /// Closes the descriptor it owns, unless closed (and checked) before.
@@ -112,7 +112,7 @@ std::string create_temporary(const std::string& target, int& fd) {
       (void)::fchmod(fd, replaced.st_mode & 07777);  // best effort: the content matters more
     return path;
   }
-  throw std::runtime_error("cannot create a temporary file beside '" + target + "': every name taken");
+  throw ResourceError("cannot create a temporary file beside '" + target + "': every name taken");
 }
 
 /// The content of `file` in a synced temporary beside it; returns the temporary's path.

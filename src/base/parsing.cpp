@@ -1,5 +1,7 @@
 #include "base/parsing.hpp"
 
+#include "filkit/base/errors.hpp"
+
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -15,10 +17,9 @@ namespace filkit::detail {
 
 std::string read_file_bytes(const std::string& path, ByteSize budget) {
   std::error_code error;
-  if (std::filesystem::is_directory(path, error))
-    throw std::invalid_argument("'" + path + "' is a directory, expected a file");
+  if (std::filesystem::is_directory(path, error)) throw DataError("'" + path + "' is a directory, expected a file");
   std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) throw std::invalid_argument("cannot open '" + path + "' for reading");
+  if (!in) throw ResourceError("cannot open '" + path + "' for reading");
   const std::string what = "reading '" + path + "'";
   const std::streamoff size = in.tellg();
   if (size > 0) check_memory(static_cast<std::uint64_t>(size), budget, what);
@@ -33,7 +34,7 @@ std::string read_file_bytes(const std::string& path, ByteSize budget) {
     check_memory(bytes.size() + got, budget, what);
     bytes.append(chunk.data(), got);
   }
-  if (in.bad()) throw std::invalid_argument("error while reading '" + path + "'");
+  if (in.bad()) throw ResourceError("error while reading '" + path + "'");
   return bytes;
 }
 

@@ -1,5 +1,6 @@
 #include "filkit/base/run_bootstrap.hpp"
 
+#include "filkit/base/errors.hpp"
 #include "filkit/base/summary.hpp"
 
 #include "base/parallel_blocks.hpp"
@@ -19,15 +20,17 @@ namespace {
 constexpr Index kResamplesPerBlock = 16;
 
 void check_values(const MatrixXd& values) {
+  // The runs and resamples come from the jobs, never from input: a bug otherwise.
   if (values.rows() < 1 || values.cols() < 1)
-    throw std::invalid_argument("bootstrap over runs: the values are " + std::to_string(values.rows()) + " runs x " +
-                                std::to_string(values.cols()) + " examples, expected at least one of each");
-  if (!values.allFinite()) throw std::invalid_argument("bootstrap over runs: a value is not finite");
+    throw std::logic_error("bootstrap over runs: the values are " + std::to_string(values.rows()) + " runs x " +
+                           std::to_string(values.cols()) + " examples, expected at least one of each");
+  if (!values.allFinite()) throw NumericalError("bootstrap over runs: a value is not finite");
 }
 
 void check_level(double level) {
   if (!(level > 0.0 && level < 1.0))
-    throw std::invalid_argument("bootstrap over runs: level = " + std::to_string(level) + ", expected a number in (0, 1)");
+    throw OptionError::with_text(
+        "level", "bootstrap over runs: level = " + std::to_string(level) + ", expected a number in (0, 1)");
 }
 
 /// How often resample b draws each of `runs` runs.
@@ -77,7 +80,8 @@ RunBootstrap bootstrap(const MatrixXd& values, const std::function<double(double
 }  // namespace
 
 MaxAndMedian max_and_median(const Eigen::Ref<const VectorXd>& means, const std::function<double(double)>& f) {
-  if (means.size() == 0) throw std::invalid_argument("max_and_median of an empty set");
+  // The runs and resamples come from the jobs, never from input: a bug otherwise.
+  if (means.size() == 0) throw std::logic_error("max_and_median of an empty set");
   std::vector<double> sorted(means.data(), means.data() + means.size());
   // The median as summary.hpp's quantile(., 0.5) of f(means): f keeps the order, so only the two
   // middle values need it.
@@ -96,9 +100,10 @@ VectorXd mean_over_runs(const MatrixXd& values) {
 }
 
 MatrixXd draw_run_resamples(Index runs, Index resamples, std::uint64_t seed) {
+  // The runs and resamples come from the jobs, never from input: a bug otherwise.
   if (runs < 1 || resamples < 1)
-    throw std::invalid_argument("draw_run_resamples: " + std::to_string(resamples) + " resamples of " +
-                                std::to_string(runs) + " runs, expected at least one of each");
+    throw std::logic_error("draw_run_resamples: " + std::to_string(resamples) + " resamples of " +
+                           std::to_string(runs) + " runs, expected at least one of each");
   MatrixXd counts(resamples, runs);
   for (Index b = 0; b < resamples; ++b) counts.row(b) = draw_resample(runs, seed, b);
   return counts;
@@ -109,7 +114,8 @@ RunBootstrap bootstrap_over_runs(const MatrixXd& values, const std::function<dou
   check_values(values);
   check_level(level);
   if (resamples < 1)
-    throw std::invalid_argument("bootstrap over runs: resamples = " + std::to_string(resamples) + ", expected >= 1");
+    throw OptionError::with_text("resamples",
+                                 "bootstrap over runs: resamples = " + std::to_string(resamples) + ", expected >= 1");
   RunBootstrap result = bootstrap(values, f, level, resamples, [&](Index first, MatrixXd& counts) {
     for (Index j = 0; j < counts.rows(); ++j) counts.row(j) = draw_resample(values.rows(), seed, first + j);
   });
@@ -122,16 +128,17 @@ RunBootstrap bootstrap_over_runs(const MatrixXd& values, const std::function<dou
   check_values(values);
   check_level(level);
   const Index runs = values.rows();
+  // The runs and resamples come from the jobs, never from input: a bug otherwise.
   if (resample_counts.rows() < 1 || resample_counts.cols() != runs)
-    throw std::invalid_argument("bootstrap over runs: the resample counts are " + std::to_string(resample_counts.rows()) +
-                                " x " + std::to_string(resample_counts.cols()) + ", expected B >= 1 rows of " +
-                                std::to_string(runs) + " runs");
+    throw std::logic_error("bootstrap over runs: the resample counts are " + std::to_string(resample_counts.rows()) +
+                           " x " + std::to_string(resample_counts.cols()) + ", expected B >= 1 rows of " +
+                           std::to_string(runs) + " runs");
   for (Index b = 0; b < resample_counts.rows(); ++b) {
     const auto row = resample_counts.row(b).array();
     if ((row < 0.0).any() || (row != row.floor()).any() || row.sum() != static_cast<double>(runs))
-      throw std::invalid_argument("bootstrap over runs: resample " + std::to_string(b) +
-                                  " does not draw the runs: its counts must be non-negative integers summing to " +
-                                  std::to_string(runs));
+      throw std::logic_error("bootstrap over runs: resample " + std::to_string(b) +
+                             " does not draw the runs: its counts must be non-negative integers summing to " +
+                             std::to_string(runs));
   }
   return bootstrap(values, f, level, resample_counts.rows(), [&](Index first, MatrixXd& counts) {
     counts = resample_counts.middleRows(first, counts.rows());

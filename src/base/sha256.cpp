@@ -1,5 +1,7 @@
 #include "filkit/base/sha256.hpp"
 
+#include "filkit/base/errors.hpp"
+
 #include <array>
 #include <cstdint>
 #include <cstdio>
@@ -106,17 +108,18 @@ std::string file_sha256_hex(const std::string& path) {
   // A regular file only (links followed): a device or FIFO (a link to /dev/zero) would be read for ever.
   std::error_code error;
   if (!std::filesystem::is_regular_file(path, error))
-    throw std::invalid_argument("'" + path + "' is not a regular file (a device, a FIFO, a directory or missing): "
-                                "it cannot be hashed");
+    throw DataError("'" + path +
+                    "' is not a regular file (a device, a FIFO, a directory or missing): "
+                    "it cannot be hashed");
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::invalid_argument("cannot open '" + path + "' for reading");
+  if (!in) throw ResourceError("cannot open '" + path + "' for reading");
   Sha256 hash;
   std::vector<char> piece(std::size_t{1} << 20);
   while (in.read(piece.data(), static_cast<std::streamsize>(piece.size())) || in.gcount() > 0) {
     hash.update(reinterpret_cast<const unsigned char*>(piece.data()), static_cast<std::size_t>(in.gcount()));
     if (in.eof()) break;
   }
-  if (in.bad()) throw std::invalid_argument("cannot read '" + path + "'");
+  if (in.bad()) throw ResourceError("cannot read '" + path + "'");
   return hash.hex();
 }
 

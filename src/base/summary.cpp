@@ -13,8 +13,9 @@ nlohmann::json Summary::to_json() const {
 }
 
 double quantile(const VectorXd& values, double q) {
-  if (values.size() == 0) throw std::invalid_argument("quantile of an empty set");
-  if (!(q >= 0.0 && q <= 1.0)) throw std::invalid_argument("quantile q = " + std::to_string(q) + ": must lie in [0, 1]");
+  // The jobs summarise non-empty sets at q in [0, 1]: a bug otherwise.
+  if (values.size() == 0) throw std::logic_error("quantile of an empty set");
+  if (!(q >= 0.0 && q <= 1.0)) throw std::logic_error("quantile q = " + std::to_string(q) + ": must lie in [0, 1]");
   std::vector<double> sorted(values.data(), values.data() + values.size());
   std::sort(sorted.begin(), sorted.end());
   const double position = q * static_cast<double>(sorted.size() - 1);
@@ -39,7 +40,8 @@ double root_mean_square_deviation(const Eigen::Ref<const VectorXd>& values, doub
 }
 
 Summary summarize(const VectorXd& values) {
-  if (values.size() == 0) throw std::invalid_argument("summary of an empty set");
+  // The jobs summarise non-empty sets at q in [0, 1]: a bug otherwise.
+  if (values.size() == 0) throw std::logic_error("summary of an empty set");
   Summary summary;
   summary.count = values.size();
   summary.mean = mean_without_overflow(values);

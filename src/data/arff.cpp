@@ -1,3 +1,4 @@
+#include "filkit/base/errors.hpp"
 #include "filkit/data/dataset.hpp"
 #include "filkit/data/text_table.hpp"
 
@@ -11,7 +12,7 @@ namespace filkit {
 namespace {
 
 [[noreturn]] void fail(const std::string& path, Index line, const std::string& what) {
-  throw std::invalid_argument("'" + path + "' line " + std::to_string(line) + ": " + what);
+  throw DataError("'" + path + "' line " + std::to_string(line) + ": " + what);
 }
 
 // Reads one value at `pos`: quoted with ' or " (backslash escapes the next character) or bare
@@ -162,7 +163,7 @@ TextTable read_arff(const std::string& path, ByteSize max_memory) {
       fail(path, line_number, "unknown keyword '@" + word + "'");
     }
   }
-  if (!in_data) throw std::invalid_argument("'" + path + "' has no @data section");
+  if (!in_data) throw DataError("'" + path + "' has no @data section");
   return table;
 }
 

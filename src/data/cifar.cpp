@@ -1,6 +1,7 @@
 #include "filkit/data/cifar.hpp"
 
 #include "base/parsing.hpp"
+#include "filkit/base/errors.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -27,7 +28,7 @@ void check_record_bytes(const std::string& path, std::uint64_t size) {
     if (size % kCifar100RecordBytes == 0)
       message += "; its size fits CIFAR-100's 3074-byte records (2 label bytes), which filkit does not read";
   }
-  throw std::invalid_argument(message);
+  throw DataError(message);
 }
 
 }  // namespace
@@ -73,8 +74,8 @@ Dataset read_cifar10_batches(const std::vector<std::string>& paths, const std::v
       const std::size_t offset = static_cast<std::size_t>(r * kCifar10RecordBytes);
       const int label = static_cast<unsigned char>(bytes[offset]);
       if (label >= classes_known) {
-        throw std::invalid_argument("'" + path + "': record " + std::to_string(r) + " (byte " + std::to_string(offset) +
-                                    ") has label " + std::to_string(label) + "; CIFAR-10's labels are 0..9");
+        throw DataError("'" + path + "': record " + std::to_string(r) + " (byte " + std::to_string(offset) +
+                        ") has label " + std::to_string(label) + "; CIFAR-10's labels are 0..9");
       }
       if (!classes.empty() && std::find(classes.begin(), classes.end(), label) == classes.end()) continue;
       kept.append(bytes, offset + 1, static_cast<std::size_t>(kImageBytes));

@@ -1,3 +1,4 @@
+#include "filkit/base/errors.hpp"
 #include "filkit/data/dataset.hpp"
 #include "filkit/data/text_table.hpp"
 
@@ -22,10 +23,10 @@ class CsvReader {
     const bool utf16_bom = text_.starts_with("\xFF\xFE") || text_.starts_with("\xFE\xFF");
     const std::size_t nul = text_.find('\0', 0);
     if (utf16_bom || (nul != std::string::npos && nul < 4096))
-      throw std::invalid_argument("'" + path_ + "' is not UTF-8 text: " +
-                                  (utf16_bom ? std::string("it starts with a UTF-16 byte-order mark")
-                                             : "it holds NUL bytes (UTF-16 or UTF-32, or binary data)") +
-                                  "; save it as CSV in UTF-8");
+      throw DataError("'" + path_ + "' is not UTF-8 text: " +
+                      (utf16_bom ? std::string("it starts with a UTF-16 byte-order mark")
+                                 : "it holds NUL bytes (UTF-16 or UTF-32, or binary data)") +
+                      "; save it as CSV in UTF-8");
   }
 
   bool done() const { return pos_ >= text_.size(); }
@@ -53,7 +54,7 @@ class CsvReader {
   }
 
   [[noreturn]] void fail(Index line, const std::string& what) const {
-    throw std::invalid_argument("'" + path_ + "' line " + std::to_string(line) + ": " + what);
+    throw DataError("'" + path_ + "' line " + std::to_string(line) + ": " + what);
   }
 
  private:
@@ -136,7 +137,7 @@ TextTable read_csv(const std::string& path, ByteSize max_memory) {
     if (!table.header.empty()) check_header(table.header, reader, line);
   }
   if (table.header.empty()) {
-    throw std::invalid_argument("'" + path + "' is empty: expected a header row");
+    throw DataError("'" + path + "' is empty: expected a header row");
   }
   table.types.assign(table.header.size(), ColumnType::kInferred);
   while (!reader.done()) {

@@ -2,8 +2,8 @@
 
 #include "base/parsing.hpp"
 #include "filkit/base/checks.hpp"
-#include "filkit/base/errors.hpp"
 #include "base/seeding.hpp"
+#include "filkit/base/errors.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -26,10 +26,10 @@ void check_values(const Dataset& data) {
   for (Index i = 0; i < data.n(); ++i) {
     for (Index j = 0; j < data.d(); ++j) {
       if (!usable(data.X(i, j)))
-        throw std::invalid_argument(data.source + ": X" + position(i, j) + " " + input_value_problem(data.X(i, j)));
+        throw DataError(data.source + ": X" + position(i, j) + " " + input_value_problem(data.X(i, j)));
     }
     if (!usable(data.y(i)))
-      throw std::invalid_argument(data.source + ": y(" + std::to_string(i) + ") " + input_value_problem(data.y(i)));
+      throw DataError(data.source + ": y(" + std::to_string(i) + ") " + input_value_problem(data.y(i)));
   }
 }
 
@@ -38,9 +38,8 @@ void check_labels(const Dataset& data) {
   for (Index i = 0; i < data.n(); ++i) {
     const double label = data.y(i);
     if (label < 0 || label >= classes || label != std::floor(label)) {
-      throw std::invalid_argument(data.source + ": y(" + std::to_string(i) + ") = " +
-                                  detail::format_number(label) + " is not a class index 0.." +
-                                  std::to_string(data.class_names.size() - 1));
+      throw DataError(data.source + ": y(" + std::to_string(i) + ") = " + detail::format_number(label) +
+                      " is not a class index 0.." + std::to_string(data.class_names.size() - 1));
     }
   }
 }
@@ -52,11 +51,10 @@ void check_image_shape(const Dataset& data) {
   const bool fits = image.channels >= 1 && image.height >= 1 && image.width >= 1 && image.channels <= d &&
                     image.height <= d / image.channels && image.width <= d / (image.channels * image.height);
   if (!fits || image.size() != d) {
-    throw std::invalid_argument(data.source + ": the image shape " + to_string(image) + " (channels x height x width) " +
-                                (fits ? "holds " + std::to_string(image.size()) + " values but X has "
-                                      : "does not fit the ") +
-                                std::to_string(d) + " columns" + (fits ? "" : " of X") +
-                                "; each dimension must be >= 1 and C*H*W = d");
+    throw DataError(data.source + ": the image shape " + to_string(image) + " (channels x height x width) " +
+                    (fits ? "holds " + std::to_string(image.size()) + " values but X has " : "does not fit the ") +
+                    std::to_string(d) + " columns" + (fits ? "" : " of X") +
+                    "; each dimension must be >= 1 and C*H*W = d");
   }
 }
 
@@ -64,9 +62,8 @@ void check_attributes(const Dataset& data) {
   for (const auto& attribute : data.attributes) {
     for (Index column : attribute.columns) {
       if (column < 0 || column >= data.d()) {
-        throw std::invalid_argument(data.source + ": attribute '" + attribute.name +
-                                    "' refers to column " + std::to_string(column) +
-                                    " outside 0.." + std::to_string(data.d() - 1));
+        throw DataError(data.source + ": attribute '" + attribute.name + "' refers to column " +
+                        std::to_string(column) + " outside 0.." + std::to_string(data.d() - 1));
       }
     }
   }
@@ -120,12 +117,12 @@ std::string input_value_problem(double value) {
 
 void Dataset::validate() const {
   if (y.size() != n()) {
-    throw std::invalid_argument(source + ": X has " + std::to_string(n()) + " rows but y has " +
-                                std::to_string(y.size()) + " entries");
+    throw DataError(source + ": X has " + std::to_string(n()) + " rows but y has " + std::to_string(y.size()) +
+                    " entries");
   }
   if (!feature_names.empty() && static_cast<Index>(feature_names.size()) != d()) {
-    throw std::invalid_argument(source + ": " + std::to_string(feature_names.size()) +
-                                " feature names for " + std::to_string(d()) + " columns");
+    throw DataError(source + ": " + std::to_string(feature_names.size()) + " feature names for " + std::to_string(d()) +
+                    " columns");
   }
   if (image) check_image_shape(*this);
   check_values(*this);
@@ -139,8 +136,8 @@ const AttributeColumns& Dataset::attribute(const std::string& name) const {
   }
   std::vector<std::string> known;
   for (const auto& candidate : attributes) known.push_back(candidate.name);
-  throw std::invalid_argument("unknown attribute '" + name + "' in " + source + "; known: " +
-                              (known.empty() ? "none" : detail::quoted_list(known)));
+  throw OptionError::with_text("attribute", "unknown attribute '" + name + "' in " + source +
+                                                "; known: " + (known.empty() ? "none" : detail::quoted_list(known)));
 }
 
 Dataset Dataset::select_rows(const std::vector<Index>& rows) const {
@@ -156,8 +153,8 @@ Dataset Dataset::select_rows(const std::vector<Index>& rows) const {
   selected.y.resize(static_cast<Index>(rows.size()));
   for (std::size_t k = 0; k < rows.size(); ++k) {
     if (rows[k] < 0 || rows[k] >= n()) {
-      throw std::invalid_argument("select_rows: row " + std::to_string(rows[k]) + " outside 0.." +
-                                  std::to_string(n() - 1) + " of " + source);
+      throw OptionError::with_text("rows", "select_rows: row " + std::to_string(rows[k]) + " outside 0.." +
+                                               std::to_string(n() - 1) + " of " + source);
     }
     selected.X.row(static_cast<Index>(k)) = X.row(rows[k]);
     selected.y(static_cast<Index>(k)) = y(rows[k]);
@@ -166,10 +163,11 @@ Dataset Dataset::select_rows(const std::vector<Index>& rows) const {
 }
 
 Index held_out_count(Index n, double test_fraction) {
-  if (n < 0) throw std::invalid_argument("shuffle_split: n = " + std::to_string(n) + " must be >= 0");
+  // A negative count is a caller's bug (counts are Dataset::n()): a logic_error, not user input.
+  if (n < 0) throw std::logic_error("shuffle_split: n = " + std::to_string(n) + " must be >= 0");
   if (!(test_fraction >= 0.0 && test_fraction < 1.0)) {
-    throw std::invalid_argument("test_fraction = " + detail::format_number(test_fraction) +
-                                " must be in [0, 1)");
+    throw OptionError::with_text("test_fraction",
+                                 "test_fraction = " + detail::format_number(test_fraction) + " must be in [0, 1)");
   }
   return std::min<Index>(std::llround(test_fraction * static_cast<double>(n)), std::max<Index>(n - 1, 0));
 }
@@ -196,12 +194,13 @@ Dataset select_classes(const Dataset& data, const std::vector<int>& classes) {
   const auto known = static_cast<int>(data.class_names.size());
   for (std::size_t k = 0; k < classes.size(); ++k) {
     if (classes[k] < 0 || (known > 0 && classes[k] >= known)) {
-      throw std::invalid_argument("classes contains " + std::to_string(classes[k]) + ", which is not a label of " +
-                                  data.source + " (labels 0.." + std::to_string(known - 1) + ")");
+      throw OptionError::with_text("classes", "classes contains " + std::to_string(classes[k]) +
+                                                  ", which is not a label of " + data.source + " (labels 0.." +
+                                                  std::to_string(known - 1) + ")");
     }
     if (std::find(classes.begin(), classes.begin() + static_cast<long>(k), classes[k]) !=
         classes.begin() + static_cast<long>(k)) {
-      throw std::invalid_argument("class " + std::to_string(classes[k]) + " is listed twice");
+      throw OptionError::with_text("classes", "class " + std::to_string(classes[k]) + " is listed twice");
     }
   }
   std::vector<Index> rows;

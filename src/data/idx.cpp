@@ -43,20 +43,19 @@ struct Bytes {
 
 Bytes read_file(const std::string& path, ByteSize budget) {
   std::error_code error;
-  if (std::filesystem::is_directory(path, error))
-    throw std::invalid_argument("'" + path + "' is a directory, expected a file");
+  if (std::filesystem::is_directory(path, error)) throw DataError("'" + path + "' is a directory, expected a file");
   const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), std::fclose);
   if (!file || std::fseek(file.get(), 0, SEEK_END) != 0) {
-    throw std::invalid_argument("cannot open '" + path + "' for reading");
+    throw ResourceError("cannot open '" + path + "' for reading");
   }
   const long size = std::ftell(file.get());
   if (size < 0 || std::fseek(file.get(), 0, SEEK_SET) != 0) {
-    throw std::invalid_argument("cannot open '" + path + "' for reading");
+    throw ResourceError("cannot open '" + path + "' for reading");
   }
   check_memory(static_cast<std::uint64_t>(size), budget, "reading '" + path + "'");
   Bytes bytes(static_cast<std::size_t>(size));
   if (std::fread(bytes.data.get(), 1, bytes.size, file.get()) != bytes.size) {
-    throw std::invalid_argument("cannot read '" + path + "'");
+    throw ResourceError("cannot read '" + path + "'");
   }
   return bytes;
 }
@@ -67,7 +66,7 @@ Bytes read_file(const std::string& path, ByteSize budget) {
 // (one byte more shows that it is longer).
 std::string read_with_zlib(const std::string& path, std::size_t limit) {
   const std::unique_ptr<gzFile_s, int (*)(gzFile)> file(gzopen(path.c_str(), "rb"), gzclose);
-  if (!file) throw std::invalid_argument("cannot open '" + path + "' for reading");
+  if (!file) throw ResourceError("cannot open '" + path + "' for reading");
   // Buffers of 1 MiB for whole files; reading a header needs no more than its few bytes.
   const std::size_t chunk_size = std::min<std::size_t>(limit, 1u << 20);
   if (chunk_size > (1u << 16)) gzbuffer(file.get(), 1u << 20);
@@ -78,14 +77,14 @@ std::string read_with_zlib(const std::string& path, std::size_t limit) {
     const int got = gzread(file.get(), chunk.data(), wanted);
     if (got < 0) {
       int code = 0;
-      throw std::invalid_argument("'" + path + "' is corrupt: " + gzerror(file.get(), &code));
+      throw DataError("'" + path + "' is corrupt: " + gzerror(file.get(), &code));
     }
     if (got == 0) {
       // gzread reports a stream cut short only through gzerror, as Z_BUF_ERROR.
       int code = Z_OK;
       gzerror(file.get(), &code);
       if (code == Z_BUF_ERROR) {
-        throw std::invalid_argument("'" + path + "' is truncated: its gzip stream ends early");
+        throw DataError("'" + path + "' is truncated: its gzip stream ends early");
       }
       return content;
     }
@@ -162,15 +161,14 @@ IdxHeader parse_idx_header(std::string_view header, const std::string& path, std
   const std::size_t header_bytes = 4 * (1 + n_dims);
   const auto bytes = reinterpret_cast<const unsigned char*>(header.data());
   const auto fail_header = [&] {
-    throw std::invalid_argument("'" + path + "' is not an " + kind + " file: expected a " +
-                                std::to_string(header_bytes) + "-byte IDX header, found " +
-                                std::to_string(header.size()) + " bytes");
+    throw DataError("'" + path + "' is not an " + kind + " file: expected a " + std::to_string(header_bytes) +
+                    "-byte IDX header, found " + std::to_string(header.size()) + " bytes");
   };
   if (header.size() < 4) fail_header();
   const std::uint32_t found = big_endian_u32(bytes);
   if (found != magic) {
-    throw std::invalid_argument("'" + path + "' is not an " + kind + " file: expected magic number " +
-                                hex(magic) + ", found " + hex(found));
+    throw DataError("'" + path + "' is not an " + kind + " file: expected magic number " + hex(magic) + ", found " +
+                    hex(found));
   }
   if (header.size() < header_bytes) fail_header();
   IdxHeader parsed;
@@ -195,10 +193,9 @@ IdxFile read_idx(const std::string& path, std::uint32_t magic, const std::string
   IdxFile idx{header.dims, decompressed(std::move(file), path, header_bytes + expected), header_bytes};
   const auto found_bytes = static_cast<std::uint64_t>(idx.content.size - header_bytes);
   if (found_bytes != expected) {
-    throw std::invalid_argument(
-        "'" + path + "' is " + (found_bytes < expected ? "truncated" : "longer than its header says") +
-        ": the header declares " + std::to_string(expected) + " data bytes, found " +
-        (found_bytes > expected && gzipped ? "more" : std::to_string(found_bytes)));
+    throw DataError("'" + path + "' is " + (found_bytes < expected ? "truncated" : "longer than its header says") +
+                    ": the header declares " + std::to_string(expected) + " data bytes, found " +
+                    (found_bytes > expected && gzipped ? "more" : std::to_string(found_bytes)));
   }
   return idx;
 }
@@ -221,8 +218,8 @@ RowMatrix to_doubles(const unsigned char* pixels, Index count, Index d) {
 // images, the product rows x columns (which could overflow).
 Index pixels_per_image(const IdxFile& idx, const std::string& path) {
   if (idx.dims[0] == 0 || idx.dims[1] == 0 || idx.dims[2] == 0) {
-    throw std::invalid_argument("'" + path + "' declares " + shape_text(idx.dims) +
-                                " images x rows x columns: expected at least one image of 1 x 1 pixels");
+    throw DataError("'" + path + "' declares " + shape_text(idx.dims) +
+                    " images x rows x columns: expected at least one image of 1 x 1 pixels");
   }
   return idx.dims[1] * idx.dims[2];
 }
@@ -236,8 +233,8 @@ RowMatrix image_rows(IdxFile idx, const std::string& path, const std::vector<Ind
   if (rows == nullptr) return to_doubles(idx.data(), n, d);
   for (const Index row : *rows) {
     if (row < 0 || row >= n) {
-      throw std::invalid_argument("image " + std::to_string(row) + " is outside '" + path + "' (" +
-                                  std::to_string(n) + " images)");
+      throw OptionError::with_text(
+          "rows", "image " + std::to_string(row) + " is outside '" + path + "' (" + std::to_string(n) + " images)");
     }
   }
   Bytes kept(static_cast<std::size_t>(count * d));
@@ -257,16 +254,16 @@ class IdxRowReader {
  public:
   explicit IdxRowReader(const std::string& path) : path_(path) {
     const std::unique_ptr<std::FILE, int (*)(std::FILE*)> probe(std::fopen(path.c_str(), "rb"), std::fclose);
-    if (!probe) throw std::invalid_argument("cannot open '" + path + "' for reading");
+    if (!probe) throw ResourceError("cannot open '" + path + "' for reading");
     unsigned char magic[2] = {0, 0};
     gzipped_ = std::fread(magic, 1, 2, probe.get()) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
     if (gzipped_) {
       gz_.reset(gzopen(path.c_str(), "rb"));
-      if (!gz_) throw std::invalid_argument("cannot open '" + path + "' for reading");
+      if (!gz_) throw ResourceError("cannot open '" + path + "' for reading");
       gzbuffer(gz_.get(), 1u << 20);
     } else {
       file_.reset(std::fopen(path.c_str(), "rb"));
-      if (!file_) throw std::invalid_argument("cannot open '" + path + "' for reading");
+      if (!file_) throw ResourceError("cannot open '" + path + "' for reading");
     }
   }
   bool gzipped() const { return gzipped_; }
@@ -298,8 +295,8 @@ class IdxRowReader {
  private:
   [[noreturn]] void fail() const {
     int code = Z_OK;
-    throw std::invalid_argument("cannot read '" + path_ + "'" +
-                                (gzipped_ && gz_ ? std::string(": ") + gzerror(gz_.get(), &code) : std::string()));
+    throw ResourceError("cannot read '" + path_ + "'" +
+                        (gzipped_ && gz_ ? std::string(": ") + gzerror(gz_.get(), &code) : std::string()));
   }
 
   std::string path_;
@@ -325,17 +322,17 @@ std::optional<detail::IdxImages> read_image_rows(const std::string& path, const 
   if (!reader.gzipped()) {
     const std::uint64_t found_bytes = reader.uncompressed_size() - header.size();
     if (found_bytes != parsed.data_bytes) {
-      throw std::invalid_argument("'" + path + "' is " +
-                                  (found_bytes < parsed.data_bytes ? "truncated" : "longer than its header says") +
-                                  ": the header declares " + std::to_string(parsed.data_bytes) + " data bytes, found " +
-                                  std::to_string(found_bytes));
+      throw DataError("'" + path + "' is " +
+                      (found_bytes < parsed.data_bytes ? "truncated" : "longer than its header says") +
+                      ": the header declares " + std::to_string(parsed.data_bytes) + " data bytes, found " +
+                      std::to_string(found_bytes));
     }
   }
   IdxFile dims_only{parsed.dims, Bytes(), header.size()};
   const Index d = pixels_per_image(dims_only, path);
   if (parsed.dims[0] != expected_count) {
-    throw std::invalid_argument("'" + path + "' holds " + std::to_string(parsed.dims[0]) +
-                                " images, but its label file holds " + std::to_string(expected_count) + " labels");
+    throw DataError("'" + path + "' holds " + std::to_string(parsed.dims[0]) + " images, but its label file holds " +
+                    std::to_string(expected_count) + " labels");
   }
   const auto count = static_cast<Index>(rows.size());
   check_memory(static_cast<std::uint64_t>(count * d) * (1 + sizeof(double)), budget,
@@ -345,13 +342,14 @@ std::optional<detail::IdxImages> read_image_rows(const std::string& path, const 
     Index run = 1;
     while (k + run < count && rows[k + run] == rows[k] + run) ++run;
     if (rows[k] < 0 || rows[k] + run > parsed.dims[0])
-      throw std::invalid_argument("image " + std::to_string(rows[k] < 0 ? rows[k] : rows[k] + run - 1) +
-                                  " is outside '" + path + "' (" + std::to_string(parsed.dims[0]) + " images)");
+      throw OptionError::with_text("rows", "image " + std::to_string(rows[k] < 0 ? rows[k] : rows[k] + run - 1) +
+                                               " is outside '" + path + "' (" + std::to_string(parsed.dims[0]) +
+                                               " images)");
     const std::uint64_t offset = header.size() + static_cast<std::uint64_t>(rows[k] * d);
     const auto bytes = static_cast<std::size_t>(run * d);
     if (reader.read_at(offset, reinterpret_cast<char*>(kept.data.get() + k * d), bytes) != bytes)
-      throw std::invalid_argument("'" + path + "' is truncated: the header declares " + std::to_string(parsed.dims[0]) +
-                                  " images, but image " + std::to_string(rows[k] + run - 1) + " is cut short");
+      throw DataError("'" + path + "' is truncated: the header declares " + std::to_string(parsed.dims[0]) +
+                      " images, but image " + std::to_string(rows[k] + run - 1) + " is cut short");
     k += run;
   }
   return detail::IdxImages{to_doubles(kept.data.get(), count, d), ImageShape{1, parsed.dims[1], parsed.dims[2]}};
@@ -367,9 +365,8 @@ IdxImages read_idx_image_rows(const std::string& path, const std::vector<Index>&
     return std::move(*images);
   IdxFile idx = read_idx(path, kImagesMagic, kImagesKind, budget);
   if (idx.dims[0] != expected_count) {
-    throw std::invalid_argument("'" + path + "' holds " + std::to_string(idx.dims[0]) +
-                                " images, but its label file holds " +
-                                std::to_string(expected_count) + " labels");
+    throw DataError("'" + path + "' holds " + std::to_string(idx.dims[0]) + " images, but its label file holds " +
+                    std::to_string(expected_count) + " labels");
   }
   const ImageShape shape{1, idx.dims[1], idx.dims[2]};
   return {image_rows(std::move(idx), path, &rows, budget), shape};

@@ -141,18 +141,19 @@ std::string request_dir(const BuiltinRequest& request) {
   const std::string& dir = *request.dir;
   const std::string name = request.builtin->name;
   if (dir.empty()) {
-    throw std::invalid_argument("'" + name + ":' names no directory; give " + name +
-                                ":DIR with DIR holding " + expected_files(*request.builtin) + ", or " + name +
-                                " to search the usual places");
+    throw OptionError::with_text("data", "'" + name + ":' names no directory; give " + name + ":DIR with DIR holding " +
+                                             expected_files(*request.builtin) + ", or " + name +
+                                             " to search the usual places");
   }
   std::error_code error;
   if (!fs::is_directory(dir, error)) {
-    throw std::invalid_argument("'" + dir + "' (from '" + name + ":" + dir + "') is not a directory; expected one holding " +
-                                expected_files(*request.builtin));
+    throw OptionError::with_text("data", "'" + dir + "' (from '" + name + ":" + dir +
+                                             "') is not a directory; expected one holding " +
+                                             expected_files(*request.builtin));
   }
   if (const auto missing = missing_files(*request.builtin, dir); !missing.empty()) {
-    throw std::invalid_argument("'" + dir + "' lacks " + detail::quoted_list(missing) + " of " + name +
-                                "; expected " + expected_files(*request.builtin));
+    throw OptionError::with_text("data", "'" + dir + "' lacks " + detail::quoted_list(missing) + " of " + name +
+                                             "; expected " + expected_files(*request.builtin));
   }
   return dir;
 }
@@ -168,8 +169,8 @@ Dataset load_idx_part(const Builtin& builtin, const std::string& dir, const std:
   std::vector<Index> rows;
   for (Index i = 0; i < labels.size(); ++i) {
     if (labels(i) >= static_cast<double>(builtin.class_names.size())) {
-      throw std::invalid_argument("'" + labels_path + "': label " + detail::format_number(labels(i)) +
-                                  " of example " + std::to_string(i) + " is not a class 0..9");
+      throw DataError("'" + labels_path + "': label " + detail::format_number(labels(i)) + " of example " +
+                      std::to_string(i) + " is not a class 0..9");
     }
     if (classes.empty() || std::find(classes.begin(), classes.end(), labels(i)) != classes.end()) {
       rows.push_back(i);
@@ -262,21 +263,21 @@ DatasetSplit load_source(const DataOptions& options) {
   }
   if (extension == ".npz") return detail::load_npz_dataset(options.data, options);
   if (extension == ".npy") {
-    throw std::invalid_argument("'" + options.data + "' holds a single array; save X and y together "
-                                "with numpy.savez(path, X=X, y=y) and load the .npz");
+    throw DataError("'" + options.data +
+                    "' holds a single array; save X and y together "
+                    "with numpy.savez(path, X=X, y=y) and load the .npz");
   }
   if (find_tabular_dataset(options.data) != nullptr) return load_tabular_dataset(options);
   std::vector<std::string> names = builtin_dataset_names();
   for (const std::string& name : tabular_dataset_names()) names.push_back(name);
-  throw std::invalid_argument("unknown dataset '" + options.data + "': not a built-in (" + detail::quoted_list(names) +
-                              ") and not a .csv, .arff or .npz file");
+  throw OptionError::with_text("data", "unknown dataset '" + options.data + "': not a built-in (" +
+                                           detail::quoted_list(names) + ") and not a .csv, .arff or .npz file");
 }
 
 void check_classes_present(const Dataset& train, const std::vector<int>& classes) {
   for (std::size_t k = 0; k < classes.size(); ++k) {
     if ((train.y.array() != static_cast<double>(k)).all()) {
-      throw std::invalid_argument("class " + std::to_string(classes[k]) + " has no training example in " +
-                                  train.source);
+      throw DataError("class " + std::to_string(classes[k]) + " has no training example in " + train.source);
     }
   }
 }
@@ -305,8 +306,9 @@ void DataOptions::validate() const {
     option_error("data", "empty; give a built-in name (" + detail::quoted_list(builtin_dataset_names()) +
                              ") or a .csv, .arff or .npz file");
   if (shard_count < 1 || shard_rank < 0 || shard_rank >= shard_count)
-    throw std::invalid_argument("shard " + std::to_string(shard_rank) + " of " + std::to_string(shard_count) +
-                                ": expected 0 <= shard_rank < shard_count");
+    throw OptionError::with_text("shard_rank", "shard " + std::to_string(shard_rank) + " of " +
+                                                   std::to_string(shard_count) +
+                                                   ": expected 0 <= shard_rank < shard_count");
   require_non_negative("train_size", train_size);
   require_non_negative("test_size", test_size);
   require_in_interval("test_fraction", test_fraction, 0.0, End::kClosed, 1.0, End::kOpen);
@@ -337,8 +339,8 @@ std::string builtin_dataset_name(const std::string& data) {
 std::string builtin_dataset_dir(const std::string& name) {
   const Builtin* builtin = find_builtin(name);
   if (builtin == nullptr) {
-    throw std::invalid_argument("unknown built-in dataset '" + name + "'; built-ins: " +
-                                detail::quoted_list(builtin_dataset_names()));
+    throw OptionError::with_text(
+        "data", "unknown built-in dataset '" + name + "'; built-ins: " + detail::quoted_list(builtin_dataset_names()));
   }
   const std::vector<std::string> dirs = candidate_dirs(name);
   std::string partial;  // directories that exist but lack some files: what they lack
@@ -352,9 +354,9 @@ std::string builtin_dataset_dir(const std::string& name) {
                                   ? "Run scripts/setup.sh to install it, or set"
                                   : "Unpack cifar-10-binary.tar.gz (https://www.cs.toronto.edu/~kriz/cifar.html) and "
                                     "give " + name + ":DIR, or set";
-  throw std::invalid_argument("built-in dataset '" + name + "' not found; searched " + detail::quoted_list(dirs) +
-                              " for " + expected_files(*builtin) + "." + partial + " " + install +
-                              " FILKIT_DATA_DIR to a directory holding " + name + "/");
+  throw ResourceError("built-in dataset '" + name + "' not found; searched " + detail::quoted_list(dirs) + " for " +
+                      expected_files(*builtin) + "." + partial + " " + install +
+                      " FILKIT_DATA_DIR to a directory holding " + name + "/");
 }
 
 std::vector<std::string> dataset_source_files(const std::string& data) {
@@ -431,8 +433,7 @@ Dataset load_idx_shard(const Builtin& builtin, const std::string& dir, const std
     if (train) {  // the whole training set must hold every class, not each shard
       for (int label : options.classes)
         if (std::none_of(rows.begin(), rows.end(), [&](Index i) { return labels(i) == label; }))
-          throw std::invalid_argument("class " + std::to_string(label) + " has no training example in " +
-                                      builtin.name + " train");
+          throw DataError("class " + std::to_string(label) + " has no training example in " + builtin.name + " train");
     }
     if (size > 0 && size < static_cast<Index>(rows.size())) {
       std::vector<Index> kept;
@@ -507,10 +508,10 @@ DatasetSplit load_dataset(const DataOptions& options, std::optional<std::uint64_
   if (options.shard_count > 1) return load_dataset_shard(options, whole_hash);
   DatasetSplit split = load_source(options);
   if (split.train.d() == 0) {  // every model and preprocessing step needs at least one feature
-    throw std::invalid_argument("'" + options.data + "' gives no feature column" +
-                                (options.target.empty() ? std::string(": X has 0 columns")
-                                                        : ": besides the target '" + options.target +
-                                                              "', every column is dropped (drop) or there is none"));
+    throw DataError("'" + options.data + "' gives no feature column" +
+                    (options.target.empty() ? std::string(": X has 0 columns")
+                                            : ": besides the target '" + options.target +
+                                                  "', every column is dropped (drop) or there is none"));
   }
   choose_classes_and_subsets(split, options);
   split.train.validate();

@@ -1,4 +1,5 @@
 #include "data/npy_format.hpp"
+#include "filkit/base/errors.hpp"
 
 #include "base/parsing.hpp"
 
@@ -18,7 +19,7 @@ static_assert(std::endian::native == std::endian::little, "filkit reads little-e
 constexpr std::string_view kMagic = "\x93NUMPY";
 
 [[noreturn]] void fail(const std::string& where, const std::string& what) {
-  throw std::invalid_argument("'" + where + "' is not a readable .npy array: " + what);
+  throw DataError("'" + where + "' is not a readable .npy array: " + what);
 }
 
 struct NpyHeader {
@@ -231,8 +232,8 @@ std::string element_position(const std::vector<Index>& shape, std::size_t k) {
 void check_values(const NpyArray& array, const std::string& where) {
   for (std::size_t k = 0; k < array.values.size(); ++k) {
     if (std::abs(array.values[k]) <= kMaxInputMagnitude) continue;  // false for NaN
-    throw std::invalid_argument("'" + where + "': element " + element_position(array.shape, k) + " " +
-                                input_value_problem(array.values[k]));
+    throw DataError("'" + where + "': element " + element_position(array.shape, k) + " " +
+                    input_value_problem(array.values[k]));
   }
 }
 

@@ -1,3 +1,4 @@
+#include "filkit/base/errors.hpp"
 #include "filkit/data/dataset.hpp"
 #include "filkit/data/npy.hpp"
 
@@ -43,7 +44,7 @@ class ZipBytes {
   const std::string& path() const { return path_; }
 
   [[noreturn]] void fail(const std::string& what) const {
-    throw std::invalid_argument("'" + path_ + "' is not a readable " + kind_ + ": " + what);
+    throw DataError("'" + path_ + "' is not a readable " + kind_ + ": " + what);
   }
 
  private:
@@ -110,7 +111,7 @@ std::vector<Member> read_directory(const ZipBytes& zip) {
 // there (else an error naming `where`), without, it may go on (a prefix, to read a header).
 std::string inflate_raw(std::string_view compressed, std::size_t size, const std::string& where, bool whole) {
   z_stream stream{};
-  if (inflateInit2(&stream, -MAX_WBITS) != Z_OK) throw std::runtime_error("zlib inflateInit2 failed");
+  if (inflateInit2(&stream, -MAX_WBITS) != Z_OK) throw ResourceError("zlib inflateInit2 failed");
   std::string out(size, '\0');
   stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
   stream.avail_in = static_cast<uInt>(compressed.size());
@@ -123,8 +124,8 @@ std::string inflate_raw(std::string_view compressed, std::size_t size, const std
   const bool failed = whole ? status != Z_STREAM_END || produced != size
                             : status != Z_OK && status != Z_STREAM_END && status != Z_BUF_ERROR;
   if (failed) {
-    throw std::invalid_argument(where + " does not inflate to its recorded " + std::to_string(size) +
-                                " bytes (zlib: " + message + ")");
+    throw DataError(where + " does not inflate to its recorded " + std::to_string(size) + " bytes (zlib: " + message +
+                    ")");
   }
   out.resize(produced);
   return out;
@@ -197,7 +198,7 @@ class MemberReader {
   MemberReader(std::ifstream& in, std::size_t data, const Member& member, std::string where)
       : in_(in), data_(data), member_(member), where_(std::move(where)) {
     if (member.method == 8 && inflateInit2(&stream_, -MAX_WBITS) != Z_OK)
-      throw std::runtime_error("zlib inflateInit2 failed");
+      throw ResourceError("zlib inflateInit2 failed");
   }
   ~MemberReader() {
     if (member_.method == 8) inflateEnd(&stream_);
@@ -218,10 +219,10 @@ class MemberReader {
   /// The next `count` bytes.
   void read(char* out, std::size_t count) {
     if (count > member_.size || position_ > member_.size - count)
-      throw std::invalid_argument(where_ + " ends before its array does");
+      throw DataError(where_ + " ends before its array does");
     if (member_.method == 0) {
       in_.seekg(static_cast<std::streamoff>(data_ + position_));
-      if (!in_.read(out, static_cast<std::streamsize>(count))) throw std::invalid_argument(where_ + " is truncated");
+      if (!in_.read(out, static_cast<std::streamsize>(count))) throw DataError(where_ + " is truncated");
     } else {
       inflate_into(out, count);
     }
@@ -235,18 +236,17 @@ class MemberReader {
     while (stream_.avail_out > 0) {
       if (stream_.avail_in == 0) {  // the next piece of the compressed bytes
         const std::size_t piece = std::min(input_.size(), member_.compressed_size - consumed_);
-        if (piece == 0) throw std::invalid_argument(where_ + " ends before its array does (deflate stream)");
+        if (piece == 0) throw DataError(where_ + " ends before its array does (deflate stream)");
         in_.seekg(static_cast<std::streamoff>(data_ + consumed_));
-        if (!in_.read(input_.data(), static_cast<std::streamsize>(piece)))
-          throw std::invalid_argument(where_ + " is truncated");
+        if (!in_.read(input_.data(), static_cast<std::streamsize>(piece))) throw DataError(where_ + " is truncated");
         consumed_ += piece;
         stream_.next_in = reinterpret_cast<Bytef*>(input_.data());
         stream_.avail_in = static_cast<uInt>(piece);
       }
       const int status = inflate(&stream_, Z_NO_FLUSH);
       if (status != Z_OK && !(status == Z_STREAM_END && stream_.avail_out == 0))
-        throw std::invalid_argument(where_ + " does not inflate (zlib: " +
-                                    (stream_.msg != nullptr ? std::string(stream_.msg) : "stream ends early") + ")");
+        throw DataError(where_ + " does not inflate (zlib: " +
+                        (stream_.msg != nullptr ? std::string(stream_.msg) : "stream ends early") + ")");
     }
   }
 
@@ -265,7 +265,7 @@ std::string read_range(std::ifstream& in, std::size_t offset, std::size_t size, 
   std::string bytes(size, '\0');
   in.seekg(static_cast<std::streamoff>(offset));
   if (!in.read(bytes.data(), static_cast<std::streamsize>(size)))
-    throw std::invalid_argument("'" + path + "' is not a readable " + kind + ": it is truncated");
+    throw DataError("'" + path + "' is not a readable " + kind + ": it is truncated");
   return bytes;
 }
 
@@ -287,9 +287,9 @@ namespace detail {
 namespace {
 std::ifstream open_archive(const std::string& path, std::size_t& size) {
   std::error_code error;
-  if (std::filesystem::is_directory(path, error)) throw std::invalid_argument("'" + path + "' is a directory, expected a file");
+  if (std::filesystem::is_directory(path, error)) throw DataError("'" + path + "' is a directory, expected a file");
   std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) throw std::invalid_argument("cannot open '" + path + "' for reading");
+  if (!in) throw ResourceError("cannot open '" + path + "' for reading");
   size = static_cast<std::size_t>(in.tellg());
   return in;
 }
@@ -345,8 +345,8 @@ NpyArray read_npz_rows(const std::string& path, const std::string& name, const s
   if (found == members.end()) {
     std::vector<std::string> names;
     for (const Member& m : members) names.push_back(m.name.ends_with(".npy") ? m.name.substr(0, m.name.size() - 4) : m.name);
-    throw std::invalid_argument("'" + path + "' has no array '" + name + "'; it holds: " +
-                                (names.empty() ? "nothing" : detail::quoted_list(names)));
+    throw DataError("'" + path + "' has no array '" + name +
+                    "'; it holds: " + (names.empty() ? "nothing" : detail::quoted_list(names)));
   }
   const Member& member = *found;
   const std::string where = "member '" + member.name + "' of '" + path + "'";
@@ -383,8 +383,8 @@ NpyArray read_npz_rows(const std::string& path, const std::string& name, const s
   for (Index k = 0; k < count; ++k) {
     const Index r = rows ? (*rows)[static_cast<std::size_t>(k)] : k;
     if (r <= previous || r >= n)
-      throw std::invalid_argument("read_npz_rows: row " + std::to_string(r) + " of " + npy_where +
-                                  " is out of order or outside 0.." + std::to_string(n - 1));
+      throw OptionError::with_text("rows", "read_npz_rows: row " + std::to_string(r) + " of " + npy_where +
+                                               " is out of order or outside 0.." + std::to_string(n - 1));
     previous = r;
     reader.skip_to(layout.data_start + static_cast<std::size_t>(r) * row.size());
     reader.read(row.data(), row.size());
@@ -392,8 +392,8 @@ NpyArray read_npz_rows(const std::string& path, const std::string& name, const s
     layout.to_double(row.data(), static_cast<std::size_t>(row_values), out);
     for (std::uint64_t j = 0; j < row_values; ++j)
       if (!(std::abs(out[j]) <= kMaxInputMagnitude))
-        throw std::invalid_argument("'" + npy_where + "': an element of row " + std::to_string(r) + " " +
-                                    input_value_problem(out[j]));
+        throw DataError("'" + npy_where + "': an element of row " + std::to_string(r) + " " +
+                        input_value_problem(out[j]));
   }
   return array;
 }

@@ -60,8 +60,8 @@ const NpyArray& npz_array(const std::map<std::string, NpyArray>& arrays, const s
   if (found == arrays.end()) {
     std::vector<std::string> names;
     for (const auto& entry : arrays) names.push_back(entry.first);
-    throw std::invalid_argument("'" + path + "' has no array '" + name + "'; it holds: " +
-                                (names.empty() ? "nothing" : detail::quoted_list(names)));
+    throw DataError("'" + path + "' has no array '" + name +
+                    "'; it holds: " + (names.empty() ? "nothing" : detail::quoted_list(names)));
   }
   return found->second;
 }
@@ -87,13 +87,13 @@ NpzPart npz_part(const std::map<std::string, NpyArray>& arrays, const std::strin
   const NpyArray& x = npz_array(arrays, x_name, path);
   const NpyArray& y = npz_array(arrays, y_name, path);
   if (y.shape.size() != 1) {
-    throw std::invalid_argument(array_name(y_name, path) + " must be 1-D (one label a row), found " +
-                                std::to_string(y.shape.size()) + "-D");
+    throw DataError(array_name(y_name, path) + " must be 1-D (one label a row), found " +
+                    std::to_string(y.shape.size()) + "-D");
   }
   ArrayRows rows = array_rows(x, x_name, path, layout);
   if (rows.X.rows() != y.shape[0]) {
-    throw std::invalid_argument("'" + path + "': " + x_name + " has " + std::to_string(rows.X.rows()) +
-                                " rows but " + y_name + " has " + std::to_string(y.shape[0]));
+    throw DataError("'" + path + "': " + x_name + " has " + std::to_string(rows.X.rows()) + " rows but " + y_name +
+                    " has " + std::to_string(y.shape[0]));
   }
   NpzPart part;
   part.data.X = std::move(rows.X);
@@ -114,18 +114,16 @@ void index_npz_classes(DatasetSplit& split) {
     for (double& label : data->y) {
       const auto found = std::lower_bound(classes.begin(), classes.end(), label);
       if (label != std::floor(label) || found == classes.end() || *found != label) {
-        throw std::invalid_argument(data->source + ": label " + detail::format_number(label) +
-                                    (label != std::floor(label)
-                                         ? " is not an integer class (set regression for real targets)"
-                                         : " does not occur in the training labels"));
+        throw DataError(data->source + ": label " + detail::format_number(label) +
+                        (label != std::floor(label) ? " is not an integer class (set regression for real targets)"
+                                                    : " does not occur in the training labels"));
       }
       label = static_cast<double>(found - classes.begin());
     }
   }
   if (classes.size() < 2) {
-    throw std::invalid_argument(split.train.source + ": the training labels hold " +
-                                std::to_string(classes.size()) +
-                                " class; classification needs at least two (or set regression)");
+    throw DataError(split.train.source + ": the training labels hold " + std::to_string(classes.size()) +
+                    " class; classification needs at least two (or set regression)");
   }
   for (double value : classes) split.train.class_names.push_back(detail::format_number(value));
   split.test.class_names = split.train.class_names;
@@ -141,9 +139,9 @@ ArrayRows array_rows(const NpyArray& array, const std::string& name, const std::
                      std::optional<ImageLayout> layout) {
   const std::vector<Index>& shape = array.shape;
   if (shape.size() < 2 || shape.size() > 4) {
-    throw std::invalid_argument(array_name(name, path) + " must be 2-D (a table, (n, d)), 3-D (grey images, " +
-                                "(n, H, W)) or 4-D (colour images, (n, C, H, W) or (n, H, W, C)); found " +
-                                std::to_string(shape.size()) + "-D");
+    throw DataError(array_name(name, path) + " must be 2-D (a table, (n, d)), 3-D (grey images, " +
+                    "(n, H, W)) or 4-D (colour images, (n, C, H, W) or (n, H, W, C)); found " +
+                    std::to_string(shape.size()) + "-D");
   }
   ArrayRows rows;
   const Index n = shape[0];
@@ -163,9 +161,9 @@ ArrayRows array_rows(const NpyArray& array, const std::string& name, const std::
       saturating_product(static_cast<std::uint64_t>(image.channels), static_cast<std::uint64_t>(image.height)),
       static_cast<std::uint64_t>(image.width));
   if (size == 0 || size > static_cast<std::uint64_t>(std::numeric_limits<Index>::max())) {
-    throw std::invalid_argument(array_name(name, path) + " has shape " + numpy_shape_text(shape) + ": images of " +
-                                to_string(image) + " (channels x height x width) " +
-                                (size == 0 ? "have no pixel; each dimension must be >= 1" : "are too large"));
+    throw DataError(array_name(name, path) + " has shape " + numpy_shape_text(shape) + ": images of " +
+                    to_string(image) + " (channels x height x width) " +
+                    (size == 0 ? "have no pixel; each dimension must be >= 1" : "are too large"));
   }
   rows.X = !rows.layout_used || *rows.layout_used == ImageLayout::kNchw
                ? RowMatrix(Eigen::Map<const RowMatrix>(array.values.data(), n, image.size()))
@@ -177,8 +175,8 @@ ArrayRows array_rows(const NpyArray& array, const std::string& name, const std::
 namespace {
 void check_test_pair(const std::string& path, bool has_x_test, bool has_y_test) {
   if (has_x_test != has_y_test) {
-    throw std::invalid_argument("'" + path + "' holds " + (has_x_test ? "X_test" : "y_test") +
-                                " without " + (has_x_test ? "y_test" : "X_test"));
+    throw DataError("'" + path + "' holds " + (has_x_test ? "X_test" : "y_test") + " without " +
+                    (has_x_test ? "y_test" : "X_test"));
   }
 }
 }  // namespace
@@ -194,8 +192,7 @@ DatasetSplit load_npz_dataset(const std::string& path, const DataOptions& option
     NpzPart test = npz_part(arrays, "X_test", "y_test", path,
                             all.layout_used ? all.layout_used : options.image_layout);
     if (test.data.image != all.data.image || test.data.d() != all.data.d()) {
-      throw std::invalid_argument("'" + path + "': X has " + columns_text(all.data) + " but X_test has " +
-                                  columns_text(test.data));
+      throw DataError("'" + path + "': X has " + columns_text(all.data) + " but X_test has " + columns_text(test.data));
     }
     split = {std::move(all.data), std::move(test.data)};
   } else {
@@ -213,8 +210,8 @@ Dataset row_indices_and_labels(const std::string& path, const std::string& x_nam
                                ByteSize max_memory) {
   const NpyArray y = read_npz_rows(path, y_name, nullptr, max_memory);
   if (y.shape.size() != 1) {
-    throw std::invalid_argument(array_name(y_name, path) + " must be 1-D (one label a row), found " +
-                                std::to_string(y.shape.size()) + "-D");
+    throw DataError(array_name(y_name, path) + " must be 1-D (one label a row), found " +
+                    std::to_string(y.shape.size()) + "-D");
   }
   Dataset ids;
   ids.y = Eigen::Map<const VectorXd>(y.values.data(), y.shape[0]);
@@ -232,8 +229,8 @@ NpzPart read_rows_of(const std::string& path, const std::string& x_name, const s
   Index all = 0;
   const NpyArray x = read_npz_rows(path, x_name, &rows, max_memory, &all);
   if (all != labels) {
-    throw std::invalid_argument("'" + path + "': " + x_name + " has " + std::to_string(all) + " rows but " + y_name +
-                                " has " + std::to_string(labels));
+    throw DataError("'" + path + "': " + x_name + " has " + std::to_string(all) + " rows but " + y_name + " has " +
+                    std::to_string(labels));
   }
   ArrayRows read = array_rows(x, x_name, path, layout);
   NpzPart part;
@@ -273,8 +270,7 @@ DatasetSplit load_npz_rows(const std::string& path, const DataOptions& options,
   NpzPart test = read_rows_of(path, has_x_test ? "X_test" : "X", has_x_test ? "y_test" : "y", ids.test, test_labels,
                               train.layout_used ? train.layout_used : options.image_layout, options.max_memory);
   if (has_x_test && (test.data.image != train.data.image || test.data.d() != train.data.d())) {
-    throw std::invalid_argument("'" + path + "': X has " + columns_text(train.data) + " but X_test has " +
-                                columns_text(test.data));
+    throw DataError("'" + path + "': X has " + columns_text(train.data) + " but X_test has " + columns_text(test.data));
   }
   if (!has_x_test) test.data.source = train.data.source;  // rows of the same arrays
   return {std::move(train.data), std::move(test.data)};

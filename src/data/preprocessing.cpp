@@ -56,8 +56,9 @@ void scale_rows(RowMatrix& X, const Preprocessor& fitted) {
 
 void check_global_max_norm(const Preprocessor& fitted) {
   if (!(fitted.global_max_norm > 0.0)) {
-    throw std::invalid_argument("row_scaling = global-max needs a nonzero training row; every "
-                                "training row has norm 0");
+    throw DataError(
+        "row_scaling = global-max needs a nonzero training row; every "
+        "training row has norm 0");
   }
 }
 
@@ -253,9 +254,9 @@ void fit_channel_statistics(const Dataset& train, Preprocessor& fitted, const Co
   fitted.channel_stds = (squares / count).cwiseSqrt().cwiseQuotient(shrink);
   for (Index c = 0; c < channels; ++c) {
     if (!(fitted.channel_stds(c) > 0.0)) {
-      throw std::invalid_argument("standardize = channel: channel " + std::to_string(c) + " of the training images of " +
-                                  train.source + " is constant (every pixel " + detail::format_number(mean(c)) +
-                                  "), so its standard deviation is 0 and cannot divide");
+      throw DataError("standardize = channel: channel " + std::to_string(c) + " of the training images of " +
+                      train.source + " is constant (every pixel " + detail::format_number(mean(c)) +
+                      "), so its standard deviation is 0 and cannot divide");
     }
   }
 }
@@ -267,9 +268,9 @@ void check_standardized(const Dataset& out, const Preprocessor& fitted) {
   for (Index i = 0; i < out.n(); ++i) {
     for (Index j = 0; j < out.d(); ++j) {
       if (std::abs(out.X(i, j)) <= kMaxInputMagnitude) continue;
-      throw std::invalid_argument("standardize = channel: " + out.source + ", row " + std::to_string(i) + ", column " +
-                                  std::to_string(j) + " " + input_value_problem(out.X(i, j)) +
-                                  " after standardisation (its channel's training standard deviation is tiny)");
+      throw DataError("standardize = channel: " + out.source + ", row " + std::to_string(i) + ", column " +
+                      std::to_string(j) + " " + input_value_problem(out.X(i, j)) +
+                      " after standardisation (its channel's training standard deviation is tiny)");
     }
   }
 }
@@ -336,7 +337,7 @@ void top_eigenpairs_dense(const MatrixXd& C_upper, Index k, MatrixXd& vectors, V
   const MatrixXd C = C_upper.selfadjointView<Eigen::Upper>();
   const Eigen::SelfAdjointEigenSolver<MatrixXd> eigen(C);
   if (eigen.info() != Eigen::Success) {
-    throw std::runtime_error("PCA: the eigen-decomposition of the training covariance failed");
+    throw NumericalError("PCA: the eigen-decomposition of the training covariance failed");
   }
   // Eigen sorts eigenvalues increasingly; the last k belong to the top components.
   vectors = eigen.eigenvectors().rightCols(k).rowwise().reverse();
@@ -379,8 +380,9 @@ void fit_pca(const RowMatrix& raw, const RowStats& stats, Preprocessor& fitted, 
       detail::GramKernel::kAuto, n, comm);
   covariance *= (factor / shrink) * (factor / shrink);
   if (!covariance.allFinite()) {
-    throw std::invalid_argument("PCA: the covariance of the training rows is beyond the range of a double; rescale "
-                                "the data (e.g. row scaling global-max before PCA)");
+    throw NumericalError(
+        "PCA: the covariance of the training rows is beyond the range of a double; rescale "
+        "the data (e.g. row scaling global-max before PCA)");
   }
   detail::top_eigenpairs(covariance, k, detail::EigenSolver::kAuto, fitted.pca_components,
                          fitted.pca_variances);
@@ -455,9 +457,9 @@ void check_fit_input(const Dataset& train, const PreprocessOptions& options, Ind
                  "must be in 1.." + std::to_string(train.d()) + " (the data's dimension), or 0 for no PCA");
   }
   if (k > 0 && all_rows < 2) {
-    throw std::invalid_argument("PCA needs at least 2 training rows, found " + std::to_string(all_rows));
+    throw DataError("PCA needs at least 2 training rows, found " + std::to_string(all_rows));
   }
-  if (all_rows == 0) throw std::invalid_argument("cannot fit preprocessing on 0 training rows");
+  if (all_rows == 0) throw DataError("cannot fit preprocessing on 0 training rows");
   if (standardized(options) && !train.image) {
     option_error("standardize", "channel",
                  "needs images, but " + train.source +
@@ -517,13 +519,12 @@ Index Preprocessor::output_dimension() const {
 
 Dataset Preprocessor::apply(const Dataset& data) const {
   if (data.n() > 0 && data.d() != input_dimension) {
-    throw std::invalid_argument(data.source + " has " + std::to_string(data.d()) +
-                                " columns, but the preprocessing was fitted on " +
-                                std::to_string(input_dimension));
+    throw DataError(data.source + " has " + std::to_string(data.d()) +
+                    " columns, but the preprocessing was fitted on " + std::to_string(input_dimension));
   }
   if (data.n() > 0 && standardized(options) && data.image != input_image) {
-    throw std::invalid_argument(data.source + " holds " + (data.image ? "images " + to_string(*data.image) : "no images") +
-                                ", but the channel standardisation was fitted on images " + to_string(*input_image));
+    throw DataError(data.source + " holds " + (data.image ? "images " + to_string(*data.image) : "no images") +
+                    ", but the channel standardisation was fitted on images " + to_string(*input_image));
   }
   // Everything but X is copied; X is computed straight into the result (no n x d copy).
   Dataset out;
@@ -578,8 +579,8 @@ nlohmann::json Preprocessor::to_json() const {
 namespace detail {
 
 MatrixXd covariance(const RowMatrix& X, const VectorXd& mean, GramKernel kernel) {
-  if (X.rows() < 2 || mean.size() != X.cols()) {
-    throw std::invalid_argument("covariance: needs at least 2 rows and a mean of their width");
+  if (X.rows() < 2 || mean.size() != X.cols()) {  // the callers check the rows first: a bug
+    throw std::logic_error("covariance: needs at least 2 rows and a mean of their width");
   }
   const MatrixXd upper = covariance_upper(
       X.rows(), X.cols(), mean, small_integers(X),

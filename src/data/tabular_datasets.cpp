@@ -2,6 +2,7 @@
 
 #include "base/environment.hpp"
 #include "base/parsing.hpp"
+#include "filkit/base/errors.hpp"
 
 #include <algorithm>
 #include <array>
@@ -55,16 +56,16 @@ std::vector<std::string> candidate_files(const TabularDatasetInfo& info) {
 const TabularDatasetInfo& info_or_throw(const std::string& name) {
   const TabularDatasetInfo* info = find_tabular_dataset(name);
   if (info == nullptr)
-    throw std::invalid_argument("unknown tabular dataset '" + name + "'; known: " +
-                                detail::quoted_list(tabular_dataset_names()));
+    throw OptionError::with_text(
+        "data", "unknown tabular dataset '" + name + "'; known: " + detail::quoted_list(tabular_dataset_names()));
   return *info;
 }
 
 std::size_t column_of(const TextTable& table, const std::string& name) {
   const auto found = std::find(table.header.begin(), table.header.end(), name);
   if (found == table.header.end())
-    throw std::invalid_argument("'" + table.source + "' has no column '" + detail::visible(name) + "'; its columns: " +
-                                detail::quoted_list(table.header));
+    throw DataError("'" + table.source + "' has no column '" + detail::visible(name) +
+                    "'; its columns: " + detail::quoted_list(table.header));
   return static_cast<std::size_t>(found - table.header.begin());
 }
 
@@ -72,7 +73,7 @@ std::size_t column_of(const TextTable& table, const std::string& name) {
                            const std::string& what) {
   const std::string where = row < table.lines.size() ? "line " + std::to_string(table.lines[row])
                                                      : "row " + std::to_string(row + 1);
-  throw std::invalid_argument("'" + table.source + "' " + where + ": column '" + column + "': " + what);
+  throw DataError("'" + table.source + "' " + where + ": column '" + column + "': " + what);
 }
 
 // kernlab's INCOME levels in increasing order (thousands of dollars, "." the thousands separator).
@@ -133,12 +134,12 @@ void remove_column(TextTable& table, const std::string& name) {
 
 void check_options(const DataOptions& options, const TabularDatasetInfo& info) {
   if (!options.target.empty() || !options.categorical.empty() || !options.drop.empty())
-    throw std::invalid_argument("target, categorical and drop cannot be set for the built-in dataset '" +
-                                info.name + "': it defines them (target '" + info.target + "')");
+    throw OptionError::with_text("target", "target, categorical and drop cannot be set for the built-in dataset '" +
+                                               info.name + "': it defines them (target '" + info.target + "')");
   if (options.regression && info.task == TabularTask::kClassification)
-    throw std::invalid_argument("regression = true, but '" + info.name + "' is a classification task");
+    throw OptionError::with_text("regression", "regression = true, but '" + info.name + "' is a classification task");
   if (!options.classes.empty() && info.task == TabularTask::kRegression)
-    throw std::invalid_argument("classes are set, but '" + info.name + "' is a regression task");
+    throw OptionError::with_text("classes", "classes are set, but '" + info.name + "' is a regression task");
 }
 
 }  // namespace
@@ -148,9 +149,9 @@ std::string tabular_dataset_file(const std::string& name) {
   const std::vector<std::string> files = candidate_files(info);
   for (const std::string& file : files)
     if (fs::is_regular_file(file)) return file;
-  throw std::invalid_argument("built-in dataset '" + name + "' not found; searched " + detail::quoted_list(files) +
-                              ". Run scripts/setup.sh (it installs r-cran-kernlab and weka and exports " +
-                              "income.csv), or set FILKIT_DATA_DIR to a directory holding " + info.file);
+  throw ResourceError("built-in dataset '" + name + "' not found; searched " + detail::quoted_list(files) +
+                      ". Run scripts/setup.sh (it installs r-cran-kernlab and weka and exports " +
+                      "income.csv), or set FILKIT_DATA_DIR to a directory holding " + info.file);
 }
 
 TextTable tabular_task_table(const TextTable& source, const TabularDatasetInfo& info) {

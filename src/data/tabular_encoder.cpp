@@ -1,3 +1,4 @@
+#include "filkit/base/errors.hpp"
 #include "filkit/data/dataset.hpp"
 #include "filkit/base/checks.hpp"
 #include "filkit/data/text_table.hpp"
@@ -6,7 +7,6 @@
 #include "filkit/base/summary.hpp"
 
 #include "base/parsing.hpp"
-#include "filkit/base/errors.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -23,11 +23,16 @@ bool contains(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
-std::size_t column_index(const TextTable& table, const std::string& name, const std::string& role) {
+// The column `name` of `table`. A name missing from the table is an OptionError about `option` when
+// an option named it (the training table), else a DataError (a test table lacking a training column).
+std::size_t column_index(const TextTable& table, const std::string& name, const std::string& role,
+                         const char* option = nullptr) {
   const auto found = std::find(table.header.begin(), table.header.end(), name);
   if (found == table.header.end()) {
-    throw std::invalid_argument("'" + table.source + "' has no column '" + detail::visible(name) + "' (" + role +
-                                "); available: " + detail::quoted_list(table.header));
+    const std::string message = "'" + table.source + "' has no column '" + detail::visible(name) + "' (" + role +
+                                "); available: " + detail::quoted_list(table.header);
+    if (option != nullptr) throw OptionError::with_text(option, message);
+    throw DataError(message);
   }
   return static_cast<std::size_t>(found - table.header.begin());
 }
@@ -43,13 +48,13 @@ std::string position(const TextTable& table, std::size_t row, std::optional<std:
 
 [[noreturn]] void fail_at(const TextTable& table, std::size_t row, const std::string& what,
                           std::optional<std::size_t> column = std::nullopt) {
-  throw std::invalid_argument("'" + table.source + "' " + position(table, row, column) + ": " + what);
+  throw DataError("'" + table.source + "' " + position(table, row, column) + ": " + what);
 }
 
 // Tables built by hand may leave `lines` and `types` empty; anything else must fit the header.
 void check_shape(const TextTable& table) {
   const auto fail = [&](const std::string& what) {
-    throw std::invalid_argument("malformed table '" + table.source + "': " + what);
+    throw DataError("malformed table '" + table.source + "': " + what);
   };
   if (!table.lines.empty() && table.lines.size() != table.rows.size()) {
     fail(std::to_string(table.lines.size()) + " line numbers for " +
@@ -203,9 +208,8 @@ std::vector<std::string> fit_classes(const TextTable& table, const std::vector<s
                                      std::size_t target, const TabularOptions& options) {
   std::vector<std::string> classes = sorted_levels(table, rows, target, options);
   if (classes.size() < 2) {
-    throw std::invalid_argument("target '" + table.header[target] + "' of '" + table.source +
-                                "' has the single class " + detail::quoted_list(classes) +
-                                " in the training rows; classification needs at least two");
+    throw DataError("target '" + table.header[target] + "' of '" + table.source + "' has the single class " +
+                    detail::quoted_list(classes) + " in the training rows; classification needs at least two");
   }
   return classes;
 }
@@ -336,10 +340,10 @@ void check_encoded_size(const TextTable& table, Index rows, Index width, const T
 TabularEncoder TabularEncoder::fit(const TextTable& train, const TabularOptions& options) {
   options.validate();
   check_shape(train);
-  for (const auto& name : options.categorical) column_index(train, name, "listed as categorical");
-  for (const auto& name : options.drop) column_index(train, name, "listed in drop");
+  for (const auto& name : options.categorical) column_index(train, name, "listed as categorical", "categorical");
+  for (const auto& name : options.drop) column_index(train, name, "listed in drop", "drop");
   ColumnPositions positions;
-  positions.target = column_index(train, options.target, "the target");
+  positions.target = column_index(train, options.target, "the target", "target");
   for (std::size_t j = 0; j < train.header.size(); ++j) {
     if (j != positions.target && !contains(options.drop, train.header[j])) {
       positions.features.push_back(j);
@@ -347,8 +351,7 @@ TabularEncoder TabularEncoder::fit(const TextTable& train, const TabularOptions&
   }
   const std::vector<std::size_t> rows = usable_rows(train, positions, options);
   if (rows.empty()) {
-    throw std::invalid_argument("no training row of '" + train.source +
-                                "' has the target and every used column present");
+    throw DataError("no training row of '" + train.source + "' has the target and every used column present");
   }
   TabularEncoder encoder;
   encoder.options_ = options;

@@ -1,4 +1,5 @@
 #include "filkit/dpsgd/clipped_gradient.hpp"
+#include "filkit/base/errors.hpp"
 #include "filkit/base/io.hpp"
 
 #include "models/glm_loss.hpp"
@@ -16,17 +17,17 @@ ClippedGradientStep::ClippedGradientStep(ModelKind kind, MatrixXd weights, bool 
                                          LabelPrivacy label)
     : kind_(kind), W_(std::move(weights)), intercept_(intercept), clip_norm_(clip_norm), label_(label) {
   if (kind_ != ModelKind::kLogistic && kind_ != ModelKind::kSoftmax)
-    throw std::invalid_argument("ClippedGradientStep: model kind " + to_string(kind_) +
-                                " is not supported: expected logistic or softmax");
+    throw OptionError::with_text("model", "ClippedGradientStep: model kind " + to_string(kind_) +
+                                              " is not supported: expected logistic or softmax");
   if (kind_ == ModelKind::kLogistic && W_.cols() != 1)
-    throw std::invalid_argument("ClippedGradientStep: logistic weights must have 1 column, got " +
-                                std::to_string(W_.cols()));
+    throw OptionError::with_text(
+        "weights", "ClippedGradientStep: logistic weights must have 1 column, got " + std::to_string(W_.cols()));
   if (kind_ == ModelKind::kSoftmax && W_.cols() < 2)
-    throw std::invalid_argument("ClippedGradientStep: softmax weights need >= 2 columns");
-  if (input_dim() < 1) throw std::invalid_argument("ClippedGradientStep: no feature rows in the weights");
+    throw OptionError::with_text("weights", "ClippedGradientStep: softmax weights need >= 2 columns");
+  if (input_dim() < 1) throw OptionError::with_text("weights", "ClippedGradientStep: no feature rows in the weights");
   if (!(clip_norm_ > 0.0) || !std::isfinite(clip_norm_))
-    throw std::invalid_argument("ClippedGradientStep: clip_norm = " + format_double(clip_norm_) +
-                                ": must be finite and > 0");
+    throw OptionError::with_text(
+        "clip_norm", "ClippedGradientStep: clip_norm = " + format_double(clip_norm_) + ": must be finite and > 0");
   feature_gram_ = feature_weights().transpose() * feature_weights();
 }
 
@@ -38,8 +39,8 @@ VectorXd ClippedGradientStep::label_vector(double y) const {
   if (kind_ == ModelKind::kLogistic) return VectorXd::Constant(1, y);
   const Index k = static_cast<Index>(y);
   if (k < 0 || k >= num_classes() || static_cast<double>(k) != y)
-    throw std::invalid_argument("label " + std::to_string(y) + " is not a class index in [0, " +
-                                std::to_string(num_classes() - 1) + "]");
+    throw DataError("label " + std::to_string(y) + " is not a class index in [0, " + std::to_string(num_classes() - 1) +
+                    "]");
   VectorXd onehot = VectorXd::Zero(num_classes());
   onehot(k) = 1.0;
   return onehot;
@@ -52,11 +53,11 @@ ClippedGlmGradient::ClippedGlmGradient(const ClippedGradientStep& step, const Ei
     : step_(&step), x_(x) {
   const Index d = step.input_dim(), K = step.num_classes();
   if (x.size() != d)
-    throw std::invalid_argument("ClippedGlmGradient: x has " + std::to_string(x.size()) + " features, the model " +
-                                std::to_string(d));
+    throw OptionError::with_text(
+        "x", "ClippedGlmGradient: x has " + std::to_string(x.size()) + " features, the model " + std::to_string(d));
   if (label.size() != K)
-    throw std::invalid_argument("ClippedGlmGradient: label has " + std::to_string(label.size()) +
-                                " coordinates, expected " + std::to_string(K));
+    throw OptionError::with_text("label", "ClippedGlmGradient: label has " + std::to_string(label.size()) +
+                                              " coordinates, expected " + std::to_string(K));
   design_row_.resize(step.weights().rows());
   if (step.intercept()) design_row_ << 1.0, x;
   else design_row_ = x;

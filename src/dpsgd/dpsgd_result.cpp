@@ -214,9 +214,10 @@ std::vector<std::string> DpSgdResult::table_header() const {
 }
 
 std::vector<std::vector<double>> DpSgdResult::table_rows(const VectorXd& labels) const {
+  // The result holds one label a row by construction: a bug otherwise.
   if (labels.size() != n)
-    throw std::invalid_argument("DpSgdResult::table_rows: " + std::to_string(labels.size()) + " labels for " +
-                                std::to_string(n) + " examples");
+    throw std::logic_error("DpSgdResult::table_rows: " + std::to_string(labels.size()) + " labels for " +
+                           std::to_string(n) + " examples");
   std::vector<std::vector<double>> rows;
   for (const DpSgdSnapshot& c : snapshots) {
     const VectorXd eta = c.eta(), dfil = c.dfil(private_dims);

@@ -35,8 +35,8 @@ std::string shown(const nlohmann::json& value) {
 }
 
 [[noreturn]] void refuse(const std::string& path, const std::string& problem) {
-  throw std::runtime_error("checkpoint " + path + ": " + problem +
-                           "; the file is damaged or not a filkit DP-SGD checkpoint: delete it to start the job over");
+  throw DataError("checkpoint " + path + ": " + problem +
+                  "; the file is damaged or not a filkit DP-SGD checkpoint: delete it to start the job over");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -76,12 +76,12 @@ std::string_view payload_of(std::string_view bytes, const std::string& path) {
                  "version 2 are not read)");
   const std::uint64_t version = little_endian_at(bytes, 8, 4);
   if (version < kResumeFormatVersion)
-    throw std::runtime_error("checkpoint " + path + ": format version " + std::to_string(version) +
-                             " was written by an earlier filkit; this one reads version " +
-                             std::to_string(kResumeFormatVersion) +
-                             " (which keeps each run's traces for the confidence intervals and each run's model "
-                             "state) and cannot resume from it: "
-                             "delete it to start the job over");
+    throw DataError("checkpoint " + path + ": format version " + std::to_string(version) +
+                    " was written by an earlier filkit; this one reads version " +
+                    std::to_string(kResumeFormatVersion) +
+                    " (which keeps each run's traces for the confidence intervals and each run's model "
+                    "state) and cannot resume from it: "
+                    "delete it to start the job over");
   if (version != kResumeFormatVersion)
     refuse(path, "format version " + std::to_string(version) + ", this filkit reads version " +
                      std::to_string(kResumeFormatVersion));
@@ -260,8 +260,8 @@ class StateReader {
           break;
         }
     }
-    throw std::runtime_error("checkpoint " + path_ + " belongs to a different job (" + difference +
-                             "): delete it to start afresh, or choose another path");
+    throw DataError("checkpoint " + path_ + " belongs to a different job (" + difference +
+                    "): delete it to start afresh, or choose another path");
   }
 
   const nlohmann::json& member(const nlohmann::json& object, const std::string& parent, const char* key) const {
@@ -452,7 +452,7 @@ std::optional<std::string> read_if_present(const std::string& path, ByteSize bud
   } catch (const ResourceError&) {
     throw;  // names the file, its size and the budget
   } catch (const std::exception& failure) {
-    throw std::runtime_error("checkpoint " + path + ": exists but cannot be read (" + failure.what() + ")");
+    throw ResourceError("checkpoint " + path + ": exists but cannot be read (" + failure.what() + ")");
   }
 }
 

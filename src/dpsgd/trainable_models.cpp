@@ -14,7 +14,7 @@ namespace filkit {
 Model TrainableModel::glm(const VectorXd&) const { throw std::logic_error("TrainableModel::glm: not a GLM"); }
 
 void TrainableModel::restore(const nlohmann::json& state, Index) const {
-  if (!state.is_null()) throw std::runtime_error("holds a state for a model that keeps none");
+  if (!state.is_null()) throw DataError("holds a state for a model that keeps none");
 }
 
 namespace {

@@ -1,7 +1,7 @@
 #include "filkit/dpsgd/training.hpp"
 
-#include "filkit/base/errors.hpp"
 #include "filkit/base/checks.hpp"
+#include "filkit/base/errors.hpp"
 #include "filkit/base/summary.hpp"
 #include "filkit/base/timing.hpp"
 
@@ -262,8 +262,8 @@ DpSgdResult result_before_training(const TrainingRuns& r) {
   r.train.validate();
   if (r.test.n() > 0) r.test.validate();
   if (r.test.n() > 0 && r.test.d() != r.train.d())
-    throw std::invalid_argument("train_dpsgd: test has " + std::to_string(r.test.d()) + " features, train " +
-                                std::to_string(r.train.d()));
+    throw DataError("train_dpsgd: test has " + std::to_string(r.test.d()) + " features, train " +
+                    std::to_string(r.train.d()));
   if (options.batch_size > r.n)
     option_error("batch_size", std::to_string(options.batch_size), "must be <= n = " + std::to_string(r.n));
   DpSgdResult result;
@@ -294,8 +294,9 @@ ResumeState resume_or_start(const TrainingRuns& r, bool& resumed) {
     std::optional<ResumeState> saved = load_state(options.checkpoint_path, r.expected);
     const bool anywhere = !r.comm.all(!saved.has_value());
     if (anywhere && !r.comm.all(saved.has_value()))
-      throw std::runtime_error("checkpoint " + options.checkpoint_path + ": found by some MPI ranks and not by "
-                               "others; on several machines it must be on a file system they share");
+      throw ResourceError("checkpoint " + options.checkpoint_path +
+                          ": found by some MPI ranks and not by "
+                          "others; on several machines it must be on a file system they share");
     if (saved) {
       state = std::move(*saved);
       keep_own_rows(state, r.first_row, r.train.n());

@@ -45,12 +45,12 @@ VectorXd read_diameters(const std::string& path) {
       char* end = nullptr;
       const double value = std::strtod(piece.c_str(), &end);
       if (end == piece.c_str() || *end != '\0')
-        throw std::invalid_argument(path + ": expected a number, got '" + piece + "' (entry " +
-                                    std::to_string(values.size() + 1) + ")");
+        throw DataError(path + ": expected a number, got '" + piece + "' (entry " + std::to_string(values.size() + 1) +
+                        ")");
       values.push_back(value);
     }
   }
-  if (values.empty()) throw std::invalid_argument(path + ": no diameters");
+  if (values.empty()) throw DataError(path + ": no diameters");
   return Eigen::Map<const VectorXd>(values.data(), static_cast<Index>(values.size()));
 }
 

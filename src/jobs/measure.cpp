@@ -54,16 +54,16 @@ std::vector<Index> read_row_file(const std::string& path, Index n, ByteSize budg
       used = 0;
     }
     if (used == 0 || line.find_first_not_of(" \t\r", used) != std::string::npos || value < 0 || value >= n)
-      throw std::invalid_argument(path + ":" + std::to_string(line_number) + ": expected a row index in 0.." +
-                                  std::to_string(n - 1) + ", got '" + line + "'");
+      throw DataError(path + ":" + std::to_string(line_number) + ": expected a row index in 0.." +
+                      std::to_string(n - 1) + ", got '" + line + "'");
     const auto [seen, added] = first_line.emplace(static_cast<Index>(value), line_number);
     if (!added)
-      throw std::invalid_argument(path + ":" + std::to_string(line_number) + ": row " + std::to_string(value) +
-                                  " is listed again (first on line " + std::to_string(seen->second) +
-                                  "); a group counts each example once");
+      throw DataError(path + ":" + std::to_string(line_number) + ": row " + std::to_string(value) +
+                      " is listed again (first on line " + std::to_string(seen->second) +
+                      "); a group counts each example once");
     rows.push_back(static_cast<Index>(value));
   }
-  if (rows.empty()) throw std::invalid_argument(path + ": no row indices");
+  if (rows.empty()) throw DataError(path + ": no row indices");
   return rows;
 }
 

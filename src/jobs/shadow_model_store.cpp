@@ -151,9 +151,9 @@ void ShadowModelStore::add(Index candidate, const VectorXd& parameters) {
   const std::lock_guard<std::mutex> lock(mutex_);
   if (parameter_count_ < 0) parameter_count_ = parameters.size();
   if (parameters.size() != parameter_count_)
-    throw std::invalid_argument("shadow-model store '" + json_path() + "': candidate " + std::to_string(candidate) +
-                                " has " + std::to_string(parameters.size()) + " parameters, the stored models " +
-                                std::to_string(parameter_count_));
+    throw DataError("shadow-model store '" + json_path() + "': candidate " + std::to_string(candidate) + " has " +
+                    std::to_string(parameters.size()) + " parameters, the stored models " +
+                    std::to_string(parameter_count_));
   models_[candidate] = parameters;
   row_hashes_[candidate] = hex(row_hash(*candidates_, candidate));
   changed_ = true;

@@ -1,5 +1,6 @@
 #include "filkit/jobs/task.hpp"
 
+#include "filkit/base/errors.hpp"
 #include "filkit/base/resources.hpp"
 #include "filkit/base/stage.hpp"
 #include "filkit/base/timing.hpp"
@@ -60,8 +61,8 @@ Task prepare_task(const TaskOptions& options, std::uint64_t seed, const Communic
   task.n_train = comm.sum(task.data.train.n());
   task.n_test = comm.sum(task.data.test.n());
   if (task.n_train < comm.size())  // every rank needs an example: its shard's statistics are formed from them
-    throw std::invalid_argument(std::to_string(comm.size()) + " MPI ranks for " + std::to_string(task.n_train) +
-                                " training examples: run on at most as many ranks as examples");
+    throw ResourceError(std::to_string(comm.size()) + " MPI ranks for " + std::to_string(task.n_train) +
+                        " training examples: run on at most as many ranks as examples");
   check_model_memory(task.data.train, task.fit, options.data.max_memory);
   return task;
 }

@@ -1,5 +1,6 @@
 #include "filkit/leakage/attribute_candidates.hpp"
 
+#include "filkit/base/errors.hpp"
 #include "filkit/base/index_list.hpp"
 
 #include <cmath>
@@ -16,8 +17,8 @@ AttributeColumns find_attribute(const Dataset& data, const std::string& spec) {
   attribute.columns = parse_index_list(spec, "attribute");
   for (Index j : attribute.columns) {
     if (j >= data.d())
-      throw std::invalid_argument("attribute: column " + std::to_string(j) + " is outside 0.." +
-                                  std::to_string(data.d() - 1));
+      throw OptionError::with_text(
+          "attribute", "attribute: column " + std::to_string(j) + " is outside 0.." + std::to_string(data.d() - 1));
     attribute.levels.push_back("column " + std::to_string(j));
   }
   attribute.dropped_level = "none";
@@ -38,7 +39,7 @@ double one_hot_value(const Dataset& train, const AttributeColumns& attribute, In
       ++nonzero;
       if (value == 0.0) value = x;
       if (nonzero > 1 || std::abs(x - value) > 1e-12 * std::abs(value))
-        throw std::invalid_argument(
+        throw DataError(
             "attribute '" + attribute.name + "' is not one-hot in training row " + std::to_string(offset + i) +
             ": attribute inference needs a categorical attribute whose columns preprocessing left as 0 or one "
             "common value (scale none or global-max, no PCA)");
@@ -53,9 +54,9 @@ double common_one_hot_value(const Dataset& train, const AttributeColumns& attrib
   const double largest = comm.max(value), most_negative = -comm.max(-value);
   const double common = largest != 0.0 ? largest : most_negative;
   if (value != 0.0 && std::abs(value - common) > 1e-12 * std::abs(common))
-    throw std::invalid_argument("attribute '" + attribute.name + "' is not one-hot: its columns take the value " +
-                                std::to_string(value) + " in this rank's rows and " + std::to_string(common) +
-                                " in others' (preprocessing must leave them 0 or one common value)");
+    throw DataError("attribute '" + attribute.name + "' is not one-hot: its columns take the value " +
+                    std::to_string(value) + " in this rank's rows and " + std::to_string(common) +
+                    " in others' (preprocessing must leave them 0 or one common value)");
   return common == 0.0 ? 1.0 : common;
 }
 
@@ -63,17 +64,17 @@ double common_one_hot_value(const Dataset& train, const AttributeColumns& attrib
 
 AttributeCandidates attribute_candidates(const Dataset& train, const AttributeColumns& attribute,
                                          const Communicator& comm) {
-  if (attribute.columns.empty())
-    throw std::invalid_argument("attribute '" + attribute.name + "' has no columns");
+  if (attribute.columns.empty()) throw DataError("attribute '" + attribute.name + "' has no columns");
   if (!attribute.categorical)
-    throw std::invalid_argument("attribute '" + attribute.name +
-                                "' is numeric; attribute inference needs a categorical (one-hot) attribute");
+    throw OptionError::with_text(
+        "attribute",
+        "attribute '" + attribute.name + "' is numeric; attribute inference needs a categorical (one-hot) attribute");
   const Index n = comm.sum(train.n());
-  if (n == 0) throw std::invalid_argument("attribute_candidates: no training examples");
+  if (n == 0) throw DataError("attribute_candidates: no training examples");
   for (Index j : attribute.columns)
     if (j < 0 || j >= train.d())
-      throw std::invalid_argument("attribute '" + attribute.name + "': column " + std::to_string(j) +
-                                  " is outside 0.." + std::to_string(train.d() - 1));
+      throw OptionError::with_text("attribute", "attribute '" + attribute.name + "': column " + std::to_string(j) +
+                                                    " is outside 0.." + std::to_string(train.d() - 1));
   const double value = common_one_hot_value(train, attribute, comm);
   const auto c = static_cast<Index>(attribute.columns.size());
   AttributeCandidates candidates;

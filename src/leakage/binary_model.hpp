@@ -1,6 +1,7 @@
 // What the attribute-inference attacks share: they are defined for binary GLMs only.
 #pragma once
 
+#include "filkit/base/errors.hpp"
 #include "filkit/models/glm.hpp"
 
 #include <stdexcept>
@@ -10,7 +11,7 @@ namespace filkit::detail {
 
 inline void require_binary_model(const Model& model, const std::string& who) {
   if (model.kind == ModelKind::kSoftmax)
-    throw std::invalid_argument(who + ": softmax models are not supported; use least-squares or logistic");
+    throw OptionError::with_text("model", who + ": softmax models are not supported; use least-squares or logistic");
 }
 
 }  // namespace filkit::detail

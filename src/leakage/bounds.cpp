@@ -92,9 +92,10 @@ ReconstructionBounds reconstruction_bounds(const Model& model, const Dataset& tr
                                            const ReconstructionBoundOptions& options, const Communicator& comm) {
   options.validate();
   if (model.kind != ModelKind::kLogistic)
-    throw std::invalid_argument("reconstruction bounds: the RDP guarantee of output perturbation needs a "
-                                "1-Lipschitz loss, i.e. binary logistic regression; the model is " +
-                                to_string(model.kind));
+    throw OptionError::with_text("model",
+                                 "reconstruction bounds: the RDP guarantee of output perturbation needs a "
+                                 "1-Lipschitz loss, i.e. binary logistic regression; the model is " +
+                                     to_string(model.kind));
   const VectorXd diameters =
       options.diameters.size() ? options.diameters : VectorXd::Constant(train.d(), options.diameter);
   if (diameters.size() != train.d())

@@ -57,15 +57,15 @@ FisherInformationLoss::FisherInformationLoss(const Model& model, const Dataset& 
     : model_(model), train_(train), options_(options), comm_(&comm) {
   options_.validate();
   if (train.d() != model.input_dim())
-    throw std::invalid_argument("FIL: the model takes " + std::to_string(model.input_dim()) +
-                                " features but the data have " + std::to_string(train.d()));
+    throw DataError("FIL: the model takes " + std::to_string(model.input_dim()) + " features but the data have " +
+                    std::to_string(train.d()));
   if (const Index n = comm.sum(train.n()); n != model.n_train)
-    throw std::invalid_argument("FIL: the model was fitted on " + std::to_string(model.n_train) +
-                                " examples but the data have " + std::to_string(n));
+    throw DataError("FIL: the model was fitted on " + std::to_string(model.n_train) + " examples but the data have " +
+                    std::to_string(n));
   omega_ = omega.size() ? omega : VectorXd::Ones(train.n());
   if (omega_.size() != train.n())
-    throw std::invalid_argument("FIL: expected " + std::to_string(train.n()) + " example weights, got " +
-                                std::to_string(omega_.size()));
+    throw OptionError::with_text("example_weights", "FIL: expected " + std::to_string(train.n()) +
+                                                        " example weights, got " + std::to_string(omega_.size()));
   FitOptions coding;
   coding.kind = model.kind;
   coding.regression = model.regression;
@@ -76,7 +76,7 @@ FisherInformationLoss::FisherInformationLoss(const Model& model, const Dataset& 
   eigenvalues_ = solver.eigenvalues();
   eigenvectors_ = solver.eigenvectors();
   if (!(eigenvalues_(0) > 1e-13 * eigenvalues_(eigenvalues_.size() - 1)))
-    throw std::runtime_error(
+    throw NumericalError(
         "FIL: the Hessian H is singular (smallest eigenvalue " + std::to_string(eigenvalues_(0)) +
         "); the minimiser is not a differentiable function of the data. Set a positive l2 (L2 strength).");
   const MatrixXd scaled_eigenvectors = eigenvectors_ * eigenvalues_.cwiseInverse().asDiagonal();
@@ -91,8 +91,8 @@ std::vector<Index> FisherInformationLoss::feature_indices(const CoordinateSelect
   }
   for (Index j : selection.features)
     if (j < 0 || j >= train_.d())
-      throw std::invalid_argument("FIL: feature column " + std::to_string(j) + " is outside 0.." +
-                                  std::to_string(train_.d() - 1));
+      throw OptionError::with_text(
+          "attribute", "FIL: feature column " + std::to_string(j) + " is outside 0.." + std::to_string(train_.d() - 1));
   return selection.features;
 }
 
@@ -140,8 +140,8 @@ MatrixXd FisherInformationLoss::derivative_of_gradient(Index i, const Coordinate
 
 MatrixXd FisherInformationLoss::jacobian(Index i, const CoordinateSelection& selection) const {
   if (i < 0 || i >= train_.n())
-    throw std::invalid_argument("FIL: example index " + std::to_string(i) + " is outside 0.." +
-                                std::to_string(train_.n() - 1));
+    throw OptionError::with_text(
+        "index", "FIL: example index " + std::to_string(i) + " is outside 0.." + std::to_string(train_.n() - 1));
   return -omega_(i) * (H_inverse_ * derivative_of_gradient(i, selection));
 }
 
@@ -313,8 +313,8 @@ SubsetFil FisherInformationLoss::subset_of_rows(const std::vector<Index>& chosen
                                                 const CoordinateSelection& selection) const {
   for (Index i : chosen)
     if (i < 0 || i >= train_.n())
-      throw std::invalid_argument("FIL subset: row " + std::to_string(i) + " is outside 0.." +
-                                  std::to_string(train_.n() - 1));
+      throw OptionError::with_text(
+          "rows", "FIL subset: row " + std::to_string(i) + " is outside 0.." + std::to_string(train_.n() - 1));
   MatrixXd M = selection_gram(chosen, selection);
   comm_->sum(M);  // the other ranks' rows
   // H^-1 M H^-1 has the eigenvalues of diag(1/lambda) Q^T M Q diag(1/lambda).
@@ -335,22 +335,24 @@ SubsetFil FisherInformationLoss::subset_of_rows(const std::vector<Index>& chosen
 // ---------------------------------------------------------------------------------------------
 
 double composed_sigma(const std::vector<double>& sigmas) {
-  if (sigmas.empty()) throw std::invalid_argument("composed_sigma: no releases given");
+  if (sigmas.empty()) throw OptionError::with_text("sigmas", "composed_sigma: no releases given");
   double precision = 0.0;
   for (double sigma : sigmas) {
     if (!(sigma > 0.0) || !std::isfinite(sigma))
-      throw std::invalid_argument("composed_sigma: sigma = " + format_double(sigma) + " must be finite and > 0");
+      throw OptionError::with_text("sigmas",
+                                   "composed_sigma: sigma = " + format_double(sigma) + " must be finite and > 0");
     precision += 1.0 / (sigma * sigma);
   }
   return 1.0 / std::sqrt(precision);
 }
 
 double composed_fil(const std::vector<MatrixXd>& information_matrices) {
-  if (information_matrices.empty()) throw std::invalid_argument("composed_fil: no releases given");
+  if (information_matrices.empty())
+    throw OptionError::with_text("information_matrices", "composed_fil: no releases given");
   MatrixXd total = MatrixXd::Zero(information_matrices[0].rows(), information_matrices[0].cols());
   for (const MatrixXd& I : information_matrices) {
     if (I.rows() != total.rows() || I.cols() != total.cols())
-      throw std::invalid_argument("composed_fil: information matrices of different shapes");
+      throw OptionError::with_text("information_matrices", "composed_fil: information matrices of different shapes");
     total += I;
   }
   return std::sqrt(std::max(0.0, largest_symmetric_eigenvalue(0.5 * (total + total.transpose()))));

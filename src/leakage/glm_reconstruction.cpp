@@ -29,14 +29,15 @@ constexpr Index kBlocksPerWave = 16;    // blocks reduced together; fixed so sum
 // n_all: the examples of every rank (train.n() on one process).
 void check_attack_inputs(const Model& model, const Dataset& train, Index n_all) {
   if (model.kind == ModelKind::kSoftmax)
-    throw std::invalid_argument("GLM attack: needs a binary model (logistic or least squares), not softmax");
+    throw OptionError::with_text("model", "GLM attack: needs a binary model (logistic or least squares), not softmax");
   if (!model.intercept)
-    throw std::invalid_argument("GLM attack: the model needs an intercept (its coordinate is the divisor "
-                                "B_i[0]); fit with an intercept");
+    throw OptionError::with_text("intercept",
+                                 "GLM attack: the model needs an intercept (its coordinate is the divisor "
+                                 "B_i[0]); fit with an intercept");
   if (train.d() != model.input_dim() || n_all != model.n_train)
-    throw std::invalid_argument("GLM attack: the model was fitted on " + std::to_string(model.n_train) + " x " +
-                                std::to_string(model.input_dim()) + " data, given " + std::to_string(n_all) +
-                                " x " + std::to_string(train.d()));
+    throw DataError("GLM attack: the model was fitted on " + std::to_string(model.n_train) + " x " +
+                    std::to_string(model.input_dim()) + " data, given " + std::to_string(n_all) + " x " +
+                    std::to_string(train.d()));
 }
 
 std::vector<Index> checked_rows(const std::vector<Index>& rows, Index n, const std::string& what) {

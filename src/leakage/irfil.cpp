@@ -27,13 +27,14 @@ void IrfilOptions::validate() const {
 
 VectorXd irfil_update(const VectorXd& u, const VectorXd& eta, double min_weight, double max_weight,
                       const Communicator& comm) {
+  // The loop passes vectors of one length: a bug otherwise.
   if (u.size() != eta.size())
-    throw std::invalid_argument("irfil_update: " + std::to_string(u.size()) + " weights but " +
-                                std::to_string(eta.size()) + " eta values");
+    throw std::logic_error("irfil_update: " + std::to_string(u.size()) + " weights but " + std::to_string(eta.size()) +
+                           " eta values");
   for (Index i = 0; i < eta.size(); ++i)
     if (!(eta(i) > 0.0) || !std::isfinite(eta(i)))
-      throw std::runtime_error("IRFIL: example " + std::to_string(i) + " has eta = " + shown_value(eta(i)) +
-                               "; the update divides by eta, which must be finite and > 0");
+      throw NumericalError("IRFIL: example " + std::to_string(i) + " has eta = " + shown_value(eta(i)) +
+                           "; the update divides by eta, which must be finite and > 0");
   const VectorXd ratio = u.cwiseQuotient(eta);
   const auto n = static_cast<double>(comm.sum(u.size()));
   const VectorXd normalised = (n / comm.sum(ratio.sum())) * ratio;
@@ -43,9 +44,10 @@ VectorXd irfil_update(const VectorXd& u, const VectorXd& eta, double min_weight,
 VectorXd irfil_training_weights(const VectorXd& u, const VectorXd& labels, IrfilWeighting weighting,
                                 const Communicator& comm) {
   if (weighting == IrfilWeighting::kExample) return u;
+  // The loop passes vectors of one length: a bug otherwise.
   if (labels.size() != u.size())
-    throw std::invalid_argument("irfil_training_weights: " + std::to_string(u.size()) + " weights but " +
-                                std::to_string(labels.size()) + " labels");
+    throw std::logic_error("irfil_training_weights: " + std::to_string(u.size()) + " weights but " +
+                           std::to_string(labels.size()) + " labels");
   std::map<double, std::pair<double, Index>> classes;  // label -> (sum of u, count)
   for (Index i = 0; i < u.size(); ++i) {
     auto& [sum, count] = classes[labels(i)];
@@ -79,12 +81,13 @@ using Clock = std::chrono::steady_clock;
 
 void check_data(const Dataset& train, const IrfilOptions& options) {
   if (options.weighting != IrfilWeighting::kExample && options.fit.regression)
-    throw std::invalid_argument("IrfilOptions.weighting = '" + to_string(options.weighting) +
-                                "' averages weights over classes, but the task is a regression; use 'example'");
+    throw OptionError::with_text("weighting",
+                                 "IrfilOptions.weighting = '" + to_string(options.weighting) +
+                                     "' averages weights over classes, but the task is a regression; use 'example'");
   for (Index j : options.attribute_columns)
     if (j < 0 || j >= train.d())
-      throw std::invalid_argument("IrfilOptions.attribute_columns: column " + std::to_string(j) + " is outside 0.." +
-                                  std::to_string(train.d() - 1));
+      throw OptionError::with_text("attribute_columns", "IrfilOptions.attribute_columns: column " + std::to_string(j) +
+                                                            " is outside 0.." + std::to_string(train.d() - 1));
 }
 
 VectorXd driving_eta(const Model& model, const Dataset& train, const VectorXd& omega, const IrfilOptions& options,
@@ -174,21 +177,20 @@ VectorXd read_example_weights(const std::string& path, const std::string& column
   };
   const std::size_t j = find(column), index = find("index");
   if (j == table.header.size())
-    throw std::invalid_argument("'" + path + "' has no column '" + column + "'; its columns: " +
-                                detail::quoted_list(table.header));
+    throw DataError("'" + path + "' has no column '" + column + "'; its columns: " + detail::quoted_list(table.header));
   if (static_cast<Index>(table.rows.size()) != n)
-    throw std::invalid_argument("'" + path + "' has " + std::to_string(table.rows.size()) + " rows but the training set has " +
-                                std::to_string(n) + " examples");
+    throw DataError("'" + path + "' has " + std::to_string(table.rows.size()) + " rows but the training set has " +
+                    std::to_string(n) + " examples");
   VectorXd omega(n);
   for (std::size_t row = 0; row < table.rows.size(); ++row) {
     const std::string where = "'" + path + "' line " + std::to_string(table.lines[row]) + ": ";
     const auto value = detail::parse_number(table.rows[row][j]);
     if (!value || !std::isfinite(*value) || *value < 0.0)
-      throw std::invalid_argument(where + "column '" + column + "' holds '" + table.rows[row][j] +
-                                  "'; a weight is a finite number >= 0");
+      throw DataError(where + "column '" + column + "' holds '" + table.rows[row][j] +
+                      "'; a weight is a finite number >= 0");
     if (index < table.header.size() && detail::parse_number(table.rows[row][index]) != static_cast<double>(row))
-      throw std::invalid_argument(where + "index '" + table.rows[row][index] + "' should be " + std::to_string(row) +
-                                  "; the rows must list the training examples in order");
+      throw DataError(where + "index '" + table.rows[row][index] + "' should be " + std::to_string(row) +
+                      "; the rows must list the training examples in order");
     omega(static_cast<Index>(row)) = *value;
   }
   return omega;

@@ -64,9 +64,11 @@ AttackData draw_attack_data(const Dataset& data, const LearnedReconstructionOpti
   const Index candidates = options.train_shadow_models + options.target_shadow_models;
   const Index needed = public_size + options.fixed_size + candidates;
   if (data.n() < needed)
-    throw std::invalid_argument("the learned attack needs public_size + fixed_size + train_shadow_models + "
-                                "target_shadow_models = " + std::to_string(needed) + " rows, and the data (" +
-                                data.source + ") has " + std::to_string(data.n()));
+    throw OptionError::with_text("public_size",
+                                 "the learned attack needs public_size + fixed_size + train_shadow_models + "
+                                 "target_shadow_models = " +
+                                     std::to_string(needed) + " rows, and the data (" + data.source + ") has " +
+                                     std::to_string(data.n()));
   const std::vector<Index> order = seeded_permutation(data.n(), splitmix64(options.seed ^ 0x5eedf1c5ULL));
   const auto rows = [&](Index start, Index count, bool sorted) {
     std::vector<Index> part(order.begin() + start, order.begin() + start + count);
@@ -90,11 +92,12 @@ Dataset with_candidate(const Dataset& fixed, const Dataset& candidates, Index ca
 
 double ssim(const VectorXd& x, const VectorXd& y, const ImageShape& shape, double data_range) {
   constexpr Index kWindow = 7;
+  // Shapes fixed by the attack's own setup: a bug otherwise.
   if (x.size() != shape.size() || y.size() != shape.size())
-    throw std::invalid_argument("ssim: images of " + std::to_string(x.size()) + " and " + std::to_string(y.size()) +
-                                " values for the shape " + to_string(shape) + " (" + std::to_string(shape.size()) + ")");
+    throw std::logic_error("ssim: images of " + std::to_string(x.size()) + " and " + std::to_string(y.size()) +
+                           " values for the shape " + to_string(shape) + " (" + std::to_string(shape.size()) + ")");
   if (shape.height < kWindow || shape.width < kWindow)
-    throw std::invalid_argument("ssim: the image shape " + to_string(shape) + " is smaller than the 7 x 7 window");
+    throw DataError("ssim: the image shape " + to_string(shape) + " is smaller than the 7 x 7 window");
   const double c1 = std::pow(0.01 * data_range, 2), c2 = std::pow(0.03 * data_range, 2);
   constexpr double n = kWindow * kWindow;
   double total = 0;
@@ -303,16 +306,16 @@ RowMatrix Attacker::predict(const RowMatrix& standardised, const VectorXd& label
     const Index num_classes = weights.front().cols() - standardised.cols();
     for (Index i = 0; i < labels.size(); ++i)
       if (!(labels(i) >= 0 && labels(i) < static_cast<double>(num_classes)))
-        throw std::invalid_argument("learned attack: label " + shown_value(labels(i)) + " beyond the attacker's " +
-                                    std::to_string(num_classes) + " classes");
+        throw DataError("learned attack: label " + shown_value(labels(i)) + " beyond the attacker's " +
+                        std::to_string(num_classes) + " classes");
     return forward(*this, MatrixXd(mlp_inputs(standardised, labels, *this))).back();
   }
   RowMatrix predictions(standardised.rows(), weights.front().cols());
   for (Index i = 0; i < standardised.rows(); ++i) {
     const auto k = static_cast<std::size_t>(labels(i));
     if (k >= weights.size() || weights[k].size() == 0)
-      throw std::invalid_argument("learned attack: no training shadow model has label " + shown_value(labels(i)) +
-                                  ", so the linear attacker has no map for it");
+      throw DataError("learned attack: no training shadow model has label " + shown_value(labels(i)) +
+                      ", so the linear attacker has no map for it");
     const MatrixXd& map = weights[k];
     const Index p = map.rows() - 1;
     predictions.row(i) = standardised.row(i) * map.topRows(p) + map.row(p);
@@ -338,27 +341,29 @@ namespace {
 /// Throws std::invalid_argument for inputs the attack cannot use; returns the number of classes.
 Index check_attack_inputs(const Dataset& fixed, const Dataset& candidates, const LearnedReconstructionOptions& options) {
   options.validate();
-  if (fixed.n() == 0) throw std::invalid_argument("learned attack: D_fixed is empty (fixed_size must be >= 1)");
+  if (fixed.n() == 0)
+    throw OptionError::with_text("fixed_size", "learned attack: D_fixed is empty (fixed_size must be >= 1)");
   const Index needed = options.train_shadow_models + options.target_shadow_models;
   if (candidates.n() < needed)
-    throw std::invalid_argument("learned attack: train_shadow_models + target_shadow_models = " + std::to_string(needed) +
-                                " shadow models need as many candidates, and there are " +
-                                std::to_string(candidates.n()));
+    throw OptionError::with_text(
+        "train_shadow_models",
+        "learned attack: train_shadow_models + target_shadow_models = " + std::to_string(needed) +
+            " shadow models need as many candidates, and there are " + std::to_string(candidates.n()));
   if (fixed.d() != candidates.d())
-    throw std::invalid_argument("learned attack: D_fixed has " + std::to_string(fixed.d()) +
-                                " features and the candidates " + std::to_string(candidates.d()));
+    throw DataError("learned attack: D_fixed has " + std::to_string(fixed.d()) + " features and the candidates " +
+                    std::to_string(candidates.d()));
   if (fixed.image != candidates.image)
-    throw std::invalid_argument("learned attack: D_fixed and the candidates have different image shapes");
+    throw DataError("learned attack: D_fixed and the candidates have different image shapes");
   if (!fixed.class_names.empty() && !candidates.class_names.empty() && fixed.class_names != candidates.class_names)
-    throw std::invalid_argument("learned attack: D_fixed and the candidates have different class names");
+    throw DataError("learned attack: D_fixed and the candidates have different class names");
   std::vector<bool> in_fixed(static_cast<std::size_t>(class_count({{fixed, "D_fixed"}}, 0)), false);
   for (Index i = 0; i < fixed.n(); ++i) in_fixed[static_cast<std::size_t>(fixed.y(i))] = true;
   const Index num_classes = std::max<Index>(class_count({{candidates, "candidate"}}, 0), static_cast<Index>(in_fixed.size()));
   for (Index i = 0; i < needed; ++i) {
     const auto k = static_cast<std::size_t>(candidates.y(i));
     if (k >= in_fixed.size() || !in_fixed[k])
-      throw std::invalid_argument("learned attack: candidate " + std::to_string(i) + " has label " + std::to_string(k) +
-                                  ", which no example of D_fixed has (labels must match)");
+      throw DataError("learned attack: candidate " + std::to_string(i) + " has label " + std::to_string(k) +
+                      ", which no example of D_fixed has (labels must match)");
   }
   return num_classes;
 }
@@ -388,10 +393,12 @@ RowMatrix train_shadow_models(const Dataset& fixed, const Dataset& candidates, I
   RowMatrix rows(count, p);
   for (Index i = 0; i < count; ++i) {
     const VectorXd& w = parameters[static_cast<std::size_t>(i)];
+    // Shapes fixed by the attack's own setup: a bug otherwise.
     if (w.size() != p)
-      throw std::invalid_argument("learned attack: shadow model " + std::to_string(i) + " has " +
-                                  std::to_string(w.size()) + " parameters and model 0 has " + std::to_string(p));
-    if (!w.allFinite()) throw std::runtime_error("learned attack: shadow model " + std::to_string(i) + " has non-finite parameters");
+      throw std::logic_error("learned attack: shadow model " + std::to_string(i) + " has " + std::to_string(w.size()) +
+                             " parameters and model 0 has " + std::to_string(p));
+    if (!w.allFinite())
+      throw NumericalError("learned attack: shadow model " + std::to_string(i) + " has non-finite parameters");
     rows.row(i) = w.transpose();
   }
   return rows;

@@ -1,5 +1,6 @@
 #include "filkit/leakage/white_box_attack.hpp"
 
+#include "filkit/base/errors.hpp"
 #include "filkit/base/timing.hpp"
 
 #include "filkit/base/first_exception.hpp"
@@ -30,8 +31,9 @@ struct Problem {
       : model(model), train(train), design(train.X, model.intercept), w(model.flat()),
         omega(omega_in.size() ? omega_in : VectorXd::Ones(train.n())), candidates(candidates) {
     if (omega.size() != train.n())
-      throw std::invalid_argument("candidate minimisers: " + std::to_string(omega.size()) + " example weights for " +
-                                  std::to_string(train.n()) + " examples");
+      throw OptionError::with_text("example_weights", "candidate minimisers: " + std::to_string(omega.size()) +
+                                                          " example weights for " + std::to_string(train.n()) +
+                                                          " examples");
     FitOptions coding;
     coding.kind = model.kind;
     coding.regression = model.regression;
@@ -39,7 +41,7 @@ struct Problem {
     const MatrixXd H = hessian(model, train, omega, comm);
     const Eigen::LLT<MatrixXd> llt(H);
     if (llt.info() != Eigen::Success || !(llt.rcond() > 1e-14))
-      throw std::runtime_error("white-box attack: the Hessian is singular; set a positive l2 (L2 strength)");
+      throw NumericalError("white-box attack: the Hessian is singular; set a positive l2 (L2 strength)");
     A = llt.solve(MatrixXd::Identity(H.rows(), H.cols()));
     const Index offset = model.intercept ? 1 : 0;
     for (Index j : candidates.columns) block.push_back(j + offset);
@@ -70,8 +72,8 @@ struct Problem {
 Eigen::Vector2d woodbury_solve(const Eigen::Matrix2d& G, const Eigen::Vector2d& C, const Eigen::Vector2d& r, Index i) {
   const Eigen::Matrix2d M = Eigen::Matrix2d::Identity() + C.asDiagonal() * G;
   if (!(std::abs(M.determinant()) > 1e-13 * std::max(1.0, M.cwiseAbs().maxCoeff() * M.cwiseAbs().maxCoeff())))
-    throw std::runtime_error("white-box attack: changing example " + std::to_string(i) +
-                             " makes the Hessian singular (the example has leverage ~1); set a positive l2 (L2 strength)");
+    throw NumericalError("white-box attack: changing example " + std::to_string(i) +
+                         " makes the Hessian singular (the example has leverage ~1); set a positive l2 (L2 strength)");
   return M.partialPivLu().solve(C.asDiagonal() * r);
 }
 
@@ -218,13 +220,14 @@ CandidateMinimisers candidate_minimisers(const Model& model, const Dataset& trai
                                          const Communicator& comm) {
   detail::require_binary_model(model, "white-box attack");
   options.validate();
+  // Sizes fixed by the attack's own setup: a bug otherwise.
   if (static_cast<Index>(candidates.truth.size()) != train.n())
-    throw std::invalid_argument("candidate minimisers: the candidates describe " + std::to_string(candidates.truth.size()) +
-                                " examples, the data have " + std::to_string(train.n()));
+    throw std::logic_error("candidate minimisers: the candidates describe " + std::to_string(candidates.truth.size()) +
+                           " examples, the data have " + std::to_string(train.n()));
   for (Index i : examples)
     if (i < 0 || i >= train.n())
-      throw std::invalid_argument("candidate minimisers: example " + std::to_string(i) + " is outside 0.." +
-                                  std::to_string(train.n() - 1));
+      throw OptionError::with_text("examples", "candidate minimisers: example " + std::to_string(i) +
+                                                   " is outside 0.." + std::to_string(train.n() - 1));
   const auto start = Clock::now();
   const Problem problem(model, train, omega, candidates, comm);
   const Index K = candidates.num_levels(), m = static_cast<Index>(examples.size());
@@ -295,9 +298,10 @@ CandidateMinimisers candidate_minimisers(const Model& model, const Dataset& trai
 }
 
 std::vector<Index> white_box_guesses(const CandidateMinimisers& minimisers, const VectorXd& noise) {
+  // Sizes fixed by the attack's own setup: a bug otherwise.
   if (noise.size() != minimisers.shifts.cols())
-    throw std::invalid_argument("white_box_guesses: noise of size " + std::to_string(noise.size()) + " for " +
-                                std::to_string(minimisers.shifts.cols()) + " parameters");
+    throw std::logic_error("white_box_guesses: noise of size " + std::to_string(noise.size()) + " for " +
+                           std::to_string(minimisers.shifts.cols()) + " parameters");
   // ||b - s||^2 = ||b||^2 - 2 b.s + ||s||^2: the first term is common to all candidates.
   const VectorXd score = minimisers.squared_norms - 2.0 * (minimisers.shifts * noise);
   const Index K = minimisers.levels;

@@ -30,8 +30,8 @@ VectorXd Model::flat() const { return Eigen::Map<const VectorXd>(weights.data(),
 
 void Model::set_flat(const VectorXd& w) {
   if (w.size() != weights.size())
-    throw std::invalid_argument("Model::set_flat: expected " + std::to_string(weights.size()) +
-                                " parameters, got " + std::to_string(w.size()));
+    throw OptionError::with_text("weights", "Model::set_flat: expected " + std::to_string(weights.size()) +
+                                                " parameters, got " + std::to_string(w.size()));
   weights = Eigen::Map<const MatrixXd>(w.data(), weights.rows(), weights.cols());
 }
 
@@ -47,11 +47,9 @@ namespace {
 void check_finite(const Dataset& data) {
   for (Index i = 0; i < data.n(); ++i) {
     if (!data.X.row(i).allFinite())
-      throw std::invalid_argument("data '" + data.source + "': row " + std::to_string(i) +
-                                  " has a NaN or infinite feature");
+      throw DataError("data '" + data.source + "': row " + std::to_string(i) + " has a NaN or infinite feature");
     if (!std::isfinite(data.y(i)))
-      throw std::invalid_argument("data '" + data.source + "': label of row " + std::to_string(i) +
-                                  " is NaN or infinite");
+      throw DataError("data '" + data.source + "': label of row " + std::to_string(i) + " is NaN or infinite");
   }
 }
 
@@ -64,12 +62,12 @@ Index infer_num_classes(const Dataset& data, const Communicator& comm = Communic
 VectorXd checked_omega(const VectorXd& omega, Index n) {
   if (omega.size() == 0) return VectorXd::Ones(n);
   if (omega.size() != n)
-    throw std::invalid_argument("example weights: expected " + std::to_string(n) + " values, got " +
-                                std::to_string(omega.size()));
+    throw OptionError::with_text("example_weights", "example weights: expected " + std::to_string(n) + " values, got " +
+                                                        std::to_string(omega.size()));
   for (Index i = 0; i < n; ++i)
     if (!std::isfinite(omega(i)) || omega(i) < 0.0)
-      throw std::invalid_argument("example weight " + std::to_string(i) + " = " +
-                                  format_double(omega(i)) + ": must be finite and >= 0");
+      throw OptionError::with_text("example_weights", "example weight " + std::to_string(i) + " = " +
+                                                          format_double(omega(i)) + ": must be finite and >= 0");
   return omega;
 }
 
@@ -88,13 +86,13 @@ Model empty_model(const Dataset& data, const FitOptions& options, const Communic
   return model;
 }
 
-std::runtime_error singular_hessian_error(const FitOptions& options) {
+NumericalError singular_hessian_error(const FitOptions& options) {
   std::ostringstream message;
   message << "the Hessian H = X^T W X + n*lambda*I is singular or numerically so (lambda = "
           << options.l2 << ")";
   if (options.l2 == 0.0) message << ": features are collinear; set a positive L2 strength (option l2, e.g. 1e-4)";
   else message << "; increase the L2 strength (option l2)";
-  return std::runtime_error(message.str());
+  return NumericalError(message.str());
 }
 
 // Cholesky of H with a conditioning check: an LLT that "succeeds" on a numerically singular
@@ -127,10 +125,10 @@ void reject_separable(const detail::GlmObjective& objective, const VectorXd& w, 
   const PerExampleLoss losses = objective.per_example(w);
   const double largest_loss = comm.max(losses.loss.size() ? losses.loss.maxCoeff() : 0.0);
   if (w.norm() > 1e6 || largest_loss < 1e-8)
-    throw std::runtime_error(to_string(options.kind) +
-                             " regression with lambda = 0 has no finite minimiser: the training data are "
-                             "linearly separable (||w|| = " + format_double(w.norm()) +
-                             "). Set a positive L2 strength (option l2)");
+    throw NumericalError(to_string(options.kind) +
+                         " regression with lambda = 0 has no finite minimiser: the training data are "
+                         "linearly separable (||w|| = " +
+                         format_double(w.norm()) + "). Set a positive L2 strength (option l2)");
 }
 
 Model newton(const Dataset& data, const FitOptions& options, Model model, const VectorXd& omega,
@@ -150,7 +148,7 @@ Model newton(const Dataset& data, const FitOptions& options, Model model, const 
               << " Newton iterations (gradient norm " << model.gradient_norm << ", target "
               << options.gradient_tolerance * scale << ")";
       if (options.l2 == 0.0) message << "; with lambda = 0 separable data have no minimiser: set l2 > 0";
-      throw std::runtime_error(message.str());
+      throw NumericalError(message.str());
     }
     const VectorXd step = -factorise(objective.hessian(w), options).solve(gradient);
     // Backtracking (Armijo) line search; Newton's full step is accepted near the optimum.
@@ -168,8 +166,8 @@ Model newton(const Dataset& data, const FitOptions& options, Model model, const 
       // No decrease at all: the objective is flat to rounding, so the gradient is as small as
       // double precision allows. Accept only if that is close to the requested tolerance.
       if (model.gradient_norm <= 1e3 * options.gradient_tolerance * scale) break;
-      throw std::runtime_error("line search failed at Newton iteration " + std::to_string(iteration) +
-                               " (gradient norm " + format_double(model.gradient_norm) + ")");
+      throw NumericalError("line search failed at Newton iteration " + std::to_string(iteration) + " (gradient norm " +
+                           format_double(model.gradient_norm) + ")");
     }
     w += t * step;
     value = candidate;
@@ -200,13 +198,13 @@ Model lbfgs(const Dataset& data, const FitOptions& options, Model model, const V
     // The line search gives up once F is flat to rounding; accept if the gradient is already
     // within reach of the tolerance, as Newton does.
     if (!(objective.gradient(w).norm() <= 1e3 * parameters.epsilon))
-      throw std::runtime_error(to_string(options.kind) + " regression (L-BFGS) did not converge: " + error.what());
+      throw NumericalError(to_string(options.kind) + " regression (L-BFGS) did not converge: " + error.what());
   }
   model.gradient_norm = objective.gradient(w).norm();
   if (model.gradient_norm > 1e3 * parameters.epsilon)
-    throw std::runtime_error(to_string(options.kind) + " regression (L-BFGS) did not converge in " +
-                             std::to_string(parameters.max_iterations) + " iterations (gradient norm " +
-                             format_double(model.gradient_norm) + ")");
+    throw NumericalError(to_string(options.kind) + " regression (L-BFGS) did not converge in " +
+                         std::to_string(parameters.max_iterations) + " iterations (gradient norm " +
+                         format_double(model.gradient_norm) + ")");
   model.set_flat(w);
   if (options.l2 == 0.0) reject_separable(objective, w, options, comm);
   return model;
@@ -235,7 +233,7 @@ VectorXd model_targets(const Dataset& data, const FitOptions& options) {
               << to_string(options.kind) << " model: expected ";
       if (classes == 2) message << "0 or 1 (choose two classes with the classes option, or regression for least squares)";
       else message << "a class index 0.." << classes - 1;
-      throw std::invalid_argument(message.str());
+      throw DataError(message.str());
     }
   }
   if (options.kind == ModelKind::kLeastSquares) target = 2.0 * data.y.array() - 1.0;
@@ -246,7 +244,7 @@ Model fit(const Dataset& data, const FitOptions& options, const VectorXd& omega,
   options.validate();
   data.validate();
   check_finite(data);
-  if (comm.sum(data.n()) == 0) throw std::invalid_argument("data '" + data.source + "' has no examples");
+  if (comm.sum(data.n()) == 0) throw DataError("data '" + data.source + "' has no examples");
   const VectorXd weights = checked_omega(omega, data.n());
   model_targets(data, options);  // domain check before any work
   if (options.kind == ModelKind::kLeastSquares) return fit_least_squares(data, options, weights, comm);
@@ -306,7 +304,7 @@ VectorXd predict(const Model& model, const RowMatrix& X) {
 }
 
 double accuracy(const Model& model, const Dataset& data) {
-  if (model.regression) throw std::invalid_argument("accuracy: the model is a regression");
+  if (model.regression) throw OptionError::with_text("model", "accuracy: the model is a regression");
   if (data.n() == 0) return std::nan("");
   const VectorXd prediction = predict(model, data.X);
   return (prediction.array() == data.y.array()).cast<double>().mean();
@@ -335,8 +333,8 @@ double mean_squared_error(const Model& model, const Dataset& data) {
 
 Model perturb_output(const Model& model, double sigma, std::uint64_t seed) {
   if (!(sigma >= 0.0) || !std::isfinite(sigma))
-    throw std::invalid_argument("output perturbation sigma = " + format_double(sigma) +
-                                ": must be finite and >= 0");
+    throw OptionError::with_text("sigma",
+                                 "output perturbation sigma = " + format_double(sigma) + ": must be finite and >= 0");
   const VectorXd noise = output_noise(model.weights.size(), seed);
   Model released = model;
   for (Index k = 0; k < released.weights.size(); ++k) released.weights.data()[k] += sigma * noise(k);

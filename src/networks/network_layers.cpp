@@ -32,7 +32,7 @@ struct LayerText {
   const std::string& text;
 
   [[noreturn]] void fail(const std::string& message) const {
-    throw std::invalid_argument(what + ": layer " + std::to_string(position) + " '" + text + "': " + message);
+    throw OptionError::with_text(what, what + ": layer " + std::to_string(position) + " '" + text + "': " + message);
   }
   Index integer(const std::string& arg, const char* name, Index minimum) const {
     const std::optional<double> value = detail::parse_number(arg);
@@ -146,8 +146,9 @@ std::string refused_layer_reason(const std::string& raw) {
 }
 
 std::vector<LayerSpec> parse_network_layers(const std::string& text, const std::string& what) {
-  if (detail::trim(text).empty()) throw std::invalid_argument(what + ": empty layer specification; expected e.g. " +
-                                                              std::string("conv:16:8:2:2,tanh,avgpool:2:1,flatten,dense:10"));
+  if (detail::trim(text).empty())
+    throw OptionError::with_text(what, what + ": empty layer specification; expected e.g. " +
+                                           std::string("conv:16:8:2:2,tanh,avgpool:2:1,flatten,dense:10"));
   std::vector<LayerSpec> layers;
   const std::vector<std::string> texts = split(text, ',');
   for (std::size_t i = 0; i < texts.size(); ++i) {
@@ -197,9 +198,10 @@ std::string to_string(const std::vector<LayerSpec>& layers) {
 
 NetworkPlan plan_network(const std::vector<LayerSpec>& layers, const std::vector<Index>& input_shape,
                          Index num_classes) {
-  if (layers.empty()) throw std::invalid_argument("network: no layers");
+  if (layers.empty()) throw OptionError::with_text("arch", "network: no layers");
+  // The input shape comes from the data's layout, {d} or {C, H, W}: a bug otherwise.
   if (input_shape.size() != 1 && input_shape.size() != 3)
-    throw std::invalid_argument("network: the input shape must be {d} or {C, H, W}");
+    throw std::logic_error("network: the input shape must be {d} or {C, H, W}");
   NetworkPlan plan;
   plan.input_shape = input_shape;
   std::vector<Index> shape = input_shape;
@@ -209,7 +211,8 @@ NetworkPlan plan_network(const std::vector<LayerSpec>& layers, const std::vector
     planned.input_shape = shape;
     const LayerSpec& s = planned.spec;
     auto fail = [&](const std::string& message) {
-      throw std::invalid_argument("network: layer " + std::to_string(i + 1) + " (" + to_string(s) + ") " + message);
+      throw OptionError::with_text("arch",
+                                   "network: layer " + std::to_string(i + 1) + " (" + to_string(s) + ") " + message);
     };
     const bool image = shape.size() == 3;
     switch (s.kind) {
@@ -252,9 +255,9 @@ NetworkPlan plan_network(const std::vector<LayerSpec>& layers, const std::vector
     plan.layers.push_back(planned);
   }
   if (shape.size() != 1 || shape[0] != num_classes)
-    throw std::invalid_argument("network: the last layer's output is " + shape_text(shape) + ", but the data has " +
-                                std::to_string(num_classes) + " classes: end with dense:" +
-                                std::to_string(num_classes));
+    throw OptionError::with_text("arch", "network: the last layer's output is " + shape_text(shape) +
+                                             ", but the data has " + std::to_string(num_classes) +
+                                             " classes: end with dense:" + std::to_string(num_classes));
   return plan;
 }
 

@@ -9,6 +9,7 @@
 // closed: its backends may live until exit, and unloading LibTorch is not safe.
 #include "networks/network_plugin.hpp"
 
+#include "filkit/base/errors.hpp"
 #include "filkit/base/resources.hpp"
 #include "filkit/base/stage.hpp"
 
@@ -164,19 +165,25 @@ std::string libtorch_error_message(const std::string& what) {
 
 namespace {
 
-/// Runs a call into the plugin, turning what LibTorch throws (c10::Error, whose message ends in a
-/// C++ backtrace) into one line: std::invalid_argument stays one, anything else becomes a
-/// std::runtime_error; std::bad_alloc passes as it is (the caller names the stage).
+/// Runs a call into the plugin, turning what it throws into filkit's typed errors (the plugin, built
+/// apart with hidden symbols and without the library, throws standard exceptions only), in one
+/// line (c10::Error's message ends in a C++ backtrace): LibTorch failing to allocate becomes a
+/// MemoryLimitError; a std::invalid_argument (the plugin's refusal of a TorchScript module or of the
+/// data's shape) a DataError; any other std::logic_error (a bug) stays one; anything else (LibTorch
+/// failing in a computation) a NumericalError. std::bad_alloc passes as it is (the caller names the
+/// stage).
 template <class Call>
 decltype(auto) guarded(const Call& call) {
   try {
     return call();
   } catch (const std::bad_alloc&) {
     throw;
-  } catch (const std::invalid_argument& error) {
-    throw std::invalid_argument(detail::libtorch_error_message(error.what()));
   } catch (const std::exception& error) {
-    throw std::runtime_error(detail::libtorch_error_message(error.what()));
+    const std::string message = detail::libtorch_error_message(error.what());
+    if (message.starts_with(out_of_memory_message())) throw MemoryLimitError(message);
+    if (dynamic_cast<const std::invalid_argument*>(&error) != nullptr) throw DataError(message);
+    if (dynamic_cast<const std::logic_error*>(&error) != nullptr) throw std::logic_error(message);
+    throw NumericalError(message);
   }
 }
 
@@ -277,7 +284,7 @@ class GuardedReleasedGradientBackend final : public ReleasedGradientBackend {
 
 const LoadedPlugin& loaded_plugin() {
   const LoadedPlugin& loaded = plugin();
-  if (loaded.create == nullptr) throw std::runtime_error(loaded.failure);
+  if (loaded.create == nullptr) throw ResourceError(loaded.failure);
   return loaded;
 }
 }  // namespace

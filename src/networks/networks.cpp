@@ -71,7 +71,8 @@ std::vector<LayerSpec> builtin_network_layers(const NetworkOptions& options, Ind
           "conv:128:3:1:1,tanh,conv:128:3:1:1,tanh,avgpool:2:2,flatten,dense:128,tanh,dense:" + K);
     case NetworkArchitecture::kCustom: break;
   }
-  throw std::invalid_argument("builtin_network_layers: custom networks have no built-in layers");
+  // Custom networks never ask: a bug otherwise.
+  throw std::logic_error("builtin_network_layers: custom networks have no built-in layers");
 }
 
 bool networks_available() { return network_plugin_loads(); }
@@ -120,15 +121,15 @@ std::vector<Index> network_input_shape(const NetworkOptions& options, Index d, c
   if (a == NetworkArchitecture::kSoftmax || a == NetworkArchitecture::kMlp) return {d + (options.intercept ? 1 : 0)};
   if (image) {
     if (image->size() != d)
-      throw std::invalid_argument("Network: the image shape " + to_string(*image) + " does not have " +
-                                  std::to_string(d) + " values");
+      throw DataError("Network: the image shape " + to_string(*image) + " does not have " + std::to_string(d) +
+                      " values");
     return {image->channels, image->height, image->width};
   }
   if (a == NetworkArchitecture::kCustom) return {d};
   const Index side = std::llround(std::sqrt(static_cast<double>(d)));
   if (side * side != d)
-    throw std::invalid_argument("Network: " + to_string(a) + " takes images, but these rows have no image shape and d = " +
-                                std::to_string(d) + " is not a square (load image data with pca 0)");
+    throw DataError("Network: " + to_string(a) + " takes images, but these rows have no image shape and d = " +
+                    std::to_string(d) + " is not a square (load image data with pca 0)");
   return {1, side, side};
 }
 
@@ -153,7 +154,7 @@ void check_torchscript_weights(const NetworkPlan& plan, const VectorXd& w, const
       const double value = w(layer.offset + i);
       if (std::isfinite(value) && std::abs(value) <= kMaxInputMagnitude) continue;
       const bool bias = i >= layer.weight_size();
-      throw std::invalid_argument(
+      throw DataError(
           "torchscript '" + path + "': layer " + std::to_string(l + 1) + " (" + to_string(layer.spec) + ") has " +
           (bias ? "bias " + std::to_string(i - layer.weight_size()) : "weight " + std::to_string(i)) + " = " +
           format_double(value) + ": " + (std::isfinite(value) ? "beyond +-1e150" : "not finite") +
@@ -177,17 +178,18 @@ void check_torchscript_memory(const std::string& path, std::uint64_t unpacked, s
 void check_torchscript_outputs(const Network& network, const TorchScriptNetwork& module, const std::string& path) {
   check_torchscript_weights(network.plan(), module.parameters, path);
   if (module.sample_outputs.cols() != network.num_classes())
-    throw std::invalid_argument("torchscript '" + path + "': the module returns " +
-                                std::to_string(module.sample_outputs.cols()) + " scores an example, but the data has " +
-                                std::to_string(network.num_classes()) + " classes");
+    throw DataError("torchscript '" + path + "': the module returns " + std::to_string(module.sample_outputs.cols()) +
+                    " scores an example, but the data has " + std::to_string(network.num_classes()) + " classes");
   const MatrixXd rebuilt = network.logits(module.parameters, module.sample_inputs);
   const double scale = std::max(1.0, module.sample_outputs.cwiseAbs().maxCoeff());
   const double difference = (rebuilt - module.sample_outputs).cwiseAbs().maxCoeff();
   if (!(difference <= 1e-9 * scale))
-    throw std::invalid_argument("torchscript '" + path + "': the module's outputs differ from those of its layers "
-                                "applied in order (" + network.plan().describe() + ") by up to " +
-                                std::to_string(difference) + ": filkit accounts only networks that are a chain of "
-                                "supported layers (no residual connections or other operations between them)");
+    throw DataError("torchscript '" + path +
+                    "': the module's outputs differ from those of its layers "
+                    "applied in order (" +
+                    network.plan().describe() + ") by up to " + std::to_string(difference) +
+                    ": filkit accounts only networks that are a chain of "
+                    "supported layers (no residual connections or other operations between them)");
 }
 
 }  // namespace
@@ -201,23 +203,23 @@ struct Network::Impl {
 
   void check_shapes(const VectorXd& w, const RowMatrix& X, const VectorXd& y, const char* what) const {
     if (w.size() != p)
-      throw std::invalid_argument(std::string("Network::") + what + ": " + std::to_string(w.size()) +
-                                  " parameters, the network has " + std::to_string(p));
+      throw OptionError::with_text("parameters", std::string("Network::") + what + ": " + std::to_string(w.size()) +
+                                                     " parameters, the network has " + std::to_string(p));
     if (X.cols() != d)
-      throw std::invalid_argument(std::string("Network::") + what + ": inputs have " + std::to_string(X.cols()) +
-                                  " features, the network takes " + std::to_string(d));
+      throw OptionError::with_text("X", std::string("Network::") + what + ": inputs have " + std::to_string(X.cols()) +
+                                            " features, the network takes " + std::to_string(d));
     if (y.size() != X.rows())
-      throw std::invalid_argument(std::string("Network::") + what + ": " + std::to_string(y.size()) + " labels for " +
-                                  std::to_string(X.rows()) + " inputs");
+      throw OptionError::with_text("y", std::string("Network::") + what + ": " + std::to_string(y.size()) +
+                                            " labels for " + std::to_string(X.rows()) + " inputs");
     for (Index i = 0; i < y.size(); ++i)
       if (!(y(i) >= 0 && y(i) < K && y(i) == std::floor(y(i))))
-        throw std::invalid_argument(std::string("Network::") + what + ": label " + std::to_string(y(i)) + " of row " +
-                                    std::to_string(i) + " is not a class index in [0, " + std::to_string(K) + ")");
+        throw DataError(std::string("Network::") + what + ": label " + std::to_string(y(i)) + " of row " +
+                        std::to_string(i) + " is not a class index in [0, " + std::to_string(K) + ")");
   }
 
   static void check_clip_norm(double clip_norm, const char* what) {
     if (!(clip_norm > 0.0) || !std::isfinite(clip_norm))
-      throw std::invalid_argument(std::string("Network::") + what + ": clip_norm must be finite and > 0");
+      throw OptionError::with_text("clip_norm", std::string("Network::") + what + ": clip_norm must be finite and > 0");
   }
 };
 
@@ -225,9 +227,11 @@ Network::Network(const NetworkOptions& options, Index input_dim, Index num_class
                  const std::optional<ImageShape>& image)
     : impl_(std::make_unique<Impl>()) {
   options.validate();
-  if (input_dim < 1) throw std::invalid_argument("Network: input_dim = " + std::to_string(input_dim) + ": must be >= 1");
+  if (input_dim < 1)
+    throw OptionError::with_text("input_dim", "Network: input_dim = " + std::to_string(input_dim) + ": must be >= 1");
   if (num_classes < 2)
-    throw std::invalid_argument("Network: num_classes = " + std::to_string(num_classes) + ": must be >= 2");
+    throw OptionError::with_text("num_classes",
+                                 "Network: num_classes = " + std::to_string(num_classes) + ": must be >= 2");
   impl_->options = options;
   impl_->d = input_dim;
   impl_->K = num_classes;
@@ -242,12 +246,12 @@ Network::Network(const NetworkOptions& options, Index input_dim, Index num_class
     module = read_torchscript(options.torchscript, input_shape, /*seed=*/0x5eed);
     if (!module->unsupported_operator.empty()) {
       const std::string reason = refused_layer_reason(module->unsupported_operator);
-      throw std::invalid_argument(
-          "torchscript '" + options.torchscript + "': operation " + std::to_string(module->unsupported_position) +
-          " (" + module->unsupported_operator + ") " +
-          (reason.empty() ? "is not one of the supported layers (linear, conv2d, avg_pool2d, flatten, tanh, sigmoid, "
-                            "softplus, gelu, elu, selu)"
-                          : "cannot be accounted: " + reason));
+      throw DataError("torchscript '" + options.torchscript + "': operation " +
+                      std::to_string(module->unsupported_position) + " (" + module->unsupported_operator + ") " +
+                      (reason.empty()
+                           ? "is not one of the supported layers (linear, conv2d, avg_pool2d, flatten, tanh, sigmoid, "
+                             "softplus, gelu, elu, selu)"
+                           : "cannot be accounted: " + reason));
     }
     layers = module->layers;
   } else {
@@ -262,9 +266,8 @@ Network::Network(const NetworkOptions& options, Index input_dim, Index num_class
   impl_->backend = create_network_backend(impl_->plan, options);
   if (module) {
     if (module->parameters.size() != impl_->p)
-      throw std::invalid_argument("torchscript '" + options.torchscript + "': " +
-                                  std::to_string(module->parameters.size()) + " weights for " +
-                                  std::to_string(impl_->p) + " parameters");
+      throw DataError("torchscript '" + options.torchscript + "': " + std::to_string(module->parameters.size()) +
+                      " weights for " + std::to_string(impl_->p) + " parameters");
     check_torchscript_outputs(*this, *module, options.torchscript);
     impl_->imported_parameters = std::move(module->parameters);
   }
@@ -321,8 +324,8 @@ MatrixXd Network::jacobian_vector_products(const VectorXd& w, const RowMatrix& X
   impl_->check_shapes(w, X, y, "jacobian_vector_products");
   Impl::check_clip_norm(clip_norm, "jacobian_vector_products");
   if (V.rows() != X.rows() || V.cols() != impl_->d)
-    throw std::invalid_argument("Network::jacobian_vector_products: tangents must be " + std::to_string(X.rows()) +
-                                " x " + std::to_string(impl_->d));
+    throw OptionError::with_text("tangents", "Network::jacobian_vector_products: tangents must be " +
+                                                 std::to_string(X.rows()) + " x " + std::to_string(impl_->d));
   return impl_->backend->jacobian_vector_products(w, X, y, clip_norm, V);
 }
 
@@ -331,8 +334,8 @@ MatrixXd Network::vector_jacobian_products(const VectorXd& w, const RowMatrix& X
   impl_->check_shapes(w, X, y, "vector_jacobian_products");
   Impl::check_clip_norm(clip_norm, "vector_jacobian_products");
   if (U.rows() != X.rows() || U.cols() != impl_->p)
-    throw std::invalid_argument("Network::vector_jacobian_products: cotangents must be " + std::to_string(X.rows()) +
-                                " x " + std::to_string(impl_->p));
+    throw OptionError::with_text("cotangents", "Network::vector_jacobian_products: cotangents must be " +
+                                                   std::to_string(X.rows()) + " x " + std::to_string(impl_->p));
   return impl_->backend->vector_jacobian_products(w, X, y, clip_norm, U);
 }
 
@@ -342,10 +345,10 @@ NetworkBatchAccounting Network::account_batch(const VectorXd& w, const RowMatrix
   impl_->check_shapes(w, X, y, "account_batch");
   Impl::check_clip_norm(clip_norm, "account_batch");
   if (request.probes < 1 || request.power_iterations < 1)
-    throw std::invalid_argument("Network::account_batch: probes and power_iterations must be >= 1");
+    throw OptionError::with_text("probes", "Network::account_batch: probes and power_iterations must be >= 1");
   if (first_position < 0)
-    throw std::invalid_argument("Network::account_batch: first_position = " + std::to_string(first_position) +
-                                ": must be >= 0");
+    throw OptionError::with_text("first_position", "Network::account_batch: first_position = " +
+                                                       std::to_string(first_position) + ": must be >= 0");
   return impl_->backend->account_batch(w, X, y, clip_norm, request, seed, first_position);
 }
 

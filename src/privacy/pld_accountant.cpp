@@ -21,6 +21,11 @@ using detail::kInf;
 // A single-step PLD wider than this many grid points means h is far too fine for sigma (at
 // h = 1e-4 the widest useful case, sigma ~ 0.3 without subsampling, needs about 1e6).
 constexpr std::int64_t kMaxGridPoints = 50'000'000;
+// A grid beyond kMaxGridPoints: an OptionError about the discretization, which a coarser one (or
+// fewer steps) cures.
+[[noreturn]] void grid_too_large(const std::string& message) {
+  throw OptionError::with_text("discretization", message);
+}
 // Below this many terms on the shorter side a direct convolution beats the FFT.
 constexpr std::size_t kDirectConvolutionBelow = 64;
 // Entries of an FFT convolution below this many times its round-off scale count as round-off.
@@ -157,8 +162,8 @@ void PldSettings::validate() const {
 
 DiscretePld gaussian_pld(double s, double q, PldDirection direction, const PldSettings& settings) {
   settings.validate();
-  if (!(s > 0 && std::isfinite(s))) throw std::invalid_argument("noise (s) = " + shown_value(s) + " must be finite and > 0");
-  if (!(q > 0 && q <= 1)) throw std::invalid_argument("q = " + shown_value(q) + " must be in (0, 1] for a PLD");
+  require_positive("s", s);
+  require_in_interval("q", q, 0.0, End::kOpen, 1.0, End::kClosed);
   const GaussianPair pair{s, q, direction};
   const double h = settings.discretization;
   // The x-range that holds all but truncation_mass of P (each component's tails <= mass / 2).
@@ -169,9 +174,9 @@ DiscretePld gaussian_pld(double s, double q, PldDirection direction, const PldSe
   const double first = std::floor(std::min(loss_a, loss_b) / h);
   const double last = std::max(std::ceil(std::max(loss_a, loss_b) / h), first + 1);
   if (!(last - first < static_cast<double>(kMaxGridPoints))) {
-    throw std::invalid_argument("discretization = " + shown_value(h) + " needs " + shown_value(last - first + 1) +
-                                " grid points for noise " + shown_value(s) + " (at most " +
-                                std::to_string(kMaxGridPoints) + "); use a coarser discretization");
+    grid_too_large("discretization = " + shown_value(h) + " needs " + shown_value(last - first + 1) +
+                   " grid points for noise " + shown_value(s) + " (at most " + std::to_string(kMaxGridPoints) +
+                   "); use a coarser discretization");
   }
   const auto i_first = static_cast<std::int64_t>(first);
   const auto n = static_cast<std::size_t>(static_cast<std::int64_t>(last) - i_first + 1);
@@ -208,15 +213,15 @@ DiscretePld compose(const DiscretePld& a, const DiscretePld& b, double truncatio
   double noise = 0.0;
   out.probabilities = convolve(a.probabilities, b.probabilities, noise);
   if (__builtin_add_overflow(a.offset, b.offset, &out.offset))
-    throw std::invalid_argument("a composition needs more grid points (at most " + std::to_string(kMaxGridPoints) +
-                                "; its lowest index is beyond int64's range); use a coarser discretization");
+    grid_too_large("a composition needs more grid points (at most " + std::to_string(kMaxGridPoints) +
+                   "; its lowest index is beyond int64's range); use a coarser discretization");
   out.infinity_mass = std::min(1.0, a.infinity_mass + b.infinity_mass - a.infinity_mass * b.infinity_mass);
   truncate_tails(out, truncation_mass, noise);
   return out;
 }
 
 DiscretePld self_compose_by_squaring(const DiscretePld& a, std::int64_t k, double truncation_mass) {
-  if (k < 0) throw std::invalid_argument("self-composition count = " + std::to_string(k) + " must be >= 0");
+  require_non_negative("steps", k);
   DiscretePld result;
   DiscretePld power = a;
   while (k > 0) {
@@ -228,7 +233,7 @@ DiscretePld self_compose_by_squaring(const DiscretePld& a, std::int64_t k, doubl
 }
 
 DiscretePld self_compose(const DiscretePld& a, std::int64_t k, double truncation_mass) {
-  if (k < 0) throw std::invalid_argument("self-composition count = " + std::to_string(k) + " must be >= 0");
+  require_non_negative("steps", k);
   if (k == 0) return DiscretePld{};
   if (k == 1) return a;
   const std::vector<double>& p = a.probabilities;
@@ -237,9 +242,10 @@ DiscretePld self_compose(const DiscretePld& a, std::int64_t k, double truncation
   // The composition's lowest grid index, k times one step's: beyond int64 (k = 1e17 at a grid of
   // -101: signed overflow, caught by the sanitizer build) no grid could hold the composition.
   if (__builtin_mul_overflow(a.offset, k, &out.offset))
-    throw std::invalid_argument("the composition of " + std::to_string(k) + " steps needs more grid points (at most " +
-                                std::to_string(kMaxGridPoints) + "; its lowest index is beyond int64's range); use "
-                                "a coarser discretization or fewer steps");
+    grid_too_large("the composition of " + std::to_string(k) + " steps needs more grid points (at most " +
+                   std::to_string(kMaxGridPoints) +
+                   "; its lowest index is beyond int64's range); use "
+                   "a coarser discretization or fewer steps");
   // 1 - (1 - inf)^k: some step has an infinite loss.
   out.infinity_mass = std::min(1.0, -std::expm1(static_cast<double>(k) * std::log1p(-a.infinity_mass)));
   double mass = 0.0;
@@ -297,9 +303,8 @@ DiscretePld self_compose(const DiscretePld& a, std::int64_t k, double truncation
   high = std::ceil(high);
   low = std::min(std::floor(low), high);
   if (!(high - low < static_cast<double>(kMaxGridPoints))) {
-    throw std::invalid_argument("the composition of " + std::to_string(k) + " steps needs " + shown_value(high - low + 1) +
-                                " grid points (at most " + std::to_string(kMaxGridPoints) +
-                                "); use a coarser discretization");
+    grid_too_large("the composition of " + std::to_string(k) + " steps needs " + shown_value(high - low + 1) +
+                   " grid points (at most " + std::to_string(kMaxGridPoints) + "); use a coarser discretization");
   }
   const auto width = static_cast<std::size_t>(high - low) + 1;
   std::size_t size = 2;  // (Eigen's FFT of one point is not one)
@@ -345,9 +350,10 @@ DiscretePld self_compose(const DiscretePld& a, std::int64_t k, double truncation
   out.probabilities.resize(width);
   for (std::size_t r = 0; r < width; ++r) out.probabilities[r] = g[(first + r) % size];
   if (__builtin_add_overflow(out.offset, static_cast<std::int64_t>(first), &out.offset))
-    throw std::invalid_argument("the composition of " + std::to_string(k) + " steps needs more grid points (at most " +
-                                std::to_string(kMaxGridPoints) + "; its lowest index is beyond int64's range); use "
-                                "a coarser discretization or fewer steps");
+    grid_too_large("the composition of " + std::to_string(k) + " steps needs more grid points (at most " +
+                   std::to_string(kMaxGridPoints) +
+                   "; its lowest index is beyond int64's range); use "
+                   "a coarser discretization or fewer steps");
   if (high < last) out.infinity_mass = std::min(1.0, out.infinity_mass + truncation_mass / 2);
   truncate_tails(out, truncation_mass, noise);
   return out;
@@ -443,7 +449,7 @@ nlohmann::json PldAccountant::state_dict() const {
 
 void PldAccountant::load_state_dict(const nlohmann::json& state) {
   if (!state.is_object() || state.value("accountant", "") != "pld") {
-    throw std::invalid_argument("accountant state: expected {\"accountant\": \"pld\", ...}");
+    throw DataError("accountant state: expected {\"accountant\": \"pld\", ...}");
   }
   std::vector<AccountantEvent> history = history_from_json(state);
   try {
@@ -452,7 +458,9 @@ void PldAccountant::load_state_dict(const nlohmann::json& state) {
     sampling_ = parse_enum<Sampling>(state.at("sampling").get<std::string>());
     settings_ = settings;
   } catch (const nlohmann::json::exception& error) {
-    throw std::invalid_argument(std::string("accountant state: ") + error.what());
+    throw DataError(std::string("accountant state: ") + error.what());
+  } catch (const OptionError& error) {  // a value in the state breaks a setting's rule
+    throw DataError(std::string("accountant state: ") + error.what());
   }
   history_ = std::move(history);
   current_ = false;

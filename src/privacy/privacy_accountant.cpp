@@ -28,7 +28,7 @@ Bracket bracket_target(const std::function<double(double)>& eps_of, double targe
   if (eps_high <= target) {
     double low = high / 2;
     for (double eps_low = evaluate(low); eps_low <= target; eps_low = evaluate(low)) {
-      if (!(low > 0)) throw std::runtime_error("noise search: eps stays below the target as sigma -> 0");
+      if (!(low > 0)) throw NumericalError("noise search: eps stays below the target as sigma -> 0");
       high = low;
       eps_high = eps_low;
       low /= 2;
@@ -38,8 +38,9 @@ Bracket bracket_target(const std::function<double(double)>& eps_of, double targe
   double low = 0.0;
   while (eps_high > target) {
     if (high >= max_sigma) {
-      throw std::invalid_argument("target_eps = " + shown_value(target) + " needs more noise than max_noise_multiplier = " +
-                                  shown_value(max_sigma) + ", which gives eps = " + shown_value(eps_high));
+      throw OptionError::with_text(
+          "target_eps", "target_eps = " + shown_value(target) + " needs more noise than max_noise_multiplier = " +
+                            shown_value(max_sigma) + ", which gives eps = " + shown_value(eps_high));
     }
     low = high;
     high = std::min(2 * high, max_sigma);
@@ -57,25 +58,14 @@ std::string neighbouring_relation(Sampling sampling) {
 }
 
 void validate_event(const AccountantEvent& event) {
-  if (!(event.noise_multiplier > 0 && std::isfinite(event.noise_multiplier))) {
-    throw std::invalid_argument("noise_multiplier (sigma) = " + shown_value(event.noise_multiplier) +
-                                " must be finite and > 0");
-  }
-  if (!(event.sample_rate >= 0 && event.sample_rate <= 1)) {
-    throw std::invalid_argument("sample_rate (q) = " + shown_value(event.sample_rate) + " must be in [0, 1]");
-  }
-  if (event.steps < 0) throw std::invalid_argument("steps = " + std::to_string(event.steps) + " must be >= 0");
+  require_positive("noise_multiplier", event.noise_multiplier);
+  require_in_interval("sample_rate", event.sample_rate, 0.0, End::kClosed, 1.0, End::kClosed);
+  require_non_negative("steps", event.steps);
 }
 
-void validate_delta(double delta) {
-  if (!(delta > 0 && delta < 1)) throw std::invalid_argument("delta = " + shown_value(delta) + " must be in (0, 1)");
-}
+void validate_delta(double delta) { require_in_interval("delta", delta, 0.0, End::kOpen, 1.0, End::kOpen); }
 
-void validate_epsilon(double epsilon) {
-  if (!(epsilon >= 0 && std::isfinite(epsilon))) {
-    throw std::invalid_argument("epsilon = " + shown_value(epsilon) + " must be finite and >= 0");
-  }
-}
+void validate_epsilon(double epsilon) { require_non_negative("epsilon", epsilon); }
 
 void PrivacyAccountant::record(double noise_multiplier, double sample_rate, std::int64_t steps) {
   const AccountantEvent event{noise_multiplier, sample_rate, steps};
@@ -98,7 +88,7 @@ nlohmann::json PrivacyAccountant::history_json() const {
 
 std::vector<AccountantEvent> PrivacyAccountant::history_from_json(const nlohmann::json& state) {
   if (!state.is_object() || !state.contains("history") || !state["history"].is_array()) {
-    throw std::invalid_argument("accountant state: expected an object with a \"history\" array");
+    throw DataError("accountant state: expected an object with a \"history\" array");
   }
   std::vector<AccountantEvent> events;
   for (const nlohmann::json& e : state["history"]) {
@@ -108,7 +98,9 @@ std::vector<AccountantEvent> PrivacyAccountant::history_from_json(const nlohmann
       validate_event(event);
       events.push_back(event);
     } catch (const nlohmann::json::exception& error) {
-      throw std::invalid_argument(std::string("accountant state: bad history event: ") + error.what());
+      throw DataError(std::string("accountant state: bad history event: ") + error.what());
+    } catch (const OptionError& error) {
+      throw DataError(std::string("accountant state: bad history event: ") + error.what());
     }
   }
   return events;
@@ -116,19 +108,16 @@ std::vector<AccountantEvent> PrivacyAccountant::history_from_json(const nlohmann
 
 NoiseMultiplierSearch search_noise_multiplier(const std::function<double(double)>& eps_of_noise_multiplier,
                                               double target_eps, double max_noise_multiplier, double eps_tolerance) {
-  if (!(target_eps > 0 && std::isfinite(target_eps)))
-    throw std::invalid_argument("target_eps = " + shown_value(target_eps) + " must be finite and > 0");
-  if (!(max_noise_multiplier > 0 && std::isfinite(max_noise_multiplier)))
-    throw std::invalid_argument("max_noise_multiplier = " + shown_value(max_noise_multiplier) + " must be finite and > 0");
-  if (!(eps_tolerance > 0 && eps_tolerance < 1))
-    throw std::invalid_argument("eps_tolerance = " + shown_value(eps_tolerance) + " must be in (0, 1)");
+  require_positive("target_eps", target_eps);
+  require_positive("max_noise_multiplier", max_noise_multiplier);
+  require_in_interval("eps_tolerance", eps_tolerance, 0.0, End::kOpen, 1.0, End::kOpen);
   int evaluations = 0;
   Bracket bracket = bracket_target(eps_of_noise_multiplier, target_eps, max_noise_multiplier, evaluations);
   while (target_eps - bracket.eps_high > eps_tolerance * target_eps) {
     const double middle = 0.5 * (bracket.low + bracket.high);
     if (middle <= bracket.low || middle >= bracket.high) {
-      throw std::runtime_error("noise search bracket [" + shown_value(bracket.low) + ", " + shown_value(bracket.high) +
-                               "] collapsed before eps reached the tolerance");
+      throw NumericalError("noise search bracket [" + shown_value(bracket.low) + ", " + shown_value(bracket.high) +
+                           "] collapsed before eps reached the tolerance");
     }
     ++evaluations;
     const double eps_middle = eps_of_noise_multiplier(middle);
@@ -147,19 +136,20 @@ double noise_multiplier_for_epsilon(const std::function<std::unique_ptr<PrivacyA
                                     double max_noise_multiplier, double eps_tolerance) {
   validate_delta(delta);
   if (!(sample_rate > 0 && sample_rate <= 1))
-    throw std::invalid_argument("sample_rate (q) = " + shown_value(sample_rate) +
-                                " must be in (0, 1] for a noise search (q = 0 needs no noise)");
-  if (steps < 1) throw std::invalid_argument("steps = " + std::to_string(steps) + " must be >= 1");
+    option_error("sample_rate", shown_value(sample_rate),
+                 "must lie in (0, 1] for a noise search (q = 0 needs no noise)");
+  require_positive("steps", steps);
   const auto eps_of = [&](double sigma) {
     std::unique_ptr<PrivacyAccountant> accountant = make();
     accountant->step(sigma, sample_rate, steps);
     try {
       return accountant->epsilon(delta);
-    } catch (const std::invalid_argument& error) {  // a PLD grid too large for so little noise (issue 50)
-      throw std::invalid_argument("the noise search for target_eps = " + shown_value(target_eps) + " reached noise "
-                                  "multiplier " + shown_value(sigma) + ", which the accountant cannot evaluate (" +
-                                  error.what() + "): a target this large needs less noise than its grid resolves; "
-                                  "use the RDP accountant, or a coarser discretization");
+    } catch (const OptionError& error) {  // a PLD grid too large for so little noise (issue 50)
+      throw OptionError::with_text("target_eps", "the noise search for target_eps = " + shown_value(target_eps) +
+                                                     " reached noise multiplier " + shown_value(sigma) +
+                                                     ", which the accountant cannot evaluate (" + error.what() +
+                                                     "): a target this large needs less noise than its grid "
+                                                     "resolves; use the RDP accountant, or a coarser discretization");
     }
   };
   return search_noise_multiplier(eps_of, target_eps, max_noise_multiplier, eps_tolerance).noise_multiplier;

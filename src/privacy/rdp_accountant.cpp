@@ -56,44 +56,32 @@ class BinomialCoefficient {
 
 std::string describe(const std::string& name, double value) { return name + " = " + shown_value(value); }
 
-void validate_sampling_rate(double q) {
-  if (!(q >= 0 && q <= 1)) throw std::invalid_argument(describe("q", q) + " must be in [0, 1]");
-}
-
-void validate_noise_multiplier(double noise_multiplier) {
-  if (!(noise_multiplier >= 0 && std::isfinite(noise_multiplier))) {
-    throw std::invalid_argument(describe("noise_multiplier (sigma)", noise_multiplier) +
-                                " must be finite and >= 0");
-  }
-}
-
-void validate_steps(std::int64_t steps, std::int64_t minimum) {
-  if (steps < minimum) {
-    throw std::invalid_argument("steps = " + std::to_string(steps) + " must be >= " +
-                                std::to_string(minimum));
-  }
-}
+// The checks below use base/checks.hpp's family: an OptionError "<name> = <value>: <rule>".
 
 void validate_orders(const std::vector<double>& orders) {
-  if (orders.empty()) throw std::invalid_argument("orders must not be empty");
-  for (std::size_t k = 0; k < orders.size(); ++k) {
-    if (!(orders[k] > 1 && orders[k] <= kMaxOrder)) {
-      throw std::invalid_argument(describe("orders[" + std::to_string(k) + "]", orders[k]) +
-                                  " must be in (1, 1e6]");
-    }
-  }
+  if (orders.empty()) option_error("orders", "must not be empty");
+  for (const double order : orders) require_in_interval("orders", order, 1.0, End::kOpen, kMaxOrder, End::kClosed);
+}
+
+// The orders and RDP values of one curve, of one length; RDP >= 0 (+inf allowed: no privacy).
+void validate_rdp(const std::vector<double>& orders, const std::vector<double>& rdp) {
+  if (rdp.size() != orders.size())
+    option_error("rdp",
+                 "has " + std::to_string(rdp.size()) + " values but orders has " + std::to_string(orders.size()));
+  for (std::size_t k = 0; k < rdp.size(); ++k)
+    if (!(rdp[k] >= 0))
+      option_error("rdp", shown_value(rdp[k]), "must be >= 0 (at order " + shown_value(orders[k]) + ")");
 }
 
 // 1 / (2 sigma^2), the exponent scale of every term; infinite for sigma = 0 and for sigma < 7.5e-155.
 double inverse_twice_variance(double noise_multiplier) { return 1 / (2 * noise_multiplier * noise_multiplier); }
 
 void validate_series_arguments(double q, double noise_multiplier) {
-  if (!(q > 0 && q < 1)) throw std::invalid_argument(describe("q", q) + " must be in (0, 1) for the sums");
-  if (!(noise_multiplier > 0 && std::isfinite(noise_multiplier) &&
-        std::isfinite(inverse_twice_variance(noise_multiplier)))) {
-    throw std::invalid_argument(describe("noise_multiplier (sigma)", noise_multiplier) +
-                                " must be finite and > 7.5e-155 (1 / (2 sigma^2) finite) for the sums");
-  }
+  require_in_interval("q", q, 0.0, End::kOpen, 1.0, End::kOpen);
+  require_positive("noise_multiplier", noise_multiplier);
+  if (!std::isfinite(inverse_twice_variance(noise_multiplier)))
+    option_error("noise_multiplier", shown_value(noise_multiplier),
+                 "must be > 7.5e-155 (1 / (2 sigma^2) finite) for the sums");
 }
 
 // Adds the signed term exp(log_term) to the positive sum exp(log_sum).
@@ -101,7 +89,7 @@ double add_signed(double log_sum, double log_term, bool negative) {
   if (!negative) return log_add(log_sum, log_term);
   if (log_term > log_sum) {
     // Cannot happen for an alternating tail with decreasing terms; report rather than return NaN.
-    throw std::runtime_error("the erfc series of the sampled Gaussian RDP lost positivity");
+    throw NumericalError("the erfc series of the sampled Gaussian RDP lost positivity");
   }
   return log_sub(log_sum, log_term);
 }
@@ -115,8 +103,8 @@ double rdp_at_order(double q, double noise_multiplier, double alpha) {
                            ? sampled_gaussian_log_a_integer(q, noise_multiplier, static_cast<std::int64_t>(alpha))
                            : sampled_gaussian_log_a_series(q, noise_multiplier, alpha);
   if (std::isnan(log_a)) {
-    throw std::runtime_error("RDP is NaN at " + describe("q", q) + ", " +
-                             describe("noise_multiplier", noise_multiplier) + ", " + describe("order", alpha));
+    throw NumericalError("RDP is NaN at " + describe("q", q) + ", " + describe("noise_multiplier", noise_multiplier) +
+                         ", " + describe("order", alpha));
   }
   // A_alpha >= 1 (Jensen), so a negative log A_alpha is rounding in a sum of terms near 1.
   return std::max(log_a, 0.0) / (alpha - 1);
@@ -247,7 +235,7 @@ double log_erfc(double x) {
 
 double sampled_gaussian_log_a_integer(double q, double noise_multiplier, std::int64_t alpha) {
   validate_series_arguments(q, noise_multiplier);
-  if (alpha < 2) throw std::invalid_argument("integer order alpha = " + std::to_string(alpha) + " must be >= 2");
+  require_at_least("alpha", alpha, 2);
   const double log_q = std::log(q);
   const double log_1mq = std::log1p(-q);
   const double exponent_scale = inverse_twice_variance(noise_multiplier);
@@ -263,7 +251,7 @@ double sampled_gaussian_log_a_integer(double q, double noise_multiplier, std::in
 
 double sampled_gaussian_log_a_series(double q, double noise_multiplier, double alpha) {
   validate_series_arguments(q, noise_multiplier);
-  if (!(alpha > 1 && alpha <= kMaxOrder)) throw std::invalid_argument(describe("alpha", alpha) + " must be in (1, 1e6]");
+  require_in_interval("alpha", alpha, 1.0, End::kOpen, kMaxOrder, End::kClosed);
   const double log_q = std::log(q);
   const double log_1mq = std::log1p(-q);
   const double exponent_scale = inverse_twice_variance(noise_multiplier);
@@ -289,8 +277,8 @@ double sampled_gaussian_log_a_series(double q, double noise_multiplier, double a
       return log_a;
     }
   }
-  throw std::runtime_error("the erfc series of the sampled Gaussian RDP did not converge at " + describe("q", q) +
-                           ", " + describe("noise_multiplier", noise_multiplier) + ", " + describe("alpha", alpha));
+  throw NumericalError("the erfc series of the sampled Gaussian RDP did not converge at " + describe("q", q) + ", " +
+                       describe("noise_multiplier", noise_multiplier) + ", " + describe("alpha", alpha));
 }
 
 namespace {
@@ -298,8 +286,8 @@ namespace {
 // One step's curve, r(alpha) = at_order(q, sigma, alpha) at each order, after validating all three.
 template <typename AtOrder>
 std::vector<double> rdp_curve(double q, double noise_multiplier, const std::vector<double>& orders, AtOrder at_order) {
-  validate_sampling_rate(q);
-  validate_noise_multiplier(noise_multiplier);
+  require_in_interval("q", q, 0.0, End::kClosed, 1.0, End::kClosed);
+  require_non_negative("noise_multiplier", noise_multiplier);
   validate_orders(orders);
   std::vector<double> rdp(orders.size());
   std::transform(orders.begin(), orders.end(), rdp.begin(),
@@ -320,11 +308,8 @@ std::vector<double> sampled_without_replacement_gaussian_rdp(double q, double no
 
 double delta_from_rdp(const std::vector<double>& orders, const std::vector<double>& rdp, double eps) {
   validate_orders(orders);
-  validate_epsilon(eps);
-  if (rdp.size() != orders.size()) {
-    throw std::invalid_argument("rdp has " + std::to_string(rdp.size()) + " values but orders has " +
-                                std::to_string(orders.size()));
-  }
+  require_non_negative("eps", eps);
+  validate_rdp(orders, rdp);
   double log_delta = 0.0;  // delta <= 1 always
   for (std::size_t k = 0; k < orders.size(); ++k) {
     const double alpha = orders[k];
@@ -339,17 +324,13 @@ bool PrivacySpent::optimal_order_at_edge() const {
 
 PrivacySpent privacy_spent_from_rdp(const std::vector<double>& orders, const std::vector<double>& rdp, double delta) {
   validate_orders(orders);
-  validate_delta(delta);
-  if (rdp.size() != orders.size()) {
-    throw std::invalid_argument("rdp has " + std::to_string(rdp.size()) + " values but orders has " +
-                                std::to_string(orders.size()));
-  }
+  require_in_interval("delta", delta, 0.0, End::kOpen, 1.0, End::kOpen);
+  validate_rdp(orders, rdp);
   PrivacySpent spent{kInf, delta, std::numeric_limits<double>::quiet_NaN(), orders, rdp,
                      OptimalOrderStatus::kNoFiniteBound, ""};
   const double log_delta = std::log(delta);
   for (std::size_t k = 0; k < orders.size(); ++k) {
     const double alpha = orders[k];
-    if (!(rdp[k] >= 0)) throw std::invalid_argument(describe("rdp[" + std::to_string(k) + "]", rdp[k]) + " must be >= 0");
     const double eps = rdp[k] + std::log1p(-1 / alpha) - (log_delta + std::log(alpha)) / (alpha - 1);
     if (eps < spent.eps) {
       spent.eps = eps;
@@ -372,7 +353,7 @@ RdpAccountant::RdpAccountant(std::vector<double> orders, Sampling sampling)
 }
 
 void RdpAccountant::compose(double q, double noise_multiplier, std::int64_t steps) {
-  validate_steps(steps, 0);
+  require_non_negative("steps", steps);
   // Training steps repeat one (q, sigma): reuse its curve rather than re-summing every series.
   if (!(q == cached_q_ && noise_multiplier == cached_noise_multiplier_)) {
     cached_rdp_ = sampling_ == Sampling::kPoisson
@@ -398,13 +379,13 @@ bool RdpAccountant::empty() const {
 }
 
 double RdpAccountant::epsilon(double delta) const {
-  validate_delta(delta);
+  require_in_interval("delta", delta, 0.0, End::kOpen, 1.0, End::kOpen);
   // Nothing released: the conversion's floor (> 0 for r = 0) would be an artefact.
   return empty() ? 0.0 : get_privacy_spent(delta).eps;
 }
 
 double RdpAccountant::delta(double epsilon) const {
-  validate_epsilon(epsilon);
+  require_non_negative("epsilon", epsilon);
   return empty() ? 0.0 : delta_from_rdp(orders_, rdp_, epsilon);
 }
 
@@ -417,7 +398,7 @@ nlohmann::json RdpAccountant::state_dict() const {
 
 void RdpAccountant::load_state_dict(const nlohmann::json& state) {
   if (!state.is_object() || state.value("accountant", "") != "rdp") {
-    throw std::invalid_argument("accountant state: expected {\"accountant\": \"rdp\", ...}");
+    throw DataError("accountant state: expected {\"accountant\": \"rdp\", ...}");
   }
   std::vector<AccountantEvent> history = history_from_json(state);
   try {
@@ -425,14 +406,16 @@ void RdpAccountant::load_state_dict(const nlohmann::json& state) {
     validate_orders(orders);
     std::vector<double> rdp;
     for (const nlohmann::json& r : state.at("rdp")) rdp.push_back(r.is_string() && r == "inf" ? kInf : r.get<double>());
-    if (rdp.size() != orders.size()) throw std::invalid_argument("accountant state: rdp and orders differ in length");
+    if (rdp.size() != orders.size()) throw DataError("accountant state: rdp and orders differ in length");
     sampling_ = parse_enum<Sampling>(state.at("sampling").get<std::string>());
     orders_ = std::move(orders);
     rdp_ = std::move(rdp);
     cached_q_ = std::numeric_limits<double>::quiet_NaN();
     history_ = std::move(history);
   } catch (const nlohmann::json::exception& error) {
-    throw std::invalid_argument(std::string("accountant state: ") + error.what());
+    throw DataError(std::string("accountant state: ") + error.what());
+  } catch (const OptionError& error) {  // a value in the state breaks an argument's rule
+    throw DataError(std::string("accountant state: ") + error.what());
   }
 }
 
@@ -443,21 +426,14 @@ std::string RdpAccountant::description() const {
 }
 
 void NoiseSearchOptions::validate() const {
-  if (!(target_eps > 0 && std::isfinite(target_eps))) {
-    throw std::invalid_argument(describe("target_eps", target_eps) + " must be finite and > 0");
-  }
-  validate_delta(delta);
-  if (!(q > 0 && q <= 1)) {
-    throw std::invalid_argument(describe("q", q) + " must be in (0, 1] for a noise search (q = 0 needs no noise)");
-  }
-  validate_steps(steps, 1);
+  require_positive("target_eps", target_eps);
+  require_in_interval("delta", delta, 0.0, End::kOpen, 1.0, End::kOpen);
+  if (!(q > 0 && q <= 1))
+    option_error("q", shown_value(q), "must lie in (0, 1] for a noise search (q = 0 needs no noise)");
+  require_positive("steps", steps);
   validate_orders(orders);
-  if (!(max_noise_multiplier > 0 && std::isfinite(max_noise_multiplier))) {
-    throw std::invalid_argument(describe("max_noise_multiplier", max_noise_multiplier) + " must be finite and > 0");
-  }
-  if (!(eps_tolerance > 0 && eps_tolerance < 1)) {
-    throw std::invalid_argument(describe("eps_tolerance", eps_tolerance) + " must be in (0, 1)");
-  }
+  require_positive("max_noise_multiplier", max_noise_multiplier);
+  require_in_interval("eps_tolerance", eps_tolerance, 0.0, End::kOpen, 1.0, End::kOpen);
 }
 
 NoiseSearchResult noise_multiplier_for_epsilon(const NoiseSearchOptions& options) {
@@ -466,9 +442,10 @@ NoiseSearchResult noise_multiplier_for_epsilon(const NoiseSearchOptions& options
   const double eps_floor =
       privacy_spent_from_rdp(options.orders, std::vector<double>(options.orders.size(), 0.0), options.delta).eps;
   if (options.target_eps <= eps_floor) {
-    throw std::invalid_argument(describe("target_eps", options.target_eps) + " is unreachable: with " +
-                                describe("delta", options.delta) + " no noise brings eps below " +
-                                shown_value(eps_floor) + " on this order grid (add larger orders or raise delta)");
+    throw OptionError::with_text("target_eps", describe("target_eps", options.target_eps) + " is unreachable: with " +
+                                                   describe("delta", options.delta) + " no noise brings eps below " +
+                                                   shown_value(eps_floor) +
+                                                   " on this order grid (add larger orders or raise delta)");
   }
   const auto spent_at = [&](double noise_multiplier) {
     RdpAccountant accountant(options.orders);

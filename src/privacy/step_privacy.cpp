@@ -1,5 +1,6 @@
 #include "filkit/privacy/step_privacy.hpp"
 
+#include "filkit/base/checks.hpp"
 #include "filkit/base/io.hpp"
 #include "filkit/privacy/soft_clip.hpp"
 
@@ -20,13 +21,9 @@ const char* const kEffectiveNoiseMultiplierReason =
     "sigma / 1.11524 per unit of sensitivity";
 
 double subsampling_kappa(double q, double noise_multiplier, double delta) {
-  const auto fail = [](const std::string& what, double value, const std::string& rule) {
-    throw std::invalid_argument("subsampling_kappa: " + what + " = " + format_double(value) + ": must be " + rule);
-  };
-  if (!(q > 0.0 && q <= 1.0)) fail("q", q, "in (0, 1]");
-  if (!(noise_multiplier > 0.0) || !std::isfinite(noise_multiplier))
-    fail("noise_multiplier", noise_multiplier, "finite and > 0");
-  if (!(delta > 0.0 && delta < 1.0)) fail("delta", delta, "in (0, 1)");
+  require_in_interval("q", q, 0.0, End::kOpen, 1.0, End::kClosed);
+  require_positive("noise_multiplier", noise_multiplier);
+  require_in_interval("delta", delta, 0.0, End::kOpen, 1.0, End::kOpen);
   return q / (q + (1.0 - q) * std::exp(-step_epsilon(noise_multiplier, delta)));
 }
 

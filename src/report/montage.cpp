@@ -1,5 +1,6 @@
 // The examples' images in the report: the run's training images re-loaded as its summary records
 // them, and each image as the red, green and blue pixels gnuplot draws.
+#include "filkit/base/errors.hpp"
 #include "filkit/base/options.hpp"
 #include "filkit/data/load.hpp"
 #include "filkit/data/npy.hpp"
@@ -30,8 +31,8 @@ ImageShape image_shape_of(const nlohmann::json& record, const std::string& where
     return value.is_number_integer() && value.get<std::int64_t>() >= 1 && value.get<std::int64_t>() <= (1 << 20);
   };
   if (!record.is_array() || record.size() != 3 || !std::all_of(record.begin(), record.end(), dimension))
-    throw std::invalid_argument("the summary's " + where + " is " + record.dump() +
-                                ", not [channels, height, width] of integers in 1..1048576");
+    throw DataError("the summary's " + where + " is " + record.dump() +
+                    ", not [channels, height, width] of integers in 1..1048576");
   const auto at = [&](std::size_t k) { return static_cast<Index>(record[k].get<std::int64_t>()); };
   return ImageShape{at(0), at(1), at(2)};
 }
@@ -262,10 +263,10 @@ DisplayRange display_range(const RowMatrix& images) {
 
 RgbImage display_image(const RowMatrix& images, Index row, const ImageShape& shape, const DisplayRange& range) {
   if (const std::string problem = montage_problem(shape, images.cols()); !problem.empty())
-    throw std::invalid_argument("display_image: " + problem);
+    throw DataError("display_image: " + problem);
   if (row < 0 || row >= images.rows())
-    throw std::invalid_argument("display_image: row " + std::to_string(row) + " is outside 0.." +
-                                std::to_string(images.rows() - 1));
+    throw DataError("display_image: row " + std::to_string(row) + " is outside 0.." +
+                    std::to_string(images.rows() - 1));
   // Halves, not hi - lo: finite for any two finite values (the loaders allow +-1e150 only, but
   // the map should not depend on that).
   const double half_span = range.hi / 2 - range.lo / 2;

@@ -1,4 +1,5 @@
 // The gnuplot runner and the data helpers of the report.
+#include "filkit/base/errors.hpp"
 #include "report/report_internal.hpp"
 
 #include <spawn.h>
@@ -47,11 +48,11 @@ Outcome run_command(const std::string& program, const std::vector<std::string>& 
   const int error = posix_spawnp(&pid, program.c_str(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   if (error != 0)
-    throw std::runtime_error("cannot run '" + program + "': " + std::strerror(error) +
-                             " (install gnuplot-nox, see scripts/setup.sh)");
+    throw ResourceError("cannot run '" + program + "': " + std::strerror(error) +
+                        " (install gnuplot-nox, see scripts/setup.sh)");
   int status = 0;
   while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) throw std::runtime_error("waiting for '" + program + "' failed: " + std::strerror(errno));
+    if (errno != EINTR) throw ResourceError("waiting for '" + program + "' failed: " + std::strerror(errno));
   std::ifstream in(log);
   Outcome outcome;
   outcome.output.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
@@ -66,7 +67,7 @@ Plotter::Plotter(std::string gnuplot, fs::path scratch, fs::path out_dir)
     : gnuplot_(std::move(gnuplot)), scratch_(fs::absolute(scratch)), out_dir_(std::move(out_dir)) {
   const Outcome probe = run_command(gnuplot_, {"-e", "set terminal pngcairo"}, scratch_ / "probe.log");
   if (probe.exit_code == 127)
-    throw std::runtime_error("cannot run '" + gnuplot_ + "': not found (install gnuplot-nox, see scripts/setup.sh)");
+    throw ResourceError("cannot run '" + gnuplot_ + "': not found (install gnuplot-nox, see scripts/setup.sh)");
   // gnuplot built without cairo lacks pngcairo; its libgd png terminal draws the same figures.
   terminal_ = probe.exit_code == 0 ? "pngcairo enhanced font 'DejaVu Sans,11'" : "png enhanced";
 }
@@ -85,7 +86,7 @@ std::string Plotter::data(const std::string& content) {
   const fs::path path = scratch_ / name;
   std::ofstream out(path);
   out << content;
-  if (!out.flush()) throw std::runtime_error("cannot write '" + path.string() + "'");
+  if (!out.flush()) throw ResourceError("cannot write '" + path.string() + "'");
   return gnuplot_string(name);
 }
 
@@ -119,7 +120,7 @@ void Plotter::plot(Section& section, const std::string& name, const std::string&
   }
   const fs::path script = scratch_ / (stem + ".gp");
   std::ofstream out(script);
-  if (!(out << text.str()).flush()) throw std::runtime_error("cannot write '" + script.string() + "'");
+  if (!(out << text.str()).flush()) throw ResourceError("cannot write '" + script.string() + "'");
   // A figure gnuplot cannot draw from a summary's values (e.g. "all points y2 value undefined")
   // is a note: a summary never fails the report.
   if (const std::string failure = run(stem + ".gp"); !failure.empty()) {

@@ -37,12 +37,12 @@ nlohmann::json report::read_summary(const std::string& path) {
   try {
     text = detail::read_file_bytes(path);  // within the default memory budget, as any input
   } catch (const std::exception& error) {
-    throw std::invalid_argument("report input '" + path + "': " + error.what());
+    throw DataError("report input '" + path + "': " + error.what());
   }
   // Nesting bounded: the facts table dumps fields, and dump() recurses once a level.
   const nlohmann::json json = detail::parse_json_input(text, "report input '" + path + "'");
   if (!json.is_object() || !json.contains("command") || !json["command"].is_string())
-    throw std::invalid_argument("report input '" + path + "': no \"command\" field naming the command that wrote it");
+    throw DataError("report input '" + path + "': no \"command\" field naming the command that wrote it");
   return json;
 }
 
@@ -168,7 +168,7 @@ std::string escape_html(const std::string& text) {
 
 std::string read_binary(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read the figure '" + path.string() + "'");
+  if (!in) throw ResourceError("cannot read the figure '" + path.string() + "'");
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 

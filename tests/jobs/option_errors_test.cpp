@@ -181,5 +181,36 @@ TEST(OptionErrors, TheCommandLineSpellsOptionsAsFlagsAndExitsByKind) {
   }
 }
 
+// Each kind of typed error exits with its status (cli/main.cpp, base/errors.hpp): a malformed file
+// 65 (DataError), a file that cannot be opened and a size beyond --max-memory 71 (ResourceError,
+// MemoryLimitError), a fit that has no finite minimiser 70 (NumericalError); and the message names
+// the file or the flag.
+TEST(OptionErrors, TheCommandLineExitsByTheKindOfError) {
+  if (std::getenv("FILKIT_BINARY") == nullptr) GTEST_SKIP() << "FILKIT_BINARY not set";
+  const testing::TempDir dir;
+  const std::string ragged = dir.write("ragged.csv", "f0,y\n0.5,0\n0.25,1,7\n");
+  const std::string missing = dir.file("missing.npz");
+  std::string rows = "f0,y\n";  // separable at 0: logistic regression without L2 has no minimiser
+  for (int i = 0; i < 40; ++i) rows += std::to_string(i < 20 ? -1.0 - i : 1.0 + i) + "," + (i < 20 ? "0" : "1") + "\n";
+  const std::string separable = dir.write("separable.csv", rows);
+  struct Case {
+    std::string arguments, fragment;
+    int status;
+  };
+  const std::vector<Case> cases = {
+      {"measure -q --data " + ragged + " --target y", ragged + "' line 3", 65},
+      {"measure -q --data " + missing, "cannot open '" + missing + "'", 71},
+      {"measure -q --data " + separable + " --target y --max-memory 1K", "more than --max-memory = 1K", 71},
+      {"measure -q --data " + separable + " --target y --l2 0 --pca 0", "linearly separable", 70},
+      {"measure -q --sigma 0", "--sigma = 0: must be > 0", 64},
+  };
+  for (const Case& c : cases) {
+    const auto [status, output] = run_filkit(c.arguments);
+    EXPECT_EQ(status, c.status) << c.arguments << "\n" << output;
+    EXPECT_NE(output.find("filkit: error: "), std::string::npos) << c.arguments << "\n" << output;
+    EXPECT_NE(output.find(c.fragment), std::string::npos) << c.arguments << "\n" << output;
+  }
+}
+
 }  // namespace
 }  // namespace filkit

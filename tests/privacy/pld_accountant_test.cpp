@@ -289,10 +289,10 @@ TEST(PrivacyAccountant, BadInputsNameTheValue) {
       if (kind == AccountantKind::kRdp) return std::make_unique<RdpAccountant>();
       return std::make_unique<PldAccountant>();
     };
-    expect_invalid_argument_naming([&] { make()->step(1.0, 1.5); }, "sample_rate (q) = 1.5");
-    expect_invalid_argument_naming([&] { make()->step(1.0, -0.1); }, "sample_rate (q) = -0.1");
-    expect_invalid_argument_naming([&] { make()->step(0.0, 0.1); }, "noise_multiplier (sigma) = 0");
-    expect_invalid_argument_naming([&] { make()->step(-1.0, 0.1); }, "noise_multiplier (sigma) = -1");
+    expect_invalid_argument_naming([&] { make()->step(1.0, 1.5); }, "sample_rate = 1.5");
+    expect_invalid_argument_naming([&] { make()->step(1.0, -0.1); }, "sample_rate = -0.1");
+    expect_invalid_argument_naming([&] { make()->step(0.0, 0.1); }, "noise_multiplier = 0");
+    expect_invalid_argument_naming([&] { make()->step(-1.0, 0.1); }, "noise_multiplier = -1");
     expect_invalid_argument_naming([&] { make()->step(1.0, 0.1, -1); }, "steps = -1");
     expect_invalid_argument_naming([&] { make()->epsilon(0.0); }, "delta = 0");
     expect_invalid_argument_naming([&] { make()->epsilon(1.0); }, "delta = 1");

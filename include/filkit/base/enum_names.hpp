@@ -3,6 +3,8 @@
 // spellings. Option binders (the CLI, Python, the JSON settings) use these for every enum field.
 #pragma once
 
+#include "filkit/base/errors.hpp"
+
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -42,13 +44,13 @@ std::string enum_spellings() {
   return spellings;
 }
 
-/// The value spelled `name`; throws std::invalid_argument naming what was expected.
+/// The value spelled `name`; throws OptionError (about the enum's `what`) naming what was expected.
 template <typename Enum, if_named_enum<Enum> = 0>
 Enum parse_enum(const std::string& name) {
   for (const auto& [value, spelling] : EnumNames<Enum>::names)
     if (name == spelling) return value;
-  throw std::invalid_argument("unknown " + std::string(EnumNames<Enum>::what) + " '" + name + "': expected one of " +
-                              enum_spellings<Enum>());
+  throw OptionError::with_text(EnumNames<Enum>::what, "unknown " + std::string(EnumNames<Enum>::what) + " '" + name +
+                                                          "': expected one of " + enum_spellings<Enum>());
 }
 
 }  // namespace filkit

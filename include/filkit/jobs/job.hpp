@@ -8,6 +8,7 @@
 #pragma once
 
 #include "filkit/base/communicator.hpp"
+#include "filkit/base/errors.hpp"
 #include "filkit/base/options.hpp"
 #include "filkit/base/types.hpp"
 
@@ -124,9 +125,9 @@ auto run_job(const typename Job::Options& options, const JobOutputs& outputs = {
   const Communicator& comm = Communicator::world();
   if constexpr (!requires { Job::runs_on_mpi_ranks; }) {
     if (comm.distributed())
-      throw std::invalid_argument(std::string("filkit ") + Job::name + " runs on one process; of the jobs only " +
-                                  "measure, irfil, attack, bound, reconstruct and dpsgd run on several MPI ranks so far (docs/distributed.md): run it "
-                                  "without mpirun, or with -np 1");
+      throw ResourceError(std::string("filkit ") + Job::name + " runs on one process; of the jobs only " +
+                          "measure, irfil, attack, bound, reconstruct and dpsgd run on several MPI ranks so far "
+                          "(docs/distributed.md): run it without mpirun, or with -np 1");
   }
   options.validate();
   check_ranks_agree(Job::name, settings_json(options), comm);

@@ -58,12 +58,12 @@ struct AccountantEvent {
   std::int64_t steps = 0;
 };
 
-/// Checks an event's fields; throws std::invalid_argument naming the field: noise_multiplier
-/// finite and > 0 (sigma = 0 is no privacy; say so with an infinite epsilon elsewhere, not here),
-/// sample_rate in [0, 1], steps >= 0.
+/// Checks an event's fields (base/checks.hpp's require_* family: an OptionError naming the field):
+/// noise_multiplier finite and > 0 (sigma = 0 is no privacy; say so with an infinite epsilon
+/// elsewhere, not here), sample_rate in [0, 1], steps >= 0.
 void validate_event(const AccountantEvent& event);
 
-/// Checks delta in (0, 1) / epsilon finite and >= 0, naming the value.
+/// Checks delta in (0, 1) / epsilon finite and >= 0 (an OptionError naming the value).
 void validate_delta(double delta);
 void validate_epsilon(double epsilon);
 

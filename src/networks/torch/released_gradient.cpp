@@ -112,11 +112,12 @@ class TorchShiftObjectiveTermCache final : public ShiftObjectiveTermCache {
   void probe_products(const RowMatrix& probes, RowMatrix& products) const override {
     at::set_num_threads(omp_get_max_threads());
     const Index n = gradients_.rows(), S = probes.rows() / std::max<Index>(1, n);
+    // The library passes probe blocks of the right shape: a bug otherwise.
     if (S < 1 || probes.rows() != n * S || probes.cols() != d_)
-      throw std::invalid_argument("probe_products: " + std::to_string(probes.rows()) + " x " +
-                                  std::to_string(probes.cols()) + " probes for " + std::to_string(n) +
-                                  " examples of " + std::to_string(d_) + " features: expected a positive multiple of " +
-                                  std::to_string(n) + " rows");
+      throw std::logic_error("probe_products: " + std::to_string(probes.rows()) + " x " +
+                             std::to_string(probes.cols()) + " probes for " + std::to_string(n) + " examples of " +
+                             std::to_string(d_) + " features: expected a positive multiple of " + std::to_string(n) +
+                             " rows");
     products.resize(n * S, gradients_.cols());
     for_each_piece(parts_, [&](std::size_t i, Rows piece) {
       const RowMatrix mine = probes.middleRows(piece.first * S, piece.count * S);
@@ -297,8 +298,10 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
       shift_ = Tensor();
       return;
     }
-    if (c.size() != m_) throw std::invalid_argument("set_shift: the shift has " + std::to_string(c.size()) +
-                                                    " values for " + std::to_string(m_) + " released coordinates");
+    // The library passes probe blocks of the right shape: a bug otherwise.
+    if (c.size() != m_)
+      throw std::logic_error("set_shift: the shift has " + std::to_string(c.size()) + " values for " +
+                             std::to_string(m_) + " released coordinates");
     shift_ = to_tensor(c);
   }
 
@@ -347,9 +350,10 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
   ShiftObjectiveTerms shift_objective_terms(const VectorXd& theta, const RowMatrix& X, const VectorXd& y,
                                             const RowMatrix& probes, GradientPrecision precision) const override {
     const Index B = X.rows(), S = probes.rows() / std::max<Index>(1, B);
+    // The library passes probe blocks of the right shape: a bug otherwise.
     if (S < 1 || probes.rows() != B * S)
-      throw std::invalid_argument("shift_objective_terms: " + std::to_string(probes.rows()) + " probe rows for " +
-                                  std::to_string(B) + " examples: expected a positive multiple");
+      throw std::logic_error("shift_objective_terms: " + std::to_string(probes.rows()) + " probe rows for " +
+                             std::to_string(B) + " examples: expected a positive multiple");
     ShiftObjectiveTerms terms;
     terms.gradients.resize(B, m_);
     terms.probe_products.resize(B * S, m_);
