@@ -4,8 +4,9 @@
 Every case is materialised in a fresh temporary directory (its files written or generated), its
 command run, and the case classified as
 
-  clean error     the command exits non-zero by an ordinary exit (not a signal, not a timeout),
-                  its standard error starts with filkit's error prefix and holds every expected
+  clean error     the command exits with the case's status (64 a bad option, 65 a bad file, 70 a
+                  failed computation, 71 the machine's resources) by an ordinary exit (not a signal,
+                  not a timeout), its standard error starts with filkit's error prefix and holds every expected
                   fragment, no sanitizer report or uncaught exception shows, and nothing in the
                   directory was created, changed or removed;
   correct result  the command exits as expected (0 unless told) and every check of the case holds;
@@ -41,6 +42,10 @@ import zlib
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 ERROR_PREFIX = "filkit: error:"
+# The exit status of an error by its kind (cli/main.cpp): 64 an option, 65 an input file, 70 a
+# computation, 71 the machine's resources (memory budget, files, devices), 1 anything else; 100 and
+# above CLI11's own (109 an unknown flag, ...).
+ERROR_EXITS = {1, 64, 65, 70, 71} | set(range(100, 120))
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_MAX_RSS_MB = 2000.0  # resident memory a case may take before it is killed (and fails)
 
@@ -1012,7 +1017,7 @@ def classify(case, ctx):
         for sign in POOR_MESSAGE_SIGNS + expect.get("not", []):
             if sign in message:
                 return "other", "the message holds %r" % sign, outcome
-        if "exit" in expect and outcome["exit"] != expect["exit"]:
+        if outcome["exit"] != expect["exit"]:
             return "other", "exit %d, expected %d" % (outcome["exit"], expect["exit"]), outcome
         changes = describe_changes(before, after)
         if changes:
@@ -1104,6 +1109,9 @@ def load_cases():
             sys.exit("replay.py: case %s: needs must be \"torch\"" % case["name"])
         if ("error" in case["expect"]) == ("result" in case["expect"]):
             sys.exit("replay.py: case %s: expect needs exactly one of 'error' and 'result'" % case["name"])
+        if "error" in case["expect"] and case["expect"].get("exit") not in ERROR_EXITS:
+            sys.exit("replay.py: case %s: an error case needs its exit status, one of %s (expect.exit)" % (
+                case["name"], ", ".join(map(str, sorted(ERROR_EXITS)))))
     return cases
 
 
@@ -1151,6 +1159,8 @@ def main():
         for report in reports:
             counts[report["kind"]] += 1
             line = "%-15s %-42s %5.1fs" % (report["kind"], report["name"], report["seconds"])
+            if "exit" in report:
+                line += "  exit %d" % report["exit"]
             if report["reason"]:
                 line += "  " + report["reason"]
             print(line, flush=True)
