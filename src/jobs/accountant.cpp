@@ -200,7 +200,8 @@ namespace {
 
 std::unique_ptr<PrivacyAccountant> make_accountant(const AccountantOptions& options, const std::vector<double>& orders) {
   if (options.accountant == AccountantKind::kRdp) return std::make_unique<RdpAccountant>(orders, options.sampling);
-  return std::make_unique<PldAccountant>(options.sampling, PldSettings{options.discretization});
+  return std::make_unique<PldAccountant>(options.sampling, PldSettings{.discretization = options.discretization,
+                                                                        .max_memory = options.max_memory});
 }
 
 // The accountant's guarantee at delta: the RDP conversion (orders and curve), or the PLD's eps.

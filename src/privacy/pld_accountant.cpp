@@ -26,6 +26,13 @@ constexpr std::int64_t kMaxGridPoints = 50'000'000;
 [[noreturn]] void grid_too_large(const std::string& message) {
   throw OptionError::with_text("discretization", message);
 }
+// Refuses a grid of `points` points (an FFT of fft_size, 0 for none) beyond max_memory, with what
+// shrinks it.
+void check_grid_memory(std::uint64_t points, std::uint64_t fft_size, ByteSize max_memory, const std::string& what) {
+  check_memory(pld_grid_bytes(points, fft_size), max_memory,
+               what + " (a loss grid of " + std::to_string(points) + " points; a coarser " +
+                   option_name("discretization") + " or fewer steps shrink it)");
+}
 // Below this many terms on the shorter side a direct convolution beats the FFT.
 constexpr std::size_t kDirectConvolutionBelow = 64;
 // Entries of an FFT convolution below this many times its round-off scale count as round-off.
@@ -35,14 +42,25 @@ constexpr double kNoiseFloor = 2.0;
 // expm1(u) is finite (for u > 0 the form u + log(q + (1 - q) e^-u) cancelled to round-off, even
 // below 0, when q e^u is far below 1: q = 1e-19 put the grid's top loss below 0 and a third of P's
 // mass at an infinite loss, eps = inf; issue 50).
+// Where 1 - q + q e^u is below 1/2 (q near 1, u far below 0), it is a sum of two positive terms,
+// taken in logs: at q = 1 and u = -800 (noise 0.03) e^u underflowed, the loss was -inf and the grid
+// "needed inf points".
 double log_mixture_ratio(double q, double u) {
   if (u > 700) return u + std::log(q + (1 - q) * std::exp(-u));  // q e^u >> e^-u: no cancellation
-  return std::log1p(q * std::expm1(u));
+  const double m = q * std::expm1(u);
+  if (m > -0.5) return std::log1p(m);
+  const double a = std::log1p(-q), b = std::log(q) + u;  // log(1 - q), log(q e^u)
+  return std::max(a, b) + std::log1p(std::exp(std::min(a, b) - std::max(a, b)));
 }
 
-// The u with log(1 - q + q e^u) = l; -inf where no u reaches l (l <= log(1 - q)).
+// The u with log(1 - q + q e^u) = l; -inf where no u reaches l (l <= log(1 - q)). Away from
+// l = 0, u = l + log(1 - (1 - q) e^-l) - log q with (1 - q) e^-l in logs (e^-l overflowed for
+// l < -709, and e^l - (1 - q) lost every digit at q = 1).
 double inverse_log_mixture_ratio(double q, double l) {
-  if (l > 1) return l + std::log1p(-(1 - q) * std::exp(-l)) - std::log(q);
+  if (l > 1 || l < -1) {
+    const double log_t = std::log1p(-q) - l;  // log((1 - q) e^-l)
+    return log_t < 0 ? l + std::log1p(-std::exp(log_t)) - std::log(q) : -kInf;
+  }
   const double v = std::expm1(l) + q;
   return v > 0 ? std::log(v) - std::log(q) : -kInf;
 }
@@ -101,12 +119,17 @@ std::vector<double> convolve_direct(const std::vector<double>& a, const std::vec
 
 // Linear convolution by FFT with zero padding to a power of two (no wrap-around). Returns the
 // absolute round-off scale of the result in `noise`.
-std::vector<double> convolve(const std::vector<double>& a, const std::vector<double>& b, double& noise) {
+std::vector<double> convolve(const std::vector<double>& a, const std::vector<double>& b, double& noise,
+                             ByteSize max_memory) {
   noise = 0.0;
-  if (std::min(a.size(), b.size()) < kDirectConvolutionBelow) return convolve_direct(a, b);
   const std::size_t n = a.size() + b.size() - 1;
+  if (std::min(a.size(), b.size()) < kDirectConvolutionBelow) {
+    check_grid_memory(n, 0, max_memory, "a composition of two PLDs");
+    return convolve_direct(a, b);
+  }
   std::size_t size = 1;
   while (size < n) size *= 2;
+  check_grid_memory(n, size, max_memory, "a composition of two PLDs");
   Eigen::FFT<double> fft;
   fft.SetFlag(Eigen::FFT<double>::HalfSpectrum);
   std::vector<double> padded(a);
@@ -180,6 +203,7 @@ DiscretePld gaussian_pld(double s, double q, PldDirection direction, const PldSe
   }
   const auto i_first = static_cast<std::int64_t>(first);
   const auto n = static_cast<std::size_t>(static_cast<std::int64_t>(last) - i_first + 1);
+  check_grid_memory(n, 0, settings.max_memory, "the PLD of one step at noise " + shown_value(s));
   std::vector<double> x(n);
   for (std::size_t k = 0; k < n; ++k) x[k] = pair.x_of_loss(static_cast<double>(i_first + static_cast<std::int64_t>(k)) * h);
   const bool increasing = direction == PldDirection::kRemove;
@@ -208,10 +232,16 @@ DiscretePld gaussian_pld(double s, double q, PldDirection direction, const PldSe
   return pld;
 }
 
-DiscretePld compose(const DiscretePld& a, const DiscretePld& b, double truncation_mass) {
+std::uint64_t pld_grid_bytes(std::uint64_t points, std::uint64_t fft_size) {
+  return fft_size == 0 ? saturating_product(points, 2 * sizeof(double))
+                       : saturating_sum(saturating_product(fft_size, 8 * sizeof(double)),
+                                        saturating_product(points, sizeof(double)));
+}
+
+DiscretePld compose(const DiscretePld& a, const DiscretePld& b, double truncation_mass, ByteSize max_memory) {
   DiscretePld out;
   double noise = 0.0;
-  out.probabilities = convolve(a.probabilities, b.probabilities, noise);
+  out.probabilities = convolve(a.probabilities, b.probabilities, noise, max_memory);
   if (__builtin_add_overflow(a.offset, b.offset, &out.offset))
     grid_too_large("a composition needs more grid points (at most " + std::to_string(kMaxGridPoints) +
                    "; its lowest index is beyond int64's range); use a coarser discretization");
@@ -232,7 +262,7 @@ DiscretePld self_compose_by_squaring(const DiscretePld& a, std::int64_t k, doubl
   return result;
 }
 
-DiscretePld self_compose(const DiscretePld& a, std::int64_t k, double truncation_mass) {
+DiscretePld self_compose(const DiscretePld& a, std::int64_t k, double truncation_mass, ByteSize max_memory) {
   require_non_negative("steps", k);
   if (k == 0) return DiscretePld{};
   if (k == 1) return a;
@@ -309,6 +339,7 @@ DiscretePld self_compose(const DiscretePld& a, std::int64_t k, double truncation
   const auto width = static_cast<std::size_t>(high - low) + 1;
   std::size_t size = 2;  // (Eigen's FFT of one point is not one)
   while (size < width) size *= 2;
+  check_grid_memory(width, size, max_memory, "the composition of " + std::to_string(k) + " steps");
   // DFT of p at `size` points (p folded modulo size where longer), raised to the k-th power: the
   // DFT of the distribution of S modulo size. Outside the window S aliases into it: mass below
   // `low` lands at higher losses (only adds to delta); the mass above `high` (at most
@@ -409,7 +440,8 @@ void PldAccountant::update() const {
     const double s = event.noise_multiplier / sensitivity;
     for (auto [direction, composed] : {std::pair{PldDirection::kRemove, &remove_}, std::pair{PldDirection::kAdd, &add_}}) {
       const DiscretePld one = gaussian_pld(s, event.sample_rate, direction, settings_);
-      *composed = compose(*composed, self_compose(one, event.steps, settings_.truncation_mass), settings_.truncation_mass);
+      *composed = compose(*composed, self_compose(one, event.steps, settings_.truncation_mass, settings_.max_memory),
+                          settings_.truncation_mass, settings_.max_memory);
     }
   }
   current_ = true;
@@ -453,7 +485,9 @@ void PldAccountant::load_state_dict(const nlohmann::json& state) {
   }
   std::vector<AccountantEvent> history = history_from_json(state);
   try {
-    PldSettings settings{state.at("discretization").get<double>(), state.at("truncation_mass").get<double>()};
+    PldSettings settings = settings_;  // the memory budget is this process's, not the state's
+    settings.discretization = state.at("discretization").get<double>();
+    settings.truncation_mass = state.at("truncation_mass").get<double>();
     settings.validate();
     sampling_ = parse_enum<Sampling>(state.at("sampling").get<std::string>());
     settings_ = settings;

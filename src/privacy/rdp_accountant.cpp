@@ -60,7 +60,10 @@ std::string describe(const std::string& name, double value) { return name + " = 
 
 void validate_orders(const std::vector<double>& orders) {
   if (orders.empty()) option_error("orders", "must not be empty");
-  for (const double order : orders) require_in_interval("orders", order, 1.0, End::kOpen, kMaxOrder, End::kClosed);
+  for (std::size_t k = 0; k < orders.size(); ++k)
+    if (!(orders[k] > 1 && orders[k] <= kMaxOrder))
+      option_error("orders", shown_value(orders[k]),
+                   "orders[" + std::to_string(k) + "] must lie in (1, " + shown_value(kMaxOrder) + "]");
 }
 
 // The orders and RDP values of one curve, of one length; RDP >= 0 (+inf allowed: no privacy).
@@ -70,7 +73,8 @@ void validate_rdp(const std::vector<double>& orders, const std::vector<double>& 
                  "has " + std::to_string(rdp.size()) + " values but orders has " + std::to_string(orders.size()));
   for (std::size_t k = 0; k < rdp.size(); ++k)
     if (!(rdp[k] >= 0))
-      option_error("rdp", shown_value(rdp[k]), "must be >= 0 (at order " + shown_value(orders[k]) + ")");
+      option_error("rdp", shown_value(rdp[k]),
+                   "rdp[" + std::to_string(k) + "] must be >= 0 (at order " + shown_value(orders[k]) + ")");
 }
 
 // 1 / (2 sigma^2), the exponent scale of every term; infinite for sigma = 0 and for sigma < 7.5e-155.

@@ -10,6 +10,7 @@
 #include "filkit/privacy/rdp_accountant.hpp"
 
 #include "expect_invalid_argument.hpp"
+#include "test_util.hpp"
 
 #include <gtest/gtest.h>
 
@@ -46,9 +47,9 @@ double subsampled_delta(double s, double q, double eps, bool remove) {
   return (1 - n0_above) - std::exp(eps) * ((1 - q) * (1 - n0_above) + q * (1 - n1_above));
 }
 
-// The eps where a decreasing delta(eps) meets delta, by bisection on [0, 100].
-double invert(const std::function<double(double)>& delta_of, double delta) {
-  double low = 0, high = 100;
+// The eps where a decreasing delta(eps) meets delta, by bisection on [0, high].
+double invert(const std::function<double(double)>& delta_of, double delta, double high = 100) {
+  double low = 0;
   if (delta_of(0) <= delta) return 0;
   for (int k = 0; k < 200; ++k) {
     const double middle = 0.5 * (low + high);
@@ -86,6 +87,22 @@ TEST(PldAccountant, GaussianMechanismMatchesClosedFormToOneGridStep) {
     }
   }
   std::printf("[ observed ] Gaussian, one step: eps - exact <= %.3g (stated h = %.0e)\n", worst, kH);
+}
+
+// Small noise without subsampling: the losses reach +-800, where e^u underflowed in
+// log(1 - q + q e^u) at q = 1 (a loss of -inf: "needs inf grid points for noise 0.03"). The
+// closed form in logs, since e^eps and Phi(-38) are near the ends of double's range.
+TEST(PldAccountant, SmallNoiseWithoutSubsamplingMatchesClosedForm) {
+  const auto log_normal_tail = [](double a) { return std::log(0.5) + log_erfc(a / std::numbers::sqrt2); };  // log Phi(-a)
+  for (double s : {0.03, 0.05}) {
+    const auto delta_of = [&](double eps) {
+      return std::exp(log_normal_tail(eps * s - 1 / (2 * s))) - std::exp(eps + log_normal_tail(eps * s + 1 / (2 * s)));
+    };
+    const double h = 1e-3, exact = invert(delta_of, 1e-5, 1e4);
+    const double eps = pld_eps(s, 1.0, 1, 1e-5, h);
+    EXPECT_GE(eps, exact - 1e-9 * exact) << "s = " << s;
+    EXPECT_LE(eps, exact + h) << "s = " << s;
+  }
 }
 
 TEST(PldAccountant, SubsampledStepMatchesClosedFormInBothDirections) {
@@ -265,6 +282,32 @@ TEST(PldAccountant, HugeStepCountsAreRefusedByTheGridCheckNotCrashed) {
   rdp.step(1.0, 0.01, 1000);
   EXPECT_LT(moderate.epsilon(1e-5), rdp.epsilon(1e-5));
   EXPECT_GT(moderate.epsilon(1e-5), 1.5);
+}
+
+// Issue 50: the grids grew until the machine's memory was gone (--target-eps 1e9 searches down to
+// tiny noise). Every grid, one step's, a self-composition's and a composition's, is estimated and
+// refused beyond max_memory before it is allocated; the estimate is what the FFT takes.
+TEST(PldAccountant, GridsBeyondMaxMemoryAreRefusedWithTheEstimate) {
+  // One step at noise 0.05 spans losses of +-362: 7.2e6 points at h = 1e-4, 116 MB.
+  PldSettings small;
+  small.max_memory = ByteSize{std::uint64_t{64} << 20};
+  PldAccountant one_step(Sampling::kPoisson, small);
+  one_step.step(0.05, 1.0, 1);
+  EXPECT_MEMORY_LIMIT(one_step.epsilon(1e-5), "the PLD of one step at noise 0.05", "a loss grid of",
+                      "a coarser discretization or fewer steps", "max_memory = 64M");
+  // 1000 steps at q = 0.5: each step fits, the composition's FFT (3.1e6 points, 280 MiB) does not.
+  PldAccountant composed(Sampling::kPoisson, small);
+  composed.step(1.0, 0.5, 1000);
+  EXPECT_MEMORY_LIMIT(composed.epsilon(1e-5), "the composition of 1000 steps", "a loss grid of");
+  // Within the budget the answer is the default budget's.
+  PldAccountant within(Sampling::kPoisson, small), unlimited;
+  within.step(1.0, 0.01, 1000);
+  unlimited.step(1.0, 0.01, 1000);
+  EXPECT_EQ(within.epsilon(1e-5), unlimited.epsilon(1e-5));
+  // The estimate: 16 bytes a grid point alone, 64 an FFT point and 8 an output point.
+  EXPECT_EQ(pld_grid_bytes(1000, 0), 16000u);
+  EXPECT_EQ(pld_grid_bytes(1000, 1024), 64u * 1024 + 8000);
+  EXPECT_EQ(pld_grid_bytes(UINT64_MAX, 0), UINT64_MAX);
 }
 
 // Issue 50: at q = 1e-19 (or 1e-300) log(1 - q + q e^u) cancelled to round-off below 0 at the top

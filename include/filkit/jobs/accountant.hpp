@@ -41,6 +41,8 @@ struct AccountantOptions {
   AccountantKind accountant = AccountantKind::kRdp;  ///< rdp or pld
   Sampling sampling = Sampling::kPoisson;  ///< poisson (add/remove) or uniform (replace-one)
   double discretization = PldSettings{}.discretization;  ///< PLD loss grid spacing; > 0
+  /// What the PLD's grids may take (the RDP accountant needs next to nothing).
+  ByteSize max_memory = default_memory_budget();
   /// Points of each eps curve (against steps, against the noise multiplier) for the report; 0 =
   /// none; auto = 40 with rdp, and with pld 8 when a report is written (each point is a PLD
   /// composition, tenths of a second), else none.
@@ -64,6 +66,9 @@ void visit_fields(AccountantOptions& o, Visit&& visit) {
   visit("accountant", o.accountant, "rdp (Renyi DP, orders) or pld (privacy loss distribution, tighter)");
   visit("sampling", o.sampling, "poisson (add/remove one) or uniform (B of n without replacement; replace one)");
   visit("discretization", o.discretization, kDiscretizationHelp);
+  visit("max_memory", o.max_memory,
+        "Memory budget (e.g. 2G, 512M) of the PLD accountant's loss grids: a grid (with its FFT) that needs more is "
+        "refused with its estimate before it is allocated; default: half of the physical memory");
   visit("curve_points", o.curve_points,
         "Points of the report's eps curves (against steps and against the noise multiplier); 0 = none; auto = 40 "
         "with rdp, with pld 8 when --report is given (each is a PLD composition, tenths of a second), else none");

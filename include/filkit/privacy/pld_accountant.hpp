@@ -51,6 +51,7 @@
 // eps is reported >= 0, and inf when the mass at L = inf alone exceeds delta.
 #pragma once
 
+#include "filkit/base/resources.hpp"
 #include "filkit/privacy/privacy_accountant.hpp"
 
 #include <cstdint>
@@ -80,8 +81,16 @@ inline constexpr double kMaxDiscretization = 1.0;
 struct PldSettings {
   double discretization = 1e-4;     ///< h, the loss grid's spacing, in (0, kMaxDiscretization]
   double truncation_mass = 1e-15;   ///< tail mass cut (pessimistically) per discretisation / convolution
-  void validate() const;            ///< throws std::invalid_argument naming the field
+  /// The memory the grids and their FFTs may take (pld_grid_bytes): a grid beyond it is refused
+  /// with its estimate (MemoryLimitError) before it is allocated.
+  ByteSize max_memory = default_memory_budget();
+  void validate() const;            ///< throws OptionError naming the field
 };
+
+/// The bytes a step of the PLD's computation takes for a grid of `points` points: the grid and its
+/// loss values (16 bytes a point) when fft_size is 0, else an FFT of fft_size points with its
+/// padded input, half spectra and output (64 bytes a point, Eigen's scratch included).
+std::uint64_t pld_grid_bytes(std::uint64_t points, std::uint64_t fft_size);
 
 /// The help of the option that sets PldSettings::discretization (`filkit accountant` and the
 /// training jobs' `--discretization`).
@@ -93,12 +102,15 @@ inline constexpr const char* kDiscretizationHelp =
 /// unit of sensitivity, Poisson subsampled with rate q, in one direction. q in (0, 1], s > 0.
 DiscretePld gaussian_pld(double s, double q, PldDirection direction, const PldSettings& settings);
 
-/// The PLD of the composition of a and b (same grid).
-DiscretePld compose(const DiscretePld& a, const DiscretePld& b, double truncation_mass);
+/// The PLD of the composition of a and b (same grid). Throws MemoryLimitError when the
+/// convolution needs more than max_memory (pld_grid_bytes).
+DiscretePld compose(const DiscretePld& a, const DiscretePld& b, double truncation_mass,
+                    ByteSize max_memory = default_memory_budget());
 /// The k-fold composition of a with itself; k >= 0 (k = 0 is the identity): one FFT of a on
 /// the window that Chernoff bounds give the composition, raised to the k-th power, one inverse
 /// FFT (see the top of this file).
-DiscretePld self_compose(const DiscretePld& a, std::int64_t k, double truncation_mass);
+DiscretePld self_compose(const DiscretePld& a, std::int64_t k, double truncation_mass,
+                         ByteSize max_memory = default_memory_budget());
 /// The same by repeated squaring (log2 k convolutions, each truncated): the slower reference.
 DiscretePld self_compose_by_squaring(const DiscretePld& a, std::int64_t k, double truncation_mass);
 
