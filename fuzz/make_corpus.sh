@@ -245,6 +245,40 @@ for name, args in [("measure", ["measure", "--data", "data.csv", "--target", "y"
                    ("version", ["--version"]),
                    ("help", ["measure", "--help"])]:
     put(name, "\n".join(args).encode())
+# ---- The PLD accountant: a mode byte, then "h truncation_mass (sigma q steps)... delta eps", a NUL,
+# a state dict (fuzz/pld_fuzz.cpp).
+put = target("pld")
+for name, mode, text in [("default", 0, "1e-2 1e-15 1.0 0.01 1000 1e-5 1.0"),
+                         ("two-events", 0, "1e-2 1e-15 1.1 0.01 500 0.8 0.1 20 1e-6 2.0"),
+                         ("without-replacement", 1, "5e-2 1e-12 2.0 0.25 100 1e-5 0.5"),
+                         ("huge-steps", 0, "1e-2 1e-15 1.0 0.01 2e15 1e-5 1.0"),
+                         ("tiny-q", 0, "1e-2 1e-15 1.0 1e-300 1000 1e-5 1.0"),
+                         ("coarse-grid", 0, "1 1e-15 0.5 1 10 1e-5 1.0"),
+                         ("fine-grid-small-noise", 0, "1e-4 1e-15 0.01 1 1 1e-5 1.0")]:
+    put(name, bytes([mode]) + text.encode())
+state = {"accountant": "pld", "sampling": "poisson", "discretization": 1e-2, "truncation_mass": 1e-15,
+         "history": [{"noise_multiplier": 1.0, "sample_rate": 0.01, "steps": 1000}]}
+put("state", bytes([2]) + b"1e-2 1e-15 1e-5 1.0\0" + json.dumps(state).encode())
+put("state-nan-rate", bytes([2]) + b"1e-2 1e-15\0" + json.dumps(state).replace("0.01", "NaN").encode())
+
+# ---- The shadow-model store: a mode byte (bits: fix the .npy's SHA-256, the row hashes, the model
+# hashes), the JSON, a NUL, the .npy (fuzz/shadow_store_fuzz.cpp).
+def npy(rows):
+    header = "{'descr': '<f8', 'fortran_order': False, 'shape': (%d, %d), }" % (len(rows), len(rows[0]))
+    header += " " * (63 - (10 + len(header)) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() + b"".join(
+        struct.pack("<%dd" % len(row), *row) for row in rows)
+put = target("shadow_store")
+store = {"format": "filkit shadow models 2", "fingerprint": {"seed": 5}, "parameters": 2, "candidates": [0, 2],
+         "row_hashes": ["", ""], "model_sha256": ["", ""], "npy_sha256": ""}
+models = npy([[0.5, -1.0], [2.0, 0.25]])
+put("store", bytes([7]) + json.dumps(store).encode() + b"\0" + models)
+put("store-unfixed", bytes([0]) + json.dumps(store).encode() + b"\0" + models)
+put("store-beyond-candidates", bytes([7]) + json.dumps(dict(store, candidates=[1, 9])).encode() + b"\0" + models)
+put("store-format-1", bytes([7]) + json.dumps(dict(store, format="filkit shadow models 1")).encode() + b"\0" + models)
+put("store-wrong-shape", bytes([7]) + json.dumps(dict(store, parameters=3)).encode() + b"\0" + models)
+put("store-other-seed", bytes([7]) + json.dumps(dict(store, fingerprint={"seed": 6})).encode() + b"\0" + models)
+
 # Every recorded finding (findings/<target>/, described in README.md) is a seed too, so that each
 # short run in the test suite replays them all.
 for name in sorted(os.listdir("findings")):
