@@ -184,20 +184,22 @@ TEST(RunBootstrap, NinetyFivePercentIntervalsCoverTheTrueValuesInRoughlyNinetyFi
 TEST(RunBootstrap, InvalidInputsAreRefused) {
   MatrixXd values(2, 3);
   values << 1, 2, 3, 4, 5, 6;
-  EXPECT_THROW(bootstrap_over_runs(MatrixXd(0, 3), identity, 0.95, 10, 0), std::invalid_argument);
+  // Shapes and resample counts are the caller's (internal) bugs: std::logic_error; a value that is
+  // not finite is a failed computation upstream: NumericalError.
+  EXPECT_THROW(bootstrap_over_runs(MatrixXd(0, 3), identity, 0.95, 10, 0), std::logic_error);
   EXPECT_THROW(bootstrap_over_runs(values, identity, 1.0, 10, 0), std::invalid_argument);
   EXPECT_THROW(bootstrap_over_runs(values, identity, 0.0, 10, 0), std::invalid_argument);
   EXPECT_THROW(bootstrap_over_runs(values, identity, 0.95, 0, 0), std::invalid_argument);
   MatrixXd with_nan = values;
   with_nan(1, 1) = std::numeric_limits<double>::quiet_NaN();
-  EXPECT_THROW(bootstrap_over_runs(with_nan, identity, 0.95, 10, 0), std::invalid_argument);
+  EXPECT_THROW(bootstrap_over_runs(with_nan, identity, 0.95, 10, 0), NumericalError);
   MatrixXd counts(1, 2);
   counts << 1, 0;  // draws one run, not two
-  EXPECT_THROW(bootstrap_over_runs(values, identity, 0.95, counts), std::invalid_argument);
+  EXPECT_THROW(bootstrap_over_runs(values, identity, 0.95, counts), std::logic_error);
   counts << 0.5, 1.5;
-  EXPECT_THROW(bootstrap_over_runs(values, identity, 0.95, counts), std::invalid_argument);
-  EXPECT_THROW(bootstrap_over_runs(values, identity, 0.95, MatrixXd::Ones(1, 3)), std::invalid_argument);
-  EXPECT_THROW(max_and_median(VectorXd(0), identity), std::invalid_argument);
+  EXPECT_THROW(bootstrap_over_runs(values, identity, 0.95, counts), std::logic_error);
+  EXPECT_THROW(bootstrap_over_runs(values, identity, 0.95, MatrixXd::Ones(1, 3)), std::logic_error);
+  EXPECT_THROW(max_and_median(VectorXd(0), identity), std::logic_error);
 }
 
 }  // namespace

@@ -79,7 +79,7 @@ TEST(Cifar10, RefusesFilesThatAreNotWholeRecordsNamingTheFileAndTheCount) {
   EXPECT_INVALID_ARGUMENT(read_cifar10_batches({empty}, {}), "'" + empty + "'", "hold no record");
   const std::string cifar100 = dir.write("train.bin", std::string(3 * 3074, '\0'));
   EXPECT_INVALID_ARGUMENT(read_cifar10_batches({cifar100}, {}), "not a multiple of 3073", "CIFAR-100");
-  EXPECT_INVALID_ARGUMENT(read_cifar10_batches({dir.file("absent.bin")}, {}), "cannot open", "absent.bin");
+  EXPECT_THROW_NAMING(read_cifar10_batches({dir.file("absent.bin")}, {}), ResourceError, "cannot open", "absent.bin");
   EXPECT_INVALID_ARGUMENT(read_cifar10_batches({dir.file("")}, {}), "is a directory");
 }
 
@@ -155,7 +155,7 @@ TEST(Cifar10, MissingBatchFilesAreNamedWithEveryPlaceSearched) {
   std::filesystem::remove(dir.file("data/cifar10/test_batch.bin"));
   const ScopedEnvironment data_dir("FILKIT_DATA_DIR", dir.file("data"));
   const ScopedEnvironment cache("XDG_CACHE_HOME", dir.file("cache"));
-  EXPECT_INVALID_ARGUMENT(builtin_dataset_dir("cifar10"), "built-in dataset 'cifar10' not found",
+  EXPECT_THROW_NAMING(builtin_dataset_dir("cifar10"), ResourceError, "built-in dataset 'cifar10' not found",
                           dir.file("data") + "/cifar10/cifar-10-batches-bin", dir.file("cache") + "/filkit/cifar10",
                           "'" + dir.file("data") + "/cifar10' lacks 'data_batch_3.bin', 'test_batch.bin'",
                           "data_batch_1.bin .. data_batch_5.bin and test_batch.bin", "cifar-10-binary.tar.gz",

@@ -70,7 +70,7 @@ TEST(CsvReader, RejectsFileWithoutHeader) {
 
 TEST(CsvReader, RejectsMissingFile) {
   TempDir dir;
-  EXPECT_INVALID_ARGUMENT(read_csv(dir.file("absent.csv")), "absent.csv", "cannot open");
+  EXPECT_THROW_NAMING(read_csv(dir.file("absent.csv")), ResourceError, "absent.csv", "cannot open");
 }
 
 TEST(TextTable, SelectRowsKeepsLineNumbers) {

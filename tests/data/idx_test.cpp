@@ -142,7 +142,7 @@ TEST(IdxReader, RejectsAnAbsurdDeclaredSize) {
 
 TEST(IdxReader, RejectsMissingFile) {
   TempDir dir;
-  EXPECT_INVALID_ARGUMENT(read_idx_labels(dir.file("absent")), dir.file("absent"), "cannot open");
+  EXPECT_THROW_NAMING(read_idx_labels(dir.file("absent")), ResourceError, dir.file("absent"), "cannot open");
 }
 
 // 1.5 MB of zeros gzip to a couple of kilobytes: the header's shape is read first and refused

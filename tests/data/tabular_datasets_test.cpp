@@ -111,7 +111,7 @@ TEST(TabularDatasets, AMissingFileNamesTheSearchedPathsAndTheSetupScript) {
   const TempDir dir;
   const ScopedEnvironment data_dir("FILKIT_DATA_DIR", dir.file("nothing"));
   const ScopedEnvironment cache("XDG_CACHE_HOME", dir.file("cache"));
-  EXPECT_INVALID_ARGUMENT(load_dataset(whole("income-classification")), "scripts/setup.sh", "income.csv",
+  EXPECT_THROW_NAMING(load_dataset(whole("income-classification")), ResourceError, "scripts/setup.sh", "income.csv",
                           dir.file("cache") + "/filkit/income.csv");
 }
 

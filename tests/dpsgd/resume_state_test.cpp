@@ -1,7 +1,7 @@
 // The DP-SGD resume file (src/dpsgd/resume_state.hpp) trusts nothing: a valid file resumes bit for
 // bit; every single-bit flip and every truncation is refused by the header and CRC32; a file with a
 // valid CRC32 but content that does not fit the job is refused naming the field. Refusals are
-// std::runtime_error naming the file and saying it may be deleted; none crashes or resumes.
+// DataError naming the file and saying it may be deleted; none crashes or resumes.
 #include "filkit/base/errors.hpp"
 #include "filkit/dpsgd/training.hpp"
 
@@ -78,11 +78,11 @@ void expect_same_results(const DpSgdResult& a, const DpSgdResult& b) {
   EXPECT_EQ(a.run_seeds, b.run_seeds);
 }
 
-/// The message of the std::runtime_error `run` throws ("" if it throws none).
+/// The message of the DataError `run` throws ("" if it throws none).
 std::string refusal(const std::function<void()>& run) {
   try {
     run();
-  } catch (const std::runtime_error& error) {
+  } catch (const DataError& error) {
     return error.what();
   }
   return "";

@@ -193,12 +193,12 @@ TEST(DpSgdNetworks, RefusesAStateFileOfAnotherJob) {
   try {
     train_dpsgd(train, Dataset(), other);
     ADD_FAILURE() << "resumed another job's state";
-  } catch (const std::runtime_error& e) {
+  } catch (const DataError& e) {
     EXPECT_NE(std::string(e.what()).find("noise_multiplier"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(train_dpsgd(random_classification(51, 4, 3, 6), Dataset(), options), std::runtime_error);
+  EXPECT_THROW(train_dpsgd(random_classification(51, 4, 3, 6), Dataset(), options), DataError);
   dir.write("state.cbor", "not a state");
-  EXPECT_THROW(train_dpsgd(train, Dataset(), options), std::runtime_error);
+  EXPECT_THROW(train_dpsgd(train, Dataset(), options), DataError);
   DpSgdOptions nowhere = softmax_options();
   nowhere.stop_after = 3;  // would lose the work
   EXPECT_THROW(train_dpsgd(train, Dataset(), nowhere), std::invalid_argument);
@@ -236,7 +236,7 @@ TEST(DpSgdNetworks, RefusesToResumeAfterTheTorchScriptFileChanged) {
   try {
     train_dpsgd(train, Dataset(), options);
     ADD_FAILURE() << "resumed with another module's weights";
-  } catch (const std::runtime_error& e) {
+  } catch (const DataError& e) {
     EXPECT_NE(std::string(e.what()).find("the TorchScript file's contents changed"), std::string::npos) << e.what();
   }
   // The same file again resumes.

@@ -47,7 +47,7 @@ TEST(CheckOutputPaths, RefusesBeforeAnyWorkNamingTheOption) {
   outputs = {};
   outputs.out = "-";  // standard output and devices pass: the data path is what fails
   outputs.json = "/dev/null";
-  EXPECT_INVALID_ARGUMENT(run_job<MeasureJob>(options, outputs), "no-such-data.npz");
+  EXPECT_THROW_NAMING(run_job<MeasureJob>(options, outputs), ResourceError, "no-such-data.npz");
   DpSgdJobOptions dpsgd;  // the resume file is an output too
   dpsgd.data.data = dir.file("no-such-data.npz");
   dpsgd.dpsgd.checkpoint_path = dir.file("");

@@ -67,7 +67,7 @@ TEST(IrfilTrainingWeights, ClassAndHybridFollowTheAuthorsDefinition) {
   EXPECT_EQ(irfil_training_weights(u, labels, IrfilWeighting::kExample), u);
   EXPECT_EQ(irfil_training_weights(u, labels, IrfilWeighting::kClass), (VectorXd(4) << 2, 2, 4, 4).finished());
   EXPECT_EQ(irfil_training_weights(u, labels, IrfilWeighting::kHybrid), (VectorXd(4) << 2, 6, 8, 24).finished());
-  EXPECT_THROW(irfil_training_weights(u, VectorXd::Zero(3), IrfilWeighting::kClass), std::invalid_argument);
+  EXPECT_THROW(irfil_training_weights(u, VectorXd::Zero(3), IrfilWeighting::kClass), std::logic_error);
 }
 
 TEST(Irfil, IterationZeroIsTheUnweightedModel) {
