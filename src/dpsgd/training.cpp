@@ -304,12 +304,18 @@ ResumeState resume_or_start(const TrainingRuns& r, bool& resumed) {
       // Each started run's model as it was: the finished runs' (their diagnostics) and the one in progress.
       for (std::size_t i = 0; i < state.model_states.size(); ++i) {
         const int run = static_cast<int>(i);
-        try {
-          r.model(run).restore(state.model_states[i], run < state.run ? options.steps : state.step);
-        } catch (const DataError& error) {  // "'field' problem" -> "'model_states[i].field' problem"
-          const std::string field = "model_states[" + std::to_string(i) + "]", what = error.what();
+        // A model's refusal of its state, "'field' problem", as "'model_states[i].field' problem".
+        const auto refuse_model_state = [&](const std::string& what) {
+          const std::string field = "model_states[" + std::to_string(i) + "]";
           refuse_checkpoint(options.checkpoint_path, what.starts_with("'") ? "'" + field + "." + what.substr(1)
                                                                           : "'" + field + "' " + what);
+        };
+        try {
+          r.model(run).restore(state.model_states[i], run < state.run ? options.steps : state.step);
+        } catch (const DataError& error) {
+          refuse_model_state(error.what());
+        } catch (const std::runtime_error& error) {  // public_data's models, until their refusals are typed
+          refuse_model_state(error.what());
         }
       }
     }
