@@ -30,6 +30,10 @@ jobs=(
   "reconstruct|reconstruct --trials 10|"
   "dpsgd|dpsgd --steps 60 --batch-size 200 --step-size 0.5 --runs 2 --noise-multiplier 1 --clip-norm 1|"
   "fim|fim --classes 0,1 --train-size 600 --public-fraction 0.5 --pretrain-steps 10 --batch-size 100 --steps 3 --gradient-batch-size 100 --gradient-steps 2 --gradient-decay 1 --gradient-min-steps 1 --sampling shuffle|"
+  "public-mlp|public-training --model mlp --hidden 8 --classes 0,1 --train-size 300 --test-size 100 --pretrain-steps 5 --batch-size 50 --steps 2 --gradient-batch-size 50 --gradient-steps 1 --gradient-decay 1 --gradient-min-steps 1|"
+  "public-conditional|public-training --methods fim --gradient-model conditional --gradient-hidden 8 --classes 0,1 --train-size 300 --test-size 100 --pretrain-steps 5 --batch-size 50 --steps 2 --gradient-batch-size 50 --gradient-steps 1 --gradient-decay 1 --gradient-min-steps 1|"
+  "public-exact|public-training --methods dpsgd,prune,fim --pca 16 --gradient-model vector --gradient-trace exact --trace exact --reference-logit --classes 0,1,2 --train-size 300 --test-size 100 --pretrain-steps 5 --batch-size 50 --steps 2 --gradient-batch-size 50 --gradient-steps 1 --gradient-decay 1 --gradient-min-steps 1|"
+  "public-step-probes|public-training --gradient-probe-draws step --lambda-decay 1 --lambda-min 0.5 --public-split first --pretrain-sampling shuffle --runs 2 --classes 0,1 --train-size 300 --test-size 100 --pretrain-steps 5 --batch-size 50 --steps 2 --gradient-batch-size 50 --gradient-steps 1 --gradient-decay 1 --gradient-min-steps 1|"
   "learned-attack|learned-attack --methods sgd,dpsgd --train-shadow-models 12 --target-shadow-models 3 --public-size 100 --fixed-size 99 --batch-size 100 --gradient-batch-size 100 --attacker-hidden 8 --attacker-epochs 3|"
 )
 
