@@ -250,7 +250,7 @@ struct TrainingRuns {
   const TrainableModelOfRun* model_of_run = nullptr;
   ExpectedState expected;
 
-  const TrainableModel& model(int run) const {
+  TrainableModel& model(int run) const {
     return model_of_run == nullptr ? *shared_model : (*model_of_run)(run, run_seed(options, run));
   }
 };
@@ -339,7 +339,7 @@ std::optional<Index> train_remaining_runs(const TrainingRuns& r, ResumeState& st
   bar.resume_at(static_cast<std::int64_t>(state.run) * options.steps + state.step);
   Index steps_this_call = 0;
   for (int run = state.run; run < options.runs; ++run) {
-    const TrainableModel& model = r.model(run);
+    TrainableModel& model = r.model(run);
     if (model.parameter_count() != parameter_count)
       throw std::logic_error("train_dpsgd: the models of the runs differ in size");
     Trainer trainer(r.train, options, model, run_seed(options, run), r.first_row, r.n, r.comm);

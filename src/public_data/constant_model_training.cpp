@@ -13,7 +13,7 @@
 
 namespace filkit {
 
-void PublicDataModel::train_constant_model(const VectorXd& w, std::uint64_t run_seed, Index t) const {
+void PublicDataModel::train_constant_model(const VectorXd& w, std::uint64_t run_seed, Index t) {
   const GradientModelOptions& o = gradient_model_;
   const Index n = public_.n(), B = std::min(o.batch_size, n), d = public_.d();
   const Index S = o.trace == GradientTrace::kProbes ? o.probes : 0;
@@ -172,7 +172,7 @@ void PublicDataModel::fill_gaussian_probes(std::uint64_t key, Index first, Index
     SplitMixStream(splitmix64(key + static_cast<std::uint64_t>(r))).normals(out + (r - first) * S * d, S * d);
 }
 
-void PublicDataModel::apply_constant_update(const ShiftObjectiveValue& value, Index t) const {
+void PublicDataModel::apply_constant_update(const ShiftObjectiveValue& value, Index t) {
   if (!std::isfinite(value.value) || !value.gradient.allFinite())
     throw std::runtime_error("the constant gradient model's objective is not finite before private step " +
                              std::to_string(t) + ": lower lambda or gradient_step_size");

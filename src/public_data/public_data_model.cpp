@@ -48,7 +48,7 @@ PublicDataModel::PublicDataModel(const TrainedModel& model, const Dataset& publi
 }
 
 StepAccounting PublicDataModel::step(const VectorXd& w, const LocalBatch& local, std::uint64_t run_seed,
-                                     Index t) const {
+                                     Index t) {
   const std::vector<Index>& batch = local.rows;  // one process: train_dpsgd_with_models does not shard
   const RowMatrix Xb = private_.select_rows(batch).X;
   VectorXd yb(static_cast<Index>(batch.size()));
@@ -79,7 +79,7 @@ StepAccounting PublicDataModel::step(const VectorXd& w, const LocalBatch& local,
 }
 
 void PublicDataModel::add_thesis_traces(const VectorXd& w, const RowMatrix& Xb, const VectorXd& yb, const std::vector<Index>& batch,
-                                        const VectorXd& accounted, std::uint64_t seed) const {
+                                        const VectorXd& accounted, std::uint64_t seed) {
   if (thesis_trace_.size() == 0) thesis_trace_ = VectorXd::Zero(private_.n());
   VectorXd estimate;
   if (*phase_.trace == TraceMethod::kGaussian && *phase_.probes == kThesisProbes) {
@@ -96,7 +96,7 @@ void PublicDataModel::add_thesis_traces(const VectorXd& w, const RowMatrix& Xb, 
   }
 }
 
-void PublicDataModel::record_constant_diagnostics(const VectorXd& w, const std::vector<Index>& batch) const {
+void PublicDataModel::record_constant_diagnostics(const VectorXd& w, const std::vector<Index>& batch) {
   std::vector<Index> all(static_cast<std::size_t>(public_.n()));
   std::iota(all.begin(), all.end(), Index{0});
   const VectorXd full = model_.mean_gradient(public_, all, w);
@@ -111,7 +111,7 @@ void PublicDataModel::record_constant_diagnostics(const VectorXd& w, const std::
 }
 
 void PublicDataModel::train_gradient_model(const VectorXd& w, const RowMatrix& Xb, const VectorXd& yb, std::uint64_t run_seed,
-                                           Index t) const {
+                                           Index t) {
   const GradientModelOptions& o = gradient_model_;
   const Index per_epoch = (public_.n() + o.batch_size - 1) / o.batch_size;  // the conditional model's batches are uniform
   const Index batches = o.steps_before(t) * (o.unit == ScheduleUnit::kEpochs ? per_epoch : 1);

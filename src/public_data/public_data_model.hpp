@@ -40,12 +40,13 @@ class PublicDataModel final : public TrainableModel {
   Index parameter_count() const override { return model_.parameter_count(); }
   VectorXd initial_parameters(std::mt19937_64&) const override { return start_; }
   bool is_glm() const override { return model_.is_glm(); }
-  Model glm(const VectorXd& w) const override { return model_.glm(w, private_.n()); }
+  Model glm(const VectorXd& w) const override { return model_.glm(w); }
   double accuracy(const VectorXd& w, const Dataset& data) const override { return model_.accuracy(w, data); }
   std::string describe() const override { return model_.is_glm() ? std::string() : model_.plan().describe(); }
   const std::vector<bool>* frozen() const override { return &frozen_; }
 
-  StepAccounting step(const VectorXd& w, const LocalBatch& local, std::uint64_t run_seed, Index t) const override;
+  /// Before a fim step, its gradient model trained on public batches at w; then the release.
+  StepAccounting step(const VectorXd& w, const LocalBatch& local, std::uint64_t run_seed, Index t) override;
 
   /// The method, the gradient model's settings, the pre-trained start and frozen coordinates and
   /// the public part: a resume file made with any of them different is refused.
@@ -53,7 +54,7 @@ class PublicDataModel final : public TrainableModel {
   /// fim's constant model (phi and Adam's moments), the diagnostics of the steps done and the
   /// thesis' trace sums: with the trainer's state, all that step t + 1 depends on.
   nlohmann::json resume_state() const override;
-  void restore(const nlohmann::json& state, Index steps_done) const override;
+  void restore(const nlohmann::json& state, Index steps_done) override;
 
   const std::vector<double>& perturbation_cosine() const { return cosine_; }
   /// The thesis' accumulation, per private example (MethodResult::thesis_trace_sum).
@@ -70,12 +71,12 @@ class PublicDataModel final : public TrainableModel {
   /// input-space probes, then sqrt(T + 1e-7) squared, NaN taken as 0. Equal to filkit's accounting
   /// when that uses 2 probes (the default here); otherwise its own 2 probes are drawn.
   void add_thesis_traces(const VectorXd& w, const RowMatrix& Xb, const VectorXd& yb, const std::vector<Index>& batch,
-                         const VectorXd& accounted, std::uint64_t seed) const;
+                         const VectorXd& accounted, std::uint64_t seed);
 
   /// Before private step t, for the constant models: the thesis' training of c on public batches at
   /// w (epochs of a fresh permutation with a short last batch, or uniform batches), warm-started
   /// from the previous step's c, Adam's count restarted; then c is what the backend adds.
-  void train_constant_model(const VectorXd& w, std::uint64_t run_seed, Index t) const;
+  void train_constant_model(const VectorXd& w, std::uint64_t run_seed, Index t);
 
   /// S standard normal probes of dimension d for each of `rows` examples (row r S + s), example r's
   /// from its own stream seeded by key + r: the same whatever the thread count.
@@ -85,18 +86,18 @@ class PublicDataModel final : public TrainableModel {
   static void fill_gaussian_probes(std::uint64_t key, Index first, Index count, Index S, Index d, double* out);
 
   /// One Adam update of the constant model from the objective's value and gradient on a batch.
-  void apply_constant_update(const ShiftObjectiveValue& value, Index t) const;
+  void apply_constant_update(const ShiftObjectiveValue& value, Index t);
 
   ShiftObjectiveValue closed_form_objective(const SoftmaxRelease& release, const RowMatrix& X, const VectorXd& y,
                                             const RowMatrix& probes, const ShiftObjectiveRequest& request) const;
 
   /// Figures 3.4 and A.1 of the thesis for the constant models: the cosine of c with the mean public
   /// gradient, and the mean norms over the private batch of M g_b, c and r_b.
-  void record_constant_diagnostics(const VectorXd& w, const std::vector<Index>& batch) const;
+  void record_constant_diagnostics(const VectorXd& w, const std::vector<Index>& batch);
 
   /// Before private step t: the gradient model's public steps at w, and the figure 3.4 diagnostic.
   void train_gradient_model(const VectorXd& w, const RowMatrix& Xb, const VectorXd& yb, std::uint64_t run_seed,
-                            Index t) const;
+                            Index t);
 
   bool account_fil_;
   bool keep_public_records_;  ///< ShiftObjectiveTermCache within max_memory (check_training_memory)
@@ -110,11 +111,11 @@ class PublicDataModel final : public TrainableModel {
   std::vector<bool> frozen_;
   std::vector<Index> released_;
   std::unique_ptr<ReleasedGradientBackend> backend_;
-  // The model is const to the trainer; its gradient model and diagnostics change as it trains.
-  mutable std::optional<ConstantGradientModel> constant_;
-  mutable std::vector<double> cosine_, loss_;
-  mutable std::vector<VectorNorms> norms_;
-  mutable VectorXd thesis_trace_;
+  // What changes as it trains: the gradient model and the diagnostics.
+  std::optional<ConstantGradientModel> constant_;
+  std::vector<double> cosine_, loss_;
+  std::vector<VectorNorms> norms_;
+  VectorXd thesis_trace_;
 };
 
 }  // namespace filkit

@@ -78,7 +78,7 @@ nlohmann::json PublicDataModel::resume_state() const {
   return state;
 }
 
-void PublicDataModel::restore(const nlohmann::json& state, Index steps_done) const {
+void PublicDataModel::restore(const nlohmann::json& state, Index steps_done) {
   if (!state.is_object()) throw std::runtime_error("is not an object");
   const bool fim = method_ == PrivateTrainingMethod::kFim;
   const Index diagnostics = fim ? steps_done : 0;
