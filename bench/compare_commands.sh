@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every command of two filkit binaries on the same small jobs: their per-example CSVs compared
 # column by column and every number of their JSON summaries compared path by path (timings,
-# settings and the version left out; a fit's final gradient norm compared absolutely; "checkpoints" of older binaries read as "snapshots"). Flags
+# settings and the version left out; a fit's final gradient norm compared absolutely; "checkpoints" of older binaries read as "snapshots", "thesis_accountant" as "fisher_term_accountant"). Flags
 # that were renamed are given in each binary's spelling. Fails if any difference exceeds the
 # tolerance or a CSV's header or shape differs.
 #
@@ -71,12 +71,15 @@ if a.dtype.names != b.dtype.names or a.shape != b.shape:
     sys.exit(f"{name}: the CSVs differ in shape or header: {a.dtype.names} {a.shape} vs {b.dtype.names} {b.shape}")
 csv_worst = max(relative(a[c], b[c]).max() for c in a.dtype.names)
 
+# Keys of older binaries read under their current names.
+RENAMED = {"checkpoints": "snapshots", "thesis_accountant": "fisher_term_accountant"}
+
 def numbers(node, path, out):
     if isinstance(node, dict):
         for k, v in node.items():
             if k in ("seconds", "settings", "filkit_version", "warning"):
                 continue
-            numbers(v, path + "/" + ("snapshots" if k == "checkpoints" else k), out)
+            numbers(v, path + "/" + RENAMED.get(k, k), out)
     elif isinstance(node, list):
         for i, v in enumerate(node):
             numbers(v, f"{path}/{i}", out)

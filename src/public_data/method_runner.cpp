@@ -71,7 +71,7 @@ class PrivateRunner : public MethodRunner {
                                          to_string(method_), r.when_done);
     if (!m.training.complete) return m;  // stopped (stop_after): the state is in the checkpoint
     report(r, models, m);
-    for (const auto& model : models) m.thesis_trace_sum.push_back(model->thesis_trace_sum());
+    for (const auto& model : models) m.fisher_term_sum.push_back(model->fisher_term_sum());
     return m;
   }
 

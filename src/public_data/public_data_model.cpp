@@ -67,7 +67,7 @@ StepAccounting PublicDataModel::step(const VectorXd& w, const LocalBatch& local,
     request.trace = *phase_.trace;
     request.probes = *phase_.probes;
     a = backend_->account_batch(w, Xb, yb, request, derive_seed(run_seed, t, 1));
-    add_thesis_traces(w, Xb, yb, batch, a.trace, derive_seed(run_seed, t, 0));
+    add_fisher_terms(w, Xb, yb, batch, a.trace, derive_seed(run_seed, t, 0));
   } else {  // the release alone (the same vectors, no Jacobian)
     a.clipped_sum = backend_->released(w, Xb, yb).colwise().sum().transpose();
     a.trace = VectorXd::Zero(Xb.rows());
@@ -78,21 +78,21 @@ StepAccounting PublicDataModel::step(const VectorXd& w, const LocalBatch& local,
   return out;
 }
 
-void PublicDataModel::add_thesis_traces(const VectorXd& w, const RowMatrix& Xb, const VectorXd& yb, const std::vector<Index>& batch,
+void PublicDataModel::add_fisher_terms(const VectorXd& w, const RowMatrix& Xb, const VectorXd& yb, const std::vector<Index>& batch,
                                         const VectorXd& accounted, std::uint64_t seed) {
-  if (thesis_trace_.size() == 0) thesis_trace_ = VectorXd::Zero(private_.n());
+  if (fisher_term_sum_.size() == 0) fisher_term_sum_ = VectorXd::Zero(private_.n());
   VectorXd estimate;
-  if (*phase_.trace == TraceMethod::kGaussian && *phase_.probes == kThesisProbes) {
+  if (*phase_.trace == TraceMethod::kGaussian && *phase_.probes == kFisherTermProbes) {
     estimate = accounted;
   } else {
     NetworkAccountingRequest request;
     request.trace = TraceMethod::kGaussian;
-    request.probes = kThesisProbes;
+    request.probes = kFisherTermProbes;
     estimate = backend_->account_batch(w, Xb, yb, request, seed).trace;
   }
   for (std::size_t b = 0; b < batch.size(); ++b) {
     const double T = estimate(static_cast<Index>(b));
-    thesis_trace_(batch[b]) += (std::isnan(T) ? 0.0 : T) + kThesisTraceFloor;
+    fisher_term_sum_(batch[b]) += (std::isnan(T) ? 0.0 : T) + kFisherTermFloor;
   }
 }
 

@@ -57,8 +57,8 @@ class PublicDataModel final : public TrainableModel {
   void restore(const nlohmann::json& state, Index steps_done) override;
 
   const std::vector<double>& perturbation_cosine() const { return cosine_; }
-  /// The thesis' accumulation, per private example (MethodResult::thesis_trace_sum).
-  const VectorXd& thesis_trace_sum() const { return thesis_trace_; }
+  /// The thesis' accumulation, per private example (MethodResult::fisher_term_sum).
+  const VectorXd& fisher_term_sum() const { return fisher_term_sum_; }
   const std::vector<double>& gradient_model_loss() const { return loss_; }
   const std::vector<VectorNorms>& vector_norms() const { return norms_; }
 
@@ -70,7 +70,7 @@ class PublicDataModel final : public TrainableModel {
   /// The thesis' accountant (its accountant.py): each batch member's trace estimated with 2 Gaussian
   /// input-space probes, then sqrt(T + 1e-7) squared, NaN taken as 0. Equal to filkit's accounting
   /// when that uses 2 probes (the default here); otherwise its own 2 probes are drawn.
-  void add_thesis_traces(const VectorXd& w, const RowMatrix& Xb, const VectorXd& yb, const std::vector<Index>& batch,
+  void add_fisher_terms(const VectorXd& w, const RowMatrix& Xb, const VectorXd& yb, const std::vector<Index>& batch,
                          const VectorXd& accounted, std::uint64_t seed);
 
   /// Before private step t, for the constant models: the thesis' training of c on public batches at
@@ -115,7 +115,7 @@ class PublicDataModel final : public TrainableModel {
   std::optional<ConstantGradientModel> constant_;
   std::vector<double> cosine_, loss_;
   std::vector<VectorNorms> norms_;
-  VectorXd thesis_trace_;
+  VectorXd fisher_term_sum_;
 };
 
 }  // namespace filkit

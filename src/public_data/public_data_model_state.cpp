@@ -15,6 +15,10 @@ namespace filkit {
 
 namespace {
 
+/// The key of the Fisher-term sum in a run's saved state, and its former name (docs/mathematics.md, 11.5).
+constexpr const char* kFisherTermSumKey = "fisher_term_sum";
+constexpr const char* kFormerFisherTermSumKey = "thesis_trace";
+
 /// A resume file's list of `size` numbers at state[field] (NaN admitted where `nan`), or the
 /// std::runtime_error naming the field.
 /// Whether a saved list may hold negative numbers: sums of squares and norms may not (a resume file
@@ -59,7 +63,7 @@ nlohmann::json PublicDataModel::resume_fingerprint() const {
 nlohmann::json PublicDataModel::resume_state() const {
   nlohmann::json state = {{"cosine", cosine_},
                           {"loss", loss_},
-                          {"thesis_trace", as_list(thesis_trace_)},
+                          {kFisherTermSumKey, as_list(fisher_term_sum_)},
                           {"constant", nullptr}};
   for (const auto& [name, part] : {std::pair{"norms_base", &VectorNorms::base},
                                    std::pair{"norms_perturbation", &VectorNorms::perturbation},
@@ -88,8 +92,12 @@ void PublicDataModel::restore(const nlohmann::json& state, Index steps_done) {
   const VectorXd base = saved_numbers(state, "norms_base", norms, true, "", Sign::kNonNegative);
   const VectorXd perturbation = saved_numbers(state, "norms_perturbation", norms, true, "", Sign::kNonNegative);
   const VectorXd released = saved_numbers(state, "norms_released", norms, true, "", Sign::kNonNegative);
-  const VectorXd thesis = saved_numbers(state, "thesis_trace", account_fil_ && steps_done > 0 ? private_.n() : 0,
-                                        false, "", Sign::kNonNegative);
+  // Resume files written before the rename (filkit 0.1.0) hold the sum as "thesis_trace": read until the next version.
+  const char* sum_key =
+      !state.contains(kFisherTermSumKey) && state.contains(kFormerFisherTermSumKey) ? kFormerFisherTermSumKey
+                                                                                  : kFisherTermSumKey;
+  const VectorXd fisher_term_sum = saved_numbers(state, sum_key, account_fil_ && steps_done > 0 ? private_.n() : 0,
+                                                 false, "", Sign::kNonNegative);
   const auto found = state.find("constant");
   if (found == state.end() || found->is_object() != constant_.has_value() || (!constant_ && !found->is_null()))
     throw std::runtime_error(constant_ ? "'constant' is missing: the constant gradient model's state"
@@ -111,7 +119,7 @@ void PublicDataModel::restore(const nlohmann::json& state, Index steps_done) {
   loss_ = as_list(loss);
   norms_.clear();
   for (Index i = 0; i < norms; ++i) norms_.push_back({base(i), perturbation(i), released(i)});
-  thesis_trace_ = thesis;
+  fisher_term_sum_ = fisher_term_sum;
 }
 
 }  // namespace filkit

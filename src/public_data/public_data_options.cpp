@@ -65,7 +65,7 @@ DpSgdOptions resolved_private_phase(const PublicDataTrainingOptions& options, In
   DpSgdOptions o = options.private_phase;
   o.kind = ModelKind::kSoftmax;
   if (!o.trace) o.trace = TraceMethod::kGaussian;
-  if (!o.probes) o.probes = kThesisProbes;
+  if (!o.probes) o.probes = kFisherTermProbes;
   o.spectral = SpectralMethod::kNone;
   return o.resolved(n_private);
 }

@@ -67,7 +67,7 @@ struct MethodResult {
   /// dpsgd, prune, fim (with accounting): per run, per private example, the sum over the steps that
   /// sampled it of T + 1e-7, T the trace estimated by 2 Gaussian probes (NaN as 0): the thesis'
   /// accountant (its accountant.py), before the factor kappa / (sigma C)^2. Empty without accounting.
-  std::vector<VectorXd> thesis_trace_sum;
+  std::vector<VectorXd> fisher_term_sum;
   /// fim on a network with per-batch probes over epochs: how the objective's terms were computed,
   /// kPublicRecordsKept or kPublicRecordsPerBatch (the kept records would exceed max_memory); else
   /// empty. The same numbers either way, to rounding; the first is about twice as fast.
@@ -96,11 +96,12 @@ struct PublicDataTrainingResult {
 /// Pre-trains on `public_part`, then trains on `private_part` by every method of
 /// options.methods, `private_phase.runs` runs each (run r of every method starts from the same
 /// pre-trained model and uses the same batches and noise seeds). The fim method needs the LibTorch
-/// plugin (so do dpsgd and prune, which share its accounting code). Throws std::invalid_argument
-/// for bad options, labels that are not class indices, feature counts that differ, and
-/// std::runtime_error when the plugin does not load. With private_phase.checkpoint_path (one
-/// method, not the conditional gradient model) the private phase saves its state there and
-/// resumes from it, the gradient model's included; pre-training is repeated (it is seeded).
+/// plugin (so do dpsgd and prune, which share its accounting code). Throws an OptionError for bad
+/// options, a DataError for labels that are not class indices or feature counts that differ, a
+/// NumericalError when training diverges, and std::runtime_error when the plugin does not load.
+/// With private_phase.checkpoint_path (one method, not the conditional gradient model) the private
+/// phase saves its state there and resumes from it, the gradient model's included; pre-training is
+/// repeated (it is seeded).
 PublicDataTrainingResult train_with_public_data(const Dataset& public_part, const Dataset& private_part,
                                                 const Dataset& test, const PublicDataTrainingOptions& options,
                                                 bool progress = false,
