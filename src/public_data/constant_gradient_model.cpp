@@ -1,6 +1,7 @@
 // fim's constant gradient models (constant_gradient_model.hpp).
 #include "filkit/public_data/constant_gradient_model.hpp"
 
+#include "filkit/base/checks.hpp"
 #include "filkit/dpsgd/clipped_gradient.hpp"
 
 #include <algorithm>
@@ -113,10 +114,10 @@ ConstantGradientModel::ConstantGradientModel(GradientModelKind kind, Index relea
     phi = VectorXd::Zero(m_);
   } else {
     if (hidden.size() < 2)
-      throw std::invalid_argument("gradient_hidden: the constant gradient model needs at least two widths");
+      option_error("gradient_hidden", "the constant gradient model needs at least two widths");
     width_in_ = hidden[hidden.size() - 2];
     width_ = hidden.back();
-    if (width_in_ < 1 || width_ < 1) throw std::invalid_argument("gradient_hidden: widths must be >= 1");
+    if (width_in_ < 1 || width_ < 1) option_error("gradient_hidden", "widths must be >= 1");
     std::mt19937_64 rng(seed);
     std::normal_distribution<double> bias(0.0, 1e-2);
     phi = VectorXd::Zero(width_in_ + width_ * width_in_ + width_ + m_ * width_ + m_);

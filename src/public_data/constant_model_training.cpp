@@ -2,6 +2,9 @@
 // (PublicDataModel::train_constant_model, public_data_model.hpp).
 #include "public_data/public_data_model.hpp"
 
+#include "filkit/base/errors.hpp"
+#include "filkit/base/options.hpp"
+
 #include "base/splitmix_stream.hpp"
 #include "dpsgd/optimizer_steps.hpp"
 
@@ -174,8 +177,9 @@ void PublicDataModel::fill_gaussian_probes(std::uint64_t key, Index first, Index
 
 void PublicDataModel::apply_constant_update(const ShiftObjectiveValue& value, Index t) {
   if (!std::isfinite(value.value) || !value.gradient.allFinite())
-    throw std::runtime_error("the constant gradient model's objective is not finite before private step " +
-                             std::to_string(t) + ": lower lambda or gradient_step_size");
+    throw NumericalError("the constant gradient model's objective is not finite before private step " +
+                         std::to_string(t) + ": lower " + option_name("lambda") + " or " +
+                         option_name("gradient_step_size"));
   constant_->update_from_perturbation_gradient(value.gradient, gradient_model_.step_size, gradient_model_.weight_decay);
 }
 

@@ -1,6 +1,7 @@
 // Pre-training and the sgd method's training without privacy (pretraining.hpp).
 #include "public_data/pretraining.hpp"
 
+#include "filkit/base/errors.hpp"
 #include "filkit/base/io.hpp"
 #include "filkit/public_data/public_private_split.hpp"
 
@@ -48,8 +49,8 @@ VectorXd train_without_privacy(const TrainedModel& model, const Dataset& data, V
     detail::optimizer_step(optimizer, w, g, m, v, adam_steps);
   }
   if (!w.allFinite())
-    throw std::runtime_error("training without privacy diverged: lower its step size (now " +
-                             format_double(o.step_size) + ")");
+    throw NumericalError("training without privacy diverged: lower its step size (now " + format_double(o.step_size) +
+                         ")");
   return w;
 }
 

@@ -4,6 +4,8 @@
 #include "filkit/public_data/public_data_training.hpp"
 
 #include "filkit/base/checks.hpp"
+#include "filkit/base/errors.hpp"
+#include "filkit/base/options.hpp"
 #include "filkit/base/timing.hpp"
 
 #include "dpsgd/trainable_models.hpp"
@@ -35,13 +37,13 @@ PublicDataTrainingResult train_with_public_data(const Dataset& public_part, cons
   public_part.validate();
   private_part.validate();
   if (public_part.n() == 0 || private_part.n() == 0)
-    throw std::invalid_argument(std::string("the ") + (public_part.n() == 0 ? "public" : "private") +
-                                " part is empty: public_fraction must leave examples on both sides");
+    throw OptionError::with_text("public_fraction", std::string("the ") + (public_part.n() == 0 ? "public" : "private") +
+                                                        " part is empty: " + option_name("public_fraction") +
+                                                        " must leave examples on both sides");
   for (const Dataset* data : {&public_part, &test})
     if (data->n() > 0 && data->d() != private_part.d())
-      throw std::invalid_argument("the " + std::string(data == &test ? "test" : "public") + " data has " +
-                                  std::to_string(data->d()) + " features, the private part " +
-                                  std::to_string(private_part.d()));
+      throw DataError("the " + std::string(data == &test ? "test" : "public") + " data has " +
+                      std::to_string(data->d()) + " features, the private part " + std::to_string(private_part.d()));
   if (options.gradient_model.batch_size > public_part.n() &&
       std::find(options.methods.begin(), options.methods.end(), PrivateTrainingMethod::kFim) != options.methods.end())
     option_error("gradient_batch_size", std::to_string(options.gradient_model.batch_size),
@@ -89,8 +91,7 @@ PublicDataTrainingResult train_with_public_data(const Dataset& public_part, cons
 VectorXd train_one_model(const Dataset& public_part, const Dataset& private_part,
                          const PublicDataTrainingOptions& options, PrivateTrainingMethod method) {
   if (options.private_phase.runs != 1)
-    throw std::invalid_argument("train_one_model: runs = " + std::to_string(options.private_phase.runs) +
-                                ": one model is trained (runs must be 1)");
+    option_error("runs", std::to_string(options.private_phase.runs), "must be 1: train_one_model trains one model");
   PublicDataTrainingOptions one = options;
   one.methods = {method};
   one.account_fil = false;

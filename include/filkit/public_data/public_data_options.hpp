@@ -78,7 +78,7 @@ struct PublicDataTrainingOptions {
   /// commands: train_one_model turns it off, since a shadow model's release needs none; the
   /// traces are then zero).
   bool account_fil = true;
-  /// Throws std::invalid_argument naming the field.
+  /// Throws an OptionError naming the field.
   void validate() const;
 };
 

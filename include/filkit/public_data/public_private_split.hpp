@@ -32,7 +32,7 @@ struct EnumNames<PublicSplit> {
 
 /// round(public_fraction * n) rows are public, the rest private (both keep the data's row order):
 /// chosen by a shuffle seeded with `seed`, or the first ones (PublicSplit::kFirst; `seed` unused).
-/// Throws std::invalid_argument for a fraction outside (0, 1) or a part that would be empty.
+/// Throws an OptionError (public_fraction) for a fraction outside (0, 1) or a part that would be empty.
 PublicPrivateSplit split_public_private(const Dataset& data, double public_fraction, std::uint64_t seed,
                                         PublicSplit split = PublicSplit::kRandom);
 
