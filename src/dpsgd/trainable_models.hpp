@@ -67,7 +67,7 @@ class TrainableModel {
   virtual nlohmann::json resume_fingerprint() const { return nullptr; }
   virtual nlohmann::json resume_state() const { return nullptr; }
   /// Restores resume_state() as saved after `steps_done` steps of the run; throws
-  /// std::runtime_error naming the field (relative to `state`) that does not fit. The default
+  /// a DataError naming the field (relative to `state`) that does not fit. The default
   /// accepts only null.
   virtual void restore(const nlohmann::json& state, Index steps_done);
 };

@@ -306,7 +306,7 @@ ResumeState resume_or_start(const TrainingRuns& r, bool& resumed) {
         const int run = static_cast<int>(i);
         try {
           r.model(run).restore(state.model_states[i], run < state.run ? options.steps : state.step);
-        } catch (const std::runtime_error& error) {  // "'field' problem" -> "'model_states[i].field' problem"
+        } catch (const DataError& error) {  // "'field' problem" -> "'model_states[i].field' problem"
           const std::string field = "model_states[" + std::to_string(i) + "]", what = error.what();
           refuse_checkpoint(options.checkpoint_path, what.starts_with("'") ? "'" + field + "." + what.substr(1)
                                                                           : "'" + field + "' " + what);

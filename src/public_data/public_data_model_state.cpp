@@ -2,6 +2,7 @@
 // gradient model and diagnostics saved, and every saved list checked before it is restored.
 #include "public_data/public_data_model.hpp"
 
+#include "filkit/base/errors.hpp"
 #include "filkit/base/io.hpp"
 #include "filkit/base/sha256.hpp"
 #include "filkit/base/options.hpp"
@@ -20,7 +21,7 @@ constexpr const char* kFisherTermSumKey = "fisher_term_sum";
 constexpr const char* kFormerFisherTermSumKey = "thesis_trace";
 
 /// A resume file's list of `size` numbers at state[field] (NaN admitted where `nan`), or the
-/// std::runtime_error naming the field.
+/// DataError naming the field.
 /// Whether a saved list may hold negative numbers: sums of squares and norms may not (a resume file
 /// with a valid CRC and a negative Fisher-term sum was taken; issue 50).
 enum class Sign { kAny, kNonNegative };
@@ -30,17 +31,17 @@ VectorXd saved_numbers(const nlohmann::json& state, const std::string& name, Ind
   const std::string field = parent.empty() ? name : parent + "." + name;
   const auto found = state.find(name);
   if (found == state.end() || !found->is_array() || static_cast<Index>(found->size()) != size)
-    throw std::runtime_error("'" + field + "' is missing or is not a list of " + std::to_string(size) + " numbers");
+    throw DataError("'" + field + "' is missing or is not a list of " + std::to_string(size) + " numbers");
   VectorXd values(size);
   for (Index i = 0; i < size; ++i) {
     const nlohmann::json& value = (*found)[static_cast<std::size_t>(i)];
-    if (!value.is_number()) throw std::runtime_error("'" + field + "[" + std::to_string(i) + "]' is not a number");
+    if (!value.is_number()) throw DataError("'" + field + "[" + std::to_string(i) + "]' is not a number");
     values(i) = value.get<double>();
     if (std::isinf(values(i)) || (std::isnan(values(i)) && !nan))
-      throw std::runtime_error("'" + field + "[" + std::to_string(i) + "]' is " + format_double(values(i)) +
+      throw DataError("'" + field + "[" + std::to_string(i) + "]' is " + format_double(values(i)) +
                                ", expected a finite number");
     if (sign == Sign::kNonNegative && values(i) < 0)
-      throw std::runtime_error("'" + field + "[" + std::to_string(i) + "]' is " + format_double(values(i)) +
+      throw DataError("'" + field + "[" + std::to_string(i) + "]' is " + format_double(values(i)) +
                                ", expected a number >= 0 (a sum of squares or a norm)");
   }
   return values;
@@ -83,7 +84,7 @@ nlohmann::json PublicDataModel::resume_state() const {
 }
 
 void PublicDataModel::restore(const nlohmann::json& state, Index steps_done) {
-  if (!state.is_object()) throw std::runtime_error("is not an object");
+  if (!state.is_object()) throw DataError("is not an object");
   const bool fim = method_ == PrivateTrainingMethod::kFim;
   const Index diagnostics = fim ? steps_done : 0;
   const VectorXd cosine = saved_numbers(state, "cosine", diagnostics, true);
@@ -100,7 +101,7 @@ void PublicDataModel::restore(const nlohmann::json& state, Index steps_done) {
                                                  false, "", Sign::kNonNegative);
   const auto found = state.find("constant");
   if (found == state.end() || found->is_object() != constant_.has_value() || (!constant_ && !found->is_null()))
-    throw std::runtime_error(constant_ ? "'constant' is missing: the constant gradient model's state"
+    throw DataError(constant_ ? "'constant' is missing: the constant gradient model's state"
                                        : "'constant' is set for a method without the constant gradient model");
   if (constant_) {
     const Index count = constant_->parameters().size();
@@ -110,7 +111,7 @@ void PublicDataModel::restore(const nlohmann::json& state, Index steps_done) {
     c.second_moment = saved_numbers(*found, "second_moment", count, false, "constant", Sign::kNonNegative);
     const auto updates = found->find("updates");
     if (updates == found->end() || !updates->is_number_integer() || updates->get<Index>() < 0)
-      throw std::runtime_error("'constant.updates' is not a count");
+      throw DataError("'constant.updates' is not a count");
     c.updates = updates->get<Index>();
     constant_->restore(c);
     backend_->set_shift(constant_->perturbation());

@@ -5,6 +5,8 @@
 #include "filkit/base/checks.hpp"
 #include "filkit/base/io.hpp"
 
+#include "filkit/base/errors.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -38,7 +40,7 @@ PublicPrivateSplit split_public_private(const Dataset& data, double public_fract
 std::vector<bool> smallest_magnitude_mask(const VectorXd& w, double freeze_fraction, const std::vector<bool>& fixed) {
   require_in_interval("freeze_fraction", freeze_fraction, 0.0, End::kClosed, 1.0, End::kOpen);
   if (!fixed.empty() && static_cast<Index>(fixed.size()) != w.size())
-    throw std::invalid_argument("smallest_magnitude_mask: " + std::to_string(fixed.size()) + " fixed flags for " +
+    throw DataError("smallest_magnitude_mask: " + std::to_string(fixed.size()) + " fixed flags for " +
                                 std::to_string(w.size()) + " coordinates");
   const auto is_fixed = [&](Index i) { return !fixed.empty() && fixed[static_cast<std::size_t>(i)]; };
   std::vector<Index> order;
