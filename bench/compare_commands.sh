@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every command of two filkit binaries on the same small jobs: their per-example CSVs compared
 # column by column and every number of their JSON summaries compared path by path (timings,
-# settings and the version left out; a fit's final gradient norm compared absolutely; "checkpoints" of older binaries read as "snapshots"). Flags
+# settings and the version left out; a fit's final gradient norm compared absolutely; "checkpoints" of older binaries read as "snapshots", "thesis_accountant" as "fisher_term_accountant"). Flags
 # that were renamed are given in each binary's spelling. Fails if any difference exceeds the
 # tolerance or a CSV's header or shape differs.
 #
@@ -30,6 +30,10 @@ jobs=(
   "reconstruct|reconstruct --trials 10|"
   "dpsgd|dpsgd --steps 60 --batch-size 200 --step-size 0.5 --runs 2 --noise-multiplier 1 --clip-norm 1|"
   "fim|fim --classes 0,1 --train-size 600 --public-fraction 0.5 --pretrain-steps 10 --batch-size 100 --steps 3 --gradient-batch-size 100 --gradient-steps 2 --gradient-decay 1 --gradient-min-steps 1 --sampling shuffle|"
+  "public-mlp|public-training --model mlp --hidden 8 --classes 0,1 --train-size 300 --test-size 100 --pretrain-steps 5 --batch-size 50 --steps 2 --gradient-batch-size 50 --gradient-steps 1 --gradient-decay 1 --gradient-min-steps 1|"
+  "public-conditional|public-training --methods fim --gradient-model conditional --gradient-hidden 8 --classes 0,1 --train-size 300 --test-size 100 --pretrain-steps 5 --batch-size 50 --steps 2 --gradient-batch-size 50 --gradient-steps 1 --gradient-decay 1 --gradient-min-steps 1|"
+  "public-exact|public-training --methods dpsgd,prune,fim --pca 16 --gradient-model vector --gradient-trace exact --trace exact --reference-logit --classes 0,1,2 --train-size 300 --test-size 100 --pretrain-steps 5 --batch-size 50 --steps 2 --gradient-batch-size 50 --gradient-steps 1 --gradient-decay 1 --gradient-min-steps 1|"
+  "public-step-probes|public-training --gradient-probe-draws step --lambda-decay 1 --lambda-min 0.5 --public-split first --pretrain-sampling shuffle --runs 2 --classes 0,1 --train-size 300 --test-size 100 --pretrain-steps 5 --batch-size 50 --steps 2 --gradient-batch-size 50 --gradient-steps 1 --gradient-decay 1 --gradient-min-steps 1|"
   "learned-attack|learned-attack --methods sgd,dpsgd --train-shadow-models 12 --target-shadow-models 3 --public-size 100 --fixed-size 99 --batch-size 100 --gradient-batch-size 100 --attacker-hidden 8 --attacker-epochs 3|"
 )
 
@@ -67,12 +71,15 @@ if a.dtype.names != b.dtype.names or a.shape != b.shape:
     sys.exit(f"{name}: the CSVs differ in shape or header: {a.dtype.names} {a.shape} vs {b.dtype.names} {b.shape}")
 csv_worst = max(relative(a[c], b[c]).max() for c in a.dtype.names)
 
+# Keys of older binaries read under their current names.
+RENAMED = {"checkpoints": "snapshots", "thesis_accountant": "fisher_term_accountant"}
+
 def numbers(node, path, out):
     if isinstance(node, dict):
         for k, v in node.items():
             if k in ("seconds", "settings", "filkit_version", "warning"):
                 continue
-            numbers(v, path + "/" + ("snapshots" if k == "checkpoints" else k), out)
+            numbers(v, path + "/" + RENAMED.get(k, k), out)
     elif isinstance(node, list):
         for i, v in enumerate(node):
             numbers(v, f"{path}/{i}", out)

@@ -6,6 +6,7 @@
 #include "filkit/base/jacobian_estimators.hpp"
 #include "filkit/networks/networks.hpp"
 
+#include <algorithm>
 #include <limits>
 #include <stdexcept>
 
@@ -13,7 +14,7 @@ namespace filkit {
 
 Model TrainableModel::glm(const VectorXd&) const { throw std::logic_error("TrainableModel::glm: not a GLM"); }
 
-void TrainableModel::restore(const nlohmann::json& state, Index) const {
+void TrainableModel::restore(const nlohmann::json& state, Index) {
   if (!state.is_null()) throw DataError("holds a state for a model that keeps none");
 }
 
@@ -56,8 +57,7 @@ class TrainableGlm : public TrainableModel {
 
   double accuracy(const VectorXd& w, const Dataset& data) const override { return filkit::accuracy(glm(w), data); }
 
-  StepAccounting step(const VectorXd& w, const LocalBatch& local, std::uint64_t run_seed,
-                      Index t) const override {
+  StepAccounting step(const VectorXd& w, const LocalBatch& local, std::uint64_t run_seed, Index t) override {
     const std::vector<Index>& batch = local.rows;
     const ClippedGradientStep shared(options_.kind, Eigen::Map<const MatrixXd>(w.data(), p_, columns_),
                                      options_.intercept, options_.clip_norm, options_.label);
@@ -115,7 +115,7 @@ NetworkOptions network_options(const DpSgdOptions& options) {
   NetworkOptions network = *options.network;
   network.intercept = options.intercept;
   network.max_memory = options.max_memory.bytes;
-  network.batch_rows = options.batch_size;
+  network.batch_rows = std::max(network.batch_rows, options.batch_size);  // a caller may know of larger batches
   return network;
 }
 
@@ -149,9 +149,9 @@ class TrainableNetwork : public TrainableModel {
     return data.n() == 0 ? std::numeric_limits<double>::quiet_NaN() : network_.accuracy(w, data.X, data.y);
   }
   std::string describe() const override { return network_.describe(); }
+  const Network* network() const override { return &network_; }
 
-  StepAccounting step(const VectorXd& w, const LocalBatch& local, std::uint64_t run_seed,
-                      Index t) const override {
+  StepAccounting step(const VectorXd& w, const LocalBatch& local, std::uint64_t run_seed, Index t) override {
     const std::vector<Index>& batch = local.rows;
     const Index B = static_cast<Index>(batch.size());
     RowMatrix X(B, train_.d());

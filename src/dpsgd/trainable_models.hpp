@@ -19,6 +19,8 @@
 
 namespace filkit {
 
+class Network;
+
 /// A step's batch as one process sees it: on one process the whole batch, on a rank of an MPI job
 /// (docs/distributed.md) the members among its shard of rows. The estimators' probes are keyed by
 /// where the members sit in the whole run (global row, position in the sorted batch), so that a
@@ -44,15 +46,17 @@ class TrainableModel {
   /// w_0, drawn from the run's generator (before its first batch).
   virtual VectorXd initial_parameters(std::mt19937_64& rng) const = 0;
   /// At parameters w, the batch's clipped gradients and accounting; the estimators' probes are
-  /// seeded from (run_seed, step) and the members' global rows or batch positions.
-  virtual StepAccounting step(const VectorXd& w, const LocalBatch& batch, std::uint64_t run_seed,
-                              Index step) const = 0;
+  /// seeded from (run_seed, step) and the members' global rows or batch positions. Not const: a
+  /// model may change as it trains (fim's gradient model, trained before each private step).
+  virtual StepAccounting step(const VectorXd& w, const LocalBatch& batch, std::uint64_t run_seed, Index step) = 0;
   virtual double accuracy(const VectorXd& w, const Dataset& data) const = 0;
   /// A GLM Model of the parameters (closed-form GLMs only).
   virtual bool is_glm() const { return false; }
   virtual Model glm(const VectorXd& w) const;
   /// One line a layer (networks), for the summary.
   virtual std::string describe() const { return {}; }
+  /// The network trained through LibTorch; nullptr for a closed-form GLM.
+  virtual const Network* network() const { return nullptr; }
   /// Coordinates that are never released (magnitude pruning, public_data_training.hpp): the
   /// trainer adds no noise to them and leaves them where they are. nullptr: none.
   virtual const std::vector<bool>* frozen() const { return nullptr; }
@@ -63,15 +67,15 @@ class TrainableModel {
   virtual nlohmann::json resume_fingerprint() const { return nullptr; }
   virtual nlohmann::json resume_state() const { return nullptr; }
   /// Restores resume_state() as saved after `steps_done` steps of the run; throws
-  /// std::runtime_error naming the field (relative to `state`) that does not fit. The default
+  /// a DataError naming the field (relative to `state`) that does not fit. The default
   /// accepts only null.
-  virtual void restore(const nlohmann::json& state, Index steps_done) const;
+  virtual void restore(const nlohmann::json& state, Index steps_done);
 };
 
 /// The model of each run of train_dpsgd_with_models, given the run's index and seed; the reference
 /// stays valid until the training returns. Private training with public data builds one a run (its
 /// pre-trained start, frozen coordinates and gradient model).
-using TrainableModelOfRun = std::function<const TrainableModel&(int run, std::uint64_t run_seed)>;
+using TrainableModelOfRun = std::function<TrainableModel&(int run, std::uint64_t run_seed)>;
 
 /// train_dpsgd with the model of each run given (every run's must have the same parameter count
 /// and be a GLM or not alike); the resume file holds each run's resume_state() beside the loop's.

@@ -44,7 +44,7 @@ struct TrainerState {
 class Trainer {
  public:
   /// `train`: this process's rows, the global rows first_row .. first_row + train.n() - 1 of n_total.
-  Trainer(const Dataset& train, const DpSgdOptions& options, const TrainableModel& model, std::uint64_t run_seed,
+  Trainer(const Dataset& train, const DpSgdOptions& options, TrainableModel& model, std::uint64_t run_seed,
           Index first_row, Index n_total, const Communicator& comm)
       : train_(train), options_(options), model_(model), run_seed_(run_seed), first_row_(first_row),
         n_total_(n_total), comm_(comm) {
@@ -135,7 +135,7 @@ class Trainer {
 
   const Dataset& train_;
   const DpSgdOptions& options_;
-  const TrainableModel& model_;
+  TrainableModel& model_;
   std::uint64_t run_seed_;
   Index first_row_, n_total_;
   const Communicator& comm_;

@@ -250,7 +250,7 @@ struct TrainingRuns {
   const TrainableModelOfRun* model_of_run = nullptr;
   ExpectedState expected;
 
-  const TrainableModel& model(int run) const {
+  TrainableModel& model(int run) const {
     return model_of_run == nullptr ? *shared_model : (*model_of_run)(run, run_seed(options, run));
   }
 };
@@ -304,18 +304,12 @@ ResumeState resume_or_start(const TrainingRuns& r, bool& resumed) {
       // Each started run's model as it was: the finished runs' (their diagnostics) and the one in progress.
       for (std::size_t i = 0; i < state.model_states.size(); ++i) {
         const int run = static_cast<int>(i);
-        // A model's refusal of its state, "'field' problem", as "'model_states[i].field' problem".
-        const auto refuse_model_state = [&](const std::string& what) {
-          const std::string field = "model_states[" + std::to_string(i) + "]";
-          refuse_checkpoint(options.checkpoint_path, what.starts_with("'") ? "'" + field + "." + what.substr(1)
-                                                                          : "'" + field + "' " + what);
-        };
         try {
           r.model(run).restore(state.model_states[i], run < state.run ? options.steps : state.step);
-        } catch (const DataError& error) {
-          refuse_model_state(error.what());
-        } catch (const std::runtime_error& error) {  // public_data's models, until their refusals are typed
-          refuse_model_state(error.what());
+        } catch (const DataError& error) {  // "'field' problem" -> "'model_states[i].field' problem"
+          const std::string field = "model_states[" + std::to_string(i) + "]", what = error.what();
+          refuse_checkpoint(options.checkpoint_path, what.starts_with("'") ? "'" + field + "." + what.substr(1)
+                                                                          : "'" + field + "' " + what);
         }
       }
     }
@@ -345,7 +339,7 @@ std::optional<Index> train_remaining_runs(const TrainingRuns& r, ResumeState& st
   bar.resume_at(static_cast<std::int64_t>(state.run) * options.steps + state.step);
   Index steps_this_call = 0;
   for (int run = state.run; run < options.runs; ++run) {
-    const TrainableModel& model = r.model(run);
+    TrainableModel& model = r.model(run);
     if (model.parameter_count() != parameter_count)
       throw std::logic_error("train_dpsgd: the models of the runs differ in size");
     Trainer trainer(r.train, options, model, run_seed(options, run), r.first_row, r.n, r.comm);

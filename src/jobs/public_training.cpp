@@ -95,11 +95,11 @@ nlohmann::json mean_and_std(const std::vector<double>& values) {
 /// The thesis' per-example dFIL (train_classifier.py `train`, accountant.py, utils.calc_sub_fact):
 /// sqrt(kappa' sum_t (T_t + 1e-7) / (sigma C)^2 / d), T_t the 2-probe estimate, and kappa' = q / (q +
 /// (1 - q) exp(-eps0')) with eps0' from the clip bound rounded to 1.115 (filkit: 1.11524).
-VectorXd thesis_dfil(const VectorXd& trace_sum, const DpSgdResult& training, const DpSgdOptions& phase) {
-  constexpr double kThesisClipBound = 1.115;  // its gelu_approx
+VectorXd fisher_term_dfil(const VectorXd& trace_sum, const DpSgdResult& training, const DpSgdOptions& phase) {
+  constexpr double kRoundedClipBound = 1.115;  // its gelu_approx
   // eps0 is proportional to the clip bound over sigma: the thesis' eps0 is filkit's at this sigma.
   const double kappa = subsampling_kappa(training.sampling_rate,
-                                         phase.noise_multiplier * soft_clip_norm_bound() / kThesisClipBound,
+                                         phase.noise_multiplier * soft_clip_norm_bound() / kRoundedClipBound,
                                          training.kappa_delta);
   const double scale = kappa / std::pow(phase.noise_multiplier * phase.clip_norm, 2) / static_cast<double>(training.private_dims);
   return (trace_sum * scale).cwiseSqrt();
@@ -122,8 +122,8 @@ MethodSummary summarize_method(const MethodResult& m, const DpSgdOptions& phase)
   for (Index r = 0; r < last.fisher_trace_per_run.rows(); ++r)
     add(summarize(VectorXd((last.fisher_trace_per_run.row(r).transpose() / d).cwiseSqrt())), s.max_dfil, s.mean_dfil,
         s.median_dfil);
-  for (const VectorXd& sum : m.thesis_trace_sum)
-    add(summarize(thesis_dfil(sum, m.training, phase)), s.thesis_max_dfil, s.thesis_mean_dfil, s.thesis_median_dfil);
+  for (const VectorXd& sum : m.fisher_term_sum)
+    add(summarize(fisher_term_dfil(sum, m.training, phase)), s.fisher_term_max_dfil, s.fisher_term_mean_dfil, s.fisher_term_median_dfil);
   return s;
 }
 
@@ -202,13 +202,13 @@ nlohmann::json PublicTrainingJobResult::to_json() const {
       entry["max_dfil"] = mean_and_std(s.max_dfil);
       entry["mean_dfil"] = mean_and_std(s.mean_dfil);
       entry["median_dfil"] = mean_and_std(s.median_dfil);
-      if (!s.thesis_max_dfil.empty())
-        entry["thesis_accountant"] = {
+      if (!s.fisher_term_max_dfil.empty())
+        entry["fisher_term_accountant"] = {
             {"what", "the thesis' own aggregation: 2 Gaussian probes per example and step, sqrt(T + 1e-7) squared, "
                      "kappa with the clip bound 1.115"},
-            {"max_dfil", mean_and_std(s.thesis_max_dfil)},
-            {"mean_dfil", mean_and_std(s.thesis_mean_dfil)},
-            {"median_dfil", mean_and_std(s.thesis_median_dfil)}};
+            {"max_dfil", mean_and_std(s.fisher_term_max_dfil)},
+            {"mean_dfil", mean_and_std(s.fisher_term_mean_dfil)},
+            {"median_dfil", mean_and_std(s.fisher_term_median_dfil)}};
       entry["frozen_parameters"] = m.frozen;
       entry["kappa"] = m.training.kappa;
       entry["step_epsilon"] = m.training.step_epsilon;
@@ -306,14 +306,14 @@ void PublicTrainingJobResult::print_summary(std::ostream& out) const {
     const auto differs = [](const std::vector<double>& a, const std::vector<double>& b) {
       return std::abs(mean_of(a) - mean_of(b)) > 5e-5 * std::abs(mean_of(a));
     };
-    if (!s.thesis_max_dfil.empty() && (differs(s.max_dfil, s.thesis_max_dfil) || differs(s.mean_dfil, s.thesis_mean_dfil) ||
-                                       differs(s.median_dfil, s.thesis_median_dfil)))
+    if (!s.fisher_term_max_dfil.empty() && (differs(s.max_dfil, s.fisher_term_max_dfil) || differs(s.mean_dfil, s.fisher_term_mean_dfil) ||
+                                       differs(s.median_dfil, s.fisher_term_median_dfil)))
       out << "  " << std::left << std::setw(10) << "  thesis'" << std::right << std::setw(20) << "" << std::setw(22)
-          << cell(s.thesis_max_dfil, 4) << std::setw(22) << cell(s.thesis_mean_dfil, 4) << std::setw(22)
-          << cell(s.thesis_median_dfil, 4) << "\n";
+          << cell(s.fisher_term_max_dfil, 4) << std::setw(22) << cell(s.fisher_term_mean_dfil, 4) << std::setw(22)
+          << cell(s.fisher_term_median_dfil, 4) << "\n";
   }
   out << "  (mean (std) over runs; dFIL over the private examples";
-  if (std::any_of(methods.begin(), methods.end(), [](const MethodSummary& s) { return !s.thesis_max_dfil.empty(); }))
+  if (std::any_of(methods.begin(), methods.end(), [](const MethodSummary& s) { return !s.fisher_term_max_dfil.empty(); }))
     out << "; a \"thesis'\" row, where it differs from filkit's in 4 digits, is the thesis' own accountant: 2 probes, "
            "sqrt(T + 1e-7), kappa with 1.115";
   out << ")\n  seconds:";

@@ -76,7 +76,7 @@ struct GradientModelTraining {
 struct ShiftObjectiveRequest {
   double lambda = 0.0;
   bool snr = true;
-  double floor = kThesisTraceFloor;
+  double floor = kFisherTermFloor;
   GradientPrecision precision = GradientPrecision::kFloat64;
 };
 

@@ -1,7 +1,10 @@
 // fim's constant gradient models (constant_gradient_model.hpp).
 #include "filkit/public_data/constant_gradient_model.hpp"
 
+#include "filkit/base/checks.hpp"
 #include "filkit/dpsgd/clipped_gradient.hpp"
+
+#include "filkit/base/errors.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -106,17 +109,17 @@ ConstantGradientModel::ConstantGradientModel(GradientModelKind kind, Index relea
                                              std::uint64_t seed, GradientPrecision precision)
     : kind_(kind), precision_(precision), m_(released) {
   if (kind == GradientModelKind::kConditional)
-    throw std::invalid_argument("ConstantGradientModel: gradient_model = conditional is not a constant model");
-  if (released < 1) throw std::invalid_argument("ConstantGradientModel: no released coordinate");
+    throw DataError("ConstantGradientModel: gradient_model = conditional is not a constant model");
+  if (released < 1) throw DataError("ConstantGradientModel: no released coordinate");
   VectorXd phi;
   if (kind == GradientModelKind::kVector) {
     phi = VectorXd::Zero(m_);
   } else {
     if (hidden.size() < 2)
-      throw std::invalid_argument("gradient_hidden: the constant gradient model needs at least two widths");
+      option_error("gradient_hidden", "the constant gradient model needs at least two widths");
     width_in_ = hidden[hidden.size() - 2];
     width_ = hidden.back();
-    if (width_in_ < 1 || width_ < 1) throw std::invalid_argument("gradient_hidden: widths must be >= 1");
+    if (width_in_ < 1 || width_ < 1) option_error("gradient_hidden", "widths must be >= 1");
     std::mt19937_64 rng(seed);
     std::normal_distribution<double> bias(0.0, 1e-2);
     phi = VectorXd::Zero(width_in_ + width_ * width_in_ + width_ + m_ * width_ + m_);
@@ -147,7 +150,7 @@ VectorXd ConstantGradientModel::parameters() const {
 
 void ConstantGradientModel::set_parameters(const VectorXd& phi) {
   if (phi.size() != parameter_count())
-    throw std::invalid_argument("ConstantGradientModel::set_parameters: " + std::to_string(phi.size()) +
+    throw DataError("ConstantGradientModel::set_parameters: " + std::to_string(phi.size()) +
                                 " values for " + std::to_string(parameter_count()) + " parameters");
   visit_storage([&](auto& s) { s.phi = phi.cast<typename std::decay_t<decltype(s)>::Vector::Scalar>(); });
   refresh();
@@ -165,9 +168,9 @@ ConstantGradientModel::State ConstantGradientModel::state() const {
 void ConstantGradientModel::restore(const State& state) {
   for (const VectorXd* v : {&state.parameters, &state.first_moment, &state.second_moment})
     if (v->size() != parameter_count())
-      throw std::invalid_argument("ConstantGradientModel::restore: " + std::to_string(v->size()) + " values for " +
+      throw DataError("ConstantGradientModel::restore: " + std::to_string(v->size()) + " values for " +
                                   std::to_string(parameter_count()) + " parameters");
-  if (state.updates < 0) throw std::invalid_argument("ConstantGradientModel::restore: a negative update count");
+  if (state.updates < 0) throw DataError("ConstantGradientModel::restore: a negative update count");
   visit_storage([&](auto& s) {
     using Scalar = typename std::decay_t<decltype(s)>::Vector::Scalar;
     s.first_moment = state.first_moment.cast<Scalar>();
@@ -193,7 +196,7 @@ void ConstantGradientModel::refresh() {
 
 VectorXd ConstantGradientModel::parameter_gradient(const VectorXd& gc) const {
   if (gc.size() != m_)
-    throw std::invalid_argument("ConstantGradientModel::parameter_gradient: " + std::to_string(gc.size()) +
+    throw DataError("ConstantGradientModel::parameter_gradient: " + std::to_string(gc.size()) +
                                 " values for " + std::to_string(m_) + " released coordinates");
   if (kind_ == GradientModelKind::kVector) return gc;
   VectorXd g;
@@ -250,7 +253,7 @@ ConstantGradientModel::AdamStep ConstantGradientModel::next_adam_step(double ste
 
 void ConstantGradientModel::update(const VectorXd& objective_gradient, double step_size, double weight_decay) {
   if (objective_gradient.size() != parameter_count())
-    throw std::invalid_argument("ConstantGradientModel::update: " + std::to_string(objective_gradient.size()) +
+    throw DataError("ConstantGradientModel::update: " + std::to_string(objective_gradient.size()) +
                                 " gradient values for " + std::to_string(parameter_count()) + " parameters");
   const AdamStep step = next_adam_step(step_size, weight_decay);
   // One pass over the ~10^6 parameters (the output layer's) in blocks: the update is memory-bound,
@@ -269,7 +272,7 @@ void ConstantGradientModel::update(const VectorXd& objective_gradient, double st
 
 void ConstantGradientModel::update_from_perturbation_gradient(const VectorXd& gc, double step_size, double weight_decay) {
   if (gc.size() != m_)
-    throw std::invalid_argument("ConstantGradientModel::update_from_perturbation_gradient: " + std::to_string(gc.size()) +
+    throw DataError("ConstantGradientModel::update_from_perturbation_gradient: " + std::to_string(gc.size()) +
                                 " values for " + std::to_string(m_) + " released coordinates");
   if (kind_ == GradientModelKind::kVector) return update(gc, step_size, weight_decay);
   const AdamStep step = next_adam_step(step_size, weight_decay);

@@ -4,6 +4,8 @@
 
 #include "base/parallel_blocks.hpp"
 
+#include "filkit/base/errors.hpp"
+
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -68,14 +70,14 @@ ShiftObjectiveValue shift_objective_from_terms(const RowMatrix& gradients, const
   const Index n = gradients.rows(), m = gradients.cols(), B = static_cast<Index>(rows.size());
   const Index S = n > 0 ? probe_products.rows() / n : 0;
   if (c.size() != m || probe_products.cols() != m || S < 1 || probe_products.rows() != n * S)
-    throw std::invalid_argument("shift_objective_from_terms: gradients " + std::to_string(n) + " x " +
+    throw DataError("shift_objective_from_terms: gradients " + std::to_string(n) + " x " +
                                 std::to_string(m) + ", probe products " + std::to_string(probe_products.rows()) +
                                 " x " + std::to_string(probe_products.cols()) + " and c of " +
                                 std::to_string(c.size()) + " do not fit (expected n x m, n S x m with S >= 1, m)");
   for (const Index r : rows)
     if (r < 0 || r >= n)
-      throw std::invalid_argument("shift_objective_from_terms: row " + std::to_string(r) + " of " + std::to_string(n));
-  if (B == 0) throw std::invalid_argument("shift_objective_from_terms: an empty batch");
+      throw DataError("shift_objective_from_terms: row " + std::to_string(r) + " of " + std::to_string(n));
+  if (B == 0) throw DataError("shift_objective_from_terms: an empty batch");
   struct Partial {
     double value = 0.0;
     VectorXd gradient;  // sum_b lambda d(F_b / D_b)/du_b
@@ -142,15 +144,15 @@ struct SoftmaxRelease::Pass {
 SoftmaxRelease::SoftmaxRelease(MatrixXd weights, bool intercept, const std::vector<bool>& frozen, double clip_norm)
     : W_(std::move(weights)), intercept_(intercept), clip_norm_(clip_norm) {
   if (W_.cols() < 2)
-    throw std::invalid_argument("SoftmaxRelease: weights have " + std::to_string(W_.cols()) +
+    throw DataError("SoftmaxRelease: weights have " + std::to_string(W_.cols()) +
                                 " columns: softmax needs K >= 2 classes");
-  if (input_dim() < 1) throw std::invalid_argument("SoftmaxRelease: weights have no feature rows");
-  if (!W_.allFinite()) throw std::invalid_argument("SoftmaxRelease: weights are not all finite");
+  if (input_dim() < 1) throw DataError("SoftmaxRelease: weights have no feature rows");
+  if (!W_.allFinite()) throw DataError("SoftmaxRelease: weights are not all finite");
   if (!(clip_norm_ > 0.0) || !std::isfinite(clip_norm_))
-    throw std::invalid_argument("SoftmaxRelease: clip_norm = " + format_double(clip_norm_) +
+    throw DataError("SoftmaxRelease: clip_norm = " + format_double(clip_norm_) +
                                 ": must be finite and > 0");
   if (static_cast<Index>(frozen.size()) != W_.size())
-    throw std::invalid_argument("SoftmaxRelease: frozen has " + std::to_string(frozen.size()) +
+    throw DataError("SoftmaxRelease: frozen has " + std::to_string(frozen.size()) +
                                 " flags, the weights " + std::to_string(W_.size()) + " coordinates");
   R_ = MatrixXd::Zero(W_.rows(), W_.cols());
   for (Index i = 0; i < W_.size(); ++i) {
@@ -166,28 +168,28 @@ SoftmaxRelease::SoftmaxRelease(MatrixXd weights, bool intercept, const std::vect
 void SoftmaxRelease::check_batch(const RowMatrix& X, const VectorXd& y, const VectorXd& c,
                                  const std::vector<Index>* rows) const {
   if (X.cols() != input_dim())
-    throw std::invalid_argument("SoftmaxRelease: X has " + std::to_string(X.cols()) + " features, the weights " +
+    throw DataError("SoftmaxRelease: X has " + std::to_string(X.cols()) + " features, the weights " +
                                 std::to_string(input_dim()));
   if (y.size() != X.rows())
-    throw std::invalid_argument("SoftmaxRelease: y has " + std::to_string(y.size()) + " labels, X " +
+    throw DataError("SoftmaxRelease: y has " + std::to_string(y.size()) + " labels, X " +
                                 std::to_string(X.rows()) + " rows");
   if (rows)
     for (const Index r : *rows)
       if (r < 0 || r >= X.rows())
-        throw std::invalid_argument("SoftmaxRelease: batch row " + std::to_string(r) + " of X's " +
+        throw DataError("SoftmaxRelease: batch row " + std::to_string(r) + " of X's " +
                                     std::to_string(X.rows()));
   const Index count = rows ? static_cast<Index>(rows->size()) : y.size();
   for (Index k = 0; k < count; ++k) {  // the batch's labels only
     const Index i = rows ? (*rows)[static_cast<std::size_t>(k)] : k;
     const double label = y(i);
     if (!(label >= 0.0 && label < static_cast<double>(num_classes())) || label != std::floor(label))
-      throw std::invalid_argument("SoftmaxRelease: y[" + std::to_string(i) + "] = " + format_double(label) +
+      throw DataError("SoftmaxRelease: y[" + std::to_string(i) + "] = " + format_double(label) +
                                   " is not a class index in [0, " + std::to_string(num_classes() - 1) + "]");
   }
   if (c.size() != released_count())
-    throw std::invalid_argument("SoftmaxRelease: c has " + std::to_string(c.size()) + " entries, expected m = " +
+    throw DataError("SoftmaxRelease: c has " + std::to_string(c.size()) + " entries, expected m = " +
                                 std::to_string(released_count()) + " released coordinates");
-  if (!c.allFinite()) throw std::invalid_argument("SoftmaxRelease: c is not all finite");
+  if (!c.allFinite()) throw DataError("SoftmaxRelease: c is not all finite");
 }
 
 MatrixXd SoftmaxRelease::coordinate_matrix(const VectorXd& c) const {
@@ -408,13 +410,13 @@ SoftmaxRelease::Objective SoftmaxRelease::objective(const RowMatrix& X, const Ve
                                                     const RowMatrix& probes, double lambda, bool snr,
                                                     double floor) const {
   check_batch(X, y, c);
-  if (X.rows() == 0) throw std::invalid_argument("SoftmaxRelease: objective of an empty batch (X has no rows)");
+  if (X.rows() == 0) throw DataError("SoftmaxRelease: objective of an empty batch (X has no rows)");
   if (probes.rows() > 0) {
     if (probes.cols() != input_dim())
-      throw std::invalid_argument("SoftmaxRelease: probes have " + std::to_string(probes.cols()) +
+      throw DataError("SoftmaxRelease: probes have " + std::to_string(probes.cols()) +
                                   " columns, expected d = " + std::to_string(input_dim()));
     if (probes.rows() % X.rows() != 0)
-      throw std::invalid_argument("SoftmaxRelease: probes have " + std::to_string(probes.rows()) +
+      throw DataError("SoftmaxRelease: probes have " + std::to_string(probes.rows()) +
                                   " rows, not a multiple of the batch size " + std::to_string(X.rows()));
   }
   Pass pass = objective_pass(X, y, c, lambda, snr, floor);
@@ -428,9 +430,9 @@ SoftmaxRelease::Objective SoftmaxRelease::objective(const RowMatrix& X, const Ve
                                                     Index probes_per_example, const ProbeSource& source,
                                                     double lambda, bool snr, double floor) const {
   check_batch(X, y, c, &rows);
-  if (rows.empty()) throw std::invalid_argument("SoftmaxRelease: objective of an empty batch (no rows)");
+  if (rows.empty()) throw DataError("SoftmaxRelease: objective of an empty batch (no rows)");
   if (probes_per_example < 1 || !source)
-    throw std::invalid_argument("SoftmaxRelease: a probe source needs S >= 1 probes an example (S = " +
+    throw DataError("SoftmaxRelease: a probe source needs S >= 1 probes an example (S = " +
                                 std::to_string(probes_per_example) + ") and a function to make them");
   Pass pass = objective_pass(X, y, c, lambda, snr, floor);
   pass.source = &source;
@@ -443,9 +445,9 @@ SoftmaxRelease::Objective SoftmaxRelease::objective(const RowMatrix& X, const Ve
 SoftmaxRelease::Pass SoftmaxRelease::objective_pass(const RowMatrix& X, const VectorXd& y, const VectorXd& c,
                                                     double lambda, bool snr, double floor) const {
   if (!(lambda >= 0.0) || !std::isfinite(lambda))
-    throw std::invalid_argument("SoftmaxRelease: lambda = " + format_double(lambda) + ": must be finite and >= 0");
+    throw DataError("SoftmaxRelease: lambda = " + format_double(lambda) + ": must be finite and >= 0");
   if (!(floor >= 0.0) || !std::isfinite(floor))
-    throw std::invalid_argument("SoftmaxRelease: floor = " + format_double(floor) + ": must be finite and >= 0");
+    throw DataError("SoftmaxRelease: floor = " + format_double(floor) + ": must be finite and >= 0");
   Pass pass;
   pass.X = &X;
   pass.y = &y;

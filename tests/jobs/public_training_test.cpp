@@ -141,7 +141,7 @@ TEST(PublicTrainingCommand, ReportsTheThesisAccountantBesideFilkits) {
   options.training.private_phase.runs = 1;
   options.training.private_phase.steps = 12;
   options.training.private_phase.noise_multiplier = 3.0;  // kappa well below 1, so 1.115 against 1.11524 shows
-  const auto thesis_kappa = [](const DpSgdResult& r, double sigma) {
+  const auto rounded_clip_kappa = [](const DpSgdResult& r, double sigma) {
     const double eps0 = std::sqrt(2.0 * std::log(1.25 / r.kappa_delta)) * 2.0 * 1.115 / sigma;
     return r.sampling_rate / (r.sampling_rate + (1.0 - r.sampling_rate) * std::exp(-eps0));
   };
@@ -150,17 +150,17 @@ TEST(PublicTrainingCommand, ReportsTheThesisAccountantBesideFilkits) {
     const MethodResult& m = result.training.methods[0];
     const DpSgdSnapshot& last = m.training.final_snapshot();
     const double sc = std::pow(3.0 * options.training.private_phase.clip_norm, 2);
-    ASSERT_EQ(m.thesis_trace_sum.size(), 1u);
+    ASSERT_EQ(m.fisher_term_sum.size(), 1u);
     for (Index i = 0; i < last.fisher_trace.size(); ++i)
-      EXPECT_NEAR(m.thesis_trace_sum[0](i), last.fisher_trace(i) * sc / m.training.kappa + last.times_sampled(i) * 1e-7,
-                  1e-12 * (1.0 + m.thesis_trace_sum[0](i)));
-    const double kappa = thesis_kappa(m.training, 3.0);
+      EXPECT_NEAR(m.fisher_term_sum[0](i), last.fisher_trace(i) * sc / m.training.kappa + last.times_sampled(i) * 1e-7,
+                  1e-12 * (1.0 + m.fisher_term_sum[0](i)));
+    const double kappa = rounded_clip_kappa(m.training, 3.0);
     EXPECT_GT(std::abs(kappa - m.training.kappa), 1e-6);
-    const VectorXd dfil = (m.thesis_trace_sum[0] * kappa / sc / 6.0).cwiseSqrt();
-    EXPECT_NEAR(result.methods[0].thesis_mean_dfil[0], dfil.mean(), 1e-14);
-    EXPECT_NEAR(result.methods[0].thesis_max_dfil[0], dfil.maxCoeff(), 1e-14);
+    const VectorXd dfil = (m.fisher_term_sum[0] * kappa / sc / 6.0).cwiseSqrt();
+    EXPECT_NEAR(result.methods[0].fisher_term_mean_dfil[0], dfil.mean(), 1e-14);
+    EXPECT_NEAR(result.methods[0].fisher_term_max_dfil[0], dfil.maxCoeff(), 1e-14);
     const nlohmann::json json = result.to_json();
-    EXPECT_NEAR(json["methods"][0]["thesis_accountant"]["mean_dfil"]["mean"].get<double>(), dfil.mean(), 1e-14);
+    EXPECT_NEAR(json["methods"][0]["fisher_term_accountant"]["mean_dfil"]["mean"].get<double>(), dfil.mean(), 1e-14);
   }
   {  // exact accounting: the thesis' column draws its own 2 probes, unbiased for the exact trace
     options.training.private_phase.trace = TraceMethod::kExact;
@@ -169,7 +169,7 @@ TEST(PublicTrainingCommand, ReportsTheThesisAccountantBesideFilkits) {
     const DpSgdSnapshot& last = m.training.final_snapshot();
     const double sc = std::pow(3.0 * options.training.private_phase.clip_norm, 2);
     const double exact = last.fisher_trace.sum() * sc / m.training.kappa;
-    const double estimate = m.thesis_trace_sum[0].sum() - last.times_sampled.sum() * 1e-7;
+    const double estimate = m.fisher_term_sum[0].sum() - last.times_sampled.sum() * 1e-7;
     // 2 probes: each sampled example's estimate has a relative sd of at most 1 (rank one); over the
     // 240 samplings of the run, 5 sd is 5 / sqrt(240) = 0.32 relative.
     EXPECT_NEAR(estimate / exact, 1.0, 5.0 / std::sqrt(last.times_sampled.sum()));

@@ -66,9 +66,9 @@ struct MethodSummary {
   std::vector<double> test_accuracy, train_accuracy;  ///< one per run
   /// Per run: max, mean and median over the private examples of that run's dFIL (empty for sgd).
   std::vector<double> max_dfil, mean_dfil, median_dfil;
-  /// The same by the thesis' own accountant (thesis_dfil in public_training.cpp): 2 probes, sqrt(T + 1e-7),
+  /// The same by the thesis' own accountant (fisher_term_dfil in public_training.cpp): 2 probes, sqrt(T + 1e-7),
   /// its kappa with the clip bound 1.115. Empty without accounting.
-  std::vector<double> thesis_max_dfil, thesis_mean_dfil, thesis_median_dfil;
+  std::vector<double> fisher_term_max_dfil, fisher_term_mean_dfil, fisher_term_median_dfil;
 };
 
 struct PublicTrainingJobResult final : JobResult {

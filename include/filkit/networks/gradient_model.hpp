@@ -19,8 +19,8 @@ struct NetworkPlan;
 
 /// The thesis' Hutchinson probes per example (its fisher_iters, for the accountant and the gradient
 /// model's objective) and the floor its code adds to each trace estimate (it squares sqrt(T + 1e-7)).
-inline constexpr Index kThesisProbes = 2;
-inline constexpr double kThesisTraceFloor = 1e-7;
+inline constexpr Index kFisherTermProbes = 2;
+inline constexpr double kFisherTermFloor = 1e-7;
 
 /// Which gradient model fim learns (docs/mathematics.md, section 11.3).
 enum class GradientModelKind {
@@ -148,7 +148,7 @@ struct GradientModelOptions {
   double step_size = 0.01;
   double weight_decay = 0.1;
   /// Probes per example in the training objective (>= 1). Thesis: 2.
-  int probes = static_cast<int>(kThesisProbes);
+  int probes = static_cast<int>(kFisherTermProbes);
   /// Constant models: the Fisher term by input-space probes (the thesis) or exactly.
   GradientTrace trace = GradientTrace::kProbes;
   /// Constant models with probes: drawn afresh each public batch (the thesis) or once per private step.

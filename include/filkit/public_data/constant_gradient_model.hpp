@@ -62,7 +62,7 @@ class ConstantGradientModel {
     Index updates = 0;
   };
   State state() const;
-  /// Throws std::invalid_argument when a vector's size is not this model's parameter count or
+  /// Throws a DataError when a vector's size is not this model's parameter count or
   /// `updates` is negative.
   void restore(const State& state);
   /// update(parameter_gradient(perturbation_gradient), ...) to the last bit, without forming the

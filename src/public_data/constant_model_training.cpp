@@ -1,0 +1,191 @@
+// fim's constant gradient models trained on public batches before each private step
+// (PublicDataModel::train_constant_model, public_data_model.hpp).
+#include "public_data/public_data_model.hpp"
+
+#include "filkit/base/errors.hpp"
+#include "filkit/base/options.hpp"
+
+#include "base/splitmix_stream.hpp"
+#include "dpsgd/optimizer_steps.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+namespace filkit {
+
+void PublicDataModel::train_constant_model(const VectorXd& w, std::uint64_t run_seed, Index t) {
+  const GradientModelOptions& o = gradient_model_;
+  const Index n = public_.n(), B = std::min(o.batch_size, n), d = public_.d();
+  const Index S = o.trace == GradientTrace::kProbes ? o.probes : 0;
+  ShiftObjectiveRequest request;  // its floor is the thesis' 1e-7
+  request.lambda = o.lambda_before(t);
+  request.snr = o.snr;
+  request.precision = o.precision;
+  std::mt19937_64 rng(derive_seed(run_seed, t, 2));
+  std::vector<Index> order(static_cast<std::size_t>(n));
+  std::iota(order.begin(), order.end(), Index{0});
+  constant_->restart();
+  // Softmax regression: the objective in O(B p K) products (constant_perturbation.hpp), the same
+  // numbers as the backend's (a test checks) at a fraction of the cost.
+  std::optional<SoftmaxRelease> closed_form;
+  if (model_.is_glm())
+    closed_form.emplace(Eigen::Map<const MatrixXd>(w.data(), model_.p(), w.size() / model_.p()), model_.intercept(),
+                        frozen_, phase_.clip_norm);
+  // ProbeDraws::kStep: each public example's probes drawn once for this step, from its own stream;
+  // on a network its gradient and probe products at w computed once (w is fixed until the step).
+  // With lambda 0 (figure 3.2's first point, or a decay down to 0) the Fisher term weighs nothing
+  // and the objective is ||c||^2 on every batch, exactly: neither probes nor gradients are made
+  // (the other random streams are drawn from their own seeds, so nothing else changes).
+  const bool fisher_term = request.lambda != 0.0;
+  const bool per_step = fisher_term && S > 0 && o.probe_draws == ProbeDraws::kStep;
+  RowMatrix step_probes;
+  ShiftObjectiveTerms step_terms;
+  if (per_step) {
+    step_probes = gaussian_probes(n, S, d, derive_seed(run_seed, t, 4));
+    if (!closed_form) step_terms = backend_->shift_objective_terms(w, public_.X, public_.y, step_probes, o.precision);
+  }
+  // A network with the thesis' per-batch probes over epochs: every public example is in exactly
+  // one batch an epoch and its terms do not depend on c, so an epoch's terms are computed before
+  // its batches, from the records of the public examples kept for the whole step (each epoch
+  // then costs only the probes' products), and each batch's objective follows from them.
+  std::unique_ptr<ShiftObjectiveTermCache> epoch_cache;
+  if (keep_public_records_ && fisher_term && S > 0 && !per_step && !closed_form && o.unit == ScheduleUnit::kEpochs)
+    epoch_cache = backend_->shift_objective_term_cache(w, public_.X, public_.y, o.precision);
+  RowMatrix epoch_probes, epoch_products;
+  Index batch_count = 0;
+  // The key of the next batch's probes (its position r draws from stream key + r).
+  auto next_batch_key = [&] {
+    return derive_seed(run_seed, t, 3) ^ splitmix64(static_cast<std::uint64_t>(batch_count++));
+  };
+  double last_value = std::nan("");
+  auto train_on = [&](std::vector<Index> rows) {
+    std::sort(rows.begin(), rows.end());
+    const Index b_rows = static_cast<Index>(rows.size());
+    if (!fisher_term) {
+      const VectorXd& c = constant_->perturbation();
+      const ShiftObjectiveValue value{c.squaredNorm(), 2.0 * c};
+      apply_constant_update(value, t);
+      last_value = value.value;
+      return;
+    }
+    if (per_step && !closed_form) {
+      const ShiftObjectiveValue value =
+          shift_objective_from_terms(step_terms.gradients, step_terms.probe_products, rows,
+                                     constant_->perturbation(), phase_.clip_norm, request.lambda, request.snr,
+                                     request.floor);
+      apply_constant_update(value, t);
+      last_value = value.value;
+      return;
+    }
+    const std::uint64_t key = next_batch_key();
+    ShiftObjectiveValue value;
+    if (closed_form && S > 0) {
+      // The batch's rows gathered and its probes made (drawn, or this step's copied) block by
+      // block inside the objective, where they are used: its B d pixels and B S d probes are
+      // never written to memory and read back (the same values as the gathering below).
+      const SoftmaxRelease::ProbeSource source = [&](Index first, Index count, double* out) {
+        if (!per_step) {
+          fill_gaussian_probes(key, first, count, S, d, out);
+          return;
+        }
+        for (Index b = first; b < first + count; ++b)
+          Eigen::Map<RowMatrix>(out + (b - first) * S * d, S, d) =
+              step_probes.middleRows(rows[static_cast<std::size_t>(b)] * S, S);
+      };
+      value = closed_form->objective(public_.X, public_.y, rows, constant_->perturbation(), S, source,
+                                     request.lambda, request.snr, request.floor);
+    } else {
+      // A network's batch (probes drawn each batch: its per-step terms are used above), or the
+      // closed form's exact trace. The rows gathered directly: select_rows would re-validate
+      // every value of checked data (8 % of the training's time at the thesis' table 3.1 shape).
+      RowMatrix Xb(b_rows, d);
+      VectorXd yb(b_rows);
+#pragma omp parallel for schedule(static)
+      for (Index b = 0; b < b_rows; ++b) {
+        Xb.row(b) = public_.X.row(rows[static_cast<std::size_t>(b)]);
+        yb(b) = public_.y(rows[static_cast<std::size_t>(b)]);
+      }
+      const RowMatrix probes = gaussian_probes(b_rows, S, d, key);
+      value = closed_form ? closed_form_objective(*closed_form, Xb, yb, probes, request)
+                          : backend_->shift_objective(w, Xb, yb, constant_->perturbation(), probes, request);
+    }
+    apply_constant_update(value, t);
+    last_value = value.value;
+  };
+  // An epoch from the cache: its batches (rows sorted, as train_on sorts them) and their probes
+  // drawn as train_on draws them, batch by batch (position r of a batch from stream key + r), then
+  // every example's products at once, then the batches' objectives and updates in order.
+  auto train_epoch_from_cache = [&](std::vector<std::vector<Index>> batches) {
+    std::vector<std::uint64_t> keys;
+    for (std::vector<Index>& rows : batches) {
+      std::sort(rows.begin(), rows.end());
+      keys.push_back(next_batch_key());
+    }
+    epoch_probes.resize(n * S, d);
+    for (std::size_t k = 0; k < batches.size(); ++k) {
+      const std::vector<Index>& rows = batches[k];
+#pragma omp parallel for schedule(static)
+      for (Index r = 0; r < static_cast<Index>(rows.size()); ++r)
+        fill_gaussian_probes(keys[k], r, 1, S, d, epoch_probes.row(rows[static_cast<std::size_t>(r)] * S).data());
+    }
+    epoch_cache->probe_products(epoch_probes, epoch_products);
+    for (const std::vector<Index>& rows : batches) {
+      const ShiftObjectiveValue value =
+          shift_objective_from_terms(epoch_cache->gradients(), epoch_products, rows, constant_->perturbation(),
+                                     phase_.clip_norm, request.lambda, request.snr, request.floor);
+      apply_constant_update(value, t);
+      last_value = value.value;
+    }
+  };
+  // An epoch's batches: a full Fisher-Yates permutation cut into batches of B, the last short.
+  auto epoch_batches = [&] {
+    detail::shuffle_batch_to_front(order, n, rng);
+    std::vector<std::vector<Index>> batches;
+    for (Index first = 0; first < n; first += B)
+      batches.emplace_back(order.begin() + first, order.begin() + std::min(n, first + B));
+    return batches;
+  };
+  const Index amount = o.steps_before(t);
+  for (Index round = 0; round < amount; ++round) {
+    if (epoch_cache) {
+      train_epoch_from_cache(epoch_batches());
+    } else if (o.unit == ScheduleUnit::kEpochs) {
+      for (std::vector<Index>& rows : epoch_batches()) train_on(std::move(rows));
+    } else {
+      detail::shuffle_batch_to_front(order, B, rng);
+      train_on(std::vector<Index>(order.begin(), order.begin() + B));
+    }
+  }
+  backend_->set_shift(constant_->perturbation());
+  loss_.push_back(last_value);
+}
+
+RowMatrix PublicDataModel::gaussian_probes(Index rows, Index S, Index d, std::uint64_t key) {
+  RowMatrix probes(rows * S, d);
+#pragma omp parallel for schedule(static)
+  for (Index r = 0; r < rows; ++r) fill_gaussian_probes(key, r, 1, S, d, probes.row(r * S).data());
+  return probes;
+}
+
+void PublicDataModel::fill_gaussian_probes(std::uint64_t key, Index first, Index count, Index S, Index d, double* out) {
+  for (Index r = first; r < first + count; ++r)
+    SplitMixStream(splitmix64(key + static_cast<std::uint64_t>(r))).normals(out + (r - first) * S * d, S * d);
+}
+
+void PublicDataModel::apply_constant_update(const ShiftObjectiveValue& value, Index t) {
+  if (!std::isfinite(value.value) || !value.gradient.allFinite())
+    throw NumericalError("the constant gradient model's objective is not finite before private step " +
+                         std::to_string(t) + ": lower " + option_name("lambda") + " or " +
+                         option_name("gradient_step_size"));
+  constant_->update_from_perturbation_gradient(value.gradient, gradient_model_.step_size, gradient_model_.weight_decay);
+}
+
+ShiftObjectiveValue PublicDataModel::closed_form_objective(const SoftmaxRelease& release, const RowMatrix& X, const VectorXd& y,
+                                                           const RowMatrix& probes, const ShiftObjectiveRequest& request) const {
+  return release.objective(X, y, constant_->perturbation(), probes, request.lambda, request.snr, request.floor);
+}
+
+}  // namespace filkit

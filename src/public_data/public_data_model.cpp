@@ -1,0 +1,131 @@
+// One run of dpsgd, prune or fim (public_data_model.hpp): its backend, its private steps, the
+// conditional gradient model's training and the diagnostics.
+#include "public_data/public_data_model.hpp"
+
+#include <cmath>
+#include <numeric>
+#include <utility>
+
+namespace filkit {
+
+namespace {
+
+double cosine(const VectorXd& a, const VectorXd& b) {
+  const double denominator = a.norm() * b.norm();
+  return denominator > 0.0 ? a.dot(b) / denominator : 0.0;
+}
+
+}  // namespace
+
+PublicDataModel::PublicDataModel(const TrainedModel& model, const Dataset& public_part, const Dataset& private_part,
+                                 const DpSgdOptions& phase, const GradientModelOptions& gradient_model, PrivateTrainingMethod method,
+                                 VectorXd start, std::vector<bool> frozen, Index K, std::uint64_t run_seed, bool account_fil,
+                                 bool keep_public_records)
+    : account_fil_(account_fil), keep_public_records_(keep_public_records), model_(model), public_(public_part),
+      private_(private_part), phase_(phase), gradient_model_(gradient_model), method_(method), start_(std::move(start)),
+      frozen_(std::move(frozen)) {
+  ReleasedGradientSpec spec;
+  spec.plan = model.plan();
+  spec.input_dim = private_part.d();
+  spec.image = private_part.image;
+  spec.num_classes = K;
+  spec.intercept = model.intercept();
+  for (Index i = 0; i < static_cast<Index>(frozen_.size()); ++i)
+    if (!frozen_[static_cast<std::size_t>(i)]) spec.released.push_back(i);
+  released_ = spec.released;
+  const bool fim = method == PrivateTrainingMethod::kFim;
+  spec.learned = fim && !gradient_model.is_constant();
+  spec.gradient_model = gradient_model;
+  spec.clip_norm = phase.clip_norm;
+  backend_ = create_released_gradient_backend(spec);
+  const std::uint64_t model_seed = splitmix64(run_seed ^ 0x6a09e667f3bcc908ULL);
+  backend_->initialize(model_seed);
+  if (fim && gradient_model.is_constant()) {
+    constant_.emplace(gradient_model.kind, static_cast<Index>(released_.size()), gradient_model.hidden, model_seed,
+                      gradient_model.state_precision);
+    backend_->set_shift(constant_->perturbation());
+  }
+}
+
+StepAccounting PublicDataModel::step(const VectorXd& w, const LocalBatch& local, std::uint64_t run_seed,
+                                     Index t) {
+  const std::vector<Index>& batch = local.rows;  // one process: train_dpsgd_with_models does not shard
+  const RowMatrix Xb = private_.select_rows(batch).X;
+  VectorXd yb(static_cast<Index>(batch.size()));
+  for (std::size_t b = 0; b < batch.size(); ++b) yb(static_cast<Index>(b)) = private_.y(batch[b]);
+  if (method_ == PrivateTrainingMethod::kFim) {
+    if (constant_) {
+      train_constant_model(w, run_seed, t);
+      record_constant_diagnostics(w, batch);
+    } else {
+      train_gradient_model(w, Xb, yb, run_seed, t);
+    }
+  }
+  NetworkBatchAccounting a;
+  if (account_fil_) {
+    NetworkAccountingRequest request;
+    request.trace = *phase_.trace;
+    request.probes = *phase_.probes;
+    a = backend_->account_batch(w, Xb, yb, request, derive_seed(run_seed, t, 1));
+    add_fisher_terms(w, Xb, yb, batch, a.trace, derive_seed(run_seed, t, 0));
+  } else {  // the release alone (the same vectors, no Jacobian)
+    a.clipped_sum = backend_->released(w, Xb, yb).colwise().sum().transpose();
+    a.trace = VectorXd::Zero(Xb.rows());
+    a.spectral = VectorXd::Constant(Xb.rows(), std::nan(""));
+  }
+  StepAccounting out{VectorXd::Zero(parameter_count()), a.trace, a.spectral};
+  for (std::size_t j = 0; j < released_.size(); ++j) out.clipped_sum(released_[j]) = a.clipped_sum(static_cast<Index>(j));
+  return out;
+}
+
+void PublicDataModel::add_fisher_terms(const VectorXd& w, const RowMatrix& Xb, const VectorXd& yb, const std::vector<Index>& batch,
+                                        const VectorXd& accounted, std::uint64_t seed) {
+  if (fisher_term_sum_.size() == 0) fisher_term_sum_ = VectorXd::Zero(private_.n());
+  VectorXd estimate;
+  if (*phase_.trace == TraceMethod::kGaussian && *phase_.probes == kFisherTermProbes) {
+    estimate = accounted;
+  } else {
+    NetworkAccountingRequest request;
+    request.trace = TraceMethod::kGaussian;
+    request.probes = kFisherTermProbes;
+    estimate = backend_->account_batch(w, Xb, yb, request, seed).trace;
+  }
+  for (std::size_t b = 0; b < batch.size(); ++b) {
+    const double T = estimate(static_cast<Index>(b));
+    fisher_term_sum_(batch[b]) += (std::isnan(T) ? 0.0 : T) + kFisherTermFloor;
+  }
+}
+
+void PublicDataModel::record_constant_diagnostics(const VectorXd& w, const std::vector<Index>& batch) {
+  std::vector<Index> all(static_cast<std::size_t>(public_.n()));
+  std::iota(all.begin(), all.end(), Index{0});
+  const VectorXd full = model_.mean_gradient(public_, all, w);
+  VectorXd mean_public(static_cast<Index>(released_.size()));
+  for (std::size_t j = 0; j < released_.size(); ++j) mean_public(static_cast<Index>(j)) = full(released_[j]);
+  const VectorXd& c = constant_->perturbation();
+  cosine_.push_back(cosine(c, mean_public));
+  const MatrixXd base = model_.released_gradients(private_, batch, w, released_);
+  const Dataset members = private_.select_rows(batch);
+  const MatrixXd released = backend_->released(w, members.X, members.y);
+  norms_.push_back({base.rowwise().norm().mean(), c.norm(), released.rowwise().norm().mean()});
+}
+
+void PublicDataModel::train_gradient_model(const VectorXd& w, const RowMatrix& Xb, const VectorXd& yb, std::uint64_t run_seed,
+                                           Index t) {
+  const GradientModelOptions& o = gradient_model_;
+  const Index per_epoch = (public_.n() + o.batch_size - 1) / o.batch_size;  // the conditional model's batches are uniform
+  const Index batches = o.steps_before(t) * (o.unit == ScheduleUnit::kEpochs ? per_epoch : 1);
+  const GradientModelTraining trained = backend_->train(w, public_.X, public_.y, batches, derive_seed(run_seed, t, 2));
+  loss_.push_back(trained.final_loss);
+  std::vector<Index> all(static_cast<std::size_t>(public_.n()));
+  std::iota(all.begin(), all.end(), Index{0});
+  const VectorXd full = model_.mean_gradient(public_, all, w);
+  VectorXd mean_public(static_cast<Index>(released_.size()));
+  for (std::size_t j = 0; j < released_.size(); ++j) mean_public(static_cast<Index>(j)) = full(released_[j]);
+  const MatrixXd perturbation = backend_->perturbation(w, Xb, yb);
+  double sum = 0.0;
+  for (Index b = 0; b < perturbation.rows(); ++b) sum += cosine(perturbation.row(b).transpose(), mean_public);
+  cosine_.push_back(sum / static_cast<double>(perturbation.rows()));
+}
+
+}  // namespace filkit

@@ -1,0 +1,121 @@
+// One run of dpsgd, prune or fim in private training with public data (public_data_training.hpp):
+// the model train_dpsgd_with_models trains, whose released vectors come from the LibTorch plugin's
+// backend (networks/network_backend.hpp). Its pre-trained start, its frozen coordinates and, for
+// fim, its gradient model, trained on public batches before each private step
+// (public_data_model.cpp, constant_model_training.cpp); its state in the resume file
+// (public_data_model_state.cpp).
+#pragma once
+
+#include "filkit/data/dataset.hpp"
+#include "filkit/networks/gradient_model.hpp"
+#include "filkit/public_data/constant_gradient_model.hpp"
+#include "filkit/public_data/constant_perturbation.hpp"
+#include "filkit/public_data/public_data_training.hpp"
+
+#include "base/seeding.hpp"
+#include "dpsgd/trainable_models.hpp"
+#include "networks/network_backend.hpp"
+#include "networks/network_plugin.hpp"
+#include "public_data/trained_model.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace filkit {
+
+/// One run of dpsgd, prune or fim: the released vectors come from the plugin's backend.
+class PublicDataModel final : public TrainableModel {
+ public:
+  PublicDataModel(const TrainedModel& model, const Dataset& public_part, const Dataset& private_part,
+                  const DpSgdOptions& phase, const GradientModelOptions& gradient_model, PrivateTrainingMethod method,
+                  VectorXd start, std::vector<bool> frozen, Index K, std::uint64_t run_seed, bool account_fil,
+                  bool keep_public_records);
+
+  Index parameter_count() const override { return model_.parameter_count(); }
+  VectorXd initial_parameters(std::mt19937_64&) const override { return start_; }
+  bool is_glm() const override { return model_.is_glm(); }
+  Model glm(const VectorXd& w) const override { return model_.glm(w); }
+  double accuracy(const VectorXd& w, const Dataset& data) const override { return model_.accuracy(w, data); }
+  std::string describe() const override { return model_.is_glm() ? std::string() : model_.plan().describe(); }
+  const std::vector<bool>* frozen() const override { return &frozen_; }
+
+  /// Before a fim step, its gradient model trained on public batches at w; then the release.
+  StepAccounting step(const VectorXd& w, const LocalBatch& local, std::uint64_t run_seed, Index t) override;
+
+  /// The method, the gradient model's settings, the pre-trained start and frozen coordinates and
+  /// the public part: a resume file made with any of them different is refused.
+  nlohmann::json resume_fingerprint() const override;
+  /// fim's constant model (phi and Adam's moments), the diagnostics of the steps done and the
+  /// thesis' trace sums: with the trainer's state, all that step t + 1 depends on.
+  nlohmann::json resume_state() const override;
+  void restore(const nlohmann::json& state, Index steps_done) override;
+
+  const std::vector<double>& perturbation_cosine() const { return cosine_; }
+  /// The thesis' accumulation, per private example (MethodResult::fisher_term_sum).
+  const VectorXd& fisher_term_sum() const { return fisher_term_sum_; }
+  const std::vector<double>& gradient_model_loss() const { return loss_; }
+  const std::vector<VectorNorms>& vector_norms() const { return norms_; }
+
+ private:
+  static std::uint64_t derive_seed(std::uint64_t run_seed, Index t, std::uint64_t purpose) {
+    return splitmix64(run_seed ^ splitmix64(static_cast<std::uint64_t>(t) * 4 + purpose));
+  }
+
+  /// The thesis' accountant (its accountant.py): each batch member's trace estimated with 2 Gaussian
+  /// input-space probes, then sqrt(T + 1e-7) squared, NaN taken as 0. Equal to filkit's accounting
+  /// when that uses 2 probes (the default here); otherwise its own 2 probes are drawn.
+  void add_fisher_terms(const VectorXd& w, const RowMatrix& Xb, const VectorXd& yb, const std::vector<Index>& batch,
+                         const VectorXd& accounted, std::uint64_t seed);
+
+  /// Before private step t, for the constant models: the thesis' training of c on public batches at
+  /// w (epochs of a fresh permutation with a short last batch, or uniform batches), warm-started
+  /// from the previous step's c, Adam's count restarted; then c is what the backend adds.
+  void train_constant_model(const VectorXd& w, std::uint64_t run_seed, Index t);
+
+  /// S standard normal probes of dimension d for each of `rows` examples (row r S + s), example r's
+  /// from its own stream seeded by key + r: the same whatever the thread count.
+  static RowMatrix gaussian_probes(Index rows, Index S, Index d, std::uint64_t key);
+
+  /// gaussian_probes' rows of examples first, ..., first + count - 1 (count S x d) into `out`.
+  static void fill_gaussian_probes(std::uint64_t key, Index first, Index count, Index S, Index d, double* out);
+
+  /// One Adam update of the constant model from the objective's value and gradient on a batch.
+  void apply_constant_update(const ShiftObjectiveValue& value, Index t);
+
+  ShiftObjectiveValue closed_form_objective(const SoftmaxRelease& release, const RowMatrix& X, const VectorXd& y,
+                                            const RowMatrix& probes, const ShiftObjectiveRequest& request) const;
+
+  /// Figures 3.4 and A.1 of the thesis for the constant models: the cosine of c with the mean public
+  /// gradient, and the mean norms over the private batch of M g_b, c and r_b.
+  void record_constant_diagnostics(const VectorXd& w, const std::vector<Index>& batch);
+
+  /// Before private step t: the gradient model's public steps at w, and the figure 3.4 diagnostic.
+  void train_gradient_model(const VectorXd& w, const RowMatrix& Xb, const VectorXd& yb, std::uint64_t run_seed,
+                            Index t);
+
+  bool account_fil_;
+  bool keep_public_records_;  ///< ShiftObjectiveTermCache within max_memory (check_training_memory)
+  const TrainedModel& model_;
+  const Dataset& public_;
+  const Dataset& private_;
+  const DpSgdOptions& phase_;
+  const GradientModelOptions& gradient_model_;
+  PrivateTrainingMethod method_;
+  VectorXd start_;
+  std::vector<bool> frozen_;
+  std::vector<Index> released_;
+  std::unique_ptr<ReleasedGradientBackend> backend_;
+  // What changes as it trains: the gradient model and the diagnostics.
+  std::optional<ConstantGradientModel> constant_;
+  std::vector<double> cosine_, loss_;
+  std::vector<VectorNorms> norms_;
+  VectorXd fisher_term_sum_;
+};
+
+}  // namespace filkit
