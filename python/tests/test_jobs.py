@@ -134,7 +134,7 @@ def test_every_job_runs_here_from_both_front_ends():
 
 def test_every_job_has_its_keywords_and_defaults():
     for job in filkit.jobs():
-        keywords = [name for name, _, _ in filkit._keywords("run:" + job)]
+        keywords = [name for name, _ in filkit.keywords("run:" + job)]
         assert set(filkit.defaults(job)) <= set(keywords), job
         assert {"out", "json", "threads", "quiet"} <= set(keywords), job
 
