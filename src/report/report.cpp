@@ -96,7 +96,8 @@ void add_common_facts(const Input& input, Section& section) {
 
 // Each command's section, by the "command" its summaries carry. dpsgd's inputs share one section,
 // drawn after the others (dpsgd_section).
-using DrawSection = void (*)(const Input& input, report::Plotter& plotter, Section& section, const report::ImageReload& images);
+using DrawSection = void (*)(const Input& input, report::Plotter& plotter, Section& section,
+                             const report::ImageReload& images);
 struct SectionOf {
   std::string_view command;
   DrawSection draw;  ///< nullptr: drawn apart (dpsgd)

@@ -29,7 +29,8 @@ struct ReportJob {
   static constexpr const char* out_help = "";
   /// The report directory is this job's own option.
   static constexpr bool writes_its_own_report = true;
-  static constexpr const char* no_report_section = "its summary lists the report it wrote, whose figures are the report";
+  static constexpr const char* no_report_section =
+      "its summary lists the report it wrote, whose figures are the report";
   static std::vector<ExtraOutput> extra_outputs() { return {}; }
   static ReportJobResult run(const Options& options, bool progress) { return run_report(options, progress); }
 };
