@@ -1,16 +1,9 @@
+// The subcommands, one a registered job (filkit/jobs/registry.hpp), and what --help needs from
+// all of them together.
 #include "commands.hpp"
 #include "job_command.hpp"
 
-#include "filkit/jobs/accountant.hpp"
-#include "filkit/jobs/attack.hpp"
-#include "filkit/jobs/bound.hpp"
-#include "filkit/jobs/dpsgd.hpp"
-#include "filkit/jobs/public_training.hpp"
-#include "filkit/jobs/irfil.hpp"
-#include "filkit/jobs/learned_attack.hpp"
-#include "filkit/jobs/measure.hpp"
-#include "filkit/jobs/reconstruct.hpp"
-#include "filkit/jobs/report.hpp"
+#include "filkit/jobs/registry.hpp"
 
 #include <map>
 #include <set>
@@ -21,23 +14,19 @@ namespace filkit::cli {
 namespace {
 
 // Every option's defaults over the commands that have it (as the JSON settings record them).
-template <class... Jobs>
 std::map<std::string, std::set<std::string>, std::less<>> defaults_by_option() {
   std::map<std::string, std::set<std::string>, std::less<>> defaults;
-  (
-      [&] {
-        const nlohmann::json settings = settings_json(typename Jobs::Options{});
-        for (const auto& [name, value] : settings.items()) defaults[name].insert(value.dump());
-      }(),
-      ...);
+  for_each_job([&]<class Job>() {
+    const nlohmann::json settings = settings_json(typename Job::Options{});
+    for (const auto& [name, value] : settings.items()) defaults[name].insert(value.dump());
+  });
   return defaults;
 }
 
 }  // namespace
 
 bool defaults_differ_between_commands(std::string_view name) {
-  static const auto defaults = defaults_by_option<MeasureJob, IrfilJob, AttackJob, BoundJob, ReconstructJob, DpSgdJob,
-                                                  PublicTrainingJob, LearnedAttackJob, AccountantJob, ReportJob>();
+  static const auto defaults = defaults_by_option();
   const auto found = defaults.find(name);
   return found != defaults.end() && found->second.size() > 1;
 }
@@ -69,23 +58,15 @@ struct Command {
   void (*setup)(CLI::App&);
 };
 
-template <class Job>
-Command command(void (*setup)(CLI::App&)) {
-  return {Job::name, former_job_name<Job>(), setup};
-}
-
-// In --help's order.
+// In --help's order: the registry's.
 const std::vector<Command>& commands() {
-  static const std::vector<Command> all = {command<MeasureJob>(setup_measure),
-                                           command<AccountantJob>(setup_accountant),
-                                           command<ReportJob>(setup_report),
-                                           command<DpSgdJob>(setup_dpsgd),
-                                           command<PublicTrainingJob>(setup_public_training),
-                                           command<BoundJob>(setup_bound),
-                                           command<ReconstructJob>(setup_reconstruct),
-                                           command<IrfilJob>(setup_irfil),
-                                           command<AttackJob>(setup_attack),
-                                           command<LearnedAttackJob>(setup_learned_attack)};
+  static const std::vector<Command> all = [] {
+    std::vector<Command> list;
+    for_each_job([&]<class Job>() {
+      list.push_back({Job::name, former_job_name<Job>(), [](CLI::App& app) { add_job_command<Job>(app); }});
+    });
+    return list;
+  }();
   return all;
 }
 

@@ -1,17 +1,10 @@
-// filkit.run(job, **options): every command of the CLI, with the same option names, defaults and
-// JSON summary (python/src/job_bindings.hpp binds the keywords onto the library's options).
+// filkit.run(job, **options): every registered job (filkit/jobs/registry.hpp), as the CLI's
+// subcommands, with the same option names, defaults and JSON summary (python/src/job_bindings.hpp
+// binds the keywords onto the library's options).
 #include "job_bindings.hpp"
 
-#include "filkit/jobs/accountant.hpp"
-#include "filkit/jobs/attack.hpp"
-#include "filkit/jobs/dpsgd.hpp"
-#include "filkit/jobs/public_training.hpp"
-#include "filkit/jobs/irfil.hpp"
-#include "filkit/jobs/learned_attack.hpp"
-#include "filkit/jobs/measure.hpp"
-#include "filkit/jobs/reconstruct.hpp"
-#include "filkit/jobs/report.hpp"
 #include "filkit/base/io.hpp"
+#include "filkit/jobs/registry.hpp"
 
 namespace filkit::python {
 
@@ -32,27 +25,16 @@ std::map<std::string, std::string>& former_job_names() {
   return names;
 }
 
-template <class Job>
-void add_job(std::map<std::string, std::function<py::object()>>& defaults) {
-  register_job<Job>();
-  defaults[Job::name] = [] { return job_defaults<Job>(); };
-  keyword_registry()[std::string("run:") + Job::name] = [] { return job_keywords<Job>(); };
-  if (*former_job_name<Job>()) former_job_names()[former_job_name<Job>()] = Job::name;
-}
 }  // namespace
 
 void bind_jobs(py::module_& m) {
   static std::map<std::string, std::function<py::object()>> defaults;
-  add_job<MeasureJob>(defaults);
-  add_job<IrfilJob>(defaults);
-  add_job<AttackJob>(defaults);
-  add_job<BoundJob>(defaults);
-  add_job<ReconstructJob>(defaults);
-  add_job<DpSgdJob>(defaults);
-  add_job<PublicTrainingJob>(defaults);
-  add_job<LearnedAttackJob>(defaults);
-  add_job<AccountantJob>(defaults);
-  add_job<ReportJob>(defaults);
+  for_each_job([]<class Job>() {
+    register_job<Job>();
+    defaults[Job::name] = [] { return job_defaults<Job>(); };
+    keyword_registry()[std::string("run:") + Job::name] = [] { return job_keywords<Job>(); };
+    if (*former_job_name<Job>()) former_job_names()[former_job_name<Job>()] = Job::name;
+  });
 
   const auto names = [] {
     std::vector<std::string> list;
@@ -68,19 +50,21 @@ void bind_jobs(py::module_& m) {
     throw py::value_error("unknown job '" + job + "': expected one of " + list);
   };
   m.def("jobs", names, "The jobs filkit.run() runs (the CLI's subcommands).");
-  m.def(
-      "run",
-      [find](const std::string& job, const py::kwargs& kwargs) { return job_registry().at(find(job))(kwargs); },
-      py::arg("job"),
+  static const std::string run_help =
       "Runs a job as `filkit <job>` does, with the same options as keywords (names with underscores, the CLI's "
       "defaults; 'auto' or None for an auto option), plus out/json/report paths, threads (0 = all cores) and quiet "
       "(default False: progress on stderr). filkit.keywords('run:<job>') lists them with their defaults. Returns "
       "{'summary': the JSON summary as a dict, 'table': {'header', 'rows': 2-D float64 array, 'columns': {name: "
       "int64 or float64 array}} or None}; pandas.DataFrame(result['table']['columns']) keeps integer columns "
       "integer. Under mpirun (with mpi4py "
-      "imported first; docs/distributed.md) measure, irfil, attack, bound, reconstruct and dpsgd run on the ranks: "
-      "rank 0 gets the results, the other ranks {'summary': None, 'table': None}. A job's former name (fim for "
-      "public-training) is accepted.");
+      "imported first; docs/distributed.md) " +
+      jobs_on_several_ranks() +
+      " run on the ranks: rank 0 gets the results, the other ranks {'summary': None, 'table': None}. A job's former "
+      "name (fim for public-training) is accepted.";
+  m.def(
+      "run",
+      [find](const std::string& job, const py::kwargs& kwargs) { return job_registry().at(find(job))(kwargs); },
+      py::arg("job"), run_help.c_str());
   m.def(
       "_keywords",
       [](const std::string& function) {

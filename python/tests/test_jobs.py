@@ -6,6 +6,7 @@ front ends share every default. The options given only keep the runs short or su
 cannot do without (the accountant's mechanism, the report's input)."""
 import json
 import os
+import re
 import subprocess
 
 import pytest
@@ -115,9 +116,30 @@ def test_attack_and_report_from_both_front_ends(tmp_path):
     assert filkit.run("attack", **attack)["summary"]["settings"] == from_cli["settings"]
 
 
+@pytest.mark.skipif(BINARY is None, reason="FILKIT_BINARY not set")
 def test_every_cli_command_is_a_python_job():
-    assert sorted(filkit.jobs()) == sorted(["measure", "irfil", "attack", "bound", "reconstruct", "dpsgd",
-                                            "public-training", "learned-attack", "accountant", "report"])
+    # Both read the job registry (include/filkit/jobs/registry.hpp); the command line names its
+    # commands when given none it knows.
+    completed = subprocess.run([BINARY, "no-such-command"], capture_output=True, text=True)
+    listed = re.search(r"the commands: (.*); filkit --help", completed.stderr)
+    assert listed, completed.stderr
+    assert sorted(filkit.jobs()) == sorted(listed.group(1).split(", "))
+
+
+def test_every_job_runs_here_from_both_front_ends():
+    # A newly registered job is compared between the command line and Python: here, or in
+    # test_attack_and_report_from_both_front_ends.
+    assert set(filkit.jobs()) == set(CASES) | {"attack", "report"}
+
+
+def test_every_job_has_its_keywords_and_defaults():
+    for job in filkit.jobs():
+        keywords = [name for name, _ in filkit.keywords("run:" + job)]
+        assert set(filkit.defaults(job)) <= set(keywords), job
+        assert {"out", "json", "threads", "quiet"} <= set(keywords), job
+
+
+def test_defaults_are_the_libraries():
     defaults = filkit.defaults("measure")
     assert defaults["l2"] == 8e-4 and defaults["classes"] == "auto" and defaults["sigma"] == 1.0
     assert filkit.defaults("dpsgd")["momentum"] == 0.5

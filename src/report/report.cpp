@@ -94,7 +94,44 @@ void add_common_facts(const Input& input, Section& section) {
     if (const auto value = report::number_at(input.summary, key)) section.facts.push_back({key, report::format_number(*value)});
 }
 
+// Each command's section, by the "command" its summaries carry. dpsgd's inputs share one section,
+// drawn after the others (dpsgd_section).
+using DrawSection = void (*)(const Input& input, report::Plotter& plotter, Section& section,
+                             const report::ImageReload& images);
+struct SectionOf {
+  std::string_view command;
+  DrawSection draw;  ///< nullptr: drawn apart (dpsgd)
+};
+constexpr SectionOf kSections[] = {
+    {"measure", report::measure_section},
+    {"bound", [](const Input& input, report::Plotter& plotter, Section& section,
+                 const report::ImageReload&) { report::bound_section(input, plotter, section); }},
+    {"reconstruct", [](const Input& input, report::Plotter& plotter, Section& section,
+                       const report::ImageReload&) { report::reconstruct_section(input, plotter, section); }},
+    {"irfil", [](const Input& input, report::Plotter& plotter, Section& section,
+                 const report::ImageReload&) { report::irfil_section(input, plotter, section); }},
+    {"public-training", [](const Input& input, report::Plotter& plotter, Section& section,
+                           const report::ImageReload&) { report::public_training_section(input, plotter, section); }},
+    {"fim", [](const Input& input, report::Plotter& plotter, Section& section,  // summaries from before its rename
+               const report::ImageReload&) { report::public_training_section(input, plotter, section); }},
+    {"learned-attack", [](const Input& input, report::Plotter& plotter, Section& section,
+                          const report::ImageReload&) { report::learned_attack_section(input, plotter, section); }},
+    {"attack", [](const Input& input, report::Plotter& plotter, Section& section,
+                  const report::ImageReload&) { report::attack_section(input.summary, "attack", plotter, section); }},
+    {"accountant", [](const Input& input, report::Plotter& plotter, Section& section,
+                      const report::ImageReload&) { report::accountant_section(input, plotter, section); }},
+    {"dpsgd", nullptr},
+};
+
+const SectionOf* section_of(std::string_view command) {
+  for (const SectionOf& entry : kSections)
+    if (entry.command == command) return &entry;
+  return nullptr;
+}
+
 }  // namespace
+
+bool has_report_section(std::string_view command) { return section_of(command) != nullptr; }
 
 std::vector<Section> report::draw_sections(const std::vector<Input>& inputs, Plotter& plotter,
                                            const ImageReload& images) {
@@ -110,15 +147,7 @@ std::vector<Section> report::draw_sections(const std::vector<Input>& inputs, Plo
     section.id = std::to_string(sections.size() + 1) + "-" + command;
     section.title = command + ": " + file_name(input.summary_path);
     add_common_facts(input, section);
-    if (command == "measure") report::measure_section(input, plotter, section, images);
-    else if (command == "bound") report::bound_section(input, plotter, section);
-    else if (command == "reconstruct") report::reconstruct_section(input, plotter, section);
-    else if (command == "irfil") report::irfil_section(input, plotter, section);
-    else if (command == "public-training" || command == "fim")  // "fim": summaries from before its rename
-      report::public_training_section(input, plotter, section);
-    else if (command == "learned-attack") report::learned_attack_section(input, plotter, section);
-    else if (command == "attack") report::attack_section(input.summary, "attack", plotter, section);
-    else if (command == "accountant") report::accountant_section(input, plotter, section);
+    if (const SectionOf* drawn = section_of(command)) drawn->draw(input, plotter, section, images);
     else section.notes.push_back("no report section for command '" + command + "' yet; only its facts are shown");
     sections.push_back(std::move(section));
   }

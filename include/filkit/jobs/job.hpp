@@ -5,6 +5,19 @@
 //   --json    the summary: every resolved setting, the numbers, timings, seed and version,
 //   --report  a directory with the report (figures and report.html) built from those two,
 // and a job's further tables (e.g. measure's released weights) under their own names.
+//
+// A job description (e.g. MeasureJob, measure.hpp) is a struct of static members through which the
+// command line, Python and run_job find the job; registry.hpp lists every description. It has
+//   Options                 the options struct (validate(), visit_fields)
+//   name, description       the command's name and its --help text
+//   out_help                --out's help; "" when the job writes no table
+//   extra_outputs()         its further tables (ExtraOutput)
+//   run(options, progress)  the job; or run(options, progress, outputs) where its work depends on
+//                           the outputs asked for
+// and where it applies: former_name (a former command name, still accepted), defaults_reason and
+// default_reasons() (why its defaults differ from other commands'), checkpoint(options) (a resume
+// file no output may be), runs_on_mpi_ranks (it runs on several MPI ranks), writes_its_own_report
+// (no --report), no_report_section (why `filkit report` draws no section of its own for it).
 #pragma once
 
 #include "filkit/base/communicator.hpp"
@@ -14,6 +27,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include <concepts>
 #include <iosfwd>
 #include <map>
 #include <stdexcept>
@@ -84,6 +98,13 @@ class JobResult {
   virtual void outputs_written() const {}
 };
 
+/// Whether a job description says the job runs on several MPI ranks (`runs_on_mpi_ranks`): its
+/// collective steps take Communicator::world() and rank 0 gathers its tables (docs/distributed.md).
+template <class Job>
+constexpr bool runs_on_mpi_ranks() {
+  return requires { Job::runs_on_mpi_ranks; };
+}
+
 /// Where a run's outputs go; empty paths are not written.
 struct JobOutputs {
   std::string out;
@@ -91,6 +112,17 @@ struct JobOutputs {
   std::string report;
   std::map<std::string, std::string> extra;  ///< ExtraOutput name -> path
   bool empty() const;
+};
+
+/// What every job description has (above); the registry takes only such.
+template <class Job>
+concept JobDescription = requires(const typename Job::Options& options, const JobOutputs& outputs) {
+  { Job::name } -> std::convertible_to<const char*>;
+  { Job::description } -> std::convertible_to<const char*>;
+  { Job::out_help } -> std::convertible_to<const char*>;
+  { Job::extra_outputs() } -> std::same_as<std::vector<ExtraOutput>>;
+  requires requires { { Job::run(options, false) } -> std::derived_from<JobResult>; } ||
+           requires { { Job::run(options, false, outputs) } -> std::derived_from<JobResult>; };
 };
 
 /// Fails before any work when an output cannot be written (check_output_path: a directory, a
@@ -116,6 +148,10 @@ std::vector<std::string> write_job_outputs(const JobResult& result, const JobOut
 /// Collective; nothing on one process.
 void check_ranks_agree(const std::string& command, const nlohmann::json& settings, const Communicator& comm);
 
+/// Under mpirun (comm.distributed()), throws a ResourceError saying that `job` runs on one process
+/// and naming the jobs that run on several (registry.hpp); nothing on one process.
+void refuse_several_ranks(const char* job, const Communicator& comm);
+
 /// Runs a job end to end as the command line does: validate, check the output paths, run, write
 /// the outputs, print the summary unless quiet. Job is a job description (e.g. MeasureJob).
 template <class Job>
@@ -123,12 +159,7 @@ auto run_job(const typename Job::Options& options, const JobOutputs& outputs = {
              std::ostream* out = nullptr) {
   // Under mpirun every rank runs the job; rank 0 alone checks, writes and prints the outputs.
   const Communicator& comm = Communicator::world();
-  if constexpr (!requires { Job::runs_on_mpi_ranks; }) {
-    if (comm.distributed())
-      throw ResourceError(std::string("filkit ") + Job::name + " runs on one process; of the jobs only " +
-                          "measure, irfil, attack, bound, reconstruct and dpsgd run on several MPI ranks so far "
-                          "(docs/distributed.md): run it without mpirun, or with -np 1");
-  }
+  if constexpr (!runs_on_mpi_ranks<Job>()) refuse_several_ranks(Job::name, comm);
   options.validate();
   check_ranks_agree(Job::name, settings_json(options), comm);
   if (comm.is_root()) {

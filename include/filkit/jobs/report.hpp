@@ -25,10 +25,12 @@ struct ReportJob {
   static constexpr const char* name = "report";
   static constexpr const char* description =
       "Draw figures (PNG, with gnuplot) and write a self-contained HTML report from the JSON summaries and "
-      "per-example CSV tables of measure, bound, reconstruct, dpsgd, fim, learned-attack, irfil and attack.";
+      "per-example CSV tables the other commands write (their --json and --out).";
   static constexpr const char* out_help = "";
   /// The report directory is this job's own option.
   static constexpr bool writes_its_own_report = true;
+  static constexpr const char* no_report_section =
+      "its summary lists the report it wrote, whose figures are the report";
   static std::vector<ExtraOutput> extra_outputs() { return {}; }
   static ReportJobResult run(const Options& options, bool progress) { return run_report(options, progress); }
 };

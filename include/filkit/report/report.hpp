@@ -45,6 +45,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace filkit {
@@ -95,5 +96,9 @@ struct ReportResult {
 /// for unreadable or malformed inputs (or a summary without "command"), std::runtime_error
 /// naming the command when gnuplot is missing. A figure gnuplot fails to draw is a note.
 ReportResult write_report(const ReportOptions& options);
+
+/// Whether the report draws a section of its own for the summaries of `command` (their "command"
+/// field; a former name included); the others get their facts and a note.
+bool has_report_section(std::string_view command);
 
 }  // namespace filkit
