@@ -10,7 +10,8 @@
 # Idempotent: packages already present are not reinstalled, an existing build is updated.
 #   bash scripts/setup.sh [TARGET...]   build only these CMake targets (default: all, with the tests);
 #                                       run-default.sh builds just the filkit executable and the
-#                                       Python module.
+#                                       Python module. The package filkit is installed into
+#                                       /usr/bin/python3 when the module (_filkit) is built.
 #   FILKIT_BUILD_DIR  build directory (default: build)
 #   FILKIT_CACHE      where npm data packages and the exported income CSV go
 #                     (default: ${XDG_CACHE_HOME:-$HOME/.cache}/filkit, where filkit looks for them)
@@ -25,6 +26,7 @@ APT_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev libopenblas0-openmp
   python3-numpy python3-pybind11 python3-pytest python3-dev python3-torch
+  python3-setuptools python3-wheel python3-pip python3-venv
   dataset-fashion-mnist
   gnuplot-nox chromium fonts-dejavu-core
   r-base-core r-cran-kernlab weka
@@ -71,16 +73,27 @@ if [ ! -f "$weka_examples/credit-g.arff" ] && [ -f "$weka_examples/credit-g.arff
 fi
 
 build="${FILKIT_BUILD_DIR:-build}"
-# The library at -O3, its glue (the command line, the tests, the Python bindings) at -O1 as a unity
-# build (FILKIT_GLUE_FLAGS, FILKIT_GLUE_UNITY in CMakeLists.txt): the glue was two thirds of the
-# build's time and does no numerics of its own.
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DFILKIT_BUILD_PYTHON=ON -DFILKIT_WITH_TORCH=ON \
-  -DFILKIT_GLUE_FLAGS=-O1 -DFILKIT_GLUE_UNITY=ON \
-  -DFILKIT_BUILD_BENCH="${FILKIT_BUILD_BENCH:-OFF}" \
-  -DPython_EXECUTABLE=/usr/bin/python3 > /dev/null
+bash scripts/configure.sh "$build" /usr/bin/python3
 bash scripts/cmake-build.sh "$build" setup-build.log "$@"
-# Make `import filkit` work under /usr/bin/python3 by pointing a .pth file at the built package.
-site_packages=$(/usr/bin/python3 -c 'import site; print(site.getsitepackages()[0])')
-mkdir -p "$site_packages"
-echo "$(cd "$build" && pwd)/python" > "$site_packages/filkit.pth"
+
+# Install the package filkit into /usr/bin/python3 from this build (setup.py reuses $build, so
+# nothing is compiled again): pip puts it in /usr/local/lib/python3.*/dist-packages, Debian's place
+# for what apt does not manage. --break-system-packages overrides Debian's refusal (PEP 668) for
+# that: no Debian package holds filkit, and --no-deps keeps pip from touching what apt installed
+# (numpy, torch). Skipped when the built package is the one installed (the stamp), and when the
+# targets asked for leave the module out. Venvs: pip install . (README.md, docs/development.md).
+if (($# == 0)) || [[ " $* " == *" _filkit "* ]]; then
+  site_packages=$(/usr/bin/python3 -c 'import site; print(site.getsitepackages()[0])')
+  if grep -qs '/python$' "$site_packages/filkit.pth"; then rm -f "$site_packages/filkit.pth"; fi  # setup's former link
+  stamp=$(find "$build/python/filkit" "$build/libfilkit_torch.so" setup.py pyproject.toml -type f \
+            -not -path '*/__pycache__/*' -print0 | sort -z | xargs -0 sha256sum | sha256sum)
+  installed=$(cd / && /usr/bin/python3 -c 'import filkit, os; print(os.path.dirname(filkit.__file__))' 2> /dev/null || true)
+  if [ "$stamp" != "$(cat "$build/pip-installed.stamp" 2> /dev/null)" ] || [ "$installed" != "$(
+       /usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_path("platlib", "posix_local"))' 2> /dev/null)/filkit" ]; then
+    FILKIT_BUILD_DIR="$build" /usr/bin/python3 -m pip install --no-build-isolation --no-index --no-deps --no-cache-dir \
+      --break-system-packages --quiet --root-user-action=ignore . > "$build/setup-pip.log" 2>&1 ||
+      { cat "$build/setup-pip.log" >&2; echo "setup: pip install . failed (log: $build/setup-pip.log)" >&2; exit 1; }
+    echo "$stamp" > "$build/pip-installed.stamp"
+  fi
+fi
 echo "setup: built $build/filkit and the Python module (import filkit)" >&2

@@ -43,8 +43,8 @@ except ImportError as _missing:  # not built here: filkit.torch's accounting sti
 
     def __getattr__(name):
         raise AttributeError(f"filkit.{name}: filkit's compiled module filkit._filkit did not load ({_extension_error}); "
-                             "build it with scripts/setup.sh and put build/python on PYTHONPATH. filkit.torch's "
-                             "per-example accounting works without it.")
+                             "install filkit with it (pip install . in a checkout, README.md). filkit.torch's "
+                             "accounting and its RDP epsilon work without it.")
 
 
 def keywords(function):

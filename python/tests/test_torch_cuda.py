@@ -193,23 +193,24 @@ def test_the_loops_own_gradient_on_cuda_equals_the_cpus_in_float64():
 
 
 def test_accounting_needs_no_compiled_module(tmp_path):
-    """filkit.torch from the source tree (python/, no filkit._filkit there): accounting works,
-    epsilon says what it needs."""
+    """filkit.torch from the source tree (python/, no filkit._filkit there): accounting works, and
+    epsilon by the NumPy RDP accountant; the PLD accountant says what it needs."""
     script = ("import torch, torch.nn.functional as F\n"
               "from filkit.torch import FilAccountant\n"
               "acc = FilAccountant(torch.nn.Linear(3, 2).double(), loss_fn=F.cross_entropy, clip_norm=1.0, "
               "noise_multiplier=1.0, sample_rate=0.5)\n"
               "acc.step(torch.rand(2, 3, dtype=torch.double), torch.tensor([0, 1]), [0, 1])\n"
               "assert acc.dfil().shape == (2,) and acc.kappa > 0\n"
-              "try:\n    acc.epsilon(1e-5)\nexcept ImportError as error:\n    print('ImportError:', error)\n"
-              "else:\n    print('epsilon available')\n")
+              "assert acc.epsilon(1e-5) > 0\n"
+              "try:\n    acc.privacy_accountant('pld')\nexcept ImportError as error:\n    print('ImportError:', error)\n"
+              "else:\n    print('pld available')\n")
     source = os.path.dirname(HERE)
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": source}, cwd=str(tmp_path))
     assert out.returncode == 0, out.stderr
     has_module = any(name.startswith("_filkit") for name in os.listdir(os.path.join(source, "filkit")))
     if not has_module:
-        assert "epsilon and rdp needs filkit's compiled module" in out.stdout, out.stdout
+        assert "the PLD accountant (accountant='pld') needs filkit's compiled module" in out.stdout, out.stdout
 
 
 if __name__ == "__main__":  # without pytest: run every test, report skips, fail on the first error

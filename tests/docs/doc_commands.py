@@ -198,7 +198,10 @@ def run_block(name, filkit, keep):
         os.chmod(wrapper, 0o755)
         for fixture in block["files"]:
             FIXTURES[fixture](os.path.join(work, fixture))
-        env = dict(os.environ, FILKIT_DOC_TEST_BINARY=os.path.abspath(filkit),
+        # `import filkit` is the build's under test (beside its binary), not a copy pip installed.
+        python_path = os.pathsep.join(filter(None, [os.path.join(os.path.dirname(os.path.abspath(filkit)), "python"),
+                                                    os.environ.get("PYTHONPATH")]))
+        env = dict(os.environ, FILKIT_DOC_TEST_BINARY=os.path.abspath(filkit), PYTHONPATH=python_path,
                    FILKIT_DOC_TEST_FLAGS=json.dumps(block["flags"]), TMPDIR=work,
                    # mpirun as root, and more ranks than cores (docs/distributed.md)
                    OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",

@@ -7,7 +7,7 @@ the subsampling factor kappa (Theorem 4) is a constant of the run, applied when 
 read, so that its delta can default to filkit dpsgd's 1/(n T) with the T actually taken.
 
 The accounting of the traces is pure PyTorch; epsilon, rdp and write_summary use filkit's compiled
-module (its RDP and PLD accountants), and say so when it is missing (extension()).
+module (its RDP and PLD accountants), or where it is missing its stand-in (extension()).
 """
 import math
 import numbers
@@ -38,16 +38,12 @@ ACCOUNTANTS = ("rdp", "pld")
 
 
 def extension(what):
-    """filkit's compiled module, which `what` needs; an ImportError saying so where it did not load."""
-    try:
-        from .. import _filkit
-        if _filkit is None:  # filkit/__init__.py keeps the name, None, where the module did not load
-            from .. import _extension_error
-            raise ImportError(str(_extension_error))
-    except ImportError as error:
-        raise ImportError(f"{what} needs filkit's compiled module filkit._filkit, which did not load ({error}); "
-                          "build it with scripts/setup.sh. The per-example accounting (step, dfil, eta, "
-                          "mse_bound, fisher_trace, state_dict) works without it.") from error
+    """filkit's compiled module, which `what` needs; where it did not load, filkit._standalone: what
+    filkit.torch reads from it in Python (the RDP accountant in NumPy; the PLD one an ImportError)."""
+    from .. import _filkit
+    if _filkit is None:  # filkit/__init__.py keeps the name, None, where the module did not load
+        from .. import _standalone
+        return _standalone
     return _filkit
 
 
