@@ -317,7 +317,7 @@ def _without_replacement_rdp_at_order(q, noise_multiplier, alpha, log_d):
 
 def _checked_rate_and_noise(q, noise_multiplier):
     if not 0 <= q <= 1:
-        raise ValueError(f"q = {q!r} must be in [0, 1]")
+        raise ValueError(f"sample_rate = {q!r}: must lie in [0, 1]")
     if not (noise_multiplier >= 0 and math.isfinite(noise_multiplier)):
         raise ValueError(f"noise_multiplier (sigma) = {noise_multiplier!r} must be finite and >= 0")
 

@@ -66,7 +66,7 @@ def test_the_numpy_accountant_takes_what_the_cpp_one_takes_and_refuses_the_same(
     reference.step(1.0, 0.5, 3)
     np.testing.assert_allclose(accountant.rdp, reference.rdp, rtol=1e-13)
     for make in (_rdp.RdpAccountant, filkit.RdpAccountant):
-        for bad, name in (((0.0, 0.1), "noise_multiplier"), ((1.0, 1.5), "q"), ((math.nan, 0.1), "noise_multiplier")):
+        for bad, name in (((0.0, 0.1), "noise_multiplier"), ((1.0, 1.5), "sample_rate"), ((math.nan, 0.1), "noise_multiplier")):
             with pytest.raises(ValueError, match=name):
                 make().step(*bad)
         with pytest.raises(ValueError, match="delta"):
