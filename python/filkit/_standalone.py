@@ -1,5 +1,5 @@
 """What filkit.torch reads from the compiled module filkit._filkit, in Python, for where that module
-did not load (filkit.torch.accountant.extension returns this module then): FilAccountant's
+did not load (library() returns this module then): FilAccountant's
 epsilon(), rdp(), privacy_spent() and write_summary() work without it. The RDP accountant is NumPy
 (filkit/_rdp.py, compared with the C++ one to 1e-12 by python/tests/test_standalone.py); the PLD
 accountant is the compiled module's only, and asking for it raises an ImportError saying so. The
@@ -19,6 +19,19 @@ try:
     from ._version import __version__  # written by the build (python/CMakeLists.txt)
 except ImportError:  # the source tree itself on the path, not a build of it
     __version__ = "unknown"
+
+
+
+def library(what):
+    """filkit's compiled module, which `what` (a caller's description, for messages) needs; where it
+    did not load, this module: what filkit.torch reads from it in Python (the RDP accountant in
+    NumPy; the PLD one an ImportError)."""
+    del what  # the compiled module is present or this module stands in: nothing to refuse here
+    from . import _filkit
+    if _filkit is None:  # filkit/__init__.py keeps the name, None, where the module did not load
+        return sys.modules[__name__]
+    return _filkit
+
 
 # src/privacy/step_privacy.cpp (kEffectiveNoiseMultiplierReason).
 EFFECTIVE_NOISE_MULTIPLIER_REASON = (

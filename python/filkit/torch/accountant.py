@@ -7,10 +7,9 @@ the subsampling factor kappa (Theorem 4) is a constant of the run, applied when 
 read, so that its delta can default to filkit dpsgd's 1/(n T) with the T actually taken.
 
 The accounting of the traces is pure PyTorch; epsilon, rdp and write_summary use filkit's compiled
-module (its RDP and PLD accountants), or where it is missing its stand-in (extension()).
+module (its RDP and PLD accountants), or where it is missing its stand-in (library()).
 """
 import math
-import numbers
 import time
 
 import numpy as np
@@ -22,6 +21,8 @@ from .layers import check_module
 from .loss import REDUCTIONS, ExpandedLoss, LossExpansion
 from .checks import (AccountedBatch, Deferred, LoopMismatch, check_output_gradient, paused,
                      vmap_refusals, refuse_nonfinite)
+from .._standalone import library
+from .arguments import choice, count, noise_scale, positive
 from .distributed import Ranks, arguments_description, gather_step, seed_of_rank, unwrap
 
 CLIPPINGS = ("smooth", "hard")
@@ -35,53 +36,6 @@ EXACT_CPU_CHUNK_ELEMENTS = 2 ** 21
 # How the batches are drawn (filkit dpsgd's --sampling names) and the accountant of epsilon.
 SAMPLINGS = ("poisson", "uniform", "shuffle")
 ACCOUNTANTS = ("rdp", "pld")
-
-
-def extension(what):
-    """filkit's compiled module, which `what` needs; where it did not load, filkit._standalone: what
-    filkit.torch reads from it in Python (the RDP accountant in NumPy; the PLD one an ImportError)."""
-    from .. import _filkit
-    if _filkit is None:  # filkit/__init__.py keeps the name, None, where the module did not load
-        from .. import _standalone
-        return _standalone
-    return _filkit
-
-
-def _choice(name, value, allowed):
-    if value not in allowed:
-        raise ValueError(f"{name} = {value!r}: must be one of {', '.join(map(repr, allowed))}")
-
-
-def _positive(name, value, upper=None):
-    """A real number > 0 (and <= upper): Python's or NumPy's, not a bool; returned as a float."""
-    if not isinstance(value, numbers.Real) or isinstance(value, (bool, np.bool_)) or not value > 0 or \
-            (upper is not None and not value <= upper) or math.isinf(value):
-        bound = f" and <= {upper}" if upper is not None else ""
-        raise ValueError(f"{name} = {value!r}: must be a finite number > 0{bound}")
-    return float(value)
-
-
-def _count(name, value, minimum, maximum=2 ** 63 - 1):
-    """An integer in [minimum, maximum] (Python's or NumPy's, not a bool); returned as an int."""
-    if not isinstance(value, numbers.Integral) or isinstance(value, (bool, np.bool_)) or \
-            not minimum <= value <= maximum:
-        raise ValueError(f"{name} = {value!r}: must be an integer from {minimum} to {maximum}")
-    return int(value)
-
-
-# sigma C, the noise's standard deviation on the clipped sum: the traces are divided by its square,
-# which must be a normal float64 (1e-300 would make every dFIL infinite or NaN).
-NOISE_SCALE_RANGE = (1e-100, 1e100)
-
-
-def _noise_scale(clip_name, clip_norm, noise_multiplier):
-    """sigma C, checked to lie in NOISE_SCALE_RANGE (clip_name: the clip norm's argument name)."""
-    low, high = NOISE_SCALE_RANGE
-    if not low <= noise_multiplier * clip_norm <= high:
-        raise ValueError(f"{clip_name} = {clip_norm!r} and noise_multiplier = {noise_multiplier!r}: the noise's "
-                         f"standard deviation sigma C = {noise_multiplier * clip_norm:.3g} must lie in "
-                         f"[{low:g}, {high:g}] (the traces are divided by its square)")
-    return noise_multiplier * clip_norm
 
 
 class FilAccountant:
@@ -130,29 +84,29 @@ class FilAccountant:
         self.caveats = check_module(model)
         if not callable(loss_fn):
             raise ValueError(f"loss_fn: expected a callable loss(outputs, targets), got {type(loss_fn).__name__}")
-        clip_norm = _positive("clip_norm", clip_norm)
-        noise_multiplier = _positive("noise_multiplier", noise_multiplier)
-        sample_rate = _positive("sample_rate", sample_rate, upper=1.0)
-        _noise_scale("clip_norm", clip_norm, noise_multiplier)
-        seed = _count("seed", seed, 0)
-        _choice("clipping", clipping, CLIPPINGS)
-        _choice("trace", trace, TRACES)
-        _choice("private", private, PRIVATE)
-        _choice("subsampling", subsampling, SUBSAMPLING)
-        _choice("sampling", sampling, SAMPLINGS)
-        _choice("accountant", accountant, ACCOUNTANTS)
-        _choice("loss_reduction", loss_reduction, REDUCTIONS)
+        clip_norm = positive("clip_norm", clip_norm)
+        noise_multiplier = positive("noise_multiplier", noise_multiplier)
+        sample_rate = positive("sample_rate", sample_rate, upper=1.0)
+        noise_scale("clip_norm", clip_norm, noise_multiplier)
+        seed = count("seed", seed, 0)
+        choice("clipping", clipping, CLIPPINGS)
+        choice("trace", trace, TRACES)
+        choice("private", private, PRIVATE)
+        choice("subsampling", subsampling, SUBSAMPLING)
+        choice("sampling", sampling, SAMPLINGS)
+        choice("accountant", accountant, ACCOUNTANTS)
+        choice("loss_reduction", loss_reduction, REDUCTIONS)
         if snapshot_every == "epoch":
             snapshot_every = 1.0 / sample_rate
         elif snapshot_every is not None:
-            _positive("snapshot_every", snapshot_every)
-        probes = _count("probes", probes, 1, 10 ** 6)
-        power_iterations = _count("power_iterations", power_iterations, 1, 10 ** 6)
+            positive("snapshot_every", snapshot_every)
+        probes = count("probes", probes, 1, 10 ** 6)
+        power_iterations = count("power_iterations", power_iterations, 1, 10 ** 6)
         if kappa_delta is not None and not (isinstance(kappa_delta, (int, float)) and 0 < kappa_delta < 1):
             raise ValueError(f"kappa_delta = {kappa_delta!r}: must be in (0, 1), or None for 1/(n T)")
         if num_examples is not None:
-            num_examples = _count("num_examples", num_examples, 1)
-        memory_budget = _positive("memory_budget", memory_budget)
+            num_examples = count("num_examples", num_examples, 1)
+        memory_budget = positive("memory_budget", memory_budget)
         if not any(p.requires_grad for p in model.parameters()):
             raise ValueError("model: no parameter requires grad, so there is no gradient to account")
         self.model, self.loss_fn = model, loss_fn
@@ -529,9 +483,15 @@ class FilAccountant:
     def _padded(self, values):
         return torch.cat([values, torch.zeros(self.n - values.numel(), dtype=torch.float64)])
 
-    def _require_steps(self):
+    def require_steps(self):
+        """Raises ValueError unless a step was taken (what a result needs)."""
         if self.steps == 0:
             raise ValueError("the accountant has taken no step yet")
+
+    def sums(self):
+        """Copies of the raw per-example sums so far, by example id: the accounted trace, its
+        spectral part and the times sampled (kappa is applied to them when a result is formed)."""
+        return {"trace": self._trace.clone(), "spectral": self._spectral.clone(), "times_sampled": self._sampled.clone()}
 
     @property
     def kappa_delta(self):
@@ -583,7 +543,7 @@ class FilAccountant:
 
     def fisher_trace(self, ids=None):
         """Tr I(z_i) = sum over the steps that sampled i of kappa Tr(G^T G) / (sigma C)^2 (numpy)."""
-        self._require_steps()
+        self.require_steps()
         values = self.kappa * self._padded(self._trace)
         return (values if ids is None else values[self._read_ids(ids)]).numpy()
 
@@ -593,7 +553,7 @@ class FilAccountant:
 
     def eta(self, ids=None):
         """sqrt(sum_t kappa |G_t|_2^2 / (sigma C)^2), an upper bound on |I(z_i)|_2^(1/2) (NaN unless spectral)."""
-        self._require_steps()
+        self.require_steps()
         if not self.settings["spectral"]:
             return np.full(self.n if ids is None else len(self._read_ids(ids)), np.nan)
         values = (self.kappa * self._padded(self._spectral)).sqrt()
@@ -624,8 +584,8 @@ class FilAccountant:
         steps taken (or `steps`): rate q, noise multiplier effective_noise_multiplier, the sampling
         of accounted_sampling (docs/accountants.md)."""
         kind = accountant or self.settings["accountant"]
-        _choice("accountant", kind, ACCOUNTANTS)
-        filkit = extension("epsilon and rdp")
+        choice("accountant", kind, ACCOUNTANTS)
+        filkit = library("epsilon and rdp")
         sampling = self.accounted_sampling
         made = filkit.RdpAccountant(orders, sampling) if kind == "rdp" else filkit.PldAccountant(sampling)
         made.step(self.effective_noise_multiplier, self.settings["sample_rate"], self.steps if steps is None else steps)
@@ -675,11 +635,11 @@ class FilAccountant:
             raise bad(f"the state was saved for a model with {state['parameter_count']!r} trained parameters, this "
                       f"model has {self.parameter_count}")
         try:
-            num_examples = None if state["num_examples"] is None else _count("num_examples", state["num_examples"], 1)
-            steps = _count("steps", state["steps"], 0)
-            private_dims = None if state["private_dims"] is None else _count("private_dims", state["private_dims"], 1)
+            num_examples = None if state["num_examples"] is None else count("num_examples", state["num_examples"], 1)
+            steps = count("steps", state["steps"], 0)
+            private_dims = None if state["private_dims"] is None else count("private_dims", state["private_dims"], 1)
             label_dims = None if state["private_dims_label"] is None else \
-                _count("private_dims_label", state["private_dims_label"], 1)
+                count("private_dims_label", state["private_dims_label"], 1)
             seconds = float(state["seconds"])
         except (ValueError, TypeError) as error:
             raise bad(str(error)) from error
@@ -732,7 +692,7 @@ class FilAccountant:
     def record(self, *, test_accuracy=None, train_accuracy=None):
         """Keep a snapshot of the accountant now (with the model's accuracies, for the report)."""
         from .summary import snapshot
-        self._require_steps()
+        self.require_steps()
         self.snapshots = [s for s in self.snapshots if s["step"] != self.steps]
         self.snapshots.append(snapshot(self, test_accuracy, train_accuracy))
 

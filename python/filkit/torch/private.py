@@ -21,7 +21,8 @@ import warnings
 import torch
 import torch.nn.functional as F
 
-from .accountant import CLIPPINGS, FilAccountant, _choice, _count, _noise_scale, _positive
+from .accountant import CLIPPINGS, FilAccountant
+from .arguments import choice, count, noise_scale, positive
 from .capture import LoopCapture, per_example_blocks
 from .checks import GRAPH_CAVEAT, RANDOM_REFUSAL, Deferred, LoopMismatch
 from .distributed import Ranks, arguments_description, keep_gradients_local, unwrap
@@ -440,12 +441,12 @@ def make_private(module, optimizer, data_loader, *, noise_multiplier, max_grad_n
                  getattr(data_loader, "batch_size", None), "the training set's size": _size(data_loader),
              "data_loader's sampler": type(getattr(data_loader, "sampler", None)).__name__,
              "a DistributedDataParallel model": unwrap(module)[1] is not None}, module))
-    noise_multiplier = _positive("noise_multiplier", noise_multiplier)
-    max_grad_norm = _positive("max_grad_norm", max_grad_norm)
-    _noise_scale("max_grad_norm", max_grad_norm, noise_multiplier)
-    seed = _count("seed", seed, 0, 2 ** 63 - 3)  # (seed + 1 and seed + 2 seed the noise and the probes)
-    _choice("clipping", clipping, CLIPPINGS)
-    _choice("loss_reduction", loss_reduction, REDUCTIONS)
+    noise_multiplier = positive("noise_multiplier", noise_multiplier)
+    max_grad_norm = positive("max_grad_norm", max_grad_norm)
+    noise_scale("max_grad_norm", max_grad_norm, noise_multiplier)
+    seed = count("seed", seed, 0, 2 ** 63 - 3)  # (seed + 1 and seed + 2 seed the noise and the probes)
+    choice("clipping", clipping, CLIPPINGS)
+    choice("loss_reduction", loss_reduction, REDUCTIONS)
     if not isinstance(module, torch.nn.Module):
         raise ValueError(f"module: expected a torch.nn.Module, got {type(module).__name__}")
     if not isinstance(optimizer, torch.optim.Optimizer):

@@ -13,7 +13,7 @@ import os
 import numpy as np
 import torch
 
-from .accountant import extension
+from .._standalone import library
 
 TABLE_HEADER = ["step", "epoch", "index", "label", "times_sampled", "eta", "dfil", "attribute_mse_bound",
                 "example_mse_bound", "fisher_trace", "fisher_trace_standard_error"]
@@ -21,8 +21,7 @@ TABLE_HEADER = ["step", "epoch", "index", "label", "times_sampled", "eta", "dfil
 
 def snapshot(accountant, test_accuracy, train_accuracy):
     """The raw sums at this step (kappa is applied when written: it depends on the final T)."""
-    return {"step": accountant.steps, "trace": accountant._trace.clone(), "spectral": accountant._spectral.clone(),
-            "times_sampled": accountant._sampled.clone(), "test_accuracy": test_accuracy,
+    return {"step": accountant.steps, **accountant.sums(), "test_accuracy": test_accuracy,
             "train_accuracy": train_accuracy}
 
 
@@ -104,7 +103,7 @@ def accounting_json(accountant, rdp_delta, filkit):
 
 
 def summary_json(accountant, rdp_delta, snapshots):
-    filkit = extension("write_summary (the summary's epsilon)")
+    filkit = library("write_summary (the summary's epsilon)")
     st = accountant.settings
     settings = {"clip_norm": st["clip_norm"], "noise_multiplier": st["noise_multiplier"], "clipping": st["clipping"],
                 "sampling_rate": st["sample_rate"], "trace": st["trace"], "probes": st["probes"],
@@ -173,7 +172,7 @@ def _refuse_nonfinite(accountant, snapshots):
         for name, values in (("Tr(G^T G)", s["trace"]), ("||G||_2^2", s["spectral"])):
             bad = torch.nonzero(~torch.isfinite(values)).flatten().tolist()
             if bad:
-                filkit = extension("write_summary")
+                filkit = library("write_summary")
                 shown = ", ".join(str(i) for i in bad[:10]) + (f" and {len(bad) - 10} more" if len(bad) > 10 else "")
                 raise filkit.NumericalError(
                     f"write_summary: the accounted {name} of example(s) {shown} at step {s['step']} is not a finite "
@@ -270,7 +269,7 @@ def write_summary(accountant, json_path, csv_path, *, labels, rdp_delta, test_ac
     """The summary JSON and per-example CSV of `filkit dpsgd` (and with `images`, the training
     examples beside the summary, images_path(json_path)), checked first and written together or
     not at all."""
-    accountant._require_steps()
+    accountant.require_steps()
     if not (isinstance(rdp_delta, (int, float)) and 0 < rdp_delta < 1):
         raise ValueError(f"rdp_delta = {rdp_delta!r}: must be in (0, 1)")
     json_path, csv_path = os.fspath(json_path), os.fspath(csv_path)
@@ -283,7 +282,7 @@ def write_summary(accountant, json_path, csv_path, *, labels, rdp_delta, test_ac
         directory = os.path.dirname(os.path.abspath(path))
         if path != "-" and not os.path.isdir(directory):
             raise ValueError(f"write_summary: the directory of '{path}' does not exist")
-    filkit = extension("write_summary (the summary's epsilon)")
+    filkit = library("write_summary (the summary's epsilon)")
     filkit._check_output_paths(outputs)  # writable, and no two the same file, as a job's outputs
     snapshots = list(accountant.snapshots)
     if not snapshots or snapshots[-1]["step"] != accountant.steps:
