@@ -5,6 +5,7 @@
 // include that points up (or sideways) a layer, or on a file that sits outside every layer.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -122,6 +123,33 @@ TEST(Layering, TheArchitectureDocNamesEveryLayerAndHeader) {
                        << relative << "`)";
   }
   EXPECT_GT(headers, 60);
+}
+
+// The support folders too: every file of bench/, experiments/ and fuzz/ but their data (results,
+// seed corpora, recorded findings) is named in docs/architecture.md by its path, so that a newcomer
+// finds what each script or program is for.
+TEST(Layering, TheArchitectureDocNamesEveryFileOfBenchExperimentsAndFuzz) {
+  const std::string doc = read_text(source_dir() / "docs" / "architecture.md");
+  const std::vector<std::string> data = {"bench/results", "experiments/results", "fuzz/corpus", "fuzz/findings"};
+  int files = 0;
+  for (const char* folder : {"bench", "experiments", "fuzz"}) {
+    for (auto entry = fs::recursive_directory_iterator(source_dir() / folder); entry != fs::recursive_directory_iterator();
+         ++entry) {
+      const std::string relative = fs::relative(entry->path(), source_dir()).generic_string();
+      const std::string name = entry->path().filename().string();
+      if (entry->is_directory() && (std::find(data.begin(), data.end(), relative) != data.end() ||
+                                    name == "__pycache__" || name.starts_with("."))) {
+        entry.disable_recursion_pending();
+        continue;
+      }
+      if (!entry->is_regular_file() || name.starts_with(".") || name.ends_with(".pyc")) continue;
+      ++files;
+      EXPECT_NE(doc.find("`" + relative + "`"), std::string::npos)
+          << "docs/architecture.md does not name " << relative << " (as `" << relative
+          << "`, in \"bench/, experiments/ and fuzz/, file by file\")";
+    }
+  }
+  EXPECT_GT(files, 60);
 }
 
 // The check itself must catch what it is there to catch.
