@@ -23,6 +23,7 @@ from .checks import (AccountedBatch, Deferred, LoopMismatch, check_output_gradie
                      vmap_refusals, refuse_nonfinite)
 from .._standalone import library
 from .arguments import choice, count, noise_scale, positive
+from .state import checked_state, state_error
 from .distributed import Ranks, arguments_description, gather_step, seed_of_rank, unwrap
 
 CLIPPINGS = ("smooth", "hard")
@@ -619,58 +620,14 @@ class FilAccountant:
         """Resume from state_dict(): everything is checked first (the settings, the model's parameter
         count, the sums' lengths, signs and finiteness, the counts), then assigned, so that a state
         that is refused leaves the accountant as it was."""
-        def bad(what):
-            return ValueError(f"load_state_dict: {what}")
-
-        if not isinstance(state, dict):
-            raise bad(f"expected the dict state_dict() returns, got {type(state).__name__}")
-        keys = ("settings", "parameter_count", "num_examples", "steps", "seconds", "private_dims", "trace",
-                "spectral", "times_sampled", "labels", "private_dims_label", "snapshots", "generator")
-        missing = [k for k in keys if k not in state]
-        if missing:
-            raise bad(f"the state lacks {', '.join(map(repr, missing))} (not a state_dict() of this version)")
-        if state["settings"] != self.settings:
-            raise bad(f"the state was saved with settings {state['settings']!r}, this accountant has {self.settings!r}")
-        if state["parameter_count"] != self.parameter_count:
-            raise bad(f"the state was saved for a model with {state['parameter_count']!r} trained parameters, this "
-                      f"model has {self.parameter_count}")
-        try:
-            num_examples = None if state["num_examples"] is None else count("num_examples", state["num_examples"], 1)
-            steps = count("steps", state["steps"], 0)
-            private_dims = None if state["private_dims"] is None else count("private_dims", state["private_dims"], 1)
-            label_dims = None if state["private_dims_label"] is None else \
-                count("private_dims_label", state["private_dims_label"], 1)
-            seconds = float(state["seconds"])
-        except (ValueError, TypeError) as error:
-            raise bad(str(error)) from error
-        sums = {}
-        for key in ("trace", "spectral", "times_sampled", "labels"):
-            value = state[key]
-            if not isinstance(value, torch.Tensor) or value.dtype != torch.float64 or value.dim() != 1:
-                raise bad(f"'{key}' must be a 1-d float64 tensor, got "
-                          f"{type(value).__name__ if not isinstance(value, torch.Tensor) else value.dtype}")
-            sums[key] = value
-        size = sums["trace"].numel()
-        if any(v.numel() != size for v in sums.values()):
-            raise bad("'trace', 'spectral', 'times_sampled' and 'labels' must have one entry per example each")
-        for key in ("trace", "spectral", "times_sampled"):
-            if not bool(torch.isfinite(sums[key]).all()) or bool((sums[key] < 0).any()):
-                raise bad(f"'{key}' holds a negative or non-finite value: sums of squares and counts are >= 0")
-        if bool((sums["times_sampled"] != sums["times_sampled"].round()).any()):
-            raise bad("'times_sampled' holds a value that is not a whole count")
-        if num_examples is not None and size > num_examples:
-            raise bad(f"{size} per-example sums for num_examples = {num_examples}")
-        if not isinstance(state["snapshots"], list) or any(
-                not isinstance(s, dict) or not {"step", "trace", "spectral", "times_sampled"} <= set(s)
-                for s in state["snapshots"]):
-            raise bad("'snapshots' must be a list of the snapshots record() keeps")
+        checked = checked_state(state, self.settings, self.parameter_count)
         generator = None
         if state["generator"] is not None:
             device, dtype = self._device_and_dtype()
             generator = self._new_generator(device, dtype)
             numpy = isinstance(generator, np.random.Generator)
             if numpy != isinstance(state["generator"], dict):
-                raise bad("the probes' generator was saved with the model "
+                raise state_error("the probes' generator was saved with the model "
                           f"{'on another device or in another dtype' if numpy else 'on the CPU in float64'}; "
                           f"the model is now on {device} in {dtype}")
             try:
@@ -679,13 +636,14 @@ class FilAccountant:
                 else:
                     generator.set_state(state["generator"])
             except (ValueError, TypeError, RuntimeError) as error:
-                raise bad(f"the probes' generator state is not one: {error}") from error
+                raise state_error(f"the probes' generator state is not one: {error}") from error
         # Everything checked: assign.
-        self.num_examples, self.steps, self.private_dims, self.seconds = num_examples, steps, private_dims, seconds
-        self._trace, self._spectral = sums["trace"].clone(), sums["spectral"].clone()
-        self._sampled, self._labels = sums["times_sampled"].clone(), sums["labels"].clone()
-        self.private_dims_label = label_dims
-        self.snapshots = [dict(s) for s in state["snapshots"]]
+        self.num_examples, self.steps = checked["num_examples"], checked["steps"]
+        self.private_dims, self.seconds = checked["private_dims"], checked["seconds"]
+        self._trace, self._spectral = checked["trace"].clone(), checked["spectral"].clone()
+        self._sampled, self._labels = checked["times_sampled"].clone(), checked["labels"].clone()
+        self.private_dims_label = checked["private_dims_label"]
+        self.snapshots = [dict(s) for s in checked["snapshots"]]
         self._generator = generator
 
     # ---- output -------------------------------------------------------------------------------
