@@ -74,9 +74,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::vector<std::string_view> parts = filkit::fuzz::split(filkit::fuzz::as_text(data + 1, size - 1), '\0', 2);
   const std::string npy(parts.size() > 1 ? parts[1] : std::string_view());
   const std::string npy_path = filkit::fuzz::write_input("sgd.npy", npy);
-  const std::string json_path =
-      filkit::fuzz::write_input("sgd.json", fixed_up(std::string(parts[0]), npy, npy_path, data[0]));
-  (void)json_path;
+  filkit::fuzz::write_input("sgd.json", fixed_up(std::string(parts[0]), npy, npy_path, data[0]));
   filkit::fuzz::runs_or_rejects([&] {
     const filkit::ShadowModelStore store(filkit::fuzz::scratch_dir().string(), "sgd", {{"seed", 5}}, candidates(),
                                          filkit::fuzz::kFuzzMemory);

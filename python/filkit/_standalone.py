@@ -22,11 +22,9 @@ except ImportError:  # the source tree itself on the path, not a build of it
 
 
 
-def library(what):
-    """filkit's compiled module, which `what` (a caller's description, for messages) needs; where it
-    did not load, this module: what filkit.torch reads from it in Python (the RDP accountant in
-    NumPy; the PLD one an ImportError)."""
-    del what  # the compiled module is present or this module stands in: nothing to refuse here
+def library():
+    """filkit's compiled module; where it did not load, this module: what filkit.torch reads from it in
+    Python (the RDP accountant in NumPy; the PLD one an ImportError naming what it needs)."""
     from . import _filkit
     if _filkit is None:  # filkit/__init__.py keeps the name, None, where the module did not load
         return sys.modules[__name__]

@@ -586,7 +586,7 @@ class FilAccountant:
         of accounted_sampling (docs/accountants.md)."""
         kind = accountant or self.settings["accountant"]
         choice("accountant", kind, ACCOUNTANTS)
-        filkit = library("epsilon and rdp")
+        filkit = library()
         sampling = self.accounted_sampling
         made = filkit.RdpAccountant(orders, sampling) if kind == "rdp" else filkit.PldAccountant(sampling)
         made.step(self.effective_noise_multiplier, self.settings["sample_rate"], self.steps if steps is None else steps)

@@ -103,7 +103,7 @@ def accounting_json(accountant, rdp_delta, filkit):
 
 
 def summary_json(accountant, rdp_delta, snapshots):
-    filkit = library("write_summary (the summary's epsilon)")
+    filkit = library()
     st = accountant.settings
     settings = {"clip_norm": st["clip_norm"], "noise_multiplier": st["noise_multiplier"], "clipping": st["clipping"],
                 "sampling_rate": st["sample_rate"], "trace": st["trace"], "probes": st["probes"],
@@ -172,7 +172,7 @@ def _refuse_nonfinite(accountant, snapshots):
         for name, values in (("Tr(G^T G)", s["trace"]), ("||G||_2^2", s["spectral"])):
             bad = torch.nonzero(~torch.isfinite(values)).flatten().tolist()
             if bad:
-                filkit = library("write_summary")
+                filkit = library()
                 shown = ", ".join(str(i) for i in bad[:10]) + (f" and {len(bad) - 10} more" if len(bad) > 10 else "")
                 raise filkit.NumericalError(
                     f"write_summary: the accounted {name} of example(s) {shown} at step {s['step']} is not a finite "
@@ -282,7 +282,7 @@ def write_summary(accountant, json_path, csv_path, *, labels, rdp_delta, test_ac
         directory = os.path.dirname(os.path.abspath(path))
         if path != "-" and not os.path.isdir(directory):
             raise ValueError(f"write_summary: the directory of '{path}' does not exist")
-    filkit = library("write_summary (the summary's epsilon)")
+    filkit = library()
     filkit._check_output_paths(outputs)  # writable, and no two the same file, as a job's outputs
     snapshots = list(accountant.snapshots)
     if not snapshots or snapshots[-1]["step"] != accountant.steps:
