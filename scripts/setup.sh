@@ -20,12 +20,12 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(
   build-essential cmake pkg-config
-  libeigen3-dev libcli11-dev nlohmann-json3-dev zlib1g-dev liblbfgspp-dev libspectra-dev libdeflate-dev
+  libeigen3-dev libcli11-dev nlohmann-json3-dev libvalijson-dev zlib1g-dev liblbfgspp-dev libspectra-dev libdeflate-dev
   ccache
   clang libclang-rt-dev libomp-dev llvm
   libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev libopenblas0-openmp
-  python3-numpy python3-pybind11 python3-pytest python3-dev python3-torch
+  python3-numpy python3-pybind11 python3-pytest python3-jsonschema python3-dev python3-torch
   python3-setuptools python3-wheel python3-pip python3-venv
   dataset-fashion-mnist
   gnuplot-nox chromium fonts-dejavu-core

@@ -3,6 +3,9 @@
 // binds the keywords onto the library's options).
 #include "job_bindings.hpp"
 
+#include "filkit/base/summary.hpp"
+#include "filkit/base/summary_schema.hpp"
+
 #include "filkit/base/io.hpp"
 #include "filkit/jobs/registry.hpp"
 
@@ -114,6 +117,20 @@ void bind_jobs(py::module_& m) {
       py::arg("files"),
       "Writes (path, bytes) pairs as a set, as every job writes its outputs: each regular file through a synced "
       "temporary beside it, renamed into place only when all are written (a failed write replaces nothing).");
+  // The summary schemas (base/summary_schema.hpp), for filkit.torch's writer and the tests.
+  m.def(
+      "_summary_schema", [](const std::string& command) { return summary_schema(command).dump(); }, py::arg("command"),
+      "The JSON Schema of a command's summary (schemas/summary/<command>.schema.json), as JSON text.");
+  m.def(
+      "_check_written_summary",
+      [](const std::string& summary) { check_written_summary(nlohmann::json::parse(summary)); }, py::arg("summary"),
+      "The writers' check of a summary (JSON text) against its command's schema: a warning on stderr for each "
+      "departure, or an error when FILKIT_STRICT_SUMMARY_SCHEMA is set (the test suite).");
+  m.def(
+      "_summarize",
+      [](const VectorXd& values) { return json_to_python(summarize(values).to_json().dump()); },
+      py::arg("values"),
+      "filkit's summary statistics of per-example values: count, mean, sample std, min, median, max.");
   m.def(
       "defaults",
       [find](const std::string& job) { return defaults.at(find(job))(); },

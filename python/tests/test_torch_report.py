@@ -62,6 +62,36 @@ def test_the_summary_carries_the_images_class_names_and_the_settings_of_the_tabl
     assert not (tmp_path / "plain.images.npy").exists()
 
 
+def test_the_summary_follows_the_dpsgd_schema_by_an_independent_validator_and_departures_are_caught(trained, tmp_path):
+    """The dpsgd summary schema (schemas/summary/dpsgd.schema.json) checked by python3-jsonschema, not by
+    the valijson the writer uses; and the writer's own check refuses a departure under the test suite's
+    FILKIT_STRICT_SUMMARY_SCHEMA."""
+    jsonschema = pytest.importorskip("jsonschema")
+    accountant, images, _ = trained
+    accountant.write_summary(tmp_path / "fil.json", tmp_path / "fil.csv", images=images, class_names=["even", "odd"])
+    summary = json.loads((tmp_path / "fil.json").read_text())
+    schema = json.loads(filkit._filkit._summary_schema("dpsgd"))
+    jsonschema.Draft7Validator(schema).validate(summary)
+    summary["snapshots"][0]["epsilon"] = "large"  # a departure: wrong type
+    assert not jsonschema.Draft7Validator(schema).is_valid(summary)
+    os.environ["FILKIT_STRICT_SUMMARY_SCHEMA"], before = "1", os.environ.get("FILKIT_STRICT_SUMMARY_SCHEMA")
+    try:
+        with pytest.raises(RuntimeError, match="/snapshots/0/epsilon"):
+            filkit._filkit._check_written_summary(json.dumps(summary))
+    finally:
+        if before is None:
+            del os.environ["FILKIT_STRICT_SUMMARY_SCHEMA"]
+        else:
+            os.environ["FILKIT_STRICT_SUMMARY_SCHEMA"] = before
+
+
+def test_the_compiled_and_the_numpy_statistics_agree(trained):
+    values = np.array([3.0, 1.0, 4.0, 1.0, 5.0, 9.0])
+    compiled = filkit._filkit._summarize(values)
+    assert compiled == {"count": 6, "mean": values.mean(), "std": pytest.approx(values.std(ddof=1), rel=1e-15),
+                        "min": 1.0, "median": 3.5, "max": 9.0}
+
+
 def as_float32(x):
     return x.numpy().astype(np.float32)
 

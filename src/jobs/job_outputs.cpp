@@ -4,6 +4,7 @@
 
 #include "filkit/base/checks.hpp"
 #include "filkit/base/io.hpp"
+#include "filkit/base/summary_schema.hpp"
 #include "filkit/report/report.hpp"
 
 #include <filesystem>
@@ -66,7 +67,11 @@ FormedOutputs form_outputs(const JobResult& result, const JobOutputs& outputs) {
   const auto summary_json = [&]() -> const std::string& {
     // Options are UTF-8 (option_from_text); names read from a data file (columns, levels) may not
     // be, and are written with U+FFFD in place of their invalid bytes rather than failing here.
-    if (!summary) summary = result.to_json().dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    if (!summary) {
+      const nlohmann::json json = result.to_json();
+      check_written_summary(json);
+      summary = json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    }
     return *summary;
   };
   const auto table_content = [&]() -> const std::string& {
@@ -124,6 +129,8 @@ nlohmann::json job_summary_header(const std::string& command, std::uint64_t seed
 
 std::vector<std::string> write_job_outputs(const JobResult& result, const JobOutputs& outputs, bool quiet) {
   if (!result.complete()) return {};
+  // The test suite checks every summary a job forms, asked for or not.
+  if (strict_summary_schema() && outputs.json.empty() && outputs.report.empty()) check_written_summary(result.to_json());
   if (!outputs.report.empty()) create_output_directory("report", outputs.report);
   const FormedOutputs formed = form_outputs(result, outputs);
   write_output_files(formed.files);

@@ -5,6 +5,7 @@
 #include "filkit/data/dataset.hpp"
 #include "filkit/data/text_table.hpp"
 #include "filkit/base/io.hpp"
+#include "filkit/base/summary_schema.hpp"
 #include "base/json_input.hpp"
 #include "base/parsing.hpp"
 #include "report/report_internal.hpp"
@@ -66,7 +67,8 @@ namespace {
 std::vector<Input> read_inputs(const ReportOptions& options) {
   std::vector<Input> inputs;
   for (std::size_t k = 0; k < options.inputs.size(); ++k) {
-    Input input{options.inputs[k], report::read_summary(options.inputs[k]), "", {}};
+    Input input{options.inputs[k], report::read_summary(options.inputs[k]), "", {}, {}};
+    input.schema_departures = summary_schema_violations(input.summary, 3);
     if (k < options.tables.size() && !options.tables[k].empty()) {
       input.table_path = options.tables[k];
       input.table = report::read_columns(input.table_path);
@@ -77,6 +79,17 @@ std::vector<Input> read_inputs(const ReportOptions& options) {
 }
 
 std::string file_name(const std::string& path) { return fs::path(path).filename().string(); }
+
+/// A note naming where a summary departs from its schema (schemas/summary/), so that a figure or
+/// fact missing from its section is explained.
+void add_schema_note(const Input& input, Section& section) {
+  if (input.schema_departures.empty()) return;
+  std::string listed;
+  for (const std::string& departure : input.schema_departures) listed += (listed.empty() ? "" : "; ") + departure;
+  section.notes.push_back(input.summary_path + ": departs from the " + input.summary["command"].get<std::string>() +
+                          " summary schema of filkit " FILKIT_VERSION
+                          " (written by another version, or edited), so some figures may be missing: " + listed);
+}
 
 // Facts every summary may carry, shown above the figures.
 void add_common_facts(const Input& input, Section& section) {
@@ -147,6 +160,7 @@ std::vector<Section> report::draw_sections(const std::vector<Input>& inputs, Plo
     section.id = std::to_string(sections.size() + 1) + "-" + command;
     section.title = command + ": " + file_name(input.summary_path);
     add_common_facts(input, section);
+    add_schema_note(input, section);
     if (const SectionOf* drawn = section_of(command)) drawn->draw(input, plotter, section, images);
     else section.notes.push_back("no report section for command '" + command + "' yet; only its facts are shown");
     sections.push_back(std::move(section));
@@ -155,7 +169,10 @@ std::vector<Section> report::draw_sections(const std::vector<Input>& inputs, Plo
     Section section;
     section.id = std::to_string(sections.size() + 1) + "-dpsgd";
     section.title = "dpsgd: " + std::to_string(dpsgd.size()) + " run(s)";
-    for (const Input* input : dpsgd) section.facts.push_back({"summary", input->summary_path});
+    for (const Input* input : dpsgd) {
+      section.facts.push_back({"summary", input->summary_path});
+      add_schema_note(*input, section);
+    }
     report::dpsgd_section(dpsgd, plotter, section, images);
     sections.push_back(std::move(section));
   }

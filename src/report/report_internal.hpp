@@ -26,6 +26,9 @@ struct Input {
   nlohmann::json summary;
   std::string table_path;  ///< empty: no table
   Columns table;
+  /// Where the summary departs from its command's schema (summary_schema_violations): a summary of
+  /// another filkit version, or edited. The report draws what it can and says so in a note.
+  std::vector<std::string> schema_departures;
 };
 
 struct Figure {

@@ -3,6 +3,8 @@
 //   uses privacy (on base) and networks (on data); report reads JSON (data, base).
 // This test reads every header and source of include/filkit/<layer>/ and src/<layer>/ and fails on an
 // include that points up (or sideways) a layer, or on a file that sits outside every layer.
+#include "source_tree.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -57,15 +59,8 @@ std::vector<std::string> layering_violations(const std::string& layer, const std
   return violations;
 }
 
-fs::path source_dir() {
-  const char* dir = std::getenv("FILKIT_SOURCE_DIR");
-  return dir ? fs::path(dir) : fs::path(FILKIT_TEST_SOURCE_DIR);
-}
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using source_tree::source_dir;
+using source_tree::read_text;
 
 TEST(Layering, EveryIncludePointsDownwards) {
   std::vector<std::string> violations;

@@ -5,6 +5,8 @@
 // ValueError or RuntimeError: this test reads every source and header of src/ and include/filkit/
 // and fails on one. A programming error (an invariant the code itself keeps) may throw
 // std::logic_error, which this test allows.
+#include "source_tree.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -48,11 +50,7 @@ std::vector<std::string> untyped_throws(const std::string& text, const std::stri
   return found;
 }
 
-fs::path source_dir() {
-  const char* dir = std::getenv("FILKIT_SOURCE_DIR");
-  return dir ? fs::path(dir) : fs::path(FILKIT_TEST_SOURCE_DIR);
-}
-
+using source_tree::source_dir;
 bool listed(const std::string& relative, const std::vector<std::string>& prefixes) {
   for (const std::string& prefix : prefixes)
     if (relative.rfind(prefix, 0) == 0) return true;

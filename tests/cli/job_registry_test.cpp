@@ -6,6 +6,7 @@
 // python/tests/test_jobs.py checks it against the command line.)
 #include "commands.hpp"
 
+#include "filkit/base/summary_schema.hpp"
 #include "filkit/jobs/registry.hpp"
 #include "filkit/report/report.hpp"
 
@@ -79,6 +80,18 @@ TEST(JobRegistry, EveryJobHasAReportSectionOrSaysWhyNot) {
       EXPECT_EQ(has_report_section(former_job_name<Job>()), has_report_section(Job::name)) << Job::name;
   });
   EXPECT_FALSE(has_report_section("no-such-command"));
+}
+
+TEST(JobRegistry, EveryJobHasASummarySchemaAndEverySchemaAJob) {
+  std::vector<std::string> jobs;
+  for_each_job([&]<class Job>() {
+    jobs.push_back(Job::name);
+    EXPECT_NO_THROW(summary_schema(Job::name))
+        << Job::name << " has no summary schema: add schemas/summary/" << Job::name << ".schema.json";
+  });
+  for (const std::string& command : summary_schema_commands())
+    EXPECT_NE(std::find(jobs.begin(), jobs.end(), command), jobs.end()) << "schemas/summary/" << command
+                                                                        << ".schema.json names no job";
 }
 
 // The ```sh blocks of README.md and docs/*.md, which tests/docs/doc_commands.py runs.

@@ -38,16 +38,27 @@ def _finite(value):
     return value
 
 
+def _statistics(values):
+    """filkit's Summary (base/summary.hpp): the compiled summarize where the module loaded, so that
+    filkit dpsgd and filkit.torch state one set of statistics; else the same in NumPy (count, mean,
+    sample std, min, median as the mean of the middle two, max)."""
+    compiled = library()
+    if hasattr(compiled, "_summarize"):
+        return compiled._summarize(np.ascontiguousarray(values, dtype=np.float64))
+    return {"count": int(values.size), "mean": float(values.mean()),
+            "std": float(values.std(ddof=1)) if values.size > 1 else 0.0, "min": float(values.min()),
+            "median": float(np.median(values)), "max": float(values.max())}
+
+
 def _leakage_summary(values):
-    """filkit's Summary (count, mean, sample std, min, median, max) with the MSE bounds 1/v^2."""
+    """filkit's Summary with the MSE bounds 1/v^2 at the median and the max."""
     if values.size == 0 or np.isnan(values).any():
         return None
-    median, top = float(np.median(values)), float(values.max())
+    statistics = _statistics(values)
     with np.errstate(divide="ignore"):
-        return {"count": int(values.size), "mean": float(values.mean()),
-                "std": float(values.std(ddof=1)) if values.size > 1 else 0.0, "min": float(values.min()),
-                "median": median, "max": top, "mse_bound_at_median": 1.0 / np.float64(median) ** 2,
-                "mse_bound_at_max": 1.0 / np.float64(top) ** 2}
+        statistics.update({"mse_bound_at_median": 1.0 / np.float64(statistics["median"]) ** 2,
+                           "mse_bound_at_max": 1.0 / np.float64(statistics["max"]) ** 2})
+    return statistics
 
 
 def _padded(tensor, n):
@@ -305,5 +316,7 @@ def write_summary(accountant, json_path, csv_path, *, labels, rdp_delta, test_ac
                              "layout": "(n, C, H, W), row i the example of id i"}
         files.append((outputs[2][1], npy))
     text = json.dumps(_finite(summary), indent=2, allow_nan=False) + "\n"
+    if hasattr(filkit, "_check_written_summary"):  # the dpsgd summary schema (schemas/summary/), as filkit dpsgd's
+        filkit._check_written_summary(text)
     files = [(json_path, text.encode()), (csv_path, _csv_text(accountant, snapshots, labels).encode())] + files
     filkit._write_output_files(files)
