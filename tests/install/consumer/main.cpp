@@ -25,7 +25,8 @@ int main() {
   const filkit::Model model = filkit::fit(data, fit_options);
   filkit::FilOptions fil_options;
   fil_options.sigma = 0.5;
-  const filkit::PerExampleFil fil = filkit::FisherInformationLoss(model, data, Eigen::VectorXd(), fil_options).per_example();
+  const filkit::PerExampleFil fil =
+      filkit::FisherInformationLoss(model, data, Eigen::VectorXd(), fil_options).per_example();
 
   const Eigen::MatrixXd X = data.X;
   const Eigen::Index n = X.rows(), d = X.cols();
@@ -41,8 +42,7 @@ int main() {
   for (Eigen::Index i = 0; i < n; ++i) {
     const Eigen::VectorXd x = X.row(i).transpose();
     Eigen::MatrixXd B(d, d + 1);
-    for (Eigen::Index j = 0; j < d; ++j)
-      B.col(j) = (w.dot(x) - data.y(i)) * Eigen::VectorXd::Unit(d, j) + w(j) * x;
+    for (Eigen::Index j = 0; j < d; ++j) B.col(j) = (w.dot(x) - data.y(i)) * Eigen::VectorXd::Unit(d, j) + w(j) * x;
     B.col(d) = -x;
     const Eigen::MatrixXd J = -H.ldlt().solve(B);
     expect_close("eta", fil.eta(i), Eigen::JacobiSVD<Eigen::MatrixXd>(J).singularValues()(0) / 0.5);
