@@ -2,6 +2,7 @@
 # Installs everything filkit needs on Debian 12 (as root) and builds it in Release. clang, its
 # sanitizer and libFuzzer runtimes (libclang-rt-dev), its OpenMP (libomp-dev) and llvm-symbolizer
 # (llvm) are for the sanitizer build and the fuzzers (scripts/asan-build.sh, scripts/fuzz.sh).
+# clang-format (Debian's clang-format-14) formats the C++ sources (scripts/format.sh, .clang-format).
 # Open MPI (libopenmpi-dev, openmpi-bin) lets measure run on several processes or machines under
 # mpirun (docs/distributed.md); filkit builds without it too.
 # OpenBLAS (libopenblas0-openmp) becomes libblas.so.3 through Debian's alternatives, for LibTorch
@@ -21,7 +22,7 @@ cd "$(dirname "$0")/.."
 APT_PACKAGES=(
   build-essential cmake pkg-config
   libeigen3-dev libcli11-dev nlohmann-json3-dev libvalijson-dev zlib1g-dev liblbfgspp-dev libspectra-dev libdeflate-dev
-  ccache
+  ccache clang-format
   clang libclang-rt-dev libomp-dev llvm
   libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev libopenblas0-openmp

@@ -542,3 +542,24 @@ def test_chunks_give_the_same_traces_as_one_batch():
     whole = FilAccountant(module, **options).step(X, Y, range(5))
     pieces = FilAccountant(module, memory_budget=30000, **options).step(X, Y, range(5))
     np.testing.assert_allclose(pieces.numpy(), whole.numpy(), rtol=1e-13)
+
+
+def test_add_traces_adds_what_a_step_accounts():
+    """add_traces (what finish_step adds of the other ranks' examples under torch.distributed) adds
+    given traces exactly as account() adds its own; vectors of different lengths are refused."""
+    options = dict(loss_fn=F.cross_entropy, clip_norm=0.5, noise_multiplier=1.0, sample_rate=0.25, spectral=True,
+                   power_iterations=3)
+    X = torch.rand(3, 1, 5, 5, dtype=torch.double, generator=torch.Generator().manual_seed(9))
+    Y = torch.tensor([2, 0, 1])
+    stepped, given = FilAccountant(small_cnn(5), **options), FilAccountant(small_cnn(5), **options)
+    ids = torch.tensor([4, 0, 2])
+    trace = stepped.step(X, Y, ids.tolist())
+    spectral = torch.from_numpy(stepped.eta(ids.tolist()) ** 2 / stepped.kappa)
+    given.add_traces(ids, trace, spectral, Y.double())
+    given.finish_step()
+    np.testing.assert_array_equal(given.fisher_trace(), stepped.fisher_trace())
+    np.testing.assert_array_equal(given.times_sampled(), stepped.times_sampled())
+    np.testing.assert_array_equal(given.labels(), stepped.labels())
+    np.testing.assert_allclose(given.eta(), stepped.eta(), rtol=1e-14)
+    with pytest.raises(ValueError, match=r"add_traces: .* one length, not of shapes \(3,\), \(2,\), \(3,\), \(3,\)"):
+        given.add_traces(ids, trace[:2], trace, trace)

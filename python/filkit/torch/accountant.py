@@ -327,15 +327,25 @@ class FilAccountant:
         trace /= scale
         spectral /= scale
         refuse_nonfinite("traces", trace, ids, step, what="the per-example Fisher information traces")
-        self._add(ids, trace, spectral, labels.double())
+        self.add_traces(ids, trace, spectral, labels.double())
         if self.ranks:
             self._step_parts.append((ids, trace, spectral, labels.double()))
         self._in_progress = True
         self.seconds += time.perf_counter() - began
         return AccountedBatch(trace, clipped, unclipped)
 
-    def _add(self, ids, trace, spectral, labels):
-        """Add examples' traces of a step to their sums (ids: distinct within the step)."""
+    def add_traces(self, ids, trace, spectral, labels):
+        """Add examples' traces of the step in progress to their sums, as account() does with its
+        own: ids (integers, distinct within the step), each example's Fisher information trace and
+        spectral norm (float64, already divided by the noise's variance (noise_multiplier *
+        clip_norm)^2) and label (float64, NaN for a target that is not a class label). Under
+        torch.distributed, finish_step adds the other ranks' examples so (distributed.gather_step)."""
+        sizes = [t.shape for t in (ids, trace, spectral, labels)]
+        if any(len(size) != 1 for size in sizes) or len(set(sizes)) != 1:
+            raise ValueError(f"add_traces: ids, trace, spectral and labels must be vectors of one length, not of "
+                             f"shapes {', '.join(str(tuple(size)) for size in sizes)}")
+        if ids.numel() == 0:
+            return
         self._grow(int(ids.max()) + 1)
         self._trace.index_add_(0, ids, trace)
         self._spectral.index_add_(0, ids, spectral)

@@ -185,4 +185,4 @@ def gather_step(accountant, parts):
         accountant.private_dims, accountant.private_dims_label = dims[0][1]
     for rank, theirs in enumerate(gathered):
         if rank != accountant.ranks.rank and theirs["parts"][0].numel():
-            accountant._add(*theirs["parts"])
+            accountant.add_traces(*theirs["parts"])
