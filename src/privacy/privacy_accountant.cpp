@@ -86,7 +86,8 @@ NeighbouringRelation PrivacyAccountant::relation_from_json(const nlohmann::json&
   try {
     if (state.contains("neighbouring_relation"))
       return parse_enum<NeighbouringRelation>(state.at("neighbouring_relation").get<std::string>());
-    // The former key (until the version after 0.x): the batch sampling the relation came from.
+    // The former key, written before "neighbouring_relation" and read for one more version: the
+    // batch sampling the relation came from.
     const std::string sampling = state.at("sampling").get<std::string>();
     if (sampling == "without-replacement") return NeighbouringRelation::kReplaceOne;
     return neighbouring_relation(require_accountable(parse_enum<BatchSampling>(sampling)));
