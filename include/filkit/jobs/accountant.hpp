@@ -66,7 +66,9 @@ void visit_fields(AccountantOptions& o, Visit&& visit) {
   visit("mechanism", o.mechanisms, "A further mechanism sample_rate,noise_multiplier,steps (repeatable)");
   visit("target_eps", o.target_eps, "Solve for the noise multiplier that reaches this eps");
   visit("accountant", o.accountant, "rdp (Renyi DP, orders) or pld (privacy loss distribution, tighter)");
-  visit("sampling", o.sampling, "poisson (add/remove one) or uniform (B of n without replacement; replace one)");
+  visit("sampling", o.sampling,
+        "poisson (add/remove one) or uniform (B of n without replacement; replace one); shuffle is refused: no "
+        "accountant covers it");
   visit("discretization", o.discretization, kDiscretizationHelp);
   visit("max_memory", o.max_memory,
         "Memory budget (e.g. 2G, 512M) of the PLD accountant's loss grids: a grid (with its FFT) that needs more is "
