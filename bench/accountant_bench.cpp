@@ -35,20 +35,20 @@ void BM_Rdp(benchmark::State& state) {
   account(state, [] { return std::make_unique<RdpAccountant>(); });
 }
 void BM_RdpWithoutReplacement(benchmark::State& state) {
-  account(state, [] { return std::make_unique<RdpAccountant>(rdp_orders(OrderGrid::kOpacus), Sampling::kWithoutReplacement); });
+  account(state, [] { return std::make_unique<RdpAccountant>(rdp_orders(OrderGrid::kOpacus), NeighbouringRelation::kReplaceOne); });
 }
 void BM_Pld(benchmark::State& state) {
   const double h = static_cast<double>(state.range(0)) * 1e-5;
-  account(state, [h] { return std::make_unique<PldAccountant>(Sampling::kPoisson, PldSettings{h}); });
+  account(state, [h] { return std::make_unique<PldAccountant>(NeighbouringRelation::kAddRemove, PldSettings{h}); });
 }
 void BM_PldWithoutReplacement(benchmark::State& state) {
-  account(state, [] { return std::make_unique<PldAccountant>(Sampling::kWithoutReplacement); });
+  account(state, [] { return std::make_unique<PldAccountant>(NeighbouringRelation::kReplaceOne); });
 }
 
 // The accountant's work with the old self-composition: both directions, 10^4 steps, eps.
-void by_squaring(benchmark::State& state, Sampling sampling) {
+void by_squaring(benchmark::State& state, NeighbouringRelation relation) {
   const PldSettings settings;
-  const double s = sampling == Sampling::kPoisson ? kSigma : kSigma / kReplaceOneSensitivity;
+  const double s = relation == NeighbouringRelation::kAddRemove ? kSigma : kSigma / kReplaceOneSensitivity;
   double eps = 0;
   for (auto _ : state) {
     eps = 0;
@@ -61,8 +61,8 @@ void by_squaring(benchmark::State& state, Sampling sampling) {
   }
   state.counters["eps"] = eps;
 }
-void BM_PldBySquaring(benchmark::State& state) { by_squaring(state, Sampling::kPoisson); }
-void BM_PldWithoutReplacementBySquaring(benchmark::State& state) { by_squaring(state, Sampling::kWithoutReplacement); }
+void BM_PldBySquaring(benchmark::State& state) { by_squaring(state, NeighbouringRelation::kAddRemove); }
+void BM_PldWithoutReplacementBySquaring(benchmark::State& state) { by_squaring(state, NeighbouringRelation::kReplaceOne); }
 
 BENCHMARK(BM_Rdp)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_RdpWithoutReplacement)->Unit(benchmark::kMillisecond);

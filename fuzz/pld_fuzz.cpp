@@ -1,6 +1,7 @@
-// The PLD accountant (src/privacy/pld_accountant.cpp) with the values a user gives it: the
-// settings (--discretization, the truncation mass), the steps' noise multipliers, sample rates and
-// counts, the delta or eps asked for, and a state dict to resume from.
+// The PLD accountant (src/privacy/pld_accountant.cpp, its mathematics in
+// privacy_loss_distribution.cpp) with the values a user gives it: the settings (--discretization,
+// the truncation mass), the steps' noise multipliers, sample rates and counts, the delta or eps
+// asked for, and a state dict to resume from.
 // Input: a mode byte, then text: whitespace-separated numbers h, truncation_mass, up to four
 // triples (noise_multiplier, sample_rate, steps), then delta and eps (any the text lacks keep a
 // default; strtod's spellings, inf and nan included); after a NUL, a JSON state dict. Mode bit 0:
@@ -52,9 +53,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   settings.discretization = at(0, 1e-2);
   settings.truncation_mass = at(1, 1e-15);
   settings.max_memory = kPldMemory;
-  const filkit::Sampling sampling = data[0] & 1 ? filkit::Sampling::kWithoutReplacement : filkit::Sampling::kPoisson;
+  const filkit::NeighbouringRelation relation = data[0] & 1 ? filkit::NeighbouringRelation::kReplaceOne : filkit::NeighbouringRelation::kAddRemove;
   std::optional<filkit::PldAccountant> accountant;
-  if (!filkit::fuzz::runs_or_rejects([&] { accountant.emplace(sampling, settings); })) return 0;
+  if (!filkit::fuzz::runs_or_rejects([&] { accountant.emplace(relation, settings); })) return 0;
   if (data[0] & 2) {
     const nlohmann::json state =
         nlohmann::json::parse(parts.size() > 1 ? parts[1] : std::string_view(), nullptr, /*allow_exceptions=*/false);
@@ -76,7 +77,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // What a resume gives: the same answers from the state dict.
   filkit::fuzz::runs_or_rejects([&] {
     const nlohmann::json state = accountant->state_dict();
-    filkit::PldAccountant resumed(sampling, settings);
+    filkit::PldAccountant resumed(relation, settings);
     resumed.load_state_dict(state);
     double before = 0, after = 0;
     if (filkit::fuzz::runs_or_rejects([&] { before = accountant->epsilon(delta); }) &&

@@ -213,7 +213,7 @@ def _bind(name, signature, args, kwargs):
 
 def _translate_former_names(name, kwargs, signature):
     """A renamed option's former keyword (q=, scale=, pixel_scale=) as its name, where the function
-    has the name and not the former one (subsampling_kappa's q is its own)."""
+    has the name and not the former one."""
     parameters = signature.parameters
     takes_any = any(p.kind is _inspect.Parameter.VAR_KEYWORD for p in parameters.values())
     for former, new in _filkit._renamed_options().items():

@@ -1,6 +1,7 @@
 """The RDP accountant of DP-SGD's sampled Gaussian mechanism in NumPy, for filkit.torch where the
 compiled module filkit._filkit did not load (filkit/_standalone.py). The C++ accountant
-(include/filkit/privacy/rdp_accountant.hpp, src/privacy/rdp_accountant.cpp) is the reference: this
+(include/filkit/privacy/sampled_gaussian_rdp.hpp, src/privacy/sampled_gaussian_rdp.cpp, and the accountant in
+rdp_accountant.hpp) is the reference: this
 one computes the same formulas (docs/accountants.md) in the same way, and
 python/tests/test_standalone.py compares the two to 1e-12.
 
@@ -19,7 +20,7 @@ import numpy as np
 
 MAX_ORDER = 1e6
 # The erfc series stops once its next term is below SERIES_TOLERANCE max(log A, SERIES_TINY_LOG_A)
-# in log A (rdp_accountant.cpp's kSeriesTolerance, kSeriesTinyLogA, kMaxSeriesTerms).
+# in log A (sampled_gaussian_rdp.cpp's kSeriesTolerance, kSeriesTinyLogA, kMaxSeriesTerms).
 SERIES_TOLERANCE = 1e-12
 SERIES_TINY_LOG_A = 1e-4
 MAX_SERIES_TERMS = 10_000_000
@@ -256,7 +257,7 @@ def _log_sub_scalar(a, b):
 
 
 def _signed_difference(b_log, b_negative, a_log, a_negative):
-    """b - a of two numbers given as log|x| and sign (rdp_accountant.cpp's signed_difference)."""
+    """b - a of two numbers given as log|x| and sign (sampled_gaussian_rdp.cpp's signed_difference)."""
     if a_negative != b_negative:
         return _log_add(a_log, b_log), b_negative
     if a_log == b_log:
@@ -404,8 +405,17 @@ class RdpAccountant:
     def sampling(self):
         return self._sampling
 
-    def compose(self, q, noise_multiplier, steps):
-        """Adds `steps` steps at rate q: rdp += steps r(alpha)."""
+    @property
+    def neighbouring_relation(self):
+        """'add-remove' (Poisson sampling) or 'replace-one' (without replacement)."""
+        return "add-remove" if self._sampling == "poisson" else "replace-one"
+
+    def compose(self, *, noise_multiplier, sample_rate=None, steps, q=None):
+        """Adds `steps` steps at sample rate q: rdp += steps r(alpha). Keywords only, in step()'s
+        order; q= is the sample rate's former keyword."""
+        if (sample_rate is None) == (q is None):
+            raise TypeError("compose(): give sample_rate (or its former keyword q), once")
+        q = sample_rate if q is None else q
         if not isinstance(steps, (int, np.integer)) or steps < 0:
             raise ValueError(f"steps = {steps!r} must be an integer >= 0")
         # Training steps repeat one (q, sigma): its curve is kept rather than summed again.
@@ -423,7 +433,7 @@ class RdpAccountant:
         """Records `steps` steps (noise multiplier sigma > 0 and finite, rate q in [0, 1])."""
         if not (noise_multiplier > 0 and math.isfinite(noise_multiplier)):
             raise ValueError(f"noise_multiplier (sigma) = {noise_multiplier!r} must be finite and > 0")
-        self.compose(sample_rate, noise_multiplier, steps)
+        self.compose(noise_multiplier=noise_multiplier, sample_rate=sample_rate, steps=steps)
 
     def get_privacy_spent(self, delta):
         return privacy_spent_from_rdp(self._orders, self._rdp, delta)

@@ -20,6 +20,16 @@ std::vector<double> orders_from(const py::object& orders) {
   return orders.cast<std::vector<double>>();
 }
 
+// An accountant's relation from the batch sampling its front end names ("poisson", "uniform").
+NeighbouringRelation relation_of_sampling(const std::string& sampling) {
+  return neighbouring_relation(require_accountable(parse_enum<BatchSampling>(sampling)));
+}
+
+// The batch sampling an accountant's relation comes from: its `sampling` property.
+std::string sampling_of(NeighbouringRelation relation) {
+  return relation == NeighbouringRelation::kAddRemove ? "poisson" : "uniform";
+}
+
 nlohmann::json json_from_python(const py::object& value) {
   return nlohmann::json::parse(py::module_::import("json").attr("dumps")(value).cast<std::string>());
 }
@@ -57,7 +67,8 @@ void bind_accounting(py::module_& m) {
           "noise_multiplier",
           [](const PrivacyAccountant& a, double target_eps, double delta, double sample_rate, std::int64_t steps) {
             return noise_multiplier_for_epsilon([&a] { return a.empty_like(); }, target_eps, delta, sample_rate,
-                                                steps);
+                                                steps)
+                .noise_multiplier;
           },
           py::arg("target_eps"), py::arg("delta"), py::arg("sample_rate"), py::arg("steps"),
           "The smallest noise multiplier (bisection, eps within 1e-4 of the target, never above it) for `steps` "
@@ -76,24 +87,34 @@ void bind_accounting(py::module_& m) {
       "RDP accountant of the sampled Gaussian mechanism (Mironov, Talwar, Zhang 2019; without replacement: Wang, "
       "Balle, Kasiviswanathan 2019); default orders are Opacus's.")
       .def(py::init([](const py::object& orders, const std::string& sampling) {
-             return RdpAccountant(orders_from(orders), parse_enum<Sampling>(sampling));
+             return RdpAccountant(orders_from(orders), relation_of_sampling(sampling));
            }),
            py::arg("orders") = py::none(), py::arg("sampling") = "poisson",
            "orders: None (Opacus's), 'opacus', 'tf-privacy' or a list; sampling: 'poisson' (add/remove) or "
            "'uniform' (fixed-size batches without replacement, replace-one)")
-      .def("compose", &RdpAccountant::compose, py::arg("q"), py::arg("noise_multiplier"), py::arg("steps"),
-           "Add `steps` steps of the sampled Gaussian mechanism with sampling rate q.")
+      .def("compose", &RdpAccountant::compose, py::kw_only(), py::arg("noise_multiplier"), py::arg("sample_rate"),
+           py::arg("steps"),
+           "Add `steps` steps of the sampled Gaussian mechanism (noise multiplier sigma >= 0, 0 giving eps = inf; "
+           "sample rate q in [0, 1]); keywords only, in step()'s order.")
+      .def(
+          "compose",
+          [](RdpAccountant& a, double q, double noise_multiplier, std::int64_t steps) {
+            a.compose(noise_multiplier, q, steps);
+          },
+          py::kw_only(), py::arg("q"), py::arg("noise_multiplier"), py::arg("steps"),
+          "The same with the sample rate under its former keyword q.")
       .def("get_privacy_spent", &RdpAccountant::get_privacy_spent, py::arg("delta"))
       .def_property_readonly("orders", &RdpAccountant::orders)
       .def_property_readonly("rdp", &RdpAccountant::rdp)
-      .def_property_readonly("sampling", [](const RdpAccountant& a) { return to_string(a.sampling()); });
+      .def_property_readonly("sampling", [](const RdpAccountant& a) { return sampling_of(a.relation()); })
+      .def_property_readonly("neighbouring_relation", [](const RdpAccountant& a) { return to_string(a.relation()); });
 
   py::class_<PldAccountant, PrivacyAccountant>(
       m, "PldAccountant",
       "Privacy loss distribution accountant of the sampled Gaussian mechanism (pessimistic connect-the-dots "
       "discretisation, composition by FFT): an upper bound on eps, tighter than RDP.")
       .def(py::init([](const std::string& sampling, double discretization, double truncation_mass) {
-             return PldAccountant(parse_enum<Sampling>(sampling), PldSettings{discretization, truncation_mass});
+             return PldAccountant(relation_of_sampling(sampling), PldSettings{discretization, truncation_mass});
            }),
            py::arg("sampling") = "poisson", py::arg("discretization") = PldSettings{}.discretization,
            py::arg("truncation_mass") = PldSettings{}.truncation_mass,
@@ -101,20 +122,22 @@ void bind_accounting(py::module_& m) {
            "mass cut (pessimistically) per discretisation and composition")
       .def_property_readonly("infinity_mass", &PldAccountant::infinity_mass,
                              "The mass at infinite loss (truncation), which every delta includes.")
-      .def_property_readonly("sampling", [](const PldAccountant& a) { return to_string(a.sampling()); })
+      .def_property_readonly("sampling", [](const PldAccountant& a) { return sampling_of(a.relation()); })
+      .def_property_readonly("neighbouring_relation", [](const PldAccountant& a) { return to_string(a.relation()); })
       .def_property_readonly("discretization", [](const PldAccountant& a) { return a.settings().discretization; });
 
   m.def(
       "subsampled_gaussian_rdp",
-      [](double q, double noise_multiplier, const py::object& orders) {
-        return subsampled_gaussian_rdp(q, noise_multiplier, orders_from(orders));
+      [](double sample_rate, double noise_multiplier, const py::object& orders) {
+        return subsampled_gaussian_rdp(noise_multiplier, sample_rate, orders_from(orders));
       },
-      py::arg("q"), py::arg("noise_multiplier"), py::arg("orders") = py::none(),
-      "RDP of one step of the sampled Gaussian mechanism at each order.");
+      py::arg("sample_rate"), py::arg("noise_multiplier"), py::arg("orders") = py::none(),
+      "RDP of one step of the sampled Gaussian mechanism at each order (positional order as before: sample_rate, "
+      "noise_multiplier; q= is read as sample_rate=).");
   // What dpsgd's summaries say about the accounting, for filkit.torch's summary (one wording).
   m.def(
       "neighbouring_relation",
-      [](const std::string& sampling) { return neighbouring_relation(parse_enum<Sampling>(sampling)); },
+      [](const std::string& sampling) { return describe(relation_of_sampling(sampling)); },
       py::arg("sampling"), "The neighbouring relation a sampling ('poisson' or 'uniform') is accounted under.");
   m.def(
       "sampling_note",
@@ -129,17 +152,16 @@ void bind_accounting(py::module_& m) {
         py::arg("grid") = "opacus");
   m.def(
       "noise_multiplier_for_epsilon",
-      [](double target_eps, double delta, double q, std::int64_t steps, const py::object& orders) {
-        NoiseSearchOptions options;
-        options.target_eps = target_eps;
-        options.delta = delta;
-        options.q = q;
-        options.steps = steps;
-        options.orders = orders_from(orders);
-        const NoiseSearchResult result = noise_multiplier_for_epsilon(options);
-        return py::make_tuple(result.noise_multiplier, result.privacy);
+      [](double target_eps, double delta, double sample_rate, std::int64_t steps, const py::object& orders) {
+        const RdpAccountant empty(orders_from(orders));
+        const double sigma = noise_multiplier_for_epsilon([&empty] { return empty.empty_like(); }, target_eps, delta,
+                                                          sample_rate, steps)
+                                 .noise_multiplier;
+        RdpAccountant found(empty.orders());
+        found.step(sigma, sample_rate, steps);
+        return py::make_tuple(sigma, found.get_privacy_spent(delta));
       },
-      py::arg("target_eps"), py::arg("delta"), py::arg("q"), py::arg("steps"), py::arg("orders") = py::none(),
+      py::arg("target_eps"), py::arg("delta"), py::arg("sample_rate"), py::arg("steps"), py::arg("orders") = py::none(),
       "The smallest noise multiplier (by bisection) whose eps does not exceed the target: (sigma, PrivacySpent).");
 }
 

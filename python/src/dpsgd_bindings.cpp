@@ -159,7 +159,7 @@ void bind_dpsgd(py::module_& m) {
       "the reconstruction paper's Algorithm 1, on given datasets. Keyword options: those of filkit.run('dpsgd') "
       "without the data options (filkit.defaults('dpsgd') lists them), threads and quiet. Returns (result, summary "
       "dict).");
-  m.def("subsampling_kappa", &subsampling_kappa, py::arg("q"), py::arg("noise_multiplier"), py::arg("delta"));
+  m.def("subsampling_kappa", &subsampling_kappa, py::arg("sample_rate"), py::arg("noise_multiplier"), py::arg("delta"));
   m.def("networks_available", &networks_available, "Whether the LibTorch plugin (libfilkit_torch.so) loads, so that the mlp and cnn networks can be used.");
 
   py::class_<Network>(m, "Network",

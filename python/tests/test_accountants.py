@@ -116,7 +116,7 @@ def test_noise_multiplier_for_a_target_epsilon(make):
 
 def test_rdp_noise_search_agrees_with_the_module_function():
     sigma = filkit.RdpAccountant().noise_multiplier(2.0, 1e-5, 0.01, 1000)
-    reference, _ = filkit.noise_multiplier_for_epsilon(target_eps=2.0, delta=1e-5, q=0.01, steps=1000)
+    reference, _ = filkit.noise_multiplier_for_epsilon(target_eps=2.0, delta=1e-5, sample_rate=0.01, steps=1000)
     assert sigma == pytest.approx(reference, rel=1e-3)
 
 

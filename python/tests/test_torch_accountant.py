@@ -342,7 +342,7 @@ def test_soft_clip_bound_kappa_and_rdp_are_filkits():
     assert acc.rdp([2.0])[0] == pytest.approx(rdp["order2_eps"], rel=1e-12)
     # Section 7.10's check value through the same accountant: q = 0.04, sigma_eff = 1.5, 2250 steps.
     spent = filkit.RdpAccountant()
-    spent.compose(0.04, 1.5, 2250)
+    spent.compose(noise_multiplier=1.5, sample_rate=0.04, steps=2250)
     assert spent.get_privacy_spent(1e-5).eps == pytest.approx(7.32911, abs=5e-6)
     hard = FilAccountant(nn.Linear(d, 2).double(), loss_fn=F.cross_entropy, clip_norm=1.0, noise_multiplier=SIGMA,
                          sample_rate=0.25, clipping="hard", kappa_delta=1e-5)

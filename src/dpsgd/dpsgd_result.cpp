@@ -149,18 +149,17 @@ const char* sampling_note(BatchSampling sampling) {
              : nullptr;
 }
 
-Sampling accounted_sampling(BatchSampling sampling) {
-  return sampling == BatchSampling::kUniform ? Sampling::kWithoutReplacement : Sampling::kPoisson;
+BatchSampling accounted_sampling(BatchSampling sampling) {
+  return sampling == BatchSampling::kShuffle ? BatchSampling::kPoisson : sampling;
 }
 
 nlohmann::json accounting_summary(const DpSgdOptions& options) {
-  const Sampling sampling = accounted_sampling(options.sampling);
   const char* note = sampling_note(options.sampling);
   return {{"accountant", to_string(options.accountant)},
           {"discretization", options.accountant == AccountantKind::kPld ? nlohmann::json(options.discretization)
                                                                           : nlohmann::json(nullptr)},
-          {"sampling", to_string(sampling)},
-          {"neighbouring_relation", neighbouring_relation(sampling)},
+          {"sampling", to_string(accounted_sampling(options.sampling))},
+          {"neighbouring_relation", describe(neighbouring_relation(options.sampling))},
           {"delta", options.rdp_delta},
           {"noise_multiplier", options.noise_multiplier},
           {"effective_noise_multiplier", rdp_noise_multiplier(options.noise_multiplier)},

@@ -54,19 +54,19 @@ namespace {
 
 // The snapshot's privacy: the RDP curve always, and eps by the accountant the options name, both
 // for the sampler's neighbouring relation and the smooth clip's noise multiplier sigma / 1.11524.
-void account_snapshot(DpSgdSnapshot& snapshot, const DpSgdOptions& options, double q) {
-  const Sampling sampling = accounted_sampling(options.sampling);
+void account_snapshot(DpSgdSnapshot& snapshot, const DpSgdOptions& options, double sample_rate) {
+  const NeighbouringRelation relation = neighbouring_relation(options.sampling);
   const double sigma = rdp_noise_multiplier(options.noise_multiplier);
-  RdpAccountant rdp(rdp_orders(OrderGrid::kOpacus), sampling);
-  rdp.step(sigma, q, snapshot.step);
+  RdpAccountant rdp(rdp_orders(OrderGrid::kOpacus), relation);
+  rdp.step(sigma, sample_rate, snapshot.step);
   snapshot.privacy = rdp.get_privacy_spent(options.rdp_delta);
-  RdpAccountant order2({2.0}, sampling);
-  order2.step(sigma, q, snapshot.step);
+  RdpAccountant order2({2.0}, relation);
+  order2.step(sigma, sample_rate, snapshot.step);
   snapshot.rdp_order2 = order2.rdp()[0];
   snapshot.epsilon = snapshot.privacy.eps;
   if (options.accountant == AccountantKind::kPld) {
-    PldAccountant pld(sampling, PldSettings{options.discretization});
-    pld.step(sigma, q, snapshot.step);
+    PldAccountant pld(relation, PldSettings{options.discretization});
+    pld.step(sigma, sample_rate, snapshot.step);
     snapshot.epsilon = pld.epsilon(options.rdp_delta);
     snapshot.pld_infinity_mass = pld.infinity_mass();
   }

@@ -77,11 +77,11 @@ std::vector<Mechanism> parse_mechanisms(const std::vector<std::string>& texts) {
 }
 
 bool has_single_mechanism(const AccountantOptions& options) {
-  return options.q || options.batch_size || options.n || options.noise_multiplier || options.steps || options.epochs;
+  return options.sample_rate || options.batch_size || options.n || options.noise_multiplier || options.steps || options.epochs;
 }
 
-double sampling_rate(const AccountantOptions& options) {
-  if (options.q) return *options.q;
+double sample_rate_of(const AccountantOptions& options) {
+  if (options.sample_rate) return *options.sample_rate;
   if (*options.batch_size < 1 || *options.batch_size > *options.n) {
     option_error("batch_size", std::to_string(*options.batch_size),
                  "must be in [1, " + option_name("n") + " = " + std::to_string(*options.n) + "]");
@@ -93,7 +93,7 @@ double sampling_rate(const AccountantOptions& options) {
 // that integer: the binary rounding of q could otherwise turn 15 / 0.0025 into 6001 steps.
 std::int64_t steps_from_epochs(const AccountantOptions& options) {
   require_positive("epochs", *options.epochs);
-  const double steps = options.q ? *options.epochs / *options.q
+  const double steps = options.sample_rate ? *options.epochs / *options.sample_rate
                                  : *options.epochs * static_cast<double>(*options.n) /
                                        static_cast<double>(*options.batch_size);
   // Beyond 1e15 steps no accounting is meaningful, and beyond 2^63 the count does not fit.
@@ -109,7 +109,7 @@ std::int64_t step_count(const AccountantOptions& options) {
 
 std::vector<Mechanism> mechanisms(const AccountantOptions& options) {
   std::vector<Mechanism> all;
-  if (has_single_mechanism(options)) all.push_back({sampling_rate(options), *options.noise_multiplier, step_count(options)});
+  if (has_single_mechanism(options)) all.push_back({sample_rate_of(options), *options.noise_multiplier, step_count(options)});
   for (const Mechanism& further : parse_mechanisms(options.mechanisms)) all.push_back(further);
   return all;
 }
@@ -130,7 +130,7 @@ nlohmann::json json_result(const std::vector<Mechanism>& composed,
                            const PrivacySpent& spent) {
   nlohmann::json mechanisms_json = nlohmann::json::array();
   for (const Mechanism& m : composed) {
-    mechanisms_json.push_back({{"q", m.q}, {"noise_multiplier", json_number(m.noise_multiplier)}, {"steps", m.steps}});
+    mechanisms_json.push_back({{"q", m.sample_rate}, {"noise_multiplier", json_number(m.noise_multiplier)}, {"steps", m.steps}});
   }
   return {{"mechanisms", mechanisms_json},
           {"eps", json_number(spent.eps)},
@@ -149,7 +149,7 @@ std::string short_number(double value) {
 
 void print_mechanisms(std::ostream& out, const std::vector<Mechanism>& composed) {
   for (std::size_t k = 0; k < composed.size(); ++k) {
-    out << "  mechanism " << k + 1 << ": q = " << short_number(composed[k].q)
+    out << "  mechanism " << k + 1 << ": q = " << short_number(composed[k].sample_rate)
               << ", noise multiplier = " << short_number(composed[k].noise_multiplier) << ", steps = " << composed[k].steps
               << "\n";
   }
@@ -171,7 +171,7 @@ void AccountantOptions::validate() const {
   const OptionName Q = option_name("sample_rate"), B = option_name("batch_size"), N = option_name("n"),
                    noise = option_name("noise_multiplier"), T = option_name("steps"), E = option_name("epochs"),
                    mechanism = option_name("mechanism");
-  if (q && (batch_size || n)) option_error("sample_rate", "give either " + Q + " or " + B + " with " + N + ", not both");
+  if (sample_rate && (batch_size || n)) option_error("sample_rate", "give either " + Q + " or " + B + " with " + N + ", not both");
   if (batch_size.has_value() != n.has_value())
     option_error(batch_size ? "batch_size" : "n", B + " and " + N + " go together");
   if (steps && epochs) option_error("steps", "give either " + T + " or " + E + ", not both");
@@ -186,12 +186,13 @@ void AccountantOptions::validate() const {
     option_error("noise_multiplier", "is required (or " + option_name("target_eps") + " to solve for it)");
   }
   const bool needs_single = target_eps || has_single_mechanism(*this);
-  if (needs_single && !q && !batch_size) option_error("sample_rate", "give " + Q + ", or " + B + " with " + N);
+  if (needs_single && !sample_rate && !batch_size) option_error("sample_rate", "give " + Q + ", or " + B + " with " + N);
   if (needs_single && !steps && !epochs) option_error("steps", "give " + T + " or " + E);
   if (!needs_single && mechanisms.empty())
     option_error("mechanism", "nothing to account: give " + Q + ", " + noise + " and " + T + ", or " + mechanism +
                                   " sample_rate,noise_multiplier,steps");
   if (orders.empty()) option_error("orders", "must not be empty");
+  require_accountable(sampling);
   PldSettings{discretization}.validate();
   if (curve_points) require_in_range("curve_points", *curve_points, 0, 1000);
 }
@@ -199,8 +200,9 @@ void AccountantOptions::validate() const {
 namespace {
 
 std::unique_ptr<PrivacyAccountant> make_accountant(const AccountantOptions& options, const std::vector<double>& orders) {
-  if (options.accountant == AccountantKind::kRdp) return std::make_unique<RdpAccountant>(orders, options.sampling);
-  return std::make_unique<PldAccountant>(options.sampling, PldSettings{.discretization = options.discretization,
+  const NeighbouringRelation relation = neighbouring_relation(options.sampling);
+  if (options.accountant == AccountantKind::kRdp) return std::make_unique<RdpAccountant>(orders, relation);
+  return std::make_unique<PldAccountant>(relation, PldSettings{.discretization = options.discretization,
                                                                         .max_memory = options.max_memory});
 }
 
@@ -214,11 +216,11 @@ PrivacySpent spent_of(const PrivacyAccountant& accountant, double delta) {
   return spent;
 }
 
-// eps of one mechanism (q, noise multiplier, steps) by the options' accountant, at their delta.
+// eps of one mechanism (sample rate, noise multiplier, steps) by the options' accountant, at their delta.
 double eps_of(const AccountantOptions& options, const std::vector<double>& orders, const Mechanism& m) {
   const std::unique_ptr<PrivacyAccountant> accountant = make_accountant(options, orders);
-  if (auto* rdp = dynamic_cast<RdpAccountant*>(accountant.get())) rdp->compose(m.q, m.noise_multiplier, m.steps);
-  else accountant->step(m.noise_multiplier, m.q, m.steps);
+  if (auto* rdp = dynamic_cast<RdpAccountant*>(accountant.get())) rdp->compose(m.noise_multiplier, m.sample_rate, m.steps);
+  else accountant->step(m.noise_multiplier, m.sample_rate, m.steps);
   return accountant->epsilon(options.delta);
 }
 
@@ -241,11 +243,11 @@ void add_eps_curves(const AccountantOptions& options, const std::vector<double>&
     for (double t : log_grid(1.0, 2.0 * static_cast<double>(m.steps), points, static_cast<double>(m.steps)))
       if (const auto rounded = static_cast<std::int64_t>(std::llround(t)); steps.empty() || rounded != steps.back())
         steps.push_back(rounded);
-    for (std::int64_t t : steps) result.eps_by_steps.push_back({static_cast<double>(t), eps_of(options, orders, {m.q, m.noise_multiplier, t})});
+    for (std::int64_t t : steps) result.eps_by_steps.push_back({static_cast<double>(t), eps_of(options, orders, {m.sample_rate, m.noise_multiplier, t})});
   }
   if (m.noise_multiplier > 0 && std::isfinite(m.noise_multiplier))
     for (double sigma : log_grid(m.noise_multiplier / 4, m.noise_multiplier * 4, points, m.noise_multiplier))
-      result.eps_by_noise_multiplier.push_back({sigma, eps_of(options, orders, {m.q, sigma, m.steps})});
+      result.eps_by_noise_multiplier.push_back({sigma, eps_of(options, orders, {m.sample_rate, sigma, m.steps})});
 }
 
 }  // namespace
@@ -259,30 +261,21 @@ AccountantJobResult run_accountant(const AccountantOptions& options, bool, bool 
   const std::vector<double> orders = parse_orders(options.orders);
   std::unique_ptr<PrivacyAccountant> accountant = make_accountant(options, orders);
   if (options.target_eps) {
-    const double q = sampling_rate(options);
+    const double sample_rate = sample_rate_of(options);
     const std::int64_t steps = step_count(options);
-    double noise_multiplier = 0.0;
-    if (options.accountant == AccountantKind::kRdp && options.sampling == Sampling::kPoisson) {
-      NoiseSearchOptions search;
-      search.target_eps = *options.target_eps;
-      search.delta = options.delta;
-      search.q = q;
-      search.steps = steps;
-      search.orders = orders;
-      noise_multiplier = noise_multiplier_for_epsilon(search).noise_multiplier;
-    } else {
-      noise_multiplier = noise_multiplier_for_epsilon([&] { return make_accountant(options, orders); },
-                                                      *options.target_eps, options.delta, q, steps);
-    }
-    result.mechanisms.push_back({q, noise_multiplier, steps});
+    const double noise_multiplier =
+        noise_multiplier_for_epsilon([&] { return make_accountant(options, orders); }, *options.target_eps,
+                                     options.delta, sample_rate, steps)
+            .noise_multiplier;
+    result.mechanisms.push_back({sample_rate, noise_multiplier, steps});
   } else {
     result.mechanisms = mechanisms(options);
   }
   auto* rdp = dynamic_cast<RdpAccountant*>(accountant.get());
   for (const Mechanism& m : result.mechanisms) {
     // compose() keeps sigma = 0 (eps = inf) for the RDP accountant, as before.
-    if (rdp) rdp->compose(m.q, m.noise_multiplier, m.steps);
-    else accountant->step(m.noise_multiplier, m.q, m.steps);
+    if (rdp) rdp->compose(m.noise_multiplier, m.sample_rate, m.steps);
+    else accountant->step(m.noise_multiplier, m.sample_rate, m.steps);
   }
   result.spent = spent_of(*accountant, options.delta);
   if (const auto* pld = dynamic_cast<const PldAccountant*>(accountant.get())) result.infinity_mass = pld->infinity_mass();
@@ -302,7 +295,7 @@ nlohmann::json AccountantJobResult::to_json() const {
   json["settings"] = settings_json(options);
   if (options.target_eps) json["noise_multiplier"] = mechanisms.front().noise_multiplier;
   json["accountant"] = to_string(options.accountant);
-  json["neighbouring_relation"] = neighbouring_relation(options.sampling);
+  json["neighbouring_relation"] = describe(neighbouring_relation(options.sampling));
   json["description"] = description;
   const auto curve = [](const std::vector<std::pair<double, double>>& points, const char* x) {
     nlohmann::json xs = nlohmann::json::array(), eps = nlohmann::json::array();
@@ -337,7 +330,7 @@ std::string AccountantJobResult::table_file() const {
 void AccountantJobResult::print_summary(std::ostream& out) const {
   if (options.accountant == AccountantKind::kRdp) {
     print_spent(out, mechanisms, spent, options.orders);
-    out << "neighbouring relation: " << neighbouring_relation(options.sampling) << "\n";
+    out << "neighbouring relation: " << describe(neighbouring_relation(options.sampling)) << "\n";
   } else {
     out << description << ", delta = " << short_number(spent.delta) << "\n";
     print_mechanisms(out, mechanisms);

@@ -161,7 +161,7 @@ namespace {
 void print_accounting(std::ostream& out, const DpSgdOptions& d) {
   out << "  eps at delta = " << format_double(d.rdp_delta) << ": " << to_string(d.accountant) << " accountant";
   if (d.accountant == AccountantKind::kPld) out << " (loss grid h = " << format_double(d.discretization) << ")";
-  out << ", " << neighbouring_relation(accounted_sampling(d.sampling)) << ", effective noise multiplier "
+  out << ", " << describe(neighbouring_relation(d.sampling)) << ", effective noise multiplier "
       << format_double(rdp_noise_multiplier(d.noise_multiplier)) << " = " << format_double(d.noise_multiplier) << " / "
       << format_double(soft_clip_norm_bound()) << " (" << kEffectiveNoiseMultiplierReason << ")\n";
   if (const char* note = sampling_note(d.sampling)) out << "  note: " << note << "\n";

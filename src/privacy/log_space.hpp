@@ -1,4 +1,5 @@
-// Arithmetic in log space, shared by the accountants (rdp_accountant.cpp, pld_accountant.cpp).
+// Arithmetic in log space, shared by the accountants' mathematics (sampled_gaussian_rdp.cpp,
+// privacy_loss_distribution.cpp).
 #pragma once
 
 #include <cmath>

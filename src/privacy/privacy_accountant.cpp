@@ -51,12 +51,6 @@ Bracket bracket_target(const std::function<double(double)>& eps_of, double targe
 
 }  // namespace
 
-std::string neighbouring_relation(Sampling sampling) {
-  return sampling == Sampling::kPoisson
-             ? "add/remove one example (Poisson sampling)"
-             : "replace one example (fixed-size batches without replacement; sensitivity 2C)";
-}
-
 void validate_event(const AccountantEvent& event) {
   require_positive("noise_multiplier", event.noise_multiplier);
   require_in_interval("sample_rate", event.sample_rate, 0.0, End::kClosed, 1.0, End::kClosed);
@@ -86,6 +80,24 @@ nlohmann::json PrivacyAccountant::history_json() const {
   return events;
 }
 
+void PrivacyAccountant::require_reachable(double, double) const {}
+
+NeighbouringRelation PrivacyAccountant::relation_from_json(const nlohmann::json& state) {
+  try {
+    if (state.contains("neighbouring_relation"))
+      return parse_enum<NeighbouringRelation>(state.at("neighbouring_relation").get<std::string>());
+    // The former key, written before "neighbouring_relation" and read for one more version: the
+    // batch sampling the relation came from.
+    const std::string sampling = state.at("sampling").get<std::string>();
+    if (sampling == "without-replacement") return NeighbouringRelation::kReplaceOne;
+    return neighbouring_relation(require_accountable(parse_enum<BatchSampling>(sampling)));
+  } catch (const nlohmann::json::exception& error) {
+    throw DataError(std::string("accountant state: ") + error.what());
+  } catch (const OptionError& error) {
+    throw DataError(std::string("accountant state: ") + error.what());
+  }
+}
+
 std::vector<AccountantEvent> PrivacyAccountant::history_from_json(const nlohmann::json& state) {
   if (!state.is_object() || !state.contains("history") || !state["history"].is_array()) {
     throw DataError("accountant state: expected an object with a \"history\" array");
@@ -106,39 +118,19 @@ std::vector<AccountantEvent> PrivacyAccountant::history_from_json(const nlohmann
   return events;
 }
 
-NoiseMultiplierSearch search_noise_multiplier(const std::function<double(double)>& eps_of_noise_multiplier,
-                                              double target_eps, double max_noise_multiplier, double eps_tolerance) {
+NoiseMultiplierSearch noise_multiplier_for_epsilon(const std::function<std::unique_ptr<PrivacyAccountant>()>& make,
+                                                   double target_eps, double delta, double sample_rate,
+                                                   std::int64_t steps, double max_noise_multiplier,
+                                                   double eps_tolerance) {
   require_positive("target_eps", target_eps);
-  require_positive("max_noise_multiplier", max_noise_multiplier);
-  require_in_interval("eps_tolerance", eps_tolerance, 0.0, End::kOpen, 1.0, End::kOpen);
-  int evaluations = 0;
-  Bracket bracket = bracket_target(eps_of_noise_multiplier, target_eps, max_noise_multiplier, evaluations);
-  while (target_eps - bracket.eps_high > eps_tolerance * target_eps) {
-    const double middle = 0.5 * (bracket.low + bracket.high);
-    if (middle <= bracket.low || middle >= bracket.high) {
-      throw NumericalError("noise search bracket [" + shown_value(bracket.low) + ", " + shown_value(bracket.high) +
-                           "] collapsed before eps reached the tolerance");
-    }
-    ++evaluations;
-    const double eps_middle = eps_of_noise_multiplier(middle);
-    if (eps_middle <= target_eps) {
-      bracket.high = middle;
-      bracket.eps_high = eps_middle;
-    } else {
-      bracket.low = middle;
-    }
-  }
-  return {bracket.high, evaluations};
-}
-
-double noise_multiplier_for_epsilon(const std::function<std::unique_ptr<PrivacyAccountant>()>& make,
-                                    double target_eps, double delta, double sample_rate, std::int64_t steps,
-                                    double max_noise_multiplier, double eps_tolerance) {
   validate_delta(delta);
   if (!(sample_rate > 0 && sample_rate <= 1))
     option_error("sample_rate", shown_value(sample_rate),
                  "must lie in (0, 1] for a noise search (q = 0 needs no noise)");
   require_positive("steps", steps);
+  require_positive("max_noise_multiplier", max_noise_multiplier);
+  require_in_interval("eps_tolerance", eps_tolerance, 0.0, End::kOpen, 1.0, End::kOpen);
+  make()->require_reachable(target_eps, delta);
   const auto eps_of = [&](double sigma) {
     std::unique_ptr<PrivacyAccountant> accountant = make();
     accountant->step(sigma, sample_rate, steps);
@@ -152,7 +144,24 @@ double noise_multiplier_for_epsilon(const std::function<std::unique_ptr<PrivacyA
                                                      "resolves; use the RDP accountant, or a coarser discretization");
     }
   };
-  return search_noise_multiplier(eps_of, target_eps, max_noise_multiplier, eps_tolerance).noise_multiplier;
+  int evaluations = 0;
+  Bracket bracket = bracket_target(eps_of, target_eps, max_noise_multiplier, evaluations);
+  while (target_eps - bracket.eps_high > eps_tolerance * target_eps) {
+    const double middle = 0.5 * (bracket.low + bracket.high);
+    if (middle <= bracket.low || middle >= bracket.high) {
+      throw NumericalError("noise search bracket [" + shown_value(bracket.low) + ", " + shown_value(bracket.high) +
+                           "] collapsed before eps reached the tolerance");
+    }
+    ++evaluations;
+    const double eps_middle = eps_of(middle);
+    if (eps_middle <= target_eps) {
+      bracket.high = middle;
+      bracket.eps_high = eps_middle;
+    } else {
+      bracket.low = middle;
+    }
+  }
+  return {bracket.high, evaluations};
 }
 
 }  // namespace filkit

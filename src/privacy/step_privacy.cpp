@@ -20,10 +20,11 @@ const char* const kEffectiveNoiseMultiplierReason =
     "the smooth (GELU) clip bounds a clipped gradient's norm by 1.11524 C, not C, so the noise sigma C is "
     "sigma / 1.11524 per unit of sensitivity";
 
-double subsampling_kappa(double q, double noise_multiplier, double delta) {
-  require_in_interval("q", q, 0.0, End::kOpen, 1.0, End::kClosed);
+double subsampling_kappa(double sample_rate, double noise_multiplier, double delta) {
+  require_in_interval("sample_rate", sample_rate, 0.0, End::kOpen, 1.0, End::kClosed);
   require_positive("noise_multiplier", noise_multiplier);
   require_in_interval("delta", delta, 0.0, End::kOpen, 1.0, End::kOpen);
+  const double q = sample_rate;
   return q / (q + (1.0 - q) * std::exp(-step_epsilon(noise_multiplier, delta)));
 }
 

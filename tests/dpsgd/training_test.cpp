@@ -58,14 +58,14 @@ TEST(DpSgd, ReportsTheRdpOfTheSameRunWithTheGeluClipSensitivity) {
     EXPECT_NEAR(c.rdp_order2, order2, 1e-12 * order2);
     EXPECT_NEAR(c.rdp_mse_bound(), 1.0 / (4.0 * std::expm1(order2)), 1e-12);
     RdpAccountant reference;
-    reference.compose(0.2, s, c.step);
+    reference.compose(s, 0.2, c.step);
     EXPECT_DOUBLE_EQ(c.privacy.eps, reference.get_privacy_spent(1e-5).eps);
     EXPECT_EQ(c.epsilon, c.privacy.eps) << "the RDP accountant is the default";
   }
   EXPECT_LT(result.snapshots[0].privacy.eps, result.snapshots[1].privacy.eps);
   // The unscaled noise multiplier would understate the privacy loss.
   RdpAccountant unscaled;
-  unscaled.compose(0.2, options.noise_multiplier, options.steps);
+  unscaled.compose(options.noise_multiplier, 0.2, options.steps);
   EXPECT_LT(unscaled.get_privacy_spent(1e-5).eps, result.final_snapshot().privacy.eps);
 }
 
@@ -81,10 +81,10 @@ TEST(DpSgd, AccountsFixedSizeBatchesWithoutReplacementAndThePldOnRequest) {
   const double inverse = 4 / (s * s);
   const double order2 = 60 * std::log1p(0.2 * 0.2 * std::min(4 * std::expm1(inverse), 2 * std::exp(inverse)));
   EXPECT_NEAR(c.rdp_order2, order2, 1e-12 * order2);
-  RdpAccountant rdp(rdp_orders(OrderGrid::kOpacus), Sampling::kWithoutReplacement);
+  RdpAccountant rdp(rdp_orders(OrderGrid::kOpacus), NeighbouringRelation::kReplaceOne);
   rdp.step(s, 0.2, 60);
   EXPECT_DOUBLE_EQ(c.privacy.eps, rdp.epsilon(1e-5));
-  PldAccountant pld(Sampling::kWithoutReplacement);
+  PldAccountant pld(NeighbouringRelation::kReplaceOne);
   pld.step(s, 0.2, 60);
   EXPECT_DOUBLE_EQ(c.epsilon, pld.epsilon(1e-5));
   EXPECT_LT(c.epsilon, c.privacy.eps) << "the PLD is the tighter bound";
@@ -97,7 +97,7 @@ TEST(DpSgd, AccountsFixedSizeBatchesWithoutReplacementAndThePldOnRequest) {
   // accountant with that spacing.
   options.discretization = 1e-2;
   const DpSgdSnapshot coarse = train_dpsgd(train, Dataset(), options).final_snapshot();
-  PldAccountant coarse_pld(Sampling::kWithoutReplacement, PldSettings{1e-2});
+  PldAccountant coarse_pld(NeighbouringRelation::kReplaceOne, PldSettings{1e-2});
   coarse_pld.step(s, 0.2, 60);
   EXPECT_DOUBLE_EQ(coarse.epsilon, coarse_pld.epsilon(1e-5));
   EXPECT_GT(coarse.epsilon, c.epsilon);

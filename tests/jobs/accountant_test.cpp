@@ -43,7 +43,7 @@ std::string read_text(const std::string& path) {
 
 AccountantCase opacus_check_case(const std::string& json_path) {
   AccountantCase options;
-  options.q = 0.04;
+  options.sample_rate = 0.04;
   options.noise_multiplier = 1.5;
   options.steps = 2250;
   options.json_path = json_path;
@@ -67,7 +67,7 @@ TEST(AccountantCli, WritesJsonWithInputsEpsilonAndRdpCurve) {
   EXPECT_EQ(out["optimal_order_status"], "interior");
   EXPECT_EQ(out["warning"], "");
   EXPECT_EQ(out["orders"].get<std::vector<double>>(), rdp_orders(OrderGrid::kOpacus));
-  const std::vector<double> step_rdp = subsampled_gaussian_rdp(0.04, 1.5, rdp_orders(OrderGrid::kOpacus));
+  const std::vector<double> step_rdp = subsampled_gaussian_rdp(1.5, 0.04, rdp_orders(OrderGrid::kOpacus));
   const std::vector<double> rdp = out["rdp"].get<std::vector<double>>();
   ASSERT_EQ(rdp.size(), step_rdp.size());
   for (std::size_t k = 0; k < rdp.size(); ++k) EXPECT_DOUBLE_EQ(rdp[k], 2250 * step_rdp[k]);
@@ -90,7 +90,7 @@ TEST(AccountantCli, DerivesStepsFromEpochsBatchSizeAndDatasetSize) {
   // The same through --q, whose binary rounding must not add a step.
   options.batch_size.reset();
   options.n.reset();
-  options.q = 0.0025;
+  options.sample_rate = 0.0025;
   run_accountant(options);
   EXPECT_EQ(read_json(options.json_path)["mechanisms"][0]["steps"], 6000);
 }
@@ -124,7 +124,7 @@ TEST(AccountantCli, ReadsMechanismsSplitIntoSingleNumbers) {
 TEST(AccountantCli, SolvesForTheNoiseMultiplier) {
   testing::TempDir dir;
   AccountantCase options;
-  options.q = 0.01;
+  options.sample_rate = 0.01;
   options.steps = 1000;
   options.target_eps = 1.0;
   options.json_path = dir.file("out.json");
@@ -134,7 +134,7 @@ TEST(AccountantCli, SolvesForTheNoiseMultiplier) {
   EXPECT_EQ(out["mechanisms"][0]["noise_multiplier"], sigma);
   EXPECT_EQ(out["settings"]["target_eps"], 1.0);
   RdpAccountant check;
-  check.compose(0.01, sigma, 1000);
+  check.compose(sigma, 0.01, 1000);
   const double eps = check.get_privacy_spent(1e-5).eps;
   EXPECT_EQ(out["eps"].get<double>(), eps);
   EXPECT_LE(eps, 1.0);
@@ -177,9 +177,10 @@ TEST(AccountantCli, RejectsContradictoryOrMalformedFlags) {
   expect_rejected([](AccountantCase& o) { o.orders = "2,x"; }, "orders");
   expect_rejected([](AccountantCase& o) { o.orders = "renyi"; }, "renyi");
   expect_rejected([](AccountantCase& o) { o.orders = "0.5,2"; }, "orders[0]");
-  expect_rejected([](AccountantCase& o) { o.q = 1.5; }, "q");
+  expect_rejected([](AccountantCase& o) { o.sample_rate = 1.5; }, "sample_rate");
   expect_rejected([](AccountantCase& o) { o.delta = 0; }, "delta");
-  expect_rejected([](AccountantCase& o) { o.q.reset(); o.batch_size = 200; o.n = 100; }, "batch_size");
+  expect_rejected([](AccountantCase& o) { o.sampling = BatchSampling::kShuffle; }, "no accountant covers shuffled epochs");
+  expect_rejected([](AccountantCase& o) { o.sample_rate.reset(); o.batch_size = 200; o.n = 100; }, "batch_size");
 }
 
 TEST(AccountantCli, PldAndSamplingWithoutReplacement) {
@@ -194,18 +195,18 @@ TEST(AccountantCli, PldAndSamplingWithoutReplacement) {
   EXPECT_EQ(out["discretization"], 1e-3);
   EXPECT_NE(out["neighbouring_relation"].get<std::string>().find("add/remove"), std::string::npos);
   EXPECT_FALSE(out.contains("rdp"));
-  PldAccountant check(Sampling::kPoisson, {1e-3});
+  PldAccountant check(NeighbouringRelation::kAddRemove, {1e-3});
   check.step(1.5, 0.04, 2250);
   EXPECT_EQ(out["eps"].get<double>(), check.epsilon(1e-5));
   EXPECT_EQ(out["infinity_mass"].get<double>(), check.infinity_mass());
   EXPECT_LT(out["eps"].get<double>(), 7.32911);  // the RDP eps of the same run
 
-  options.sampling = Sampling::kWithoutReplacement;
+  options.sampling = BatchSampling::kUniform;
   options.accountant = AccountantKind::kRdp;
   run_accountant(options);
   out = read_json(options.json_path);
   EXPECT_NE(out["neighbouring_relation"].get<std::string>().find("replace one"), std::string::npos);
-  RdpAccountant rdp(rdp_orders(OrderGrid::kOpacus), Sampling::kWithoutReplacement);
+  RdpAccountant rdp(rdp_orders(OrderGrid::kOpacus), NeighbouringRelation::kReplaceOne);
   rdp.step(1.5, 0.04, 2250);
   EXPECT_EQ(out["eps"].get<double>(), rdp.epsilon(1e-5));
 
@@ -233,7 +234,7 @@ TEST(AccountantCli, WritesEpsilonAgainstStepsAndAgainstNoiseForTheReport) {
   ASSERT_GE(by_noise.size(), 30u);
   const auto fresh = [](double q, double sigma, std::int64_t steps) {
     RdpAccountant accountant(rdp_orders(OrderGrid::kOpacus));
-    accountant.compose(q, sigma, steps);
+    accountant.compose(sigma, q, steps);
     return accountant.epsilon(1e-5);
   };
   bool has_run = false;

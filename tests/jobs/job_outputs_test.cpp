@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 
 AccountantOptions small_accountant() {
   AccountantOptions options;
-  options.q = 0.01;
+  options.sample_rate = 0.01;
   options.noise_multiplier = 1.2;
   options.steps = 100;
   return options;

@@ -111,7 +111,7 @@ typename Job::Options runnable_options() {
   if constexpr (std::is_same_v<Job, AttackJob>) {
     options.task.data.data = "income-regression";
   } else if constexpr (std::is_same_v<Job, AccountantJob>) {
-    options.q = 0.01;
+    options.sample_rate = 0.01;
     options.noise_multiplier = 1.0;
     options.steps = 100;
   } else if constexpr (std::is_same_v<Job, ReportJob>) {

@@ -46,7 +46,7 @@ TEST(AccountantReferences, WithoutReplacementRdpMatchesDpAccountingOnAdaptiveCli
                               {0.510, 510, 1200},  {1.396, 13958, 1500}, {1.396, 13958, 1500}};
   const double n = 1e6, delta = std::pow(n, -1.1);
   for (const Setting& s : settings) {
-    RdpAccountant accountant(tf_privacy_compute_dp_sgd_orders(), Sampling::kWithoutReplacement);
+    RdpAccountant accountant(tf_privacy_compute_dp_sgd_orders(), NeighbouringRelation::kReplaceOne);
     accountant.step(kReplaceOneSensitivity * s.z, s.clients_per_round / n, s.rounds);
     const double eps = accountant.epsilon(delta), at_five = accountant.delta(5.0);
     EXPECT_NEAR(eps, 5.0, 0.1) << "z = " << s.z << ", " << s.clients_per_round << " a round";
@@ -60,7 +60,7 @@ TEST(AccountantReferences, PoissonPldMatchesTheFourierAccountant) {
   const double published = 4.243484012034273e-06;  // delta at eps = 1, remove direction
   double previous = 1.0;
   for (double h : {1e-4, 1e-5}) {
-    PldAccountant accountant(Sampling::kPoisson, PldSettings{h});
+    PldAccountant accountant(NeighbouringRelation::kAddRemove, PldSettings{h});
     accountant.step(4.0, 0.01, 10000);
     const double remove = pld_delta(accountant.composed(PldDirection::kRemove), h, 1.0);
     std::printf("h %g: remove delta(1) %.10e, published %.10e, relative %.2e\n", h, remove, published,
@@ -77,8 +77,8 @@ TEST(AccountantReferences, PoissonPldMatchesTheFourierAccountant) {
 
 TEST(AccountantReferences, WithoutReplacementReachesTheSubstituteRelationsExactEpsilon) {
   const double published = 1.9931200626285734;  // eps at delta = 1e-5, a lower bound (see the top)
-  RdpAccountant rdp(rdp_orders(OrderGrid::kOpacus), Sampling::kWithoutReplacement);
-  PldAccountant pld(Sampling::kWithoutReplacement);
+  RdpAccountant rdp(rdp_orders(OrderGrid::kOpacus), NeighbouringRelation::kReplaceOne);
+  PldAccountant pld(NeighbouringRelation::kReplaceOne);
   for (PrivacyAccountant* accountant : {static_cast<PrivacyAccountant*>(&rdp), static_cast<PrivacyAccountant*>(&pld)}) {
     accountant->step(4.0, 0.01, 10000);
     const double eps = accountant->epsilon(1e-5);

@@ -59,8 +59,8 @@ double invert(const std::function<double(double)>& delta_of, double delta, doubl
 }
 
 double pld_eps(double sigma, double q, std::int64_t steps, double delta, double h = kH,
-               Sampling sampling = Sampling::kPoisson) {
-  PldAccountant accountant(sampling, {h});
+               NeighbouringRelation relation = NeighbouringRelation::kAddRemove) {
+  PldAccountant accountant(relation, {h});
   accountant.step(sigma, q, steps);
   return accountant.epsilon(delta);
 }
@@ -78,7 +78,7 @@ TEST(PldAccountant, GaussianMechanismMatchesClosedFormToOneGridStep) {
     // delta at given eps: exact at grid losses, above the exact value in between; round-off
     // (1e-13 relative) and the truncated mass aside (at L = inf: <= 5e-16 from the
     // discretisation and from each of the two compositions into the accountant's PLD).
-    PldAccountant accountant(Sampling::kPoisson, {kH});
+    PldAccountant accountant(NeighbouringRelation::kAddRemove, {kH});
     accountant.step(s, 1.0);
     for (double eps : {0.0, 0.3, 1.0, 2.5}) {
       const double exact = gaussian_delta(s, eps);
@@ -141,12 +141,12 @@ TEST(PldAccountant, NeverAboveRdpOnAGrid) {
   for (double q : {0.001, 0.01, 0.1}) {
     for (double sigma : {0.8, 2.0}) {
       for (std::int64_t steps : {1, 300}) {
-        for (Sampling sampling : {Sampling::kPoisson, Sampling::kWithoutReplacement}) {
-          RdpAccountant rdp(rdp_orders(OrderGrid::kOpacus), sampling);
+        for (NeighbouringRelation relation : {NeighbouringRelation::kAddRemove, NeighbouringRelation::kReplaceOne}) {
+          RdpAccountant rdp(rdp_orders(OrderGrid::kOpacus), relation);
           rdp.step(sigma, q, steps);
-          const double pld = pld_eps(sigma, q, steps, 1e-5, kH, sampling);
+          const double pld = pld_eps(sigma, q, steps, 1e-5, kH, relation);
           EXPECT_LE(pld, rdp.epsilon(1e-5)) << "q " << q << " sigma " << sigma << " steps " << steps << " "
-                                            << to_string(sampling);
+                                            << to_string(relation);
           EXPECT_GT(pld, 0.0);
         }
       }
@@ -195,7 +195,7 @@ TEST(PldAccountant, SelfCompositionByOneTransformEqualsRepeatedSquaring) {
 TEST(PldAccountant, WithoutReplacementUsesSensitivityTwo) {
   // q = 1: no sampling, so replace-one is the Gaussian with sigma / 2.
   const double exact = invert([&](double e) { return gaussian_delta(3.0 / 2, e); }, 1e-5);
-  const double eps = pld_eps(3.0, 1.0, 1, 1e-5, kH, Sampling::kWithoutReplacement);
+  const double eps = pld_eps(3.0, 1.0, 1, 1e-5, kH, NeighbouringRelation::kReplaceOne);
   EXPECT_GE(eps, exact - 1e-12);
   EXPECT_LE(eps, exact + kH);
 }
@@ -222,8 +222,47 @@ TEST(PrivacyAccountant, IncrementalStepsEqualOneShotComposition) {
   // RDP: step() adds to the curve as compose() does.
   RdpAccountant stepped, composed;
   for (int k = 0; k < 30; ++k) stepped.step(1.3, 0.01);
-  composed.compose(0.01, 1.3, 30);
+  composed.compose(1.3, 0.01, 30);
   for (std::size_t k = 0; k < stepped.rdp().size(); ++k) EXPECT_NEAR(stepped.rdp()[k], composed.rdp()[k], 1e-13 * composed.rdp()[k]);
+}
+
+// The state names the neighbouring relation ("neighbouring_relation": "add-remove" /
+// "replace-one"); a state of the previous version, which named the batch sampling ("sampling":
+// "poisson", "uniform" or "without-replacement"), still loads, as the same accountant.
+TEST(PrivacyAccountant, StateDictsOfThePreviousVersionLoad) {
+  const std::pair<const char*, NeighbouringRelation> former[] = {{"poisson", NeighbouringRelation::kAddRemove},
+                                                                 {"uniform", NeighbouringRelation::kReplaceOne},
+                                                                 {"without-replacement", NeighbouringRelation::kReplaceOne}};
+  const nlohmann::json history = nlohmann::json::parse(R"([{"noise_multiplier": 1.1, "sample_rate": 0.02, "steps": 50}])");
+  for (const auto& [sampling, relation] : former) {
+    RdpAccountant rdp_now(rdp_orders(OrderGrid::kOpacus), relation);
+    rdp_now.step(1.1, 0.02, 50);
+    nlohmann::json state = rdp_now.state_dict();
+    EXPECT_EQ(state["neighbouring_relation"], to_string(relation));
+    EXPECT_FALSE(state.contains("sampling"));
+    state.erase("neighbouring_relation");
+    state["sampling"] = sampling;
+    RdpAccountant rdp_then(rdp_orders(OrderGrid::kOpacus), NeighbouringRelation::kAddRemove);
+    rdp_then.load_state_dict(state);
+    EXPECT_EQ(rdp_then.relation(), relation) << sampling;
+    EXPECT_EQ(rdp_then.epsilon(1e-5), rdp_now.epsilon(1e-5)) << sampling;
+
+    PldAccountant pld_now(relation, {1e-3});
+    pld_now.step(1.1, 0.02, 50);
+    const nlohmann::json pld_then_state = {{"accountant", "pld"}, {"sampling", sampling}, {"discretization", 1e-3},
+                                           {"truncation_mass", 1e-15}, {"history", history}};
+    PldAccountant pld_then;
+    pld_then.load_state_dict(pld_then_state);
+    EXPECT_EQ(pld_then.relation(), relation) << sampling;
+    EXPECT_EQ(pld_then.epsilon(1e-5), pld_now.epsilon(1e-5)) << sampling;
+    EXPECT_EQ(pld_now.state_dict()["neighbouring_relation"], to_string(relation));
+  }
+  nlohmann::json shuffled = PldAccountant().state_dict();
+  shuffled.erase("neighbouring_relation");
+  shuffled["sampling"] = "shuffle";
+  expect_invalid_argument_naming([&] { PldAccountant().load_state_dict(shuffled); }, "no accountant covers");
+  shuffled.erase("sampling");
+  expect_invalid_argument_naming([&] { PldAccountant().load_state_dict(shuffled); }, "accountant state");
 }
 
 TEST(PrivacyAccountant, EmptyAccountantReportsZero) {
@@ -250,20 +289,14 @@ TEST(PrivacyAccountant, DeltaAndEpsilonAreInverse) {
 
 TEST(PrivacyAccountant, NoiseMultiplierForTargetEpsilon) {
   // h = 1e-3 keeps the search quick; any h gives an upper bound.
-  const auto make_pld = [] { return std::unique_ptr<PrivacyAccountant>(new PldAccountant(Sampling::kPoisson, {1e-3})); };
+  const auto make_pld = [] { return std::unique_ptr<PrivacyAccountant>(new PldAccountant(NeighbouringRelation::kAddRemove, {1e-3})); };
   const auto make_rdp = [] { return std::unique_ptr<PrivacyAccountant>(new RdpAccountant()); };
-  const double sigma_pld = noise_multiplier_for_epsilon(make_pld, 2.0, 1e-5, 0.01, 1000);
-  const double sigma_rdp = noise_multiplier_for_epsilon(make_rdp, 2.0, 1e-5, 0.01, 1000);
+  const double sigma_pld = noise_multiplier_for_epsilon(make_pld, 2.0, 1e-5, 0.01, 1000).noise_multiplier;
+  const double sigma_rdp = noise_multiplier_for_epsilon(make_rdp, 2.0, 1e-5, 0.01, 1000).noise_multiplier;
   EXPECT_LE(pld_eps(sigma_pld, 0.01, 1000, 1e-5, 1e-3), 2.0);
   EXPECT_GE(pld_eps(sigma_pld, 0.01, 1000, 1e-5, 1e-3), 2.0 * (1 - 1e-4));
   // The tighter accountant needs less noise for the same eps.
   EXPECT_LT(sigma_pld, sigma_rdp);
-  // The RDP search agrees with the existing RDP-only search.
-  NoiseSearchOptions options;
-  options.target_eps = 2.0;
-  options.q = 0.01;
-  options.steps = 1000;
-  EXPECT_NEAR(noise_multiplier_for_epsilon(options).noise_multiplier, sigma_rdp, 1e-12);
 }
 
 // Issue 50: from about 2e15 steps the Chernoff window lost every digit to round-off and
@@ -291,16 +324,16 @@ TEST(PldAccountant, GridsBeyondMaxMemoryAreRefusedWithTheEstimate) {
   // One step at noise 0.05 spans losses of +-362: 7.2e6 points at h = 1e-4, 116 MB.
   PldSettings small;
   small.max_memory = ByteSize{std::uint64_t{64} << 20};
-  PldAccountant one_step(Sampling::kPoisson, small);
+  PldAccountant one_step(NeighbouringRelation::kAddRemove, small);
   one_step.step(0.05, 1.0, 1);
   EXPECT_MEMORY_LIMIT(one_step.epsilon(1e-5), "the PLD of one step at noise 0.05", "a loss grid of",
                       "a coarser discretization or fewer steps", "max_memory = 64M");
   // 1000 steps at q = 0.5: each step fits, the composition's FFT (3.1e6 points, 280 MiB) does not.
-  PldAccountant composed(Sampling::kPoisson, small);
+  PldAccountant composed(NeighbouringRelation::kAddRemove, small);
   composed.step(1.0, 0.5, 1000);
   EXPECT_MEMORY_LIMIT(composed.epsilon(1e-5), "the composition of 1000 steps", "a loss grid of");
   // Within the budget the answer is the default budget's.
-  PldAccountant within(Sampling::kPoisson, small), unlimited;
+  PldAccountant within(NeighbouringRelation::kAddRemove, small), unlimited;
   within.step(1.0, 0.01, 1000);
   unlimited.step(1.0, 0.01, 1000);
   EXPECT_EQ(within.epsilon(1e-5), unlimited.epsilon(1e-5));
@@ -342,12 +375,12 @@ TEST(PrivacyAccountant, BadInputsNameTheValue) {
     expect_invalid_argument_naming([&] { make()->delta(-1.0); }, "epsilon = -1");
     expect_invalid_argument_naming([&] { make()->load_state_dict(nlohmann::json::object()); }, "accountant state");
   }
-  expect_invalid_argument_naming([] { PldAccountant(Sampling::kPoisson, {0.0}); }, "discretization = 0");
-  expect_invalid_argument_naming([] { PldAccountant(Sampling::kPoisson, {-1e-4}); }, "discretization = -0.0001");
+  expect_invalid_argument_naming([] { PldAccountant(NeighbouringRelation::kAddRemove, {0.0}); }, "discretization = 0");
+  expect_invalid_argument_naming([] { PldAccountant(NeighbouringRelation::kAddRemove, {-1e-4}); }, "discretization = -0.0001");
   // A grid coarser than a nat rounds every loss up by up to h: 1000 reported eps = inf (issue 50).
-  expect_invalid_argument_naming([] { PldAccountant(Sampling::kPoisson, {1000.0}); }, "discretization = 1000");
-  expect_invalid_argument_naming([] { PldAccountant(Sampling::kPoisson, {1e300}); }, "discretization = 1e+300");
-  expect_invalid_argument_naming([] { PldAccountant(Sampling::kPoisson, {1e-4, 0.0}); }, "truncation_mass = 0");
+  expect_invalid_argument_naming([] { PldAccountant(NeighbouringRelation::kAddRemove, {1000.0}); }, "discretization = 1000");
+  expect_invalid_argument_naming([] { PldAccountant(NeighbouringRelation::kAddRemove, {1e300}); }, "discretization = 1e+300");
+  expect_invalid_argument_naming([] { PldAccountant(NeighbouringRelation::kAddRemove, {1e-4, 0.0}); }, "truncation_mass = 0");
   RdpAccountant rdp;
   expect_invalid_argument_naming([&] { PldAccountant().load_state_dict(rdp.state_dict()); }, "\"pld\"");
   expect_invalid_argument_naming([] { parse_enum<AccountantKind>("gdp"); }, "expected one of rdp, pld");

@@ -19,9 +19,11 @@ double relative_error(double value, double reference) { return std::abs(value - 
 
 double eps_of(double q, double sigma, std::int64_t steps, double delta = 1e-5) {
   RdpAccountant accountant;
-  accountant.compose(q, sigma, steps);
+  accountant.compose(sigma, q, steps);
   return accountant.get_privacy_spent(delta).eps;
 }
+
+std::unique_ptr<PrivacyAccountant> make_rdp() { return std::make_unique<RdpAccountant>(); }
 
 // log A_alpha by direct numerical integration of its definition,
 //   A_alpha - 1 = E_{z ~ N(0, s^2)} [ (1 + q expm1((2z - 1) / (2 s^2)))^alpha - 1 ],
@@ -66,7 +68,7 @@ const std::vector<double> kQuadratureRdp = {6.5007089718803974e-4, 1.08541805691
                                             2.3846037538706169e-2, 167.41630754841826};
 
 std::vector<double> check_value_rdp() {
-  std::vector<double> rdp = subsampled_gaussian_rdp(0.01, 2.5, kCheckOrders);
+  std::vector<double> rdp = subsampled_gaussian_rdp(2.5, 0.01, kCheckOrders);
   for (double& value : rdp) value *= 50;
   return rdp;
 }
@@ -96,11 +98,11 @@ TEST(SubsampledGaussianRdp, IntegerOrdersAgreeWithDirectNumericalIntegration) {
     std::int64_t alpha;
   };
   for (const Case& c : {Case{0.01, 2.5, 5}, Case{0.1, 1.0, 8}, Case{0.5, 2.0, 3}, Case{0.2, 0.8, 12}}) {
-    const double summed = sampled_gaussian_log_a_integer(c.q, c.sigma, c.alpha);
+    const double summed = sampled_gaussian_log_a_integer(c.sigma, c.q, c.alpha);
     const double integrated = log_a_by_quadrature(c.q, c.sigma, static_cast<double>(c.alpha));
     EXPECT_LT(relative_error(summed, integrated), 1e-9) << "q " << c.q << " sigma " << c.sigma << " alpha " << c.alpha;
     // The comparison has teeth: 0.1% more noise is told apart.
-    EXPECT_GT(relative_error(sampled_gaussian_log_a_integer(c.q, 1.001 * c.sigma, c.alpha), integrated), 1e-4);
+    EXPECT_GT(relative_error(sampled_gaussian_log_a_integer(1.001 * c.sigma, c.q, c.alpha), integrated), 1e-4);
   }
 }
 
@@ -109,7 +111,7 @@ TEST(SubsampledGaussianRdp, FractionalOrdersAgreeWithDirectNumericalIntegration)
     double q, sigma, alpha;
   };
   for (const Case& c : {Case{0.04, 1.5, 3.9}, Case{0.3, 0.5, 1.7}, Case{0.5, 2.0, 2.5}, Case{0.9, 0.7, 5.5}}) {
-    const double series = sampled_gaussian_log_a_series(c.q, c.sigma, c.alpha);
+    const double series = sampled_gaussian_log_a_series(c.sigma, c.q, c.alpha);
     EXPECT_LT(relative_error(series, log_a_by_quadrature(c.q, c.sigma, c.alpha)), 1e-9)
         << "q " << c.q << " sigma " << c.sigma << " alpha " << c.alpha;
   }
@@ -122,18 +124,18 @@ TEST(SubsampledGaussianRdp, IntegerPathAgreesWithSeriesAtTheSameOrder) {
   };
   for (const Case& c : {Case{0.1, 1.0, 2}, Case{0.1, 1.0, 7}, Case{0.01, 2.5, 50}, Case{0.5, 0.7, 10},
                         Case{0.04, 1.5, 20}}) {
-    const double summed = sampled_gaussian_log_a_integer(c.q, c.sigma, c.alpha);
-    const double series = sampled_gaussian_log_a_series(c.q, c.sigma, static_cast<double>(c.alpha));
+    const double summed = sampled_gaussian_log_a_integer(c.sigma, c.q, c.alpha);
+    const double series = sampled_gaussian_log_a_series(c.sigma, c.q, static_cast<double>(c.alpha));
     EXPECT_LT(relative_error(series, summed), 1e-9) << "q " << c.q << " sigma " << c.sigma << " alpha " << c.alpha;
   }
 }
 
 TEST(SubsampledGaussianRdp, FullBatchIsTheGaussianMechanismExactly) {
   const std::vector<double> orders = rdp_orders(OrderGrid::kTfPrivacy);
-  const std::vector<double> rdp = subsampled_gaussian_rdp(1.0, 0.8, orders);
+  const std::vector<double> rdp = subsampled_gaussian_rdp(0.8, 1.0, orders);
   for (std::size_t k = 0; k < orders.size(); ++k) EXPECT_EQ(rdp[k], orders[k] / (2 * 0.8 * 0.8));
   // The sums approach the closed form as q -> 1.
-  const std::vector<double> near_full = subsampled_gaussian_rdp(1 - 1e-9, 0.8, {1.5, 3, 7.5});
+  const std::vector<double> near_full = subsampled_gaussian_rdp(0.8, 1 - 1e-9, {1.5, 3, 7.5});
   EXPECT_LT(relative_error(near_full[0], 1.5 / 1.28), 1e-6);
   EXPECT_LT(relative_error(near_full[1], 3 / 1.28), 1e-6);
   EXPECT_LT(relative_error(near_full[2], 7.5 / 1.28), 1e-6);
@@ -141,9 +143,9 @@ TEST(SubsampledGaussianRdp, FullBatchIsTheGaussianMechanismExactly) {
 
 TEST(SubsampledGaussianRdp, NoSamplingIsFreeAndNoNoiseIsInfinite) {
   for (double value : subsampled_gaussian_rdp(0.0, 0.0, {1.5, 2, 64})) EXPECT_EQ(value, 0.0);
-  for (double value : subsampled_gaussian_rdp(0.01, 0.0, {1.5, 2, 64})) EXPECT_TRUE(std::isinf(value));
+  for (double value : subsampled_gaussian_rdp(0.0, 0.01, {1.5, 2, 64})) EXPECT_TRUE(std::isinf(value));
   RdpAccountant accountant;
-  accountant.compose(0.01, 0.0, 10);
+  accountant.compose(0.0, 0.01, 10);
   const PrivacySpent spent = accountant.get_privacy_spent(1e-5);
   EXPECT_TRUE(std::isinf(spent.eps));
   EXPECT_TRUE(std::isnan(spent.optimal_order));
@@ -153,9 +155,9 @@ TEST(SubsampledGaussianRdp, NoSamplingIsFreeAndNoNoiseIsInfinite) {
 
 TEST(SubsampledGaussianRdp, IncreasesWithSamplingRateAndDecreasesWithNoise) {
   const std::vector<double> orders = rdp_orders(OrderGrid::kOpacus);
-  const std::vector<double> low_q = subsampled_gaussian_rdp(0.01, 1.0, orders);
-  const std::vector<double> high_q = subsampled_gaussian_rdp(0.05, 1.0, orders);
-  const std::vector<double> more_noise = subsampled_gaussian_rdp(0.01, 1.2, orders);
+  const std::vector<double> low_q = subsampled_gaussian_rdp(1.0, 0.01, orders);
+  const std::vector<double> high_q = subsampled_gaussian_rdp(1.0, 0.05, orders);
+  const std::vector<double> more_noise = subsampled_gaussian_rdp(1.2, 0.01, orders);
   for (std::size_t k = 0; k < orders.size(); ++k) {
     EXPECT_GT(high_q[k], low_q[k]) << "order " << orders[k];
     EXPECT_LT(more_noise[k], low_q[k]) << "order " << orders[k];
@@ -180,7 +182,7 @@ TEST(LogErfc, StaysAccurateWhereErfcUnderflows) {
 TEST(RdpAccountant, MatchesOpacusPublishedEpsilon) {
   // Opacus default orders; sigma 1.5, q 0.04, 2250 steps, delta 1e-5 -> eps 7.32911 at order 3.9.
   RdpAccountant accountant(rdp_orders(OrderGrid::kOpacus));
-  accountant.compose(0.04, 1.5, 2250);
+  accountant.compose(1.5, 0.04, 2250);
   const PrivacySpent spent = accountant.get_privacy_spent(1e-5);
   EXPECT_LT(relative_error(spent.eps, 7.32911), 1e-6);
   EXPECT_EQ(spent.optimal_order, 3.9);
@@ -199,7 +201,7 @@ TEST(RdpAccountant, MatchesTfPrivacyPublishedEpsilonOnEveryGrid) {
   for (const std::vector<double>& orders :
        {rdp_orders(OrderGrid::kOpacus), rdp_orders(OrderGrid::kTfPrivacy), compute_dp_sgd_privacy_grid}) {
     RdpAccountant accountant(orders);
-    accountant.compose(150.0 / 60000, 1.3, 15 * 60000 / 150);
+    accountant.compose(1.3, 150.0 / 60000, 15 * 60000 / 150);
     const PrivacySpent spent = accountant.get_privacy_spent(1e-5);
     EXPECT_LT(relative_error(spent.eps, 0.7242234026109595), 1e-9);
     EXPECT_EQ(spent.optimal_order, 19);
@@ -217,10 +219,10 @@ TEST(RdpAccountant, PublishedEpsilonsNeedTheImprovedConversion) {
     return eps;
   };
   RdpAccountant opacus_case;
-  opacus_case.compose(0.04, 1.5, 2250);
+  opacus_case.compose(1.5, 0.04, 2250);
   EXPECT_NEAR(classic_eps(opacus_case, 1e-5), 8.07385, 1e-5);
   RdpAccountant tf_case;
-  tf_case.compose(0.0025, 1.3, 6000);
+  tf_case.compose(1.3, 0.0025, 6000);
   EXPECT_NEAR(classic_eps(tf_case, 1e-5), 0.94187, 1e-5);
 }
 
@@ -247,27 +249,27 @@ TEST(RdpAccountant, EpsilonGrowsWithStepsAndSamplingRateAndFallsWithNoise) {
 
 TEST(RdpAccountant, ComposesBySummingCurves) {
   RdpAccountant split;
-  split.compose(0.02, 1.1, 300);
-  split.compose(0.02, 1.1, 700);
+  split.compose(1.1, 0.02, 300);
+  split.compose(1.1, 0.02, 700);
   RdpAccountant whole;
-  whole.compose(0.02, 1.1, 1000);
+  whole.compose(1.1, 0.02, 1000);
   RdpAccountant mixed;
-  mixed.compose(0.02, 1.1, 1000);
-  mixed.compose(0.1, 3.0, 50);
-  const std::vector<double> second = subsampled_gaussian_rdp(0.1, 3.0, mixed.orders());
+  mixed.compose(1.1, 0.02, 1000);
+  mixed.compose(3.0, 0.1, 50);
+  const std::vector<double> second = subsampled_gaussian_rdp(3.0, 0.1, mixed.orders());
   for (std::size_t k = 0; k < whole.orders().size(); ++k) {
     EXPECT_LT(relative_error(split.rdp()[k], whole.rdp()[k]), 1e-14);
     EXPECT_LT(relative_error(mixed.rdp()[k], whole.rdp()[k] + 50 * second[k]), 1e-14);
   }
   EXPECT_GT(mixed.get_privacy_spent(1e-5).eps, whole.get_privacy_spent(1e-5).eps);
   RdpAccountant nothing;
-  nothing.compose(0.5, 0.0, 0);  // zero steps of an infinite mechanism cost nothing
+  nothing.compose(0.0, 0.5, 0);  // zero steps of an infinite mechanism cost nothing
   for (double value : nothing.rdp()) EXPECT_EQ(value, 0.0);
 }
 
 TEST(RdpAccountant, WarnsWhenTheOptimalOrderIsAtTheEdgeOfTheGrid) {
   RdpAccountant little_leakage;
-  little_leakage.compose(0.001, 5.0, 10);
+  little_leakage.compose(5.0, 0.001, 10);
   const PrivacySpent largest = little_leakage.get_privacy_spent(1e-5);
   EXPECT_EQ(largest.optimal_order, 63);
   EXPECT_EQ(largest.status, OptimalOrderStatus::kLargest);
@@ -275,7 +277,7 @@ TEST(RdpAccountant, WarnsWhenTheOptimalOrderIsAtTheEdgeOfTheGrid) {
   EXPECT_NE(largest.warning.find("largest"), std::string::npos);
 
   RdpAccountant much_leakage;
-  much_leakage.compose(1.0, 0.1, 100);
+  much_leakage.compose(0.1, 1.0, 100);
   const PrivacySpent smallest = much_leakage.get_privacy_spent(1e-5);
   EXPECT_EQ(smallest.optimal_order, 1.1);
   EXPECT_EQ(smallest.status, OptimalOrderStatus::kSmallest);
@@ -307,63 +309,57 @@ TEST(NoiseMultiplierForEpsilon, ReturnsNoiseJustMeetingTheTarget) {
   };
   // The last case has eps(sigma = 1) below the target, so the bracket is found by halving.
   for (const Case& c : {Case{1.0, 0.01, 1000}, Case{7.32911, 0.04, 2250}, Case{5.0, 0.001, 10}}) {
-    NoiseSearchOptions options;
-    options.target_eps = c.target;
-    options.q = c.q;
-    options.steps = c.steps;
-    const NoiseSearchResult found = noise_multiplier_for_epsilon(options);
+    const NoiseMultiplierSearch found = noise_multiplier_for_epsilon(make_rdp, c.target, 1e-5, c.q, c.steps);
     const double eps = eps_of(c.q, found.noise_multiplier, c.steps);
-    EXPECT_EQ(eps, found.privacy.eps);
     EXPECT_LE(eps, c.target);
     EXPECT_LT(relative_error(eps, c.target), 1e-3) << "target " << c.target;
+    EXPECT_GT(found.evaluations, 2);
   }
-  NoiseSearchOptions opacus_case;
-  opacus_case.target_eps = 7.32911;
-  opacus_case.q = 0.04;
-  opacus_case.steps = 2250;
-  EXPECT_LT(relative_error(noise_multiplier_for_epsilon(opacus_case).noise_multiplier, 1.5), 1e-3);
+  EXPECT_LT(relative_error(noise_multiplier_for_epsilon(make_rdp, 7.32911, 1e-5, 0.04, 2250).noise_multiplier, 1.5),
+            1e-3);
 }
 
 TEST(NoiseMultiplierForEpsilon, RejectsUnreachableTargets) {
   // With delta 1e-5 no noise brings eps below about 0.1 on orders up to 63.
-  NoiseSearchOptions options;
-  options.target_eps = 0.05;
-  expect_invalid_argument_naming([&] { noise_multiplier_for_epsilon(options); }, "target_eps");
+  expect_invalid_argument_naming([&] { noise_multiplier_for_epsilon(make_rdp, 0.05, 1e-5, 0.01, 1); },
+                                 "is unreachable");
   // Reachable in principle (sigma = 1.51), but not below the given ceiling.
-  options.target_eps = 1.0;
-  options.steps = 1000;
-  options.max_noise_multiplier = 1.2;
-  expect_invalid_argument_naming([&] { noise_multiplier_for_epsilon(options); }, "max_noise_multiplier");
+  expect_invalid_argument_naming([&] { noise_multiplier_for_epsilon(make_rdp, 1.0, 1e-5, 0.01, 1000, 1.2); },
+                                 "max_noise_multiplier");
 }
 
 TEST(Accounting, RejectsInvalidInputsNamingTheParameter) {
   const std::vector<double> orders = {2.0};
-  expect_invalid_argument_naming([&] { subsampled_gaussian_rdp(-0.1, 1.0, orders); }, "q");
-  expect_invalid_argument_naming([&] { subsampled_gaussian_rdp(1.5, 1.0, orders); }, "q");
-  expect_invalid_argument_naming([&] { subsampled_gaussian_rdp(std::nan(""), 1.0, orders); }, "q");
-  expect_invalid_argument_naming([&] { subsampled_gaussian_rdp(0.1, -1.0, orders); }, "noise_multiplier");
-  expect_invalid_argument_naming([&] { subsampled_gaussian_rdp(0.1, 1.0, {}); }, "orders");
-  expect_invalid_argument_naming([&] { subsampled_gaussian_rdp(0.1, 1.0, {2.0, 1.0}); }, "orders[1]");
-  expect_invalid_argument_naming([&] { subsampled_gaussian_rdp(0.1, 1.0, {0.5}); }, "orders[0]");
+  expect_invalid_argument_naming([&] { subsampled_gaussian_rdp(1.0, -0.1, orders); }, "sample_rate");
+  expect_invalid_argument_naming([&] { subsampled_gaussian_rdp(1.0, 1.5, orders); }, "sample_rate");
+  expect_invalid_argument_naming([&] { subsampled_gaussian_rdp(1.0, std::nan(""), orders); }, "sample_rate");
+  expect_invalid_argument_naming([&] { subsampled_gaussian_rdp(-1.0, 0.1, orders); }, "noise_multiplier");
+  expect_invalid_argument_naming([&] { subsampled_gaussian_rdp(1.0, 0.1, {}); }, "orders");
+  expect_invalid_argument_naming([&] { subsampled_gaussian_rdp(1.0, 0.1, {2.0, 1.0}); }, "orders[1]");
+  expect_invalid_argument_naming([&] { subsampled_gaussian_rdp(1.0, 0.1, {0.5}); }, "orders[0]");
   expect_invalid_argument_naming([&] { RdpAccountant{std::vector<double>{}}; }, "orders");
   RdpAccountant accountant;
-  expect_invalid_argument_naming([&] { accountant.compose(0.1, 1.0, -1); }, "steps");
+  expect_invalid_argument_naming([&] { accountant.compose(1.0, 0.1, -1); }, "steps");
   expect_invalid_argument_naming([&] { accountant.get_privacy_spent(0.0); }, "delta");
   expect_invalid_argument_naming([&] { accountant.get_privacy_spent(1.0); }, "delta");
   expect_invalid_argument_naming([&] { privacy_spent_from_rdp({2.0, 3.0}, {0.1}, 1e-5); }, "rdp");
   expect_invalid_argument_naming([&] { privacy_spent_from_rdp({2.0}, {-0.1}, 1e-5); }, "rdp[0]");
-  const auto invalid_search = [](const std::function<void(NoiseSearchOptions&)>& spoil, const std::string& name) {
-    NoiseSearchOptions options;
-    spoil(options);
-    expect_invalid_argument_naming([&] { options.validate(); }, name);
+  // target_eps, delta, sample_rate, steps, max_noise_multiplier, eps_tolerance: each spoilt once.
+  const auto invalid_search = [](double target_eps, double delta, double sample_rate, std::int64_t steps,
+                                 double max_noise_multiplier, double eps_tolerance, const std::string& name) {
+    expect_invalid_argument_naming(
+        [&] {
+          noise_multiplier_for_epsilon(make_rdp, target_eps, delta, sample_rate, steps, max_noise_multiplier,
+                                       eps_tolerance);
+        },
+        name);
   };
-  invalid_search([](NoiseSearchOptions& o) { o.target_eps = 0; }, "target_eps");
-  invalid_search([](NoiseSearchOptions& o) { o.q = 0; }, "q");
-  invalid_search([](NoiseSearchOptions& o) { o.steps = 0; }, "steps");
-  invalid_search([](NoiseSearchOptions& o) { o.delta = 2; }, "delta");
-  invalid_search([](NoiseSearchOptions& o) { o.orders = {}; }, "orders");
-  invalid_search([](NoiseSearchOptions& o) { o.eps_tolerance = 0; }, "eps_tolerance");
-  invalid_search([](NoiseSearchOptions& o) { o.max_noise_multiplier = -1; }, "max_noise_multiplier");
+  invalid_search(0, 1e-5, 0.01, 10, 1e4, 1e-4, "target_eps");
+  invalid_search(1, 2, 0.01, 10, 1e4, 1e-4, "delta");
+  invalid_search(1, 1e-5, 0, 10, 1e4, 1e-4, "sample_rate");
+  invalid_search(1, 1e-5, 0.01, 0, 1e4, 1e-4, "steps");
+  invalid_search(1, 1e-5, 0.01, 10, -1, 1e-4, "max_noise_multiplier");
+  invalid_search(1, 1e-5, 0.01, 10, 1e4, 0, "eps_tolerance");
 }
 
 TEST(OrderGrids, FollowOpacusAndTfPrivacyDefinitions) {

@@ -1,5 +1,5 @@
 // RDP of the Gaussian mechanism on batches drawn without replacement (replace-one neighbours),
-// privacy/rdp_accountant.hpp, against an independent evaluation of the same bound (Wang, Balle,
+// privacy/sampled_gaussian_rdp.hpp, against an independent evaluation of the same bound (Wang, Balle,
 // Kasiviswanathan 2019, Theorem 27): the forward differences as explicit alternating binomial
 // sums in long double, D^k a_0 = sum_m (-1)^{k-m} C(k, m) exp(m (m - 1) / (2 s^2)), instead of the
 // library's repeated differences in log space. The stored versions of dp_accounting's
@@ -45,7 +45,7 @@ TEST(RdpWithoutReplacement, MatchesDirectEvaluationOfTheBound) {
   const std::vector<double> orders = {1.5, 2, 2.5, 3, 4, 5, 7.25, 8, 10, 12};
   for (double q : {0.001, 0.01, 0.1, 0.5}) {
     for (double s : {0.7, 1.0, 2.0, 4.0}) {
-      const std::vector<double> rdp = sampled_without_replacement_gaussian_rdp(q, s, orders);
+      const std::vector<double> rdp = sampled_without_replacement_gaussian_rdp(s, q, orders);
       for (std::size_t k = 0; k < orders.size(); ++k) {
         const double alpha = orders[k];
         const int lower = static_cast<int>(std::floor(alpha));
@@ -62,13 +62,13 @@ TEST(RdpWithoutReplacement, MatchesDirectEvaluationOfTheBound) {
 TEST(RdpWithoutReplacement, EdgeCases) {
   const std::vector<double> orders = {1.5, 2, 32, 300};
   // q = 1: the Gaussian mechanism, alpha / (2 s^2); q = 0: nothing; s = 0: infinite.
-  const std::vector<double> full = sampled_without_replacement_gaussian_rdp(1.0, 2.0, orders);
+  const std::vector<double> full = sampled_without_replacement_gaussian_rdp(2.0, 1.0, orders);
   for (std::size_t k = 0; k < orders.size(); ++k) EXPECT_DOUBLE_EQ(full[k], orders[k] / 8);
-  for (double r : sampled_without_replacement_gaussian_rdp(0.0, 2.0, orders)) EXPECT_EQ(r, 0.0);
-  for (double r : sampled_without_replacement_gaussian_rdp(0.1, 0.0, orders)) EXPECT_TRUE(std::isinf(r));
+  for (double r : sampled_without_replacement_gaussian_rdp(2.0, 0.0, orders)) EXPECT_EQ(r, 0.0);
+  for (double r : sampled_without_replacement_gaussian_rdp(0.0, 0.1, orders)) EXPECT_TRUE(std::isinf(r));
   // Above order 256 only the second bound is used: still finite, increasing in q.
-  const std::vector<double> small = sampled_without_replacement_gaussian_rdp(0.01, 1.0, orders);
-  const std::vector<double> large = sampled_without_replacement_gaussian_rdp(0.02, 1.0, orders);
+  const std::vector<double> small = sampled_without_replacement_gaussian_rdp(1.0, 0.01, orders);
+  const std::vector<double> large = sampled_without_replacement_gaussian_rdp(1.0, 0.02, orders);
   for (std::size_t k = 0; k < orders.size(); ++k) {
     EXPECT_TRUE(std::isfinite(small[k]));
     EXPECT_LT(small[k], large[k]);
@@ -77,9 +77,9 @@ TEST(RdpWithoutReplacement, EdgeCases) {
 
 TEST(RdpWithoutReplacement, AccountantUsesSensitivityTwo) {
   // In filkit's units (sigma per clipping norm C) replace-one moves the sum by 2C.
-  RdpAccountant accountant(rdp_orders(OrderGrid::kOpacus), Sampling::kWithoutReplacement);
+  RdpAccountant accountant(rdp_orders(OrderGrid::kOpacus), NeighbouringRelation::kReplaceOne);
   accountant.step(2.0, 0.01, 10);
-  const std::vector<double> one = sampled_without_replacement_gaussian_rdp(0.01, 1.0, accountant.orders());
+  const std::vector<double> one = sampled_without_replacement_gaussian_rdp(1.0, 0.01, accountant.orders());
   for (std::size_t k = 0; k < one.size(); ++k) EXPECT_NEAR(accountant.rdp()[k], 10 * one[k], 1e-12 * one[k] * 10);
   // Fixed-size batches under replace-one cost more than Poisson under add/remove at equal sigma.
   RdpAccountant poisson;

@@ -586,7 +586,7 @@ TEST(ReportBrowser, EveryCommandsReportRendersWholeInChromium) {
   }
   for (const AccountantKind kind : {AccountantKind::kRdp, AccountantKind::kPld}) {
     AccountantOptions o;
-    o.q = 0.01;
+    o.sample_rate = 0.01;
     o.noise_multiplier = 1.1;
     o.steps = 200;
     o.accountant = kind;

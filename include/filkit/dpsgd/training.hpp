@@ -41,6 +41,7 @@
 #include "filkit/base/enum_names.hpp"
 #include "filkit/base/resources.hpp"
 #include "filkit/base/run_bootstrap.hpp"
+#include "filkit/privacy/neighbouring_relation.hpp"
 #include "filkit/privacy/pld_accountant.hpp"
 #include "filkit/privacy/rdp_accountant.hpp"
 #include "filkit/data/dataset.hpp"
@@ -60,21 +61,6 @@
 #include <vector>
 
 namespace filkit {
-
-/// How each step's batch is drawn.
-enum class BatchSampling {
-  kUniform,  ///< a uniformly random subset of exactly B examples (the paper's Algorithm 1)
-  kPoisson,  ///< each example independently with probability q = B/n (the RDP analysis's model)
-  /// epochs: a permutation of the n examples cut into batches of B (the last one short), every
-  /// example once an epoch (the thesis' code). kappa and the RDP accountant assume Poisson
-  /// sampling and do not cover it (the summary says so).
-  kShuffle,
-};
-template <>
-struct EnumNames<BatchSampling> {
-  static constexpr const char* what = "batch sampling";
-  static constexpr std::pair<BatchSampling, const char*> names[] = {{BatchSampling::kUniform, "uniform"}, {BatchSampling::kPoisson, "poisson"}, {BatchSampling::kShuffle, "shuffle"}};
-};
 
 /// The factor kappa of the per-step FIM.
 enum class SubsamplingFactor {
@@ -159,7 +145,7 @@ struct DpSgdOptions {
   /// delta of the reported (eps, delta)-DP guarantee, in (0, 1).
   double rdp_delta = 1e-5;
   /// Which accountant reports eps (privacy_accountant.hpp). Either accounts the sampler as what it
-  /// is (accounted_sampling): Poisson batches under add/remove, fixed-size batches without
+  /// is (neighbouring_relation(sampling)): Poisson batches under add/remove, fixed-size batches without
   /// replacement under replace-one. The RDP curve (order 2, its eps) is reported with either.
   AccountantKind accountant = AccountantKind::kRdp;
   /// The PLD accountant's loss grid spacing h (accountant = pld; kDiscretizationHelp), > 0.
@@ -263,7 +249,7 @@ struct DpSgdSnapshot {
   /// (eps, delta)-DP of the run so far by the RDP accountant (rdp_accountant.hpp): `step` steps
   /// of the Gaussian mechanism at rate q with noise multiplier sigma / 1.11524 (the GELU clip
   /// bounds ||g~|| by 1.11524 C: rdp_noise_multiplier), delta = rdp_delta, Opacus's order grid,
-  /// sampled as accounted_sampling(options.sampling) says (Poisson, or without replacement under
+  /// under the relation neighbouring_relation(options.sampling) says (Poisson, or without replacement under
   /// replace-one for fixed-size batches; Opacus, TF Privacy and the paper's code account those
   /// as Poisson batches instead).
   PrivacySpent privacy;
@@ -366,9 +352,10 @@ DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOp
 nlohmann::json to_json(const DpSgdOptions& options);
 /// What a summary says about the sampler's accounting, or nullptr when nothing needs saying.
 const char* sampling_note(BatchSampling sampling);
-/// The sampling the accountants assume for a sampler: poisson -> Poisson (add/remove), uniform ->
-/// without replacement (replace-one); shuffle -> Poisson, which does not cover it (sampling_note).
-Sampling accounted_sampling(BatchSampling sampling);
+/// The sampling the accountants assume for a sampler: itself for poisson (add/remove) and uniform
+/// (replace-one); poisson for shuffle, which that does not cover (sampling_note). The relation is
+/// neighbouring_relation(sampling) (neighbouring_relation.hpp).
+BatchSampling accounted_sampling(BatchSampling sampling);
 /// The summaries' "accounting" object: accountant, sampling and neighbouring relation, delta,
 /// sigma and the effective sigma / 1.11524 with its reason, whether the sampler is covered, the note.
 nlohmann::json accounting_summary(const DpSgdOptions& options);

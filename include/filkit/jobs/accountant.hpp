@@ -17,29 +17,31 @@
 
 namespace filkit {
 
-/// One sampled Gaussian mechanism: rate q, noise multiplier, steps.
+/// One sampled Gaussian mechanism: sample rate q, noise multiplier, steps.
 struct Mechanism {
-  double q;
+  double sample_rate;
   double noise_multiplier;
   std::int64_t steps;
 };
 
-/// A mechanism is given by q (or batch_size with n), noise_multiplier (or target_eps to solve for
-/// it) and steps (or epochs); further ones by `mechanism` ("q,noise_multiplier,steps"). "auto"
-/// marks what is derived from the others.
+/// A mechanism is given by sample_rate (or batch_size with n), noise_multiplier (or target_eps to
+/// solve for it) and steps (or epochs); further ones by `mechanism`
+/// ("sample_rate,noise_multiplier,steps"). "auto" marks what is derived from the others.
 struct AccountantOptions {
-  std::optional<double> q;                 ///< sampling rate in [0, 1]; or batch_size with n
-  std::optional<std::int64_t> batch_size;  ///< expected batch size B; q = B / n
+  std::optional<double> sample_rate;       ///< sampling rate q in [0, 1]; or batch_size with n
+  std::optional<std::int64_t> batch_size;  ///< expected batch size B; sample_rate = B / n
   std::optional<std::int64_t> n;           ///< number of training examples, >= batch size
   std::optional<double> noise_multiplier;  ///< >= 0; not with target_eps
   std::optional<std::int64_t> steps;       ///< >= 0
-  std::optional<double> epochs;            ///< steps = ceil(epochs / q)
+  std::optional<double> epochs;            ///< steps = ceil(epochs / sample_rate)
   double delta = 1e-5;                     ///< in (0, 1)
   std::string orders = "opacus";           ///< opacus, tf-privacy (tf), or a list like 2,4.5,8
-  std::vector<std::string> mechanisms;     ///< further mechanisms "q,noise_multiplier,steps"
+  std::vector<std::string> mechanisms;     ///< further mechanisms "sample_rate,noise_multiplier,steps"
   std::optional<double> target_eps;        ///< solve for the noise multiplier instead; > 0
   AccountantKind accountant = AccountantKind::kRdp;  ///< rdp or pld
-  Sampling sampling = Sampling::kPoisson;  ///< poisson (add/remove) or uniform (replace-one)
+  /// The batches' sampling, which fixes the neighbouring relation (neighbouring_relation.hpp):
+  /// poisson (add/remove) or uniform (replace-one); shuffle is refused (no accountant covers it).
+  BatchSampling sampling = BatchSampling::kPoisson;
   double discretization = PldSettings{}.discretization;  ///< PLD loss grid spacing; > 0
   /// What the PLD's grids may take (the RDP accountant needs next to nothing).
   ByteSize max_memory = default_memory_budget();
@@ -53,7 +55,7 @@ struct AccountantOptions {
 
 template <class Visit>
 void visit_fields(AccountantOptions& o, Visit&& visit) {
-  visit("sample_rate", o.q, "Sampling rate q in [0, 1]: the probability of each example to be in a batch (or batch_size with n)");
+  visit("sample_rate", o.sample_rate, "Sampling rate q in [0, 1]: the probability of each example to be in a batch (or batch_size with n)");
   visit("batch_size", o.batch_size, "Expected batch size B, in examples; sample_rate = B / n");
   visit("n", o.n, "Number of training examples (with batch_size)");
   visit("noise_multiplier", o.noise_multiplier, "Noise multiplier (noise std / clipping norm)");
@@ -64,7 +66,9 @@ void visit_fields(AccountantOptions& o, Visit&& visit) {
   visit("mechanism", o.mechanisms, "A further mechanism sample_rate,noise_multiplier,steps (repeatable)");
   visit("target_eps", o.target_eps, "Solve for the noise multiplier that reaches this eps");
   visit("accountant", o.accountant, "rdp (Renyi DP, orders) or pld (privacy loss distribution, tighter)");
-  visit("sampling", o.sampling, "poisson (add/remove one) or uniform (B of n without replacement; replace one)");
+  visit("sampling", o.sampling,
+        "poisson (add/remove one) or uniform (B of n without replacement; replace one); shuffle is refused: no "
+        "accountant covers it");
   visit("discretization", o.discretization, kDiscretizationHelp);
   visit("max_memory", o.max_memory,
         "Memory budget (e.g. 2G, 512M) of the PLD accountant's loss grids: a grid (with its FFT) that needs more is "

@@ -1,18 +1,17 @@
 // The incremental interface shared by the privacy accountants of DP-SGD's sampled Gaussian
 // mechanism (rdp_accountant.hpp, pld_accountant.hpp; docs/accountants.md): step() records steps
 // of the mechanism, epsilon(delta) and delta(epsilon) report the guarantee of everything recorded,
-// state_dict() / load_state_dict() save and restore it as JSON.
+// state_dict() / load_state_dict() save and restore it as JSON; noise_multiplier_for_epsilon()
+// searches the noise that meets a target eps with any of them.
 //
 // Units. A step adds N(0, sigma^2 C^2 I) to a sum of per-example terms clipped to L2 norm C;
-// sigma is the noise multiplier. The sampling scheme fixes the neighbouring relation:
-//   Poisson sampling (rate q)            <-> add/remove one example: the sum moves by <= C;
-//   fixed-size batches without replacement (q = B / n)  <-> replace one example: the sum moves
-//                                            by <= 2C, so the Gaussian has sigma / 2 per unit of
-//                                            sensitivity (kReplaceOneSensitivity).
-// These headers depend on nothing else in dpsgd/ (they are to move into a privacy layer).
+// sigma is the noise multiplier, q (sample_rate) the sampling rate. Each accountant states its
+// guarantee for one neighbouring relation (neighbouring_relation.hpp), which the batch sampling
+// fixes.
 #pragma once
 
 #include "filkit/base/enum_names.hpp"
+#include "filkit/privacy/neighbouring_relation.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -22,25 +21,6 @@
 #include <vector>
 
 namespace filkit {
-
-/// How a batch is drawn, and with it the neighbouring relation the guarantee is stated for.
-enum class Sampling {
-  kPoisson,             ///< each example independently with probability q; add/remove one
-  kWithoutReplacement,  ///< B of n examples uniformly without replacement (q = B / n); replace one
-};
-template <>
-struct EnumNames<Sampling> {
-  static constexpr const char* what = "sampling";
-  static constexpr std::pair<Sampling, const char*> names[] = {
-      {Sampling::kPoisson, "poisson"}, {Sampling::kWithoutReplacement, "uniform"},
-      {Sampling::kWithoutReplacement, "without-replacement"}};
-};
-
-/// Sensitivity of the clipped sum under replace-one, in units of the clipping norm C.
-inline constexpr double kReplaceOneSensitivity = 2.0;
-
-/// "add/remove one example (Poisson sampling)" or "replace one example (...)": for summaries.
-std::string neighbouring_relation(Sampling sampling);
 
 /// Which accountant.
 enum class AccountantKind { kRdp, kPld };
@@ -84,6 +64,9 @@ class PrivacyAccountant {
   virtual std::string description() const = 0;
   /// A new accountant of the same kind and settings with nothing recorded (for noise searches).
   virtual std::unique_ptr<PrivacyAccountant> empty_like() const = 0;
+  /// Throws OptionError (naming target_eps) when no noise reaches target_eps at this delta; by
+  /// default every target > 0 is reachable (noise_multiplier_for_epsilon asks before searching).
+  virtual void require_reachable(double target_eps, double delta) const;
   /// The recorded events, consecutive equal (noise multiplier, rate) pairs merged.
   const std::vector<AccountantEvent>& history() const { return history_; }
 
@@ -93,6 +76,9 @@ class PrivacyAccountant {
   /// The "history" array of a state_dict, and its inverse (validating each event).
   nlohmann::json history_json() const;
   static std::vector<AccountantEvent> history_from_json(const nlohmann::json& state);
+  /// The state's "neighbouring_relation"; for one version also the former key "sampling"
+  /// ("poisson", or "uniform" / "without-replacement" for replace-one). Throws DataError.
+  static NeighbouringRelation relation_from_json(const nlohmann::json& state);
   std::vector<AccountantEvent> history_;
 };
 
@@ -102,17 +88,17 @@ struct NoiseMultiplierSearch {
   int evaluations = 0;            ///< eps evaluations used
 };
 
-/// The smallest noise multiplier (to a tolerance) whose eps meets a target, for any eps(sigma)
-/// that decreases in sigma and grows without bound as sigma -> 0: a bracket by doubling / halving
-/// from sigma = 1, then bisection until target - eps <= eps_tolerance * target. Throws
-/// std::invalid_argument when max_noise_multiplier is not enough.
-NoiseMultiplierSearch search_noise_multiplier(const std::function<double(double)>& eps_of_noise_multiplier,
-                                              double target_eps, double max_noise_multiplier = 1e4,
-                                              double eps_tolerance = 1e-4);
-
-/// search_noise_multiplier for `steps` steps at rate q with a fresh accountant from `make`.
-double noise_multiplier_for_epsilon(const std::function<std::unique_ptr<PrivacyAccountant>()>& make,
-                                    double target_eps, double delta, double sample_rate, std::int64_t steps,
-                                    double max_noise_multiplier = 1e4, double eps_tolerance = 1e-4);
+/// The smallest noise multiplier (to a tolerance) whose eps meets target_eps for `steps` steps at
+/// this sample rate, each sigma accounted by a fresh accountant from `make`: a bracket by
+/// doubling / halving from sigma = 1 (eps decreases in sigma and grows without bound as
+/// sigma -> 0), then bisection until target_eps - eps <= eps_tolerance * target_eps; the upper end
+/// of the final bracket is returned, so eps never exceeds the target. Throws OptionError naming
+/// the argument for target_eps <= 0, delta outside (0, 1), sample_rate outside (0, 1], steps < 1,
+/// max_noise_multiplier <= 0 or eps_tolerance outside (0, 1), and naming target_eps when it is
+/// unreachable (require_reachable) or needs more noise than max_noise_multiplier.
+NoiseMultiplierSearch noise_multiplier_for_epsilon(const std::function<std::unique_ptr<PrivacyAccountant>()>& make,
+                                                   double target_eps, double delta, double sample_rate,
+                                                   std::int64_t steps, double max_noise_multiplier = 1e4,
+                                                   double eps_tolerance = 1e-4);
 
 }  // namespace filkit

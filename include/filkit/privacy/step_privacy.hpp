@@ -5,10 +5,10 @@
 
 namespace filkit {
 
-/// kappa of the per-step FIM for sampling rate q in (0, 1], noise multiplier sigma > 0 and
-/// failure probability delta in (0, 1): q / (q + (1 - q) e^{-eps0}), eps0 = step_epsilon(...).
-/// Throws std::invalid_argument for arguments outside those ranges.
-double subsampling_kappa(double q, double noise_multiplier, double delta);
+/// kappa of the per-step FIM for sample rate q in (0, 1], noise multiplier sigma > 0 and
+/// failure probability delta in (0, 1): q / (q + (1 - q) e^{-eps0}), eps0 = step_epsilon(...)
+/// (the paper's argument order, kept). Throws std::invalid_argument for arguments outside those ranges.
+double subsampling_kappa(double sample_rate, double noise_multiplier, double delta);
 /// The noise multiplier the RDP accountant sees: sigma / soft_clip_norm_bound().
 double rdp_noise_multiplier(double noise_multiplier);
 /// Why every accountant sees rdp_noise_multiplier(sigma) rather than sigma: a sentence for summaries.
