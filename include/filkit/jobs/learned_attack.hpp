@@ -119,6 +119,9 @@ struct LearnedAttackJobResult final : JobResult {
   void print_summary(std::ostream& out) const override;
 };
 
+/// The attack of every method. Under mpirun (Communicator::world()) the shadow models are trained on
+/// all ranks, and rank 0 alone keeps the store, fits the attackers and holds the results: the other
+/// ranks' result has no method's targets.
 LearnedAttackJobResult run_learned_attack(const LearnedAttackJobOptions& options, bool progress = false);
 
 struct LearnedAttackJob {
@@ -143,6 +146,7 @@ struct LearnedAttackJob {
              "CSV of the first 16 targets' images: method (-2 = target, -1 = class-mean baseline, 0 sgd, 1 dpsgd, 2 "
              "prune, 3 fim), target, label, x0..x{d-1}"}};
   }
+  static constexpr bool runs_on_mpi_ranks = true;  // shadow models spread over the ranks (docs/distributed.md)
   static LearnedAttackJobResult run(const Options& options, bool progress) { return run_learned_attack(options, progress); }
 };
 
