@@ -413,7 +413,17 @@ void check_shadow_model(Index model, const VectorXd& w, ParameterCount& expected
 /// Ends every rank after an error in some rank's share of a wave (train_shadow_models' contract).
 [[noreturn]] void stop_after_failed_wave(const FirstException& failure, const KeptShadowModels& kept, Index gathered,
                                          const Communicator& comm) {
-  const std::vector<std::string> failed = comm.gather(failure.any() ? std::to_string(comm.rank()) : std::string());
+  std::string error;  // "rank r: what()" of this rank's error, for rank 0's message
+  if (failure.any()) {
+    try {
+      failure.rethrow_if_any();
+    } catch (const std::exception& caught) {
+      error = "rank " + std::to_string(comm.rank()) + ": " + caught.what();
+    } catch (...) {
+      error = "rank " + std::to_string(comm.rank()) + ": an exception that is not a std::exception";
+    }
+  }
+  const std::vector<std::string> errors = comm.gather(error);
   if (comm.is_root() && kept.save) {
     try {
       kept.save();
@@ -423,12 +433,11 @@ void check_shadow_model(Index model, const VectorXd& w, ParameterCount& expected
   comm.all(true);  // rank 0 has saved: the failing ranks may now end every rank
   failure.rethrow_if_any();
   if (!comm.is_root()) throw StoppedWithRankZero();
-  std::string ranks;
-  for (const std::string& rank : failed)
-    if (!rank.empty()) ranks += (ranks.empty() ? "" : ", ") + rank;
-  throw std::runtime_error("learned attack: training a shadow model failed on rank " + ranks +
-                           " (which prints its error); rank 0 had gathered " + std::to_string(gathered) +
-                           " shadow models, kept by --shadow-models if given");
+  std::string failed;
+  for (const std::string& text : errors)
+    if (!text.empty()) failed += (failed.empty() ? "" : "; ") + text;
+  throw ResourceError("learned attack: training a shadow model failed on another rank (" + failed + "); rank 0 had " +
+                      "gathered " + std::to_string(gathered) + " shadow models, kept by --shadow-models if given");
 }
 
 }  // namespace
@@ -453,7 +462,7 @@ RowMatrix train_shadow_models(const Dataset& fixed, const Dataset& candidates, I
   Progress bar("shadow models", count, !(progress && root));
   bar.resume_at(count - todo);
   ParameterCount parameter_count;  // rank 0's
-  for (Index i = 0; i < count; ++i)
+  for (Index i = 0; root && i < count; ++i)
     if (is_kept(i) != 0.0) check_shadow_model(i, parameters[static_cast<std::size_t>(i)], parameter_count);
   const Index wave = kWaveModelsPerThread * comm.max(static_cast<Index>(omp_get_max_threads())) * comm.size();
   Index gathered = 0;

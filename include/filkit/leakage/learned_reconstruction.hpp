@@ -218,9 +218,10 @@ struct KeptShadowModels {
 /// wave, one model a thread, then rank 0 gathers the wave and hands it to kept.add); since model i
 /// depends on i alone, the rows are the same for any number of ranks and threads. A progress line
 /// on stderr at rank 0 when `progress` (kept models count as done before it started). An error on
-/// one rank ends every rank at the end of its wave: rank 0 first gathers nothing more, calls
-/// kept.save, then the failing rank rethrows its error, rank 0 (when it did not fail) throws
-/// std::runtime_error naming the ranks that failed, and the others StoppedWithRankZero. Collective.
+/// one rank ends every rank at the end of its wave: rank 0 first gathers nothing more of it, calls
+/// kept.save, then a failing rank rethrows its error, rank 0 (when it did not fail) throws a
+/// ResourceError naming the failing ranks and their errors, and the others StoppedWithRankZero.
+/// Collective.
 RowMatrix train_shadow_models(const Dataset& fixed, const Dataset& candidates, Index count, const ShadowTrainer& train,
                               bool progress = false, const KeptShadowModels& kept = {},
                               const Communicator& comm = Communicator::local());
