@@ -103,11 +103,11 @@ PARTS = {
     # Ranks started differently; a run resumed on other rank counts; errors on the ranks.
     "checks": ["disagreement", "resume", "errors"],
     # The learned attack on 1, 2, 3 ranks; its store grown and finished on different rank counts;
-    # a rank killed mid-run (LibTorch: dpsgd, prune and fim release through the plugin).
-    "learned-attack": ["learned-attack-ranks", "learned-attack-store", "learned-attack-killed-rank"],
+    # shadow models diverging on the ranks, and a rank killed mid-run (LibTorch: dpsgd, prune and fim release through the plugin).
+    "learned-attack": ["learned-attack-ranks", "learned-attack-store", "learned-attack-errors"],
 }
 CHECKS = ("disagreement", "resume", "errors", "learned-attack-ranks", "learned-attack-store",
-          "learned-attack-killed-rank")
+          "learned-attack-errors")
 assert sorted(sum(PARTS.values(), [])) == sorted([name for name, _ in SETTINGS] + list(CHECKS)), "PARTS"
 assert set(RANKS_OF) <= {name for name, _ in SETTINGS}, "RANKS_OF"
 
@@ -504,7 +504,13 @@ def main():
             failures += check_learned_attack_ranks(args.filkit, mpirun, env, tmp)
         if "learned-attack-store" in checks:
             failures += check_learned_attack_store(args.filkit, mpirun, env, tmp)
-        if "learned-attack-killed-rank" in checks:
+        if "learned-attack-errors" in checks:
+            # Every shadow model diverges: the ranks learn it at the end of the wave and stop.
+            diverging = [args.filkit] + LEARNED_ATTACK_FLAGS + ["--train-shadow-models", "17", "--step-size", "1e300",
+                                                               "--clip-norm", "1e300"]
+            diverging[diverging.index("--methods") + 1] = "dpsgd"
+            failures += expect_failure(mpirun + ["-np", "2"] + diverging, env, "training diverged",
+                                       "shadow models diverging on the ranks end the learned-attack job")
             # 10,000 sgd shadow models of 200 steps: minutes of work, stopped after 4 s.
             failures += check_dying_rank(args.filkit, mpirun, env, [
                 "learned-attack", "--quiet", "--threads", "1", "--methods", "sgd", "--public-size", "50",
