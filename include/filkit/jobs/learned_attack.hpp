@@ -52,6 +52,8 @@ struct LearnedAttackJobOptions {
   /// A directory (created if missing) keeping every method's shadow models as they are trained
   /// (jobs/shadow_model_store.hpp: <method>.npy and <method>.json); a later attack with the same
   /// training settings loads them and trains only the shadow models it lacks. Empty: none kept.
+  /// Under mpirun rank 0 alone reads and writes it (the other ranks send it their models), so a
+  /// store grown on some number of ranks is finished on any other.
   std::string shadow_models;
   void resolve();
   void validate() const;
