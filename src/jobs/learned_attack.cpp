@@ -66,14 +66,10 @@ nlohmann::json shadow_model_fingerprint(const LearnedAttackJobOptions& options, 
           {"public_rows_hash", std::to_string(rows_hash(data.public_part))}};
 }
 
-/// `train`, but a shadow model `store` holds is taken from it, and one trained is added to it.
-ShadowTrainer stored(ShadowTrainer train, ShadowModelStore& store) {
-  return [train = std::move(train), &store](const Dataset& data, Index model) {
-    if (std::optional<VectorXd> w = store.find(model)) return *std::move(w);
-    VectorXd w = train(data, model);
-    store.add(model, w);
-    return w;
-  };
+/// Rank 0's shadow models of `store`: those it holds are taken from it, those trained are added.
+KeptShadowModels kept_in(ShadowModelStore& store) {
+  return {[&store](Index model) { return store.find(model); },
+          [&store](Index model, const VectorXd& w) { store.add(model, w); }, [&store] { store.save(); }};
 }
 
 VectorXd column(const std::vector<TargetReconstruction>& targets, double TargetReconstruction::*field) {
@@ -197,23 +193,23 @@ LearnedAttackJobResult run_learned_attack(const LearnedAttackJobOptions& request
                                                   static_cast<std::uint64_t>(shape.parameters)),
                                3 * sizeof(double));
   check_learned_attack_memory(options.attack, shape.parameters, shape.classes, result.data.fixed.d(), shadow_model, kept);
-  if (!options.shadow_models.empty()) create_output_directory("shadow_models", options.shadow_models);
+  // On the ranks of an MPI job the shadow models are spread over the ranks; rank 0 alone keeps the
+  // store, gathers the parameters and fits the attacker (docs/distributed.md).
+  const Communicator& comm = Communicator::world();
+  const bool keep = !options.shadow_models.empty() && comm.is_root();
+  if (keep) create_output_directory("shadow_models", options.shadow_models);
   for (PrivateTrainingMethod method : options.training.methods) {
     const StageScope stage("learned attack (shadow models and attacker)");
-    ShadowTrainer train = shadow_trainer(options, result.data.public_part, method);
+    const ShadowTrainer train = shadow_trainer(options, result.data.public_part, method);
     std::unique_ptr<ShadowModelStore> store;
-    if (!options.shadow_models.empty()) {
+    if (keep)
       store = std::make_unique<ShadowModelStore>(options.shadow_models, to_string(method),
                                                  shadow_model_fingerprint(options, method, result.data),
                                                  result.data.candidates, options.data.max_memory);
-      train = stored(std::move(train), *store);
-    }
     LearnedAttackMethodResult attacked{method, {}, store ? store->loaded() : 0};
     try {
-      std::function<bool(Index)> trained_before;
-      if (store) trained_before = [&store](Index model) { return store->find(model).has_value(); };
       attacked.attack = run_learned_reconstruction(result.data.fixed, result.data.candidates, train, options.attack,
-                                                   progress, trained_before);
+                                                   progress, store ? kept_in(*store) : KeptShadowModels{}, comm);
     } catch (...) {
       if (store) store->save();  // what was trained before the failure is kept
       throw;

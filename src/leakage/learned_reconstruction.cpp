@@ -11,6 +11,7 @@
 #include "filkit/base/resources.hpp"
 
 #include <Eigen/Cholesky>
+#include <omp.h>
 
 #include <algorithm>
 #include <chrono>
@@ -368,42 +369,6 @@ Index check_attack_inputs(const Dataset& fixed, const Dataset& candidates, const
   return num_classes;
 }
 
-/// The parameters of every shadow model, one row each (model i trained on D_fixed + candidate i).
-RowMatrix train_shadow_models(const Dataset& fixed, const Dataset& candidates, Index count, const ShadowTrainer& train,
-                              bool progress, const std::function<bool(Index)>& trained_before) {
-  std::vector<VectorXd> parameters(static_cast<std::size_t>(count));
-  FirstException failure;
-  Progress bar("shadow models", count, !progress);
-  std::vector<char> kept(static_cast<std::size_t>(count), 0);  // asked before any is trained (and then kept)
-  if (trained_before) {
-    for (Index i = 0; i < count; ++i) kept[static_cast<std::size_t>(i)] = trained_before(i) ? 1 : 0;
-    bar.resume_at(std::count(kept.begin(), kept.end(), 1));
-  }
-  detail::for_each_block(count, 1, [&](Index i, Index) {
-    try {
-      parameters[static_cast<std::size_t>(i)] = train(with_candidate(fixed, candidates, i), i);
-    } catch (...) {
-      failure.capture();
-    }
-    if (!kept[static_cast<std::size_t>(i)]) bar.advance();
-  });
-  failure.rethrow_if_any();
-  bar.finish();
-  const Index p = parameters.front().size();
-  RowMatrix rows(count, p);
-  for (Index i = 0; i < count; ++i) {
-    const VectorXd& w = parameters[static_cast<std::size_t>(i)];
-    // Shapes fixed by the attack's own setup: a bug otherwise.
-    if (w.size() != p)
-      throw std::logic_error("learned attack: shadow model " + std::to_string(i) + " has " + std::to_string(w.size()) +
-                             " parameters and model 0 has " + std::to_string(p));
-    if (!w.allFinite())
-      throw NumericalError("learned attack: shadow model " + std::to_string(i) + " has non-finite parameters");
-    rows.row(i) = w.transpose();
-  }
-  return rows;
-}
-
 /// Standardises every column by the mean and standard deviation of the first `fitted` rows; a
 /// column constant on them (e.g. a frozen parameter) is only centred. With `clip`, the later rows
 /// are clipped to the range each column takes on the first ones.
@@ -424,12 +389,135 @@ RowMatrix standardise(const RowMatrix& parameters, Index fitted, bool clip) {
 
 double mse(const VectorXd& a, const VectorXd& b) { return (a - b).squaredNorm() / static_cast<double>(a.size()); }
 
+/// Shadow models a rank trains a wave, per OpenMP thread (of the rank with the most): every thread
+/// has a few to take in turn, and rank 0 gathers (and a store saves) every few models' time.
+constexpr Index kWaveModelsPerThread = 8;
+
+/// The parameter count of the shadow models, from the first model rank 0 holds.
+struct ParameterCount {
+  Index count = -1, model = -1;  ///< -1: no model yet
+};
+
+/// A shadow model's parameters as rank 0 receives them: checked, then kept.
+void check_shadow_model(Index model, const VectorXd& w, ParameterCount& expected) {
+  if (expected.count < 0) expected = {w.size(), model};
+  // Shapes fixed by the attack's own setup: a bug otherwise.
+  if (w.size() != expected.count)
+    throw std::logic_error("learned attack: shadow model " + std::to_string(model) + " has " + std::to_string(w.size()) +
+                           " parameters and model " + std::to_string(expected.model) + " has " +
+                           std::to_string(expected.count));
+  if (!w.allFinite())
+    throw NumericalError("learned attack: shadow model " + std::to_string(model) + " has non-finite parameters");
+}
+
+/// Ends every rank after an error in some rank's share of a wave (train_shadow_models' contract).
+[[noreturn]] void stop_after_failed_wave(const FirstException& failure, const KeptShadowModels& kept, Index gathered,
+                                         const Communicator& comm) {
+  std::string error;  // "rank r: what()" of this rank's error, for rank 0's message
+  if (failure.any()) {
+    try {
+      failure.rethrow_if_any();
+    } catch (const std::exception& caught) {
+      error = "rank " + std::to_string(comm.rank()) + ": " + caught.what();
+    } catch (...) {
+      error = "rank " + std::to_string(comm.rank()) + ": an exception that is not a std::exception";
+    }
+  }
+  const std::vector<std::string> errors = comm.gather(error);
+  if (comm.is_root() && kept.save) {
+    try {
+      kept.save();
+    } catch (...) {  // the training's error is the one reported; the store's own is lost
+    }
+  }
+  comm.all(true);  // rank 0 has saved: the failing ranks may now end every rank
+  failure.rethrow_if_any();
+  if (!comm.is_root()) throw StoppedWithRankZero();
+  std::string failed;
+  for (const std::string& text : errors)
+    if (!text.empty()) failed += (failed.empty() ? "" : "; ") + text;
+  throw ResourceError("learned attack: training a shadow model failed on another rank (" + failed + "); rank 0 had " +
+                      "gathered " + std::to_string(gathered) + " shadow models, kept by --shadow-models if given");
+}
+
 }  // namespace
+
+RowMatrix train_shadow_models(const Dataset& fixed, const Dataset& candidates, Index count, const ShadowTrainer& train,
+                              bool progress, const KeptShadowModels& kept, const Communicator& comm) {
+  const bool root = comm.is_root();
+  std::vector<VectorXd> parameters(static_cast<std::size_t>(root ? count : 0));
+  // Which models are kept (rank 0 knows), told to every rank: the others are to be trained.
+  VectorXd is_kept = VectorXd::Zero(count);
+  if (root && kept.find)
+    for (Index i = 0; i < count; ++i)
+      if (std::optional<VectorXd> w = kept.find(i)) {
+        parameters[static_cast<std::size_t>(i)] = *std::move(w);
+        is_kept(i) = 1.0;
+      }
+  comm.broadcast(is_kept);
+  std::vector<Index> missing;
+  for (Index i = 0; i < count; ++i)
+    if (is_kept(i) == 0.0) missing.push_back(i);
+  const Index todo = static_cast<Index>(missing.size());
+  Progress bar("shadow models", count, !(progress && root));
+  bar.resume_at(count - todo);
+  ParameterCount parameter_count;  // rank 0's
+  for (Index i = 0; root && i < count; ++i)
+    if (is_kept(i) != 0.0) check_shadow_model(i, parameters[static_cast<std::size_t>(i)], parameter_count);
+  const Index wave = kWaveModelsPerThread * comm.max(static_cast<Index>(omp_get_max_threads())) * comm.size();
+  Index gathered = 0;
+  for (Index first = 0; first < todo; first += wave) {
+    // This rank's contiguous share of the wave's models, one a thread at a time.
+    const RowShard share = comm.shard(std::min(wave, todo - first));
+    std::vector<VectorXd> trained(static_cast<std::size_t>(share.size()));
+    FirstException failure;
+    detail::for_each_block(share.size(), 1, [&](Index k, Index) {
+      const Index model = missing[static_cast<std::size_t>(first + share.begin + k)];
+      try {
+        trained[static_cast<std::size_t>(k)] = train(with_candidate(fixed, candidates, model), model);
+      } catch (...) {
+        failure.capture();
+      }
+      bar.advance();
+    });
+    if (!comm.all(!failure.any())) stop_after_failed_wave(failure, kept, gathered, comm);
+    // Rank 0 gathers the wave in model order (the shares are contiguous, in rank order), each
+    // model as its parameter count and its parameters.
+    Index size = 0;
+    for (const VectorXd& w : trained) size += 1 + w.size();
+    VectorXd packed(size);
+    Index at = 0;
+    for (const VectorXd& w : trained) {
+      packed(at) = static_cast<double>(w.size());
+      packed.segment(at + 1, w.size()) = w;
+      at += 1 + w.size();
+    }
+    const VectorXd all = comm.gather(packed);
+    if (!root) continue;
+    bar.advance(std::min(wave, todo - first) - share.size());
+    at = 0;
+    for (Index k = first; k < std::min(first + wave, todo); ++k) {
+      const Index model = missing[static_cast<std::size_t>(k)];
+      const auto length = static_cast<Index>(all(at));
+      VectorXd w = all.segment(at + 1, length);
+      at += 1 + length;
+      check_shadow_model(model, w, parameter_count);
+      if (kept.add) kept.add(model, w);
+      parameters[static_cast<std::size_t>(model)] = std::move(w);
+      ++gathered;
+    }
+  }
+  bar.finish();
+  if (!root) return {};
+  RowMatrix rows(count, parameter_count.count);
+  for (Index i = 0; i < count; ++i) rows.row(i) = parameters[static_cast<std::size_t>(i)].transpose();
+  return rows;
+}
 
 LearnedReconstructionResult run_learned_reconstruction(const Dataset& fixed, const Dataset& candidates,
                                                        const ShadowTrainer& train,
                                                        const LearnedReconstructionOptions& options, bool progress,
-                                                       const std::function<bool(Index)>& trained_before) {
+                                                       const KeptShadowModels& kept, const Communicator& comm) {
   const Index num_classes = check_attack_inputs(fixed, candidates, options);
   const Index m = options.train_shadow_models, targets = options.target_shadow_models;
   LearnedReconstructionResult result;
@@ -438,10 +526,11 @@ LearnedReconstructionResult run_learned_reconstruction(const Dataset& fixed, con
   result.has_ssim = fixed.image.has_value() && fixed.image->height >= 7 && fixed.image->width >= 7;
 
   auto start = std::chrono::steady_clock::now();
-  const RowMatrix parameters = train_shadow_models(fixed, candidates, m + targets, train, progress, trained_before);
+  const RowMatrix parameters = train_shadow_models(fixed, candidates, m + targets, train, progress, kept, comm);
+  result.shadow_seconds = seconds_since(start);
+  if (!comm.is_root()) return result;  // the attacker is fitted at rank 0, on every shadow model
   result.parameter_count = parameters.cols();
   check_attacker_memory(options, parameters.cols(), num_classes, fixed.d());
-  result.shadow_seconds = seconds_since(start);
 
   start = std::chrono::steady_clock::now();
   const RowMatrix standardised = standardise(parameters, m, options.clip_inputs);

@@ -5,7 +5,10 @@ oversubscribed) against the single-process program, for several settings: every 
 JSON must agree to 1e-12 relative (the ranks' sums are added in a different order, so the last bits
 may differ). Also checks that a DP-SGD run stopped on some number of ranks resumes on any other to
 the uninterrupted run's results, that a failing rank ends every rank with a clear error, and that
-jobs not yet sharded refuse to run on several ranks.
+jobs not yet sharded refuse to run on several ranks. `learned-attack`, whose shadow models are spread
+over the ranks and gathered at rank 0, must give byte-identical tables and summaries on 1, 2 and 3
+ranks, and its shadow-model store grown on some number of ranks and finished on another must be
+byte-identical to one grown on one process.
 
 Sizes are small (a few hundred rows, a few steps): each case exercises the same sharding, sums and
 broadcasts as a full-size run, in seconds. ctest runs it in PARTS (one test each, --part), side by side.
@@ -99,8 +102,12 @@ PARTS = {
     "dpsgd-networks": ["dpsgd-mlp", "dpsgd-cnn"],
     # Ranks started differently; a run resumed on other rank counts; errors on the ranks.
     "checks": ["disagreement", "resume", "errors"],
+    # The learned attack on 1, 2, 3 ranks; its store grown and finished on different rank counts;
+    # shadow models diverging on the ranks, and a rank killed mid-run (LibTorch: dpsgd, prune and fim release through the plugin).
+    "learned-attack": ["learned-attack-ranks", "learned-attack-store", "learned-attack-errors"],
 }
-CHECKS = ("disagreement", "resume", "errors")
+CHECKS = ("disagreement", "resume", "errors", "learned-attack-ranks", "learned-attack-store",
+          "learned-attack-errors")
 assert sorted(sum(PARTS.values(), [])) == sorted([name for name, _ in SETTINGS] + list(CHECKS)), "PARTS"
 assert set(RANKS_OF) <= {name for name, _ in SETTINGS}, "RANKS_OF"
 
@@ -168,6 +175,8 @@ def check_disagreeing_ranks(filkit, mpirun, env, tmp):
     a, b = os.path.join(tmp, "a", "same.npz"), os.path.join(tmp, "b", "same.npz")
     measure = [filkit, "measure", "--quiet", "--threads", "1", "--train-size", "300"]
     dpsgd = [filkit, "dpsgd", "--quiet", "--threads", "1", "--train-size", "300", "--batch-size", "50"]
+    learned_attack = [filkit, "learned-attack", "--quiet", "--threads", "1", "--methods", "sgd", "--train-size", "300",
+                      "--public-size", "50", "--fixed-size", "49", "--batch-size", "50", "--gradient-batch-size", "50"]
     cases = [  # (what, rank 0's command, rank 1's command, fragments of the message)
         ("data", measure + ["--data", a], measure + ["--data", b], ["--data is " + b + " on rank 1 but " + a]),
         ("data contents", ["--wdir", os.path.join(tmp, "a")] + measure + ["--data", "same.npz"],
@@ -181,6 +190,8 @@ def check_disagreeing_ranks(filkit, mpirun, env, tmp):
         ("seed", measure + ["--seed", "1"], measure + ["--seed", "2"], ["--seed is 2 on rank 1 but 1 on rank 0"]),
         ("l2", measure + ["--l2", "0.01"], measure + ["--l2", "0.1"], ["--l2 is 0.1 on rank 1 but 0.01 on rank 0"]),
         ("steps", dpsgd + ["--steps", "10"], dpsgd + ["--steps", "20"], ["--steps is 20 on rank 1 but 10 on rank 0"]),
+        ("shadow models", learned_attack + ["--train-shadow-models", "8"], learned_attack + ["--train-shadow-models", "9"],
+         ["--train-shadow-models is 9 on rank 1 but 8 on rank 0"]),
     ]
     failures = 0
     for what, first, second, fragments in cases:
@@ -201,11 +212,12 @@ def check_disagreeing_ranks(filkit, mpirun, env, tmp):
     return failures
 
 
-def check_dying_rank(filkit, mpirun, env):
+def check_dying_rank(filkit, mpirun, env, long_run=None):
     """A rank killed mid-run (SIGKILL after 4 s, as the machine's OOM killer would) ends the whole
-    job promptly, not a rank waiting forever in a collective; returns 1 on failure, else 0."""
-    long_run = [filkit, "dpsgd", "--quiet", "--threads", "1", "--train-size", "301", "--batch-size", "50",
-                "--steps", "10000000"]
+    job promptly, not a rank waiting forever in a collective; returns 1 on failure, else 0.
+    `long_run`: the job's command without the executable (default: a DP-SGD run of 10^7 steps)."""
+    long_run = [filkit] + (long_run or ["dpsgd", "--quiet", "--threads", "1", "--train-size", "301", "--batch-size", "50",
+                                        "--steps", "10000000"])
     command = mpirun + ["-np", "1"] + long_run + [":", "-np", "1", "timeout", "-s", "KILL", "4"] + long_run
     start = time.monotonic()
     try:
@@ -217,8 +229,85 @@ def check_dying_rank(filkit, mpirun, env):
     if done.returncode == 0 or seconds > 60:
         print(f"FAILED: a killed rank: exit {done.returncode} after {seconds:.1f} s, stderr {done.stderr[-500:]}")
         return 1
-    print(f"ok: a rank killed after 4 s ends the job (exit {done.returncode}) after {seconds:.1f} s")
+    print(f"ok: a rank killed after 4 s ends the {long_run[1]} job (exit {done.returncode}) after {seconds:.1f} s")
     return 0
+
+
+# The learned attack at a tiny size, every method (fim's gradient model a few epochs): 17 + 4 shadow
+# models, so that one process (waves of 8 models a thread), 2 ranks (waves of 16: 16 and 5) and 3
+# (one wave of 21, shares of 7) cut them differently.
+LEARNED_ATTACK_FLAGS = ["learned-attack", "--quiet", "--threads", "1", "--methods", "sgd,dpsgd,prune,fim",
+                        "--train-size", "400", "--test-size", "100", "--public-size", "50", "--fixed-size", "49",
+                        "--batch-size", "50", "--gradient-batch-size", "50", "--steps", "2", "--attacker-epochs", "2",
+                        "--gradient-steps", "3", "--gradient-decay", "1", "--gradient-min-steps", "1",
+                        "--target-shadow-models", "4"]
+LEARNED_ATTACK_RANKS = (1, 2, 3)
+
+
+def learned_attack_outputs(filkit, mpirun, env, tmp, name, ranks, shadow_models=17, store=None):
+    """Runs LEARNED_ATTACK_FLAGS (one process when ranks is None) with that many training shadow
+    models and the store; returns its table's and reconstructions' bytes and its summary less the
+    timings, the rank count and the store's setting and count of models loaded."""
+    out, extra, summary = (os.path.join(tmp, f"{name}{suffix}") for suffix in (".csv", "-images.csv", ".json"))
+    command = [filkit] + LEARNED_ATTACK_FLAGS + ["--train-shadow-models", str(shadow_models), "--out", out,
+                                                 "--reconstructions-out", extra, "--json", summary]
+    command += ["--shadow-models", store] if store else []
+    run(command if ranks is None else mpirun + ["-np", str(ranks)] + command, env)
+    result = json.load(open(summary))
+    ranks_recorded = result.pop("mpi_ranks")
+    result.pop("seconds")
+    result["settings"].pop("shadow_models")
+    for method in result["methods"].values():
+        method.pop("seconds")
+        method.pop("shadow_models_loaded")
+    return open(out, "rb").read(), open(extra, "rb").read(), result, ranks_recorded
+
+
+def check_learned_attack_ranks(filkit, mpirun, env, tmp):
+    """learned-attack on 1, 2 and 3 ranks: the same bytes as one process; returns the failures."""
+    reference = learned_attack_outputs(filkit, mpirun, env, tmp, "learned-serial", None)
+    failures = 0
+    for ranks in LEARNED_ATTACK_RANKS:
+        table, images, summary, recorded = learned_attack_outputs(filkit, mpirun, env, tmp, f"learned-{ranks}", ranks)
+        problems = [what for what, same in (("the table", table == reference[0]), ("the reconstructions", images == reference[1]),
+                                            ("the summary", summary == reference[2]), ("mpi_ranks", recorded == ranks))
+                    if not same]
+        if problems:
+            print(f"FAILED: learned-attack on {ranks} ranks differs from one process in " + ", ".join(problems))
+        else:
+            print(f"ok: learned-attack on {ranks} ranks: the table, reconstructions and summary are one process's bytes "
+                  f"(timings aside)")
+        failures += bool(problems)
+    return failures
+
+
+def store_files(directory):
+    """Each file of a shadow-model store (every method's .npy and .json) and its bytes."""
+    return {name: open(os.path.join(directory, name), "rb").read() for name in sorted(os.listdir(directory))}
+
+
+def check_learned_attack_store(filkit, mpirun, env, tmp):
+    """A store grown (10 + 4 shadow models) on 2 ranks and finished (17 + 4) on one process, and one
+    grown on one process and finished on 3 ranks, are byte for byte the store grown on one process,
+    and their attacks are its; returns the failures."""
+    whole = os.path.join(tmp, "store-whole")
+    reference = learned_attack_outputs(filkit, mpirun, env, tmp, "store-whole", None, store=whole)
+    failures = 0
+    for grown, finished in ((2, None), (None, 3)):
+        store = os.path.join(tmp, f"store-{grown}-{finished}")
+        learned_attack_outputs(filkit, mpirun, env, tmp, f"store-grow-{grown}", grown, shadow_models=10, store=store)
+        done = learned_attack_outputs(filkit, mpirun, env, tmp, f"store-finish-{finished}", finished, store=store)
+        ranks = f"grown on {grown or 1} rank(s), finished on {finished or 1}"
+        problems = [what for what, same in (("the store's files", store_files(store) == store_files(whole)),
+                                            ("the table", done[0] == reference[0]),
+                                            ("the reconstructions", done[1] == reference[1]),
+                                            ("the summary", done[2] == reference[2])) if not same]
+        if problems:
+            print(f"FAILED: learned-attack store {ranks} differs from one grown on one process in " + ", ".join(problems))
+        else:
+            print(f"ok: learned-attack store {ranks}: the same files and attack as one grown on one process")
+        failures += bool(problems)
+    return failures
 
 
 def read_csv(path):
@@ -411,6 +500,22 @@ def main():
             failures += expect_failure(mpirun + ["-np", "2", args.filkit, "accountant", "--quiet"], env,
                                        "runs on one process", "a job that runs on one process refuses several ranks")
             failures += check_dying_rank(args.filkit, mpirun, env)
+        if "learned-attack-ranks" in checks:
+            failures += check_learned_attack_ranks(args.filkit, mpirun, env, tmp)
+        if "learned-attack-store" in checks:
+            failures += check_learned_attack_store(args.filkit, mpirun, env, tmp)
+        if "learned-attack-errors" in checks:
+            # Every shadow model diverges: the ranks learn it at the end of the wave and stop.
+            diverging = [args.filkit] + LEARNED_ATTACK_FLAGS + ["--train-shadow-models", "17", "--step-size", "1e300",
+                                                               "--clip-norm", "1e300"]
+            diverging[diverging.index("--methods") + 1] = "dpsgd"
+            failures += expect_failure(mpirun + ["-np", "2"] + diverging, env, "training diverged",
+                                       "shadow models diverging on the ranks end the learned-attack job")
+            # 10,000 sgd shadow models of 200 steps: minutes of work, stopped after 4 s.
+            failures += check_dying_rank(args.filkit, mpirun, env, [
+                "learned-attack", "--quiet", "--threads", "1", "--methods", "sgd", "--public-size", "50",
+                "--gradient-batch-size", "50", "--fixed-size", "49", "--batch-size", "50", "--steps", "200",
+                "--train-shadow-models", "10000", "--target-shadow-models", "10"])
     sys.exit(1 if failures else 0)
 
 

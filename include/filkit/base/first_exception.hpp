@@ -13,6 +13,8 @@ class FirstException {
 #pragma omp critical(filkit_first_exception)
     if (!first_) first_ = std::current_exception();
   }
+  /// Whether one was captured. Call after the parallel region.
+  bool any() const { return static_cast<bool>(first_); }
   /// Call after the parallel region.
   void rethrow_if_any() const {
     if (first_) std::rethrow_exception(first_);

@@ -52,6 +52,8 @@ struct LearnedAttackJobOptions {
   /// A directory (created if missing) keeping every method's shadow models as they are trained
   /// (jobs/shadow_model_store.hpp: <method>.npy and <method>.json); a later attack with the same
   /// training settings loads them and trains only the shadow models it lacks. Empty: none kept.
+  /// Under mpirun rank 0 alone reads and writes it (the other ranks send it their models), so a
+  /// store grown on some number of ranks is finished on any other.
   std::string shadow_models;
   void resolve();
   void validate() const;
@@ -119,6 +121,9 @@ struct LearnedAttackJobResult final : JobResult {
   void print_summary(std::ostream& out) const override;
 };
 
+/// The attack of every method. Under mpirun (Communicator::world()) the shadow models are trained on
+/// all ranks, and rank 0 alone keeps the store, fits the attackers and holds the results: the other
+/// ranks' result has no method's targets.
 LearnedAttackJobResult run_learned_attack(const LearnedAttackJobOptions& options, bool progress = false);
 
 struct LearnedAttackJob {
@@ -143,6 +148,7 @@ struct LearnedAttackJob {
              "CSV of the first 16 targets' images: method (-2 = target, -1 = class-mean baseline, 0 sgd, 1 dpsgd, 2 "
              "prune, 3 fim), target, label, x0..x{d-1}"}};
   }
+  static constexpr bool runs_on_mpi_ranks = true;  // shadow models spread over the ranks (docs/distributed.md)
   static LearnedAttackJobResult run(const Options& options, bool progress) { return run_learned_attack(options, progress); }
 };
 

@@ -22,11 +22,13 @@
 // LPIPS needs a pretrained network that cannot be installed here, so it is not computed.
 #pragma once
 
+#include "filkit/base/communicator.hpp"
 #include "filkit/base/resources.hpp"
 #include "filkit/data/dataset.hpp"
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -199,20 +201,43 @@ struct LearnedReconstructionResult {
   double shadow_seconds = 0, attacker_seconds = 0;
 };
 
-/// The attack end to end: trains one shadow model per candidate (in parallel over the OpenMP
-/// threads; model i depends only on candidate i, so the results do not depend on the thread
-/// count), a progress line on stderr when `progress`, then the attacker on the first
-/// train_shadow_models and reconstructs the rest. Throws std::invalid_argument for bad options,
-/// an empty D_fixed, too few candidates, features or image shapes that differ, labels that are not
+/// Shadow models kept from an earlier run (learned-attack's --shadow-models store), and where the
+/// ones trained now go. Rank 0's alone: the other ranks of an MPI job pass none.
+struct KeptShadowModels {
+  /// Shadow model i's parameters when kept, else nullopt; asked once per model before any is trained.
+  std::function<std::optional<VectorXd>(Index)> find;
+  /// Each newly trained model (trained on any rank), as it reaches rank 0.
+  std::function<void(Index, const VectorXd&)> add;
+  /// Called before the ranks stop on an error in a shadow model's training: keep what was added.
+  std::function<void()> save;
+};
+
+/// The parameters of shadow models 0 .. count - 1, one row each (model i trained on D_fixed +
+/// candidate i by `train`), at rank 0; an empty matrix on the other ranks. The models `kept` does
+/// not hold are spread over the ranks of `comm` in waves (each rank trains a contiguous share of a
+/// wave, one model a thread, then rank 0 gathers the wave and hands it to kept.add); since model i
+/// depends on i alone, the rows are the same for any number of ranks and threads. A progress line
+/// on stderr at rank 0 when `progress` (kept models count as done before it started). An error on
+/// one rank ends every rank at the end of its wave: rank 0 first gathers nothing more of it, calls
+/// kept.save, then a failing rank rethrows its error, rank 0 (when it did not fail) throws a
+/// ResourceError naming the failing ranks and their errors, and the others StoppedWithRankZero.
+/// Collective.
+RowMatrix train_shadow_models(const Dataset& fixed, const Dataset& candidates, Index count, const ShadowTrainer& train,
+                              bool progress = false, const KeptShadowModels& kept = {},
+                              const Communicator& comm = Communicator::local());
+
+/// The attack end to end: trains one shadow model per candidate (train_shadow_models: in parallel
+/// over the OpenMP threads and the ranks of `comm`; model i depends only on candidate i, so the
+/// results depend on neither count), a progress line on stderr when `progress`, then, at rank 0,
+/// the attacker on the first train_shadow_models and the reconstructions of the rest. The other
+/// ranks return a result with only the counts. Throws std::invalid_argument for bad options, an
+/// empty D_fixed, too few candidates, features or image shapes that differ, labels that are not
 /// class indices, a candidate label D_fixed does not have, or parameter vectors that differ in size.
-/// `trained_before(i)`, when given, says that shadow model i is already trained (kept from an
-/// earlier run, so `train` returns it at once): the progress line counts those as done before it
-/// started, not in the rate that estimates the time left.
 LearnedReconstructionResult run_learned_reconstruction(const Dataset& fixed, const Dataset& candidates,
                                                        const ShadowTrainer& train,
                                                        const LearnedReconstructionOptions& options,
-                                                       bool progress = false,
-                                                       const std::function<bool(Index)>& trained_before = {});
+                                                       bool progress = false, const KeptShadowModels& kept = {},
+                                                       const Communicator& comm = Communicator::local());
 
 /// The note recorded in summaries in place of LPIPS.
 inline constexpr const char* kLpipsNote =
