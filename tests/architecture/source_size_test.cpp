@@ -4,6 +4,8 @@
 // python/, tests/, bench/, fuzz/ and experiments/ counts, tests included; data (JSON, CSV, NPY,
 // TorchScript models, fuzz seeds, results) and prose (Markdown) do not. Lines are counted as
 // `wc -l` counts them.
+#include "source_tree.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,11 +22,6 @@ namespace fs = std::filesystem;
 
 constexpr long kMaxLines = 700;
 
-fs::path checkout() {
-  const char* dir = std::getenv("FILKIT_SOURCE_DIR");
-  return dir ? fs::path(dir) : fs::path(FILKIT_TEST_SOURCE_DIR);
-}
-
 bool is_source(const fs::path& path) {
   static const std::set<std::string> extensions = {".cpp", ".hpp", ".h", ".cc", ".py", ".pyi", ".sh", ".cmake"};
   return extensions.count(path.extension().string()) > 0 || path.filename() == "CMakeLists.txt";
@@ -36,7 +33,7 @@ long line_count(const fs::path& path) {
 }
 
 TEST(SourceSize, NoSourceFileIsOver700Lines) {
-  const fs::path root = checkout();
+  const fs::path root = source_tree::source_dir();
   int files = 0;
   for (const char* folder : {"src", "include", "cli", "python", "tests", "bench", "fuzz", "experiments"}) {
     ASSERT_TRUE(fs::is_directory(root / folder)) << root / folder;
