@@ -35,7 +35,9 @@ void BM_Rdp(benchmark::State& state) {
   account(state, [] { return std::make_unique<RdpAccountant>(); });
 }
 void BM_RdpWithoutReplacement(benchmark::State& state) {
-  account(state, [] { return std::make_unique<RdpAccountant>(rdp_orders(OrderGrid::kOpacus), NeighbouringRelation::kReplaceOne); });
+  account(state, [] {
+    return std::make_unique<RdpAccountant>(rdp_orders(OrderGrid::kOpacus), NeighbouringRelation::kReplaceOne);
+  });
 }
 void BM_Pld(benchmark::State& state) {
   const double h = static_cast<double>(state.range(0)) * 1e-5;
@@ -62,7 +64,9 @@ void by_squaring(benchmark::State& state, NeighbouringRelation relation) {
   state.counters["eps"] = eps;
 }
 void BM_PldBySquaring(benchmark::State& state) { by_squaring(state, NeighbouringRelation::kAddRemove); }
-void BM_PldWithoutReplacementBySquaring(benchmark::State& state) { by_squaring(state, NeighbouringRelation::kReplaceOne); }
+void BM_PldWithoutReplacementBySquaring(benchmark::State& state) {
+  by_squaring(state, NeighbouringRelation::kReplaceOne);
+}
 
 BENCHMARK(BM_Rdp)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_RdpWithoutReplacement)->Unit(benchmark::kMillisecond);

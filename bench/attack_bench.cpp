@@ -65,7 +65,7 @@ const Problem& problem(ModelKind kind) {
 
 void BM_CandidateMinimisers(benchmark::State& state, ModelKind kind, WhiteBoxSolver solver) {
   const Problem& p = problem(kind);
-  const Index attacked = solver == WhiteBoxSolver::kRefit     ? kNaiveExamples
+  const Index attacked = solver == WhiteBoxSolver::kRefit   ? kNaiveExamples
                          : kind == ModelKind::kLeastSquares ? kExamples
                                                             : 512;
   std::vector<Index> examples;

@@ -97,7 +97,8 @@ SoftmaxRelease::Objective baseline(const Problem& pr, const RowMatrix& V) {
     const double dkappa = (s2 * s * n - s1 * (2.0 * s1 * n + s)) / (s * s * s * n * n);
     const double f1 = 1.0 / (s * s), f2 = kappa * kappa * n * n - 2.0 * kappa / s;
     const double df1 = -2.0 * s1 / (s * s * s);
-    const double df2 = 2.0 * kappa * dkappa * n * n + 2.0 * kappa * kappa * n - 2.0 * (dkappa * s - kappa * s1) / (s * s);
+    const double df2 =
+        2.0 * kappa * dkappa * n * n + 2.0 * kappa * kappa * n - 2.0 * (dkappa * s - kappa * s1) / (s * s);
     double A = 0.0, Q2 = 0.0;
     sum_q_dm.setZero();
     const auto jvp = [&](const VectorXd& v) {  // dm = M vec(v~ e^T + x~ delta^T)
@@ -137,8 +138,8 @@ SoftmaxRelease::Objective baseline(const Problem& pr, const RowMatrix& V) {
 void report(benchmark::State& state, const SoftmaxRelease::Objective& fast, const SoftmaxRelease::Objective& slow) {
   state.counters["rel_diff"] = std::max(std::abs(fast.value - slow.value) / std::abs(slow.value),
                                         (fast.gradient - slow.gradient).norm() / slow.gradient.norm());
-  state.counters["calls_94400_s"] = benchmark::Counter(1.0 / 94400.0, benchmark::Counter::kIsIterationInvariantRate |
-                                                                   benchmark::Counter::kInvert);
+  state.counters["calls_94400_s"] =
+      benchmark::Counter(1.0 / 94400.0, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 
 // Arg: S probes (0 = exact trace); `batched`: SoftmaxRelease::objective, else the baseline.

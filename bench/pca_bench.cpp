@@ -134,9 +134,13 @@ void BM_PreprocessFitAndApply(benchmark::State& state) {
 BENCHMARK_CAPTURE(BM_Covariance, eigen, detail::GramKernel::kEigen)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Covariance, avx2, detail::GramKernel::kAvx2)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Covariance, avx512, detail::GramKernel::kAvx512)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Covariance, avx512_float, detail::GramKernel::kAvx512Float)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Covariance, avx512_float, detail::GramKernel::kAvx512Float)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_TopEigenpairs, dense, detail::EigenSolver::kDense)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_TopEigenpairs, spectra, detail::EigenSolver::kSpectra)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_TopEigenpairs, spectra, detail::EigenSolver::kSpectra)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(BM_TopEigenpairsRandomised)->Arg(10)->Arg(20)->Arg(40)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_PreprocessFitAndApply)->Unit(benchmark::kMillisecond)->UseRealTime();
 

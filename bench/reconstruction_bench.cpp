@@ -97,8 +97,8 @@ void dense_per_example(benchmark::State& state) {
     double checksum = 0.0;
     for (Index i = 0; i < examples; ++i) {
       const filkit::MatrixXd J = fil.jacobian(i);
-      const double dfil = J.norm();                                // ||J_i||_F
-      const double eta = Svd(J).singularValues()(0);               // ||J_i||_2
+      const double dfil = J.norm();                   // ||J_i||_F
+      const double eta = Svd(J).singularValues()(0);  // ||J_i||_2
       checksum += dfil + eta;
     }
     benchmark::DoNotOptimize(checksum);
@@ -106,7 +106,9 @@ void dense_per_example(benchmark::State& state) {
   set_rate(state, examples);
 }
 
-void BM_PerExampleDenseJacobiSvd(benchmark::State& state) { dense_per_example<Eigen::JacobiSVD<filkit::MatrixXd>>(state); }
+void BM_PerExampleDenseJacobiSvd(benchmark::State& state) {
+  dense_per_example<Eigen::JacobiSVD<filkit::MatrixXd>>(state);
+}
 BENCHMARK(BM_PerExampleDenseJacobiSvd)->Arg(2)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
 
 void BM_PerExampleDenseBdcSvd(benchmark::State& state) { dense_per_example<Eigen::BDCSVD<filkit::MatrixXd>>(state); }

@@ -11,9 +11,9 @@
 // a batch's worth) and the objective from them.
 // Synthetic pixels and parameters keep the benchmark independent of installed datasets. Skips
 // without LibTorch.
-#include "networks/network_plugin.hpp"
 #include "filkit/networks/networks.hpp"
 #include "filkit/public_data/constant_perturbation.hpp"
+#include "networks/network_plugin.hpp"
 
 #include <benchmark/benchmark.h>
 
@@ -77,8 +77,8 @@ std::vector<Index> batch_rows() {
 }
 
 void per_run_hours(benchmark::State& state) {
-  state.counters["batches_15840_h"] =
-      benchmark::Counter(1.0 / 15840.0 * 3600.0, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.counters["batches_15840_h"] = benchmark::Counter(
+      1.0 / 15840.0 * 3600.0, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 
 void shift_objective(benchmark::State& state, GradientPrecision precision) {
@@ -88,7 +88,8 @@ void shift_objective(benchmark::State& state, GradientPrecision precision) {
   ShiftObjectiveRequest request;
   request.lambda = 1e3;
   request.precision = precision;
-  for (auto _ : state) benchmark::DoNotOptimize(s.backend->shift_objective(s.w, s.X, s.y, s.c, s.probes, request).value);
+  for (auto _ : state)
+    benchmark::DoNotOptimize(s.backend->shift_objective(s.w, s.X, s.y, s.c, s.probes, request).value);
   per_run_hours(state);
 }
 
@@ -107,12 +108,13 @@ void objective_from_terms(benchmark::State& state) {
   const std::optional<Setup> setup = setup_or_skip(state);
   if (!setup) return;
   const Setup& s = *setup;
-  const ShiftObjectiveTerms terms = s.backend->shift_objective_terms(s.w, s.X, s.y, s.probes, GradientPrecision::kFloat32);
+  const ShiftObjectiveTerms terms =
+      s.backend->shift_objective_terms(s.w, s.X, s.y, s.probes, GradientPrecision::kFloat32);
   const std::vector<Index> rows = batch_rows();
   for (auto _ : state)
-    benchmark::DoNotOptimize(shift_objective_from_terms(terms.gradients, terms.probe_products, rows, s.c,
-                                                        s.spec.clip_norm, 1e3, true, 1e-7)
-                                 .value);
+    benchmark::DoNotOptimize(
+        shift_objective_from_terms(terms.gradients, terms.probe_products, rows, s.c, s.spec.clip_norm, 1e3, true, 1e-7)
+            .value);
   per_run_hours(state);
 }
 

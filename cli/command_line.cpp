@@ -49,7 +49,8 @@ std::string command_line_problem(const CLI::App& app, const std::vector<std::str
     const std::string first = args.empty() ? "" : args.front();
     if (!first.empty() && first[0] != '-') {
       const std::vector<std::string> nearest = nearest_names(first, commands);
-      return "unknown command '" + first + "'" + (nearest.empty() ? "" : "; did you mean " + joined(nearest, " or ") + "?") +
+      return "unknown command '" + first + "'" +
+             (nearest.empty() ? "" : "; did you mean " + joined(nearest, " or ") + "?") +
              " (the commands: " + joined(commands, ", ") + "; filkit --help)";
     }
     return std::string(error.what()) + "; the commands: " + joined(commands, ", ") + " (filkit --help)";
@@ -67,7 +68,8 @@ std::string command_line_problem(const CLI::App& app, const std::vector<std::str
     if (extra.rfind("-", 0) == 0 && extra.size() > 1) {
       const std::string typed = extra.substr(0, extra.find('='));
       const std::vector<std::string> nearest = nearest_names(typed, known);
-      problems.push_back("unknown flag " + typed + (nearest.empty() ? "" : ": did you mean " + joined(nearest, " or ") + "?"));
+      problems.push_back("unknown flag " + typed +
+                         (nearest.empty() ? "" : ": did you mean " + joined(nearest, " or ") + "?"));
       // Its value, if it had one, is no further problem.
       if (extra.find('=') == std::string::npos && e + 1 < extras.size() && extras[e + 1].rfind("-", 0) != 0) ++e;
       continue;

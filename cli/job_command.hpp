@@ -16,8 +16,8 @@
 
 #include <iostream>
 #include <memory>
-#include <stdexcept>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -63,7 +63,8 @@ std::string type_name() {
     return "INT";
   } else if constexpr (std::is_enum_v<T>) {
     std::string spellings;
-    for (const auto& [value, spelling] : EnumNames<T>::names) spellings += (spellings.empty() ? "" : "|") + std::string(spelling);
+    for (const auto& [value, spelling] : EnumNames<T>::names)
+      spellings += (spellings.empty() ? "" : "|") + std::string(spelling);
     return spellings.size() <= 30 ? spellings : "CHOICE";
   } else {
     return "TEXT";
@@ -200,12 +201,15 @@ CLI::App* add_job_command(CLI::App& app) {
         ->type_name("DIR")
         ->group(outputs);
   for (const ExtraOutput& extra : Job::extra_outputs())
-    command->add_option(flag_name(extra.name), run->outputs.extra[extra.name], extra.help)->type_name("PATH")->group(outputs);
+    command->add_option(flag_name(extra.name), run->outputs.extra[extra.name], extra.help)
+        ->type_name("PATH")
+        ->group(outputs);
   command->add_flag("--quiet,-q", run->quiet, "No progress and no summary")->group(outputs);
   command
       ->add_option_function<std::string>(
           "--threads", [run](const std::string& text) { run->threads = parse_thread_count("threads", text); },
-          "OpenMP threads [default: 0 = all " + std::to_string(hardware_thread_count()) + " hardware threads, or OMP_NUM_THREADS when set]")
+          "OpenMP threads [default: 0 = all " + std::to_string(hardware_thread_count()) +
+              " hardware threads, or OMP_NUM_THREADS when set]")
       ->type_name("INT")
       ->group(resources);
   command->callback([options, run] {

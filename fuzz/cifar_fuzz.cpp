@@ -12,7 +12,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (data[0] & (1u << k)) classes.push_back(k + 1);
   const std::string path = filkit::fuzz::write_input("data_batch_1.bin", filkit::fuzz::as_text(data + 1, size - 1));
   filkit::Dataset one;
-  if (!filkit::fuzz::runs_or_rejects([&] { one = filkit::read_cifar10_batches({path}, classes, filkit::fuzz::kFuzzMemory); }))
+  if (!filkit::fuzz::runs_or_rejects(
+          [&] { one = filkit::read_cifar10_batches({path}, classes, filkit::fuzz::kFuzzMemory); }))
     return 0;
   FILKIT_FUZZ_CHECK(one.image.has_value() && one.image->size() == one.d() && one.d() == 3 * 32 * 32);
   FILKIT_FUZZ_CHECK(one.X.rows() == one.y.size());
@@ -24,8 +25,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   FILKIT_FUZZ_CHECK(((one.X.array() >= 0) && (one.X.array() <= 255)).all());
   // The same file twice: twice the records, in file order.
   filkit::Dataset two;
-  if (!filkit::fuzz::runs_or_rejects(
-          [&] { two = filkit::read_cifar10_batches({path, path}, classes, filkit::fuzz::kFuzzMemory); }))
+  if (!filkit::fuzz::runs_or_rejects([&] {
+        two = filkit::read_cifar10_batches({path, path}, classes, filkit::fuzz::kFuzzMemory);
+      }))
     return 0;  // twice the images may exceed the budget
   FILKIT_FUZZ_CHECK(two.n() == 2 * one.n());
   FILKIT_FUZZ_CHECK(two.X.topRows(one.n()) == one.X && two.X.bottomRows(one.n()) == one.X);

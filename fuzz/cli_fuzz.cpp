@@ -5,8 +5,8 @@
 // (the jobs), ends the parse by an exception of its own. As in cli/main.cpp, when the first
 // argument names a subcommand only that one is declared (setup_commands_for). Each app is built
 // once and parsed again on every execution (CLI11 clears the previous parse's results first):
-// building it was 9 in 10 of an execution's time. An option struct keeps the values of flags an earlier input gave; only the
-// parse, which reads the given flags, is under test, so a finding still reproduces on its own.
+// building it was 9 in 10 of an execution's time. An option struct keeps the values of flags an earlier input gave;
+// only the parse, which reads the given flags, is under test, so a finding still reproduces on its own.
 #include "commands.hpp"
 
 #include "filkit/base/types.hpp"
@@ -36,7 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::vector<std::string> args(arguments.begin() + 1, arguments.end());
   static std::map<std::string, std::unique_ptr<CLI::App>> apps;
   std::unique_ptr<CLI::App>& built = apps[std::string(filkit::cli::command_named(args))];  // "": all
-  if (!built) {  // as cli/main.cpp builds it
+  if (!built) {                                                                            // as cli/main.cpp builds it
     built = std::make_unique<CLI::App>("filkit " + filkit::version());
     built->set_version_flag("--version", filkit::version());
     built->require_subcommand(1);

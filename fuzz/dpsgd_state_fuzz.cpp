@@ -33,7 +33,10 @@ const filkit::detail::ExpectedState& expected() {
 
 // The file format's header (resume_state.hpp): magic, version, payload length, CRC32, little-endian.
 std::string framed(std::string_view payload) {
-  std::string file("\x89" "FKDPSGD", 8);
+  std::string file(
+      "\x89"
+      "FKDPSGD",
+      8);
   const auto append = [&](std::uint64_t value, int bytes) {
     for (int k = 0; k < bytes; ++k) file += static_cast<char>(value >> (8 * k));
   };

@@ -24,7 +24,8 @@ inline void read_idx_every_way(const std::string& path) {
   for (std::size_t k = 0; k < rows.size(); ++k)
     FILKIT_FUZZ_CHECK(selected.X.row(static_cast<Index>(k)) == images.row(rows[k]));
   // A row outside the file, and a label count that does not match, are errors.
-  FILKIT_FUZZ_CHECK(!runs_or_rejects([&] { detail::read_idx_image_rows(path, {images.rows()}, images.rows(), kFuzzMemory); }));
+  FILKIT_FUZZ_CHECK(
+      !runs_or_rejects([&] { detail::read_idx_image_rows(path, {images.rows()}, images.rows(), kFuzzMemory); }));
   FILKIT_FUZZ_CHECK(!runs_or_rejects([&] { detail::read_idx_image_rows(path, {0}, images.rows() + 1, kFuzzMemory); }));
 }
 

@@ -53,7 +53,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   settings.discretization = at(0, 1e-2);
   settings.truncation_mass = at(1, 1e-15);
   settings.max_memory = kPldMemory;
-  const filkit::NeighbouringRelation relation = data[0] & 1 ? filkit::NeighbouringRelation::kReplaceOne : filkit::NeighbouringRelation::kAddRemove;
+  const filkit::NeighbouringRelation relation =
+      data[0] & 1 ? filkit::NeighbouringRelation::kReplaceOne : filkit::NeighbouringRelation::kAddRemove;
   std::optional<filkit::PldAccountant> accountant;
   if (!filkit::fuzz::runs_or_rejects([&] { accountant.emplace(relation, settings); })) return 0;
   if (data[0] & 2) {

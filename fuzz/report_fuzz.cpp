@@ -83,8 +83,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (const report::Section& section : sections)
       for (const report::Figure& figure : section.figures) {
         FILKIT_FUZZ_CHECK(files.insert(figure.file).second);
-        FILKIT_FUZZ_CHECK(figure.file.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") ==
-                          std::string::npos && figure.file.front() != '.');
+        FILKIT_FUZZ_CHECK(
+            figure.file.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") ==
+                std::string::npos &&
+            figure.file.front() != '.');
       }
   });
   for (const std::string& script : plotter.dry_run_scripts()) FILKIT_FUZZ_CHECK(script_is_inert(script));

@@ -49,7 +49,8 @@ std::string fixed_up(std::string json_text, const std::string& npy, const std::s
   nlohmann::json& rows = json["candidates"];
   nlohmann::json& hashes = json["row_hashes"];
   for (std::size_t r = 0; r < rows.size() && r < hashes.size(); ++r)
-    if ((mode & 2) && rows[r].is_number_integer() && rows[r].get<filkit::Index>() >= 0 && rows[r].get<filkit::Index>() < 4)
+    if ((mode & 2) && rows[r].is_number_integer() && rows[r].get<filkit::Index>() >= 0 &&
+        rows[r].get<filkit::Index>() < 4)
       hashes[r] = hex(filkit::row_hash(candidates(), rows[r].get<filkit::Index>()));
   if ((mode & 4) && array_of("model_sha256")) {
     filkit::NpyArray array;

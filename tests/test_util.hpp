@@ -12,16 +12,16 @@
 
 #include <bit>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iterator>
 #include <random>
-#include <stdexcept>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -62,8 +62,8 @@ class TempDir {
  public:
   TempDir() {
     std::random_device device;
-    path_ = std::filesystem::temp_directory_path() /
-            ("filkit_test_" + std::to_string(device()) + std::to_string(device()));
+    path_ =
+        std::filesystem::temp_directory_path() / ("filkit_test_" + std::to_string(device()) + std::to_string(device()));
     std::filesystem::create_directories(path_);
   }
   ~TempDir() {
@@ -181,17 +181,17 @@ class ScopedEnvironment {
 // Binary fixtures of the data loaders, written byte by byte so that the tests need no numpy.
 
 /// Expects `statement` to throw `type` whose message contains every one of `fragments`.
-#define EXPECT_THROW_NAMING(statement, type, ...)                                      \
-  do {                                                                                  \
-    try {                                                                               \
-      statement;                                                                        \
-      ADD_FAILURE() << "expected " #type " from " #statement;                           \
-    } catch (const type& error) {                                                       \
-      for (const std::string& fragment : std::vector<std::string>{__VA_ARGS__}) {       \
-        EXPECT_NE(std::string(error.what()).find(fragment), std::string::npos)          \
-            << "message: " << error.what() << "\nlacks: " << fragment;                 \
-      }                                                                                 \
-    }                                                                                   \
+#define EXPECT_THROW_NAMING(statement, type, ...)                                 \
+  do {                                                                            \
+    try {                                                                         \
+      statement;                                                                  \
+      ADD_FAILURE() << "expected " #type " from " #statement;                     \
+    } catch (const type& error) {                                                 \
+      for (const std::string& fragment : std::vector<std::string>{__VA_ARGS__}) { \
+        EXPECT_NE(std::string(error.what()).find(fragment), std::string::npos)    \
+            << "message: " << error.what() << "\nlacks: " << fragment;            \
+      }                                                                           \
+    }                                                                             \
   } while (false)
 
 /// Expects `statement` to throw std::invalid_argument whose message contains every one of
@@ -208,8 +208,8 @@ inline std::string read_bytes(const std::string& path) {
 }
 
 inline std::string big_endian_u32(std::uint32_t value) {
-  return {static_cast<char>(value >> 24), static_cast<char>(value >> 16),
-          static_cast<char>(value >> 8), static_cast<char>(value)};
+  return {static_cast<char>(value >> 24), static_cast<char>(value >> 16), static_cast<char>(value >> 8),
+          static_cast<char>(value)};
 }
 
 inline std::string little_endian(std::uint64_t value, int bytes) {
@@ -240,8 +240,7 @@ inline std::string with_resume_payload(const std::string& original, const nlohma
 }
 
 /// An IDX file: magic number, big-endian dimensions, then the bytes.
-inline std::string idx_bytes(std::uint32_t magic, const std::vector<std::uint32_t>& dims,
-                             const std::string& data) {
+inline std::string idx_bytes(std::uint32_t magic, const std::vector<std::uint32_t>& dims, const std::string& data) {
   std::string out = big_endian_u32(magic);
   for (std::uint32_t dim : dims) out += big_endian_u32(dim);
   return out + data;
@@ -251,8 +250,7 @@ inline std::string idx_bytes(std::uint32_t magic, const std::vector<std::uint32_
 inline void write_gzip(const std::string& path, const std::string& content) {
   gzFile file = gzopen(path.c_str(), "wb");
   ASSERT_NE(file, nullptr);
-  ASSERT_EQ(gzwrite(file, content.data(), static_cast<unsigned>(content.size())),
-            static_cast<int>(content.size()));
+  ASSERT_EQ(gzwrite(file, content.data(), static_cast<unsigned>(content.size())), static_cast<int>(content.size()));
   gzclose(file);
 }
 
@@ -266,11 +264,10 @@ std::string raw_bytes(const std::vector<T>& values) {
 
 /// A .npy file with header dict {'descr': descr, 'fortran_order': ..., 'shape': shape}
 /// (shape spelled as Python does, e.g. "(2, 3)" or "(4,)"), padded to 64 bytes as numpy does.
-inline std::string npy_bytes(const std::string& descr, const std::string& shape,
-                             const std::string& data, int major_version = 1,
-                             bool fortran_order = false) {
-  std::string header = "{'descr': '" + descr + "', 'fortran_order': " +
-                       (fortran_order ? "True" : "False") + ", 'shape': " + shape + ", }";
+inline std::string npy_bytes(const std::string& descr, const std::string& shape, const std::string& data,
+                             int major_version = 1, bool fortran_order = false) {
+  std::string header = "{'descr': '" + descr + "', 'fortran_order': " + (fortran_order ? "True" : "False") +
+                       ", 'shape': " + shape + ", }";
   const std::size_t prefix = major_version == 1 ? 10 : 12;
   header += std::string(63 - (prefix + header.size()) % 64, ' ') + "\n";
   return std::string("\x93NUMPY", 6) + static_cast<char>(major_version) + '\0' +
@@ -279,8 +276,8 @@ inline std::string npy_bytes(const std::string& descr, const std::string& shape,
 
 /// A float64 C-order .npy of a rows x cols matrix (cols = 0: a 1-D array of `rows` values).
 inline std::string npy_f8(const std::vector<double>& values, std::size_t rows, std::size_t cols = 0) {
-  const std::string shape = cols == 0 ? "(" + std::to_string(rows) + ",)"
-                                      : "(" + std::to_string(rows) + ", " + std::to_string(cols) + ")";
+  const std::string shape =
+      cols == 0 ? "(" + std::to_string(rows) + ",)" : "(" + std::to_string(rows) + ", " + std::to_string(cols) + ")";
   return npy_bytes("<f8", shape, raw_bytes(values));
 }
 
@@ -302,28 +299,23 @@ inline std::string raw_deflate(const std::string& data) {
 }
 
 /// A zip archive of (name, content) members, stored (method 0) or deflated (method 8).
-inline std::string zip_bytes(const std::vector<std::pair<std::string, std::string>>& members,
-                             bool deflated) {
+inline std::string zip_bytes(const std::vector<std::pair<std::string, std::string>>& members, bool deflated) {
   std::string archive, directory;
   for (const auto& [name, content] : members) {
     const std::string payload = deflated ? raw_deflate(content) : content;
-    const auto crc = crc32(0L, reinterpret_cast<const Bytef*>(content.data()),
-                           static_cast<uInt>(content.size()));
+    const auto crc = crc32(0L, reinterpret_cast<const Bytef*>(content.data()), static_cast<uInt>(content.size()));
     // version, flags, method, time, date, crc, compressed size, size
-    const std::string common = little_endian(20, 2) + little_endian(0, 2) +
-                               little_endian(deflated ? 8 : 0, 2) + little_endian(0, 4) +
-                               little_endian(crc, 4) + little_endian(payload.size(), 4) +
-                               little_endian(content.size(), 4) + little_endian(name.size(), 2) +
-                               little_endian(0, 2);
-    directory += little_endian(0x02014b50, 4) + little_endian(20, 2) + common +
-                 little_endian(0, 2) + little_endian(0, 2) + little_endian(0, 2) +
-                 little_endian(0, 4) + little_endian(archive.size(), 4) + name;
+    const std::string common = little_endian(20, 2) + little_endian(0, 2) + little_endian(deflated ? 8 : 0, 2) +
+                               little_endian(0, 4) + little_endian(crc, 4) + little_endian(payload.size(), 4) +
+                               little_endian(content.size(), 4) + little_endian(name.size(), 2) + little_endian(0, 2);
+    directory += little_endian(0x02014b50, 4) + little_endian(20, 2) + common + little_endian(0, 2) +
+                 little_endian(0, 2) + little_endian(0, 2) + little_endian(0, 4) + little_endian(archive.size(), 4) +
+                 name;
     archive += little_endian(0x04034b50, 4) + common + name + payload;
   }
-  const std::string end = little_endian(0x06054b50, 4) + little_endian(0, 4) +
-                          little_endian(members.size(), 2) + little_endian(members.size(), 2) +
-                          little_endian(directory.size(), 4) + little_endian(archive.size(), 4) +
-                          little_endian(0, 2);
+  const std::string end = little_endian(0x06054b50, 4) + little_endian(0, 4) + little_endian(members.size(), 2) +
+                          little_endian(members.size(), 2) + little_endian(directory.size(), 4) +
+                          little_endian(archive.size(), 4) + little_endian(0, 2);
   return archive + directory + end;
 }
 
@@ -331,10 +323,10 @@ inline std::string zip_bytes(const std::vector<std::pair<std::string, std::strin
 inline std::string write_npz_dataset(const TempDir& dir, const Dataset& data, const std::string& name = "small.npz") {
   const std::vector<double> x(data.X.data(), data.X.data() + data.X.size());
   const std::vector<double> y(data.y.data(), data.y.data() + data.y.size());
-  const std::string bytes = zip_bytes(
-      {{"X.npy", npy_f8(x, static_cast<std::size_t>(data.n()), static_cast<std::size_t>(data.d()))},
-       {"y.npy", npy_f8(y, static_cast<std::size_t>(data.n()))}},
-      false);
+  const std::string bytes =
+      zip_bytes({{"X.npy", npy_f8(x, static_cast<std::size_t>(data.n()), static_cast<std::size_t>(data.d()))},
+                 {"y.npy", npy_f8(y, static_cast<std::size_t>(data.n()))}},
+                false);
   return dir.write(name, bytes);
 }
 
@@ -397,8 +389,8 @@ template <class A, class B>
     for (Index i = 0; i < a.rows(); ++i) {
       const double x = a(i, j), y = b(i, j);
       if (std::bit_cast<std::uint64_t>(x) != std::bit_cast<std::uint64_t>(y))
-        return ::testing::AssertionFailure() << "first difference at (" << i << ", " << j << "): " << std::setprecision(17)
-                                             << x << " and " << y;
+        return ::testing::AssertionFailure()
+               << "first difference at (" << i << ", " << j << "): " << std::setprecision(17) << x << " and " << y;
     }
   return ::testing::AssertionSuccess();
 }
@@ -434,7 +426,9 @@ inline ::testing::AssertionResult same_bits(const std::vector<std::vector<double
   for (std::size_t r = 0; r < a.size(); ++r) {
     if (a[r].size() != b[r].size()) return ::testing::AssertionFailure() << "row " << r << " differs in length";
     for (std::size_t c = 0; c < a[r].size(); ++c)
-      if (!same_bits(a[r][c], b[r][c])) return ::testing::AssertionFailure() << "row " << r << ", column " << c << ": " << same_bits(a[r][c], b[r][c]).message();
+      if (!same_bits(a[r][c], b[r][c]))
+        return ::testing::AssertionFailure()
+               << "row " << r << ", column " << c << ": " << same_bits(a[r][c], b[r][c]).message();
   }
   return ::testing::AssertionSuccess();
 }
@@ -458,13 +452,15 @@ Json without_timings(Json json) {
 /// character.
 template <class Job>
 void expect_same_job_outputs_for_any_thread_count(const typename Job::Options& options) {
-  expect_same_for_any_thread_count([&] { return Job::run(options, false); }, [](const auto& one, const auto& more) {
-    EXPECT_EQ(one.table().header, more.table().header);
-    EXPECT_TRUE(same_bits(one.table().rows, more.table().rows));
-    for (const auto& extra : Job::extra_outputs())
-      EXPECT_TRUE(same_bits(one.extra_table(extra.name).rows, more.extra_table(extra.name).rows)) << extra.name;
-    EXPECT_EQ(without_timings(one.to_json()).dump(), without_timings(more.to_json()).dump());
-  });
+  expect_same_for_any_thread_count(
+      [&] { return Job::run(options, false); },
+      [](const auto& one, const auto& more) {
+        EXPECT_EQ(one.table().header, more.table().header);
+        EXPECT_TRUE(same_bits(one.table().rows, more.table().rows));
+        for (const auto& extra : Job::extra_outputs())
+          EXPECT_TRUE(same_bits(one.extra_table(extra.name).rows, more.extra_table(extra.name).rows)) << extra.name;
+        EXPECT_EQ(without_timings(one.to_json()).dump(), without_timings(more.to_json()).dump());
+      });
 }
 
 }  // namespace filkit::testing

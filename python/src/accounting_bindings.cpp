@@ -1,9 +1,9 @@
 #include "bindings.hpp"
 
+#include "filkit/dpsgd/training.hpp"
 #include "filkit/privacy/pld_accountant.hpp"
 #include "filkit/privacy/rdp_accountant.hpp"
 #include "filkit/privacy/step_privacy.hpp"
-#include "filkit/dpsgd/training.hpp"
 
 #include <nlohmann/json.hpp>
 #include <pybind11/stl.h>
@@ -57,8 +57,9 @@ void bind_accounting(py::module_& m) {
       .def("epsilon", &PrivacyAccountant::epsilon, py::arg("delta"),
            "The eps (an upper bound) of an (eps, delta) guarantee for everything recorded; 0 when empty.")
       .def("delta", &PrivacyAccountant::delta, py::arg("epsilon"), "delta at this eps (an upper bound); 0 when empty.")
-      .def("state_dict", [](const PrivacyAccountant& a) { return json_to_python(a.state_dict().dump()); },
-           "The kind, settings and recorded events as a JSON-compatible dict.")
+      .def(
+          "state_dict", [](const PrivacyAccountant& a) { return json_to_python(a.state_dict().dump()); },
+          "The kind, settings and recorded events as a JSON-compatible dict.")
       .def(
           "load_state_dict",
           [](PrivacyAccountant& a, const py::object& state) { a.load_state_dict(json_from_python(state)); },
@@ -66,8 +67,7 @@ void bind_accounting(py::module_& m) {
       .def(
           "noise_multiplier",
           [](const PrivacyAccountant& a, double target_eps, double delta, double sample_rate, std::int64_t steps) {
-            return noise_multiplier_for_epsilon([&a] { return a.empty_like(); }, target_eps, delta, sample_rate,
-                                                steps)
+            return noise_multiplier_for_epsilon([&a] { return a.empty_like(); }, target_eps, delta, sample_rate, steps)
                 .noise_multiplier;
           },
           py::arg("target_eps"), py::arg("delta"), py::arg("sample_rate"), py::arg("steps"),
@@ -136,8 +136,7 @@ void bind_accounting(py::module_& m) {
       "noise_multiplier; q= is read as sample_rate=).");
   // What dpsgd's summaries say about the accounting, for filkit.torch's summary (one wording).
   m.def(
-      "neighbouring_relation",
-      [](const std::string& sampling) { return describe(relation_of_sampling(sampling)); },
+      "neighbouring_relation", [](const std::string& sampling) { return describe(relation_of_sampling(sampling)); },
       py::arg("sampling"), "The neighbouring relation a sampling ('poisson' or 'uniform') is accounted under.");
   m.def(
       "sampling_note",
@@ -148,15 +147,16 @@ void bind_accounting(py::module_& m) {
       py::arg("sampler"),
       "filkit dpsgd's note on a sampler ('uniform', 'poisson', 'shuffle') that no accountant covers, or None.");
   m.attr("EFFECTIVE_NOISE_MULTIPLIER_REASON") = kEffectiveNoiseMultiplierReason;
-  m.def("rdp_orders", [](const std::string& grid) { return rdp_orders(parse_enum<OrderGrid>(grid)); },
-        py::arg("grid") = "opacus");
+  m.def(
+      "rdp_orders", [](const std::string& grid) { return rdp_orders(parse_enum<OrderGrid>(grid)); },
+      py::arg("grid") = "opacus");
   m.def(
       "noise_multiplier_for_epsilon",
       [](double target_eps, double delta, double sample_rate, std::int64_t steps, const py::object& orders) {
         const RdpAccountant empty(orders_from(orders));
-        const double sigma = noise_multiplier_for_epsilon([&empty] { return empty.empty_like(); }, target_eps, delta,
-                                                          sample_rate, steps)
-                                 .noise_multiplier;
+        const double sigma =
+            noise_multiplier_for_epsilon([&empty] { return empty.empty_like(); }, target_eps, delta, sample_rate, steps)
+                .noise_multiplier;
         RdpAccountant found(empty.orders());
         found.step(sigma, sample_rate, steps);
         return py::make_tuple(sigma, found.get_privacy_spent(delta));

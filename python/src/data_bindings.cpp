@@ -42,7 +42,8 @@ DatasetSplit load_dataset_from_kwargs(const py::kwargs& kwargs) {
 }  // namespace
 
 void bind_data(py::module_& m) {
-  py::class_<AttributeColumns> attribute_columns(m, "AttributeColumns", "The columns of X that encode one source attribute.");
+  py::class_<AttributeColumns> attribute_columns(m, "AttributeColumns",
+                                                 "The columns of X that encode one source attribute.");
   ReadonlyClass(attribute_columns)
       .field("name", &AttributeColumns::name)
       .field("columns", &AttributeColumns::columns)
@@ -59,8 +60,8 @@ void bind_data(py::module_& m) {
   ReadonlyClass(dataset)
       .property(
           "X", [](const Dataset& d) -> const RowMatrix& { return d.X; },
-          [](Dataset& d, const py::handle& value) { d.X = value.cast<RowMatrix>(); }, "Features, n x d (read-only view)",
-          py::return_value_policy::reference_internal)
+          [](Dataset& d, const py::handle& value) { d.X = value.cast<RowMatrix>(); },
+          "Features, n x d (read-only view)", py::return_value_policy::reference_internal)
       .property(
           "y", [](const Dataset& d) -> const VectorXd& { return d.y; },
           [](Dataset& d, const py::handle& value) { d.y = value.cast<VectorXd>(); }, "Targets, n (read-only view)",
@@ -89,12 +90,14 @@ void bind_data(py::module_& m) {
       .def("attribute", &Dataset::attribute, py::arg("name"), py::return_value_policy::reference_internal)
       .def("select_rows", &Dataset::select_rows, py::arg("rows"))
       .def("__repr__", [](const Dataset& d) {
-        return "<filkit.Dataset n=" + std::to_string(d.n()) + " d=" + std::to_string(d.d()) + " source='" +
-               d.source + "'>";
+        return "<filkit.Dataset n=" + std::to_string(d.n()) + " d=" + std::to_string(d.d()) + " source='" + d.source +
+               "'>";
       });
 
   py::class_<DatasetSplit> split(m, "DatasetSplit", "A train/test pair.");
-  split.def(py::init([](Dataset train, Dataset test) { return DatasetSplit{std::move(train), std::move(test)}; }),
+  split.def(py::init([](Dataset train, Dataset test) {
+              return DatasetSplit{std::move(train), std::move(test)};
+            }),
             py::arg("train"), py::arg("test"));
   ReadonlyClass(split).field("train", &DatasetSplit::train).field("test", &DatasetSplit::test).done();
 

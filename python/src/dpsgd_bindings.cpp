@@ -154,16 +154,19 @@ void bind_dpsgd(py::module_& m) {
         return py::make_tuple(std::move(result), summary);
       },
       py::arg("train"), py::arg("test"),
-      "Train logistic/softmax regression (closed form) or a network (model='mlp'|'cnn'|'cifar-cnn'|'custom', or engine='torch' for the "
+      "Train logistic/softmax regression (closed form) or a network (model='mlp'|'cnn'|'cifar-cnn'|'custom', or "
+      "engine='torch' for the "
       "softmax network; LibTorch) by DP-SGD (GELU clipping, Gaussian noise) with the per-example FIL accountant of "
       "the reconstruction paper's Algorithm 1, on given datasets. Keyword options: those of filkit.run('dpsgd') "
       "without the data options (filkit.defaults('dpsgd') lists them), threads and quiet. Returns (result, summary "
       "dict).");
   m.def("subsampling_kappa", &subsampling_kappa, py::arg("sample_rate"), py::arg("noise_multiplier"), py::arg("delta"));
-  m.def("networks_available", &networks_available, "Whether the LibTorch plugin (libfilkit_torch.so) loads, so that the mlp and cnn networks can be used.");
+  m.def("networks_available", &networks_available,
+        "Whether the LibTorch plugin (libfilkit_torch.so) loads, so that the mlp and cnn networks can be used.");
 
   py::class_<Network>(m, "Network",
-                      "A smooth network (softmax, tanh MLP, the paper's ConvNets, a layer specification or a TorchScript module) with batched per-example clipped "
+                      "A smooth network (softmax, tanh MLP, the paper's ConvNets, a layer specification or a "
+                      "TorchScript module) with batched per-example clipped "
                       "gradients and their Jacobian products about the input (LibTorch).")
       .def(py::init([](const std::string& architecture, Index input_dim, Index num_classes,
                        const std::vector<Index>& hidden, bool intercept, Index chunk, const std::string& arch,
@@ -199,11 +202,14 @@ void bind_dpsgd(py::module_& m) {
       .def_property_readonly("input_dim", &Network::input_dim)
       .def_property_readonly("num_classes", &Network::num_classes)
       .def("describe", &Network::describe)
-      .def_property_readonly("layers", [](const Network& network) {
-        std::vector<LayerSpec> layers;
-        for (const PlannedLayer& layer : network.plan().layers) layers.push_back(layer.spec);
-        return to_string(layers);
-      }, "The layers as a specification (parse_network_layers' syntax).")
+      .def_property_readonly(
+          "layers",
+          [](const Network& network) {
+            std::vector<LayerSpec> layers;
+            for (const PlannedLayer& layer : network.plan().layers) layers.push_back(layer.spec);
+            return to_string(layers);
+          },
+          "The layers as a specification (parse_network_layers' syntax).")
       .def(
           "initial_parameters",
           [](const Network& network, std::uint64_t seed) {
@@ -212,14 +218,17 @@ void bind_dpsgd(py::module_& m) {
           },
           py::arg("seed") = 0)
       .def("logits", &Network::logits, py::call_guard<py::gil_scoped_release>(), py::arg("w"), py::arg("X"))
-      .def("accuracy", &Network::accuracy, py::call_guard<py::gil_scoped_release>(), py::arg("w"), py::arg("X"), py::arg("y"))
-      .def("gradients", &Network::gradients, py::call_guard<py::gil_scoped_release>(), py::arg("w"), py::arg("X"), py::arg("y"))
-      .def("clipped_gradients", &Network::clipped_gradients, py::call_guard<py::gil_scoped_release>(), py::arg("w"), py::arg("X"), py::arg("y"),
-           py::arg("clip_norm"))
-      .def("jacobian_vector_products", &Network::jacobian_vector_products, py::call_guard<py::gil_scoped_release>(), py::arg("w"), py::arg("X"), py::arg("y"),
-           py::arg("clip_norm"), py::arg("V"), "Row b: G_b V_b, G_b = d g~_b / d x_b.")
-      .def("vector_jacobian_products", &Network::vector_jacobian_products, py::call_guard<py::gil_scoped_release>(), py::arg("w"), py::arg("X"), py::arg("y"),
-           py::arg("clip_norm"), py::arg("U"), "Row b: G_b^T U_b.")
+      .def("accuracy", &Network::accuracy, py::call_guard<py::gil_scoped_release>(), py::arg("w"), py::arg("X"),
+           py::arg("y"))
+      .def("gradients", &Network::gradients, py::call_guard<py::gil_scoped_release>(), py::arg("w"), py::arg("X"),
+           py::arg("y"))
+      .def("clipped_gradients", &Network::clipped_gradients, py::call_guard<py::gil_scoped_release>(), py::arg("w"),
+           py::arg("X"), py::arg("y"), py::arg("clip_norm"))
+      .def("jacobian_vector_products", &Network::jacobian_vector_products, py::call_guard<py::gil_scoped_release>(),
+           py::arg("w"), py::arg("X"), py::arg("y"), py::arg("clip_norm"), py::arg("V"),
+           "Row b: G_b V_b, G_b = d g~_b / d x_b.")
+      .def("vector_jacobian_products", &Network::vector_jacobian_products, py::call_guard<py::gil_scoped_release>(),
+           py::arg("w"), py::arg("X"), py::arg("y"), py::arg("clip_norm"), py::arg("U"), "Row b: G_b^T U_b.")
       .def(
           "account_batch",
           [](const Network& network, const VectorXd& w, const RowMatrix& X, const VectorXd& y, double clip_norm,
@@ -234,7 +243,8 @@ void bind_dpsgd(py::module_& m) {
             }
             return py::make_tuple(a.clipped_sum, a.trace, a.spectral);
           },
-          py::arg("w"), py::arg("X"), py::arg("y"), py::arg("clip_norm"), py::arg("trace") = to_string(NetworkAccountingRequest{}.trace),
+          py::arg("w"), py::arg("X"), py::arg("y"), py::arg("clip_norm"),
+          py::arg("trace") = to_string(NetworkAccountingRequest{}.trace),
           py::arg("spectral") = to_string(NetworkAccountingRequest{}.spectral),
           py::arg("probes") = NetworkAccountingRequest{}.probes,
           py::arg("power_iterations") = NetworkAccountingRequest{}.power_iterations, py::arg("seed") = 0,

@@ -17,8 +17,8 @@ namespace {
 
 CoordinateSelection selection_for(const std::optional<std::vector<Index>>& columns, std::optional<bool> label,
                                   LabelPrivacy default_label) {
-  CoordinateSelection selection = columns ? CoordinateSelection::columns(*columns)
-                                          : CoordinateSelection::example(default_label);
+  CoordinateSelection selection =
+      columns ? CoordinateSelection::columns(*columns) : CoordinateSelection::example(default_label);
   if (label) selection.label = *label;
   return selection;
 }

@@ -15,9 +15,9 @@
 #include "filkit/models/glm.hpp"
 
 #include <nlohmann/json.hpp>
+#include <omp.h>
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
-#include <omp.h>
 
 #include <cmath>
 #include <cstdint>
@@ -245,7 +245,8 @@ inline py::dict table_to_python(const NumericTable& table) {
     if (whole) {
       py::array_t<std::int64_t> column(static_cast<py::ssize_t>(table.rows.size()));
       auto out = column.mutable_unchecked<1>();
-      for (std::size_t i = 0; i < table.rows.size(); ++i) out(static_cast<py::ssize_t>(i)) = static_cast<std::int64_t>(table.rows[i][j]);
+      for (std::size_t i = 0; i < table.rows.size(); ++i)
+        out(static_cast<py::ssize_t>(i)) = static_cast<std::int64_t>(table.rows[i][j]);
       columns[table.header[j].c_str()] = column;
     } else {
       py::array_t<double> column(static_cast<py::ssize_t>(table.rows.size()));
@@ -307,7 +308,8 @@ py::object job_defaults() {
 template <typename Enum>
 std::string enum_literal(const std::string& more) {
   std::string spellings;
-  for (const auto& entry : EnumNames<Enum>::names) spellings += (spellings.empty() ? "\"" : ", \"") + std::string(entry.second) + "\"";
+  for (const auto& entry : EnumNames<Enum>::names)
+    spellings += (spellings.empty() ? "\"" : ", \"") + std::string(entry.second) + "\"";
   return "Literal[" + spellings + more + "]";
 }
 
@@ -361,7 +363,8 @@ template <class Job>
 py::list job_keywords() {
   py::list keywords;
   add_keywords(keywords, typename Job::Options{});
-  for (const std::string& name : output_keywords(Job::extra_outputs(), !requires { Job::writes_its_own_report; }))
+  for (const std::string& name : output_keywords(
+           Job::extra_outputs(), !requires { Job::writes_its_own_report; }))
     keywords.append(py::make_tuple(name, py::none(), kPathAnnotation));
   add_keywords(keywords, RunKeywords{});
   return keywords;

@@ -65,8 +65,7 @@ void bind_jobs(py::module_& m) {
       " run on the ranks: rank 0 gets the results, the other ranks {'summary': None, 'table': None}. A job's former "
       "name (fim for public-training) is accepted.";
   m.def(
-      "run",
-      [find](const std::string& job, const py::kwargs& kwargs) { return job_registry().at(find(job))(kwargs); },
+      "run", [find](const std::string& job, const py::kwargs& kwargs) { return job_registry().at(find(job))(kwargs); },
       py::arg("job"), run_help.c_str());
   m.def(
       "_keywords",
@@ -84,11 +83,15 @@ void bind_jobs(py::module_& m) {
     for (const auto& entry : keyword_registry()) names.push_back(entry.first);
     return names;
   });
-  m.def("_renamed_options", [] {
-    py::dict renamed;
-    for (const RenamedOption& option : kRenamedOptions) renamed[py::str(std::string(option.former))] = std::string(option.name);
-    return renamed;
-  }, "Former option names and the names they became (still accepted).");
+  m.def(
+      "_renamed_options",
+      [] {
+        py::dict renamed;
+        for (const RenamedOption& option : kRenamedOptions)
+          renamed[py::str(std::string(option.former))] = std::string(option.name);
+        return renamed;
+      },
+      "Former option names and the names they became (still accepted).");
   // The jobs' output writer, for outputs formed in Python (filkit.torch's write_summary): the
   // same checks before any work and the same set of synced temporaries renamed into place.
   m.def(
@@ -127,14 +130,12 @@ void bind_jobs(py::module_& m) {
       "The writers' check of a summary (JSON text) against its command's schema: a warning on stderr for each "
       "departure, or an error when FILKIT_STRICT_SUMMARY_SCHEMA is set (the test suite).");
   m.def(
-      "_summarize",
-      [](const VectorXd& values) { return json_to_python(summarize(values).to_json().dump()); },
+      "_summarize", [](const VectorXd& values) { return json_to_python(summarize(values).to_json().dump()); },
       py::arg("values"),
       "filkit's summary statistics of per-example values: count, mean, sample std, min, median, max.");
   m.def(
-      "defaults",
-      [find](const std::string& job) { return defaults.at(find(job))(); },
-      py::arg("job"), "Every option of a job with its default (autos as 'auto').");
+      "defaults", [find](const std::string& job) { return defaults.at(find(job))(); }, py::arg("job"),
+      "Every option of a job with its default (autos as 'auto').");
 }
 
 }  // namespace filkit::python

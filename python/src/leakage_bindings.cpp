@@ -6,8 +6,8 @@
 #include "filkit/base/io.hpp"
 #include "filkit/leakage/attribute_inference.hpp"
 #include "filkit/leakage/bounds.hpp"
-#include "filkit/leakage/irfil.hpp"
 #include "filkit/leakage/glm_reconstruction.hpp"
+#include "filkit/leakage/irfil.hpp"
 
 #include <nlohmann/json.hpp>
 #include <pybind11/eigen.h>
@@ -131,7 +131,8 @@ void bind_reconstruction(py::module_& m) {
   const ReconstructionBoundOptions bound_defaults;
   m.def(
       "reconstruction_bounds",
-      [](const Model& model, const Dataset& train, double sigma, double diameter, double norm_bound, long long threads) {
+      [](const Model& model, const Dataset& train, double sigma, double diameter, double norm_bound,
+         long long threads) {
         ReconstructionBoundOptions options;
         options.sigma = sigma;
         options.diameter = diameter;

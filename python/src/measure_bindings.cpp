@@ -8,11 +8,9 @@
 #include <pybind11/eigen.h>
 #include <pybind11/stl.h>
 
-
 namespace py = pybind11;
 
 namespace filkit::python {
-
 
 void bind_measure(py::module_& m) {
   py::class_<GroupFil> group(m, "GroupFil");

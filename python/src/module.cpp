@@ -54,8 +54,8 @@ PYBIND11_MODULE(_filkit, m) {
   g_errors.error = add_exception(m, "Error", {PyExc_Exception}, "Base of filkit's errors.");
   g_errors.option = add_exception(m, "OptionError", {g_errors.error, PyExc_ValueError},
                                   "An option's value breaks its rule; .option is the keyword.");
-  g_errors.data = add_exception(m, "DataError", {g_errors.error, PyExc_ValueError},
-                                "An input file or array is malformed.");
+  g_errors.data =
+      add_exception(m, "DataError", {g_errors.error, PyExc_ValueError}, "An input file or array is malformed.");
   g_errors.resource = add_exception(m, "ResourceError", {g_errors.error, PyExc_OSError},
                                     "The machine cannot do what was asked: files, devices, processes, memory.");
   g_errors.memory_limit = add_exception(m, "MemoryLimitError", {g_errors.resource, PyExc_MemoryError},
@@ -88,8 +88,6 @@ PYBIND11_MODULE(_filkit, m) {
 
 namespace filkit::python {
 
-py::object json_to_python(const std::string& dumped) {
-  return py::module_::import("json").attr("loads")(dumped);
-}
+py::object json_to_python(const std::string& dumped) { return py::module_::import("json").attr("loads")(dumped); }
 
 }  // namespace filkit::python

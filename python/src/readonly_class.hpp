@@ -34,7 +34,8 @@ py::object to_python(V&& value) {
 template <class T, class... Options>
 class ReadonlyClass {
  public:
-  explicit ReadonlyClass(py::class_<T, Options...>& cls) : cls_(cls), entries_(std::make_shared<std::vector<Entry>>()) {}
+  explicit ReadonlyClass(py::class_<T, Options...>& cls)
+      : cls_(cls), entries_(std::make_shared<std::vector<Entry>>()) {}
 
   /// A member as a read-only attribute, pickled as itself.
   template <class M>

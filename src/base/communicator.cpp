@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
-#include <limits>
 #include <cstdlib>
+#include <limits>
 #include <stdexcept>
 
 #if FILKIT_WITH_MPI
@@ -176,7 +176,8 @@ GatherLayout gather_layout(std::size_t count, bool root, int ranks, MPI_Comm com
 
 VectorXd Communicator::gather(const VectorXd& values) const {
   if (size_ == 1) return values;
-  const GatherLayout layout = gather_layout(static_cast<std::size_t>(values.size()), rank_ == 0, size_, comm_of(handle_), "values");
+  const GatherLayout layout =
+      gather_layout(static_cast<std::size_t>(values.size()), rank_ == 0, size_, comm_of(handle_), "values");
   VectorXd gathered(layout.total);
   MPI_Gatherv(values.data(), static_cast<int>(values.size()), MPI_DOUBLE, gathered.data(), layout.counts.data(),
               layout.offsets.data(), MPI_DOUBLE, 0, comm_of(handle_));
@@ -191,7 +192,8 @@ std::vector<std::string> Communicator::gather(const std::string& text) const {
               layout.offsets.data(), MPI_CHAR, 0, comm_of(handle_));
   std::vector<std::string> texts;
   for (std::size_t r = 0; r < layout.counts.size(); ++r)
-    texts.push_back(all.substr(static_cast<std::size_t>(layout.offsets[r]), static_cast<std::size_t>(layout.counts[r])));
+    texts.push_back(
+        all.substr(static_cast<std::size_t>(layout.offsets[r]), static_cast<std::size_t>(layout.counts[r])));
   return texts;
 }
 

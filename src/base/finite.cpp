@@ -19,8 +19,8 @@ void require_finite(const Eigen::Ref<const MatrixXd>& values, const std::string&
   for (Index j = 0; j < values.cols(); ++j)
     for (Index i = 0; i < values.rows(); ++i) {
       if (std::isfinite(values(i, j))) continue;
-      const std::string entry = values.cols() == 1 ? std::to_string(i)
-                                                   : "(" + std::to_string(i) + ", " + std::to_string(j) + ")";
+      const std::string entry =
+          values.cols() == 1 ? std::to_string(i) : "(" + std::to_string(i) + ", " + std::to_string(j) + ")";
       fail(stage, what, values(i, j), " at entry " + entry + " (of " + std::to_string(values.size()) + ")", cause);
     }
 }

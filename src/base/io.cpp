@@ -119,8 +119,7 @@ std::string CsvTable::to_string() const {
   return out;
 }
 
-std::string numeric_csv(const std::vector<std::string>& header,
-                        const std::vector<std::vector<double>>& rows) {
+std::string numeric_csv(const std::vector<std::string>& header, const std::vector<std::vector<double>>& rows) {
   std::string out;
   append_line(out, header);
   std::size_t cells = 0;
@@ -191,14 +190,20 @@ std::string progress_text(const std::string& label, std::int64_t done, std::int6
   // This process' rate so far predicts the rest: no estimate before its first unit of work is done.
   const std::int64_t done_here = done - done_before;
   if (done_here > 0 && done < total)
-    text += ", ~" + format_duration(seconds * static_cast<double>(total - done) / static_cast<double>(done_here)) + " left";
+    text +=
+        ", ~" + format_duration(seconds * static_cast<double>(total - done) / static_cast<double>(done_here)) + " left";
   return text;
 }
 
 Progress::Progress(std::string label, std::int64_t total, bool quiet, double line_interval)
-    : label_(std::move(label)), total_(total), quiet_(quiet), terminal_(::isatty(STDERR_FILENO) == 1),
-      line_interval_(line_interval), uncaught_exceptions_(std::uncaught_exceptions()),
-      start_(std::chrono::steady_clock::now()), last_draw_(start_) {}
+    : label_(std::move(label)),
+      total_(total),
+      quiet_(quiet),
+      terminal_(::isatty(STDERR_FILENO) == 1),
+      line_interval_(line_interval),
+      uncaught_exceptions_(std::uncaught_exceptions()),
+      start_(std::chrono::steady_clock::now()),
+      last_draw_(start_) {}
 
 Progress::~Progress() {
   if (std::uncaught_exceptions() <= uncaught_exceptions_) {

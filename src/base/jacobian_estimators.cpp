@@ -9,7 +9,6 @@
 
 namespace filkit {
 
-
 namespace {
 
 void check_probes(int probes, const char* function) {
@@ -49,8 +48,7 @@ TraceEstimate estimate_trace_by_coordinates(const JacobianOperator& G, int probe
   return mean_and_standard_error(samples);
 }
 
-TraceEstimate estimate_trace_by_gaussian_probes(const JacobianOperator& G, int probes,
-                                                std::mt19937_64& rng) {
+TraceEstimate estimate_trace_by_gaussian_probes(const JacobianOperator& G, int probes, std::mt19937_64& rng) {
   check_probes(probes, "estimate_trace_by_gaussian_probes");
   std::normal_distribution<double> normal;
   std::vector<double> samples(probes);

@@ -33,7 +33,11 @@ struct SecularEvaluation {
 class SecularFunction {
  public:
   SecularFunction(const VectorXd& D, const MatrixXd& W, const VectorXd& sign)
-      : D_(D), W_(W), sign_(sign), weight_(D.size()), weight_squared_(D.size()),
+      : D_(D),
+        W_(W),
+        sign_(sign),
+        weight_(D.size()),
+        weight_squared_(D.size()),
         negative_sign_((sign.array() < 0.0).count()) {}
 
   SecularEvaluation operator()(double mu) {

@@ -162,11 +162,11 @@ void rename_into_place(const std::vector<StagedFile>& staged) {
 void require_writable_directory(const std::string& option, const std::string& path, const fs::path& directory) {
   struct stat status {};
   if (::stat(directory.c_str(), &status) != 0 || !S_ISDIR(status.st_mode))
-    throw OptionError::with_text(option, option_name(option) + " " + path + ": the directory " + directory.string() +
-                                             " does not exist");
+    throw OptionError::with_text(
+        option, option_name(option) + " " + path + ": the directory " + directory.string() + " does not exist");
   if (::access(directory.c_str(), W_OK | X_OK) != 0)
-    throw OptionError::with_text(option, option_name(option) + " " + path + ": the directory " + directory.string() +
-                                             " is not writable");
+    throw OptionError::with_text(
+        option, option_name(option) + " " + path + ": the directory " + directory.string() + " is not writable");
 }
 
 /// The file a symbolic link names (relative targets are relative to the link's directory).
@@ -191,9 +191,12 @@ void check_output_path(const std::string& option, const std::string& path) {
   };
   // "--out -q" gives the path "-q": far likelier a forgotten value than a file of that name.
   if (path.size() > 1 && path[0] == '-')
-    refuse("looks like a flag, not a path (the option's value is missing?); for a file whose name begins with '-', "
-           "write ./" + path);
-  struct stat entry {}, followed {};
+    refuse(
+        "looks like a flag, not a path (the option's value is missing?); for a file whose name begins with '-', "
+        "write ./" +
+        path);
+  struct stat entry {
+  }, followed{};
   const bool is_link = ::lstat(path.c_str(), &entry) == 0 && S_ISLNK(entry.st_mode);
   if (::stat(path.c_str(), &followed) != 0) {
     if (errno == ELOOP) refuse("a loop of symbolic links");
@@ -215,7 +218,8 @@ void check_output_directory(const std::string& option, const std::string& path) 
   const auto refuse = [&](const std::string& problem) {
     throw OptionError::with_text(option, option_name(option) + " " + path + ": " + problem);
   };
-  struct stat entry {}, followed {};
+  struct stat entry {
+  }, followed{};
   if (::stat(path.c_str(), &followed) == 0) {
     if (!S_ISDIR(followed.st_mode)) refuse("exists and is not a directory; name a directory (created if missing)");
     return;
@@ -236,7 +240,8 @@ void create_output_directory(const std::string& option, const std::string& path)
   check_output_directory(option, path);
   std::error_code error;
   fs::create_directories(path, error);
-  if (error) throw OptionError::with_text(option, option_name(option) + " " + path + ": cannot be created: " + error.message());
+  if (error)
+    throw OptionError::with_text(option, option_name(option) + " " + path + ": cannot be created: " + error.message());
 }
 
 void check_distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs) {
@@ -249,7 +254,8 @@ void check_distinct_outputs(const std::vector<std::pair<std::string, std::string
     // A dangling link names the file it will create (weakly_canonical stops at it).
     const fs::path named = fs::is_symlink(path, error) ? link_target(path) : fs::absolute(path);
     const fs::path resolved = fs::weakly_canonical(named, error);
-    const auto [earlier, added] = option_of.emplace(error ? named.lexically_normal().string() : resolved.string(), option);
+    const auto [earlier, added] =
+        option_of.emplace(error ? named.lexically_normal().string() : resolved.string(), option);
     if (!added)
       throw OptionError::with_text(option, option_name(option) + " " + path + ": the same file as " +
                                                option_name(earlier->second) + "; each output needs a file of its own");

@@ -33,8 +33,8 @@ void for_each_block(Index total, Index block, const Body& body, bool parallel = 
 /// is the same). add_block is copied once per thread, so a mutable lambda may keep scratch space
 /// in its captures; neither function may throw.
 template <class Partial, class AddBlock, class Merge>
-void reduce_blocks_in_order(Index total, Index block, const Partial zero, const AddBlock& add_block,
-                            const Merge& merge, bool parallel = true) {  // zero by value: merge may change its source
+void reduce_blocks_in_order(Index total, Index block, const Partial zero, const AddBlock& add_block, const Merge& merge,
+                            bool parallel = true) {  // zero by value: merge may change its source
   const Index blocks = block_count(total, block);
 #pragma omp parallel if (parallel && blocks > 1)
   {

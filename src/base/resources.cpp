@@ -111,9 +111,8 @@ void check_memory(std::uint64_t bytes, ByteSize budget, const Message& what) {
   if (bytes <= budget.bytes) return;
   const std::string needed = bytes == UINT64_MAX ? "more than 2^64 bytes" : readable_bytes(bytes);
   throw MemoryLimitError(what + " needs " + needed + ", more than " + option_name("max_memory") + " = " +
-                         to_string(budget) + " (" + readable_bytes(budget.bytes) +
-                         "); use a smaller input, or raise " + option_name("max_memory") +
-                         " if the machine has the memory");
+                         to_string(budget) + " (" + readable_bytes(budget.bytes) + "); use a smaller input, or raise " +
+                         option_name("max_memory") + " if the machine has the memory");
 }
 
 long long bounded_iterations(std::initializer_list<IterationFactor> factors, const std::string& what) {
@@ -135,8 +134,8 @@ long long bounded_iterations(std::initializer_list<IterationFactor> factors, con
   }
   char shown[32];
   std::snprintf(shown, sizeof shown, "%.4g", product);
-  throw OptionError::with_text(subject, named + " makes " + shown + " " + what +
-                                           ", more than 1e15, which no run would finish; ask for fewer");
+  throw OptionError::with_text(
+      subject, named + " makes " + shown + " " + what + ", more than 1e15, which no run would finish; ask for fewer");
 }
 
 int hardware_thread_count() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }

@@ -58,16 +58,19 @@ RunBootstrap bootstrap(const MatrixXd& values, const std::function<double(double
   result.max_replicates.resize(resamples);
   result.median_replicates.resize(resamples);
   const MatrixXd by_example = values.transpose();  // n x R: each replicate's means become a contiguous column
-  detail::for_each_block(resamples, kResamplesPerBlock, [&](Index first, Index count) {
-    MatrixXd counts(count, runs);
-    fill_counts(first, counts);
-    const MatrixXd means = by_example * counts.transpose() / static_cast<double>(runs);
-    for (Index j = 0; j < count; ++j) {
-      const MaxAndMedian replicate = max_and_median(means.col(j), f);
-      result.max_replicates[first + j] = replicate.max;
-      result.median_replicates[first + j] = replicate.median;
-    }
-  }, n * runs * resamples > 100000);
+  detail::for_each_block(
+      resamples, kResamplesPerBlock,
+      [&](Index first, Index count) {
+        MatrixXd counts(count, runs);
+        fill_counts(first, counts);
+        const MatrixXd means = by_example * counts.transpose() / static_cast<double>(runs);
+        for (Index j = 0; j < count; ++j) {
+          const MaxAndMedian replicate = max_and_median(means.col(j), f);
+          result.max_replicates[first + j] = replicate.max;
+          result.median_replicates[first + j] = replicate.median;
+        }
+      },
+      n * runs * resamples > 100000);
   const auto interval = [level](const std::vector<double>& replicates) {
     const VectorXd r = Eigen::Map<const VectorXd>(replicates.data(), static_cast<Index>(replicates.size()));
     return ConfidenceInterval{quantile(r, (1.0 - level) / 2.0), quantile(r, (1.0 + level) / 2.0)};
@@ -140,9 +143,8 @@ RunBootstrap bootstrap_over_runs(const MatrixXd& values, const std::function<dou
                              " does not draw the runs: its counts must be non-negative integers summing to " +
                              std::to_string(runs));
   }
-  return bootstrap(values, f, level, resample_counts.rows(), [&](Index first, MatrixXd& counts) {
-    counts = resample_counts.middleRows(first, counts.rows());
-  });
+  return bootstrap(values, f, level, resample_counts.rows(),
+                   [&](Index first, MatrixXd& counts) { counts = resample_counts.middleRows(first, counts.rows()); });
 }
 
 }  // namespace filkit

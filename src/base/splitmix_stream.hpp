@@ -23,7 +23,7 @@ namespace filkit {
 /// area V; and the ratios x_{i+1} / x_i below which a point lies inside the density.
 struct ZigguratTables {
   static constexpr int kLayers = 128;
-  static constexpr double kTailStart = 3.442619855899;      // R
+  static constexpr double kTailStart = 3.442619855899;       // R
   static constexpr double kLayerArea = 9.91256303526217e-3;  // V
   double x[kLayers + 1];
   double inner_ratio[kLayers];
@@ -105,7 +105,7 @@ class SplitMixStream {
     for (;;) {
       const std::uint64_t draw = bits();
       const double u = static_cast<double>(static_cast<std::int64_t>(draw) >> 11) * 0x1.0p-52;  // [-1, 1), bits 11-63
-      const int i = static_cast<int>(draw & (ZigguratTables::kLayers - 1));                    // bits 0-6
+      const int i = static_cast<int>(draw & (ZigguratTables::kLayers - 1));                     // bits 0-6
       if (std::abs(u) < t.inner_ratio[i]) return u * t.x[i];
       if (i == 0) {  // the tail beyond R (Marsaglia 1964)
         double tail, y;

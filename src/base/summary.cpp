@@ -45,8 +45,9 @@ Summary summarize(const VectorXd& values) {
   Summary summary;
   summary.count = values.size();
   summary.mean = mean_without_overflow(values);
-  summary.std =
-      values.size() > 1 ? root_mean_square_deviation(values, summary.mean, static_cast<double>(values.size() - 1)) : 0.0;
+  summary.std = values.size() > 1
+                    ? root_mean_square_deviation(values, summary.mean, static_cast<double>(values.size() - 1))
+                    : 0.0;
   summary.min = values.minCoeff();
   summary.max = values.maxCoeff();
   summary.median = quantile(values, 0.5);

@@ -17,8 +17,8 @@ namespace {
 
 // Reads one value at `pos`: quoted with ' or " (backslash escapes the next character) or bare
 // up to `stops`; leaves `pos` after the value and trailing blanks.
-std::string next_value(std::string_view text, std::size_t& pos, std::string_view stops,
-                       const std::string& path, Index line) {
+std::string next_value(std::string_view text, std::size_t& pos, std::string_view stops, const std::string& path,
+                       Index line) {
   while (pos < text.size() && (text[pos] == ' ' || text[pos] == '\t')) ++pos;
   if (pos < text.size() && (text[pos] == '\'' || text[pos] == '"')) {
     const char quote = text[pos++];
@@ -81,15 +81,16 @@ Attribute parse_attribute(std::string_view declaration, const std::string& path,
     }
     return attribute;
   }
-  fail(path, line, "attribute '" + attribute.name + "' has type '" + std::string(type) +
-                       "'; supported: numeric, real, integer, string, {level,...}");
+  fail(path, line,
+       "attribute '" + attribute.name + "' has type '" + std::string(type) +
+           "'; supported: numeric, real, integer, string, {level,...}");
 }
 
-void check_row(const std::vector<std::string>& row, const std::vector<Attribute>& attributes,
-               const std::string& path, Index line) {
+void check_row(const std::vector<std::string>& row, const std::vector<Attribute>& attributes, const std::string& path,
+               Index line) {
   if (row.size() != attributes.size()) {
-    fail(path, line, std::to_string(row.size()) + " values, but " +
-                         std::to_string(attributes.size()) + " attributes are declared");
+    fail(path, line,
+         std::to_string(row.size()) + " values, but " + std::to_string(attributes.size()) + " attributes are declared");
   }
   for (std::size_t j = 0; j < row.size(); ++j) {
     const Attribute& attribute = attributes[j];
@@ -98,10 +99,10 @@ void check_row(const std::vector<std::string>& row, const std::vector<Attribute>
       fail(path, line, "attribute '" + attribute.name + "' is numeric, found '" + row[j] + "'");
     }
     if (attribute.type == ColumnType::kNominal &&
-        std::find(attribute.levels.begin(), attribute.levels.end(), row[j]) ==
-            attribute.levels.end()) {
-      fail(path, line, "'" + row[j] + "' is not a declared level of attribute '" +
-                           attribute.name + "' {" + detail::quoted_list(attribute.levels) + "}");
+        std::find(attribute.levels.begin(), attribute.levels.end(), row[j]) == attribute.levels.end()) {
+      fail(path, line,
+           "'" + row[j] + "' is not a declared level of attribute '" + attribute.name + "' {" +
+               detail::quoted_list(attribute.levels) + "}");
     }
   }
 }
@@ -151,8 +152,7 @@ TextTable read_arff(const std::string& path, ByteSize max_memory) {
     if (word == "attribute") {
       attributes.push_back(parse_attribute(rest, path, line_number));
       const std::string& name = attributes.back().name;
-      if (std::count_if(attributes.begin(), attributes.end(),
-                        [&](const Attribute& a) { return a.name == name; }) > 1) {
+      if (std::count_if(attributes.begin(), attributes.end(), [&](const Attribute& a) { return a.name == name; }) > 1) {
         fail(path, line_number, "attribute '" + name + "' is declared twice");
       }
     } else if (word == "data") {

@@ -1,7 +1,7 @@
 #include "filkit/data/cifar.hpp"
 
-#include "base/parsing.hpp"
 #include "filkit/base/errors.hpp"
+#include "base/parsing.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -56,8 +56,9 @@ Dataset read_cifar10_batches(const std::vector<std::string>& paths, const std::v
   std::string kept;  // the pixel bytes of the kept records, one after another
   std::vector<double> labels;
   for (const std::string& path : paths) {
-    const std::string reading = "reading '" + path + "'" +
-                                (labels.empty() ? "" : " with the " + std::to_string(labels.size()) + " images kept so far");
+    const std::string reading =
+        "reading '" + path + "'" +
+        (labels.empty() ? "" : " with the " + std::to_string(labels.size()) + " images kept so far");
     std::error_code error;
     if (std::filesystem::is_regular_file(path, error)) {
       const std::uint64_t size = std::filesystem::file_size(path, error);
@@ -87,8 +88,8 @@ Dataset read_cifar10_batches(const std::vector<std::string>& paths, const std::v
                max_memory, "converting " + std::to_string(n) + " CIFAR-10 images to doubles");
   Dataset data;
   using ByteRows = Eigen::Matrix<unsigned char, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  data.X = Eigen::Map<const ByteRows>(reinterpret_cast<const unsigned char*>(kept.data()), n, kImageBytes)
-               .cast<double>();
+  data.X =
+      Eigen::Map<const ByteRows>(reinterpret_cast<const unsigned char*>(kept.data()), n, kImageBytes).cast<double>();
   data.y = Eigen::Map<const VectorXd>(labels.data(), n);
   data.class_names = cifar10_class_names();
   data.image = ImageShape{3, 32, 32};

@@ -32,8 +32,7 @@ constexpr Index kPanel = 8;
 Index panel_count(Index d) { return (d + kPanel - 1) / kPanel; }
 
 // Packs block - mean (row by row) into panels.
-void pack_centred(const Eigen::Ref<const RowMatrix>& block, const VectorXd& mean,
-                  std::vector<double>& packed) {
+void pack_centred(const Eigen::Ref<const RowMatrix>& block, const VectorXd& mean, std::vector<double>& packed) {
   const Index m = block.rows(), d = block.cols(), panels = panel_count(d);
   packed.resize(static_cast<std::size_t>(panels * m * kPanel));
   const double* centre = mean.data();
@@ -53,8 +52,8 @@ void pack_centred(const Eigen::Ref<const RowMatrix>& block, const VectorXd& mean
 // Rows i0..i0+7 (the 8 columns of panel `a`) times columns j0.. of `kB` consecutive panels
 // starting at `b`, summed over the block's m rows and added to C.
 template <int kB>
-__attribute__((target("avx512f"), always_inline)) inline void tile_avx512(
-    const double* a, const double* b, Index m, Index i0, Index j0, Index d, double* C) {
+__attribute__((target("avx512f"), always_inline)) inline void tile_avx512(const double* a, const double* b, Index m,
+                                                                          Index i0, Index j0, Index d, double* C) {
   __m512d acc[kPanel][kB];
   for (int i = 0; i < kPanel; ++i)
     for (int q = 0; q < kB; ++q) acc[i][q] = _mm512_setzero_pd();
@@ -81,8 +80,7 @@ __attribute__((target("avx512f"), always_inline)) inline void tile_avx512(
   }
 }
 
-__attribute__((target("avx512f"))) void gram_avx512(const double* packed, Index m, Index d,
-                                                     double* C) {
+__attribute__((target("avx512f"))) void gram_avx512(const double* packed, Index m, Index d, double* C) {
   const Index panels = panel_count(d);
   for (Index pj = 0; pj < panels; pj += 2) {
     const double* b = packed + pj * m * kPanel;
@@ -97,8 +95,8 @@ __attribute__((target("avx512f"))) void gram_avx512(const double* packed, Index 
 
 // Rows i0..i0+3 (4 of the 8 columns of a panel, `a` already offset) times the 8 columns of
 // panel `b`: 8 accumulators of the 16 AVX2 registers.
-__attribute__((target("avx2,fma"), always_inline)) inline void tile_avx2(
-    const double* a, const double* b, Index m, Index i0, Index j0, Index d, double* C) {
+__attribute__((target("avx2,fma"), always_inline)) inline void tile_avx2(const double* a, const double* b, Index m,
+                                                                         Index i0, Index j0, Index d, double* C) {
   constexpr int kRows = 4;
   __m256d acc[kRows][2];
   for (int i = 0; i < kRows; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_pd();
@@ -120,8 +118,7 @@ __attribute__((target("avx2,fma"), always_inline)) inline void tile_avx2(
   }
 }
 
-__attribute__((target("avx2,fma"))) void gram_avx2(const double* packed, Index m, Index d,
-                                                   double* C) {
+__attribute__((target("avx2,fma"))) void gram_avx2(const double* packed, Index m, Index d, double* C) {
   const Index panels = panel_count(d);
   for (Index pj = 0; pj < panels; ++pj) {
     const double* b = packed + pj * m * kPanel;
@@ -140,8 +137,7 @@ __attribute__((target("avx2,fma"))) void gram_avx2(const double* packed, Index m
 constexpr Index kPanelF = 16;
 static_assert(kBlockRows * 255 * 255 < (1 << 24), "a block's single-precision sums must stay exact");
 
-void pack_shifted_f32(const Eigen::Ref<const RowMatrix>& block, const VectorXd& centre,
-                      std::vector<float>& packed) {
+void pack_shifted_f32(const Eigen::Ref<const RowMatrix>& block, const VectorXd& centre, std::vector<float>& packed) {
   const Index m = block.rows(), d = block.cols(), panels = (d + kPanelF - 1) / kPanelF;
   packed.resize(static_cast<std::size_t>(panels * m * kPanelF));
   for (Index r = 0; r < m; ++r) {
@@ -158,8 +154,8 @@ void pack_shifted_f32(const Eigen::Ref<const RowMatrix>& block, const VectorXd& 
 // Rows i0..i0+7 (8 of the 16 columns of a panel, `a` already offset) times the columns of `kB`
 // panels starting at `b`, added to C in double precision.
 template <int kB>
-__attribute__((target("avx512f"), always_inline)) inline void tile_avx512_f32(
-    const float* a, const float* b, Index m, Index i0, Index j0, Index d, double* C) {
+__attribute__((target("avx512f"), always_inline)) inline void tile_avx512_f32(const float* a, const float* b, Index m,
+                                                                              Index i0, Index j0, Index d, double* C) {
   constexpr int kRows = 8;
   __m512 acc[kRows][kB];
   for (int i = 0; i < kRows; ++i)
@@ -183,8 +179,7 @@ __attribute__((target("avx512f"), always_inline)) inline void tile_avx512_f32(
   }
 }
 
-__attribute__((target("avx512f"))) void gram_avx512_f32(const float* packed, Index m, Index d,
-                                                         double* C) {
+__attribute__((target("avx512f"))) void gram_avx512_f32(const float* packed, Index m, Index d, double* C) {
   const Index panels = (d + kPanelF - 1) / kPanelF;
   for (Index pj = 0; pj < panels; pj += 2) {
     const float* b = packed + pj * m * kPanelF;
@@ -206,8 +201,9 @@ __attribute__((target("avx512f"))) void gram_avx512_f32(const float* packed, Ind
 // broadcasts each centred value against up to 24 columns of W held in 3 AVX-512 registers.
 // W is row-major, padded with zero columns to a multiple of 8 (kp).
 template <int kRows, int kV>
-__attribute__((target("avx512f"), always_inline)) inline void project_tile_avx512(
-    const double* X, Index d, const double* W, Index kp, Index c0, Index k, double* out, Index ldo) {
+__attribute__((target("avx512f"), always_inline)) inline void project_tile_avx512(const double* X, Index d,
+                                                                                  const double* W, Index kp, Index c0,
+                                                                                  Index k, double* out, Index ldo) {
   __m512d acc[kRows][kV];
   for (int i = 0; i < kRows; ++i)
     for (int v = 0; v < kV; ++v) acc[i][v] = _mm512_setzero_pd();
@@ -227,17 +223,16 @@ __attribute__((target("avx512f"), always_inline)) inline void project_tile_avx51
 }
 
 template <int kV>
-__attribute__((target("avx512f"))) void project_columns_avx512(const double* X, Index count, Index d,
-                                                               const double* W, Index kp, Index c0,
-                                                               Index k, double* out, Index ldo) {
+__attribute__((target("avx512f"))) void project_columns_avx512(const double* X, Index count, Index d, const double* W,
+                                                               Index kp, Index c0, Index k, double* out, Index ldo) {
   Index r = 0;
   for (; r + 8 <= count; r += 8) project_tile_avx512<8, kV>(X + r * d, d, W, kp, c0, k, out + r * ldo, ldo);
   for (; r < count; ++r) project_tile_avx512<1, kV>(X + r * d, d, W, kp, c0, k, out + r * ldo, ldo);
 }
 
 // out (count x k, row-major with leading dimension ldo) = X (count x d, row-major, centred) W.
-void project_avx512_kernel(const double* X, Index count, Index d, const double* W, Index kp, Index k,
-                    double* out, Index ldo) {
+void project_avx512_kernel(const double* X, Index count, Index d, const double* W, Index kp, Index k, double* out,
+                           Index ldo) {
   for (Index c0 = 0; c0 < k; c0 += 24) {
     const Index vectors = std::min<Index>(3, (k - c0 + 7) / 8);
     if (vectors == 3) project_columns_avx512<3>(X, count, d, W, kp, c0, k, out, ldo);
@@ -249,7 +244,6 @@ void project_avx512_kernel(const double* X, Index count, Index d, const double* 
 #endif  // FILKIT_X86_KERNELS
 
 }  // namespace
-
 
 bool has_avx512() {
 #if FILKIT_X86_KERNELS
@@ -267,7 +261,8 @@ GramKernel resolve_gram_kernel(GramKernel kernel, bool small_integers) {
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   if (kernel == GramKernel::kAuto) {
     kernel = avx512 ? (small_integers ? GramKernel::kAvx512Float : GramKernel::kAvx512)
-                    : avx2 ? GramKernel::kAvx2 : GramKernel::kEigen;
+             : avx2 ? GramKernel::kAvx2
+                    : GramKernel::kEigen;
   }
   if (kernel == GramKernel::kAvx512Float && !small_integers) kernel = GramKernel::kAvx512;
   const bool wants_avx512 = kernel == GramKernel::kAvx512Float || kernel == GramKernel::kAvx512;
@@ -282,8 +277,8 @@ GramKernel resolve_gram_kernel(GramKernel kernel, bool small_integers) {
 }
 
 // Adds (block - centre)^T (block - centre) to the upper triangle of C (column-major d x d).
-void add_shifted_gram(const Eigen::Ref<const RowMatrix>& block, const VectorXd& centre,
-                      GramKernel kernel, GramWorkspace& work, MatrixXd& C) {
+void add_shifted_gram(const Eigen::Ref<const RowMatrix>& block, const VectorXd& centre, GramKernel kernel,
+                      GramWorkspace& work, MatrixXd& C) {
 #if FILKIT_X86_KERNELS
   if (kernel == GramKernel::kAvx512Float) {
     pack_shifted_f32(block, centre, work.packed_f32);
@@ -300,8 +295,7 @@ void add_shifted_gram(const Eigen::Ref<const RowMatrix>& block, const VectorXd& 
   work.centred.noalias() = block.rowwise() - centre.transpose();
   C.selfadjointView<Eigen::Upper>().rankUpdate(work.centred.transpose());
 }
-void project_avx512(const double* X, Index count, Index d, const double* W, Index kp, Index k, double* out,
-                    Index ldo) {
+void project_avx512(const double* X, Index count, Index d, const double* W, Index kp, Index k, double* out, Index ldo) {
 #if FILKIT_X86_KERNELS
   project_avx512_kernel(X, count, d, W, kp, k, out, ldo);
 #else

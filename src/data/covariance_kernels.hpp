@@ -38,7 +38,6 @@ void add_shifted_gram(const Eigen::Ref<const RowMatrix>& block, const VectorXd& 
 
 /// out (count x k, row-major with leading dimension ldo) = X (count x d, row-major, centred) W,
 /// W row-major with kp >= k columns, zero beyond k, kp a multiple of 8. Only where has_avx512().
-void project_avx512(const double* X, Index count, Index d, const double* W, Index kp, Index k, double* out,
-                    Index ldo);
+void project_avx512(const double* X, Index count, Index d, const double* W, Index kp, Index k, double* out, Index ldo);
 
 }  // namespace filkit::detail

@@ -68,8 +68,9 @@ class CsvReader {
     // would otherwise run into one record (and a header naming cells of later lines).
     const std::size_t cr = text_.find('\r', pos_);
     if (cr != std::string::npos && cr + 1 < end)
-      fail(line_, "a carriage return (CR) not followed by a line feed: the file's lines end in CR alone (classic "
-                  "Mac OS line endings), which filkit does not read; save it with LF or CRLF line endings");
+      fail(line_,
+           "a carriage return (CR) not followed by a line feed: the file's lines end in CR alone (classic "
+           "Mac OS line endings), which filkit does not read; save it with LF or CRLF line endings");
     std::string cell(detail::trim(std::string_view(text_).substr(pos_, end - pos_)));
     pos_ = end;
     return cell;

@@ -1,9 +1,9 @@
 #include "filkit/data/dataset.hpp"
 
-#include "base/parsing.hpp"
 #include "filkit/base/checks.hpp"
-#include "base/seeding.hpp"
 #include "filkit/base/errors.hpp"
+#include "base/parsing.hpp"
+#include "base/seeding.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -21,8 +21,7 @@ std::string position(Index row, Index column) {
 // NaN, Inf or values beyond kMaxInputMagnitude (a dataset built by hand; the loaders check theirs).
 void check_values(const Dataset& data) {
   const auto usable = [](double value) { return std::abs(value) <= kMaxInputMagnitude; };  // false for NaN
-  if ((data.X.array().abs() <= kMaxInputMagnitude).all() && (data.y.array().abs() <= kMaxInputMagnitude).all())
-    return;
+  if ((data.X.array().abs() <= kMaxInputMagnitude).all() && (data.y.array().abs() <= kMaxInputMagnitude).all()) return;
   for (Index i = 0; i < data.n(); ++i) {
     for (Index j = 0; j < data.d(); ++j) {
       if (!usable(data.X(i, j)))
@@ -106,7 +105,10 @@ std::string to_string(const ImageShape& shape) {
 
 std::string input_value_problem(double value) {
   if (!std::isfinite(value))
-    return "is " + std::string(std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf") +
+    return "is " +
+           std::string(std::isnan(value) ? "nan"
+                       : value > 0       ? "inf"
+                                         : "-inf") +
            ": not finite (NaN, Inf, or a number beyond the range of a double)";
   if (std::abs(value) > kMaxInputMagnitude)
     return "is " + detail::format_number(value) +

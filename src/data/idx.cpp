@@ -1,6 +1,6 @@
-#include "filkit/data/dataset.hpp"
 #include "filkit/data/idx.hpp"
 #include "filkit/base/checks.hpp"
+#include "filkit/data/dataset.hpp"
 
 #include "data/idx_decode.hpp"
 
@@ -115,8 +115,8 @@ std::optional<Bytes> gunzip_single_member(const Bytes& gz, std::size_t expected)
   if (!decompressor) throw std::bad_alloc();
   Bytes content(expected);
   std::size_t in_used = 0, out_used = 0;
-  const libdeflate_result result = libdeflate_gzip_decompress_ex(
-      decompressor.get(), gz.data.get(), gz.size, content.data.get(), content.size, &in_used, &out_used);
+  const libdeflate_result result = libdeflate_gzip_decompress_ex(decompressor.get(), gz.data.get(), gz.size,
+                                                                 content.data.get(), content.size, &in_used, &out_used);
   if (result != LIBDEFLATE_SUCCESS || in_used != gz.size || out_used != expected) return std::nullopt;
   return content;
 }
@@ -277,7 +277,8 @@ class IdxRowReader {
     if (gzseek(gz_.get(), static_cast<z_off_t>(offset), SEEK_SET) < 0) fail();
     std::size_t got = 0;
     while (got < count) {
-      const int piece = gzread(gz_.get(), out + got, static_cast<unsigned>(std::min<std::size_t>(count - got, 1u << 30)));
+      const int piece =
+          gzread(gz_.get(), out + got, static_cast<unsigned>(std::min<std::size_t>(count - got, 1u << 30)));
       if (piece < 0) fail();
       if (piece == 0) break;
       got += static_cast<std::size_t>(piece);

@@ -1,18 +1,18 @@
+#include "filkit/data/load.hpp"
 #include "filkit/base/checks.hpp"
 #include "filkit/base/communicator.hpp"
 #include "filkit/data/cifar.hpp"
 #include "filkit/data/dataset.hpp"
 #include "filkit/data/idx.hpp"
-#include "filkit/data/text_table.hpp"
 #include "filkit/data/tabular_encoder.hpp"
-#include "filkit/data/load.hpp"
+#include "filkit/data/text_table.hpp"
 
 #include "filkit/data/tabular_datasets.hpp"
-#include "data/idx_decode.hpp"
-#include "data/npz_dataset.hpp"
 #include "base/environment.hpp"
 #include "base/parsing.hpp"
 #include "base/seeding.hpp"
+#include "data/idx_decode.hpp"
+#include "data/npz_dataset.hpp"
 
 #include <omp.h>
 
@@ -22,8 +22,8 @@
 #include <filesystem>
 #include <functional>
 #include <future>
-#include <optional>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <stdexcept>
 
@@ -43,9 +43,9 @@ struct Builtin {
 
 const std::vector<Builtin>& builtins() {
   static const std::vector<Builtin> list = {
-      {"fashion-mnist", BuiltinFormat::kIdx,
-       {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag",
-        "Ankle boot"}},
+      {"fashion-mnist",
+       BuiltinFormat::kIdx,
+       {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"}},
       {"mnist", BuiltinFormat::kIdx, {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}},
       {"cifar10", BuiltinFormat::kCifar10, cifar10_class_names()},
   };
@@ -223,8 +223,8 @@ DatasetSplit load_builtin(const BuiltinRequest& request, const DataOptions& opti
 
 DatasetSplit load_table(const TextTable& table, const DataOptions& options) {
   if (options.target.empty()) {
-    option_error("target", "'" + table.source + "' needs a target column; its columns: " +
-                               detail::quoted_list(table.header));
+    option_error("target",
+                 "'" + table.source + "' needs a target column; its columns: " + detail::quoted_list(table.header));
   }
   TabularOptions tabular;
   tabular.target = options.target;
@@ -239,7 +239,9 @@ DatasetSplit load_table(const TextTable& table, const DataOptions& options) {
 
 void check_tabular_only(const DataOptions& options) {
   if (!options.target.empty() || !options.categorical.empty() || !options.drop.empty()) {
-    option_error(!options.target.empty() ? "target" : !options.categorical.empty() ? "categorical" : "drop",
+    option_error(!options.target.empty()        ? "target"
+                 : !options.categorical.empty() ? "categorical"
+                                                : "drop",
                  option_name("target") + ", " + option_name("categorical") + " and " + option_name("drop") +
                      " apply to CSV/ARFF data only, not to '" + options.data + "'");
   }
@@ -353,7 +355,8 @@ std::string builtin_dataset_dir(const std::string& name) {
   const std::string install = builtin->format == BuiltinFormat::kIdx
                                   ? "Run scripts/setup.sh to install it, or set"
                                   : "Unpack cifar-10-binary.tar.gz (https://www.cs.toronto.edu/~kriz/cifar.html) and "
-                                    "give " + name + ":DIR, or set";
+                                    "give " +
+                                        name + ":DIR, or set";
   throw ResourceError("built-in dataset '" + name + "' not found; searched " + detail::quoted_list(dirs) + " for " +
                       expected_files(*builtin) + "." + partial + " " + install +
                       " FILKIT_DATA_DIR to a directory holding " + name + "/");

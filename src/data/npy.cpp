@@ -1,5 +1,5 @@
-#include "data/npy_format.hpp"
 #include "filkit/base/errors.hpp"
+#include "data/npy_format.hpp"
 
 #include "base/parsing.hpp"
 
@@ -77,8 +77,9 @@ class HeaderParser {
     return false;
   }
   void expect(char c) {
-    if (!accept(c)) fail(where_, std::string("malformed header: expected '") + c + "' at " +
-                                     std::to_string(pos_) + " in " + std::string(text_));
+    if (!accept(c))
+      fail(where_, std::string("malformed header: expected '") + c + "' at " + std::to_string(pos_) + " in " +
+                       std::string(text_));
   }
   std::string string_literal() {
     skip_space();
@@ -142,8 +143,8 @@ std::pair<std::string_view, std::size_t> split_header(std::string_view bytes, co
   const int major = static_cast<unsigned char>(bytes[6]);
   const int minor = static_cast<unsigned char>(bytes[7]);
   if (major < 1 || major > 3 || minor != 0) {
-    fail(where, "format version " + std::to_string(major) + "." + std::to_string(minor) +
-                    " is not one of 1.0, 2.0, 3.0");
+    fail(where,
+         "format version " + std::to_string(major) + "." + std::to_string(minor) + " is not one of 1.0, 2.0, 3.0");
   }
   const std::size_t length_bytes = major == 1 ? 2 : 4;
   if (bytes.size() < 8 + length_bytes) fail(where, "truncated header");
@@ -170,9 +171,8 @@ struct Dtype {
   void (*convert)(const char*, std::size_t, double*);
 };
 constexpr Dtype kDtypes[] = {
-    {"<f8", 8, convert<double>},       {"<f4", 4, convert<float>},
-    {"|u1", 1, convert<std::uint8_t>}, {"<i8", 8, convert<std::int64_t>},
-    {"<i4", 4, convert<std::int32_t>},
+    {"<f8", 8, convert<double>},       {"<f4", 4, convert<float>},        {"|u1", 1, convert<std::uint8_t>},
+    {"<i8", 8, convert<std::int64_t>}, {"<i4", 4, convert<std::int32_t>},
 };
 
 const Dtype& find_dtype(const std::string& descr, const std::string& where) {
@@ -207,7 +207,8 @@ NpyLayout read_layout(std::string_view bytes, const std::string& where) {
   layout.dtype = &find_dtype(layout.header.descr, where);
   check_layout(layout.header, where);
   layout.data_start = data_start;
-  for (Index dim : layout.header.shape) layout.count = saturating_product(layout.count, static_cast<std::uint64_t>(dim));
+  for (Index dim : layout.header.shape)
+    layout.count = saturating_product(layout.count, static_cast<std::uint64_t>(dim));
   return layout;
 }
 
@@ -258,8 +259,8 @@ NpyArray parse_npy(std::string_view bytes, const std::string& where, ByteSize ma
   const auto found = static_cast<std::uint64_t>(bytes.size() - layout.data_start);
   if (found != expected) {
     fail(where, "the header declares " + std::to_string(layout.count) + " values of " +
-                    std::to_string(layout.dtype->size) + " bytes, but " + std::to_string(found) +
-                    " data bytes follow" + (found < expected ? " (truncated file?)" : ""));
+                    std::to_string(layout.dtype->size) + " bytes, but " + std::to_string(found) + " data bytes follow" +
+                    (found < expected ? " (truncated file?)" : ""));
   }
   check_memory(bytes.size() + layout.count * sizeof(double), max_memory,
                "converting the " + std::to_string(layout.count) + " values of '" + where + "' to doubles");
@@ -286,7 +287,8 @@ std::string npy_bytes(const RowMatrix& values) {
   bytes += header;
   const std::size_t data = bytes.size();
   bytes.resize(data + sizeof(double) * static_cast<std::size_t>(values.size()));
-  if (values.size() > 0) std::memcpy(bytes.data() + data, values.data(), sizeof(double) * static_cast<std::size_t>(values.size()));
+  if (values.size() > 0)
+    std::memcpy(bytes.data() + data, values.data(), sizeof(double) * static_cast<std::size_t>(values.size()));
   return bytes;
 }
 

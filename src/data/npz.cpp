@@ -97,8 +97,7 @@ std::vector<Member> read_directory(const ZipBytes& zip) {
     member.local_offset = zip.u32(offset + 42);
     const std::size_t name_length = zip.u16(offset + 28);
     member.name = std::string(zip.view(offset + kDirectoryEntrySize, name_length));
-    if (member.size == 0xFFFFFFFF || member.compressed_size == 0xFFFFFFFF ||
-        member.local_offset == 0xFFFFFFFF) {
+    if (member.size == 0xFFFFFFFF || member.compressed_size == 0xFFFFFFFF || member.local_offset == 0xFFFFFFFF) {
       zip.fail("member '" + member.name + "' uses ZIP64 sizes, which are not supported");
     }
     offset += kDirectoryEntrySize + name_length + zip.u16(offset + 30) + zip.u16(offset + 32);
@@ -184,8 +183,7 @@ std::string member_bytes(const ZipBytes& zip, const Member& member, ByteSize max
   const auto crc = crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size()));
   if (crc != member.crc) {
     char message[64];
-    std::snprintf(message, sizeof message, " (stored 0x%08X, computed 0x%08X)", member.crc,
-                  static_cast<unsigned>(crc));
+    std::snprintf(message, sizeof message, " (stored 0x%08X, computed 0x%08X)", member.crc, static_cast<unsigned>(crc));
     zip.fail(where + " fails its CRC-32 check" + message);
   }
   return bytes;
@@ -313,7 +311,8 @@ std::uint64_t verify_zip_members(const std::string& path, const char* kind) {
   for (const Member& member : read_directory_of_file(in, size, path, kind)) {
     total = saturating_sum(total, member.size);
     const std::string where = "member '" + member.name + "'";
-    const ZipBytes local(read_range(in, member.local_offset, kLocalHeaderSize, path, kind), path, member.local_offset, kind);
+    const ZipBytes local(read_range(in, member.local_offset, kLocalHeaderSize, path, kind), path, member.local_offset,
+                         kind);
     const std::size_t data = member_data(local, member, where);
     if (data > size || size - data < member.compressed_size) local.fail(where + " is truncated");
     MemberReader reader(in, data, member, where);
@@ -327,7 +326,8 @@ std::uint64_t verify_zip_members(const std::string& path, const char* kind) {
     }
     if (crc != member.crc) {
       char message[64];
-      std::snprintf(message, sizeof message, " (stored 0x%08X, computed 0x%08X)", member.crc, static_cast<unsigned>(crc));
+      std::snprintf(message, sizeof message, " (stored 0x%08X, computed 0x%08X)", member.crc,
+                    static_cast<unsigned>(crc));
       local.fail(where + " fails its CRC-32 check" + std::string(message) + ": the file is damaged");
     }
   }
@@ -341,10 +341,12 @@ NpyArray read_npz_rows(const std::string& path, const std::string& name, const s
   std::size_t size = 0;
   std::ifstream in = open_archive(path, size);
   const std::vector<Member> members = read_directory_of_file(in, size, path);
-  const auto found = std::find_if(members.begin(), members.end(), [&](const Member& m) { return m.name == name + ".npy"; });
+  const auto found =
+      std::find_if(members.begin(), members.end(), [&](const Member& m) { return m.name == name + ".npy"; });
   if (found == members.end()) {
     std::vector<std::string> names;
-    for (const Member& m : members) names.push_back(m.name.ends_with(".npy") ? m.name.substr(0, m.name.size() - 4) : m.name);
+    for (const Member& m : members)
+      names.push_back(m.name.ends_with(".npy") ? m.name.substr(0, m.name.size() - 4) : m.name);
     throw DataError("'" + path + "' has no array '" + name +
                     "'; it holds: " + (names.empty() ? "nothing" : detail::quoted_list(names)));
   }
@@ -369,12 +371,14 @@ NpyArray read_npz_rows(const std::string& path, const std::string& name, const s
   if (all_rows != nullptr) *all_rows = n;
   const std::uint64_t row_bytes = saturating_product(row_values, layout.value_bytes);
   if (saturating_product(row_bytes, static_cast<std::uint64_t>(n)) != member.size - layout.data_start)
-    local.fail(where + " holds " + std::to_string(member.size - layout.data_start) + " data bytes, but its array header "
-               "declares " + std::to_string(n) + " rows of " + std::to_string(row_bytes));
+    local.fail(where + " holds " + std::to_string(member.size - layout.data_start) +
+               " data bytes, but its array header "
+               "declares " +
+               std::to_string(n) + " rows of " + std::to_string(row_bytes));
   const auto count = rows ? static_cast<Index>(rows->size()) : n;
-  check_memory(saturating_product(saturating_product(static_cast<std::uint64_t>(count), row_values), sizeof(double)) +
-                   row_bytes,
-               max_memory, "reading " + std::to_string(count) + " rows of " + npy_where);
+  check_memory(
+      saturating_product(saturating_product(static_cast<std::uint64_t>(count), row_values), sizeof(double)) + row_bytes,
+      max_memory, "reading " + std::to_string(count) + " rows of " + npy_where);
   NpyArray array{layout.shape, std::vector<double>(static_cast<std::size_t>(count * static_cast<Index>(row_values)))};
   array.shape[0] = count;
   MemberReader reader(in, data, member, where);

@@ -1,8 +1,8 @@
 #include "data/npz_dataset.hpp"
 
+#include "filkit/base/errors.hpp"
 #include "base/parsing.hpp"
 #include "data/npy_format.hpp"
-#include "filkit/base/errors.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -153,7 +153,7 @@ ArrayRows array_rows(const NpyArray& array, const std::string& name, const std::
   if (shape.size() == 4) {
     rows.layout_used = layout_of(array, name, path, layout);
     image = *rows.layout_used == ImageLayout::kNchw ? ImageShape{shape[1], shape[2], shape[3]}
-                                                   : ImageShape{shape[3], shape[1], shape[2]};
+                                                    : ImageShape{shape[3], shape[1], shape[2]};
   }
   // With no images (n = 0) the array holds no values, so its other dimensions are bounded by
   // nothing: their product must still fit an Index.
@@ -189,8 +189,7 @@ DatasetSplit load_npz_dataset(const std::string& path, const DataOptions& option
   NpzPart all = npz_part(arrays, "X", "y", path, options.image_layout);
   if (has_x_test) {
     // X_test is read in the layout X was read in (stated, or told by X's shape).
-    NpzPart test = npz_part(arrays, "X_test", "y_test", path,
-                            all.layout_used ? all.layout_used : options.image_layout);
+    NpzPart test = npz_part(arrays, "X_test", "y_test", path, all.layout_used ? all.layout_used : options.image_layout);
     if (test.data.image != all.data.image || test.data.d() != all.data.d()) {
       throw DataError("'" + path + "': X has " + columns_text(all.data) + " but X_test has " + columns_text(test.data));
     }

@@ -53,20 +53,20 @@ void check_ranks_loaded_alike(const DatasetSplit& split, const std::optional<std
           other["test"].get<Index>() != RowShard::of(test_rows, rank, comm.size()).size())
         what = "loaded " + other["train"].dump() + " + " + other["test"].dump() + " rows, not its share of the " +
                std::to_string(train_rows) + " + " + std::to_string(test_rows) + " all ranks loaded";
-      else if (rank == 0)
-        continue;
+      else if (rank == 0) continue;
       else if (other["d"] != zero["d"] || other.value("image", "") != zero.value("image", ""))
-        what = "has " + other["d"].dump() + " columns" + (other.contains("image") ? " (images " + other["image"].get<std::string>() + ")" : "") +
-               ", rank 0 " + zero["d"].dump();
+        what = "has " + other["d"].dump() + " columns" +
+               (other.contains("image") ? " (images " + other["image"].get<std::string>() + ")" : "") + ", rank 0 " +
+               zero["d"].dump();
       else if (other["classes"] != zero["classes"] || other["features"] != zero["features"])
         what = "has other class or column names than rank 0";
       else if (other.value("hash", "") != zero.value("hash", ""))
         what = "read other rows than rank 0 (the hash of every row differs)";
       if (what.empty()) continue;
-      problem = std::make_exception_ptr(OptionError::with_text(
-          "data", "the MPI ranks loaded different data: " + option_name("data") + " " + options.data + " on rank " +
-                      std::to_string(rank) + " " + what +
-                      "; every rank must read the same files (docs/distributed.md)"));
+      problem = std::make_exception_ptr(
+          OptionError::with_text("data", "the MPI ranks loaded different data: " + option_name("data") + " " +
+                                             options.data + " on rank " + std::to_string(rank) + " " + what +
+                                             "; every rank must read the same files (docs/distributed.md)"));
     }
   }
   comm.stop_all_if(problem);

@@ -4,12 +4,12 @@
 #include "filkit/base/communicator.hpp"
 
 #include "base/parallel_blocks.hpp"
-#include "data/covariance_kernels.hpp"
 #include "base/parsing.hpp"
+#include "data/covariance_kernels.hpp"
 
-#include <nlohmann/json.hpp>
 #include <Spectra/MatOp/DenseSymMatProd.h>
 #include <Spectra/SymEigsSolver.h>
+#include <nlohmann/json.hpp>
 #include <omp.h>
 
 #include <algorithm>
@@ -40,11 +40,8 @@ double max_row_norm(const RowMatrix& X) {
 
 void scale_rows(RowMatrix& X, const Preprocessor& fitted) {
   switch (fitted.options.row_scaling) {
-    case RowScaling::kNone:
-      return;
-    case RowScaling::kGlobalMax:
-      X /= fitted.global_max_norm;
-      return;
+    case RowScaling::kNone: return;
+    case RowScaling::kGlobalMax: X /= fitted.global_max_norm; return;
     case RowScaling::kUnitBall:
       for (Index i = 0; i < X.rows(); ++i) {
         const double norm = row_norm(X.row(i));
@@ -84,9 +81,7 @@ constexpr Index kParallelEntries = Index{1} << 18;
 
 Index block_count(Index n) { return (n + kBlockRows - 1) / kBlockRows; }
 
-int pass_threads(Index n, Index d) {
-  return n * d >= kParallelEntries ? std::max(1, omp_get_max_threads()) : 1;
-}
+int pass_threads(Index n, Index d) { return n * d >= kParallelEntries ? std::max(1, omp_get_max_threads()) : 1; }
 
 bool standardized(const PreprocessOptions& options) { return options.standardize == Standardization::kChannel; }
 
@@ -275,7 +270,6 @@ void check_standardized(const Dataset& out, const Preprocessor& fitted) {
   }
 }
 
-
 // sum_i (u_i - mean)(u_i - mean)^T / (n - 1) over the rows u_i that rows(start, count, scratch)
 // returns, in the upper triangle only; `small_integers` says whether every u_i is an integer
 // in 0..255. Chunks of kChunkRows rows are summed in parallel and their sums added in row
@@ -285,8 +279,8 @@ void check_standardized(const Dataset& out, const Preprocessor& fitted) {
 // On several ranks n is this rank's rows, `all_rows` everyone's, `mean` theirs; the sums of the
 // ranks are added before the correction.
 template <class Rows>
-MatrixXd covariance_upper(Index n, Index d, const VectorXd& mean, bool small_integers,
-                          const Rows& rows, detail::GramKernel kernel, Index all_rows, const Communicator& comm) {
+MatrixXd covariance_upper(Index n, Index d, const VectorXd& mean, bool small_integers, const Rows& rows,
+                          detail::GramKernel kernel, Index all_rows, const Communicator& comm) {
   kernel = detail::resolve_gram_kernel(kernel, small_integers);
   const VectorXd centre = kernel == detail::GramKernel::kAvx512Float ? VectorXd(mean.array().round()) : mean;
   MatrixXd C = MatrixXd::Zero(d, d);
@@ -294,8 +288,8 @@ MatrixXd covariance_upper(Index n, Index d, const VectorXd& mean, bool small_int
       n, kChunkRows, C,
       [&, work = detail::GramWorkspace()](MatrixXd& partial, Index first, Index rows_in_chunk) mutable {
         for (Index start = first; start < first + rows_in_chunk; start += kBlockRows)
-          detail::add_shifted_gram(rows(start, std::min(kBlockRows, first + rows_in_chunk - start), work.scratch), centre,
-                           kernel, work, partial);
+          detail::add_shifted_gram(rows(start, std::min(kBlockRows, first + rows_in_chunk - start), work.scratch),
+                                   centre, kernel, work, partial);
       },
       [&C](const MatrixXd& partial) { C.triangularView<Eigen::Upper>() += partial; },
       pass_threads(n, d * d / 64 + 1) > 1);  // the work grows with n d^2
@@ -324,8 +318,8 @@ bool top_eigenpairs_spectra(const MatrixXd& C_upper, Index k, MatrixXd& vectors,
   solver.init();
   constexpr Index kMaxRestarts = 100;
   constexpr double kTolerance = 1e-10;  // Ritz residual <= tol * |eigenvalue|
-  const Index converged = solver.compute(Spectra::SortRule::LargestAlge, kMaxRestarts, kTolerance,
-                                         Spectra::SortRule::LargestAlge);
+  const Index converged =
+      solver.compute(Spectra::SortRule::LargestAlge, kMaxRestarts, kTolerance, Spectra::SortRule::LargestAlge);
   if (solver.info() != Spectra::CompInfo::Successful || converged < k) return false;
   vectors = solver.eigenvectors();
   values = std::ldexp(1.0, exponent) * solver.eigenvalues();
@@ -384,8 +378,7 @@ void fit_pca(const RowMatrix& raw, const RowStats& stats, Preprocessor& fitted, 
         "PCA: the covariance of the training rows is beyond the range of a double; rescale "
         "the data (e.g. row scaling global-max before PCA)");
   }
-  detail::top_eigenpairs(covariance, k, detail::EigenSolver::kAuto, fitted.pca_components,
-                         fitted.pca_variances);
+  detail::top_eigenpairs(covariance, k, detail::EigenSolver::kAuto, fitted.pca_components, fitted.pca_variances);
   // Rounding can leave tiny negative eigenvalues of a singular covariance: variances of zero.
   fitted.pca_variances = fitted.pca_variances.cwiseMax(0.0);
   fitted.pca_total_variance = covariance.trace();
@@ -415,8 +408,8 @@ void projected_rows(const RowMatrix& raw, Index start, Index count, const Prepro
     if (const double factor = pca_input_factor(fitted); factor != 1.0) scratch *= factor;
     scratch.rowwise() -= fitted.pca_mean.transpose();
   } else {
-    scratch.noalias() = (pca_input_factor(fitted) * raw.middleRows(start, count)).rowwise() -
-                        fitted.pca_mean.transpose();
+    scratch.noalias() =
+        (pca_input_factor(fitted) * raw.middleRows(start, count)).rowwise() - fitted.pca_mean.transpose();
   }
   if (projection.avx512) {
     detail::project_avx512(scratch.data(), count, scratch.cols(), projection.padded_components.data(),
@@ -461,9 +454,9 @@ void check_fit_input(const Dataset& train, const PreprocessOptions& options, Ind
   }
   if (all_rows == 0) throw DataError("cannot fit preprocessing on 0 training rows");
   if (standardized(options) && !train.image) {
-    option_error("standardize", "channel",
-                 "needs images, but " + train.source +
-                     " has no image shape (a table, or images flattened by an earlier PCA)");
+    option_error(
+        "standardize", "channel",
+        "needs images, but " + train.source + " has no image shape (a table, or images flattened by an earlier PCA)");
   }
 }
 
@@ -483,8 +476,7 @@ std::vector<std::string> step_order(const PreprocessOptions& options) {
 
 void PreprocessOptions::validate() const {
   require_non_negative("pca", pca_components);
-  if (row_scaling != RowScaling::kNone && row_scaling != RowScaling::kGlobalMax &&
-      row_scaling != RowScaling::kUnitBall)
+  if (row_scaling != RowScaling::kNone && row_scaling != RowScaling::kGlobalMax && row_scaling != RowScaling::kUnitBall)
     option_error("row_scaling", std::to_string(static_cast<int>(row_scaling)), "is not a RowScaling value");
   if (standardize != Standardization::kNone && standardize != Standardization::kChannel)
     option_error("standardize", std::to_string(static_cast<int>(standardize)), "is not a Standardization value");
@@ -584,18 +576,15 @@ MatrixXd covariance(const RowMatrix& X, const VectorXd& mean, GramKernel kernel)
   }
   const MatrixXd upper = covariance_upper(
       X.rows(), X.cols(), mean, small_integers(X),
-      [&](Index start, Index count, RowMatrix&) -> Eigen::Ref<const RowMatrix> {
-        return X.middleRows(start, count);
-      },
+      [&](Index start, Index count, RowMatrix&) -> Eigen::Ref<const RowMatrix> { return X.middleRows(start, count); },
       kernel, X.rows(), Communicator::local());
   return upper.selfadjointView<Eigen::Upper>();
 }
 
-void top_eigenpairs(const MatrixXd& C, Index k, EigenSolver solver, MatrixXd& vectors,
-                    VectorXd& values) {
+void top_eigenpairs(const MatrixXd& C, Index k, EigenSolver solver, MatrixXd& vectors, VectorXd& values) {
   const Index d = C.rows();
-  const bool spectra = solver == EigenSolver::kSpectra ||
-                       (solver == EigenSolver::kAuto && d >= kSpectraMinDimension && 2 * k <= d);
+  const bool spectra =
+      solver == EigenSolver::kSpectra || (solver == EigenSolver::kAuto && d >= kSpectraMinDimension && 2 * k <= d);
   // Spectra needs k < d; a Lanczos run that does not converge falls back to the dense solver.
   if (spectra && k < d && top_eigenpairs_spectra(C, k, vectors, values)) return;
   top_eigenpairs_dense(C, k, vectors, values);

@@ -1,8 +1,8 @@
 #include "filkit/data/tabular_datasets.hpp"
 
+#include "filkit/base/errors.hpp"
 #include "base/environment.hpp"
 #include "base/parsing.hpp"
-#include "filkit/base/errors.hpp"
 
 #include <algorithm>
 #include <array>
@@ -14,17 +14,28 @@ namespace filkit {
 
 namespace fs = std::filesystem;
 
-
-
 const std::vector<TabularDatasetInfo>& tabular_datasets() {
   static const std::vector<TabularDatasetInfo> list = {
-      {"income-regression", "income.csv", TabularTask::kRegression, "INCOME", "MARITAL.STATUS",
+      {"income-regression",
+       "income.csv",
+       TabularTask::kRegression,
+       "INCOME",
+       "MARITAL.STATUS",
        {"DUAL.INCOMES"},
        "kernlab income: least squares on the income range's rank 1..9, sensitive MARITAL.STATUS (5 levels)"},
-      {"income-classification", "income.csv", TabularTask::kClassification, "INCOME", "MARITAL.STATUS",
+      {"income-classification",
+       "income.csv",
+       TabularTask::kClassification,
+       "INCOME",
+       "MARITAL.STATUS",
        {"DUAL.INCOMES"},
        "kernlab income: income >= $50,000 or not, sensitive MARITAL.STATUS as Married / Not married"},
-      {"credit-g", "credit-g.arff", TabularTask::kClassification, "class", "sex", {},
+      {"credit-g",
+       "credit-g.arff",
+       TabularTask::kClassification,
+       "class",
+       "sex",
+       {},
        "Weka German credit: class good or bad, sensitive sex (from personal_status)"},
   };
   return list;
@@ -71,8 +82,8 @@ std::size_t column_of(const TextTable& table, const std::string& name) {
 
 [[noreturn]] void bad_cell(const TextTable& table, std::size_t row, const std::string& column,
                            const std::string& what) {
-  const std::string where = row < table.lines.size() ? "line " + std::to_string(table.lines[row])
-                                                     : "row " + std::to_string(row + 1);
+  const std::string where =
+      row < table.lines.size() ? "line " + std::to_string(table.lines[row]) : "row " + std::to_string(row + 1);
   throw DataError("'" + table.source + "' " + where + ": column '" + column + "': " + what);
 }
 
@@ -98,8 +109,9 @@ void code_income(TextTable& table, TabularTask task) {
   rewrite_column(table, "INCOME", [&](std::size_t row, const std::string& cell) -> std::string {
     const auto found = std::find(kIncomeLevels.begin(), kIncomeLevels.end(), cell);
     if (found == kIncomeLevels.end())
-      bad_cell(table, row, "INCOME", "unknown income range '" + cell + "'; expected one of " +
-                                         detail::quoted_list({kIncomeLevels.begin(), kIncomeLevels.end()}));
+      bad_cell(table, row, "INCOME",
+               "unknown income range '" + cell + "'; expected one of " +
+                   detail::quoted_list({kIncomeLevels.begin(), kIncomeLevels.end()}));
     const auto rank = static_cast<std::size_t>(found - kIncomeLevels.begin());
     if (task == TabularTask::kRegression) return std::to_string(rank + 1);
     return rank >= kFirstLevelAbove50000 ? ">=50000" : "<50000";
@@ -110,8 +122,8 @@ void combine_marital_status(TextTable& table) {
   static const std::vector<std::string> known = {"Married", "Together", "Divorced", "Widowed", "Single"};
   rewrite_column(table, "MARITAL.STATUS", [&](std::size_t row, const std::string& cell) -> std::string {
     if (std::find(known.begin(), known.end(), cell) == known.end())
-      bad_cell(table, row, "MARITAL.STATUS", "unknown level '" + cell + "'; expected one of " +
-                                                 detail::quoted_list(known));
+      bad_cell(table, row, "MARITAL.STATUS",
+               "unknown level '" + cell + "'; expected one of " + detail::quoted_list(known));
     return cell == "Married" ? "Married" : "Not married";
   });
 }

@@ -1,8 +1,8 @@
+#include "filkit/data/tabular_encoder.hpp"
+#include "filkit/base/checks.hpp"
 #include "filkit/base/errors.hpp"
 #include "filkit/data/dataset.hpp"
-#include "filkit/base/checks.hpp"
 #include "filkit/data/text_table.hpp"
-#include "filkit/data/tabular_encoder.hpp"
 
 #include "filkit/base/summary.hpp"
 
@@ -40,8 +40,8 @@ std::size_t column_index(const TextTable& table, const std::string& name, const 
 // "line 5" (or "row 4" of a hand-built table), and ", column 3" (counted from 1, as editors and
 // spreadsheets count) when the fault is in one cell.
 std::string position(const TextTable& table, std::size_t row, std::optional<std::size_t> column) {
-  std::string where = row < table.lines.size() ? "line " + std::to_string(table.lines[row])
-                                               : "row " + std::to_string(row + 1);
+  std::string where =
+      row < table.lines.size() ? "line " + std::to_string(table.lines[row]) : "row " + std::to_string(row + 1);
   if (column) where += ", column " + std::to_string(*column + 1);
   return where;
 }
@@ -57,17 +57,16 @@ void check_shape(const TextTable& table) {
     throw DataError("malformed table '" + table.source + "': " + what);
   };
   if (!table.lines.empty() && table.lines.size() != table.rows.size()) {
-    fail(std::to_string(table.lines.size()) + " line numbers for " +
-         std::to_string(table.rows.size()) + " rows");
+    fail(std::to_string(table.lines.size()) + " line numbers for " + std::to_string(table.rows.size()) + " rows");
   }
   if (!table.types.empty() && table.types.size() != table.header.size()) {
-    fail(std::to_string(table.types.size()) + " column types for " +
-         std::to_string(table.header.size()) + " columns");
+    fail(std::to_string(table.types.size()) + " column types for " + std::to_string(table.header.size()) + " columns");
   }
   for (std::size_t i = 0; i < table.rows.size(); ++i) {
     if (table.rows[i].size() != table.header.size()) {
-      fail_at(table, i, std::to_string(table.rows[i].size()) + " cells, but the header has " +
-                            std::to_string(table.header.size()) + " columns");
+      fail_at(table, i,
+              std::to_string(table.rows[i].size()) + " cells, but the header has " +
+                  std::to_string(table.header.size()) + " columns");
     }
   }
 }
@@ -90,8 +89,8 @@ void sort_levels(std::vector<std::string>& levels) {
   const auto missing = std::remove(levels.begin(), levels.end(), kMissingLevel);
   const bool had_missing = missing != levels.end();
   levels.erase(missing, levels.end());
-  const bool numeric = std::all_of(levels.begin(), levels.end(),
-                                   [](const std::string& l) { return detail::parse_number(l); });
+  const bool numeric =
+      std::all_of(levels.begin(), levels.end(), [](const std::string& l) { return detail::parse_number(l); });
   if (numeric) {
     std::sort(levels.begin(), levels.end(), [](const std::string& a, const std::string& b) {
       const double x = *detail::parse_number(a), y = *detail::parse_number(b);
@@ -111,8 +110,6 @@ struct ColumnPositions {
 
 }  // namespace
 
-
-
 void TabularOptions::validate() const {
   if (target.empty()) option_error("target", "empty; name the target column");
   if (contains(drop, target)) {
@@ -125,25 +122,23 @@ void TabularOptions::validate() const {
   }
   for (const auto& name : categorical) {
     if (contains(drop, name)) {
-      option_error("categorical", "column '" + name + "' is in both " + option_name("categorical") + " and " +
-                                      option_name("drop"));
+      option_error("categorical",
+                   "column '" + name + "' is in both " + option_name("categorical") + " and " + option_name("drop"));
     }
   }
 }
 
 namespace {
 
-bool is_missing(const std::string& cell, const TabularOptions& options) {
-  return contains(options.missing, cell);
-}
+bool is_missing(const std::string& cell, const TabularOptions& options) { return contains(options.missing, cell); }
 
 // A numeric feature cell; a missing one reaches here only under MissingPolicy::kLevel.
-double numeric_feature(const TextTable& table, std::size_t row, std::size_t column,
-                       const TabularOptions& options) {
+double numeric_feature(const TextTable& table, std::size_t row, std::size_t column, const TabularOptions& options) {
   if (is_missing(table.rows[row][column], options)) {
-    fail_at(table, row, "numeric column '" + table.header[column] +
-                            "' has a missing value; missing_policy 'level' applies to "
-                            "categorical columns only (use 'drop' or fill the value)",
+    fail_at(table, row,
+            "numeric column '" + table.header[column] +
+                "' has a missing value; missing_policy 'level' applies to "
+                "categorical columns only (use 'drop' or fill the value)",
             column);
   }
   return numeric_cell(table, row, column);
@@ -163,8 +158,8 @@ std::vector<std::size_t> usable_rows(const TextTable& table, const ColumnPositio
   return rows;
 }
 
-bool treat_as_categorical(const TextTable& table, const std::vector<std::size_t>& rows,
-                          std::size_t column, const TabularOptions& options) {
+bool treat_as_categorical(const TextTable& table, const std::vector<std::size_t>& rows, std::size_t column,
+                          const TabularOptions& options) {
   if (contains(options.categorical, table.header[column])) return true;
   const ColumnType type = table.types.empty() ? ColumnType::kInferred : table.types[column];
   if (type == ColumnType::kNominal || type == ColumnType::kString) return true;
@@ -175,8 +170,8 @@ bool treat_as_categorical(const TextTable& table, const std::vector<std::size_t>
   });
 }
 
-std::vector<std::string> sorted_levels(const TextTable& table, const std::vector<std::size_t>& rows,
-                                       std::size_t column, const TabularOptions& options) {
+std::vector<std::string> sorted_levels(const TextTable& table, const std::vector<std::size_t>& rows, std::size_t column,
+                                       const TabularOptions& options) {
   std::set<std::string> seen;
   for (std::size_t i : rows) {
     const std::string& cell = table.rows[i][column];
@@ -187,8 +182,8 @@ std::vector<std::string> sorted_levels(const TextTable& table, const std::vector
   return levels;
 }
 
-TabularEncoder::Column fit_column(const TextTable& table, const std::vector<std::size_t>& rows,
-                                  std::size_t column, const TabularOptions& options) {
+TabularEncoder::Column fit_column(const TextTable& table, const std::vector<std::size_t>& rows, std::size_t column,
+                                  const TabularOptions& options) {
   TabularEncoder::Column fitted;
   fitted.name = table.header[column];
   fitted.categorical = treat_as_categorical(table, rows, column, options);
@@ -197,15 +192,16 @@ TabularEncoder::Column fit_column(const TextTable& table, const std::vector<std:
     return fitted;
   }
   VectorXd values(static_cast<Index>(rows.size()));
-  for (std::size_t r = 0; r < rows.size(); ++r) values(static_cast<Index>(r)) = numeric_feature(table, rows[r], column, options);
+  for (std::size_t r = 0; r < rows.size(); ++r)
+    values(static_cast<Index>(r)) = numeric_feature(table, rows[r], column, options);
   fitted.mean = mean_without_overflow(values);
   const double deviation = root_mean_square_deviation(values, fitted.mean, static_cast<double>(values.size()));
   fitted.scale = deviation > 0.0 ? deviation : 1.0;
   return fitted;
 }
 
-std::vector<std::string> fit_classes(const TextTable& table, const std::vector<std::size_t>& rows,
-                                     std::size_t target, const TabularOptions& options) {
+std::vector<std::string> fit_classes(const TextTable& table, const std::vector<std::size_t>& rows, std::size_t target,
+                                     const TabularOptions& options) {
   std::vector<std::string> classes = sorted_levels(table, rows, target, options);
   if (classes.size() < 2) {
     throw DataError("target '" + table.header[target] + "' of '" + table.source + "' has the single class " +
@@ -255,16 +251,16 @@ Index level_of(const TextTable& table, std::size_t row, std::size_t column, cons
   const auto found = levels.find(level);
   if (found != levels.end()) return found->second;
   if (options.unseen_levels != UnseenLevelPolicy::kError) return kUnseen;
-  fail_at(table, row, role + " '" + level + "' of column '" + table.header[column] +
-                          "' was not seen in the training rows (unseen_levels: drop or zero such rows instead)",
+  fail_at(table, row,
+          role + " '" + level + "' of column '" + table.header[column] +
+              "' was not seen in the training rows (unseen_levels: drop or zero such rows instead)",
           column);
 }
 
 // Encodes rows of one table with a fitted encoder's columns, found by name in that table.
 struct RowEncoder {
   RowEncoder(const TextTable& rows, const TabularOptions& settings,
-             const std::vector<TabularEncoder::Column>& fitted_columns,
-             const std::vector<std::string>& class_levels)
+             const std::vector<TabularEncoder::Column>& fitted_columns, const std::vector<std::string>& class_levels)
       : table(rows), options(settings), columns(fitted_columns), classes(index_levels(class_levels)) {
     positions.target = column_index(table, options.target, "the target");
     // By a map: a search of the header for each of 100000 columns would take minutes.
@@ -278,8 +274,7 @@ struct RowEncoder {
   }
 
   // Writes standardised numbers and one-hot blocks into `out` (zero on entry).
-  void encode_features(std::size_t row, const std::vector<AttributeColumns>& attributes,
-                       RowMatrix::RowXpr out) const {
+  void encode_features(std::size_t row, const std::vector<AttributeColumns>& attributes, RowMatrix::RowXpr out) const {
     for (std::size_t c = 0; c < columns.size(); ++c) {
       const auto& output = attributes[c].columns;
       const std::size_t j = positions.features[c];
@@ -327,9 +322,8 @@ struct RowEncoder {
 // Refuses an encoded X beyond the memory budget before it is allocated (a table of 100000
 // categorical columns one-hot encodes to millions of columns).
 void check_encoded_size(const TextTable& table, Index rows, Index width, const TabularOptions& options) {
-  const std::uint64_t bytes = saturating_product(saturating_product(static_cast<std::uint64_t>(rows),
-                                                                    static_cast<std::uint64_t>(width)),
-                                                 sizeof(double));
+  const std::uint64_t bytes = saturating_product(
+      saturating_product(static_cast<std::uint64_t>(rows), static_cast<std::uint64_t>(width)), sizeof(double));
   check_memory(bytes, options.max_memory,
                "encoding '" + table.source + "' (" + std::to_string(rows) + " rows x " + std::to_string(width) +
                    " columns after one-hot encoding, from " + std::to_string(table.header.size()) + " in the file)");
@@ -385,7 +379,8 @@ Dataset TabularEncoder::transform(const TextTable& table) const {
   // Every row left out for an unseen level or class: the job would report a test metric of no rows
   // ("test nan") and exit 0 (issue 50).
   if (rows.empty() && unseen > 0)
-    throw DataError("'" + table.source + "': every one of its " + std::to_string(unseen) + " test rows has a categorical "
+    throw DataError("'" + table.source + "': every one of its " + std::to_string(unseen) +
+                    " test rows has a categorical "
                     "level or class that no training row has, so none is left to test on (unseen_levels: " +
                     std::string(options_.unseen_levels == UnseenLevelPolicy::kDrop ? "drop" : "zero") +
                     "); use zero (an all-zero block for an unseen level), or a split whose test rows share the "
@@ -396,8 +391,7 @@ Dataset TabularEncoder::transform(const TextTable& table) const {
   data.dropped_rows = static_cast<Index>(table.rows.size() - rows.size());
   data.unseen_level_rows = unseen;
   describe_columns(columns_, data);
-  data.X = RowMatrix::Zero(static_cast<Index>(rows.size()),
-                           static_cast<Index>(data.feature_names.size()));
+  data.X = RowMatrix::Zero(static_cast<Index>(rows.size()), static_cast<Index>(data.feature_names.size()));
   data.y.resize(static_cast<Index>(rows.size()));
   for (std::size_t r = 0; r < rows.size(); ++r) {
     encoder.encode_features(rows[r], data.attributes, data.X.row(static_cast<Index>(r)));

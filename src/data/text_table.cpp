@@ -1,6 +1,6 @@
+#include "filkit/data/text_table.hpp"
 #include "filkit/base/errors.hpp"
 #include "filkit/data/dataset.hpp"
-#include "filkit/data/text_table.hpp"
 
 #include <stdexcept>
 

@@ -96,7 +96,7 @@ const VectorXd& ClippedGlmGradient::clipped_gradient() const {
 double ClippedGlmGradient::jacobian_trace() const {
   const Index d = step_->input_dim(), K = step_->num_classes();
   const VectorXd features_times_weights = step_->feature_weights().transpose() * x_;  // W_f^T x
-  const double v_frobenius2 = (M_ * step_->feature_gram() * M_).trace();               // ||M W_f^T||_F^2
+  const double v_frobenius2 = (M_ * step_->feature_gram() * M_).trace();              // ||M W_f^T||_F^2
   double unclipped = static_cast<double>(d) * r_.squaredNorm() + 2.0 * r_.dot(M_ * features_times_weights) +
                      v_frobenius2 * design_norm2_;
   if (step_->label() == LabelPrivacy::kPrivate) unclipped += static_cast<double>(K) * design_norm2_;
@@ -136,8 +136,8 @@ double ClippedGlmGradient::jacobian_spectral_norm_squared() const {
   MatrixXd small = c * (Q.topRows(d).transpose() * Q.topRows(d));
   small += f_ * (qe * qa.transpose() + qa * qe.transpose());
   small += design_norm2_ * qu * qu.transpose();
-  double largest = rank > 0 ? Eigen::SelfAdjointEigenSolver<MatrixXd>(small, Eigen::EigenvaluesOnly).eigenvalues().maxCoeff()
-                            : 0.0;
+  double largest =
+      rank > 0 ? Eigen::SelfAdjointEigenSolver<MatrixXd>(small, Eigen::EigenvaluesOnly).eigenvalues().maxCoeff() : 0.0;
   if (rank < dz) largest = std::max(largest, c);
   return largest;
 }

@@ -60,7 +60,8 @@ DpSgdOptions DpSgdOptions::resolved(std::optional<Index> n) const {
   DpSgdOptions options = *this;
   // The paper's rule (Guo et al. 2022, section 6.1): the T steps of a run fail with probability at
   // most T delta = 1/n, less than the chance of picking any one example at random.
-  if (!options.kappa_delta && n && *n > 0) options.kappa_delta = 1.0 / (static_cast<double>(*n) * static_cast<double>(steps));
+  if (!options.kappa_delta && n && *n > 0)
+    options.kappa_delta = 1.0 / (static_cast<double>(*n) * static_cast<double>(steps));
   // Networks: NetworkAccountingRequest's defaults; the closed-form GLMs: exact, and the paper's 50
   // probes where a trace is estimated.
   const bool autodiff = network.has_value();

@@ -12,9 +12,9 @@
 #include <iomanip>
 #include <limits>
 #include <optional>
-#include <stdexcept>
 #include <ostream>
 #include <sstream>
+#include <stdexcept>
 
 namespace filkit {
 
@@ -73,9 +73,7 @@ std::string scientific(double value, int digits) {
   return text.str();
 }
 
-std::string bracketed(double low, double high) {
-  return "[" + scientific(low, 3) + ", " + scientific(high, 3) + "]";
-}
+std::string bracketed(double low, double high) { return "[" + scientific(low, 3) + ", " + scientific(high, 3) + "]"; }
 
 std::string bracketed(const std::optional<ConfidenceInterval>& interval) {
   return interval ? bracketed(interval->lower, interval->upper) : "-";
@@ -87,56 +85,59 @@ nlohmann::json DpSgdResult::summary(const DpSgdOptions& options) const {
   nlohmann::json snapshots_json = nlohmann::json::array();
   for (const DpSgdSnapshot& c : snapshots)
     snapshots_json.push_back({{"step", c.step},
-                                {"epoch", c.epoch},
-                                {"dfil", dfil_summary(c, private_dims)},
-                                {"eta", leakage_summary(c.eta())},
-                                {"times_sampled_mean", c.times_sampled.mean()},
-                                {"epsilon", c.epsilon},
-                                {"pld_infinity_mass", c.pld_infinity_mass},
-                                {"rdp",
-                                 {{"eps", c.privacy.eps},
-                                  {"delta", c.privacy.delta},
-                                  {"optimal_order", c.privacy.optimal_order},
-                                  {"order_status", to_string(c.privacy.status)},
-                                  {"warning", c.privacy.warning},
-                                  {"noise_multiplier", rdp_noise_multiplier(options.noise_multiplier)},
-                                  {"order2_eps", c.rdp_order2},
-                                  {"mse_bound", c.rdp_mse_bound()}}},
-                                {"train_accuracy", c.mean_train_accuracy()},
-                                {"test_accuracy", c.mean_test_accuracy()},
-                                {"train_accuracy_per_run", c.train_accuracy},
-                                {"test_accuracy_per_run", c.test_accuracy}});
-  nlohmann::json out = {{"filkit_version", version()},
-          {"filkit_build", build()},
-          {"seed", options.seed},
-          {"settings", {{"dpsgd", to_json(options)}}},
-          {"n", n},
-          {"num_classes", num_classes},
-          {"private_dims", private_dims},
-          {"sampling_rate", sampling_rate},
-          {"step_epsilon", step_epsilon},
-          {"kappa", kappa},
-          {"kappa_delta", kappa_delta},
-          {"kappa_failure_probability", std::min(1.0, kappa_delta * static_cast<double>(options.steps))},
-          {"soft_clip_norm_bound", soft_clip_norm_bound()},
-          {"clipping", "smooth"},  // the GELU clip (filkit.torch's summaries also say "hard")
-          {"accounting", accounting_summary(options)},
-          {"run_seeds", run_seeds},
-          {"bootstrap",
-           {{"method", "percentile intervals of the max and median dFIL over examples, the runs resampled with "
-                       "replacement (docs/mathematics.md, section 7.6); MSE-bound intervals are the dFIL interval's "
-                       "ends mapped through 1/dFIL^2"},
-            {"runs", options.runs},
-            {"level", options.confidence_level},
-            {"resamples", options.bootstrap_resamples},
-            {"seed", bootstrap_seed},
-            {"intervals", options.runs > 1},
-            {"note", options.runs > 1 ? "" : "one run: no confidence intervals (nothing varies between runs); use runs > 1"}}},
-          {"parameter_count", parameter_count},
-          {"architecture", architecture},
-          {"resumed", resumed},
-          {"snapshots", snapshots_json},
-          {"seconds", seconds}};
+                              {"epoch", c.epoch},
+                              {"dfil", dfil_summary(c, private_dims)},
+                              {"eta", leakage_summary(c.eta())},
+                              {"times_sampled_mean", c.times_sampled.mean()},
+                              {"epsilon", c.epsilon},
+                              {"pld_infinity_mass", c.pld_infinity_mass},
+                              {"rdp",
+                               {{"eps", c.privacy.eps},
+                                {"delta", c.privacy.delta},
+                                {"optimal_order", c.privacy.optimal_order},
+                                {"order_status", to_string(c.privacy.status)},
+                                {"warning", c.privacy.warning},
+                                {"noise_multiplier", rdp_noise_multiplier(options.noise_multiplier)},
+                                {"order2_eps", c.rdp_order2},
+                                {"mse_bound", c.rdp_mse_bound()}}},
+                              {"train_accuracy", c.mean_train_accuracy()},
+                              {"test_accuracy", c.mean_test_accuracy()},
+                              {"train_accuracy_per_run", c.train_accuracy},
+                              {"test_accuracy_per_run", c.test_accuracy}});
+  nlohmann::json out = {
+      {"filkit_version", version()},
+      {"filkit_build", build()},
+      {"seed", options.seed},
+      {"settings", {{"dpsgd", to_json(options)}}},
+      {"n", n},
+      {"num_classes", num_classes},
+      {"private_dims", private_dims},
+      {"sampling_rate", sampling_rate},
+      {"step_epsilon", step_epsilon},
+      {"kappa", kappa},
+      {"kappa_delta", kappa_delta},
+      {"kappa_failure_probability", std::min(1.0, kappa_delta * static_cast<double>(options.steps))},
+      {"soft_clip_norm_bound", soft_clip_norm_bound()},
+      {"clipping", "smooth"},  // the GELU clip (filkit.torch's summaries also say "hard")
+      {"accounting", accounting_summary(options)},
+      {"run_seeds", run_seeds},
+      {"bootstrap",
+       {{"method",
+         "percentile intervals of the max and median dFIL over examples, the runs resampled with "
+         "replacement (docs/mathematics.md, section 7.6); MSE-bound intervals are the dFIL interval's "
+         "ends mapped through 1/dFIL^2"},
+        {"runs", options.runs},
+        {"level", options.confidence_level},
+        {"resamples", options.bootstrap_resamples},
+        {"seed", bootstrap_seed},
+        {"intervals", options.runs > 1},
+        {"note",
+         options.runs > 1 ? "" : "one run: no confidence intervals (nothing varies between runs); use runs > 1"}}},
+      {"parameter_count", parameter_count},
+      {"architecture", architecture},
+      {"resumed", resumed},
+      {"snapshots", snapshots_json},
+      {"seconds", seconds}};
   if (const char* note = sampling_note(options.sampling)) out["sampling_note"] = note;
   return out;
 }
@@ -157,7 +158,7 @@ nlohmann::json accounting_summary(const DpSgdOptions& options) {
   const char* note = sampling_note(options.sampling);
   return {{"accountant", to_string(options.accountant)},
           {"discretization", options.accountant == AccountantKind::kPld ? nlohmann::json(options.discretization)
-                                                                          : nlohmann::json(nullptr)},
+                                                                        : nlohmann::json(nullptr)},
           {"sampling", to_string(accounted_sampling(options.sampling))},
           {"neighbouring_relation", describe(neighbouring_relation(options.sampling))},
           {"delta", options.rdp_delta},
@@ -184,7 +185,8 @@ void DpSgdResult::print_dfil_over_runs(std::ostream& out) const {
       << "\n";
   out << "  " << std::setw(7) << "step" << std::setw(8) << "dFIL" << std::setw(11) << "averaged" << std::setw(26)
       << percent + " interval" << std::setw(26) << "each run" << std::setw(12) << "MSE bound" << std::setw(26)
-      << percent + " interval" << "\n";
+      << percent + " interval"
+      << "\n";
   for (const DpSgdSnapshot& c : snapshots) {
     const RunBootstrap& b = c.dfil_over_runs;
     for (const bool max : {true, false}) {
@@ -204,8 +206,16 @@ void DpSgdResult::print_dfil_over_runs(std::ostream& out) const {
 }
 
 std::vector<std::string> DpSgdResult::table_header() const {
-  std::vector<std::string> header{"step", "epoch", "index", "label", "times_sampled", "eta", "dfil",
-                                  "attribute_mse_bound", "example_mse_bound", "fisher_trace",
+  std::vector<std::string> header{"step",
+                                  "epoch",
+                                  "index",
+                                  "label",
+                                  "times_sampled",
+                                  "eta",
+                                  "dfil",
+                                  "attribute_mse_bound",
+                                  "example_mse_bound",
+                                  "fisher_trace",
                                   "fisher_trace_standard_error"};
   const Index runs = snapshots.empty() ? 1 : snapshots.front().fisher_trace_per_run.rows();
   for (Index r = 0; runs > 1 && r < runs; ++r) header.push_back("fisher_trace_run" + std::to_string(r));

@@ -5,9 +5,9 @@
 // baseline) draw and step through these, so they cannot drift apart.
 #pragma once
 
-#include "base/adam_step.hpp"
 #include "filkit/base/types.hpp"
 #include "filkit/dpsgd/training.hpp"
+#include "base/adam_step.hpp"
 
 #include <algorithm>
 #include <cmath>

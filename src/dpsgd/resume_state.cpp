@@ -23,7 +23,10 @@ namespace filkit::detail {
 
 namespace {
 
-constexpr std::string_view kMagic("\x89" "FKDPSGD", 8);
+constexpr std::string_view kMagic(
+    "\x89"
+    "FKDPSGD",
+    8);
 constexpr std::size_t kHeaderSize = 24;  // magic, version (4), payload length (8), CRC32 (4)
 // The payload nests 5 deep (job -> settings -> network -> hidden); CBOR is parsed recursively, so
 // a crafted payload nested a million deep would overflow the stack.
@@ -48,7 +51,8 @@ void append_little_endian(std::string& out, std::uint64_t value, int bytes) {
 
 std::uint64_t little_endian_at(std::string_view bytes, std::size_t at, int count) {
   std::uint64_t value = 0;
-  for (int k = 0; k < count; ++k) value |= static_cast<std::uint64_t>(static_cast<unsigned char>(bytes[at + k])) << (8 * k);
+  for (int k = 0; k < count; ++k)
+    value |= static_cast<std::uint64_t>(static_cast<unsigned char>(bytes[at + k])) << (8 * k);
   return value;
 }
 
@@ -72,8 +76,9 @@ std::string_view payload_of(std::string_view bytes, const std::string& path) {
     refuse(path, "it is " + std::to_string(bytes.size()) + " bytes long, shorter than its " +
                      std::to_string(kHeaderSize) + "-byte header");
   if (bytes.substr(0, kMagic.size()) != kMagic)
-    refuse(path, "it does not begin with the checkpoint's magic bytes (\\x89FKDPSGD; files of filkit before format "
-                 "version 2 are not read)");
+    refuse(path,
+           "it does not begin with the checkpoint's magic bytes (\\x89FKDPSGD; files of filkit before format "
+           "version 2 are not read)");
   const std::uint64_t version = little_endian_at(bytes, 8, 4);
   if (version < kResumeFormatVersion)
     throw DataError("checkpoint " + path + ": format version " + std::to_string(version) +
@@ -196,8 +201,8 @@ class StateReader {
     state.parameters = finished_parameters(member(payload, "", "parameters"), state.run);
     state.model_states = model_states(member(payload, "", "model_states"), state.run + (state.step > 0 ? 1 : 0));
     state.sums = snapshot_sums(member(payload, "", "sums"), state.run, state.step);
-    state.train_accuracy = accuracies(member(payload, "", "train_accuracy"), "train_accuracy", state.run, state.step,
-                                      Range{0.0, 1.0});
+    state.train_accuracy =
+        accuracies(member(payload, "", "train_accuracy"), "train_accuracy", state.run, state.step, Range{0.0, 1.0});
     state.test_accuracy = accuracies(member(payload, "", "test_accuracy"), "test_accuracy", state.run, state.step,
                                      expected_.has_test ? Range{0.0, 1.0} : nan_only());
     state.training_seconds = number(member(payload, "", "training_seconds"), "training_seconds", non_negative());
@@ -215,7 +220,9 @@ class StateReader {
     const nlohmann::json& fingerprint = expected_.fingerprint;
     if (saved == fingerprint) return;
     std::string difference = "the data differ";
-    const auto saved_value = [&saved](const char* key) { return saved.is_object() ? saved.value(key, nlohmann::json()) : nlohmann::json(); };
+    const auto saved_value = [&saved](const char* key) {
+      return saved.is_object() ? saved.value(key, nlohmann::json()) : nlohmann::json();
+    };
     if (fingerprint.value("torchscript_sha256", nlohmann::json()) != saved_value("torchscript_sha256"))
       difference = "the TorchScript file's contents changed: SHA-256 " + shown(saved_value("torchscript_sha256")) +
                    ", now " + shown(fingerprint.value("torchscript_sha256", nlohmann::json()));
@@ -256,7 +263,8 @@ class StateReader {
       const nlohmann::json& settings = saved.at("settings");
       for (const auto& [key, value] : fingerprint.at("settings").items())
         if (!settings.contains(key) || settings.at(key) != value) {
-          difference = "setting '" + key + "' was " + shown(settings.value(key, nlohmann::json())) + ", now " + shown(value);
+          difference =
+              "setting '" + key + "' was " + shown(settings.value(key, nlohmann::json())) + ", now " + shown(value);
           break;
         }
     }
@@ -276,8 +284,8 @@ class StateReader {
                               const std::string& what) const {
     if (!value.is_array()) refuse_field(field, "is not an array");
     if (value.size() != size)
-      refuse_field(field, "holds " + std::to_string(value.size()) + " entries, expected " + std::to_string(size) + ": " +
-                              what);
+      refuse_field(
+          field, "holds " + std::to_string(value.size()) + " entries, expected " + std::to_string(size) + ": " + what);
     return value;
   }
 
@@ -338,9 +346,9 @@ class StateReader {
     for (int r = 0; r < started; ++r) {
       const nlohmann::json& seed = value[r];
       if (!seed.is_number_unsigned() || seed.get<std::uint64_t>() != expected_.run_seeds[r])
-        refuse_field("run_seeds[" + std::to_string(r) + "]",
-                     "is " + shown(seed) + ", expected " + std::to_string(expected_.run_seeds[r]) + ", run " +
-                         std::to_string(r) + "'s seed");
+        refuse_field("run_seeds[" + std::to_string(r) + "]", "is " + shown(seed) + ", expected " +
+                                                                 std::to_string(expected_.run_seeds[r]) + ", run " +
+                                                                 std::to_string(r) + "'s seed");
       seeds.push_back(expected_.run_seeds[r]);
     }
     return seeds;
@@ -349,7 +357,8 @@ class StateReader {
   std::vector<VectorXd> finished_parameters(const nlohmann::json& value, int finished) const {
     array(value, "parameters", static_cast<std::size_t>(finished), "one per finished run");
     std::vector<VectorXd> parameters;
-    for (int r = 0; r < finished; ++r) parameters.push_back(parameters_vector(value[r], "parameters[" + std::to_string(r) + "]"));
+    for (int r = 0; r < finished; ++r)
+      parameters.push_back(parameters_vector(value[r], "parameters[" + std::to_string(r) + "]"));
     return parameters;
   }
 
@@ -358,7 +367,8 @@ class StateReader {
     array(value, "model_states", static_cast<std::size_t>(started), "one per run started");
     for (int r = 0; r < started; ++r)
       if (!value[r].is_null() && !value[r].is_object())
-        refuse_field("model_states[" + std::to_string(r) + "]", "is " + shown(value[r]) + ", expected null or an object");
+        refuse_field("model_states[" + std::to_string(r) + "]",
+                     "is " + shown(value[r]) + ", expected null or an object");
     return value.get<std::vector<nlohmann::json>>();
   }
 
@@ -378,14 +388,15 @@ class StateReader {
             examples_vector(traces[r], field + ".trace_per_run[" + std::to_string(r) + "]", accounted()));
       snapshot.spectral = examples_vector(member(value[c], field, "spectral"), field + ".spectral",
                                           accounted(!expected_.spectral_computed));
-      snapshot.sampled = examples_vector(member(value[c], field, "sampled"), field + ".sampled", count_up_to(sampled_at_most));
+      snapshot.sampled =
+          examples_vector(member(value[c], field, "sampled"), field + ".sampled", count_up_to(sampled_at_most));
       sums.push_back(std::move(snapshot));
     }
     return sums;
   }
 
-  std::vector<std::vector<double>> accuracies(const nlohmann::json& value, const std::string& field, int run, Index step,
-                                              const Range& range) const {
+  std::vector<std::vector<double>> accuracies(const nlohmann::json& value, const std::string& field, int run,
+                                              Index step, const Range& range) const {
     const std::size_t count = expected_.snapshot_steps.size();
     array(value, field, count, "one per snapshot");
     std::vector<std::vector<double>> lists;
@@ -432,7 +443,9 @@ class StateReader {
     for (Index i = 0; i < n; ++i) {
       const std::string field = "trainer.order[" + std::to_string(i) + "]";
       order[i] = integer(value[i], field, 0, n - 1);
-      if (seen[order[i]]) refuse_field(field, "repeats " + std::to_string(order[i]) + ", expected a permutation of 0.." + std::to_string(n - 1));
+      if (seen[order[i]])
+        refuse_field(field,
+                     "repeats " + std::to_string(order[i]) + ", expected a permutation of 0.." + std::to_string(n - 1));
       seen[order[i]] = true;
     }
     return order;
@@ -477,9 +490,8 @@ nlohmann::json job_fingerprint(const Dataset& train, const Dataset& test, const 
   nlohmann::json settings = to_json(options);
   // Where and how often the state is saved, and how the results are summarised and accounted
   // (after training, from the step count), do not change it.
-  for (const char* key :
-       {"checkpoint", "checkpoint_every", "stop_after", "bootstrap_resamples", "confidence_level", "accountant",
-        "discretization"})
+  for (const char* key : {"checkpoint", "checkpoint_every", "stop_after", "bootstrap_resamples", "confidence_level",
+                          "accountant", "discretization"})
     settings.erase(key);
   const Index train_offset = comm.exclusive_prefix_sum(train.n()), test_offset = comm.exclusive_prefix_sum(test.n());
   const std::uint64_t hash =

@@ -52,8 +52,8 @@ nlohmann::json job_fingerprint(const Dataset& train, const Dataset& test, const 
 
 /// The loop's state between steps: everything a resumed call needs besides the current run.
 struct ResumeState {
-  int run = 0;     ///< the run in progress
-  Index step = 0;  ///< steps done in that run
+  int run = 0;                          ///< the run in progress
+  Index step = 0;                       ///< steps done in that run
   std::optional<TrainerState> trainer;  ///< the run's state (none when step = 0)
   std::vector<SnapshotSums> sums;
   std::vector<std::vector<double>> train_accuracy, test_accuracy;  ///< per snapshot, one per run so far
@@ -73,10 +73,10 @@ struct ExpectedState {
   Index n = 0;  ///< training examples
   Index parameter_count = 0;
   std::vector<Index> snapshot_steps;
-  std::vector<std::uint64_t> run_seeds;  ///< of every run
-  bool adam = false;               ///< Adam keeps a second moment and counts its steps
-  bool spectral_computed = true;   ///< else the spectral sums hold NaN where sampled
-  bool has_test = true;            ///< else every test accuracy is NaN
+  std::vector<std::uint64_t> run_seeds;           ///< of every run
+  bool adam = false;                              ///< Adam keeps a second moment and counts its steps
+  bool spectral_computed = true;                  ///< else the spectral sums hold NaN where sampled
+  bool has_test = true;                           ///< else every test accuracy is NaN
   ByteSize max_memory = default_memory_budget();  ///< the resume file is read within it (issue 50)
 };
 

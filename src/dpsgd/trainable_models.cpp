@@ -2,8 +2,8 @@
 #include "base/seeding.hpp"
 
 #include "filkit/base/checks.hpp"
-#include "filkit/dpsgd/clipped_gradient.hpp"
 #include "filkit/base/jacobian_estimators.hpp"
+#include "filkit/dpsgd/clipped_gradient.hpp"
 #include "filkit/networks/networks.hpp"
 
 #include <algorithm>
@@ -29,7 +29,9 @@ constexpr Index kParallelWork = 1 << 15;
 class TrainableGlm : public TrainableModel {
  public:
   TrainableGlm(const Dataset& train, const DpSgdOptions& options, Index num_classes)
-      : train_(train), options_(options), K_(num_classes),
+      : train_(train),
+        options_(options),
+        K_(num_classes),
         p_(train.d() + (options.intercept ? 1 : 0)),
         columns_(options.kind == ModelKind::kLogistic ? 1 : num_classes) {}
 
@@ -70,7 +72,8 @@ class TrainableGlm : public TrainableModel {
       const ClippedGlmGradient g(shared, train_.X.row(i).transpose(), shared.label_vector(train_.y(i)));
       coefficients.row(b) = g.clip_factor() * g.residual().transpose();
       const Index row = local.row_offset + i;  // keyed by the global row: the same probes on any number of ranks
-      std::mt19937_64 probe_rng(splitmix64(run_seed ^ splitmix64(static_cast<std::uint64_t>(t * local.total_rows + row))));
+      std::mt19937_64 probe_rng(
+          splitmix64(run_seed ^ splitmix64(static_cast<std::uint64_t>(t * local.total_rows + row))));
       out.trace(b) = trace_of(g, probe_rng);
       out.spectral(b) = spectral_norm_squared_of(g, probe_rng);
     }
@@ -175,7 +178,8 @@ class TrainableNetwork : public TrainableModel {
 
 }  // namespace
 
-std::unique_ptr<TrainableModel> make_trainable_model(const Dataset& train, const DpSgdOptions& options, Index num_classes) {
+std::unique_ptr<TrainableModel> make_trainable_model(const Dataset& train, const DpSgdOptions& options,
+                                                     Index num_classes) {
   if (options.network) return std::make_unique<TrainableNetwork>(train, options, num_classes);
   return std::make_unique<TrainableGlm>(train, options, num_classes);
 }

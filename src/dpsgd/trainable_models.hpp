@@ -13,8 +13,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <string>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace filkit {
@@ -89,6 +89,7 @@ std::uint64_t dpsgd_run_seed(const DpSgdOptions& options, int run);
 
 /// The model `options` asks for on `train` with K classes: the GLM of options.kind, or
 /// options.network through LibTorch.
-std::unique_ptr<TrainableModel> make_trainable_model(const Dataset& train, const DpSgdOptions& options, Index num_classes);
+std::unique_ptr<TrainableModel> make_trainable_model(const Dataset& train, const DpSgdOptions& options,
+                                                     Index num_classes);
 
 }  // namespace filkit

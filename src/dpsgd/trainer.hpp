@@ -46,8 +46,13 @@ class Trainer {
   /// `train`: this process's rows, the global rows first_row .. first_row + train.n() - 1 of n_total.
   Trainer(const Dataset& train, const DpSgdOptions& options, TrainableModel& model, std::uint64_t run_seed,
           Index first_row, Index n_total, const Communicator& comm)
-      : train_(train), options_(options), model_(model), run_seed_(run_seed), first_row_(first_row),
-        n_total_(n_total), comm_(comm) {
+      : train_(train),
+        options_(options),
+        model_(model),
+        run_seed_(run_seed),
+        first_row_(first_row),
+        n_total_(n_total),
+        comm_(comm) {
     state_.generator.seed(run_seed);
     state_.parameters = model.initial_parameters(state_.generator);
     state_.first_moment = VectorXd::Zero(state_.parameters.size());
@@ -72,8 +77,8 @@ class Trainer {
     }
     comm_.sum(a.clipped_sum);
     // Shuffled epochs divide by the realised size (the last batch is short), as the thesis' code.
-    const Index divisor = options_.sampling == BatchSampling::kShuffle ? static_cast<Index>(members.size())
-                                                                        : options_.batch_size;
+    const Index divisor =
+        options_.sampling == BatchSampling::kShuffle ? static_cast<Index>(members.size()) : options_.batch_size;
     update(std::move(a.clipped_sum), divisor);
   }
 

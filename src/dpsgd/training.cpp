@@ -30,13 +30,13 @@
 namespace filkit {
 
 using detail::ExpectedState;
-using detail::SnapshotSums;
 using detail::job_fingerprint;
 using detail::load_state;
 using detail::refuse_checkpoint;
 using detail::ResumeState;
-using detail::save_state;
 using detail::RunAccountant;
+using detail::save_state;
+using detail::SnapshotSums;
 using detail::Trainer;
 
 VectorXd DpSgdSnapshot::dfil(Index private_dims) const {
@@ -100,7 +100,8 @@ Index number_of_classes(const Dataset& train, const Dataset& test, ModelKind kin
 }
 
 /// The fraction of every rank's rows of `data` that `w` classifies correctly (NaN without rows).
-double accuracy_over_ranks(const TrainableModel& model, const VectorXd& w, const Dataset& data, const Communicator& comm) {
+double accuracy_over_ranks(const TrainableModel& model, const VectorXd& w, const Dataset& data,
+                           const Communicator& comm) {
   return share_over_ranks(data.n() > 0 ? model.accuracy(w, data) : std::numeric_limits<double>::quiet_NaN(), data.n(),
                           comm);
 }
@@ -208,7 +209,8 @@ ExpectedState expected_state(const Dataset& train, const Dataset& test, Index n,
   if (const std::string network = model.describe(); !network.empty()) expected.fingerprint["network"] = network;
   // What a model that trains besides the parameters was built from (fim: its method, gradient
   // model settings, pre-trained start and public part).
-  if (nlohmann::json built = model.resume_fingerprint(); !built.is_null()) expected.fingerprint["model"] = std::move(built);
+  if (nlohmann::json built = model.resume_fingerprint(); !built.is_null())
+    expected.fingerprint["model"] = std::move(built);
   if (options.network && !options.network->torchscript.empty())
     expected.fingerprint["torchscript_sha256"] = file_sha256_hex(options.network->torchscript);
   expected.runs = options.runs;
@@ -268,17 +270,16 @@ DpSgdResult result_before_training(const TrainingRuns& r) {
     option_error("batch_size", std::to_string(options.batch_size), "must be <= n = " + std::to_string(r.n));
   DpSgdResult result;
   result.n = r.n;
-  result.num_classes =
-      number_of_classes(r.train, r.test, options.network ? ModelKind::kSoftmax : options.kind, r.comm);
+  result.num_classes = number_of_classes(r.train, r.test, options.network ? ModelKind::kSoftmax : options.kind, r.comm);
   result.sampling_rate = static_cast<double>(options.batch_size) / r.n;
   result.kappa_delta = *options.kappa_delta;
   result.step_epsilon = step_epsilon(options.noise_multiplier, result.kappa_delta);
   result.kappa = options.subsampling == SubsamplingFactor::kOne
                      ? 1.0
                      : subsampling_kappa(result.sampling_rate, options.noise_multiplier, result.kappa_delta);
-  result.private_dims = r.train.d() + (options.label == LabelPrivacy::kPrivate
-                                           ? (options.kind == ModelKind::kSoftmax ? result.num_classes : 1)
-                                           : 0);
+  result.private_dims =
+      r.train.d() +
+      (options.label == LabelPrivacy::kPrivate ? (options.kind == ModelKind::kSoftmax ? result.num_classes : 1) : 0);
   return result;
 }
 
@@ -308,8 +309,8 @@ ResumeState resume_or_start(const TrainingRuns& r, bool& resumed) {
           r.model(run).restore(state.model_states[i], run < state.run ? options.steps : state.step);
         } catch (const DataError& error) {  // "'field' problem" -> "'model_states[i].field' problem"
           const std::string field = "model_states[" + std::to_string(i) + "]", what = error.what();
-          refuse_checkpoint(options.checkpoint_path, what.starts_with("'") ? "'" + field + "." + what.substr(1)
-                                                                          : "'" + field + "' " + what);
+          refuse_checkpoint(options.checkpoint_path,
+                            what.starts_with("'") ? "'" + field + "." + what.substr(1) : "'" + field + "' " + what);
         }
       }
     }
@@ -322,11 +323,11 @@ ResumeState resume_or_start(const TrainingRuns& r, bool& resumed) {
   return state;
 }
 
-/// Trains the runs and steps `state` has not done (each run's model of `parameter_count`), adding each snapshot's accounting and accuracies
-/// to it and saving it every checkpoint_every steps. Returns the steps done over all runs when it
-/// stops early (stop_after), after saving; nullopt when every run is done.
-std::optional<Index> train_remaining_runs(const TrainingRuns& r, ResumeState& state, Index parameter_count, double scale,
-                                          bool progress, const std::string& label) {
+/// Trains the runs and steps `state` has not done (each run's model of `parameter_count`), adding each snapshot's
+/// accounting and accuracies to it and saving it every checkpoint_every steps. Returns the steps done over all runs
+/// when it stops early (stop_after), after saving; nullopt when every run is done.
+std::optional<Index> train_remaining_runs(const TrainingRuns& r, ResumeState& state, Index parameter_count,
+                                          double scale, bool progress, const std::string& label) {
   const DpSgdOptions& options = r.options;
   const auto start = std::chrono::steady_clock::now();
   const double evaluation_before = state.evaluation_seconds, training_before = state.training_seconds;
@@ -368,8 +369,8 @@ std::optional<Index> train_remaining_runs(const TrainingRuns& r, ResumeState& st
       }
       if (run + 1 == options.runs && t == options.steps) break;  // done: nothing to save
       const bool stop = options.stop_after > 0 && steps_this_call >= options.stop_after;
-      const bool periodic = options.checkpoint_every > 0 &&
-                            (static_cast<Index>(run) * options.steps + t) % options.checkpoint_every == 0;
+      const bool periodic =
+          options.checkpoint_every > 0 && (static_cast<Index>(run) * options.steps + t) % options.checkpoint_every == 0;
       if (options.checkpoint_path.empty() || !(stop || periodic)) continue;
       elapsed();
       ResumeState saved = state;  // the run in progress, or the next one when this run just finished
@@ -406,7 +407,9 @@ void summarise_snapshots(const TrainingRuns& r, ResumeState& state, DpSgdResult&
   const DpSgdOptions& options = r.options;
   const double runs = options.runs;
   result.bootstrap_seed = bootstrap_seed(options);
-  const auto dfil_of_trace = [d = static_cast<double>(result.private_dims)](double trace) { return std::sqrt(trace / d); };
+  const auto dfil_of_trace = [d = static_cast<double>(result.private_dims)](double trace) {
+    return std::sqrt(trace / d);
+  };
   result.snapshots.resize(r.steps.size());
   double bootstrap_seconds = 0.0;
   for (std::size_t c = 0; c < r.steps.size(); ++c) {
@@ -420,11 +423,13 @@ void summarise_snapshots(const TrainingRuns& r, ResumeState& state, DpSgdResult&
     snapshot.fisher_trace_standard_error = standard_error_of_mean(snapshot.fisher_trace_per_run, snapshot.fisher_trace);
     snapshot.fisher_spectral = state.sums[c].spectral / runs;
     require_finite(snapshot.dfil(result.private_dims), "accounting (step " + std::to_string(r.steps[c]) + ")",
-                   "dFIL of an example", "the accounted Fisher information overflows: clip_norm x noise_multiplier "
+                   "dFIL of an example",
+                   "the accounted Fisher information overflows: clip_norm x noise_multiplier "
                    "may be too small, or steps too many");
     const auto bootstrap_start = std::chrono::steady_clock::now();
-    snapshot.dfil_over_runs = bootstrap_over_runs(snapshot.fisher_trace_per_run, dfil_of_trace, options.confidence_level,
-                                                  options.bootstrap_resamples, result.bootstrap_seed);
+    snapshot.dfil_over_runs =
+        bootstrap_over_runs(snapshot.fisher_trace_per_run, dfil_of_trace, options.confidence_level,
+                            options.bootstrap_resamples, result.bootstrap_seed);
     bootstrap_seconds += seconds_since(bootstrap_start);
     snapshot.times_sampled = state.sums[c].sampled / runs;
     snapshot.train_accuracy = state.train_accuracy[c];
@@ -454,14 +459,16 @@ DpSgdResult train_runs(const Dataset& train, const Dataset& test, const DpSgdOpt
   result.architecture = first_model.describe();
   r.steps = snapshot_steps(options, n);
   check_per_run_trace_memory(options, n, r.steps.size());
-  if (!options.checkpoint_path.empty()) r.expected = expected_state(train, test, n, options, first_model, r.steps, comm);
+  if (!options.checkpoint_path.empty())
+    r.expected = expected_state(train, test, n, options, first_model, r.steps, comm);
 
   ResumeState state = resume_or_start(r, result.resumed);
   const double scale = result.kappa / std::pow(options.noise_multiplier * options.clip_norm, 2);
   require_finite(scale, "accounting", "kappa / (noise_multiplier x clip_norm)^2",
                  option_name("noise_multiplier") + " x " + option_name("clip_norm") +
                      " is too small for its square to be represented");
-  if (const std::optional<Index> stopped = train_remaining_runs(r, state, result.parameter_count, scale, progress, label)) {
+  if (const std::optional<Index> stopped =
+          train_remaining_runs(r, state, result.parameter_count, scale, progress, label)) {
     result.complete = false;
     result.steps_done = *stopped;
     result.run_seeds = state.run_seeds;

@@ -34,7 +34,8 @@ Number parse_number(const std::string& text, const std::string& option, const st
                                         std::to_string(std::numeric_limits<Number>::max());
     option_error(option, what + "'" + text + "' is out of range (" + range + ")");
   }
-  if (error != std::errc() || end != text.data() + text.size()) option_error(option, what + "'" + text + "' is not a number");
+  if (error != std::errc() || end != text.data() + text.size())
+    option_error(option, what + "'" + text + "' is not a number");
   return value;
 }
 
@@ -77,7 +78,8 @@ std::vector<Mechanism> parse_mechanisms(const std::vector<std::string>& texts) {
 }
 
 bool has_single_mechanism(const AccountantOptions& options) {
-  return options.sample_rate || options.batch_size || options.n || options.noise_multiplier || options.steps || options.epochs;
+  return options.sample_rate || options.batch_size || options.n || options.noise_multiplier || options.steps ||
+         options.epochs;
 }
 
 double sample_rate_of(const AccountantOptions& options) {
@@ -94,8 +96,8 @@ double sample_rate_of(const AccountantOptions& options) {
 std::int64_t steps_from_epochs(const AccountantOptions& options) {
   require_positive("epochs", *options.epochs);
   const double steps = options.sample_rate ? *options.epochs / *options.sample_rate
-                                 : *options.epochs * static_cast<double>(*options.n) /
-                                       static_cast<double>(*options.batch_size);
+                                           : *options.epochs * static_cast<double>(*options.n) /
+                                                 static_cast<double>(*options.batch_size);
   // Beyond 1e15 steps no accounting is meaningful, and beyond 2^63 the count does not fit.
   if (!(steps <= kMaxIterations))
     option_error("epochs", format_double(*options.epochs), "means " + format_double(steps) + " steps, more than 1e15");
@@ -109,7 +111,8 @@ std::int64_t step_count(const AccountantOptions& options) {
 
 std::vector<Mechanism> mechanisms(const AccountantOptions& options) {
   std::vector<Mechanism> all;
-  if (has_single_mechanism(options)) all.push_back({sample_rate_of(options), *options.noise_multiplier, step_count(options)});
+  if (has_single_mechanism(options))
+    all.push_back({sample_rate_of(options), *options.noise_multiplier, step_count(options)});
   for (const Mechanism& further : parse_mechanisms(options.mechanisms)) all.push_back(further);
   return all;
 }
@@ -125,12 +128,11 @@ nlohmann::json json_numbers(const std::vector<double>& values) {
   return array;
 }
 
-
-nlohmann::json json_result(const std::vector<Mechanism>& composed,
-                           const PrivacySpent& spent) {
+nlohmann::json json_result(const std::vector<Mechanism>& composed, const PrivacySpent& spent) {
   nlohmann::json mechanisms_json = nlohmann::json::array();
   for (const Mechanism& m : composed) {
-    mechanisms_json.push_back({{"q", m.sample_rate}, {"noise_multiplier", json_number(m.noise_multiplier)}, {"steps", m.steps}});
+    mechanisms_json.push_back(
+        {{"q", m.sample_rate}, {"noise_multiplier", json_number(m.noise_multiplier)}, {"steps", m.steps}});
   }
   return {{"mechanisms", mechanisms_json},
           {"eps", json_number(spent.eps)},
@@ -150,18 +152,17 @@ std::string short_number(double value) {
 void print_mechanisms(std::ostream& out, const std::vector<Mechanism>& composed) {
   for (std::size_t k = 0; k < composed.size(); ++k) {
     out << "  mechanism " << k + 1 << ": q = " << short_number(composed[k].sample_rate)
-              << ", noise multiplier = " << short_number(composed[k].noise_multiplier) << ", steps = " << composed[k].steps
-              << "\n";
+        << ", noise multiplier = " << short_number(composed[k].noise_multiplier) << ", steps = " << composed[k].steps
+        << "\n";
   }
 }
 
 void print_spent(std::ostream& out, const std::vector<Mechanism>& composed, const PrivacySpent& spent,
                  const std::string& grid) {
   out << "RDP accountant, sampled Gaussian mechanism, " << spent.orders.size() << " orders (" << grid
-            << "), delta = " << short_number(spent.delta) << "\n";
+      << "), delta = " << short_number(spent.delta) << "\n";
   print_mechanisms(out, composed);
-  out << "eps = " << short_number(spent.eps) << " (optimal order " << short_number(spent.optimal_order)
-            << ")\n";
+  out << "eps = " << short_number(spent.eps) << " (optimal order " << short_number(spent.optimal_order) << ")\n";
   if (!spent.warning.empty()) std::cerr << "filkit accountant: warning: " << spent.warning << "\n";
 }
 
@@ -171,7 +172,8 @@ void AccountantOptions::validate() const {
   const OptionName Q = option_name("sample_rate"), B = option_name("batch_size"), N = option_name("n"),
                    noise = option_name("noise_multiplier"), T = option_name("steps"), E = option_name("epochs"),
                    mechanism = option_name("mechanism");
-  if (sample_rate && (batch_size || n)) option_error("sample_rate", "give either " + Q + " or " + B + " with " + N + ", not both");
+  if (sample_rate && (batch_size || n))
+    option_error("sample_rate", "give either " + Q + " or " + B + " with " + N + ", not both");
   if (batch_size.has_value() != n.has_value())
     option_error(batch_size ? "batch_size" : "n", B + " and " + N + " go together");
   if (steps && epochs) option_error("steps", "give either " + T + " or " + E + ", not both");
@@ -186,7 +188,8 @@ void AccountantOptions::validate() const {
     option_error("noise_multiplier", "is required (or " + option_name("target_eps") + " to solve for it)");
   }
   const bool needs_single = target_eps || has_single_mechanism(*this);
-  if (needs_single && !sample_rate && !batch_size) option_error("sample_rate", "give " + Q + ", or " + B + " with " + N);
+  if (needs_single && !sample_rate && !batch_size)
+    option_error("sample_rate", "give " + Q + ", or " + B + " with " + N);
   if (needs_single && !steps && !epochs) option_error("steps", "give " + T + " or " + E);
   if (!needs_single && mechanisms.empty())
     option_error("mechanism", "nothing to account: give " + Q + ", " + noise + " and " + T + ", or " + mechanism +
@@ -199,11 +202,12 @@ void AccountantOptions::validate() const {
 
 namespace {
 
-std::unique_ptr<PrivacyAccountant> make_accountant(const AccountantOptions& options, const std::vector<double>& orders) {
+std::unique_ptr<PrivacyAccountant> make_accountant(const AccountantOptions& options,
+                                                   const std::vector<double>& orders) {
   const NeighbouringRelation relation = neighbouring_relation(options.sampling);
   if (options.accountant == AccountantKind::kRdp) return std::make_unique<RdpAccountant>(orders, relation);
-  return std::make_unique<PldAccountant>(relation, PldSettings{.discretization = options.discretization,
-                                                                        .max_memory = options.max_memory});
+  return std::make_unique<PldAccountant>(
+      relation, PldSettings{.discretization = options.discretization, .max_memory = options.max_memory});
 }
 
 // The accountant's guarantee at delta: the RDP conversion (orders and curve), or the PLD's eps.
@@ -219,7 +223,8 @@ PrivacySpent spent_of(const PrivacyAccountant& accountant, double delta) {
 // eps of one mechanism (sample rate, noise multiplier, steps) by the options' accountant, at their delta.
 double eps_of(const AccountantOptions& options, const std::vector<double>& orders, const Mechanism& m) {
   const std::unique_ptr<PrivacyAccountant> accountant = make_accountant(options, orders);
-  if (auto* rdp = dynamic_cast<RdpAccountant*>(accountant.get())) rdp->compose(m.noise_multiplier, m.sample_rate, m.steps);
+  if (auto* rdp = dynamic_cast<RdpAccountant*>(accountant.get()))
+    rdp->compose(m.noise_multiplier, m.sample_rate, m.steps);
   else accountant->step(m.noise_multiplier, m.sample_rate, m.steps);
   return accountant->epsilon(options.delta);
 }
@@ -243,7 +248,9 @@ void add_eps_curves(const AccountantOptions& options, const std::vector<double>&
     for (double t : log_grid(1.0, 2.0 * static_cast<double>(m.steps), points, static_cast<double>(m.steps)))
       if (const auto rounded = static_cast<std::int64_t>(std::llround(t)); steps.empty() || rounded != steps.back())
         steps.push_back(rounded);
-    for (std::int64_t t : steps) result.eps_by_steps.push_back({static_cast<double>(t), eps_of(options, orders, {m.sample_rate, m.noise_multiplier, t})});
+    for (std::int64_t t : steps)
+      result.eps_by_steps.push_back(
+          {static_cast<double>(t), eps_of(options, orders, {m.sample_rate, m.noise_multiplier, t})});
   }
   if (m.noise_multiplier > 0 && std::isfinite(m.noise_multiplier))
     for (double sigma : log_grid(m.noise_multiplier / 4, m.noise_multiplier * 4, points, m.noise_multiplier))
@@ -263,10 +270,9 @@ AccountantJobResult run_accountant(const AccountantOptions& options, bool, bool 
   if (options.target_eps) {
     const double sample_rate = sample_rate_of(options);
     const std::int64_t steps = step_count(options);
-    const double noise_multiplier =
-        noise_multiplier_for_epsilon([&] { return make_accountant(options, orders); }, *options.target_eps,
-                                     options.delta, sample_rate, steps)
-            .noise_multiplier;
+    const double noise_multiplier = noise_multiplier_for_epsilon([&] { return make_accountant(options, orders); },
+                                                                 *options.target_eps, options.delta, sample_rate, steps)
+                                        .noise_multiplier;
     result.mechanisms.push_back({sample_rate, noise_multiplier, steps});
   } else {
     result.mechanisms = mechanisms(options);
@@ -278,11 +284,13 @@ AccountantJobResult run_accountant(const AccountantOptions& options, bool, bool 
     else accountant->step(m.noise_multiplier, m.sample_rate, m.steps);
   }
   result.spent = spent_of(*accountant, options.delta);
-  if (const auto* pld = dynamic_cast<const PldAccountant*>(accountant.get())) result.infinity_mass = pld->infinity_mass();
+  if (const auto* pld = dynamic_cast<const PldAccountant*>(accountant.get()))
+    result.infinity_mass = pld->infinity_mass();
   result.description = accountant->description();
   result.pld_eps_by_delta.clear();
   if (!rdp) {
-    for (double delta = 1e-2; delta > 1e-11; delta /= 10) result.pld_eps_by_delta.push_back({delta, accountant->epsilon(delta)});
+    for (double delta = 1e-2; delta > 1e-11; delta /= 10)
+      result.pld_eps_by_delta.push_back({delta, accountant->epsilon(delta)});
   }
   if (result.mechanisms.size() == 1 && *result.options.curve_points > 0) add_eps_curves(result.options, orders, result);
   return result;
@@ -303,11 +311,13 @@ nlohmann::json AccountantJobResult::to_json() const {
     return nlohmann::json{{x, xs}, {"eps", eps}};
   };
   if (!eps_by_steps.empty()) json["eps_by_steps"] = curve(eps_by_steps, "steps");
-  if (!eps_by_noise_multiplier.empty()) json["eps_by_noise_multiplier"] = curve(eps_by_noise_multiplier, "noise_multiplier");
+  if (!eps_by_noise_multiplier.empty())
+    json["eps_by_noise_multiplier"] = curve(eps_by_noise_multiplier, "noise_multiplier");
   if (options.accountant == AccountantKind::kPld) {
     json["discretization"] = options.discretization;
     json["infinity_mass"] = infinity_mass;
-    for (const char* rdp_only : {"optimal_order", "optimal_order_status", "warning", "orders", "rdp"}) json.erase(rdp_only);
+    for (const char* rdp_only : {"optimal_order", "optimal_order_status", "warning", "orders", "rdp"})
+      json.erase(rdp_only);
   }
   return json;
 }
@@ -334,8 +344,8 @@ void AccountantJobResult::print_summary(std::ostream& out) const {
   } else {
     out << description << ", delta = " << short_number(spent.delta) << "\n";
     print_mechanisms(out, mechanisms);
-    out << "eps = " << short_number(spent.eps) << " (an upper bound; mass at infinite loss " << short_number(infinity_mass)
-        << " is included in delta)\n";
+    out << "eps = " << short_number(spent.eps) << " (an upper bound; mass at infinite loss "
+        << short_number(infinity_mass) << " is included in delta)\n";
   }
   if (options.target_eps)
     out << "noise multiplier = " << short_number(mechanisms.front().noise_multiplier) << " reaches eps <= target "

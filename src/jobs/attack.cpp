@@ -79,10 +79,10 @@ NumericTable AttackJobResult::extra_table(const std::string& name) const {
 
 void AttackJobResult::print_summary(std::ostream& out) const {
   const bool regression = task.fit.regression;
-  out << "filkit attack: " << options.task.data.data << ", n = " << task.n_train << ", d = "
-      << task.data.train.d() << ", " << to_string(task.fit.kind) << ", lambda = " << task.fit.l2 << ", attribute "
-      << attack.candidates.name << " (" << attack.candidates.num_levels() << " levels), " << attack.examples.size()
-      << " examples, " << options.attack.trials << " trials\n";
+  out << "filkit attack: " << options.task.data.data << ", n = " << task.n_train << ", d = " << task.data.train.d()
+      << ", " << to_string(task.fit.kind) << ", lambda = " << task.fit.l2 << ", attribute " << attack.candidates.name
+      << " (" << attack.candidates.num_levels() << " levels), " << attack.examples.size() << " examples, "
+      << options.attack.trials << " trials\n";
   out << "  prior accuracy " << attack.prior_accuracy << "\n";
   out << std::setw(12) << "sigma" << std::setw(12) << "eta mean" << std::setw(12) << "white-box" << std::setw(12)
       << "black-box" << std::setw(14) << (regression ? "release MSE" : "release acc") << "\n";

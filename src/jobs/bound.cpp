@@ -9,8 +9,8 @@
 #include "filkit/base/io.hpp"
 #include "filkit/base/options.hpp"
 #include "filkit/base/stage.hpp"
-#include "filkit/leakage/result_checks.hpp"
 #include "filkit/base/summary.hpp"
+#include "filkit/leakage/result_checks.hpp"
 
 #include <chrono>
 #include <cmath>
@@ -33,7 +33,8 @@ VectorXd read_diameters(const std::string& path) {
   try {
     in.str(detail::read_file_bytes(path));  // within the default memory budget, as any input
   } catch (const std::exception& error) {
-    option_error("diameter", "'" + path + "'", std::string("neither a number nor a readable file (") + error.what() + ")");
+    option_error("diameter", "'" + path + "'",
+                 std::string("neither a number nor a readable file (") + error.what() + ")");
   }
   std::vector<double> values;
   std::string token;
@@ -155,8 +156,8 @@ NumericTable BoundJobResult::table() const {
   std::vector<std::vector<double>>& rows = table.rows;
   rows.reserve(static_cast<std::size_t>(labels.size()));
   for (Index i = 0; i < labels.size(); ++i)
-    rows.push_back({static_cast<double>(i), labels(i), bounds.fil.eta(i), bounds.fil.dfil(i),
-                    bounds.fil_bound(i), bounds.dfil_bound(i)});
+    rows.push_back({static_cast<double>(i), labels(i), bounds.fil.eta(i), bounds.fil.dfil(i), bounds.fil_bound(i),
+                    bounds.dfil_bound(i)});
   return table;
 }
 
@@ -168,8 +169,8 @@ void BoundJobResult::print_summary(std::ostream& out) const {
 
 void BoundJobResult::print_bounds(std::ostream& out) const {
   const ReconstructionBounds& b = bounds;
-  out << "filkit " << options.task.data.data << ", n = " << n_train << ", d = " << data.train.d()
-      << ", logistic" << (options.task.fit.intercept ? " + intercept" : "") << ", lambda = " << options.task.fit.l2
+  out << "filkit " << options.task.data.data << ", n = " << n_train << ", d = " << data.train.d() << ", logistic"
+      << (options.task.fit.intercept ? " + intercept" : "") << ", lambda = " << options.task.fit.l2
       << ", sigma = " << options.bounds.sigma << "\n";
   out << "  (2, eps)-RDP: eps = " << b.rdp_epsilon << " (R = " << b.norm_check.bound
       << "), MSE bound 1/(4(e^eps-1)) = " << b.rdp_mse_bound << "\n";
@@ -177,7 +178,8 @@ void BoundJobResult::print_bounds(std::ostream& out) const {
     out << "  at the data's row norm " << b.norm_check.max_norm << ": eps = " << b.rdp_epsilon_at_data_norm
         << ", MSE bound = " << b.rdp_mse_bound_at_data_norm << "\n";
   out << "  " << std::left << std::setw(20) << "" << std::right << std::setw(11) << "min" << std::setw(11) << "q05"
-      << std::setw(11) << "median" << std::setw(11) << "q95" << std::setw(11) << "max" << "\n";
+      << std::setw(11) << "median" << std::setw(11) << "q95" << std::setw(11) << "max"
+      << "\n";
   print_quantiles(out, "dFIL bound 1/dfil^2", b.dfil_bound);
   print_quantiles(out, "FIL bound 1/eta^2", b.fil_bound);
   out << "  perfect-privacy line MSE = " << b.perfect_privacy_mse << ": dFIL bound at or above it for "

@@ -45,8 +45,9 @@ DpSgdOptions DpSgdJobOptions::training_options() const {
   if (!glm && engine == DpSgdEngine::kClosedForm)
     option_error("engine", "closed-form", "the " + to_string(model) + " has no closed form; use torch");
   if (model == ModelChoice::kLogistic && torch)
-    option_error("engine", "torch", "logistic is closed-form only (the softmax network with 2 classes is its autodiff "
-                                    "counterpart)");
+    option_error("engine", "torch",
+                 "logistic is closed-form only (the softmax network with 2 classes is its autodiff "
+                 "counterpart)");
   if (torch) {
     NetworkOptions net = network;
     net.architecture = network_architecture(model);
@@ -152,7 +153,8 @@ NumericTable DpSgdJobResult::extra_table(const std::string& name) const {
 }
 
 NumericTable DpSgdJobResult::table() const {
-  return {training.table_header(), training.complete ? training.table_rows(labels) : std::vector<std::vector<double>>{}};
+  return {training.table_header(),
+          training.complete ? training.table_rows(labels) : std::vector<std::vector<double>>{}};
 }
 
 namespace {
@@ -181,14 +183,14 @@ void DpSgdJobResult::print_summary(std::ostream& out) const {
       << to_string(options.model) << ", B = " << d.batch_size << " (" << to_string(d.sampling)
       << ", q = " << t.sampling_rate << "), T = " << d.steps << ", rho = " << d.step_size << ", C = " << d.clip_norm
       << ", noise multiplier = " << d.noise_multiplier << ", kappa = " << t.kappa << ", label " << to_string(d.label)
-      << ", " << d.runs << " run(s), " << t.parameter_count << " parameters" << (t.resumed ? ", resumed" : "")
-      << "\n";
+      << ", " << d.runs << " run(s), " << t.parameter_count << " parameters" << (t.resumed ? ", resumed" : "") << "\n";
   print_accounting(out, d);
   out << "  " << std::setw(7) << "step" << std::setw(8) << "epoch" << std::setw(10) << "test acc" << std::setw(13)
       << "median dFIL" << std::setw(11) << "max dFIL" << std::setw(13) << "median eta" << std::setw(11) << "max eta"
-      << std::setw(14) << "1/maxdFIL^2" << std::setw(11) << (d.accountant == AccountantKind::kPld ? "PLD eps" : "RDP eps")
-      << std::setw(11) << "eps2" << std::setw(11)
-      << "RDP bound" << "\n";
+      << std::setw(14) << "1/maxdFIL^2" << std::setw(11)
+      << (d.accountant == AccountantKind::kPld ? "PLD eps" : "RDP eps") << std::setw(11) << "eps2" << std::setw(11)
+      << "RDP bound"
+      << "\n";
   for (const DpSgdSnapshot& c : t.snapshots) {
     const Summary dfil = summarize(c.dfil(t.private_dims));
     const VectorXd eta = c.eta();
@@ -196,9 +198,10 @@ void DpSgdJobResult::print_summary(std::ostream& out) const {
     out << "  " << std::setw(7) << c.step << std::fixed << std::setprecision(2) << std::setw(8) << c.epoch
         << std::setprecision(4) << std::setw(10) << c.mean_test_accuracy() << std::scientific << std::setprecision(3)
         << std::setw(13) << dfil.median << std::setw(11) << dfil.max << std::setw(13)
-        << (has_eta ? summarize(eta).median : std::nan("")) << std::setw(11) << (has_eta ? eta.maxCoeff() : std::nan(""))
-        << std::setw(14) << 1.0 / (dfil.max * dfil.max) << std::setw(11) << c.epsilon << std::setw(11)
-        << c.rdp_order2 << std::setw(11) << c.rdp_mse_bound() << std::defaultfloat << "\n";
+        << (has_eta ? summarize(eta).median : std::nan("")) << std::setw(11)
+        << (has_eta ? eta.maxCoeff() : std::nan("")) << std::setw(14) << 1.0 / (dfil.max * dfil.max) << std::setw(11)
+        << c.epsilon << std::setw(11) << c.rdp_order2 << std::setw(11) << c.rdp_mse_bound() << std::defaultfloat
+        << "\n";
     if (!c.privacy.warning.empty()) out << "  note: " << c.privacy.warning << "\n";
   }
   t.print_dfil_over_runs(out);

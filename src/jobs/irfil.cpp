@@ -2,8 +2,8 @@
 
 #include "filkit/base/options.hpp"
 #include "filkit/base/stage.hpp"
-#include "filkit/leakage/result_checks.hpp"
 #include "filkit/leakage/attribute_inference.hpp"
+#include "filkit/leakage/result_checks.hpp"
 
 #include <iomanip>
 #include <ostream>
@@ -47,8 +47,8 @@ nlohmann::json IrfilJobResult::to_json() const {
 NumericTable IrfilJobResult::table() const {
   NumericTable table{{"index", "label", "weight", "eta_before", "eta_after"}, {}};
   for (Index i = 0; i < labels.size(); ++i)
-    table.rows.push_back({static_cast<double>(i), labels(i), irfil.weights.back()(i), irfil.eta_before(i),
-                          irfil.eta_after(i)});
+    table.rows.push_back(
+        {static_cast<double>(i), labels(i), irfil.weights.back()(i), irfil.eta_before(i), irfil.eta_after(i)});
   return table;
 }
 
@@ -66,8 +66,8 @@ NumericTable IrfilJobResult::extra_table(const std::string& name) const {
 
 void IrfilJobResult::print_summary(std::ostream& out) const {
   const bool regression = task.fit.regression;
-  out << "filkit irfil: " << options.task.data.data << ", n = " << task.n_train << ", d = "
-      << task.data.train.d() << ", " << to_string(task.fit.kind) << ", lambda = " << task.fit.l2 << ", weighting "
+  out << "filkit irfil: " << options.task.data.data << ", n = " << task.n_train << ", d = " << task.data.train.d()
+      << ", " << to_string(task.fit.kind) << ", lambda = " << task.fit.l2 << ", weighting "
       << to_string(options.irfil.weighting) << ", eta of "
       << (options.attribute.empty() ? "the whole example" : "attribute " + options.attribute)
       << " at sigma = " << options.irfil.fil.sigma << "\n";

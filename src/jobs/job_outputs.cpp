@@ -130,7 +130,8 @@ nlohmann::json job_summary_header(const std::string& command, std::uint64_t seed
 std::vector<std::string> write_job_outputs(const JobResult& result, const JobOutputs& outputs, bool quiet) {
   if (!result.complete()) return {};
   // The test suite checks every summary a job forms, asked for or not.
-  if (strict_summary_schema() && outputs.json.empty() && outputs.report.empty()) check_written_summary(result.to_json());
+  if (strict_summary_schema() && outputs.json.empty() && outputs.report.empty())
+    check_written_summary(result.to_json());
   if (!outputs.report.empty()) create_output_directory("report", outputs.report);
   const FormedOutputs formed = form_outputs(result, outputs);
   write_output_files(formed.files);

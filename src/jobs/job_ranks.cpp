@@ -4,9 +4,9 @@
 #include "filkit/jobs/job.hpp"
 #include "filkit/jobs/registry.hpp"
 
-#include "base/seeding.hpp"
 #include "filkit/base/checks.hpp"
 #include "filkit/data/load.hpp"
+#include "base/seeding.hpp"
 
 #include <cstdint>
 #include <cstring>
@@ -114,8 +114,8 @@ Message files_difference(const std::string& name, const std::string& value, cons
 Message rank_difference(const nlohmann::json& zero, const nlohmann::json& other, int rank, std::string& option) {
   const std::string on = " on rank " + std::to_string(rank) + " but ";
   if (zero["command"] != other["command"])
-    return "the command is filkit " + shown_setting(other["command"]) + on + "filkit " + shown_setting(zero["command"]) +
-           " on rank 0";
+    return "the command is filkit " + shown_setting(other["command"]) + on + "filkit " +
+           shown_setting(zero["command"]) + " on rank 0";
   const nlohmann::json &a = zero["settings"], &b = other["settings"];
   for (const auto& [name, value] : a.items())
     if (!b.contains(name) || b[name] != value) {

@@ -27,8 +27,8 @@ inline nlohmann::json quantiles_json(const VectorXd& values) {
   const VectorXd finite = finite_values(values);
   nlohmann::json json = {{"count", finite.size()}, {"non_finite", values.size() - finite.size()}};
   if (finite.size() == 0) return json;
-  const std::vector<std::pair<std::string, double>> levels = {{"min", 0.0},  {"q05", 0.05},   {"q25", 0.25}, {"median", 0.5},
-                                                              {"q75", 0.75}, {"q95", 0.95}, {"max", 1.0}};
+  const std::vector<std::pair<std::string, double>> levels = {
+      {"min", 0.0}, {"q05", 0.05}, {"q25", 0.25}, {"median", 0.5}, {"q75", 0.75}, {"q95", 0.95}, {"max", 1.0}};
   for (const auto& [name, level] : levels) json[name] = quantile(finite, level);
   json["mean"] = finite.mean();
   return json;

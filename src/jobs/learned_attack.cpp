@@ -1,12 +1,12 @@
 #include "filkit/jobs/learned_attack.hpp"
 
-#include "base/seeding.hpp"
 #include "filkit/base/checks.hpp"
 #include "filkit/base/io.hpp"
 #include "filkit/base/options.hpp"
 #include "filkit/base/resources.hpp"
 #include "filkit/base/stage.hpp"
 #include "filkit/base/summary.hpp"
+#include "base/seeding.hpp"
 #include "jobs/json_numbers.hpp"
 #include "jobs/shadow_model_store.hpp"
 
@@ -51,8 +51,9 @@ ShadowTrainer shadow_trainer(const LearnedAttackJobOptions& options, const Datas
 nlohmann::json shadow_model_fingerprint(const LearnedAttackJobOptions& options, PrivateTrainingMethod method,
                                         const AttackData& data) {
   nlohmann::json training = nlohmann::json::object();
-  visit_training_fields(const_cast<PublicDataTrainingOptions&>(options.training),
-                        [&](const char* name, const auto& field, const char*) { training[name] = option_to_json(field); });
+  visit_training_fields(
+      const_cast<PublicDataTrainingOptions&>(options.training),
+      [&](const char* name, const auto& field, const char*) { training[name] = option_to_json(field); });
   training.erase("methods");
   if (method != PrivateTrainingMethod::kFim) {  // the gradient model trains for fim alone
     GradientModelOptions gradient_model;
@@ -155,8 +156,8 @@ void LearnedAttackJobOptions::validate() const {
   refuse_repeats("methods", training.methods);
   if (training.private_phase.batch_size > attack.fixed_size + 1)
     option_error("batch_size", std::to_string(training.private_phase.batch_size),
-                 "at most the shadow models' training set, " + option_name("fixed_size") + " + 1 = " +
-                     std::to_string(attack.fixed_size + 1));
+                 "at most the shadow models' training set, " + option_name("fixed_size") +
+                     " + 1 = " + std::to_string(attack.fixed_size + 1));
   if (training.gradient_model.batch_size > public_size)
     option_error("gradient_batch_size", std::to_string(training.gradient_model.batch_size),
                  "at most " + option_name("public_size") + " = " + std::to_string(public_size));
@@ -192,7 +193,8 @@ LearnedAttackJobResult run_learned_attack(const LearnedAttackJobOptions& request
                                                                              options.attack.target_shadow_models),
                                                   static_cast<std::uint64_t>(shape.parameters)),
                                3 * sizeof(double));
-  check_learned_attack_memory(options.attack, shape.parameters, shape.classes, result.data.fixed.d(), shadow_model, kept);
+  check_learned_attack_memory(options.attack, shape.parameters, shape.classes, result.data.fixed.d(), shadow_model,
+                              kept);
   // On the ranks of an MPI job the shadow models are spread over the ranks; rank 0 alone keeps the
   // store, gathers the parameters and fits the attacker (docs/distributed.md).
   const Communicator& comm = Communicator::world();
@@ -227,12 +229,16 @@ nlohmann::json LearnedAttackJobResult::to_json() const {
   json["settings"] = settings_json(options);
   json["source"] = data.fixed.source;
   json["preprocessing"] = preprocessor.to_json();
-  json["counts"] = {{"public", data.public_part.n()}, {"fixed", data.fixed.n()},
+  json["counts"] = {{"public", data.public_part.n()},
+                    {"fixed", data.fixed.n()},
                     {"train_shadow_models", options.attack.train_shadow_models},
-                    {"target_shadow_models", options.attack.target_shadow_models}, {"features", data.fixed.d()}};
-  json["attacker"] = options.attack.attacker_hidden.empty() ? "linear least squares per label (closed form)" : "mlp (relu)";
-  json["ssim"] = "Wang et al. 2004: 7x7 uniform window inside the image, sample covariances, K1 0.01, K2 0.03, data "
-                 "range 1, mean over windows and channels";
+                    {"target_shadow_models", options.attack.target_shadow_models},
+                    {"features", data.fixed.d()}};
+  json["attacker"] =
+      options.attack.attacker_hidden.empty() ? "linear least squares per label (closed form)" : "mlp (relu)";
+  json["ssim"] =
+      "Wang et al. 2004: 7x7 uniform window inside the image, sample covariances, K1 0.01, K2 0.03, data "
+      "range 1, mean over windows and channels";
   json["lpips"] = kLpipsNote;
   nlohmann::json codes = nlohmann::json::object();
   for (const auto& [method, spelling] : EnumNames<PrivateTrainingMethod>::names) codes[spelling] = method_code(method);
@@ -247,14 +253,17 @@ nlohmann::json LearnedAttackJobResult::to_json() const {
     methods[to_string(m.method)] = {
         {"mse", mean_and_std(column(targets, &TargetReconstruction::mse))},
         {"ssim", mean_and_std(column(targets, &TargetReconstruction::ssim))},
-        {"perfect_privacy", {{"mse", mean_and_std(column(targets, &TargetReconstruction::baseline_mse))},
-                             {"ssim", mean_and_std(column(targets, &TargetReconstruction::baseline_ssim))}}},
+        {"perfect_privacy",
+         {{"mse", mean_and_std(column(targets, &TargetReconstruction::baseline_mse))},
+          {"ssim", mean_and_std(column(targets, &TargetReconstruction::baseline_ssim))}}},
         {"parameter_count", m.attack.parameter_count},
         {"shadow_models_loaded", loaded},
-        {"seconds", {{"shadow_models", m.attack.shadow_seconds},
-                     {"attacker", m.attack.attacker_seconds},
-                     {"shadow_models_per_second", shadow_count > 0.0 ? nlohmann::json(shadow_count / std::max(m.attack.shadow_seconds, 1e-9))
-                                                                     : nlohmann::json(nullptr)}}},
+        {"seconds",
+         {{"shadow_models", m.attack.shadow_seconds},
+          {"attacker", m.attack.attacker_seconds},
+          {"shadow_models_per_second", shadow_count > 0.0
+                                           ? nlohmann::json(shadow_count / std::max(m.attack.shadow_seconds, 1e-9))
+                                           : nlohmann::json(nullptr)}}},
     };
   }
   json["methods"] = methods;
@@ -307,17 +316,19 @@ NumericTable LearnedAttackJobResult::extra_table(const std::string& name) const 
     add(-1, t, first.class_means[static_cast<std::size_t>(t.label)]);
   }
   for (const LearnedAttackMethodResult& m : methods)
-    for (std::size_t k = 0; k < saved; ++k) add(method_code(m.method), m.attack.targets[k], m.attack.targets[k].reconstruction);
+    for (std::size_t k = 0; k < saved; ++k)
+      add(method_code(m.method), m.attack.targets[k], m.attack.targets[k].reconstruction);
   return table;
 }
 
 void LearnedAttackJobResult::print_summary(std::ostream& out) const {
   const LearnedReconstructionOptions& a = options.attack;
-  out << "filkit learned-attack: " << options.data.data << ", " << data.public_part.n() << " public, |D_fixed| = "
-      << data.fixed.n() << ", " << a.train_shadow_models << " + " << a.target_shadow_models << " shadow models, attacker "
-      << (a.attacker_hidden.empty() ? "linear" : "mlp") << "\n";
+  out << "filkit learned-attack: " << options.data.data << ", " << data.public_part.n()
+      << " public, |D_fixed| = " << data.fixed.n() << ", " << a.train_shadow_models << " + " << a.target_shadow_models
+      << " shadow models, attacker " << (a.attacker_hidden.empty() ? "linear" : "mlp") << "\n";
   out << "  " << std::setw(8) << "method" << std::setw(12) << "mse" << std::setw(12) << "ssim" << std::setw(17)
-      << "class-mean mse" << std::setw(17) << "class-mean ssim" << std::setw(13) << "shadow/s" << "\n";
+      << "class-mean mse" << std::setw(17) << "class-mean ssim" << std::setw(13) << "shadow/s"
+      << "\n";
   const nlohmann::json json = to_json();
   const auto number = [](const nlohmann::json& value) { return value.is_null() ? std::nan("") : value.get<double>(); };
   for (const LearnedAttackMethodResult& m : methods) {

@@ -7,10 +7,10 @@
 
 #include "filkit/base/index_list.hpp"
 #include "filkit/base/io.hpp"
-#include "filkit/data/pipeline.hpp"
 #include "filkit/base/options.hpp"
 #include "filkit/base/stage.hpp"
 #include "filkit/base/summary.hpp"
+#include "filkit/data/pipeline.hpp"
 #include "filkit/leakage/result_checks.hpp"
 
 #include "base/parsing.hpp"
@@ -21,9 +21,9 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <numeric>
 #include <sstream>
 #include <stdexcept>
-#include <numeric>
 #include <unordered_map>
 
 namespace filkit {
@@ -69,8 +69,8 @@ std::vector<Index> read_row_file(const std::string& path, Index n, ByteSize budg
 
 // The rows of this rank's shard (starting at example `offset` of `n_all`) in the group `spec`;
 // every rank reads a row file whole (one index a line) and keeps its own rows.
-std::vector<Index> group_rows(const std::string& spec, const Dataset& train, Index offset, Index n_all,
-                              ByteSize budget, const Communicator& comm) {
+std::vector<Index> group_rows(const std::string& spec, const Dataset& train, Index offset, Index n_all, ByteSize budget,
+                              const Communicator& comm) {
   std::vector<Index> rows;
   if (spec == "all") {
     rows.resize(static_cast<std::size_t>(train.n()));
@@ -120,7 +120,6 @@ std::vector<Index> attribute_columns(const std::string& attribute, const Dataset
 }
 
 }  // namespace
-
 
 void MeasureOptions::validate() const {
   task.validate();
@@ -225,15 +224,14 @@ nlohmann::json MeasureResult::to_json() const {
 NumericTable MeasureResult::table() const {
   NumericTable table;
   std::vector<std::string>& header = table.header;
-  header = {"index", "label", "eta", "dfil", "attribute_mse_bound", "example_mse_bound",
-                                     "loss", "gradient_norm"};
+  header = {"index", "label", "eta", "dfil", "attribute_mse_bound", "example_mse_bound", "loss", "gradient_norm"};
   if (attribute_eta.size()) header.push_back("attribute_eta");
   const VectorXd attribute_bound = fil.attribute_mse_bound(), example_bound = fil.example_mse_bound();
   std::vector<std::vector<double>>& rows = table.rows;
   rows.reserve(static_cast<std::size_t>(fil.eta.size()));
   for (Index i = 0; i < fil.eta.size(); ++i) {
-    std::vector<double> row = {static_cast<double>(i), labels(i), fil.eta(i), fil.dfil(i), attribute_bound(i),
-                               example_bound(i), loss.loss(i), loss.gradient_norm(i)};
+    std::vector<double> row = {static_cast<double>(i), labels(i),        fil.eta(i),   fil.dfil(i),
+                               attribute_bound(i),     example_bound(i), loss.loss(i), loss.gradient_norm(i)};
     if (attribute_eta.size()) row.push_back(attribute_eta(i));
     rows.push_back(std::move(row));
   }
@@ -259,12 +257,13 @@ void print_row(std::ostream& out, const std::string& name, const Summary& s) {
 void MeasureResult::print_summary(std::ostream& out) const {
   const Dataset& train = data.train;
   out << "filkit measure: " << options.task.data.data << ", n = " << n_train << ", d = " << train.d()
-      << (ranks > 1 ? " on " + std::to_string(ranks) + " MPI ranks" : "") << ", "
-      << to_string(model.kind) << ", lambda = " << options.task.fit.l2 << ", sigma = " << sigma
+      << (ranks > 1 ? " on " + std::to_string(ranks) + " MPI ranks" : "") << ", " << to_string(model.kind)
+      << ", lambda = " << options.task.fit.l2 << ", sigma = " << sigma
       << (options.releases > 1 ? " (" + std::to_string(options.releases) + " releases composed)" : "") << ", label "
       << to_string(options.fil.label) << "\n";
   out << "  " << std::left << std::setw(18) << "" << std::right << std::setw(11) << "mean" << std::setw(11) << "std"
-      << std::setw(11) << "min" << std::setw(11) << "median" << std::setw(11) << "max" << "\n";
+      << std::setw(11) << "min" << std::setw(11) << "median" << std::setw(11) << "max"
+      << "\n";
   print_row(out, "eta (FIL)", summarize(fil.eta));
   print_row(out, "dFIL", summarize(fil.dfil));
   print_row(out, "MSE bound 1/dFIL^2", summarize(fil.example_mse_bound()));
@@ -275,10 +274,8 @@ void MeasureResult::print_summary(std::ostream& out) const {
   for (const GroupFil& group : groups)
     out << "  group " << group.name << " (" << group.fil.examples << " examples): eta = " << group.fil.eta
         << ", dFIL = " << group.fil.dfil << "\n";
-  if (!model.regression)
-    out << "  accuracy: train " << train_accuracy << ", test " << test_accuracy << "\n";
-  else
-    out << "  MSE: train " << train_mse << ", test " << test_mse << "\n";
+  if (!model.regression) out << "  accuracy: train " << train_accuracy << ", test " << test_accuracy << "\n";
+  else out << "  MSE: train " << train_mse << ", test " << test_mse << "\n";
   out << "  seconds:";
   for (const auto& [stage, seconds] : seconds) out << " " << stage << " " << std::setprecision(3) << seconds;
   out << "\n";

@@ -17,15 +17,15 @@
 #include <cmath>
 #include <filesystem>
 #include <iomanip>
-#include <sstream>
 #include <ostream>
+#include <sstream>
 
 namespace filkit {
 
 PublicDataTrainingOptions PublicTrainingJobOptions::default_training() {
   PublicDataTrainingOptions t;
   t.public_fraction = 0.5;
-  t.freeze_fraction = 0.5;  // parameter density 0.5
+  t.freeze_fraction = 0.5;                                                                   // parameter density 0.5
   t.pretrain = {.steps = 1760, .batch_size = 512, .step_size = 0.01, .weight_decay = 1e-4};  // 30 epochs of 30000
   DpSgdOptions& p = t.private_phase;
   p.kind = ModelKind::kSoftmax;
@@ -47,9 +47,9 @@ PublicDataTrainingOptions PublicTrainingJobOptions::training_options() const {
   if (model == ModelChoice::kLogistic)
     option_error("model", "logistic", "use softmax (any number of classes, 2 included)");
   if (model != ModelChoice::kCustom && (!network.layers.empty() || !network.torchscript.empty()))
-    option_error(network.layers.empty() ? "torchscript" : "arch",
-                 "a custom network needs " + option_name("model") + " = custom (" + option_name("model") + " is " +
-                     to_string(model) + ")");
+    option_error(network.layers.empty() ? "torchscript" : "arch", "a custom network needs " + option_name("model") +
+                                                                      " = custom (" + option_name("model") + " is " +
+                                                                      to_string(model) + ")");
   t.private_phase.kind = ModelKind::kSoftmax;
   t.private_phase.max_memory = data.max_memory;  // the budget of the networks and the gradient model
   t.private_phase.network.reset();
@@ -74,7 +74,8 @@ void PublicTrainingJobOptions::validate() const {
   bounded_iterations({{"steps", p.steps}, {"runs", p.runs}, {"methods", static_cast<long long>(t.methods.size())}},
                      "private steps");
   // Before each private step the gradient model takes at most max(gradient_steps, gradient_min_steps).
-  bounded_iterations({{"steps", p.steps}, {"runs", p.runs},
+  bounded_iterations({{"steps", p.steps},
+                      {"runs", p.runs},
                       {"max(" + option_name("gradient_steps") + ", " + option_name("gradient_min_steps") + ")",
                        std::max(t.gradient_model.steps, t.gradient_model.min_steps)}},
                      "gradient-model steps");
@@ -98,10 +99,11 @@ nlohmann::json mean_and_std(const std::vector<double>& values) {
 VectorXd fisher_term_dfil(const VectorXd& trace_sum, const DpSgdResult& training, const DpSgdOptions& phase) {
   constexpr double kRoundedClipBound = 1.115;  // its gelu_approx
   // eps0 is proportional to the clip bound over sigma: the thesis' eps0 is filkit's at this sigma.
-  const double kappa = subsampling_kappa(training.sampling_rate,
-                                         phase.noise_multiplier * soft_clip_norm_bound() / kRoundedClipBound,
-                                         training.kappa_delta);
-  const double scale = kappa / std::pow(phase.noise_multiplier * phase.clip_norm, 2) / static_cast<double>(training.private_dims);
+  const double kappa =
+      subsampling_kappa(training.sampling_rate, phase.noise_multiplier * soft_clip_norm_bound() / kRoundedClipBound,
+                        training.kappa_delta);
+  const double scale =
+      kappa / std::pow(phase.noise_multiplier * phase.clip_norm, 2) / static_cast<double>(training.private_dims);
   return (trace_sum * scale).cwiseSqrt();
 }
 
@@ -123,7 +125,8 @@ MethodSummary summarize_method(const MethodResult& m, const DpSgdOptions& phase)
     add(summarize(VectorXd((last.fisher_trace_per_run.row(r).transpose() / d).cwiseSqrt())), s.max_dfil, s.mean_dfil,
         s.median_dfil);
   for (const VectorXd& sum : m.fisher_term_sum)
-    add(summarize(fisher_term_dfil(sum, m.training, phase)), s.fisher_term_max_dfil, s.fisher_term_mean_dfil, s.fisher_term_median_dfil);
+    add(summarize(fisher_term_dfil(sum, m.training, phase)), s.fisher_term_max_dfil, s.fisher_term_mean_dfil,
+        s.fisher_term_median_dfil);
   return s;
 }
 
@@ -144,8 +147,8 @@ PublicTrainingJobResult run_public_training(const PublicTrainingJobOptions& requ
   result.data = std::move(prepared.data);
   result.preprocessor = std::move(prepared.preprocessor);
   result.seconds = std::move(prepared.seconds);
-  result.split = split_public_private(result.data.train, options.training.public_fraction, seed,
-                                      options.training.public_split);
+  result.split =
+      split_public_private(result.data.train, options.training.public_fraction, seed, options.training.public_split);
   // The autos the private part decides (kappa_delta, trace, probes), recorded as used.
   result.options.training.private_phase = resolved_private_phase(options.training, result.split.private_part.n());
   const StageScope stage("training with public data");
@@ -154,7 +157,8 @@ PublicTrainingJobResult run_public_training(const PublicTrainingJobOptions& requ
                                            result.options.training_options(), progress, CheckpointWhenDone::kKeep);
   for (const auto& [name, seconds] : result.training.seconds) result.seconds[name] = seconds;
   if (!result.training.complete) return result;
-  for (const MethodResult& m : result.training.methods) result.methods.push_back(summarize_method(m, result.options.training.private_phase));
+  for (const MethodResult& m : result.training.methods)
+    result.methods.push_back(summarize_method(m, result.options.training.private_phase));
   return result;
 }
 
@@ -204,8 +208,9 @@ nlohmann::json PublicTrainingJobResult::to_json() const {
       entry["median_dfil"] = mean_and_std(s.median_dfil);
       if (!s.fisher_term_max_dfil.empty())
         entry["fisher_term_accountant"] = {
-            {"what", "the thesis' own aggregation: 2 Gaussian probes per example and step, sqrt(T + 1e-7) squared, "
-                     "kappa with the clip bound 1.115"},
+            {"what",
+             "the thesis' own aggregation: 2 Gaussian probes per example and step, sqrt(T + 1e-7) squared, "
+             "kappa with the clip bound 1.115"},
             {"max_dfil", mean_and_std(s.fisher_term_max_dfil)},
             {"mean_dfil", mean_and_std(s.fisher_term_mean_dfil)},
             {"median_dfil", mean_and_std(s.fisher_term_median_dfil)}};
@@ -250,7 +255,8 @@ NumericTable PublicTrainingJobResult::table() const {
     const DpSgdSnapshot& last = m.training.final_snapshot();
     const VectorXd dfil = last.dfil(m.training.private_dims);
     for (Index i = 0; i < dfil.size(); ++i)
-      table.rows.push_back({static_cast<double>(static_cast<int>(m.method)), static_cast<double>(split.private_rows[static_cast<std::size_t>(i)]),
+      table.rows.push_back({static_cast<double>(static_cast<int>(m.method)),
+                            static_cast<double>(split.private_rows[static_cast<std::size_t>(i)]),
                             split.private_part.y(i), last.times_sampled(i), dfil(i), 1.0 / (dfil(i) * dfil(i)),
                             last.fisher_trace(i)});
   }
@@ -274,8 +280,8 @@ void PublicTrainingJobResult::print_summary(std::ostream& out) const {
   if (!training.complete) {
     const DpSgdResult& stopped = training.methods.back().training;
     out << "filkit public-training: " << to_string(training.methods.back().method) << " stopped after step "
-        << stopped.steps_done << " of " << static_cast<Index>(p.runs) * p.steps << " (all runs); the state is in " << p.checkpoint_path
-        << ": run the same command again to resume\n";
+        << stopped.steps_done << " of " << static_cast<Index>(p.runs) * p.steps << " (all runs); the state is in "
+        << p.checkpoint_path << ": run the same command again to resume\n";
     return;
   }
   out << "filkit public-training: " << options.data.data << ", " << training.n_public << " public + "
@@ -283,8 +289,9 @@ void PublicTrainingJobResult::print_summary(std::ostream& out) const {
       << training.parameter_count << " parameters; B = " << p.batch_size << ", T = " << p.steps
       << ", C = " << p.clip_norm << ", noise multiplier = " << p.noise_multiplier << ", " << p.runs << " run(s)\n";
   out << "  " << std::left << std::setw(10) << "method" << std::right << std::setw(20) << "test accuracy"
-      << std::setw(22) << "max dFIL" << std::setw(22) << "mean dFIL" << std::setw(22) << "median dFIL"
-      << std::setw(10) << "RDP eps" << "\n";
+      << std::setw(22) << "max dFIL" << std::setw(22) << "mean dFIL" << std::setw(22) << "median dFIL" << std::setw(10)
+      << "RDP eps"
+      << "\n";
   const auto cell = [&](const std::vector<double>& v, int precision) {
     std::ostringstream s;
     // One run has no spread: "-", not a standard deviation of 0.
@@ -306,14 +313,16 @@ void PublicTrainingJobResult::print_summary(std::ostream& out) const {
     const auto differs = [](const std::vector<double>& a, const std::vector<double>& b) {
       return std::abs(mean_of(a) - mean_of(b)) > 5e-5 * std::abs(mean_of(a));
     };
-    if (!s.fisher_term_max_dfil.empty() && (differs(s.max_dfil, s.fisher_term_max_dfil) || differs(s.mean_dfil, s.fisher_term_mean_dfil) ||
-                                       differs(s.median_dfil, s.fisher_term_median_dfil)))
+    if (!s.fisher_term_max_dfil.empty() &&
+        (differs(s.max_dfil, s.fisher_term_max_dfil) || differs(s.mean_dfil, s.fisher_term_mean_dfil) ||
+         differs(s.median_dfil, s.fisher_term_median_dfil)))
       out << "  " << std::left << std::setw(10) << "  thesis'" << std::right << std::setw(20) << "" << std::setw(22)
           << cell(s.fisher_term_max_dfil, 4) << std::setw(22) << cell(s.fisher_term_mean_dfil, 4) << std::setw(22)
           << cell(s.fisher_term_median_dfil, 4) << "\n";
   }
   out << "  (mean (std) over runs; dFIL over the private examples";
-  if (std::any_of(methods.begin(), methods.end(), [](const MethodSummary& s) { return !s.fisher_term_max_dfil.empty(); }))
+  if (std::any_of(methods.begin(), methods.end(),
+                  [](const MethodSummary& s) { return !s.fisher_term_max_dfil.empty(); }))
     out << "; a \"thesis'\" row, where it differs from filkit's in 4 digits, is the thesis' own accountant: 2 probes, "
            "sqrt(T + 1e-7), kappa with 1.115";
   out << ")\n  seconds:";

@@ -1,8 +1,8 @@
 #include "filkit/jobs/reconstruct.hpp"
 
 #include "filkit/base/checks.hpp"
-#include "filkit/base/timing.hpp"
 #include "filkit/base/summary.hpp"
+#include "filkit/base/timing.hpp"
 
 #include "jobs/json_numbers.hpp"
 
@@ -53,7 +53,8 @@ nlohmann::json share_above_bound(const VectorXd& mse, const VectorXd& bound, con
   }
   return {{"examples", considered},
           {"at_or_above_bound", above},
-          {"share", number_or_null(considered ? static_cast<double>(above) / static_cast<double>(considered) : std::nan(""))}};
+          {"share",
+           number_or_null(considered ? static_cast<double>(above) / static_cast<double>(considered) : std::nan(""))}};
 }
 
 // Examples whose attack MSE lies below `bound` (finite both), and those of them below it by more
@@ -120,8 +121,8 @@ void print_attack_summary(std::ostream& out, const nlohmann::json& attack) {
            std::to_string(biased[name]["below_by_two_standard_errors"].get<Index>()) + " by 2 standard errors)";
   };
   out << "  examples whose attack MSE is below the dFIL bound: " << biased["below_dfil_bound"]["below"]
-      << "; below its biased form: " << below("below_biased_dfil_bound") << "; of the first, below both: "
-      << biased["below_dfil_bound_and_below_biased_dfil_bound"]["below"] << "\n";
+      << "; below its biased form: " << below("below_biased_dfil_bound")
+      << "; of the first, below both: " << biased["below_dfil_bound_and_below_biased_dfil_bound"]["below"] << "\n";
   out << "  below the biased FIL bound: " << below("below_biased_fil_bound")
       << "; below the biased RDP bound: " << below("below_biased_rdp_bound") << "\n";
 }
@@ -177,8 +178,8 @@ ReconstructJobResult run_reconstruct(const ReconstructJobOptions& requested, boo
   const StageScope stage("running the GLM reconstruction attack");
   const Communicator& comm = Communicator::world();
   // The sums of the errors for the attack's bias: one row of d doubles an attacked example.
-  const Index attacked = options.attack.rows.empty() ? result.bound.data.train.n()
-                                                     : static_cast<Index>(options.attack.rows.size());
+  const Index attacked =
+      options.attack.rows.empty() ? result.bound.data.train.n() : static_cast<Index>(options.attack.rows.size());
   check_memory(saturating_product(saturating_product(static_cast<std::uint64_t>(attacked),
                                                      static_cast<std::uint64_t>(result.bound.data.train.d())),
                                   sizeof(double)),
@@ -187,19 +188,21 @@ ReconstructJobResult run_reconstruct(const ReconstructJobOptions& requested, boo
                    std::to_string(result.bound.data.train.d()) + " features; fewer with --rows)");
   Progress progress("filkit reconstruct: GLM attack", options.attack.trials, !show_progress || !comm.is_root());
   Index reported = 0;
-  result.attack = evaluate_glm_attack(result.bound.model, result.bound.data.train, options.attack_options(),
-                                      [&](Index done, Index) {
-                                        progress.advance(done - reported);
-                                        reported = done;
-                                      },
-                                      comm);
+  result.attack = evaluate_glm_attack(
+      result.bound.model, result.bound.data.train, options.attack_options(),
+      [&](Index done, Index) {
+        progress.advance(done - reported);
+        reported = done;
+      },
+      comm);
   progress.finish();
   if (comm.is_root()) result.biased = biased_bounds(result.bound, result.attack);
   result.bound.seconds["attack"] = seconds_since(start);
   if (result.attack.total_guarded > 0)
     result.bound.warnings.push_back(std::to_string(result.attack.total_guarded) +
                                     " attack trial(s) had |B_i[0]| below the guard or a non-finite error and were "
-                                    "excluded; " + std::to_string(result.attack.examples_all_guarded) +
+                                    "excluded; " +
+                                    std::to_string(result.attack.examples_all_guarded) +
                                     " example(s) had no valid trial (their attack_mse is nan)");
   return result;
 }
@@ -225,7 +228,8 @@ nlohmann::json ReconstructJobResult::to_json() const {
       {"linearised_mse", detail::quantiles_json(attack.linearised_mse)},
       {"mse_over_linearised", detail::quantiles_json(attack.mean_mse.cwiseQuotient(attack.linearised_mse))},
       {"above_dfil_bound", share_above_bound(attack.mean_mse, bound_of_row, all)},
-      {"above_dfil_bound_where_bound_below_perfect_privacy", share_above_bound(attack.mean_mse, bound_of_row, informative)},
+      {"above_dfil_bound_where_bound_below_perfect_privacy",
+       share_above_bound(attack.mean_mse, bound_of_row, informative)},
       {"log10_correlation_dfil_bound_vs_mse", number_or_null(log_log_correlation(bound_of_row, attack.mean_mse))},
   };
   json["attack"]["biased_bounds"] = biased_bounds_json(*this, bound_of_row);

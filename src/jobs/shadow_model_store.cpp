@@ -1,10 +1,10 @@
 #include "jobs/shadow_model_store.hpp"
 
-#include "base/parsing.hpp"
 #include "filkit/base/errors.hpp"
 #include "filkit/base/io.hpp"
 #include "filkit/base/sha256.hpp"
 #include "filkit/data/npy.hpp"
+#include "base/parsing.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -53,7 +53,8 @@ std::optional<Difference> first_difference(const nlohmann::json& stored, const n
 
 std::string ShadowModelStore::model_sha256(Index candidate, const std::string& row_hash, const VectorXd& parameters) {
   std::string bytes = std::to_string(candidate) + " " + row_hash + " ";
-  bytes.append(reinterpret_cast<const char*>(parameters.data()), static_cast<std::size_t>(parameters.size()) * sizeof(double));
+  bytes.append(reinterpret_cast<const char*>(parameters.data()),
+               static_cast<std::size_t>(parameters.size()) * sizeof(double));
   return sha256_hex(bytes);
 }
 
@@ -64,9 +65,7 @@ ShadowModelStore::ShadowModelStore(const std::string& directory, const std::stri
       candidates_(&candidates) {
   const std::string json_file = json_path(), npy_file = npy_path();
   if (!std::filesystem::exists(json_file)) return;
-  const auto refuse = [&](const std::string& what) {
-    throw DataError("'" + json_file + "' " + what);
-  };
+  const auto refuse = [&](const std::string& what) { throw DataError("'" + json_file + "' " + what); };
   nlohmann::json stored;
   try {
     stored = nlohmann::json::parse(detail::read_file_bytes(json_file, max_memory));
@@ -91,23 +90,29 @@ ShadowModelStore::ShadowModelStore(const std::string& directory, const std::stri
   if (!rows.is_array() || !hashes.is_array() || !model_hashes.is_array() || rows.size() != hashes.size() ||
       rows.size() != model_hashes.size() || !stored["parameters"].is_number_integer() ||
       stored["parameters"].get<Index>() < 1)
-    refuse("lacks its \"candidates\", \"row_hashes\" and \"model_sha256\" (one each per candidate) or its "
-           "\"parameters\" (a positive count)");
+    refuse(
+        "lacks its \"candidates\", \"row_hashes\" and \"model_sha256\" (one each per candidate) or its "
+        "\"parameters\" (a positive count)");
   if (!std::filesystem::exists(npy_file))
-    refuse("lists " + std::to_string(rows.size()) + " shadow models, and '" + npy_file + "', which holds them, is missing");
+    refuse("lists " + std::to_string(rows.size()) + " shadow models, and '" + npy_file +
+           "', which holds them, is missing");
   // Sizes before anything is read or hashed: a regular file (a link to /dev/zero was hashed for
   // ever) no larger than the array the JSON records, with its header, and within max_memory.
   std::error_code error;
   if (!std::filesystem::is_regular_file(npy_file, error))
-    refuse("lists its shadow models in '" + npy_file + "', which is not a regular file (a device, a FIFO or a directory)");
+    refuse("lists its shadow models in '" + npy_file +
+           "', which is not a regular file (a device, a FIFO or a directory)");
   const auto npy_bytes = std::filesystem::file_size(npy_file, error);
-  const double expected = static_cast<double>(rows.size()) * static_cast<double>(stored["parameters"].get<Index>()) * 8.0;
+  const double expected =
+      static_cast<double>(rows.size()) * static_cast<double>(stored["parameters"].get<Index>()) * 8.0;
   if (error || static_cast<double>(npy_bytes) > expected + 65536.0 || npy_bytes > max_memory.bytes)
     refuse("records " + std::to_string(rows.size()) + " shadow models, and '" + npy_file + "' holds " +
-           std::to_string(npy_bytes) + " bytes, more than their " + std::to_string(static_cast<std::uint64_t>(expected)) +
+           std::to_string(npy_bytes) + " bytes, more than their " +
+           std::to_string(static_cast<std::uint64_t>(expected)) +
            " bytes and an npy header (or than --max-memory): remove both to train the models again");
   if (file_sha256_hex(npy_file) != stored.value("npy_sha256", ""))
-    refuse("and '" + npy_file + "' do not belong together (the .npy's SHA-256 is not the one recorded): a save was "
+    refuse("and '" + npy_file +
+           "' do not belong together (the .npy's SHA-256 is not the one recorded): a save was "
            "interrupted between the two files, or one was replaced; remove both to train the models again");
   const NpyArray array = read_npy(npy_file, max_memory);
   const Index count = static_cast<Index>(rows.size()), p = stored["parameters"].get<Index>();
@@ -125,15 +130,17 @@ ShadowModelStore::ShadowModelStore(const std::string& directory, const std::stri
     const Index candidate = c.get<Index>();
     previous = candidate;
     if (candidate < candidates.n() && hex(row_hash(candidates, candidate)) != h.get<std::string>())
-      refuse("holds a shadow model of candidate " + std::to_string(candidate) +
-             " trained on another example than this attack's candidate " + std::to_string(candidate) +
-             " (its row's hash differs): the data or its preprocessing changed; give --shadow-models another directory");
+      refuse(
+          "holds a shadow model of candidate " + std::to_string(candidate) +
+          " trained on another example than this attack's candidate " + std::to_string(candidate) +
+          " (its row's hash differs): the data or its preprocessing changed; give --shadow-models another directory");
     const VectorXd parameters = Eigen::Map<const VectorXd>(array.values.data() + r * p, p);
     const nlohmann::json& model_hash = model_hashes[static_cast<std::size_t>(r)];
-    if (!model_hash.is_string() || model_sha256(candidate, h.get<std::string>(), parameters) != model_hash.get<std::string>())
-      refuse("records candidate " + std::to_string(candidate) + "'s shadow model as row " + std::to_string(r) + " of '" +
-             npy_file + "', and that row is another model (its SHA-256 is not model_sha256[" + std::to_string(r) +
-             "]): rows were reordered or replaced; remove both files to train the models again");
+    if (!model_hash.is_string() ||
+        model_sha256(candidate, h.get<std::string>(), parameters) != model_hash.get<std::string>())
+      refuse("records candidate " + std::to_string(candidate) + "'s shadow model as row " + std::to_string(r) +
+             " of '" + npy_file + "', and that row is another model (its SHA-256 is not model_sha256[" +
+             std::to_string(r) + "]): rows were reordered or replaced; remove both files to train the models again");
     models_[candidate] = parameters;
     row_hashes_[candidate] = h.get<std::string>();
   }
@@ -170,7 +177,8 @@ void ShadowModelStore::save_locked() {
   if (!changed_) return;
   const auto start = std::chrono::steady_clock::now();
   RowMatrix parameters(static_cast<Index>(models_.size()), parameter_count_);
-  nlohmann::json rows = nlohmann::json::array(), hashes = nlohmann::json::array(), model_hashes = nlohmann::json::array();
+  nlohmann::json rows = nlohmann::json::array(), hashes = nlohmann::json::array(),
+                 model_hashes = nlohmann::json::array();
   Index r = 0;
   for (const auto& [candidate, w] : models_) {
     parameters.row(r++) = w.transpose();
@@ -180,10 +188,11 @@ void ShadowModelStore::save_locked() {
   }
   std::string npy = npy_bytes(parameters);
   const nlohmann::json json = {{"format", kFormat},
-                               {"about", "row r of the .npy (float64) holds the parameters of the shadow model trained "
-                                         "on D_fixed and candidate candidates[r], whose row hashes to row_hashes[r]; "
-                                         "model_sha256[r] is the SHA-256 of \"<candidates[r]> <row_hashes[r]> \" "
-                                         "followed by row r's 8-byte little-endian doubles"},
+                               {"about",
+                                "row r of the .npy (float64) holds the parameters of the shadow model trained "
+                                "on D_fixed and candidate candidates[r], whose row hashes to row_hashes[r]; "
+                                "model_sha256[r] is the SHA-256 of \"<candidates[r]> <row_hashes[r]> \" "
+                                "followed by row r's 8-byte little-endian doubles"},
                                {"fingerprint", fingerprint_},
                                {"parameters", parameter_count_},
                                {"candidates", rows},

@@ -62,8 +62,8 @@ class ShadowModelStore {
   std::string base_;  // DIR/<method>
   nlohmann::json fingerprint_;
   const Dataset* candidates_;
-  Index parameter_count_ = -1;              // -1 until a model is stored
-  std::map<Index, VectorXd> models_;        // by candidate
+  Index parameter_count_ = -1;               // -1 until a model is stored
+  std::map<Index, VectorXd> models_;         // by candidate
   std::map<Index, std::string> row_hashes_;  // by candidate, as stored (hex)
   Index loaded_ = 0;
   bool changed_ = false;

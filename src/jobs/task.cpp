@@ -4,8 +4,8 @@
 #include "filkit/base/resources.hpp"
 #include "filkit/base/stage.hpp"
 #include "filkit/base/timing.hpp"
-#include "filkit/leakage/result_checks.hpp"
 #include "filkit/data/tabular_datasets.hpp"
+#include "filkit/leakage/result_checks.hpp"
 
 #include <nlohmann/json.hpp>
 #include <chrono>

@@ -66,8 +66,8 @@ nlohmann::json AttackResult::to_json() const {
 }
 
 std::vector<std::string> AttackResult::table_header() const {
-  return {"sigma",     "group",         "eta_mean",  "prior",          "white_box",     "white_box_std",
-          "black_box", "black_box_std", "train_mse", "test_mse",       "train_accuracy", "test_accuracy"};
+  return {"sigma",     "group",         "eta_mean",  "prior",    "white_box",      "white_box_std",
+          "black_box", "black_box_std", "train_mse", "test_mse", "train_accuracy", "test_accuracy"};
 }
 
 std::vector<std::vector<double>> AttackResult::table_rows() const {
@@ -86,8 +86,15 @@ std::vector<std::vector<double>> AttackResult::table_rows() const {
 }
 
 std::vector<std::string> AttackResult::example_header() const {
-  return {"index",         "level",        "group",          "sigma", "eta", "nearest_shift",
-          "prior_correct", "white_box_accuracy", "black_box_accuracy"};
+  return {"index",
+          "level",
+          "group",
+          "sigma",
+          "eta",
+          "nearest_shift",
+          "prior_correct",
+          "white_box_accuracy",
+          "black_box_accuracy"};
 }
 
 std::vector<std::vector<double>> AttackResult::example_rows() const {
@@ -96,9 +103,9 @@ std::vector<std::vector<double>> AttackResult::example_rows() const {
     for (std::size_t e = 0; e < examples.size(); ++e) {
       const Index i = examples[e];
       const Index level = candidates.truth[static_cast<std::size_t>(i)];
-      rows.push_back({static_cast<double>(i), static_cast<double>(level), static_cast<double>(group[e]), sigmas[k].sigma,
-                      eta(static_cast<Index>(e)) / sigmas[k].sigma, nearest_shift(static_cast<Index>(e)),
-                      level == candidates.mode ? 1.0 : 0.0,
+      rows.push_back({static_cast<double>(i), static_cast<double>(level), static_cast<double>(group[e]),
+                      sigmas[k].sigma, eta(static_cast<Index>(e)) / sigmas[k].sigma,
+                      nearest_shift(static_cast<Index>(e)), level == candidates.mode ? 1.0 : 0.0,
                       white_box_correct(static_cast<Index>(e), static_cast<Index>(k)),
                       black_box_correct(static_cast<Index>(e), static_cast<Index>(k))});
     }

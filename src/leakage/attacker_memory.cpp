@@ -47,9 +47,10 @@ AttackerMemoryEstimate estimate_attacker_memory(const LearnedReconstructionOptio
     estimate.parameters = doubles(count, 4);  // weights, gradient, Adam's two moments
     estimate.activations = doubles(saturating_product(u(options.attacker_batch_size), widths), 2);
     // mlp_inputs: the training models' standardised parameters with their one-hot labels.
-    estimate.inputs = saturating_sum(estimate.inputs, doubles(saturating_product(u(options.train_shadow_models),
-                                                                                 saturating_sum(u(parameter_count), u(num_classes))),
-                                                              1));
+    estimate.inputs = saturating_sum(
+        estimate.inputs,
+        doubles(saturating_product(u(options.train_shadow_models), saturating_sum(u(parameter_count), u(num_classes))),
+                1));
   }
   estimate.parameter_count = static_cast<Index>(std::min<std::uint64_t>(count, std::uint64_t{1} << 62));
   return estimate;
@@ -75,8 +76,9 @@ std::uint64_t LearnedAttackMemoryEstimate::total() const { return std::max(shado
 
 std::string LearnedAttackMemoryEstimate::describe() const {
   return "the learned attack (" + std::to_string(threads) + " shadow models trained at once, " +
-         readable_bytes(shadow_model) + " each" + (kept > 0 ? ", and " + readable_bytes(kept) + " of kept shadow models" : "") +
-         "; then " + attacker.describe() + ")";
+         readable_bytes(shadow_model) + " each" +
+         (kept > 0 ? ", and " + readable_bytes(kept) + " of kept shadow models" : "") + "; then " +
+         attacker.describe() + ")";
 }
 
 void check_learned_attack_memory(const LearnedReconstructionOptions& options, Index parameter_count, Index num_classes,

@@ -83,8 +83,9 @@ AttributeCandidates attribute_candidates(const Dataset& train, const AttributeCo
   candidates.patterns = MatrixXd::Zero(c + 1, c);
   candidates.patterns.topRows(c).diagonal().setConstant(value);
   for (Index k = 0; k < c; ++k)
-    candidates.levels.push_back(static_cast<Index>(attribute.levels.size()) == c ? attribute.levels[k]
-                                                                               : "column " + std::to_string(attribute.columns[k]));
+    candidates.levels.push_back(static_cast<Index>(attribute.levels.size()) == c
+                                    ? attribute.levels[k]
+                                    : "column " + std::to_string(attribute.columns[k]));
   candidates.levels.push_back(attribute.dropped_level.empty() ? "none" : attribute.dropped_level);
   candidates.truth.assign(static_cast<std::size_t>(train.n()), c);
   candidates.prior = VectorXd::Zero(c + 1);

@@ -32,8 +32,7 @@ using Clock = std::chrono::steady_clock;
 
 void AttackOptions::validate() const {
   fit.validate();
-  if (fit.kind == ModelKind::kSoftmax)
-    option_error("model", "softmax", "the attacks need least-squares or logistic");
+  if (fit.kind == ModelKind::kSoftmax) option_error("model", "softmax", "the attacks need least-squares or logistic");
   if (sigmas.empty()) option_error("sigmas", "empty; give at least one noise scale");
   for (double sigma : sigmas) require_positive("sigmas", sigma);
   require_positive("trials", trials);
@@ -119,7 +118,8 @@ Model released_model(const Shared& s, const VectorXd& z, double sigma) {
 // the black-box statistics (5), then the squared errors and correct predictions of train and test.
 constexpr Index kReleaseSums = 9;
 
-void release_sums(const Shared& s, const Model& released, Eigen::Ref<Eigen::RowVectorXd, 0, Eigen::InnerStride<>> sums) {
+void release_sums(const Shared& s, const Model& released,
+                  Eigen::Ref<Eigen::RowVectorXd, 0, Eigen::InnerStride<>> sums) {
   const ReleaseStatistics statistics = release_statistics(released, s.train);
   const bool classification = !released.regression;
   const auto total = [&](const Dataset& data, double (*mean)(const Model&, const Dataset&)) {

@@ -33,8 +33,8 @@ McEstimate biased_mse_bound(double unbiased_bound, const McEstimate& t, const Mc
   const double variance_term = t.value * t.value * unbiased_bound;
   // 0 * inf: an attacker whose mean ignores z pays only its bias, whatever the bound.
   const double value = (t.value == 0.0 ? 0.0 : variance_term) + std::max(0.0, b.value);
-  const double error = (t.value == 0.0 ? 0.0 : 2.0 * std::abs(t.value) * unbiased_bound * t.standard_error) +
-                       b.standard_error;
+  const double error =
+      (t.value == 0.0 ? 0.0 : 2.0 * std::abs(t.value) * unbiased_bound * t.standard_error) + b.standard_error;
   return {value, error};
 }
 

@@ -9,7 +9,6 @@
 
 namespace filkit {
 
-
 namespace {
 
 struct ReleaseScores {
@@ -50,7 +49,8 @@ std::vector<Index> guesses_of(const Model& released, const ReleaseScores& s, con
   const double dof = static_cast<double>(std::max<Index>(whole.n - released.num_params(), 1));
   const double variance = std::max(whole.squared_residuals / dof, std::numeric_limits<double>::min());
   const Eigen::Matrix2d counts = whole.counts + Eigen::Matrix2d::Ones();  // add-one smoothed
-  const Eigen::Matrix2d log_pi = (counts.array().rowwise() / counts.colwise().sum().array()).log();  // log P(y | prediction)
+  const Eigen::Matrix2d log_pi =
+      (counts.array().rowwise() / counts.colwise().sum().array()).log();  // log P(y | prediction)
   std::vector<Index> guesses(examples.size());
   for (std::size_t e = 0; e < examples.size(); ++e) {
     const Index i = examples[e];
@@ -60,7 +60,8 @@ std::vector<Index> guesses_of(const Model& released, const ReleaseScores& s, con
     guesses[e] = candidates.mode;
     for (Index k = 0; k < K; ++k) {
       const double a = base + level_scores(k);
-      const double fit = gaussian ? -(a - t) * (a - t) / (2.0 * variance) : log_pi(static_cast<Index>(t), a >= 0.0 ? 1 : 0);
+      const double fit =
+          gaussian ? -(a - t) * (a - t) / (2.0 * variance) : log_pi(static_cast<Index>(t), a >= 0.0 ? 1 : 0);
       if (log_prior(k) + fit > best) {
         best = log_prior(k) + fit;
         guesses[e] = k;

@@ -34,8 +34,7 @@ double output_perturbation_rdp_epsilon(Index n, double l2, double sigma, double 
 }
 
 double rdp_mse_bound(double epsilon, const VectorXd& diameters) {
-  if (!(epsilon >= 0.0) || std::isnan(epsilon))
-    option_error("epsilon", format_double(epsilon), "must be >= 0");
+  if (!(epsilon >= 0.0) || std::isnan(epsilon)) option_error("epsilon", format_double(epsilon), "must be >= 0");
   require_diameters(diameters, "diameter");
   const double mean_square = diameters.squaredNorm() / static_cast<double>(diameters.size());
   return mean_square / (4.0 * std::expm1(epsilon));
@@ -58,8 +57,8 @@ double share_at_or_above(const VectorXd& bounds, double line) {
 std::string NormCheck::message() const {
   if (satisfied()) return "";
   std::ostringstream out;
-  out << violations << " design row(s) have norm > " << bound << " (largest " << max_norm << ", row "
-      << worst_row << "): the RDP guarantee eps = 4 R^2/(n lambda sigma)^2 is stated for R = " << bound
+  out << violations << " design row(s) have norm > " << bound << " (largest " << max_norm << ", row " << worst_row
+      << "): the RDP guarantee eps = 4 R^2/(n lambda sigma)^2 is stated for R = " << bound
       << " and does not hold for these data; at their norm it is the larger eps_at_data_norm";
   return out.str();
 }

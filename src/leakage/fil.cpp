@@ -10,15 +10,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 #include <limits>
+#include <numeric>
 #include <stdexcept>
 
 namespace filkit {
 
-void FilOptions::validate() const {
-  require_positive("sigma", sigma);
-}
+void FilOptions::validate() const { require_positive("sigma", sigma); }
 
 VectorXd PerExampleFil::attribute_mse_bound() const { return eta.array().square().inverse(); }
 VectorXd PerExampleFil::example_mse_bound() const { return dfil.array().square().inverse(); }
@@ -49,11 +47,10 @@ double largest_symmetric_eigenvalue(const MatrixXd& symmetric) {
 
 }  // namespace
 
-
 // ---------------------------------------------------------------------------------------------
 
-FisherInformationLoss::FisherInformationLoss(const Model& model, const Dataset& train,
-                                             const VectorXd& omega, FilOptions options, const Communicator& comm)
+FisherInformationLoss::FisherInformationLoss(const Model& model, const Dataset& train, const VectorXd& omega,
+                                             FilOptions options, const Communicator& comm)
     : model_(model), train_(train), options_(options), comm_(&comm) {
   options_.validate();
   if (train.d() != model.input_dim())
@@ -223,8 +220,7 @@ PerExampleFil FisherInformationLoss::per_example_structured() const {
 }
 
 VectorXd FisherInformationLoss::per_example_selection(const CoordinateSelection& selection) const {
-  if (selection.all_features && selection.label == (options_.label == LabelPrivacy::kPrivate))
-    return per_example().eta;
+  if (selection.all_features && selection.label == (options_.label == LabelPrivacy::kPrivate)) return per_example().eta;
   feature_indices(selection);  // validate here: an exception must not leave the parallel loop
   const Index n = train_.n();
   VectorXd eta(n);
@@ -268,9 +264,9 @@ MatrixXd FisherInformationLoss::selection_gram(const std::vector<Index>& rows,
   const detail::Design design(train_.X, model_.intercept);
   // The three sums of the expansion, over one block of the rows.
   struct Sums {
-    MatrixXd outer;        // sum w2 (c^2 ||w_sel||^2 + label) x x^T
-    VectorXd cross;        // sum w2 c r x
-    double residual_sum;   // sum w2 r^2
+    MatrixXd outer;       // sum w2 (c^2 ||w_sel||^2 + label) x x^T
+    VectorXd cross;       // sum w2 c r x
+    double residual_sum;  // sum w2 r^2
   };
   Sums total{M, VectorXd::Zero(P), 0.0};
   constexpr Index kBlock = 1024;
@@ -319,16 +315,15 @@ SubsetFil FisherInformationLoss::subset_of_rows(const std::vector<Index>& chosen
   comm_->sum(M);  // the other ranks' rows
   // H^-1 M H^-1 has the eigenvalues of diag(1/lambda) Q^T M Q diag(1/lambda).
   const VectorXd inverse = eigenvalues_.cwiseInverse();
-  const MatrixXd rotated = inverse.asDiagonal() *
-                           detail::product_in_column_blocks(eigenvectors_.transpose(),
-                                                            detail::product_in_column_blocks(M, eigenvectors_)) *
-                           inverse.asDiagonal();
+  const MatrixXd rotated =
+      inverse.asDiagonal() *
+      detail::product_in_column_blocks(eigenvectors_.transpose(), detail::product_in_column_blocks(M, eigenvectors_)) *
+      inverse.asDiagonal();
   SubsetFil result;
   result.examples = comm_->sum(static_cast<Index>(chosen.size()));
   result.coordinates = result.examples * private_dims(selection);
   result.eta = std::sqrt(std::max(0.0, largest_symmetric_eigenvalue(rotated))) / options_.sigma;
-  result.dfil = std::sqrt(std::max(0.0, rotated.trace()) / static_cast<double>(result.coordinates)) /
-                options_.sigma;
+  result.dfil = std::sqrt(std::max(0.0, rotated.trace()) / static_cast<double>(result.coordinates)) / options_.sigma;
   return result;
 }
 

@@ -13,8 +13,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 #include <numeric>
+#include <sstream>
 #include <stdexcept>
 #include <unordered_map>
 #include <vector>
@@ -23,8 +23,8 @@ namespace filkit {
 
 namespace {
 
-constexpr Index kTrialsPerBlock = 32;   // columns of each GEMM: enough to run at BLAS-3 speed
-constexpr Index kBlocksPerWave = 16;    // blocks reduced together; fixed so sums never depend on threads
+constexpr Index kTrialsPerBlock = 32;  // columns of each GEMM: enough to run at BLAS-3 speed
+constexpr Index kBlocksPerWave = 16;   // blocks reduced together; fixed so sums never depend on threads
 
 // n_all: the examples of every rank (train.n() on one process).
 void check_attack_inputs(const Model& model, const Dataset& train, Index n_all) {
@@ -48,11 +48,9 @@ std::vector<Index> checked_rows(const std::vector<Index>& rows, Index n, const s
   }
   std::vector<bool> listed(static_cast<std::size_t>(n), false);
   for (Index i : rows) {
-    if (i < 0 || i >= n)
-      option_error(what, "row " + std::to_string(i) + " is outside 0.." + std::to_string(n - 1));
+    if (i < 0 || i >= n) option_error(what, "row " + std::to_string(i) + " is outside 0.." + std::to_string(n - 1));
     // Each row is one line of the outputs and one term of the summaries: a repeat would count twice.
-    if (listed[static_cast<std::size_t>(i)])
-      option_error(what, "row " + std::to_string(i) + " is listed twice");
+    if (listed[static_cast<std::size_t>(i)]) option_error(what, "row " + std::to_string(i) + " is listed twice");
     listed[static_cast<std::size_t>(i)] = true;
   }
   return rows;
@@ -95,10 +93,15 @@ struct BlockTotals {
   MatrixXd g_features;        // d x trials of the block
 
   static BlockTotals zero(Index attacked, Index kept, Index d) {
-    return {VectorXd::Zero(attacked), VectorXd::Zero(attacked), Eigen::VectorXi::Zero(attacked),
-            RowMatrix::Zero(kept, d), Eigen::VectorXi::Zero(kept),
-            std::vector<ControlVariateSums>(static_cast<std::size_t>(attacked)), VectorXd::Zero(attacked),
-            MatrixXd(), MatrixXd()};
+    return {VectorXd::Zero(attacked),
+            VectorXd::Zero(attacked),
+            Eigen::VectorXi::Zero(attacked),
+            RowMatrix::Zero(kept, d),
+            Eigen::VectorXi::Zero(kept),
+            std::vector<ControlVariateSums>(static_cast<std::size_t>(attacked)),
+            VectorXd::Zero(attacked),
+            MatrixXd(),
+            MatrixXd()};
   }
   void add(const BlockTotals& other) {
     mse_sum += other.mse_sum;
@@ -119,8 +122,8 @@ struct AttackSetup {
   VectorXd target;
   std::vector<Index> rows;
   bool all_rows;
-  RowMatrix selected;       // features of `rows` unless all_rows (no copy of X then)
-  VectorXd squared_norms;   // ||x_i||^2 of `rows`
+  RowMatrix selected;      // features of `rows` unless all_rows (no copy of X then)
+  VectorXd squared_norms;  // ||x_i||^2 of `rows`
   std::vector<Index> kept;
   double penalty;
   GlmAttackOptions options;
@@ -366,8 +369,8 @@ void moment_estimates(const AttackSetup& setup, const BlockTotals& sum, const Ma
   if (!setup.estimate_moments) return;
   for (Index k = 0; k < m; ++k) {
     if (sum.guarded(k) > 0) continue;
-    const VectorXd error_sum = setup.attacked().row(k).transpose() * sum.intercept_ratio_sum(k) -
-                               error_sums.row(k).transpose();
+    const VectorXd error_sum =
+        setup.attacked().row(k).transpose() * sum.intercept_ratio_sum(k) - error_sums.row(k).transpose();
     const McEstimate bias = squared_norm_of_mean(error_sum, dims * sum.mse_sum(k), trials);
     result.squared_bias(k) = bias.value / dims;
     result.squared_bias_standard_error(k) = bias.standard_error / dims;
@@ -426,9 +429,11 @@ GlmAttackResult gather_result(const GlmAttackResult& mine, const GlmAttackOption
   const VectorXd mse = comm.gather(mine.mean_mse), linearised = comm.gather(mine.linearised_mse),
                  guarded = comm.gather(mine.guarded.cast<double>()), mse_error = comm.gather(mine.mse_standard_error),
                  bias = comm.gather(mine.squared_bias), bias_error = comm.gather(mine.squared_bias_standard_error),
-                 trace = comm.gather(mine.jacobian_trace), trace_error = comm.gather(mine.jacobian_trace_standard_error);
+                 trace = comm.gather(mine.jacobian_trace),
+                 trace_error = comm.gather(mine.jacobian_trace_standard_error);
   const auto flat = [](const RowMatrix& m) { return VectorXd(Eigen::Map<const VectorXd>(m.data(), m.size())); };
-  const VectorXd reconstructions = comm.gather(flat(mine.reconstructions)), originals = comm.gather(flat(mine.originals));
+  const VectorXd reconstructions = comm.gather(flat(mine.reconstructions)),
+                 originals = comm.gather(flat(mine.originals));
   if (!comm.is_root()) return all;
   all.rows = options.rows;
   if (all.rows.empty()) {
@@ -513,7 +518,8 @@ GlmAttackResult evaluate_glm_attack(const Model& model, const Dataset& train, co
   result.mean_mse = (valid.array() > 0).select(sum.mse_sum.array() / valid.array(), kNaN);
   result.mse_standard_error.resize(m);
   for (Index k = 0; k < m; ++k) {
-    const double variance = (sum.mse_squared_sum(k) - valid(k) * result.mean_mse(k) * result.mean_mse(k)) / (valid(k) - 1);
+    const double variance =
+        (sum.mse_squared_sum(k) - valid(k) * result.mean_mse(k) * result.mean_mse(k)) / (valid(k) - 1);
     result.mse_standard_error(k) = valid(k) > 1 ? std::sqrt(std::max(0.0, variance) / valid(k)) : kNaN;
   }
   moment_estimates(setup, sum, error_sums, result);

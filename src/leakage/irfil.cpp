@@ -107,8 +107,8 @@ IrfilIteration evaluate(int t, const Model& model, const Dataset& train, const D
   const double largest = std::numeric_limits<double>::infinity();
   record.weight_min = -comm.max(omega.size() ? -omega.minCoeff() : -largest);
   record.weight_max = comm.max(omega.size() ? omega.maxCoeff() : -largest);
-  record.clamped = comm.sum(static_cast<Index>((u.array() <= options.min_weight).count() +
-                                               (u.array() >= options.max_weight).count()));
+  record.clamped = comm.sum(
+      static_cast<Index>((u.array() <= options.min_weight).count() + (u.array() >= options.max_weight).count()));
   const bool classification = !model.regression;
   const bool tested = comm.sum(test.n()) > 0;
   record.train_accuracy = classification ? accuracy_over_ranks(model, train, comm) : std::nan("");

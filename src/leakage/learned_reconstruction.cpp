@@ -1,14 +1,14 @@
 #include "filkit/leakage/learned_reconstruction.hpp"
 
+#include "filkit/base/checks.hpp"
+#include "filkit/base/first_exception.hpp"
+#include "filkit/base/io.hpp"
+#include "filkit/base/resources.hpp"
+#include "filkit/base/timing.hpp"
 #include "base/adam_step.hpp"
 #include "base/parallel_blocks.hpp"
 #include "base/seeding.hpp"
 #include "base/splitmix_stream.hpp"
-#include "filkit/base/checks.hpp"
-#include "filkit/base/timing.hpp"
-#include "filkit/base/first_exception.hpp"
-#include "filkit/base/io.hpp"
-#include "filkit/base/resources.hpp"
 
 #include <Eigen/Cholesky>
 #include <omp.h>
@@ -31,7 +31,8 @@ std::vector<Index> seeded_permutation(Index n, std::uint64_t seed) {
   std::iota(order.begin(), order.end(), Index{0});
   SplitMixStream stream(seed);
   for (Index i = n - 1; i > 0; --i)
-    std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(stream.below(static_cast<std::uint64_t>(i) + 1))]);
+    std::swap(order[static_cast<std::size_t>(i)],
+              order[static_cast<std::size_t>(stream.below(static_cast<std::uint64_t>(i) + 1))]);
   return order;
 }
 
@@ -133,7 +134,8 @@ namespace {
 /// them has scale 1, as a constant parameter column).
 void fit_label_standardisation(Attacker& mlp, const VectorXd& labels, Index num_classes) {
   VectorXd share = VectorXd::Zero(num_classes);
-  for (Index i = 0; i < labels.size(); ++i) share(static_cast<Index>(labels(i))) += 1.0 / static_cast<double>(labels.size());
+  for (Index i = 0; i < labels.size(); ++i)
+    share(static_cast<Index>(labels(i))) += 1.0 / static_cast<double>(labels.size());
   mlp.label_mean = share;
   mlp.label_scale = (share.array() * (1.0 - share.array())).sqrt();
   for (Index k = 0; k < num_classes; ++k)
@@ -158,7 +160,8 @@ MatrixXd relu(const MatrixXd& z) { return z.cwiseMax(0.0); }
 /// depends on the sizes only, so the result does not depend on the thread count).
 MatrixXd product(const MatrixXd& a, const MatrixXd& b) {
   constexpr double kParallelMultiplyAdds = 1 << 21;
-  if (static_cast<double>(a.rows()) * static_cast<double>(a.cols()) * static_cast<double>(b.cols()) < kParallelMultiplyAdds)
+  if (static_cast<double>(a.rows()) * static_cast<double>(a.cols()) * static_cast<double>(b.cols()) <
+      kParallelMultiplyAdds)
     return a * b;
   return detail::product_in_column_blocks(a, b);
 }
@@ -214,7 +217,8 @@ Attacker fit_mlp(const RowMatrix& inputs, const RowMatrix& outputs, const Learne
   Progress bar("attacker epochs", options.attacker_epochs, !progress);
   Attacker gradient = zeros_like(mlp);
   for (Index epoch = 0; epoch < options.attacker_epochs; ++epoch) {
-    const std::vector<Index> order = seeded_permutation(m, splitmix64(options.seed + 2 + static_cast<std::uint64_t>(epoch)));
+    const std::vector<Index> order =
+        seeded_permutation(m, splitmix64(options.seed + 2 + static_cast<std::uint64_t>(epoch)));
     for (Index start = 0; start < m; start += batch) {
       const Index count = std::min(batch, m - start);
       RowMatrix x(count, inputs.cols()), y(count, outputs.cols());
@@ -240,7 +244,8 @@ MatrixXd fit_linear_map(const RowMatrix& parameters, const RowMatrix& outputs, d
   design.col(p).setOnes();
   MatrixXd gram = detail::product_in_column_blocks(design.transpose(), design) / static_cast<double>(m);
   gram.diagonal().head(p).array() += ridge;
-  const MatrixXd right = detail::product_in_column_blocks(design.transpose(), MatrixXd(outputs)) / static_cast<double>(m);
+  const MatrixXd right =
+      detail::product_in_column_blocks(design.transpose(), MatrixXd(outputs)) / static_cast<double>(m);
   return gram.ldlt().solve(right);
 }
 
@@ -340,7 +345,8 @@ Attacker fit_attacker(const RowMatrix& standardised, const VectorXd& labels, con
 namespace {
 
 /// Throws std::invalid_argument for inputs the attack cannot use; returns the number of classes.
-Index check_attack_inputs(const Dataset& fixed, const Dataset& candidates, const LearnedReconstructionOptions& options) {
+Index check_attack_inputs(const Dataset& fixed, const Dataset& candidates,
+                          const LearnedReconstructionOptions& options) {
   options.validate();
   if (fixed.n() == 0)
     throw OptionError::with_text("fixed_size", "learned attack: D_fixed is empty (fixed_size must be >= 1)");
@@ -359,7 +365,8 @@ Index check_attack_inputs(const Dataset& fixed, const Dataset& candidates, const
     throw DataError("learned attack: D_fixed and the candidates have different class names");
   std::vector<bool> in_fixed(static_cast<std::size_t>(class_count({{fixed, "D_fixed"}}, 0)), false);
   for (Index i = 0; i < fixed.n(); ++i) in_fixed[static_cast<std::size_t>(fixed.y(i))] = true;
-  const Index num_classes = std::max<Index>(class_count({{candidates, "candidate"}}, 0), static_cast<Index>(in_fixed.size()));
+  const Index num_classes =
+      std::max<Index>(class_count({{candidates, "candidate"}}, 0), static_cast<Index>(in_fixed.size()));
   for (Index i = 0; i < needed; ++i) {
     const auto k = static_cast<std::size_t>(candidates.y(i));
     if (k >= in_fixed.size() || !in_fixed[k])
@@ -403,9 +410,9 @@ void check_shadow_model(Index model, const VectorXd& w, ParameterCount& expected
   if (expected.count < 0) expected = {w.size(), model};
   // Shapes fixed by the attack's own setup: a bug otherwise.
   if (w.size() != expected.count)
-    throw std::logic_error("learned attack: shadow model " + std::to_string(model) + " has " + std::to_string(w.size()) +
-                           " parameters and model " + std::to_string(expected.model) + " has " +
-                           std::to_string(expected.count));
+    throw std::logic_error("learned attack: shadow model " + std::to_string(model) + " has " +
+                           std::to_string(w.size()) + " parameters and model " + std::to_string(expected.model) +
+                           " has " + std::to_string(expected.count));
   if (!w.allFinite())
     throw NumericalError("learned attack: shadow model " + std::to_string(model) + " has non-finite parameters");
 }
@@ -535,8 +542,8 @@ LearnedReconstructionResult run_learned_reconstruction(const Dataset& fixed, con
   start = std::chrono::steady_clock::now();
   const RowMatrix standardised = standardise(parameters, m, options.clip_inputs);
   const VectorXd labels = candidates.y.head(m + targets);
-  const Attacker attacker = fit_attacker(standardised.topRows(m), labels.head(m), candidates.X.topRows(m), num_classes,
-                                             options, progress);
+  const Attacker attacker =
+      fit_attacker(standardised.topRows(m), labels.head(m), candidates.X.topRows(m), num_classes, options, progress);
   const RowMatrix reconstructions = attacker.predict(standardised.middleRows(m, targets), labels.tail(targets));
   result.attacker_seconds = seconds_since(start);
 

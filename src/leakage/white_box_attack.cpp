@@ -28,8 +28,12 @@ using Clock = std::chrono::steady_clock;
 struct Problem {
   Problem(const Model& model, const Dataset& train, const VectorXd& omega_in, const AttributeCandidates& candidates,
           const Communicator& comm)
-      : model(model), train(train), design(train.X, model.intercept), w(model.flat()),
-        omega(omega_in.size() ? omega_in : VectorXd::Ones(train.n())), candidates(candidates) {
+      : model(model),
+        train(train),
+        design(train.X, model.intercept),
+        w(model.flat()),
+        omega(omega_in.size() ? omega_in : VectorXd::Ones(train.n())),
+        candidates(candidates) {
     if (omega.size() != train.n())
       throw OptionError::with_text("example_weights", "candidate minimisers: " + std::to_string(omega.size()) +
                                                           " example weights for " + std::to_string(train.n()) +
@@ -257,10 +261,9 @@ CandidateMinimisers candidate_minimisers(const Model& model, const Dataset& trai
       const Index local_row = mine ? examples[static_cast<std::size_t>(q - first)] : -1;
       const AttackedRow row = row_from_owner(problem, local_row, row_offset, comm);
       MatrixXd none(0, model.num_params());
-      result.fallback_refits +=
-          candidate_shifts(problem, objective, gradient_at_w, tolerance, row, local_row, copy, options, logistic_update,
-                           comm, mine ? Eigen::Ref<MatrixXd>(result.shifts.middleRows((q - first) * K, K))
-                                      : Eigen::Ref<MatrixXd>(none));
+      result.fallback_refits += candidate_shifts(
+          problem, objective, gradient_at_w, tolerance, row, local_row, copy, options, logistic_update, comm,
+          mine ? Eigen::Ref<MatrixXd>(result.shifts.middleRows((q - first) * K, K)) : Eigen::Ref<MatrixXd>(none));
       bar.advance();
     }
     bar.finish();

@@ -14,16 +14,13 @@
 
 namespace filkit {
 
-
-
-
-
 void FitOptions::validate() const {
   require_non_negative("l2", l2);
   require_in_interval("tolerance", gradient_tolerance, 0.0, End::kOpen, 1e-3, End::kClosed);
   require_positive("max_iterations", max_iterations);
   if (regression && kind != ModelKind::kLeastSquares)
-    option_error("regression", "only least squares (" + option_name("model") + " least-squares) fits a real-valued target");
+    option_error("regression",
+                 "only least squares (" + option_name("model") + " least-squares) fits a real-valued target");
 }
 
 VectorXd Model::flat() const { return Eigen::Map<const VectorXd>(weights.data(), weights.size()); }
@@ -78,9 +75,7 @@ Model empty_model(const Dataset& data, const FitOptions& options, const Communic
   model.regression = options.regression;
   model.l2 = options.l2;
   model.n_train = comm.sum(data.n());
-  model.num_classes = options.kind == ModelKind::kSoftmax ? infer_num_classes(data, comm)
-                      : options.regression                 ? 1
-                                                           : 2;
+  model.num_classes = options.kind == ModelKind::kSoftmax ? infer_num_classes(data, comm) : options.regression ? 1 : 2;
   const Index p = data.d() + (options.intercept ? 1 : 0);
   model.weights = MatrixXd::Zero(p, options.kind == ModelKind::kSoftmax ? model.num_classes : 1);
   return model;
@@ -88,8 +83,7 @@ Model empty_model(const Dataset& data, const FitOptions& options, const Communic
 
 NumericalError singular_hessian_error(const FitOptions& options) {
   std::ostringstream message;
-  message << "the Hessian H = X^T W X + n*lambda*I is singular or numerically so (lambda = "
-          << options.l2 << ")";
+  message << "the Hessian H = X^T W X + n*lambda*I is singular or numerically so (lambda = " << options.l2 << ")";
   if (options.l2 == 0.0) message << ": features are collinear; set a positive L2 strength (option l2, e.g. 1e-4)";
   else message << "; increase the L2 strength (option l2)";
   return NumericalError(message.str());
@@ -212,8 +206,8 @@ Model lbfgs(const Dataset& data, const FitOptions& options, Model model, const V
 
 Model minimise(const Dataset& data, const FitOptions& options, Model start, const VectorXd& omega,
                const Communicator& comm = Communicator::local()) {
-  const bool use_lbfgs = options.solver == Solver::kLbfgs ||
-                         (options.solver == Solver::kAuto && start.weights.size() > kNewtonMaxParams);
+  const bool use_lbfgs =
+      options.solver == Solver::kLbfgs || (options.solver == Solver::kAuto && start.weights.size() > kNewtonMaxParams);
   return use_lbfgs ? lbfgs(data, options, std::move(start), omega, comm)
                    : newton(data, options, std::move(start), omega, comm);
 }
@@ -229,9 +223,10 @@ VectorXd model_targets(const Dataset& data, const FitOptions& options) {
     const double y = data.y(i);
     if (y != std::floor(y) || y < 0 || y >= static_cast<double>(classes)) {
       std::ostringstream message;
-      message << "label " << y << " of row " << i << " is outside the domain of the "
-              << to_string(options.kind) << " model: expected ";
-      if (classes == 2) message << "0 or 1 (choose two classes with the classes option, or regression for least squares)";
+      message << "label " << y << " of row " << i << " is outside the domain of the " << to_string(options.kind)
+              << " model: expected ";
+      if (classes == 2)
+        message << "0 or 1 (choose two classes with the classes option, or regression for least squares)";
       else message << "a class index 0.." << classes - 1;
       throw DataError(message.str());
     }

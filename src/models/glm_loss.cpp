@@ -101,8 +101,11 @@ VectorXd class_probabilities(ModelKind kind, const VectorXd& scores) {
 }
 
 GlmObjective::GlmObjective(const Model& model, const Dataset& data, VectorXd omega, const Communicator& comm)
-    : shape_(model), design_(data.X, model.intercept), omega_(std::move(omega)),
-      penalty_(static_cast<double>(comm.sum(data.n())) * model.l2), comm_(&comm) {
+    : shape_(model),
+      design_(data.X, model.intercept),
+      omega_(std::move(omega)),
+      penalty_(static_cast<double>(comm.sum(data.n())) * model.l2),
+      comm_(&comm) {
   FitOptions options;
   options.kind = model.kind;
   options.regression = model.regression;

@@ -2,8 +2,4 @@
 
 #include <stdexcept>
 
-namespace filkit {
-
-
-
-}  // namespace filkit
+namespace filkit {}  // namespace filkit

@@ -25,8 +25,9 @@ void GradientModelOptions::validate() const {
     option_error("lambda_min", format_double(lambda_min),
                  "must lie in [0, " + option_name("lambda") + " = " + format_double(lambda) + "]");
   if (lambda_decay > 0.0 && kind == GradientModelKind::kConditional)
-    option_error("lambda_decay", format_double(lambda_decay),
-                 "only the constant gradient models decay lambda (" + option_name("gradient_model") + " = conditional)");
+    option_error(
+        "lambda_decay", format_double(lambda_decay),
+        "only the constant gradient models decay lambda (" + option_name("gradient_model") + " = conditional)");
   if (kind != GradientModelKind::kConditional && objective != GradientObjective::kPerturbation)
     option_error("objective", "gradient",
                  "the " + to_string(kind) + " gradient model is a perturbation added to the gradient; use " +
@@ -34,8 +35,9 @@ void GradientModelOptions::validate() const {
   if (hidden.empty()) option_error("gradient_hidden", "the gradient model needs at least one hidden layer");
   for (Index width : hidden) require_positive("gradient_hidden", width);
   if (kind == GradientModelKind::kConstant && hidden.size() < 2)
-    option_error("gradient_hidden", "the constant gradient model needs at least two widths (its last normalisation "
-                                    "stands before the last hidden layer, whose input is that width)");
+    option_error("gradient_hidden",
+                 "the constant gradient model needs at least two widths (its last normalisation "
+                 "stands before the last hidden layer, whose input is that width)");
   require_non_negative("gradient_steps", steps);
   require_non_negative("gradient_decay", decay);
   require_non_negative("gradient_min_steps", min_steps);

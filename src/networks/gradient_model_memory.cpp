@@ -28,8 +28,8 @@ ConvBranch conv_branch(const ImageShape& image) {
   NetworkPlan plan;
   try {
     plan = plan_network(parse_network_layers("conv:16:8:2:2,tanh,avgpool:2:1,conv:32:4:2,tanh,"
-                                                             "avgpool:2:1,flatten,dense:2"),
-                                        {image.channels, image.height, image.width}, 2);
+                                             "avgpool:2:1,flatten,dense:2"),
+                        {image.channels, image.height, image.width}, 2);
   } catch (const std::invalid_argument&) {
     return {};  // an image too small for the branch: the plugin says so when it builds the model
   }
@@ -48,9 +48,9 @@ std::uint64_t GradientModelMemoryEstimate::total() const {
 }
 
 std::string GradientModelMemoryEstimate::describe() const {
-  return "the gradient model of " + std::to_string(parameter_count) + " parameters (" +
-         readable_bytes(parameters) + " with Adam's moments, " + readable_bytes(activations) +
-         " of activations a public batch, " + readable_bytes(probes) + " of probes" +
+  return "the gradient model of " + std::to_string(parameter_count) + " parameters (" + readable_bytes(parameters) +
+         " with Adam's moments, " + readable_bytes(activations) + " of activations a public batch, " +
+         readable_bytes(probes) + " of probes" +
          (step_draws > 0 ? ", " + readable_bytes(step_draws) + " of every public example's probes and terms" : "") +
          (kept_records > 0 ? ", " + readable_bytes(kept_records) + " of the public examples' passes kept for a step"
                            : "") +
@@ -90,13 +90,14 @@ Index gradient_model_parameter_count(const GradientModelOptions& options, Index 
 
 GradientModelMemoryEstimate estimate_gradient_model_memory(const GradientModelOptions& options, Index released,
                                                            Index input_dim, const std::optional<ImageShape>& image,
-                                                           Index public_rows, bool network, const NetworkPlan* kept_records) {
+                                                           Index public_rows, bool network,
+                                                           const NetworkPlan* kept_records) {
   GradientModelMemoryEstimate estimate;
   estimate.parameter_count = gradient_model_parameter_count(options, released, image);
   const bool single = options.is_constant() && options.state_precision == GradientPrecision::kFloat32;
-  estimate.parameters = product(u64(estimate.parameter_count),
-                                static_cast<std::uint64_t>(kGradientModelParameterCopies) *
-                                    (single ? sizeof(float) : sizeof(double)));
+  estimate.parameters =
+      product(u64(estimate.parameter_count),
+              static_cast<std::uint64_t>(kGradientModelParameterCopies) * (single ? sizeof(float) : sizeof(double)));
   const std::uint64_t rows = u64(std::min(options.batch_size, public_rows));
   if (options.kind == GradientModelKind::kConditional) {
     std::uint64_t widths = sum(u64(input_dim), 3 * u64(released));  // x, the model's inputs, its output

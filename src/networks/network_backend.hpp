@@ -9,9 +9,9 @@
 // static library (it would get a second copy of its globals): it may use only header-only code.
 #pragma once
 
+#include "filkit/networks/gradient_model.hpp"
 #include "filkit/networks/network_layers.hpp"
 #include "filkit/networks/networks.hpp"
-#include "filkit/networks/gradient_model.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -35,10 +35,10 @@ class NetworkBackend {
   virtual MatrixXd gradients(const VectorXd& w, const RowMatrix& X, const VectorXd& y) const = 0;
   virtual MatrixXd clipped_gradients(const VectorXd& w, const RowMatrix& X, const VectorXd& y,
                                      double clip_norm) const = 0;
-  virtual MatrixXd jacobian_vector_products(const VectorXd& w, const RowMatrix& X, const VectorXd& y,
-                                            double clip_norm, const RowMatrix& V) const = 0;
-  virtual MatrixXd vector_jacobian_products(const VectorXd& w, const RowMatrix& X, const VectorXd& y,
-                                            double clip_norm, const RowMatrix& U) const = 0;
+  virtual MatrixXd jacobian_vector_products(const VectorXd& w, const RowMatrix& X, const VectorXd& y, double clip_norm,
+                                            const RowMatrix& V) const = 0;
+  virtual MatrixXd vector_jacobian_products(const VectorXd& w, const RowMatrix& X, const VectorXd& y, double clip_norm,
+                                            const RowMatrix& U) const = 0;
   /// Network::account_batch (first_position: X's first row's position in the whole batch).
   virtual NetworkBatchAccounting account_batch(const VectorXd& w, const RowMatrix& X, const VectorXd& y,
                                                double clip_norm, const NetworkAccountingRequest& request,
@@ -49,13 +49,13 @@ class NetworkBackend {
 /// per-example gradient restricted to the unfrozen coordinates, optionally with a learned gradient
 /// model g_phi, and the smooth clip of the result.
 struct ReleasedGradientSpec {
-  NetworkPlan plan;                   ///< the trained model (softmax regression is the softmax plan)
-  Index input_dim = 0;                ///< d (the private pixels)
-  std::optional<ImageShape> image;    ///< the rows' shape, for the gradient model's conv branch
-  Index num_classes = 2;              ///< K
-  bool intercept = false;             ///< x~ = [1, x] (the softmax plan's)
-  std::vector<Index> released;        ///< the unfrozen coordinates of the plan's parameters
-  bool learned = false;               ///< with a gradient model g_phi (fim); else r = clip(M g)
+  NetworkPlan plan;                 ///< the trained model (softmax regression is the softmax plan)
+  Index input_dim = 0;              ///< d (the private pixels)
+  std::optional<ImageShape> image;  ///< the rows' shape, for the gradient model's conv branch
+  Index num_classes = 2;            ///< K
+  bool intercept = false;           ///< x~ = [1, x] (the softmax plan's)
+  std::vector<Index> released;      ///< the unfrozen coordinates of the plan's parameters
+  bool learned = false;             ///< with a gradient model g_phi (fim); else r = clip(M g)
   GradientModelOptions gradient_model;
   double clip_norm = 1.0;
   /// Examples a piece (pieces.hpp) at most; 0: the conditional model's as many as keep its widest
@@ -127,7 +127,8 @@ class ReleasedGradientBackend {
                                 const RowMatrix& U) const = 0;
   /// The gradient model's objective on a batch with the given probes (row b * probes + s: the s-th
   /// probe of example b), and its gradient about phi (for the finite-difference tests).
-  virtual double objective(const VectorXd& theta, const RowMatrix& X, const VectorXd& y, const RowMatrix& probes) const = 0;
+  virtual double objective(const VectorXd& theta, const RowMatrix& X, const VectorXd& y,
+                           const RowMatrix& probes) const = 0;
   virtual VectorXd objective_gradient(const VectorXd& theta, const RowMatrix& X, const VectorXd& y,
                                       const RowMatrix& probes) const = 0;
   virtual VectorXd phi() const = 0;
@@ -190,8 +191,7 @@ filkit::ReleasedGradientBackend* filkit_create_released_gradient_backend(const f
 /// std::invalid_argument when the file cannot be read as a TorchScript module or its forward
 /// cannot run on such inputs; an unsupported operator is reported in the result, not thrown.
 filkit::TorchScriptNetwork filkit_read_torchscript(const std::string& path,
-                                                   const std::vector<filkit::Index>& input_shape,
-                                                   std::uint64_t seed);
+                                                   const std::vector<filkit::Index>& input_shape, std::uint64_t seed);
 }
 #if defined(__clang__)
 #pragma clang diagnostic pop

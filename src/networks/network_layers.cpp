@@ -104,7 +104,9 @@ LayerSpec parse_layer(const LayerText& at) {
     layer.kind = LayerKind::kElu;
     at.arguments(parts, 0, 1, "elu or elu:ALPHA");
     if (parts.size() == 2)
-      layer.alpha = at.scale(parts[1], "ALPHA", "elu's negative side tends to -ALPHA: a huge ALPHA makes activations overflow, a tiny one a kink at 0");
+      layer.alpha = at.scale(
+          parts[1], "ALPHA",
+          "elu's negative side tends to -ALPHA: a huge ALPHA makes activations overflow, a tiny one a kink at 0");
   } else if (name == "flatten" || name == "tanh" || name == "sigmoid" || name == "selu") {
     layer.kind = parse_enum<LayerKind>(name);
     at.arguments(parts, 0, 0, (name + " (no arguments)").c_str());
@@ -127,21 +129,26 @@ std::string refused_layer_reason(const std::string& raw) {
   if (name == "relu" || name == "relu6" || name == "leaky_relu" || name == "leakyrelu" || name == "prelu" ||
       name == "rrelu" || name == "hardtanh" || name == "hardswish" || name == "hardsigmoid" || name == "threshold" ||
       name == "abs" || name == "celu" /* smooth only at alpha = 1: take elu */)
-    return name + " is not smooth: its derivative jumps at a kink, so the Jacobian G = d g~/dx of an example's "
-                  "clipped gradient, which FIL accounting needs, does not exist there (and ReLU-like layers have "
-                  "zero curvature everywhere else)" + smooth;
+    return name +
+           " is not smooth: its derivative jumps at a kink, so the Jacobian G = d g~/dx of an example's "
+           "clipped gradient, which FIL accounting needs, does not exist there (and ReLU-like layers have "
+           "zero curvature everywhere else)" +
+           smooth;
   if (name == "maxpool" || name == "max_pool2d" || name == "max_pool1d" || name == "adaptive_max_pool2d" ||
       name == "maxpool2d")
-    return name + " is not smooth: max pooling switches between its inputs, so the Jacobian G = d g~/dx that "
-                  "FIL accounting needs does not exist where it switches; use avgpool";
+    return name +
+           " is not smooth: max pooling switches between its inputs, so the Jacobian G = d g~/dx that "
+           "FIL accounting needs does not exist where it switches; use avgpool";
   if (name == "batchnorm" || name == "batch_norm" || name == "batchnorm2d" || name == "batchnorm1d" ||
       name == "instance_norm" || name == "group_norm")
-    return name + " couples the examples of a batch (each output uses the batch's statistics, or running "
-                  "statistics trained from them), so an example's gradient depends on the others and its FIL "
-                  "is not defined; remove it (the paper's networks have no normalisation)";
+    return name +
+           " couples the examples of a batch (each output uses the batch's statistics, or running "
+           "statistics trained from them), so an example's gradient depends on the others and its FIL "
+           "is not defined; remove it (the paper's networks have no normalisation)";
   if (name == "dropout" || name == "feature_dropout" || name == "alpha_dropout")
-    return name + " multiplies by a random mask, so the released gradient is not a function of the example "
-                  "alone; remove it (private SGD's noise already regularises)";
+    return name +
+           " multiplies by a random mask, so the released gradient is not a function of the example "
+           "alone; remove it (private SGD's noise already regularises)";
   return "";
 }
 
@@ -172,7 +179,11 @@ std::string to_string(const LayerSpec& layer) {
   };
   switch (layer.kind) {
     case LayerKind::kDense: out << ":" << layer.out << (layer.bias ? "" : ":nobias"); break;
-    case LayerKind::kConv: out << ":" << layer.out; window(); if (!layer.bias) out << " (no bias)"; break;
+    case LayerKind::kConv:
+      out << ":" << layer.out;
+      window();
+      if (!layer.bias) out << " (no bias)";
+      break;
     case LayerKind::kAvgPool: window(); break;
     case LayerKind::kSoftplus:
       if (layer.beta != 1.0) out << ":" << detail::format_number(layer.beta);
@@ -217,7 +228,8 @@ NetworkPlan plan_network(const std::vector<LayerSpec>& layers, const std::vector
     const bool image = shape.size() == 3;
     switch (s.kind) {
       case LayerKind::kDense:
-        if (image) fail("takes a vector, but its input is an image of " + shape_text(shape) + "; put flatten before it");
+        if (image)
+          fail("takes a vector, but its input is an image of " + shape_text(shape) + "; put flatten before it");
         planned.in = shape[0];
         shape = {s.out};
         break;
@@ -243,9 +255,10 @@ NetworkPlan plan_network(const std::vector<LayerSpec>& layers, const std::vector
     planned.output_shape = shape;
     planned.offset = plan.parameter_count;
     // In doubles first: each size is below 2^31, but their product need not fit in 64 bits.
-    const double weights = s.kind == LayerKind::kDense  ? static_cast<double>(s.out) * planned.in
-                           : s.kind == LayerKind::kConv ? static_cast<double>(s.out) * planned.in * s.kernel_h * s.kernel_w
-                                                        : 0.0;
+    const double weights = s.kind == LayerKind::kDense ? static_cast<double>(s.out) * planned.in
+                           : s.kind == LayerKind::kConv
+                               ? static_cast<double>(s.out) * planned.in * s.kernel_h * s.kernel_w
+                               : 0.0;
     double elements = 1.0;
     for (Index size : shape) elements *= static_cast<double>(size);
     if (weights + static_cast<double>(plan.parameter_count) > static_cast<double>(kMaxParameters))

@@ -17,8 +17,8 @@
 #include <link.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
@@ -41,7 +41,7 @@ struct LoadedPlugin {
   CreateNetworkBackend create = nullptr;  // null when no plugin loaded
   ReadTorchScript read_torchscript = nullptr;
   CreateReleasedGradientBackend create_released_gradient = nullptr;
-  std::string failure;                    // then: every path tried and why it failed
+  std::string failure;  // then: every path tried and why it failed
 };
 
 /// The directory of the executable or shared object this function was linked into ("" if unknown).
@@ -55,9 +55,8 @@ std::filesystem::path directory_of_this_code() {
   // The main program's link map has an empty name (and dli_fname is argv[0], maybe relative or
   // found on PATH): ask the kernel where it is.
   std::error_code error;
-  const std::filesystem::path file =
-      object->l_name[0] != '\0' ? std::filesystem::path(object->l_name)
-                                : std::filesystem::read_symlink("/proc/self/exe", error);
+  const std::filesystem::path file = object->l_name[0] != '\0' ? std::filesystem::path(object->l_name)
+                                                               : std::filesystem::read_symlink("/proc/self/exe", error);
   if (error || file.empty()) return {};
   return std::filesystem::absolute(file, error).parent_path();
 }
@@ -88,13 +87,11 @@ void choose_openblas_kernels() {
   if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return;
   __builtin_cpu_init();
   const char* core = nullptr;
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512cd"))
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512cd"))
     core = "SkylakeX";
-  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    core = "Haswell";
-  else if (__builtin_cpu_supports("avx"))
-    core = "Sandybridge";
+  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) core = "Haswell";
+  else if (__builtin_cpu_supports("avx")) core = "Sandybridge";
   if (core != nullptr) setenv("OPENBLAS_CORETYPE", core, /*overwrite=*/0);
 }
 
@@ -113,9 +110,10 @@ LoadedPlugin load_plugin() {
     const auto read_torchscript = reinterpret_cast<ReadTorchScript>(dlsym(handle, kReadTorchScriptSymbol));
     const auto create_released_gradient =
         reinterpret_cast<CreateReleasedGradientBackend>(dlsym(handle, kCreateReleasedGradientBackendSymbol));
-    if (abi_version == nullptr || create == nullptr || read_torchscript == nullptr || create_released_gradient == nullptr) {
-      tried += "\n  " + path + ": not a filkit network plugin (it lacks " + kNetworkBackendAbiVersionSymbol +
-               " or " + kCreateNetworkBackendSymbol + ")";
+    if (abi_version == nullptr || create == nullptr || read_torchscript == nullptr ||
+        create_released_gradient == nullptr) {
+      tried += "\n  " + path + ": not a filkit network plugin (it lacks " + kNetworkBackendAbiVersionSymbol + " or " +
+               kCreateNetworkBackendSymbol + ")";
       continue;
     }
     if (const int version = abi_version(); version != kNetworkBackendAbiVersion) {
@@ -127,12 +125,14 @@ LoadedPlugin load_plugin() {
     return {create, read_torchscript, create_released_gradient, {}};
   }
   if (tried.empty()) tried = "\n  (no candidate path)";
-  return {nullptr, nullptr, nullptr,
-          std::string("the networks (and private training with public data: fim, prune, dpsgd) need LibTorch, which filkit loads "
-                      "from its plugin ") +
-              kPluginFileName + " on first use, and no plugin could be loaded; tried:" + tried +
-              "\nRun scripts/setup.sh (installs libtorch-dev and builds with -DFILKIT_WITH_TORCH=ON), or set "
-              "FILKIT_TORCH_PLUGIN to the plugin's path."};
+  return {
+      nullptr, nullptr, nullptr,
+      std::string(
+          "the networks (and private training with public data: fim, prune, dpsgd) need LibTorch, which filkit loads "
+          "from its plugin ") +
+          kPluginFileName + " on first use, and no plugin could be loaded; tried:" + tried +
+          "\nRun scripts/setup.sh (installs libtorch-dev and builds with -DFILKIT_WITH_TORCH=ON), or set "
+          "FILKIT_TORCH_PLUGIN to the plugin's path."};
 }
 
 const LoadedPlugin& plugin() {
@@ -233,7 +233,9 @@ class GuardedShiftObjectiveTermCache final : public ShiftObjectiveTermCache {
 class GuardedReleasedGradientBackend final : public ReleasedGradientBackend {
  public:
   explicit GuardedReleasedGradientBackend(ReleasedGradientBackend* inner) : inner_(inner) {}
-  void initialize(std::uint64_t seed) override { guarded([&] { inner_->initialize(seed); }); }
+  void initialize(std::uint64_t seed) override {
+    guarded([&] { inner_->initialize(seed); });
+  }
   GradientModelTraining train(const VectorXd& theta, const RowMatrix& X, const VectorXd& y, Index steps,
                               std::uint64_t seed) override {
     return guarded([&] { return inner_->train(theta, X, y, steps, seed); });
@@ -260,9 +262,15 @@ class GuardedReleasedGradientBackend final : public ReleasedGradientBackend {
                               const RowMatrix& probes) const override {
     return guarded([&] { return inner_->objective_gradient(theta, X, y, probes); });
   }
-  VectorXd phi() const override { return guarded([&] { return inner_->phi(); }); }
-  void set_phi(const VectorXd& phi) override { guarded([&] { inner_->set_phi(phi); }); }
-  void set_shift(const VectorXd& c) override { guarded([&] { inner_->set_shift(c); }); }
+  VectorXd phi() const override {
+    return guarded([&] { return inner_->phi(); });
+  }
+  void set_phi(const VectorXd& phi) override {
+    guarded([&] { inner_->set_phi(phi); });
+  }
+  void set_shift(const VectorXd& c) override {
+    guarded([&] { inner_->set_shift(c); });
+  }
   ShiftObjectiveValue shift_objective(const VectorXd& theta, const RowMatrix& X, const VectorXd& y, const VectorXd& c,
                                       const RowMatrix& probes, const ShiftObjectiveRequest& request) const override {
     return guarded([&] { return inner_->shift_objective(theta, X, y, c, probes, request); });
@@ -302,7 +310,8 @@ TorchScriptNetwork read_torchscript(const std::string& path, const std::vector<I
 
 std::unique_ptr<ReleasedGradientBackend> create_released_gradient_backend(const ReleasedGradientSpec& spec) {
   const LoadedPlugin& plugin = loaded_plugin();
-  return std::make_unique<GuardedReleasedGradientBackend>(guarded([&] { return plugin.create_released_gradient(spec); }));
+  return std::make_unique<GuardedReleasedGradientBackend>(
+      guarded([&] { return plugin.create_released_gradient(spec); }));
 }
 
 bool network_plugin_loads() noexcept {

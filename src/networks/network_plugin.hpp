@@ -15,8 +15,7 @@ namespace filkit {
 std::unique_ptr<NetworkBackend> create_network_backend(const NetworkPlan& plan, const NetworkOptions& options);
 
 /// A TorchScript file read by the plugin (network_backend.hpp's filkit_read_torchscript).
-TorchScriptNetwork read_torchscript(const std::string& path, const std::vector<Index>& input_shape,
-                                    std::uint64_t seed);
+TorchScriptNetwork read_torchscript(const std::string& path, const std::vector<Index>& input_shape, std::uint64_t seed);
 
 /// A released-gradient backend from the plugin (public_data_training.hpp's dpsgd, prune and fim).
 std::unique_ptr<ReleasedGradientBackend> create_released_gradient_backend(const ReleasedGradientSpec& spec);

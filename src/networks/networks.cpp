@@ -2,19 +2,19 @@
 // computations to a NetworkBackend from the LibTorch plugin (network_plugin.hpp).
 #include "filkit/networks/networks.hpp"
 
-#include "networks/network_backend.hpp"
 #include "filkit/base/checks.hpp"
 #include "filkit/base/io.hpp"
 #include "filkit/base/resources.hpp"
 #include "filkit/data/npy.hpp"
+#include "networks/network_backend.hpp"
 #include "networks/network_plugin.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <system_error>
 #include <limits>
 #include <stdexcept>
+#include <system_error>
 
 namespace filkit {
 
@@ -31,8 +31,9 @@ void NetworkOptions::validate() const {
                  "give a layer specification (" + option_name("arch") + ") or a TorchScript file (" +
                      option_name("torchscript") + ")" + (layers.empty() ? "" : ", not both"));
   if (!custom && !layers.empty())
-    option_error("arch", "'" + layers + "'",
-                 "a layer specification needs the custom model (it would be ignored by " + to_string(architecture) + ")");
+    option_error(
+        "arch", "'" + layers + "'",
+        "a layer specification needs the custom model (it would be ignored by " + to_string(architecture) + ")");
   if (!custom && !torchscript.empty())
     option_error("torchscript", "'" + torchscript + "'",
                  "a TorchScript file needs the custom model (it would be ignored by " + to_string(architecture) + ")");
@@ -63,12 +64,15 @@ std::vector<LayerSpec> builtin_network_layers(const NetworkOptions& options, Ind
       return parse_network_layers(spec + ",dense:" + K);
     }
     case NetworkArchitecture::kCnn:
-      return parse_network_layers("conv:16:8:2:2,tanh,avgpool:2:1,conv:32:4:2,tanh,avgpool:2:1,flatten,dense:32,tanh,"
-                                  "dense:" + K);
+      return parse_network_layers(
+          "conv:16:8:2:2,tanh,avgpool:2:1,conv:32:4:2,tanh,avgpool:2:1,flatten,dense:32,tanh,"
+          "dense:" +
+          K);
     case NetworkArchitecture::kCifarCnn:
       return parse_network_layers(
           "conv:32:3:1:1,tanh,conv:32:3:1:1,tanh,avgpool:2:2,conv:64:3:1:1,tanh,conv:64:3:1:1,tanh,avgpool:2:2,"
-          "conv:128:3:1:1,tanh,conv:128:3:1:1,tanh,avgpool:2:2,flatten,dense:128,tanh,dense:" + K);
+          "conv:128:3:1:1,tanh,conv:128:3:1:1,tanh,avgpool:2:2,flatten,dense:128,tanh,dense:" +
+          K);
     case NetworkArchitecture::kCustom: break;
   }
   // Custom networks never ask: a bug otherwise.
@@ -241,8 +245,8 @@ Network::Network(const NetworkOptions& options, Index input_dim, Index num_class
   const std::uint64_t budget = options.max_memory.value_or(default_memory_budget().bytes);
   if (!options.torchscript.empty()) {
     // A damaged file (a flipped bit in a weight) fails its members' CRC-32s; LibTorch does not check them.
-    check_torchscript_memory(options.torchscript,
-                             verify_zip_members(options.torchscript, "TorchScript (zip) file"), budget);
+    check_torchscript_memory(options.torchscript, verify_zip_members(options.torchscript, "TorchScript (zip) file"),
+                             budget);
     module = read_torchscript(options.torchscript, input_shape, /*seed=*/0x5eed);
     if (!module->unsupported_operator.empty()) {
       const std::string reason = refused_layer_reason(module->unsupported_operator);
@@ -255,7 +259,8 @@ Network::Network(const NetworkOptions& options, Index input_dim, Index num_class
     }
     layers = module->layers;
   } else {
-    layers = options.layers.empty() ? builtin_network_layers(options, num_classes) : parse_network_layers(options.layers);
+    layers =
+        options.layers.empty() ? builtin_network_layers(options, num_classes) : parse_network_layers(options.layers);
   }
   impl_->plan = plan_network(layers, input_shape, num_classes);
   impl_->p = impl_->plan.parameter_count;

@@ -25,7 +25,8 @@ void PldAccountant::update() const {
   for (const AccountantEvent& event : history_) {
     if (event.sample_rate == 0 || event.steps == 0) continue;
     const double s = event.noise_multiplier / sensitivity;
-    for (auto [direction, composed] : {std::pair{PldDirection::kRemove, &remove_}, std::pair{PldDirection::kAdd, &add_}}) {
+    for (auto [direction, composed] :
+         {std::pair{PldDirection::kRemove, &remove_}, std::pair{PldDirection::kAdd, &add_}}) {
       const DiscretePld one = gaussian_pld(s, event.sample_rate, direction, settings_);
       *composed = compose(*composed, self_compose(one, event.steps, settings_.truncation_mass, settings_.max_memory),
                           settings_.truncation_mass, settings_.max_memory);
@@ -88,12 +89,14 @@ void PldAccountant::load_state_dict(const nlohmann::json& state) {
   current_ = false;
 }
 
-std::unique_ptr<PrivacyAccountant> PldAccountant::empty_like() const { return std::make_unique<PldAccountant>(relation_, settings_); }
+std::unique_ptr<PrivacyAccountant> PldAccountant::empty_like() const {
+  return std::make_unique<PldAccountant>(relation_, settings_);
+}
 
 std::string PldAccountant::description() const {
-  return "PLD accountant (connect-the-dots, pessimistic), " + describe(relation_) +
-         ", discretisation interval " + shown_value(settings_.discretization) + ", tail truncation " +
-         shown_value(settings_.truncation_mass) + " per step and composition (moved to L = inf, counted in delta)";
+  return "PLD accountant (connect-the-dots, pessimistic), " + describe(relation_) + ", discretisation interval " +
+         shown_value(settings_.discretization) + ", tail truncation " + shown_value(settings_.truncation_mass) +
+         " per step and composition (moved to L = inf, counted in delta)";
 }
 
 }  // namespace filkit

@@ -169,7 +169,8 @@ void truncate_tails(DiscretePld& pld, double tail_mass, double noise) {
   std::size_t high = p.size() - 1;
   double upper = 0.0;
   while (high > low && (upper + p[high] <= tail_mass / 2 || p[high] <= noise)) upper += p[high--];
-  std::vector<double> kept(p.begin() + static_cast<std::ptrdiff_t>(low), p.begin() + static_cast<std::ptrdiff_t>(high) + 1);
+  std::vector<double> kept(p.begin() + static_cast<std::ptrdiff_t>(low),
+                           p.begin() + static_cast<std::ptrdiff_t>(high) + 1);
   kept.front() += lower;
   pld.offset += static_cast<std::int64_t>(low);
   pld.infinity_mass = std::min(1.0, pld.infinity_mass + upper);
@@ -205,7 +206,8 @@ DiscretePld gaussian_pld(double s, double sample_rate, PldDirection direction, c
   const auto n = static_cast<std::size_t>(static_cast<std::int64_t>(last) - i_first + 1);
   check_grid_memory(n, 0, settings.max_memory, "the PLD of one step at noise " + shown_value(s));
   std::vector<double> x(n);
-  for (std::size_t k = 0; k < n; ++k) x[k] = pair.x_of_loss(static_cast<double>(i_first + static_cast<std::int64_t>(k)) * h);
+  for (std::size_t k = 0; k < n; ++k)
+    x[k] = pair.x_of_loss(static_cast<double>(i_first + static_cast<std::int64_t>(k)) * h);
   const bool increasing = direction == PldDirection::kRemove;
   // The x-interval of the losses between grid points k and k + 1, and the tails beyond.
   const auto between = [&](std::size_t k) {
@@ -367,7 +369,8 @@ DiscretePld self_compose(const DiscretePld& a, std::int64_t k, double truncation
     }
     const double magnitude = std::abs(coefficient);
     // k |f|^{k-1} = k |f^k| / |f|
-    const double grown = magnitude > 0 ? kk * std::abs(power) / magnitude * (unit * std::sqrt(norm) + unit * magnitude) : 0.0;
+    const double grown =
+        magnitude > 0 ? kk * std::abs(power) / magnitude * (unit * std::sqrt(norm) + unit * magnitude) : 0.0;
     error_square += 2 * grown * grown;  // the half spectrum stands for both halves
     coefficient = power;
   }

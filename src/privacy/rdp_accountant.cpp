@@ -22,10 +22,10 @@ void RdpAccountant::compose(double noise_multiplier, double sample_rate, std::in
   require_non_negative("steps", steps);
   // Training steps repeat one (sigma, q): reuse its curve rather than re-summing every series.
   if (!(noise_multiplier == cached_noise_multiplier_ && sample_rate == cached_sample_rate_)) {
-    cached_rdp_ = relation_ == NeighbouringRelation::kAddRemove
-                      ? subsampled_gaussian_rdp(noise_multiplier, sample_rate, orders_)
-                      : sampled_without_replacement_gaussian_rdp(noise_multiplier / kReplaceOneSensitivity,
-                                                                 sample_rate, orders_);
+    cached_rdp_ =
+        relation_ == NeighbouringRelation::kAddRemove
+            ? subsampled_gaussian_rdp(noise_multiplier, sample_rate, orders_)
+            : sampled_without_replacement_gaussian_rdp(noise_multiplier / kReplaceOneSensitivity, sample_rate, orders_);
     cached_noise_multiplier_ = noise_multiplier;
     cached_sample_rate_ = sample_rate;
   }
@@ -34,7 +34,9 @@ void RdpAccountant::compose(double noise_multiplier, double sample_rate, std::in
   for (std::size_t k = 0; k < orders_.size(); ++k) rdp_[k] += static_cast<double>(steps) * step_rdp[k];
 }
 
-PrivacySpent RdpAccountant::get_privacy_spent(double delta) const { return privacy_spent_from_rdp(orders_, rdp_, delta); }
+PrivacySpent RdpAccountant::get_privacy_spent(double delta) const {
+  return privacy_spent_from_rdp(orders_, rdp_, delta);
+}
 
 void RdpAccountant::step(double noise_multiplier, double sample_rate, std::int64_t steps) {
   record(noise_multiplier, sample_rate, steps);
@@ -59,7 +61,10 @@ double RdpAccountant::delta(double epsilon) const {
 nlohmann::json RdpAccountant::state_dict() const {
   nlohmann::json rdp = nlohmann::json::array();
   for (double r : rdp_) rdp.push_back(std::isfinite(r) ? nlohmann::json(r) : nlohmann::json("inf"));
-  return {{"accountant", "rdp"}, {"neighbouring_relation", to_string(relation_)}, {"orders", orders_}, {"rdp", rdp},
+  return {{"accountant", "rdp"},
+          {"neighbouring_relation", to_string(relation_)},
+          {"orders", orders_},
+          {"rdp", rdp},
           {"history", history_json()}};
 }
 
@@ -87,7 +92,9 @@ void RdpAccountant::load_state_dict(const nlohmann::json& state) {
   }
 }
 
-std::unique_ptr<PrivacyAccountant> RdpAccountant::empty_like() const { return std::make_unique<RdpAccountant>(orders_, relation_); }
+std::unique_ptr<PrivacyAccountant> RdpAccountant::empty_like() const {
+  return std::make_unique<RdpAccountant>(orders_, relation_);
+}
 
 std::string RdpAccountant::description() const {
   return "RDP accountant, " + describe(relation_) + ", " + std::to_string(orders_.size()) + " orders";

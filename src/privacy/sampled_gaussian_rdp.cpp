@@ -95,12 +95,12 @@ double rdp_at_order(double noise_multiplier, double sample_rate, double alpha) {
   // sigma = 0, or so small that even the q = 1 value alpha / (2 sigma^2) overflows.
   if (std::isinf(inverse_twice_variance(noise_multiplier))) return kInf;
   if (sample_rate == 1) return alpha / (2 * noise_multiplier * noise_multiplier);
-  const double log_a = is_integer(alpha)
-                           ? sampled_gaussian_log_a_integer(noise_multiplier, sample_rate, static_cast<std::int64_t>(alpha))
-                           : sampled_gaussian_log_a_series(noise_multiplier, sample_rate, alpha);
+  const double log_a = is_integer(alpha) ? sampled_gaussian_log_a_integer(noise_multiplier, sample_rate,
+                                                                          static_cast<std::int64_t>(alpha))
+                                         : sampled_gaussian_log_a_series(noise_multiplier, sample_rate, alpha);
   if (std::isnan(log_a)) {
-    throw NumericalError("RDP is NaN at " + describe("sample_rate", sample_rate) + ", " + describe("noise_multiplier", noise_multiplier) +
-                         ", " + describe("order", alpha));
+    throw NumericalError("RDP is NaN at " + describe("sample_rate", sample_rate) + ", " +
+                         describe("noise_multiplier", noise_multiplier) + ", " + describe("order", alpha));
   }
   // A_alpha >= 1 (Jensen), so a negative log A_alpha is rounding in a sum of terms near 1.
   return std::max(log_a, 0.0) / (alpha - 1);
@@ -108,8 +108,7 @@ double rdp_at_order(double noise_multiplier, double sample_rate, double alpha) {
 
 std::string edge_warning(OptimalOrderStatus status, double order) {
   switch (status) {
-    case OptimalOrderStatus::kInterior:
-      return "";
+    case OptimalOrderStatus::kInterior: return "";
     case OptimalOrderStatus::kSmallest:
       return "the optimal order " + shown_value(order) +
              " is the smallest order of the grid; add smaller orders (> 1) for a possibly smaller eps";
@@ -154,7 +153,8 @@ std::vector<double> log_forward_differences(double noise_multiplier, std::int64_
   log_differences[0] = row[0].log_magnitude;
   for (std::int64_t pass = 1; pass <= n; ++pass) {
     for (std::int64_t j = 0; j + pass <= n; ++j)
-      row[static_cast<std::size_t>(j)] = signed_difference(row[static_cast<std::size_t>(j) + 1], row[static_cast<std::size_t>(j)]);
+      row[static_cast<std::size_t>(j)] =
+          signed_difference(row[static_cast<std::size_t>(j) + 1], row[static_cast<std::size_t>(j)]);
     log_differences[static_cast<std::size_t>(pass)] = row[0].log_magnitude;
   }
   return log_differences;
@@ -177,7 +177,8 @@ double without_replacement_log_a(double noise_multiplier, double sample_rate, st
   log_a = log_add(log_a, 2 * log_q + log_binomial(a, 2) +
                              std::min(std::log(4.0) + eps2 + std::log(-std::expm1(-eps2)), eps2 + std::numbers::ln2));
   const bool exact = alpha <= kMaxDifferenceOrder;
-  const std::vector<double> log_d = exact ? log_forward_differences(noise_multiplier, alpha + 1) : std::vector<double>{};
+  const std::vector<double> log_d =
+      exact ? log_forward_differences(noise_multiplier, alpha + 1) : std::vector<double>{};
   for (std::int64_t i = 3; i <= alpha; ++i) {
     double bound = std::numbers::ln2 + cgf(static_cast<double>(i - 1));
     if (exact) {
@@ -198,7 +199,8 @@ double without_replacement_rdp_at_order(double noise_multiplier, double sample_r
   const double log_a_lower = without_replacement_log_a(noise_multiplier, sample_rate, static_cast<std::int64_t>(lower));
   if (alpha == lower) return log_a_lower / (alpha - 1);
   const double t = alpha - lower;
-  const double log_a_upper = without_replacement_log_a(noise_multiplier, sample_rate, static_cast<std::int64_t>(lower) + 1);
+  const double log_a_upper =
+      without_replacement_log_a(noise_multiplier, sample_rate, static_cast<std::int64_t>(lower) + 1);
   return ((1 - t) * log_a_lower + t * log_a_upper) / (alpha - 1);
 }
 
@@ -245,8 +247,8 @@ double sampled_gaussian_log_a_integer(double noise_multiplier, double sample_rat
   double log_a = -kInf;
   for (std::int64_t i = 0; i <= alpha; ++i, coefficient.advance()) {
     const double k = static_cast<double>(i);
-    log_a = log_add(log_a, coefficient.log_magnitude() + k * log_q +
-                               static_cast<double>(alpha - i) * log_1mq + (k * k - k) * exponent_scale);
+    log_a = log_add(log_a, coefficient.log_magnitude() + k * log_q + static_cast<double>(alpha - i) * log_1mq +
+                               (k * k - k) * exponent_scale);
   }
   return log_a;
 }
@@ -274,20 +276,21 @@ double sampled_gaussian_log_a_series(double noise_multiplier, double sample_rate
     const double log_a = log_add(log_a0, log_a1);
     // Past i > alpha the terms alternate and shrink, so the next term bounds the error of
     // stopping; it must be small relative to log A (or absolutely, when log A is tiny).
-    if (i > alpha &&
-        std::max(log_s0, log_s1) < log_a + std::log(kSeriesTolerance * std::max(log_a, kSeriesTinyLogA))) {
+    if (i > alpha && std::max(log_s0, log_s1) < log_a + std::log(kSeriesTolerance * std::max(log_a, kSeriesTinyLogA))) {
       return log_a;
     }
   }
-  throw NumericalError("the erfc series of the sampled Gaussian RDP did not converge at " + describe("sample_rate", sample_rate) + ", " +
-                       describe("noise_multiplier", noise_multiplier) + ", " + describe("alpha", alpha));
+  throw NumericalError("the erfc series of the sampled Gaussian RDP did not converge at " +
+                       describe("sample_rate", sample_rate) + ", " + describe("noise_multiplier", noise_multiplier) +
+                       ", " + describe("alpha", alpha));
 }
 
 namespace {
 
 // One step's curve, r(alpha) = at_order(q, sigma, alpha) at each order, after validating all three.
 template <typename AtOrder>
-std::vector<double> rdp_curve(double noise_multiplier, double sample_rate, const std::vector<double>& orders, AtOrder at_order) {
+std::vector<double> rdp_curve(double noise_multiplier, double sample_rate, const std::vector<double>& orders,
+                              AtOrder at_order) {
   require_in_interval("sample_rate", sample_rate, 0.0, End::kClosed, 1.0, End::kClosed);
   require_non_negative("noise_multiplier", noise_multiplier);
   validate_orders(orders);
@@ -299,7 +302,8 @@ std::vector<double> rdp_curve(double noise_multiplier, double sample_rate, const
 
 }  // namespace
 
-std::vector<double> subsampled_gaussian_rdp(double noise_multiplier, double sample_rate, const std::vector<double>& orders) {
+std::vector<double> subsampled_gaussian_rdp(double noise_multiplier, double sample_rate,
+                                            const std::vector<double>& orders) {
   return rdp_curve(noise_multiplier, sample_rate, orders, rdp_at_order);
 }
 
@@ -328,8 +332,8 @@ PrivacySpent privacy_spent_from_rdp(const std::vector<double>& orders, const std
   validate_orders(orders);
   require_in_interval("delta", delta, 0.0, End::kOpen, 1.0, End::kOpen);
   validate_rdp(orders, rdp);
-  PrivacySpent spent{kInf, delta, std::numeric_limits<double>::quiet_NaN(), orders, rdp,
-                     OptimalOrderStatus::kNoFiniteBound, ""};
+  PrivacySpent spent{
+      kInf, delta, std::numeric_limits<double>::quiet_NaN(), orders, rdp, OptimalOrderStatus::kNoFiniteBound, ""};
   const double log_delta = std::log(delta);
   for (std::size_t k = 0; k < orders.size(); ++k) {
     const double alpha = orders[k];

@@ -91,18 +91,14 @@ void fill_head_gradient(const Storage& s, const typename Storage::Vector& weight
 
 template <typename F>
 void ConstantGradientModel::visit_storage(F&& f) {
-  if (precision_ == GradientPrecision::kFloat32)
-    f(float32_);
-  else
-    f(float64_);
+  if (precision_ == GradientPrecision::kFloat32) f(float32_);
+  else f(float64_);
 }
 
 template <typename F>
 void ConstantGradientModel::visit_storage(F&& f) const {
-  if (precision_ == GradientPrecision::kFloat32)
-    f(float32_);
-  else
-    f(float64_);
+  if (precision_ == GradientPrecision::kFloat32) f(float32_);
+  else f(float64_);
 }
 
 ConstantGradientModel::ConstantGradientModel(GradientModelKind kind, Index released, const std::vector<Index>& hidden,
@@ -115,8 +111,7 @@ ConstantGradientModel::ConstantGradientModel(GradientModelKind kind, Index relea
   if (kind == GradientModelKind::kVector) {
     phi = VectorXd::Zero(m_);
   } else {
-    if (hidden.size() < 2)
-      option_error("gradient_hidden", "the constant gradient model needs at least two widths");
+    if (hidden.size() < 2) option_error("gradient_hidden", "the constant gradient model needs at least two widths");
     width_in_ = hidden[hidden.size() - 2];
     width_ = hidden.back();
     if (width_in_ < 1 || width_ < 1) option_error("gradient_hidden", "widths must be >= 1");
@@ -150,8 +145,8 @@ VectorXd ConstantGradientModel::parameters() const {
 
 void ConstantGradientModel::set_parameters(const VectorXd& phi) {
   if (phi.size() != parameter_count())
-    throw DataError("ConstantGradientModel::set_parameters: " + std::to_string(phi.size()) +
-                                " values for " + std::to_string(parameter_count()) + " parameters");
+    throw DataError("ConstantGradientModel::set_parameters: " + std::to_string(phi.size()) + " values for " +
+                    std::to_string(parameter_count()) + " parameters");
   visit_storage([&](auto& s) { s.phi = phi.cast<typename std::decay_t<decltype(s)>::Vector::Scalar>(); });
   refresh();
 }
@@ -169,7 +164,7 @@ void ConstantGradientModel::restore(const State& state) {
   for (const VectorXd* v : {&state.parameters, &state.first_moment, &state.second_moment})
     if (v->size() != parameter_count())
       throw DataError("ConstantGradientModel::restore: " + std::to_string(v->size()) + " values for " +
-                                  std::to_string(parameter_count()) + " parameters");
+                      std::to_string(parameter_count()) + " parameters");
   if (state.updates < 0) throw DataError("ConstantGradientModel::restore: a negative update count");
   visit_storage([&](auto& s) {
     using Scalar = typename std::decay_t<decltype(s)>::Vector::Scalar;
@@ -196,8 +191,8 @@ void ConstantGradientModel::refresh() {
 
 VectorXd ConstantGradientModel::parameter_gradient(const VectorXd& gc) const {
   if (gc.size() != m_)
-    throw DataError("ConstantGradientModel::parameter_gradient: " + std::to_string(gc.size()) +
-                                " values for " + std::to_string(m_) + " released coordinates");
+    throw DataError("ConstantGradientModel::parameter_gradient: " + std::to_string(gc.size()) + " values for " +
+                    std::to_string(m_) + " released coordinates");
   if (kind_ == GradientModelKind::kVector) return gc;
   VectorXd g;
   visit_storage([&](const auto& s) {
@@ -247,14 +242,15 @@ struct ConstantGradientModel::AdamStep {
 
 ConstantGradientModel::AdamStep ConstantGradientModel::next_adam_step(double step_size, double weight_decay) {
   const double count = static_cast<double>(++updates_ + 1);  // the thesis passes i = 1, 2, ...; Adam uses i + 1
-  const double correction1 = 1.0 - std::pow(AdamStep::kBeta1, count), correction2 = 1.0 - std::pow(AdamStep::kBeta2, count);
+  const double correction1 = 1.0 - std::pow(AdamStep::kBeta1, count),
+               correction2 = 1.0 - std::pow(AdamStep::kBeta2, count);
   return {weight_decay, step_size / correction1, 1.0 / std::sqrt(correction2)};
 }
 
 void ConstantGradientModel::update(const VectorXd& objective_gradient, double step_size, double weight_decay) {
   if (objective_gradient.size() != parameter_count())
     throw DataError("ConstantGradientModel::update: " + std::to_string(objective_gradient.size()) +
-                                " gradient values for " + std::to_string(parameter_count()) + " parameters");
+                    " gradient values for " + std::to_string(parameter_count()) + " parameters");
   const AdamStep step = next_adam_step(step_size, weight_decay);
   // One pass over the ~10^6 parameters (the output layer's) in blocks: the update is memory-bound,
   // and elementwise, so any thread count gives the same bits.
@@ -270,10 +266,11 @@ void ConstantGradientModel::update(const VectorXd& objective_gradient, double st
   refresh();
 }
 
-void ConstantGradientModel::update_from_perturbation_gradient(const VectorXd& gc, double step_size, double weight_decay) {
+void ConstantGradientModel::update_from_perturbation_gradient(const VectorXd& gc, double step_size,
+                                                              double weight_decay) {
   if (gc.size() != m_)
     throw DataError("ConstantGradientModel::update_from_perturbation_gradient: " + std::to_string(gc.size()) +
-                                " values for " + std::to_string(m_) + " released coordinates");
+                    " values for " + std::to_string(m_) + " released coordinates");
   if (kind_ == GradientModelKind::kVector) return update(gc, step_size, weight_decay);
   const AdamStep step = next_adam_step(step_size, weight_decay);
   const Index output = output_offset(), bias = output_bias_offset(), size = parameter_count(), width = width_;
@@ -283,8 +280,8 @@ void ConstantGradientModel::update_from_perturbation_gradient(const VectorXd& gc
     using Scalar = typename Vector::Scalar;
     const Vector gcs = gc.cast<Scalar>();
     RowMajor<Scalar> parts(row_blocks, width);  // row k: block k's part of W_o^T dL/dc
-    Vector head(output);                          // the head's gradient
-    const auto hidden = s.hidden.array();         // h at phi, until the rows are done
+    Vector head(output);                        // the head's gradient
+    const auto hidden = s.hidden.array();       // h at phi, until the rows are done
 #pragma omp parallel if (size > kParallelParameters)
     {
       // The output layer, the ~10^6-parameter pass (memory-bound): each row's term of W_o^T dL/dc

@@ -73,9 +73,8 @@ void PublicDataModel::train_constant_model(const VectorXd& w, std::uint64_t run_
     }
     if (per_step && !closed_form) {
       const ShiftObjectiveValue value =
-          shift_objective_from_terms(step_terms.gradients, step_terms.probe_products, rows,
-                                     constant_->perturbation(), phase_.clip_norm, request.lambda, request.snr,
-                                     request.floor);
+          shift_objective_from_terms(step_terms.gradients, step_terms.probe_products, rows, constant_->perturbation(),
+                                     phase_.clip_norm, request.lambda, request.snr, request.floor);
       apply_constant_update(value, t);
       last_value = value.value;
       return;
@@ -95,8 +94,8 @@ void PublicDataModel::train_constant_model(const VectorXd& w, std::uint64_t run_
           Eigen::Map<RowMatrix>(out + (b - first) * S * d, S, d) =
               step_probes.middleRows(rows[static_cast<std::size_t>(b)] * S, S);
       };
-      value = closed_form->objective(public_.X, public_.y, rows, constant_->perturbation(), S, source,
-                                     request.lambda, request.snr, request.floor);
+      value = closed_form->objective(public_.X, public_.y, rows, constant_->perturbation(), S, source, request.lambda,
+                                     request.snr, request.floor);
     } else {
       // A network's batch (probes drawn each batch: its per-step terms are used above), or the
       // closed form's exact trace. The rows gathered directly: select_rows would re-validate
@@ -183,8 +182,9 @@ void PublicDataModel::apply_constant_update(const ShiftObjectiveValue& value, In
   constant_->update_from_perturbation_gradient(value.gradient, gradient_model_.step_size, gradient_model_.weight_decay);
 }
 
-ShiftObjectiveValue PublicDataModel::closed_form_objective(const SoftmaxRelease& release, const RowMatrix& X, const VectorXd& y,
-                                                           const RowMatrix& probes, const ShiftObjectiveRequest& request) const {
+ShiftObjectiveValue PublicDataModel::closed_form_objective(const SoftmaxRelease& release, const RowMatrix& X,
+                                                           const VectorXd& y, const RowMatrix& probes,
+                                                           const ShiftObjectiveRequest& request) const {
   return release.objective(X, y, constant_->perturbation(), probes, request.lambda, request.snr, request.floor);
 }
 

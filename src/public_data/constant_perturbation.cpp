@@ -34,7 +34,7 @@ ClipScalars clip_scalars(double n, double C) {
   k.da = -2.0 * s1 * s_3;
   k.norm2 = n * n * s_2;
   k.dnorm2 = 2.0 * n * s_2 - 2.0 * n * n * s1 * s_3;
-  if (n > 0.0) {  // at u = 0 both u.J_m v and J_m^T u vanish: the b terms are zero
+  if (n > 0.0) {                // at u = 0 both u.J_m v and J_m^T u vanish: the b terms are zero
     const double q = s1 * s_2;  // kappa n
     k.b = q * q - 2.0 * s1 * s_3 / n;
     k.db = 2.0 * q * (s2 * s_2 - 2.0 * s1 * s1 * s_3) -
@@ -65,15 +65,15 @@ void apply_softmax_jacobian(const MatrixXd& P, MatrixXd& rows, Index per = 1) {
 }  // namespace
 
 ShiftObjectiveValue shift_objective_from_terms(const RowMatrix& gradients, const RowMatrix& probe_products,
-                                          const std::vector<Index>& rows, const VectorXd& c, double clip_norm,
-                                          double lambda, bool snr, double floor) {
+                                               const std::vector<Index>& rows, const VectorXd& c, double clip_norm,
+                                               double lambda, bool snr, double floor) {
   const Index n = gradients.rows(), m = gradients.cols(), B = static_cast<Index>(rows.size());
   const Index S = n > 0 ? probe_products.rows() / n : 0;
   if (c.size() != m || probe_products.cols() != m || S < 1 || probe_products.rows() != n * S)
-    throw DataError("shift_objective_from_terms: gradients " + std::to_string(n) + " x " +
-                                std::to_string(m) + ", probe products " + std::to_string(probe_products.rows()) +
-                                " x " + std::to_string(probe_products.cols()) + " and c of " +
-                                std::to_string(c.size()) + " do not fit (expected n x m, n S x m with S >= 1, m)");
+    throw DataError("shift_objective_from_terms: gradients " + std::to_string(n) + " x " + std::to_string(m) +
+                    ", probe products " + std::to_string(probe_products.rows()) + " x " +
+                    std::to_string(probe_products.cols()) + " and c of " + std::to_string(c.size()) +
+                    " do not fit (expected n x m, n S x m with S >= 1, m)");
   for (const Index r : rows)
     if (r < 0 || r >= n)
       throw DataError("shift_objective_from_terms: row " + std::to_string(r) + " of " + std::to_string(n));
@@ -127,33 +127,32 @@ ShiftObjectiveValue shift_objective_from_terms(const RowMatrix& gradients, const
 struct SoftmaxRelease::Pass {
   const RowMatrix* X = nullptr;
   const VectorXd* y = nullptr;
-  MatrixXd C;            // p x K
-  const RowMatrix* probes = nullptr;  // nullptr or no rows (and no source): exact trace
-  const ProbeSource* source = nullptr;  // or the probes made a block at a time
+  MatrixXd C;                                // p x K
+  const RowMatrix* probes = nullptr;         // nullptr or no rows (and no source): exact trace
+  const ProbeSource* source = nullptr;       // or the probes made a block at a time
   const std::vector<Index>* rows = nullptr;  // the batch: these rows of X and y (else all of them)
-  Index probes_per_example = 0;         // with a source
-  bool objective = false;             // else accounting: traces and the clipped sum
+  Index probes_per_example = 0;              // with a source
+  bool objective = false;                    // else accounting: traces and the clipped sum
   double lambda = 0.0, floor = 0.0;
   bool snr = false;
 
-  VectorXd trace;   // accounting
+  VectorXd trace;  // accounting
   double value = 0.0;
-  MatrixXd total;   // p x K: sum_b r_b (accounting) or dL/dC (objective), masked
+  MatrixXd total;  // p x K: sum_b r_b (accounting) or dL/dC (objective), masked
 };
 
 SoftmaxRelease::SoftmaxRelease(MatrixXd weights, bool intercept, const std::vector<bool>& frozen, double clip_norm)
     : W_(std::move(weights)), intercept_(intercept), clip_norm_(clip_norm) {
   if (W_.cols() < 2)
     throw DataError("SoftmaxRelease: weights have " + std::to_string(W_.cols()) +
-                                " columns: softmax needs K >= 2 classes");
+                    " columns: softmax needs K >= 2 classes");
   if (input_dim() < 1) throw DataError("SoftmaxRelease: weights have no feature rows");
   if (!W_.allFinite()) throw DataError("SoftmaxRelease: weights are not all finite");
   if (!(clip_norm_ > 0.0) || !std::isfinite(clip_norm_))
-    throw DataError("SoftmaxRelease: clip_norm = " + format_double(clip_norm_) +
-                                ": must be finite and > 0");
+    throw DataError("SoftmaxRelease: clip_norm = " + format_double(clip_norm_) + ": must be finite and > 0");
   if (static_cast<Index>(frozen.size()) != W_.size())
-    throw DataError("SoftmaxRelease: frozen has " + std::to_string(frozen.size()) +
-                                " flags, the weights " + std::to_string(W_.size()) + " coordinates");
+    throw DataError("SoftmaxRelease: frozen has " + std::to_string(frozen.size()) + " flags, the weights " +
+                    std::to_string(W_.size()) + " coordinates");
   R_ = MatrixXd::Zero(W_.rows(), W_.cols());
   for (Index i = 0; i < W_.size(); ++i) {
     if (frozen[static_cast<std::size_t>(i)]) continue;
@@ -169,26 +168,25 @@ void SoftmaxRelease::check_batch(const RowMatrix& X, const VectorXd& y, const Ve
                                  const std::vector<Index>* rows) const {
   if (X.cols() != input_dim())
     throw DataError("SoftmaxRelease: X has " + std::to_string(X.cols()) + " features, the weights " +
-                                std::to_string(input_dim()));
+                    std::to_string(input_dim()));
   if (y.size() != X.rows())
-    throw DataError("SoftmaxRelease: y has " + std::to_string(y.size()) + " labels, X " +
-                                std::to_string(X.rows()) + " rows");
+    throw DataError("SoftmaxRelease: y has " + std::to_string(y.size()) + " labels, X " + std::to_string(X.rows()) +
+                    " rows");
   if (rows)
     for (const Index r : *rows)
       if (r < 0 || r >= X.rows())
-        throw DataError("SoftmaxRelease: batch row " + std::to_string(r) + " of X's " +
-                                    std::to_string(X.rows()));
+        throw DataError("SoftmaxRelease: batch row " + std::to_string(r) + " of X's " + std::to_string(X.rows()));
   const Index count = rows ? static_cast<Index>(rows->size()) : y.size();
   for (Index k = 0; k < count; ++k) {  // the batch's labels only
     const Index i = rows ? (*rows)[static_cast<std::size_t>(k)] : k;
     const double label = y(i);
     if (!(label >= 0.0 && label < static_cast<double>(num_classes())) || label != std::floor(label))
       throw DataError("SoftmaxRelease: y[" + std::to_string(i) + "] = " + format_double(label) +
-                                  " is not a class index in [0, " + std::to_string(num_classes() - 1) + "]");
+                      " is not a class index in [0, " + std::to_string(num_classes() - 1) + "]");
   }
   if (c.size() != released_count())
-    throw DataError("SoftmaxRelease: c has " + std::to_string(c.size()) + " entries, expected m = " +
-                                std::to_string(released_count()) + " released coordinates");
+    throw DataError("SoftmaxRelease: c has " + std::to_string(c.size()) +
+                    " entries, expected m = " + std::to_string(released_count()) + " released coordinates");
   if (!c.allFinite()) throw DataError("SoftmaxRelease: c is not all finite");
 }
 
@@ -281,9 +279,9 @@ void SoftmaxRelease::evaluate(Pass& pass) const {
     for (Index i = 0; i < nb; ++i) k[static_cast<std::size_t>(i)] = clip_scalars(n(i), C_clip);
 
     // u.J_m v = v.h with h = J_m^T u = (U e)_f + W_f S_b (U^T x~), U = R.(x~ e^T) + C.
-    const RowMatrix Y1 = E2 * R_f.transpose();  // R_f e^2
+    const RowMatrix Y1 = E2 * R_f.transpose();                // R_f e^2
     RowMatrix h = Xb.cwiseProduct(Y1) + E * C_f.transpose();  // (U e)_f, then h (exact)
-    MatrixXd gamma = A1.cwiseProduct(E) + XC;                  // U^T x~
+    MatrixXd gamma = A1.cwiseProduct(E) + XC;                 // U^T x~
 
     // The objective's weights that depend on n alone: the c-gradient's dm(q_b) is scaled by
     // lambda/B b/D (exact: q_b = 2 h_b; probes: q_b = (2/S) sum_s (v.h) v_s).
@@ -312,8 +310,7 @@ void SoftmaxRelease::evaluate(Pass& pass) const {
         const VectorXd sgs = P.row(i).transpose().array().square() *
                              (gram_diagonal.array() - 2.0 * PG.row(i).transpose().array() + pgp(i));
         frobenius(i) = E2.row(i).dot(released_columns) +
-                       2.0 * (XP.row(i).tail(K).dot(EP.row(i)) -
-                              (Xb.row(i).cwiseProduct(PW.row(i))).dot(EPR.row(i))) +
+                       2.0 * (XP.row(i).tail(K).dot(EP.row(i)) - (Xb.row(i).cwiseProduct(PW.row(i))).dot(EPR.row(i))) +
                        A1.row(i).dot(sgs.transpose());
       }
       q2 = h.rowwise().squaredNorm();
@@ -344,8 +341,7 @@ void SoftmaxRelease::evaluate(Pass& pass) const {
         for (Index s = 0; s < S; ++s) {
           const Index r = i * S + s;
           const double q = Vb.row(r).dot(h.row(i)) + delta.row(r).dot(gamma.row(i));
-          a_sum += Vb.row(r).cwiseAbs2().dot(Y1.row(i)) +
-                   2.0 * T2.row(r).dot(E.row(i).cwiseProduct(delta.row(r))) +
+          a_sum += Vb.row(r).cwiseAbs2().dot(Y1.row(i)) + 2.0 * T2.row(r).dot(E.row(i).cwiseProduct(delta.row(r))) +
                    A1.row(i).dot(delta.row(r).cwiseAbs2());
           q_sum += q * q;
           if (pass.objective) {
@@ -414,10 +410,10 @@ SoftmaxRelease::Objective SoftmaxRelease::objective(const RowMatrix& X, const Ve
   if (probes.rows() > 0) {
     if (probes.cols() != input_dim())
       throw DataError("SoftmaxRelease: probes have " + std::to_string(probes.cols()) +
-                                  " columns, expected d = " + std::to_string(input_dim()));
+                      " columns, expected d = " + std::to_string(input_dim()));
     if (probes.rows() % X.rows() != 0)
       throw DataError("SoftmaxRelease: probes have " + std::to_string(probes.rows()) +
-                                  " rows, not a multiple of the batch size " + std::to_string(X.rows()));
+                      " rows, not a multiple of the batch size " + std::to_string(X.rows()));
   }
   Pass pass = objective_pass(X, y, c, lambda, snr, floor);
   pass.probes = probes.rows() > 0 ? &probes : nullptr;
@@ -427,13 +423,13 @@ SoftmaxRelease::Objective SoftmaxRelease::objective(const RowMatrix& X, const Ve
 
 SoftmaxRelease::Objective SoftmaxRelease::objective(const RowMatrix& X, const VectorXd& y,
                                                     const std::vector<Index>& rows, const VectorXd& c,
-                                                    Index probes_per_example, const ProbeSource& source,
-                                                    double lambda, bool snr, double floor) const {
+                                                    Index probes_per_example, const ProbeSource& source, double lambda,
+                                                    bool snr, double floor) const {
   check_batch(X, y, c, &rows);
   if (rows.empty()) throw DataError("SoftmaxRelease: objective of an empty batch (no rows)");
   if (probes_per_example < 1 || !source)
     throw DataError("SoftmaxRelease: a probe source needs S >= 1 probes an example (S = " +
-                                std::to_string(probes_per_example) + ") and a function to make them");
+                    std::to_string(probes_per_example) + ") and a function to make them");
   Pass pass = objective_pass(X, y, c, lambda, snr, floor);
   pass.source = &source;
   pass.probes_per_example = probes_per_example;

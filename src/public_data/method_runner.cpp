@@ -25,13 +25,14 @@ class SgdRunner final : public MethodRunner {
     DpSgdSnapshot snapshot;
     snapshot.step = phase.steps;
     // Shuffled epochs as the private phase samples them; else independent uniform batches, as before.
-    const PlainTrainingOptions plain{phase.steps, phase.batch_size, phase.step_size, phase.weight_decay,
-                                     phase.sampling == BatchSampling::kShuffle ? BatchSampling::kShuffle
-                                                                               : BatchSampling::kUniform};
+    const PlainTrainingOptions plain{
+        phase.steps, phase.batch_size, phase.step_size, phase.weight_decay,
+        phase.sampling == BatchSampling::kShuffle ? BatchSampling::kShuffle : BatchSampling::kUniform};
     for (int run = 0; run < phase.runs; ++run) {
       // The private phase's optimizer (sgd with momentum or Adam, its settings), as dpsgd's.
-      const VectorXd w = train_without_privacy(r.model, r.private_part, r.starts[static_cast<std::size_t>(run)].parameters,
-                                               plain, phase, dpsgd_run_seed(phase, run), r.fixed);
+      const VectorXd w =
+          train_without_privacy(r.model, r.private_part, r.starts[static_cast<std::size_t>(run)].parameters, plain,
+                                phase, dpsgd_run_seed(phase, run), r.fixed);
       snapshot.train_accuracy.push_back(r.model.accuracy(w, r.private_part));
       snapshot.test_accuracy.push_back(r.test.n() > 0 ? r.model.accuracy(w, r.test) : std::nan(""));
       m.training.parameters.push_back(w);
@@ -59,16 +60,14 @@ class PrivateRunner : public MethodRunner {
     const TrainableModelOfRun model_of_run = [&](int run, std::uint64_t seed) -> TrainableModel& {
       auto& slot = models[static_cast<std::size_t>(run)];
       if (!slot)
-        slot = std::make_unique<PublicDataModel>(r.model, r.public_part, r.private_part, r.phase,
-                                                 r.options.gradient_model, method_,
-                                                 r.starts[static_cast<std::size_t>(run)].parameters,
-                                                 frozen(r, r.starts[static_cast<std::size_t>(run)]),
-                                                 r.model.num_classes(), seed, r.options.account_fil,
-                                                 r.keep_public_records);
+        slot = std::make_unique<PublicDataModel>(
+            r.model, r.public_part, r.private_part, r.phase, r.options.gradient_model, method_,
+            r.starts[static_cast<std::size_t>(run)].parameters, frozen(r, r.starts[static_cast<std::size_t>(run)]),
+            r.model.num_classes(), seed, r.options.account_fil, r.keep_public_records);
       return *slot;
     };
-    m.training = train_dpsgd_with_models(r.private_part, r.test, r.phase, model_of_run, r.progress,
-                                         to_string(method_), r.when_done);
+    m.training = train_dpsgd_with_models(r.private_part, r.test, r.phase, model_of_run, r.progress, to_string(method_),
+                                         r.when_done);
     if (!m.training.complete) return m;  // stopped (stop_after): the state is in the checkpoint
     report(r, models, m);
     for (const auto& model : models) m.fisher_term_sum.push_back(model->fisher_term_sum());
@@ -125,8 +124,8 @@ class FimRunner final : public PruneRunner {
       m.vector_norms.push_back(model->vector_norms());
     }
     const GradientModelOptions& g = r.options.gradient_model;
-    if (r.phase.network && g.is_constant() && g.trace == GradientTrace::kProbes && g.probe_draws == ProbeDraws::kBatch &&
-        g.unit == ScheduleUnit::kEpochs)
+    if (r.phase.network && g.is_constant() && g.trace == GradientTrace::kProbes &&
+        g.probe_draws == ProbeDraws::kBatch && g.unit == ScheduleUnit::kEpochs)
       m.objective_terms = r.keep_public_records ? kPublicRecordsKept : kPublicRecordsPerBatch;
   }
 };

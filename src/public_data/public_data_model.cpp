@@ -18,11 +18,18 @@ double cosine(const VectorXd& a, const VectorXd& b) {
 }  // namespace
 
 PublicDataModel::PublicDataModel(const TrainedModel& model, const Dataset& public_part, const Dataset& private_part,
-                                 const DpSgdOptions& phase, const GradientModelOptions& gradient_model, PrivateTrainingMethod method,
-                                 VectorXd start, std::vector<bool> frozen, Index K, std::uint64_t run_seed, bool account_fil,
-                                 bool keep_public_records)
-    : account_fil_(account_fil), keep_public_records_(keep_public_records), model_(model), public_(public_part),
-      private_(private_part), phase_(phase), gradient_model_(gradient_model), method_(method), start_(std::move(start)),
+                                 const DpSgdOptions& phase, const GradientModelOptions& gradient_model,
+                                 PrivateTrainingMethod method, VectorXd start, std::vector<bool> frozen, Index K,
+                                 std::uint64_t run_seed, bool account_fil, bool keep_public_records)
+    : account_fil_(account_fil),
+      keep_public_records_(keep_public_records),
+      model_(model),
+      public_(public_part),
+      private_(private_part),
+      phase_(phase),
+      gradient_model_(gradient_model),
+      method_(method),
+      start_(std::move(start)),
       frozen_(std::move(frozen)) {
   ReleasedGradientSpec spec;
   spec.plan = model.plan();
@@ -47,8 +54,7 @@ PublicDataModel::PublicDataModel(const TrainedModel& model, const Dataset& publi
   }
 }
 
-StepAccounting PublicDataModel::step(const VectorXd& w, const LocalBatch& local, std::uint64_t run_seed,
-                                     Index t) {
+StepAccounting PublicDataModel::step(const VectorXd& w, const LocalBatch& local, std::uint64_t run_seed, Index t) {
   const std::vector<Index>& batch = local.rows;  // one process: train_dpsgd_with_models does not shard
   const RowMatrix Xb = private_.select_rows(batch).X;
   VectorXd yb(static_cast<Index>(batch.size()));
@@ -74,12 +80,13 @@ StepAccounting PublicDataModel::step(const VectorXd& w, const LocalBatch& local,
     a.spectral = VectorXd::Constant(Xb.rows(), std::nan(""));
   }
   StepAccounting out{VectorXd::Zero(parameter_count()), a.trace, a.spectral};
-  for (std::size_t j = 0; j < released_.size(); ++j) out.clipped_sum(released_[j]) = a.clipped_sum(static_cast<Index>(j));
+  for (std::size_t j = 0; j < released_.size(); ++j)
+    out.clipped_sum(released_[j]) = a.clipped_sum(static_cast<Index>(j));
   return out;
 }
 
-void PublicDataModel::add_fisher_terms(const VectorXd& w, const RowMatrix& Xb, const VectorXd& yb, const std::vector<Index>& batch,
-                                        const VectorXd& accounted, std::uint64_t seed) {
+void PublicDataModel::add_fisher_terms(const VectorXd& w, const RowMatrix& Xb, const VectorXd& yb,
+                                       const std::vector<Index>& batch, const VectorXd& accounted, std::uint64_t seed) {
   if (fisher_term_sum_.size() == 0) fisher_term_sum_ = VectorXd::Zero(private_.n());
   VectorXd estimate;
   if (*phase_.trace == TraceMethod::kGaussian && *phase_.probes == kFisherTermProbes) {
@@ -110,10 +117,11 @@ void PublicDataModel::record_constant_diagnostics(const VectorXd& w, const std::
   norms_.push_back({base.rowwise().norm().mean(), c.norm(), released.rowwise().norm().mean()});
 }
 
-void PublicDataModel::train_gradient_model(const VectorXd& w, const RowMatrix& Xb, const VectorXd& yb, std::uint64_t run_seed,
-                                           Index t) {
+void PublicDataModel::train_gradient_model(const VectorXd& w, const RowMatrix& Xb, const VectorXd& yb,
+                                           std::uint64_t run_seed, Index t) {
   const GradientModelOptions& o = gradient_model_;
-  const Index per_epoch = (public_.n() + o.batch_size - 1) / o.batch_size;  // the conditional model's batches are uniform
+  const Index per_epoch =
+      (public_.n() + o.batch_size - 1) / o.batch_size;  // the conditional model's batches are uniform
   const Index batches = o.steps_before(t) * (o.unit == ScheduleUnit::kEpochs ? per_epoch : 1);
   const GradientModelTraining trained = backend_->train(w, public_.X, public_.y, batches, derive_seed(run_seed, t, 2));
   loss_.push_back(trained.final_loss);

@@ -71,7 +71,7 @@ class PublicDataModel final : public TrainableModel {
   /// input-space probes, then sqrt(T + 1e-7) squared, NaN taken as 0. Equal to filkit's accounting
   /// when that uses 2 probes (the default here); otherwise its own 2 probes are drawn.
   void add_fisher_terms(const VectorXd& w, const RowMatrix& Xb, const VectorXd& yb, const std::vector<Index>& batch,
-                         const VectorXd& accounted, std::uint64_t seed);
+                        const VectorXd& accounted, std::uint64_t seed);
 
   /// Before private step t, for the constant models: the thesis' training of c on public batches at
   /// w (epochs of a fresh permutation with a short last batch, or uniform batches), warm-started

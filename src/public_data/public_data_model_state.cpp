@@ -4,8 +4,8 @@
 
 #include "filkit/base/errors.hpp"
 #include "filkit/base/io.hpp"
-#include "filkit/base/sha256.hpp"
 #include "filkit/base/options.hpp"
+#include "filkit/base/sha256.hpp"
 
 #include <cmath>
 #include <stdexcept>
@@ -39,10 +39,10 @@ VectorXd saved_numbers(const nlohmann::json& state, const std::string& name, Ind
     values(i) = value.get<double>();
     if (std::isinf(values(i)) || (std::isnan(values(i)) && !nan))
       throw DataError("'" + field + "[" + std::to_string(i) + "]' is " + format_double(values(i)) +
-                               ", expected a finite number");
+                      ", expected a finite number");
     if (sign == Sign::kNonNegative && values(i) < 0)
       throw DataError("'" + field + "[" + std::to_string(i) + "]' is " + format_double(values(i)) +
-                               ", expected a number >= 0 (a sum of squares or a norm)");
+                      ", expected a number >= 0 (a sum of squares or a norm)");
   }
   return values;
 }
@@ -52,23 +52,23 @@ std::vector<double> as_list(const VectorXd& v) { return std::vector<double>(v.da
 }  // namespace
 
 nlohmann::json PublicDataModel::resume_fingerprint() const {
-  std::string bytes(reinterpret_cast<const char*>(start_.data()), sizeof(double) * static_cast<std::size_t>(start_.size()));
+  std::string bytes(reinterpret_cast<const char*>(start_.data()),
+                    sizeof(double) * static_cast<std::size_t>(start_.size()));
   for (bool frozen : frozen_) bytes.push_back(frozen ? '1' : '0');
-  return {{"method", to_string(method_)},
-          {"gradient_model", method_ == PrivateTrainingMethod::kFim ? settings_json(gradient_model_) : nlohmann::json()},
-          {"start_sha256", sha256_hex(bytes)},
-          {"public_hash", std::to_string(rows_hash(public_))},
-          {"account_fil", account_fil_}};
+  return {
+      {"method", to_string(method_)},
+      {"gradient_model", method_ == PrivateTrainingMethod::kFim ? settings_json(gradient_model_) : nlohmann::json()},
+      {"start_sha256", sha256_hex(bytes)},
+      {"public_hash", std::to_string(rows_hash(public_))},
+      {"account_fil", account_fil_}};
 }
 
 nlohmann::json PublicDataModel::resume_state() const {
-  nlohmann::json state = {{"cosine", cosine_},
-                          {"loss", loss_},
-                          {kFisherTermSumKey, as_list(fisher_term_sum_)},
-                          {"constant", nullptr}};
-  for (const auto& [name, part] : {std::pair{"norms_base", &VectorNorms::base},
-                                   std::pair{"norms_perturbation", &VectorNorms::perturbation},
-                                   std::pair{"norms_released", &VectorNorms::released}}) {
+  nlohmann::json state = {
+      {"cosine", cosine_}, {"loss", loss_}, {kFisherTermSumKey, as_list(fisher_term_sum_)}, {"constant", nullptr}};
+  for (const auto& [name, part] :
+       {std::pair{"norms_base", &VectorNorms::base}, std::pair{"norms_perturbation", &VectorNorms::perturbation},
+        std::pair{"norms_released", &VectorNorms::released}}) {
     std::vector<double> values;
     for (const VectorNorms& n : norms_) values.push_back(n.*part);
     state[name] = values;
@@ -94,15 +94,15 @@ void PublicDataModel::restore(const nlohmann::json& state, Index steps_done) {
   const VectorXd perturbation = saved_numbers(state, "norms_perturbation", norms, true, "", Sign::kNonNegative);
   const VectorXd released = saved_numbers(state, "norms_released", norms, true, "", Sign::kNonNegative);
   // Resume files written before the rename (filkit 0.1.0) hold the sum as "thesis_trace": read until the next version.
-  const char* sum_key =
-      !state.contains(kFisherTermSumKey) && state.contains(kFormerFisherTermSumKey) ? kFormerFisherTermSumKey
-                                                                                  : kFisherTermSumKey;
-  const VectorXd fisher_term_sum = saved_numbers(state, sum_key, account_fil_ && steps_done > 0 ? private_.n() : 0,
-                                                 false, "", Sign::kNonNegative);
+  const char* sum_key = !state.contains(kFisherTermSumKey) && state.contains(kFormerFisherTermSumKey)
+                            ? kFormerFisherTermSumKey
+                            : kFisherTermSumKey;
+  const VectorXd fisher_term_sum =
+      saved_numbers(state, sum_key, account_fil_ && steps_done > 0 ? private_.n() : 0, false, "", Sign::kNonNegative);
   const auto found = state.find("constant");
   if (found == state.end() || found->is_object() != constant_.has_value() || (!constant_ && !found->is_null()))
     throw DataError(constant_ ? "'constant' is missing: the constant gradient model's state"
-                                       : "'constant' is set for a method without the constant gradient model");
+                              : "'constant' is set for a method without the constant gradient model");
   if (constant_) {
     const Index count = constant_->parameters().size();
     ConstantGradientModel::State c;

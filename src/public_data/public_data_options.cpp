@@ -32,18 +32,22 @@ void PublicDataTrainingOptions::validate() const {
     option_error("model", to_string(private_phase.kind),
                  "private training with public data trains softmax regression (any K >= 2) or a network");
   if (reference_logit && private_phase.network)
-    option_error("reference_logit", "holds softmax regression's last logit at 0; a network's last layer has no such "
-                                    "option (use " + option_name("model") + " = softmax)");
+    option_error("reference_logit",
+                 "holds softmax regression's last logit at 0; a network's last layer has no such "
+                 "option (use " +
+                     option_name("model") + " = softmax)");
   if (gradient_model.precision == GradientPrecision::kFloat32 &&
       (!private_phase.network || gradient_model.kind == GradientModelKind::kConditional))
     option_error("gradient_precision", "float32",
                  private_phase.network ? "applies to the constant gradient models (" + option_name("gradient_model") +
                                              " = constant or vector); the conditional model trains in float64"
                                        : "applies to networks; softmax regression's objective is a closed form "
-                                         "computed in float64 (use " + option_name("model") + " = a network, or float64)");
+                                         "computed in float64 (use " +
+                                             option_name("model") + " = a network, or float64)");
   if (private_phase.label != LabelPrivacy::kPublic)
-    option_error("label", "private", "the released gradient's Jacobian is taken about the pixels only (labels "
-                                     "public, as in the thesis)");
+    option_error("label", "private",
+                 "the released gradient's Jacobian is taken about the pixels only (labels "
+                 "public, as in the thesis)");
   if (private_phase.trace && *private_phase.trace == TraceMethod::kCoordinates)
     option_error("trace", "coordinates", "use gaussian or exact for private training with public data");
   if (private_phase.spectral && *private_phase.spectral != SpectralMethod::kNone)

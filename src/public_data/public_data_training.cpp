@@ -37,9 +37,9 @@ PublicDataTrainingResult train_with_public_data(const Dataset& public_part, cons
   public_part.validate();
   private_part.validate();
   if (public_part.n() == 0 || private_part.n() == 0)
-    throw OptionError::with_text("public_fraction", std::string("the ") + (public_part.n() == 0 ? "public" : "private") +
-                                                        " part is empty: " + option_name("public_fraction") +
-                                                        " must leave examples on both sides");
+    throw OptionError::with_text(
+        "public_fraction", std::string("the ") + (public_part.n() == 0 ? "public" : "private") + " part is empty: " +
+                               option_name("public_fraction") + " must leave examples on both sides");
   for (const Dataset* data : {&public_part, &test})
     if (data->n() > 0 && data->d() != private_part.d())
       throw DataError("the " + std::string(data == &test ? "test" : "public") + " data has " +
@@ -58,7 +58,8 @@ PublicDataTrainingResult train_with_public_data(const Dataset& public_part, cons
   result.parameter_count = p;
   const std::vector<bool> fixed = trained.fixed_coordinates(options.reference_logit);
   const Index trainable = p - static_cast<Index>(std::count(fixed.begin(), fixed.end(), true));
-  const bool keep_public_records = check_training_memory(trained, options, phase, private_part, public_part.n(), trainable);
+  const bool keep_public_records =
+      check_training_memory(trained, options, phase, private_part, public_part.n(), trainable);
 
   const auto pretrain_begin = std::chrono::steady_clock::now();
   std::vector<RunStart> starts;
@@ -71,9 +72,8 @@ PublicDataTrainingResult train_with_public_data(const Dataset& public_part, cons
   }
   result.seconds["pretrain"] = seconds_since(pretrain_begin);
 
-  const PrivatePhase private_phase{public_part, private_part, test,      options,  phase,
-                                   trained,     starts,       fixed,     trainable, keep_public_records,
-                                   progress,    when_done};
+  const PrivatePhase private_phase{public_part, private_part,        test,     options,  phase, trained, starts, fixed,
+                                   trainable,   keep_public_records, progress, when_done};
   for (PrivateTrainingMethod method : options.methods) {
     const auto begin = std::chrono::steady_clock::now();
     MethodResult m = MethodRunner::create(method)->run(private_phase);
@@ -95,7 +95,9 @@ VectorXd train_one_model(const Dataset& public_part, const Dataset& private_part
   PublicDataTrainingOptions one = options;
   one.methods = {method};
   one.account_fil = false;
-  return train_with_public_data(public_part, private_part, Dataset{}, one, false).methods.front().training.parameters.front();
+  return train_with_public_data(public_part, private_part, Dataset{}, one, false)
+      .methods.front()
+      .training.parameters.front();
 }
 
 }  // namespace filkit

@@ -41,7 +41,7 @@ std::vector<bool> smallest_magnitude_mask(const VectorXd& w, double freeze_fract
   require_in_interval("freeze_fraction", freeze_fraction, 0.0, End::kClosed, 1.0, End::kOpen);
   if (!fixed.empty() && static_cast<Index>(fixed.size()) != w.size())
     throw DataError("smallest_magnitude_mask: " + std::to_string(fixed.size()) + " fixed flags for " +
-                                std::to_string(w.size()) + " coordinates");
+                    std::to_string(w.size()) + " coordinates");
   const auto is_fixed = [&](Index i) { return !fixed.empty() && fixed[static_cast<std::size_t>(i)]; };
   std::vector<Index> order;
   for (Index i = 0; i < w.size(); ++i)

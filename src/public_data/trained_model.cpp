@@ -92,7 +92,8 @@ void TrainedModel::for_each_chunk(const std::vector<Index>& rows, Visit&& visit)
 
 VectorXd TrainedModel::mean_gradient(const Dataset& data, const std::vector<Index>& rows, const VectorXd& w) const {
   const Network* network = model_->network();
-  if (!network) return softmax_mean_gradient(data, rows, Eigen::Map<const MatrixXd>(w.data(), p(), K_), phase_.intercept);
+  if (!network)
+    return softmax_mean_gradient(data, rows, Eigen::Map<const MatrixXd>(w.data(), p(), K_), phase_.intercept);
   VectorXd sum = VectorXd::Zero(parameter_count());
   for_each_chunk(rows, [&](const std::vector<Index>& piece, Index) {
     const Dataset batch = data.select_rows(piece);

@@ -45,11 +45,14 @@ void eps_curve(const Input& input, const char* key, const char* x_key, const std
   const auto eps = number_at(input.summary, "eps");
   if (eps && std::isfinite(*eps) && *eps > 0 && std::isfinite(accounted_x))
     marker = ", " + plotter.data(rows_text({{accounted_x, *eps}})) +
-             " using 1:2 with points pt 7 ps 1.6 lc rgb '#d62728' title 'accounted: eps " + format_digits(*eps, 3) + "'";
+             " using 1:2 with points pt 7 ps 1.6 lc rgb '#d62728' title 'accounted: eps " + format_digits(*eps, 3) +
+             "'";
   plotter.plot(section, name, caption,
-               "set logscale x\nset autoscale xfix\n" + std::string(spans_decades(rows, 1) ? "set logscale y\n" : "set yrange [0:*]\n") +
-                   "set key outside right top\nset xlabel " + gnuplot_string(x_label) + "\nset ylabel 'epsilon'\nplot " +
-                   data + " using 1:2 with lines lw 2 lc rgb '#1f77b4' title 'epsilon'" + marker,
+               "set logscale x\nset autoscale xfix\n" +
+                   std::string(spans_decades(rows, 1) ? "set logscale y\n" : "set yrange [0:*]\n") +
+                   "set key outside right top\nset xlabel " + gnuplot_string(x_label) +
+                   "\nset ylabel 'epsilon'\nplot " + data +
+                   " using 1:2 with lines lw 2 lc rgb '#1f77b4' title 'epsilon'" + marker,
                900, 450);
 }
 
@@ -76,11 +79,14 @@ bool table_curve(const Input& input, const char* x, const char* y, bool log_y, c
 void accountant_section(const Input& input, Plotter& plotter, Section& section) {
   const nlohmann::json& s = input.summary;
   const nlohmann::json settings = s.value("settings", nlohmann::json::object());
-  const auto text = [](const nlohmann::json& value) { return value.is_string() ? value.get<std::string>() : value.dump(); };
+  const auto text = [](const nlohmann::json& value) {
+    return value.is_string() ? value.get<std::string>() : value.dump();
+  };
   if (s.contains("description")) section.facts.push_back({"accountant", text(s["description"])});
   if (const auto delta = number_at(settings, "delta")) section.facts.push_back({"delta", format_digits(*delta, 3)});
   if (const auto eps = number_at(s, "eps")) section.facts.push_back({"epsilon", format_digits(*eps, 3)});
-  if (const auto order = number_at(s, "optimal_order")) section.facts.push_back({"optimal RDP order", format_number(*order)});
+  if (const auto order = number_at(s, "optimal_order"))
+    section.facts.push_back({"optimal RDP order", format_number(*order)});
   if (const auto noise = number_at(s, "noise_multiplier"))
     section.facts.push_back({"noise multiplier for the target epsilon", format_digits(*noise, 4)});
   double steps = NAN, sigma = NAN;
@@ -91,8 +97,8 @@ void accountant_section(const Input& input, Plotter& plotter, Section& section) 
                  t = number_at(mechanisms[k], "steps");
       if (!q || !noise || !t) continue;
       section.facts.push_back({"mechanism " + std::to_string(k + 1), "sample rate " + format_number(*q) +
-                                                                          ", noise multiplier " + format_number(*noise) +
-                                                                          ", " + format_number(*t) + " steps"});
+                                                                         ", noise multiplier " + format_number(*noise) +
+                                                                         ", " + format_number(*t) + " steps"});
       if (k == 0) steps = *t, sigma = *noise;
     }
   }
@@ -112,7 +118,8 @@ void accountant_section(const Input& input, Plotter& plotter, Section& section) 
                    "The PLD accountant's epsilon at each delta (log scale in delta): the whole privacy curve of the "
                    "composed mechanism.",
                    "delta", "epsilon", plotter, section))
-    section.notes.push_back("RDP curve or epsilon against delta: skipped, no table with order and rdp, or delta and eps");
+    section.notes.push_back(
+        "RDP curve or epsilon against delta: skipped, no table with order and rdp, or delta and eps");
 }
 
 }  // namespace filkit::report

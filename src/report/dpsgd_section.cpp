@@ -99,7 +99,9 @@ void settings_table(const std::vector<const Input*>& inputs, Section& section) {
   const auto setting = [](const char* key) {
     return [key](const Input& input) { return shown(field(field(input.summary, "settings"), key)); };
   };
-  const auto top = [](const char* key) { return [key](const Input& input) { return shown(field(input.summary, key)); }; };
+  const auto top = [](const char* key) {
+    return [key](const Input& input) { return shown(field(input.summary, key)); };
+  };
   const auto accounting = [](const char* key) {
     return [key](const Input& input) { return shown(field(field(input.summary, "accounting"), key)); };
   };
@@ -134,9 +136,8 @@ void settings_table(const std::vector<const Input*>& inputs, Section& section) {
   row("test accuracy", [](const Input& input) {
     return mean_and_spread(statistics_of(field(last_snapshot(input), "test_accuracy_per_run")), 4);
   });
-  row("max dFIL", [](const Input& input) {
-    return with_interval(field(last_snapshot(input), "dfil"), "max", "max_interval", 4);
-  });
+  row("max dFIL",
+      [](const Input& input) { return with_interval(field(last_snapshot(input), "dfil"), "max", "max_interval", 4); });
   row("median dFIL", [](const Input& input) {
     return with_interval(field(last_snapshot(input), "dfil"), "median", "median_interval", 4);
   });
@@ -153,7 +154,8 @@ void settings_table(const std::vector<const Input*>& inputs, Section& section) {
   for (const Input* input : inputs) {
     const nlohmann::json& a = field(input->summary, "accounting");
     if (field(a, "effective_noise_multiplier_reason").is_string())
-      said.insert("Effective noise multiplier: " + field(a, "effective_noise_multiplier_reason").get<std::string>() + ".");
+      said.insert("Effective noise multiplier: " + field(a, "effective_noise_multiplier_reason").get<std::string>() +
+                  ".");
     if (field(input->summary, "sampling_note").is_string())
       said.insert(input_name(*input) + ": " + field(input->summary, "sampling_note").get<std::string>());
   }
@@ -205,7 +207,8 @@ void dfil_and_epsilon(const Input& input, const Naming& name, Plotter& plotter, 
                "set logscale y\nset ytics nomirror\nset y2tics\nset format y2 '%g'\nset key outside right top\n"
                "set xlabel 'step'\nset ylabel 'dFIL'\nset y2label 'epsilon'\nplot " +
                    data + columns_max + style + " lw 2 pt 7 lc rgb '#1f77b4' title 'max dFIL', ''" + columns_median +
-                   style + " lw 2 pt 5 lc rgb '#ff7f0e' title 'median dFIL', '' using 1:8 axes x1y2 with linespoints "
+                   style +
+                   " lw 2 pt 5 lc rgb '#ff7f0e' title 'median dFIL', '' using 1:8 axes x1y2 with linespoints "
                    "lw 2 dt 2 pt 9 lc rgb '#2ca02c' title 'epsilon'",
                900, 450);
 }
@@ -224,8 +227,10 @@ struct OffAxis {
     std::string text;
     if (below)
       text += " " + series + " lies far below " + others + " (down to " + format_digits(lowest, 2) + ", more than " +
-              format_number(kFarDecades) + " decades below): drawn as triangles at the axis' lower edge, so that "
-              "the axis shows " + others + ".";
+              format_number(kFarDecades) +
+              " decades below): drawn as triangles at the axis' lower edge, so that "
+              "the axis shows " +
+              others + ".";
     if (above)
       text += " " + series + " lies far above " + others + " (up to " + format_digits(highest, 2) + ", more than " +
               format_number(kFarDecades) + " decades above): drawn as triangles at the axis' upper edge.";
@@ -263,7 +268,8 @@ OffAxis place_off_axis(std::vector<std::vector<double>>& rows, const std::vector
     row.push_back(above ? edge_hi / 1.1 : NAN);
     if (below || above) row[series] = NAN;
   }
-  if (off.below || off.above) off.yrange = "set yrange [" + format_number(edge_lo) + ":" + format_number(edge_hi) + "]\n";
+  if (off.below || off.above)
+    off.yrange = "set yrange [" + format_number(edge_lo) + ":" + format_number(edge_hi) + "]\n";
   return off;
 }
 
@@ -285,15 +291,16 @@ void bounds_over_snapshots(const Input& input, const Naming& name, Plotter& plot
   }
   const OffAxis off_axis = place_off_axis(rows, {1, 2, 3, 4}, 5);
   const std::string data = plotter.data(rows_text(rows));
-  std::string plots = "plot " + data + " using 1:2:3:4 with yerrorlines lw 2 pt 7 lc rgb '#1f77b4' title "
+  std::string plots = "plot " + data +
+                      " using 1:2:3:4 with yerrorlines lw 2 pt 7 lc rgb '#1f77b4' title "
                       "'1/dFIL^2 at the max dFIL', '' using 1:5 with linespoints lw 2 pt 5 lc rgb '#ff7f0e' title "
                       "'1/dFIL^2 at the median dFIL'";
   const bool rdp_on_axis =
       std::any_of(rows.begin(), rows.end(), [](const std::vector<double>& row) { return std::isfinite(row[5]); });
   if (!rdp)
-    section.notes.push_back("MSE bounds over the snapshots" + name.of + ": no RDP bound, the snapshots lack a positive rdp.mse_bound");
-  else if (rdp_on_axis)
-    plots += ", '' using 1:6 with linespoints lw 2 dt 2 pt 9 lc rgb '#d62728' title 'RDP bound'";
+    section.notes.push_back("MSE bounds over the snapshots" + name.of +
+                            ": no RDP bound, the snapshots lack a positive rdp.mse_bound");
+  else if (rdp_on_axis) plots += ", '' using 1:6 with linespoints lw 2 dt 2 pt 9 lc rgb '#d62728' title 'RDP bound'";
   if (off_axis.below)
     plots += ", '' using 1:7 with points pt 11 ps 1.6 lc rgb '#d62728' title " +
              gnuplot_string("RDP bound, below the axis (" + format_digits(off_axis.lowest, 2) + ")") + " noenhanced";
@@ -331,7 +338,8 @@ void dfil_histograms(const Input& input, const Naming& name, Plotter& plotter, S
   std::vector<double> shown_steps;
   const std::size_t count = std::min<std::size_t>(6, steps.size());
   for (std::size_t k = 0; k < count; ++k)
-    shown_steps.push_back(steps[(steps.size() - 1) - (count - 1 - k) * (steps.size() - 1) / std::max<std::size_t>(1, count - 1)]);
+    shown_steps.push_back(
+        steps[(steps.size() - 1) - (count - 1 - k) * (steps.size() - 1) / std::max<std::size_t>(1, count - 1)]);
   shown_steps.erase(std::unique(shown_steps.begin(), shown_steps.end()), shown_steps.end());
   std::vector<std::vector<double>> groups;
   for (double step : shown_steps) {
@@ -347,13 +355,14 @@ void dfil_histograms(const Input& input, const Naming& name, Plotter& plotter, S
   const std::string data = plotter.data(rows_text(rows));
   std::string plots;
   for (std::size_t k = 0; k < shown_steps.size(); ++k)
-    plots += (k ? ", '' using 1:" : "plot " + data + " using 1:") + std::to_string(k + 2) + " with histeps lw 2 title " +
-             gnuplot_string("step " + format_number(shown_steps[k]));
+    plots += (k ? ", '' using 1:" : "plot " + data + " using 1:") + std::to_string(k + 2) +
+             " with histeps lw 2 title " + gnuplot_string("step " + format_number(shown_steps[k]));
   plotter.plot(section, "dfil-histogram" + name.suffix,
                "Per-example dFIL of the training examples at each snapshot" + name.of +
                    " (log scale; the run average with --runs): how the exposure of every example grows with training.",
                "set logscale x\nset key outside right top\nset xlabel 'dFIL'\nset ylabel 'training examples'\n"
-               "set yrange [0:*]\n" + plots,
+               "set yrange [0:*]\n" +
+                   plots,
                900, 450);
 }
 
@@ -389,10 +398,10 @@ void exposed_images(const Input& input, const Naming& name, const ImageReload& i
     values[k] = unsampled ? NAN : (*dfil)[i];
     labels[k] = (*label)[i];
   }
-  const std::string left_out =
-      never_sampled == 0 ? ""
-                         : "; " + std::to_string(never_sampled) +
-                               " training example(s) never sampled (times_sampled 0, dFIL 0) left out";
+  const std::string left_out = never_sampled == 0
+                                   ? ""
+                                   : "; " + std::to_string(never_sampled) +
+                                         " training example(s) never sampled (times_sampled 0, dFIL 0) left out";
   extreme_images(input, values, labels, "dfil", plotter, section, images.timeout_seconds,
                  name.of + " at the last snapshot" + left_out);
 }
@@ -411,7 +420,8 @@ std::vector<AccuracyPoint> pareto_front(const std::vector<AccuracyPoint>& all) {
     });
     if (!dominated) front.push_back(a);
   }
-  std::sort(front.begin(), front.end(), [](const AccuracyPoint& a, const AccuracyPoint& b) { return a.bound < b.bound; });
+  std::sort(front.begin(), front.end(),
+            [](const AccuracyPoint& a, const AccuracyPoint& b) { return a.bound < b.bound; });
   return front;
 }
 
@@ -474,7 +484,8 @@ void accuracy_against_bound(const std::vector<const Input*>& inputs, Plotter& pl
                                                    "level across the runs."
                                                  : "."),
                "set logscale x\nset key outside right top\nset xlabel 'MSE bound 1/dFIL^2 (max dFIL)'\n"
-               "set ylabel 'test accuracy'\n" + plots,
+               "set ylabel 'test accuracy'\n" +
+                   plots,
                950, 500);
 }
 

@@ -34,16 +34,20 @@ void scores_per_method(const nlohmann::json& methods, Plotter& plotter, Section&
   }
   const std::string data = plotter.data(rows_text(rows));
   section.facts.push_back({"methods on the x axis", shown});
-  const std::string xtics = "set xtics noenhanced\nset xtics (" + labels + ")\nset xrange [-0.5:" + std::to_string(rows.size()) + "-0.5]\n";
+  const std::string xtics =
+      "set xtics noenhanced\nset xtics (" + labels + ")\nset xrange [-0.5:" + std::to_string(rows.size()) + "-0.5]\n";
   plotter.plot(section, "mse",
                "Reconstruction MSE of the held-out targets per method (mean and standard deviation over targets) and "
                "the perfect-privacy baseline, the class-mean image: an attack at the baseline learns nothing beyond "
                "the label.",
-               xtics + "set ylabel 'MSE'\nplot " + data + " using 1:2:3 with yerrorbars lw 2 pt 7 ps 1.5 title 'attack', '' "
-                       "using 1:4 with points pt 6 ps 2 lw 2 title 'perfect privacy (class mean)'");
-  plotter.plot(section, "ssim", "SSIM of the reconstructions per method (higher is more similar) and of the class mean.",
-               xtics + "set ylabel 'SSIM'\nplot " + data + " using 1:5:6 with yerrorbars lw 2 pt 7 ps 1.5 title 'attack', '' "
-                       "using 1:7 with points pt 6 ps 2 lw 2 title 'perfect privacy (class mean)'");
+               xtics + "set ylabel 'MSE'\nplot " + data +
+                   " using 1:2:3 with yerrorbars lw 2 pt 7 ps 1.5 title 'attack', '' "
+                   "using 1:4 with points pt 6 ps 2 lw 2 title 'perfect privacy (class mean)'");
+  plotter.plot(section, "ssim",
+               "SSIM of the reconstructions per method (higher is more similar) and of the class mean.",
+               xtics + "set ylabel 'SSIM'\nplot " + data +
+                   " using 1:5:6 with yerrorbars lw 2 pt 7 ps 1.5 title 'attack', '' "
+                   "using 1:7 with points pt 6 ps 2 lw 2 title 'perfect privacy (class mean)'");
 }
 
 void reconstruction_grid(const nlohmann::json& summary, Plotter& plotter, Section& section) {
@@ -82,9 +86,8 @@ void reconstruction_grid(const nlohmann::json& summary, Plotter& plotter, Sectio
     for (std::size_t c = 0; c < columns && c < by_kind[order[r]].size(); ++c) {
       const nlohmann::json& pixels = (*by_kind[order[r]][c])["pixels"];
       for (Index j = 0; j < shape.size(); ++j)
-        all(static_cast<Index>(r * columns + c), j) = pixels[static_cast<std::size_t>(j)].is_number()
-                                                          ? pixels[static_cast<std::size_t>(j)].get<double>()
-                                                          : 0.0;
+        all(static_cast<Index>(r * columns + c), j) =
+            pixels[static_cast<std::size_t>(j)].is_number() ? pixels[static_cast<std::size_t>(j)].get<double>() : 0.0;
     }
   std::map<double, std::string> names = {{-2.0, "target"}, {-1.0, "class mean"}};
   const nlohmann::json codes = summary.value("method_codes", nlohmann::json::object());  // items() needs it alive
@@ -93,19 +96,22 @@ void reconstruction_grid(const nlohmann::json& summary, Plotter& plotter, Sectio
   const DisplayRange range = display_range(all);
   std::string body = "unset grid\nunset key\nunset tics\nunset border\nset size ratio -1\nset xrange [-0.5:" +
                      std::to_string(shape.width) + "-0.5]\nset yrange [" + std::to_string(shape.height) +
-                     "-0.5:-0.5]\nset multiplot layout " + std::to_string(order.size()) + "," + std::to_string(columns) +
-                     "\n";
+                     "-0.5:-0.5]\nset multiplot layout " + std::to_string(order.size()) + "," +
+                     std::to_string(columns) + "\n";
   for (std::size_t r = 0; r < order.size(); ++r)
     for (std::size_t c = 0; c < columns; ++c) {
       const Index row = static_cast<Index>(r * columns + c);
       const std::string data = plotter.data(rgbimage_data(display_image(all, row, shape, range)));
-      const std::string title = c == 0 ? (names.count(order[r]) ? names[order[r]] : "method " + std::to_string(static_cast<int>(order[r]))) : "";
+      const std::string title =
+          c == 0 ? (names.count(order[r]) ? names[order[r]] : "method " + std::to_string(static_cast<int>(order[r])))
+                 : "";
       body += "set title " + gnuplot_string(title) + " noenhanced\nplot " + data + " using 1:2:3:4:5 with rgbimage\n";
     }
   plotter.plot(section, "reconstructions",
                "Held-out targets (top), the attack's reconstructions from each method's released model, and the "
                "class-mean image (bottom), as the thesis' figure 3.3.",
-               body + "unset multiplot", 110 * static_cast<int>(columns) + 40, 120 * static_cast<int>(order.size()) + 20);
+               body + "unset multiplot", 110 * static_cast<int>(columns) + 40,
+               120 * static_cast<int>(order.size()) + 20);
 }
 
 }  // namespace
@@ -120,7 +126,9 @@ void learned_attack_section(const Input& input, Plotter& plotter, Section& secti
       std::string words = name;
       std::replace(words.begin(), words.end(), '_', ' ');
       text += (text.empty() ? "" : ", ") + words + " " +
-              (value.is_number() ? format_number(value.get<double>()) : value.is_string() ? value.get<std::string>() : value.dump());
+              (value.is_number()   ? format_number(value.get<double>())
+               : value.is_string() ? value.get<std::string>()
+                                   : value.dump());
     }
     section.facts.push_back({"counts", text});
   }

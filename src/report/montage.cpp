@@ -175,8 +175,8 @@ std::optional<RunImages> run_training_images(const nlohmann::json& summary, std:
     return std::nullopt;
   }
   if (static_cast<std::size_t>(train.n()) != rows) {
-    why_not = data + " re-loads " + std::to_string(train.n()) + " training rows but the table has " +
-              std::to_string(rows);
+    why_not =
+        data + " re-loads " + std::to_string(train.n()) + " training rows but the table has " + std::to_string(rows);
     return std::nullopt;
   }
   if (const std::string problem = montage_problem(*train.image, train.d()); !problem.empty()) {
@@ -190,7 +190,8 @@ std::optional<RunImages> stored_training_images(const nlohmann::json& summary, c
                                                 std::size_t rows, std::string& why_not) {
   const nlohmann::json record = summary.value("images", nlohmann::json());
   if (!record.is_object() || !record.contains("file") || !record["file"].is_string() || !record.contains("shape")) {
-    why_not = "the summary's images is " + record.dump().substr(0, 200) + ", not {\"file\": NAME, \"shape\": [C, H, W]}";
+    why_not =
+        "the summary's images is " + record.dump().substr(0, 200) + ", not {\"file\": NAME, \"shape\": [C, H, W]}";
     return std::nullopt;
   }
   ImageShape shape;
@@ -291,8 +292,8 @@ std::string rgbimage_data(const RgbImage& image) {
   for (Index h = 0; h < image.height; ++h)
     for (Index w = 0; w < image.width; ++w) {
       const auto& [r, g, b] = image.at(h, w);
-      std::snprintf(line, sizeof line, "%lld %lld %d %d %d\n", static_cast<long long>(w), static_cast<long long>(h), r, g,
-                    b);
+      std::snprintf(line, sizeof line, "%lld %lld %d %d %d\n", static_cast<long long>(w), static_cast<long long>(h), r,
+                    g, b);
       text += line;
     }
   return text;

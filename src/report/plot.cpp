@@ -5,13 +5,13 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <fcntl.h>
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fcntl.h>
 #include <fstream>
 #include <iterator>
 #include <limits>
@@ -95,7 +95,8 @@ std::string Plotter::figure_file(const std::string& wanted) {
   // an input (an irfil summary's attack key) can neither leave the report directory nor collide.
   std::string name;
   for (char c : wanted.substr(0, 100))
-    name += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || (c == '.' && !name.empty()) ? c : '_';
+    name +=
+        std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || (c == '.' && !name.empty()) ? c : '_';
   std::string file = name + ".png";
   for (int k = 2; !used_files_.insert(file).second; ++k) file = name + "-" + std::to_string(k) + ".png";
   return file;
@@ -107,12 +108,13 @@ void Plotter::plot(Section& section, const std::string& name, const std::string&
   const std::string stem = "plot-" + std::to_string(++files_);
   std::ostringstream text;
   text << "set terminal " << terminal_ << " size " << width << "," << height << "\n"
-      << "set output " << gnuplot_string(stem + ".png") << "\n"
-      // The legend beside the plot, never over the data it names.
-      << "set grid lc rgb '#dddddd'\nset key outside right top\n"
-      // Short tick labels: the default prints rounding noise on log axes ("1000000000.0025635").
-      << "set format x '%g'\nset format y '%g'\n"
-      << body << "\nunset output\n";
+       << "set output " << gnuplot_string(stem + ".png")
+       << "\n"
+       // The legend beside the plot, never over the data it names.
+       << "set grid lc rgb '#dddddd'\nset key outside right top\n"
+       // Short tick labels: the default prints rounding noise on log axes ("1000000000.0025635").
+       << "set format x '%g'\nset format y '%g'\n"
+       << body << "\nunset output\n";
   if (dry_run_) {
     dry_run_scripts_.push_back(text.str());
     section.figures.push_back({file, caption});
@@ -281,11 +283,12 @@ std::string class_name(const nlohmann::json& summary, int k) {
   const auto name_at = [&](const char* key) -> nlohmann::json {
     const nlohmann::json list = summary.is_object() ? summary.value(key, nlohmann::json()) : nlohmann::json();
     return list.is_array() && k >= 0 && static_cast<std::size_t>(k) < list.size() ? list[static_cast<std::size_t>(k)]
-                                                                                 : nlohmann::json();
+                                                                                  : nlohmann::json();
   };
   if (const nlohmann::json name = name_at("class_names"); name.is_string() && !name.get<std::string>().empty())
     return name.get<std::string>();
-  const nlohmann::json settings = summary.is_object() ? summary.value("settings", nlohmann::json::object()) : nlohmann::json();
+  const nlohmann::json settings =
+      summary.is_object() ? summary.value("settings", nlohmann::json::object()) : nlohmann::json();
   const nlohmann::json classes = settings.is_object() ? settings.value("classes", nlohmann::json()) : nlohmann::json();
   if (classes.is_array() && k >= 0 && static_cast<std::size_t>(k) < classes.size() && classes[k].is_number())
     return "class " + classes[k].dump();

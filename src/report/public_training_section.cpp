@@ -31,40 +31,45 @@ void accuracy_and_dfil(const nlohmann::json& methods, Plotter& plotter, Section&
     shown += (k ? ", " : "") + std::to_string(k) + " = " + name;
     if (const auto mean = number_at(m, "test_accuracy.mean"), sd = number_at(m, "test_accuracy.std"); mean && sd)
       accuracy.push_back({x, *mean, *sd});
-    const auto mx = number_at(m, "max_dfil.mean"), me = number_at(m, "mean_dfil.mean"), md = number_at(m, "median_dfil.mean");
+    const auto mx = number_at(m, "max_dfil.mean"), me = number_at(m, "mean_dfil.mean"),
+               md = number_at(m, "median_dfil.mean");
     if (mx && me && md)
       dfil.push_back({x, *mx, number_at(m, "max_dfil.std").value_or(0), *me, number_at(m, "mean_dfil.std").value_or(0),
                       *md, number_at(m, "median_dfil.std").value_or(0)});
   }
   section.facts.push_back({"methods on the x axis", shown});
-  const std::string xtics = "set xtics noenhanced\nset xtics (" + labels + ")\nset xrange [-0.5:" + std::to_string(methods.size()) + "-0.5]\n";
+  const std::string xtics = "set xtics noenhanced\nset xtics (" + labels +
+                            ")\nset xrange [-0.5:" + std::to_string(methods.size()) + "-0.5]\n";
   if (!accuracy.empty()) {
     // The axis spans the accuracies, not 0..1, so that their differences show; it says where it
     // starts, so that they are not read as larger than they are.
     double lo = INFINITY, hi = -INFINITY;
     for (const auto& row : accuracy) lo = std::min(lo, row[1] - row[2]), hi = std::max(hi, row[1] + row[2]);
     const double pad = std::max(0.01, 0.15 * (hi - lo));
-    const double bottom = std::max(0.0, std::floor((lo - pad) * 100) / 100), top = std::min(1.0, std::ceil((hi + pad) * 100) / 100);
+    const double bottom = std::max(0.0, std::floor((lo - pad) * 100) / 100),
+                 top = std::min(1.0, std::ceil((hi + pad) * 100) / 100);
     const std::string data = plotter.data(rows_text(accuracy));
     const std::string start = format_digits(bottom, 3);
-    plotter.plot(section, "accuracy",
-                 "Test accuracy per method (mean and standard deviation over runs)." +
-                     (bottom > 0 ? " The accuracy axis starts at " + start + ", not 0: it magnifies the differences." : ""),
-                 xtics + "set yrange [" + format_number(bottom) + ":" + format_number(top) + "]\nset ylabel " +
-                     gnuplot_string(bottom > 0 ? "test accuracy (axis from " + start + ", not 0)" : "test accuracy") +
-                     "\nplot " + data + " using 1:2:3 with yerrorbars lw 2 pt 7 ps 1.5 notitle");
+    plotter.plot(
+        section, "accuracy",
+        "Test accuracy per method (mean and standard deviation over runs)." +
+            (bottom > 0 ? " The accuracy axis starts at " + start + ", not 0: it magnifies the differences." : ""),
+        xtics + "set yrange [" + format_number(bottom) + ":" + format_number(top) + "]\nset ylabel " +
+            gnuplot_string(bottom > 0 ? "test accuracy (axis from " + start + ", not 0)" : "test accuracy") +
+            "\nplot " + data + " using 1:2:3 with yerrorbars lw 2 pt 7 ps 1.5 notitle");
   }
   if (dfil.empty()) {
     section.notes.push_back("dFIL per method: skipped, no method has max_dfil, mean_dfil and median_dfil");
     return;
   }
   const std::string data = plotter.data(rows_text(dfil));
-  plotter.plot(section, "dfil",
-               "Max, mean and median dFIL over the private examples per method (mean and standard deviation over "
-               "runs); lower is more private (unbiased reconstruction MSE >= 1/dFIL^2).",
-               xtics + "set logscale y\nset ylabel 'dFIL'\nplot " + data +
-                   " using ($1-0.1):2:3 with yerrorbars lw 2 pt 7 ps 1.5 title 'max', '' using 1:4:5 with yerrorbars "
-                   "lw 2 pt 5 ps 1.5 title 'mean', '' using ($1+0.1):6:7 with yerrorbars lw 2 pt 9 ps 1.5 title 'median'");
+  plotter.plot(
+      section, "dfil",
+      "Max, mean and median dFIL over the private examples per method (mean and standard deviation over "
+      "runs); lower is more private (unbiased reconstruction MSE >= 1/dFIL^2).",
+      xtics + "set logscale y\nset ylabel 'dFIL'\nplot " + data +
+          " using ($1-0.1):2:3 with yerrorbars lw 2 pt 7 ps 1.5 title 'max', '' using 1:4:5 with yerrorbars "
+          "lw 2 pt 5 ps 1.5 title 'mean', '' using ($1+0.1):6:7 with yerrorbars lw 2 pt 9 ps 1.5 title 'median'");
 }
 
 void dfil_distribution(const Input& input, Plotter& plotter, Section& section) {
@@ -76,7 +81,8 @@ void dfil_distribution(const Input& input, Plotter& plotter, Section& section) {
   std::vector<std::vector<double>> groups(4);
   for (std::size_t i = 0; i < method->second.size() && i < dfil->second.size(); ++i) {
     const double code = method->second[i];
-    if (code >= 1 && code <= 3 && code == std::floor(code)) groups[static_cast<std::size_t>(code)].push_back(dfil->second[i]);
+    if (code >= 1 && code <= 3 && code == std::floor(code))
+      groups[static_cast<std::size_t>(code)].push_back(dfil->second[i]);
   }
   std::vector<std::vector<double>> present;
   std::vector<std::string> names;
@@ -93,7 +99,8 @@ void dfil_distribution(const Input& input, Plotter& plotter, Section& section) {
   const std::string data = plotter.data(rows_text(rows));
   std::string plot = "set logscale x\nset xlabel 'dFIL'\nset ylabel 'private examples'\nset yrange [0:*]\nplot ";
   for (std::size_t k = 0; k < names.size(); ++k)
-    plot += (k ? ", '' using 1:" : data + " using 1:") + std::to_string(k + 2) + " with histeps lw 2 title '" + names[k] + "'";
+    plot += (k ? ", '' using 1:" : data + " using 1:") + std::to_string(k + 2) + " with histeps lw 2 title '" +
+            names[k] + "'";
   plotter.plot(section, "dfil-histogram", "dFIL of every private example, per method (run averages).", plot);
 }
 
@@ -101,8 +108,9 @@ void dfil_distribution(const Input& input, Plotter& plotter, Section& section) {
 // per method, as mean (standard deviation) over runs, "-" for the spread of one run.
 void method_table(const nlohmann::json& methods, Section& section) {
   Table table;
-  table.caption = "Per method: mean (standard deviation) over runs, '-' where one run has no spread; dFIL over the "
-                  "private examples; epsilon of the (epsilon, delta)-DP guarantee at the delta in brackets.";
+  table.caption =
+      "Per method: mean (standard deviation) over runs, '-' where one run has no spread; dFIL over the "
+      "private examples; epsilon of the (epsilon, delta)-DP guarantee at the delta in brackets.";
   table.header = {"method", "test accuracy", "max dFIL", "mean dFIL", "median dFIL", "epsilon (delta)"};
   for (const nlohmann::json& m : methods) {
     if (!m.is_object()) continue;
@@ -111,7 +119,8 @@ void method_table(const nlohmann::json& methods, Section& section) {
     };
     std::string eps = "-";
     if (const auto e = number_at(m, "epsilon").has_value() ? number_at(m, "epsilon") : number_at(m, "rdp_epsilon"))
-      eps = format_digits(*e, 3) + (number_at(m, "rdp_delta") ? " (" + format_digits(*number_at(m, "rdp_delta"), 2) + ")" : "");
+      eps = format_digits(*e, 3) +
+            (number_at(m, "rdp_delta") ? " (" + format_digits(*number_at(m, "rdp_delta"), 2) + ")" : "");
     table.rows.push_back({method_name(m), statistic("test_accuracy", 4), statistic("max_dfil", 4),
                           statistic("mean_dfil", 4), statistic("median_dfil", 4), eps});
   }
@@ -139,8 +148,8 @@ void perturbation_cosine(const nlohmann::json& methods, Plotter& plotter, Sectio
     for (auto& row : rows) row.resize(runs->size() + 1, std::nan(""));
     const std::string data = plotter.data(rows_text(rows));
     for (std::size_t r = 0; r < runs->size(); ++r, ++column)
-      plot += (r ? ", '' using 1:" : data + " using 1:") + std::to_string(column) + " with linespoints lw 2 title 'run " +
-              std::to_string(r) + "'";
+      plot += (r ? ", '' using 1:" : data + " using 1:") + std::to_string(column) +
+              " with linespoints lw 2 title 'run " + std::to_string(r) + "'";
     plotter.plot(section, "perturbation-cosine",
                  "Mean over the private batch of the cosine similarity between fim's learned perturbation g_phi and "
                  "the mean public gradient at the current parameters, per private step (Edmunds 2024, figure 3.4).",

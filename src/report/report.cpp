@@ -2,10 +2,10 @@
 #include "filkit/report/report.hpp"
 
 #include "filkit/base/checks.hpp"
-#include "filkit/data/dataset.hpp"
-#include "filkit/data/text_table.hpp"
 #include "filkit/base/io.hpp"
 #include "filkit/base/summary_schema.hpp"
+#include "filkit/data/dataset.hpp"
+#include "filkit/data/text_table.hpp"
 #include "base/json_input.hpp"
 #include "base/parsing.hpp"
 #include "report/report_internal.hpp"
@@ -88,13 +88,16 @@ void add_schema_note(const Input& input, Section& section) {
   for (const std::string& departure : input.schema_departures) listed += (listed.empty() ? "" : "; ") + departure;
   section.notes.push_back(input.summary_path + ": departs from the " + input.summary["command"].get<std::string>() +
                           " summary schema of filkit " FILKIT_VERSION
-                          " (written by another version, or edited), so some figures may be missing: " + listed);
+                          " (written by another version, or edited), so some figures may be missing: " +
+                          listed);
 }
 
 // Facts every summary may carry, shown above the figures.
 void add_common_facts(const Input& input, Section& section) {
   const nlohmann::json& settings = input.summary.value("settings", nlohmann::json::object());
-  const auto text = [](const nlohmann::json& value) { return value.is_string() ? value.get<std::string>() : value.dump(); };
+  const auto text = [](const nlohmann::json& value) {
+    return value.is_string() ? value.get<std::string>() : value.dump();
+  };
   section.facts.push_back({"summary", input.summary_path});
   if (!input.table_path.empty()) section.facts.push_back({"table", input.table_path});
   if (settings.is_object() && settings.contains("data")) section.facts.push_back({"data", text(settings["data"])});
@@ -102,9 +105,11 @@ void add_common_facts(const Input& input, Section& section) {
   for (const char* key : {"n", "d", "seed"})
     if (input.summary.contains(key)) section.facts.push_back({key, text(input.summary[key])});
   for (const char* key : {"sigma", "l2"})
-    if (const auto value = report::number_at(settings, key)) section.facts.push_back({key, report::format_number(*value)});
+    if (const auto value = report::number_at(settings, key))
+      section.facts.push_back({key, report::format_number(*value)});
   for (const char* key : {"train_accuracy", "test_accuracy", "eta.mean", "eta.median", "dfil.median"})
-    if (const auto value = report::number_at(input.summary, key)) section.facts.push_back({key, report::format_number(*value)});
+    if (const auto value = report::number_at(input.summary, key))
+      section.facts.push_back({key, report::format_number(*value)});
 }
 
 // Each command's section, by the "command" its summaries carry. dpsgd's inputs share one section,
@@ -302,15 +307,17 @@ std::string section_html(const Section& section, const fs::path& out_dir) {
   for (const std::string& note : section.notes) html += "<p class=\"note\">" + escape_html(note) + "</p>\n";
   for (const report::Figure& figure : section.figures)
     html += "<figure><img alt=\"" + escape_html(figure.file) + "\" src=\"data:image/png;base64," +
-            base64(read_binary(out_dir / figure.file)) + "\">\n<figcaption>" + escape_html(figure.caption) +
-            " (" + escape_html(figure.file) + ")</figcaption></figure>\n";
+            base64(read_binary(out_dir / figure.file)) + "\">\n<figcaption>" + escape_html(figure.caption) + " (" +
+            escape_html(figure.file) + ")</figcaption></figure>\n";
   return html + "</section>\n";
 }
 
 std::string page_html(const std::vector<Section>& sections, const fs::path& out_dir) {
-  std::string html = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>filkit report</title>\n";
+  std::string html =
+      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>filkit report</title>\n";
   html += std::string(kStyle) + "\n" + kRenderCheckScript + "\n</head>\n<body>\n<h1>filkit report</h1>\n";
-  html += "<p>filkit " + escape_html(version()) + ": Fisher information loss (FIL) of the inputs below. "
+  html += "<p>filkit " + escape_html(version()) +
+          ": Fisher information loss (FIL) of the inputs below. "
           "eta is the per-example FIL (spectral norm of the Jacobian over sigma); dFIL its trace form; "
           "1/dFIL<sup>2</sup> the Cramér–Rao bound on the MSE of any unbiased reconstruction.</p>\n";
   for (const Section& section : sections) html += section_html(section, out_dir);

@@ -47,7 +47,7 @@ struct Section {
   std::string id;  ///< prefix of the section's figure files, unique in the report
   std::string title;
   std::vector<std::pair<std::string, std::string>> facts;  ///< shown as a small table
-  std::vector<Table> tables;       ///< shown after the facts
+  std::vector<Table> tables;                               ///< shown after the facts
   std::vector<Figure> figures;
   std::vector<std::string> notes;  ///< figures skipped and why
 };
@@ -165,8 +165,8 @@ void extreme_images(const Input& input, const std::vector<double>& values, const
 
 /// The training images of a run, re-loaded as its summary records them.
 struct RunImages {
-  RowMatrix X;        ///< the raw values (as loaded: no pixel scaling, standardisation or PCA), one row an image
-  ImageShape shape;   ///< of every row, C x H x W channel-major (ImageShape)
+  RowMatrix X;       ///< the raw values (as loaded: no pixel scaling, standardisation or PCA), one row an image
+  ImageShape shape;  ///< of every row, C x H x W channel-major (ImageShape)
 };
 
 /// Re-loads the training images of the run `summary` describes: its settings (data, NAME:DIR,
@@ -199,7 +199,9 @@ std::string montage_problem(const ImageShape& shape, Index columns);
 struct RgbImage {
   Index height = 0, width = 0;
   std::vector<std::array<std::uint8_t, 3>> pixels;  ///< pixel (h, w) at h * width + w
-  const std::array<std::uint8_t, 3>& at(Index h, Index w) const { return pixels[static_cast<std::size_t>(h * width + w)]; }
+  const std::array<std::uint8_t, 3>& at(Index h, Index w) const {
+    return pixels[static_cast<std::size_t>(h * width + w)];
+  }
 };
 
 /// The values drawn as black (lo) and as full intensity (hi), one range for every image and

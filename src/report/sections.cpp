@@ -92,11 +92,15 @@ void image_grid(const RunImages& images, const std::vector<std::size_t>& rows, c
                      "-0.5:-0.5]\nset multiplot layout 1," + std::to_string(rows.size()) + "\n";
   for (std::size_t k = 0; k < rows.size(); ++k) {
     const std::size_t i = rows[k];
-    const std::string data =
-        plotter.data(rgbimage_data(display_image(images.X, static_cast<Index>(i), shape, range)));
+    const std::string data = plotter.data(rgbimage_data(display_image(images.X, static_cast<Index>(i), shape, range)));
     // Appends, not "#" + std::to_string(i): GCC 12 warns falsely (-Wrestrict) on the latter.
     std::string title = "#";
-    title.append(std::to_string(i)).append("\n").append(quantity).append(" ").append(format_digits(values[i], 3)).append("\n");
+    title.append(std::to_string(i))
+        .append("\n")
+        .append(quantity)
+        .append(" ")
+        .append(format_digits(values[i], 3))
+        .append("\n");
     const auto label_class = class_index(labels[i]);
     title.append(label_class ? class_name(input.summary, *label_class) : "label " + format_number(labels[i]));
     body += "set title " + gnuplot_string(title) + " noenhanced\nplot " + data + " using 1:2:3:4:5 with rgbimage\n";
@@ -160,7 +164,9 @@ void eta_scatter(const Input& input, const std::string& quantity, const std::str
     section.notes.push_back(figure + ": skipped, no example has a positive finite " + quantity + " and eta");
     return;
   }
-  if (dropped) section.notes.push_back(figure + ": " + std::to_string(dropped) + " example(s) with a zero or non-finite value left off the log axes");
+  if (dropped)
+    section.notes.push_back(figure + ": " + std::to_string(dropped) +
+                            " example(s) with a zero or non-finite value left off the log axes");
   // One series a class, so that the legend names each colour with the data's class name.
   std::map<double, std::vector<std::vector<double>>> by_label;
   for (const auto& row : rows) by_label[row[2]].push_back(row);
@@ -172,8 +178,9 @@ void eta_scatter(const Input& input, const std::string& quantity, const std::str
              gnuplot_string(k ? class_name(input.summary, *k) : "label " + format_number(label)) + " noenhanced";
   }
   plotter.plot(section, "eta-vs-" + quantity,
-               "eta against the training " + axis_label + " of each example (log-log; colour = class, as the legend "
-               "names them).",
+               "eta against the training " + axis_label +
+                   " of each example (log-log; colour = class, as the legend "
+                   "names them).",
                "set logscale xy\nset key outside right top\nset xlabel " + gnuplot_string(axis_label) +
                    "\nset ylabel 'eta'\n" + plots,
                900, 500);
@@ -195,11 +202,15 @@ void dfil_with_bound(const Input& input, Plotter& plotter, Section& section) {
   const double median_bound = median_of(bound);
   plotter.plot(section, "dfil-bound",
                "Left: per-example dFIL. Right: its Cramer-Rao bound 1/dFIL^2 on the MSE of any unbiased "
-               "reconstruction of the example (median " + format_number(median_bound) + ").",
+               "reconstruction of the example (median " +
+                   format_number(median_bound) + ").",
                "set multiplot layout 1,2\nset logscale x\nunset key\nset ylabel 'training examples'\nset yrange [0:*]\n"
-               "set xlabel 'dFIL'\nplot " + dfil_data + " using 1:2 with histeps lw 2 lc rgb '#1f77b4'\n"
-               "set xlabel 'MSE bound 1/dFIL^2'\n" + vertical_line(median_bound, "median", "#d62728") +
-               "plot " + bound_data + " using 1:2 with histeps lw 2 lc rgb '#2ca02c'\nunset multiplot",
+               "set xlabel 'dFIL'\nplot " +
+                   dfil_data +
+                   " using 1:2 with histeps lw 2 lc rgb '#1f77b4'\n"
+                   "set xlabel 'MSE bound 1/dFIL^2'\n" +
+                   vertical_line(median_bound, "median", "#d62728") + "plot " + bound_data +
+                   " using 1:2 with histeps lw 2 lc rgb '#2ca02c'\nunset multiplot",
                1100, 450);
 }
 
@@ -224,8 +235,9 @@ void bound_histogram(const Input& input, Plotter& plotter, Section& section) {
   // The x range covers the histogram and both threshold lines, which may lie outside the data.
   // The lines are named in the legend, not by labels beside them, which overprint when they are close.
   double lo = rows.front()[0], hi = rows.back()[0];
-  std::string lines, caption = "Per-example lower bounds on the reconstruction MSE (log scale), against the (2, eps)-RDP "
-                               "bound of the whole release and the MSE of guessing with no information (perfect privacy).";
+  std::string lines, caption =
+                         "Per-example lower bounds on the reconstruction MSE (log scale), against the (2, eps)-RDP "
+                         "bound of the whole release and the MSE of guessing with no information (perfect privacy).";
   if (const auto rdp = number_at(input.summary, "rdp.mse_bound"); rdp && *rdp > 0) {
     // The RDP bound assumes every row norm at most R: where the data break it, the line is dashed
     // and the caption says why (the run's warning).
@@ -261,8 +273,10 @@ void bound_histogram(const Input& input, Plotter& plotter, Section& section) {
   lines += "set xrange [" + format_number(lo / 2) + ":" + format_number(hi * 2) + "]\n";
   const std::string data = plotter.data(rows_text(rows));
   plotter.plot(section, "bound-histogram", caption,
-               "datafile = " + data + "\nset logscale x\nset key outside right top\nset xlabel 'MSE lower bound'\n"
-               "set ylabel 'training examples'\nset yrange [0:*]\n" + lines + plots,
+               "datafile = " + data +
+                   "\nset logscale x\nset key outside right top\nset xlabel 'MSE lower bound'\n"
+                   "set ylabel 'training examples'\nset yrange [0:*]\n" +
+                   lines + plots,
                950, 500);
 }
 
@@ -288,7 +302,7 @@ void attack_against(const Input& input, Plotter& plotter, Section& section, cons
   }
   std::size_t dropped[2] = {0, 0};
   const std::vector<std::vector<double>> rows[2] = {points(x[0], y[0], true, true, &dropped[0]),
-                                                     points(x[1], y[1], true, true, &dropped[1])};
+                                                    points(x[1], y[1], true, true, &dropped[1])};
   if (rows[0].empty() && rows[1].empty()) {
     section.notes.push_back(f.figure + ": skipped, no example has a positive finite bound and attack MSE");
     return;
@@ -315,8 +329,8 @@ void attack_against(const Input& input, Plotter& plotter, Section& section, cons
   const std::string range = "[" + format_number(lo / 2) + ":" + format_number(hi * 2) + "]";
   plotter.plot(section, f.name, f.caption,
                "set logscale xy\nset xrange " + range + "\nset yrange " + range +
-                   "\nset key outside right top\nset xlabel '" + f.xlabel + "'\nset ylabel 'attack MSE'\nplot " + plots +
-                   "x with lines lw 2 lc rgb '#2ca02c' title 'MSE = bound'" + extra);
+                   "\nset key outside right top\nset xlabel '" + f.xlabel + "'\nset ylabel 'attack MSE'\nplot " +
+                   plots + "x with lines lw 2 lc rgb '#2ca02c' title 'MSE = bound'" + extra);
 }
 
 void attack_against_bound(const Input& input, Plotter& plotter, Section& section) {
@@ -364,10 +378,12 @@ void attack_by_group(const nlohmann::json& attack, const std::string& name, cons
              " with linespoints lw 1 dt 2 pt 5 lc " + colour + " title 'black-box, sigma " + sigma + "'";
   }
   plotter.plot(section, name + "-by-group",
-               name + ": attribute-inference accuracy per eta group of the attacked examples (group 1 = lowest "
-                      "eta), at each noise scale sigma.",
+               name +
+                   ": attribute-inference accuracy per eta group of the attacked examples (group 1 = lowest "
+                   "eta), at each noise scale sigma.",
                "set key outside right\nset xlabel 'eta group (lowest to highest)'\nset ylabel 'attack accuracy'\n"
-               "set xtics 1\n" + plots,
+               "set xtics 1\n" +
+                   plots,
                1000, 500);
 }
 
@@ -418,7 +434,8 @@ void irfil_section(const Input& input, Plotter& plotter, Section& section) {
     if (t && std && mean) rows.push_back({*t, *std, *mean});
   }
   if (rows.empty()) {
-    section.notes.push_back("eta per iteration: skipped, the summary has no iterations[] with iteration, eta.std and eta.mean");
+    section.notes.push_back(
+        "eta per iteration: skipped, the summary has no iterations[] with iteration, eta.std and eta.mean");
   } else {
     const std::string data = plotter.data(rows_text(rows));
     plotter.plot(section, "eta-per-iteration",
@@ -468,12 +485,15 @@ void attack_section(const nlohmann::json& attack, const std::string& name, Plott
                                         " with lines dt 2 lc rgb '#555555' title 'prior'"
                                   : "";
     plotter.plot(section, name + "-vs-eta",
-                 name + ": attribute-inference accuracy (left axis) and the released model's test MSE (right "
-                        "axis) against the mean eta of the attacked examples, one point per sigma.",
+                 name +
+                     ": attribute-inference accuracy (left axis) and the released model's test MSE (right "
+                     "axis) against the mean eta of the attacked examples, one point per sigma.",
                  "set logscale x\nset logscale y2\nset ytics nomirror\nset y2tics\nset key outside right top\n"
-                 "set xlabel 'mean eta'\nset ylabel 'attack accuracy'\nset y2label 'release test MSE'\nplot " + data +
+                 "set xlabel 'mean eta'\nset ylabel 'attack accuracy'\nset y2label 'release test MSE'\nplot " +
+                     data +
                      " using 1:2 with linespoints lw 2 pt 7 title 'white-box', '' using 1:3 with linespoints lw 2 pt 5 "
-                     "title 'black-box', '' using 1:4 axes x1y2 with linespoints dt 3 pt 4 title 'test MSE'" + prior);
+                     "title 'black-box', '' using 1:4 axes x1y2 with linespoints dt 3 pt 4 title 'test MSE'" +
+                     prior);
   }
   attack_by_group(attack, name, by_sigma, plotter, section);
 }

@@ -52,15 +52,16 @@ std::vector<std::string> layering_violations(const std::string& layer, const std
     const std::string target = (*it)[1];
     if (!allowed.count(target)) continue;  // e.g. "CLI/CLI.hpp" is not ours
     if (!own->second.count(target))
-      violations.push_back(file_name + ": " + layer + " includes " + it->str() + " (layer " + target + " is above or beside it)");
+      violations.push_back(file_name + ": " + layer + " includes " + it->str() + " (layer " + target +
+                           " is above or beside it)");
   }
   if (std::regex_search(file_text, top_level_include))
     violations.push_back(file_name + ": includes a header outside every layer");
   return violations;
 }
 
-using source_tree::source_dir;
 using source_tree::read_text;
+using source_tree::source_dir;
 
 TEST(Layering, EveryIncludePointsDownwards) {
   std::vector<std::string> violations;
@@ -112,8 +113,8 @@ TEST(Layering, TheArchitectureDocNamesEveryLayerAndHeader) {
     if (!entry.is_regular_file() || entry.path().extension() != ".hpp") continue;
     ++headers;
     const std::string relative = fs::relative(entry.path(), src).generic_string();
-    const bool named = doc.find("`" + relative + "`") != std::string::npos ||
-                       doc.find("`src/" + relative + "`") != std::string::npos;
+    const bool named =
+        doc.find("`" + relative + "`") != std::string::npos || doc.find("`src/" + relative + "`") != std::string::npos;
     EXPECT_TRUE(named) << "docs/architecture.md does not name the private header src/" << relative << " (as `"
                        << relative << "`)";
   }
@@ -128,8 +129,8 @@ TEST(Layering, TheArchitectureDocNamesEveryFileOfBenchExperimentsAndFuzz) {
   const std::vector<std::string> data = {"bench/results", "experiments/results", "fuzz/corpus", "fuzz/findings"};
   int files = 0;
   for (const char* folder : {"bench", "experiments", "fuzz"}) {
-    for (auto entry = fs::recursive_directory_iterator(source_dir() / folder); entry != fs::recursive_directory_iterator();
-         ++entry) {
+    for (auto entry = fs::recursive_directory_iterator(source_dir() / folder);
+         entry != fs::recursive_directory_iterator(); ++entry) {
       const std::string relative = fs::relative(entry->path(), source_dir()).generic_string();
       const std::string name = entry->path().filename().string();
       if (entry->is_directory() && (std::find(data.begin(), data.end(), relative) != data.end() ||
@@ -154,12 +155,14 @@ TEST(Layering, CatchesAnUpwardInclude) {
   EXPECT_EQ(layering_violations("dpsgd", "#include \"filkit/leakage/fil.hpp\"\n", "x.cpp").size(), 1u);
   EXPECT_EQ(layering_violations("report", "#include \"filkit/jobs/measure.hpp\"\n", "x.cpp").size(), 1u);
   EXPECT_EQ(layering_violations("data", "#include \"filkit/types.hpp\"\n", "x.cpp").size(), 1u);
-  EXPECT_TRUE(layering_violations("jobs", "#include \"filkit/leakage/fil.hpp\"\n#include <CLI/CLI.hpp>\n", "x.cpp").empty());
+  EXPECT_TRUE(
+      layering_violations("jobs", "#include \"filkit/leakage/fil.hpp\"\n#include <CLI/CLI.hpp>\n", "x.cpp").empty());
   EXPECT_TRUE(layering_violations("leakage", "#include \"models/glm_loss.hpp\"\n", "x.cpp").empty());
   EXPECT_EQ(layering_violations("privacy", "#include \"filkit/dpsgd/clipped_gradient.hpp\"\n", "x.cpp").size(), 1u);
   EXPECT_TRUE(layering_violations("dpsgd", "#include \"filkit/privacy/soft_clip.hpp\"\n", "x.cpp").empty());
   EXPECT_EQ(layering_violations("networks", "#include \"filkit/models/glm.hpp\"\n", "x.cpp").size(), 1u);
-  EXPECT_EQ(layering_violations("dpsgd", "#include \"filkit/public_data/public_data_training.hpp\"\n", "x.cpp").size(), 1u);
+  EXPECT_EQ(layering_violations("dpsgd", "#include \"filkit/public_data/public_data_training.hpp\"\n", "x.cpp").size(),
+            1u);
 }
 
 }  // namespace

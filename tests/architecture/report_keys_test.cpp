@@ -19,8 +19,8 @@ namespace report_keys_check {
 
 namespace fs = std::filesystem;
 
-using source_tree::source_dir;
 using source_tree::read_text;
+using source_tree::source_dir;
 
 /// Every contiguous chain of property names below `node` ("dfil.max", "rdp", ...), through arrays'
 /// items, if-then-else and oneOf branches and a document's definitions.
@@ -108,7 +108,8 @@ TEST(ReportKeys, TheReadsAreFoundInTheFormsTheSectionsUse) {
   // Calls in calls: each is read (number_at's, field's, then with_interval's).
   EXPECT_EQ(fields_read(R"(with_interval(field(last_snapshot(input), "dfil"), "max", "max_interval", 4))"),
             (std::vector<std::string>{"dfil", "max", "max_interval"}));
-  EXPECT_EQ(fields_read(R"(number_at(attack, "prior_by_group." + group))"), (std::vector<std::string>{"prior_by_group"}));
+  EXPECT_EQ(fields_read(R"(number_at(attack, "prior_by_group." + group))"),
+            (std::vector<std::string>{"prior_by_group"}));
 }
 
 }  // namespace report_keys_check

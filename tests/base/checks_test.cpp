@@ -66,7 +66,8 @@ TEST(Errors, EachKindIsItsStandardExceptionAndAFilkitError) {
 TEST(Checks, RefuseWithTheOptionTheValueAndTheRule) {
   const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
   using Result = std::pair<std::string, std::string>;
-  EXPECT_EQ(option_error_of([] { require_positive("clip_norm", -1.0); }), Result("clip_norm = -1: must be > 0", "clip_norm"));
+  EXPECT_EQ(option_error_of([] { require_positive("clip_norm", -1.0); }),
+            Result("clip_norm = -1: must be > 0", "clip_norm"));
   EXPECT_EQ(option_error_of([&] { require_positive("clip_norm", nan); }).first, "clip_norm = nan: must be > 0");
   EXPECT_EQ(option_error_of([&] { require_positive("clip_norm", inf); }).first, "clip_norm = inf: must be finite");
   EXPECT_EQ(option_error_of([] { require_positive("steps", 0); }).first, "steps = 0: must be >= 1");

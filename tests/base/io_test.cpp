@@ -86,7 +86,7 @@ TEST(NumericCsv, WritesIntegersAsIntegersAndEveryOtherValueExactly) {
   const std::size_t first = csv.find('\n') + 1;  // -0 is integral too: "0"
   EXPECT_EQ(csv.substr(first, csv.find('\n', first) - first),
             "0,0," + format_double(rows[0][2]) + "," + format_double(rows[0][3]) + ",0");
-  EXPECT_NE(csv.find("\n999,99900000,"), std::string::npos);  // 99900000, not 9.99e+07
+  EXPECT_NE(csv.find("\n999,99900000,"), std::string::npos);                      // 99900000, not 9.99e+07
   EXPECT_NE(csv.find("\n1e+15,-1e+300,,,5e-324\n,1,2,3,\n"), std::string::npos);  // non-finite: empty
 }
 
@@ -145,7 +145,8 @@ TEST(WriteOutputFile, WritesThroughASymbolicLinkAndKeepsTheLink) {
   write_output_file(dir.file("dangling.csv"), "created\n");
   EXPECT_TRUE(fs::is_symlink(dir.file("dangling.csv")));
   EXPECT_EQ(testing::read_bytes(dir.file("missing.csv")), "created\n");
-  EXPECT_EQ(names_in(dir.file("")), (std::vector<std::string>{"dangling.csv", "link.csv", "missing.csv", "target.csv"}));
+  EXPECT_EQ(names_in(dir.file("")),
+            (std::vector<std::string>{"dangling.csv", "link.csv", "missing.csv", "target.csv"}));
 }
 
 TEST(WriteOutputFile, WritesThroughAFifoToItsReader) {
@@ -283,7 +284,10 @@ TEST(Progress, WritesWholeLinesWhenStderrIsNotATerminal) {
   EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
   // Quiet writes nothing.
   ::testing::internal::CaptureStderr();
-  { Progress silent("work", 4, true, 0.0); silent.advance(4); }
+  {
+    Progress silent("work", 4, true, 0.0);
+    silent.advance(4);
+  }
   EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
 }
 

@@ -105,7 +105,8 @@ TEST(PowerIteration, MatchesTheDenseSpectralNorm) {
 
 TEST(PowerIteration, ZeroOperatorGivesZero) {
   std::mt19937_64 rng(1);
-  const SpectralNormEstimate estimate = estimate_spectral_norm(DenseJacobianOperator(MatrixXd::Zero(3, 4)), 10, 1e-9, rng);
+  const SpectralNormEstimate estimate =
+      estimate_spectral_norm(DenseJacobianOperator(MatrixXd::Zero(3, 4)), 10, 1e-9, rng);
   EXPECT_EQ(estimate.value, 0.0);
   EXPECT_TRUE(estimate.converged);
 }

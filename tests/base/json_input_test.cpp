@@ -12,7 +12,9 @@ namespace {
 using Format = nlohmann::json::input_format_t;
 
 // [[...]] with `depth` arrays, and {"a": {"a": ... 1}} with `depth` objects.
-std::string arrays(int depth) { return std::string(static_cast<std::size_t>(depth), '[') + std::string(static_cast<std::size_t>(depth), ']'); }
+std::string arrays(int depth) {
+  return std::string(static_cast<std::size_t>(depth), '[') + std::string(static_cast<std::size_t>(depth), ']');
+}
 std::string objects(int depth) {
   std::string text;
   for (int k = 0; k < depth; ++k) text += "{\"a\": ";
@@ -49,8 +51,9 @@ TEST(ParseJsonInput, ReadsUpToTheLimitAndNamesTheInputAndTheLimitBeyond) {
     }
     return std::string("no error");
   };
-  EXPECT_EQ(message(arrays(kMaxJsonNesting + 1)),
-            "report input 'a.json': nests arrays and objects deeper than 64 levels, the limit for filkit's JSON inputs");
+  EXPECT_EQ(
+      message(arrays(kMaxJsonNesting + 1)),
+      "report input 'a.json': nests arrays and objects deeper than 64 levels, the limit for filkit's JSON inputs");
   EXPECT_EQ(message(arrays(60000)).rfind("report input 'a.json': nests arrays and objects deeper than 64", 0), 0u);
   EXPECT_EQ(message("{\"a\": ").rfind("report input 'a.json': not valid JSON: ", 0), 0u) << message("{\"a\": ");
 }

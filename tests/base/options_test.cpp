@@ -1,8 +1,8 @@
 // Option values from text, as flags and Python strings give them: integers within their type's
 // range (never wrapped), doubles within a double's, sizes; index lists with their limits; option
 // values read back from the JSON settings a summary records.
-#include "filkit/base/index_list.hpp"
 #include "filkit/base/options.hpp"
+#include "filkit/base/index_list.hpp"
 
 #include "test_util.hpp"
 
@@ -56,8 +56,7 @@ TEST(OptionFromText, RefusesIntegersBeyondTheFieldsRangeWithTheRange) {
   EXPECT_INVALID_ARGUMENT(option_from_text("trials", "4294967297", threads), "trials = '4294967297'",
                           "an integer in -2147483648..2147483647");
   Index steps = 0;
-  EXPECT_INVALID_ARGUMENT(option_from_text("steps", "99999999999999999999", steps), "steps",
-                          "9223372036854775807");
+  EXPECT_INVALID_ARGUMENT(option_from_text("steps", "99999999999999999999", steps), "steps", "9223372036854775807");
   std::uint64_t seed = 0;
   EXPECT_INVALID_ARGUMENT(option_from_text("seed", "-1", seed), "seed = '-1'", "a non-negative integer");
   EXPECT_INVALID_ARGUMENT(option_from_text("steps", "1e3", steps), "steps = '1e3'", "an integer");
@@ -69,19 +68,23 @@ TEST(OptionFromText, RefusesIntegersBeyondTheFieldsRangeWithTheRange) {
 // before the job, not when the summary is written after it.
 TEST(OptionFromText, RefusesTextThatIsNotUtf8) {
   std::string data;
-  EXPECT_INVALID_ARGUMENT(option_from_text("data", "d\xff.csv", data), "data: the text is not UTF-8",
-                          "index 1: 0xFF");
+  EXPECT_INVALID_ARGUMENT(option_from_text("data", "d\xff.csv", data), "data: the text is not UTF-8", "index 1: 0xFF");
   EXPECT_TRUE(data.empty());
-  option_from_text("data", "donn\xc3\xa9" "es.csv", data);  // UTF-8 beyond ASCII is fine
-  EXPECT_EQ(data, "donn\xc3\xa9" "es.csv");
+  option_from_text("data",
+                   "donn\xc3\xa9"
+                   "es.csv",
+                   data);  // UTF-8 beyond ASCII is fine
+  EXPECT_EQ(data,
+            "donn\xc3\xa9"
+            "es.csv");
   std::vector<std::string> columns;
   EXPECT_THROW(option_from_text("categorical", "a,\xc3", columns), std::invalid_argument);
 }
 
 TEST(OptionFromText, RefusesEveryClassOutOfRangeInAList) {
   std::optional<std::vector<int>> classes;
-  EXPECT_INVALID_ARGUMENT(option_from_text("classes", "4294967296,4294967297", classes),
-                          "classes = '4294967296'", "an integer in");
+  EXPECT_INVALID_ARGUMENT(option_from_text("classes", "4294967296,4294967297", classes), "classes = '4294967296'",
+                          "an integer in");
   option_from_text("classes", "3,5", classes);
   EXPECT_EQ(*classes, (std::vector<int>{3, 5}));
 }
@@ -150,8 +153,7 @@ TEST(OptionsFromSettings, RefuseValuesThatDoNotFitTheirFieldNamingTheSetting) {
                           "one of light, dark");
   EXPECT_INVALID_ARGUMENT(options_from_settings(nlohmann::json{{"count", 1.5}}, read), "settings.count = '1.5'",
                           "an integer");
-  EXPECT_INVALID_ARGUMENT(options_from_settings(nlohmann::json{{"count", 1e20}}, read), "settings.count",
-                          "an integer");
+  EXPECT_INVALID_ARGUMENT(options_from_settings(nlohmann::json{{"count", 1e20}}, read), "settings.count", "an integer");
   EXPECT_INVALID_ARGUMENT(options_from_settings(nlohmann::json{{"seed", -1}}, read), "settings.seed",
                           "a non-negative integer");
   EXPECT_INVALID_ARGUMENT(options_from_settings(nlohmann::json{{"flag", 1}}, read), "settings.flag = 1",

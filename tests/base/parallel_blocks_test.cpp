@@ -59,8 +59,9 @@ TEST(ReduceBlocksInOrder, AddsTheBlockSumsInBlockOrder) {
 
 TEST(ReduceBlocksInOrder, GivesTheSameBitsOnAnyNumberOfThreadsWhereAnOpenMpReductionDoesNot) {
   const VectorXd values = spread_values(100000, 2);
-  testing::expect_same_for_any_thread_count([&] { return sum_in_blocks(values, 1000); },
-                                            [](double one, double more) { EXPECT_TRUE(testing::same_bits(one, more)); });
+  testing::expect_same_for_any_thread_count(
+      [&] { return sum_in_blocks(values, 1000); },
+      [](double one, double more) { EXPECT_TRUE(testing::same_bits(one, more)); });
   // The check itself catches a sum whose order follows the threads.
   const auto openmp_sum = [&] {
     double total = 0.0;

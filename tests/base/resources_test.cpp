@@ -51,9 +51,9 @@ TEST(MemoryBudget, DefaultsToHalfThePhysicalMemory) {
 TEST(MemoryBudget, RefusesMoreThanTheBudgetNamingWhatAndBoth) {
   EXPECT_NO_THROW(check_memory(kMiB, ByteSize{kMiB}, "x"));
   EXPECT_MEMORY_LIMIT(check_memory(4096 * kMiB, ByteSize{512 * kMiB}, "reading 'big.npy'"),
-                          "reading 'big.npy' needs 4.0 GiB", "max_memory = 512M (512 MiB)");
+                      "reading 'big.npy' needs 4.0 GiB", "max_memory = 512M (512 MiB)");
   EXPECT_MEMORY_LIMIT(check_memory(saturating_product(1ULL << 40, 1ULL << 40), ByteSize{kMiB}, "x"),
-                          "more than 2^64 bytes");
+                      "more than 2^64 bytes");
 }
 
 TEST(ThreadCount, IsBoundedByTheMachine) {

@@ -2,8 +2,8 @@
 // a summary that departs from one is reported at the JSON pointer where it departs. That every
 // job's summary conforms is checked by every test that writes one (FILKIT_STRICT_SUMMARY_SCHEMA,
 // set for the whole suite) and by tests/cli/job_registry_test.cpp (every job has its schema).
-#include "filkit/base/errors.hpp"
 #include "filkit/base/summary_schema.hpp"
+#include "filkit/base/errors.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -77,12 +77,14 @@ TEST(SummarySchema, NonFiniteNumbersWrittenAsNullConform) {
   // A measure's numbers may be NaN or infinite (written as null, base/summary.hpp number_or_null);
   // every number of every schema admits null.
   const std::function<void(const nlohmann::json&, const std::string&)> walk = [&](const nlohmann::json& node,
-                                                                                 const std::string& path) {
+                                                                                  const std::string& path) {
     if (!node.is_object()) return;
     if (node.contains("type")) {
       const nlohmann::json& type = node["type"];
-      const bool number = type == "number" || (type.is_array() && std::find(type.begin(), type.end(), "number") != type.end());
-      const bool null = type == "null" || (type.is_array() && std::find(type.begin(), type.end(), "null") != type.end());
+      const bool number =
+          type == "number" || (type.is_array() && std::find(type.begin(), type.end(), "number") != type.end());
+      const bool null =
+          type == "null" || (type.is_array() && std::find(type.begin(), type.end(), "null") != type.end());
       if (number) EXPECT_TRUE(null) << path;
     }
     for (const auto& [key, child] : node.items()) walk(child, path + "/" + key);

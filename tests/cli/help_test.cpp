@@ -25,7 +25,9 @@ struct Commands {
     app.require_subcommand(1);
     setup_all_commands(app);
   }
-  std::vector<CLI::App*> all() { return app.get_subcommands([](const CLI::App*) { return true; }); }
+  std::vector<CLI::App*> all() {
+    return app.get_subcommands([](const CLI::App*) { return true; });
+  }
   CLI::Option* option(const std::string& command, const std::string& flag) {
     return app.get_subcommand(command)->get_option_no_throw(flag);
   }
@@ -49,14 +51,14 @@ TEST(Help, ListsEveryOptionOfEveryCommandInOneOfTheGroups) {
   for (CLI::App* command : commands.all())
     for (const CLI::Option* option : command->get_options()) {
       if (option->get_name() == "--help") continue;
-      EXPECT_TRUE(groups.count(option->get_group())) << command->get_name() << " " << option->get_name()
-                                                     << " is in group '" << option->get_group() << "'";
+      EXPECT_TRUE(groups.count(option->get_group()))
+          << command->get_name() << " " << option->get_name() << " is in group '" << option->get_group() << "'";
     }
   // And the groups appear in their order in --help.
   const std::string help = commands.app.get_subcommand("dpsgd")->help();
   std::size_t at = 0;
-  for (const char* group : {"Data:", "Preprocessing:", "Model:", "Privacy:", "Training:", "Accounting:", "Outputs:",
-                            "Resources:"}) {
+  for (const char* group :
+       {"Data:", "Preprocessing:", "Model:", "Privacy:", "Training:", "Accounting:", "Outputs:", "Resources:"}) {
     const std::size_t found = help.find(std::string("\n") + group);
     ASSERT_NE(found, std::string::npos) << group << "\n" << help;
     EXPECT_GT(found, at) << group << " out of order";
@@ -100,7 +102,8 @@ TEST(Help, StatesTheReasonWhereCommandsDefaultDifferently) {
   Commands commands;
   std::map<std::string, std::map<std::string, std::string>> defaults;  // flag -> command -> description
   for (CLI::App* command : commands.all())
-    for (const CLI::Option* option : command->get_options()) defaults[option->get_name()][command->get_name()] = option->get_description();
+    for (const CLI::Option* option : command->get_options())
+      defaults[option->get_name()][command->get_name()] = option->get_description();
   for (const char* flag : {"--label", "--pca", "--rdp-delta", "--row-scaling", "--data", "--batch-size"}) {
     ASSERT_TRUE(defaults.count(flag)) << flag;
     for (const auto& [command, description] : defaults[flag]) {
@@ -126,15 +129,17 @@ TEST(Help, PublicTrainingSaysWhichDefaultsAreFilkitsRatherThanTheThesis) {
   Commands commands;
   const CLI::App* command = commands.app.get_subcommand("public-training");
   const auto description = [&](const char* flag) { return command->get_option(flag)->get_description(); };
-  for (const char* flag : {"--sampling", "--pretrain-sampling", "--pretrain-steps", "--public-split", "--intercept",
-                           "--init-scale"}) {
+  for (const char* flag :
+       {"--sampling", "--pretrain-sampling", "--pretrain-steps", "--public-split", "--intercept", "--init-scale"}) {
     const std::string text = description(flag);
     EXPECT_NE(text.find("[default: "), std::string::npos) << flag;
     EXPECT_NE(text.find("filkit's", text.find("[default: ")), std::string::npos) << flag << ": " << text;
   }
-  EXPECT_NE(description("--sampling").find("the thesis' code shuffles"), std::string::npos) << description("--sampling");
+  EXPECT_NE(description("--sampling").find("the thesis' code shuffles"), std::string::npos)
+      << description("--sampling");
   for (const char* flag : {"--clip-norm", "--noise-multiplier", "--steps", "--batch-size"})
-    EXPECT_NE(description(flag).find("the thesis' table 3.1 setting"), std::string::npos) << flag << ": " << description(flag);
+    EXPECT_NE(description(flag).find("the thesis' table 3.1 setting"), std::string::npos)
+        << flag << ": " << description(flag);
 }
 
 TEST(CommandLine, ReadsRenamedOptionsByTheirFormerNamesToo) {

@@ -90,8 +90,8 @@ TEST(JobRegistry, EveryJobHasASummarySchemaAndEverySchemaAJob) {
         << Job::name << " has no summary schema: add schemas/summary/" << Job::name << ".schema.json";
   });
   for (const std::string& command : summary_schema_commands())
-    EXPECT_NE(std::find(jobs.begin(), jobs.end(), command), jobs.end()) << "schemas/summary/" << command
-                                                                        << ".schema.json names no job";
+    EXPECT_NE(std::find(jobs.begin(), jobs.end(), command), jobs.end())
+        << "schemas/summary/" << command << ".schema.json names no job";
 }
 
 // The ```sh blocks of README.md and docs/*.md, which tests/docs/doc_commands.py runs.

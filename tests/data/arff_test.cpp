@@ -1,7 +1,7 @@
 // ARFF reading: declared attribute types, quoting, comments, missing values, and errors.
 #include "filkit/data/dataset.hpp"
-#include "filkit/data/text_table.hpp"
 #include "filkit/data/tabular_encoder.hpp"
+#include "filkit/data/text_table.hpp"
 
 #include "test_util.hpp"
 
@@ -30,11 +30,9 @@ sunny, 72, 95, ?, no
 TEST(ArffReader, ReadsDeclaredTypesQuotedValuesAndLineNumbers) {
   TempDir dir;
   const TextTable table = read_arff(dir.write("weather.arff", kWeather));
-  EXPECT_EQ(table.header, (std::vector<std::string>{"outlook", "temperature", "relative humidity",
-                                                    "note", "play"}));
-  EXPECT_EQ(table.types, (std::vector<ColumnType>{ColumnType::kNominal, ColumnType::kNumeric,
-                                                  ColumnType::kNumeric, ColumnType::kString,
-                                                  ColumnType::kNominal}));
+  EXPECT_EQ(table.header, (std::vector<std::string>{"outlook", "temperature", "relative humidity", "note", "play"}));
+  EXPECT_EQ(table.types, (std::vector<ColumnType>{ColumnType::kNominal, ColumnType::kNumeric, ColumnType::kNumeric,
+                                                  ColumnType::kString, ColumnType::kNominal}));
   ASSERT_EQ(table.rows.size(), 4u);
   EXPECT_EQ(table.rows[0], (std::vector<std::string>{"sunny", "85", "85", "hot, dry", "no"}));
   EXPECT_EQ(table.rows[1][2], "?");
@@ -52,8 +50,7 @@ TEST(ArffReader, MakesNominalAttributesCategoricalAndNumericOnesStandardised) {
   const Dataset data = TabularEncoder::fit(table, options).transform(table);
   EXPECT_EQ(data.dropped_rows, 1);  // the '?' humidity
   // Levels are those of the kept training rows ("overcast" went with the dropped row), sorted.
-  EXPECT_EQ(data.feature_names,
-            (std::vector<std::string>{"outlook=light rain", "temperature", "relative humidity"}));
+  EXPECT_EQ(data.feature_names, (std::vector<std::string>{"outlook=light rain", "temperature", "relative humidity"}));
   EXPECT_EQ(data.attribute("outlook").dropped_level, "sunny");
   EXPECT_NEAR(data.X.col(2).mean(), 0.0, 1e-12);
   EXPECT_EQ(data.class_names, (std::vector<std::string>{"no", "yes"}));
@@ -86,10 +83,9 @@ TEST(ArffReader, RejectsRowOfTheWrongWidth) {
 
 TEST(ArffReader, RejectsSparseRowsAndDateAttributes) {
   TempDir dir;
-  EXPECT_INVALID_ARGUMENT(read_arff(dir.write("s.arff", "@attribute a real\n@data\n{0 1}\n")),
-                          "line 3", "sparse");
-  EXPECT_INVALID_ARGUMENT(read_arff(dir.write("d.arff", "@attribute when date 'yyyy-MM-dd'\n@data\n")),
-                          "line 1", "attribute 'when'", "date");
+  EXPECT_INVALID_ARGUMENT(read_arff(dir.write("s.arff", "@attribute a real\n@data\n{0 1}\n")), "line 3", "sparse");
+  EXPECT_INVALID_ARGUMENT(read_arff(dir.write("d.arff", "@attribute when date 'yyyy-MM-dd'\n@data\n")), "line 1",
+                          "attribute 'when'", "date");
 }
 
 TEST(ArffReader, RejectsFileWithoutDataSection) {
@@ -100,16 +96,16 @@ TEST(ArffReader, RejectsFileWithoutDataSection) {
 
 TEST(ArffReader, RejectsUnknownKeywordAndRepeatedAttribute) {
   TempDir dir;
-  EXPECT_INVALID_ARGUMENT(read_arff(dir.write("k.arff", "@relation r\n@atribute a real\n@data\n")),
-                          "line 2", "'@atribute'");
-  EXPECT_INVALID_ARGUMENT(read_arff(dir.write("r.arff", "@attribute a real\n@attribute a real\n@data\n")),
-                          "line 2", "'a' is declared twice");
+  EXPECT_INVALID_ARGUMENT(read_arff(dir.write("k.arff", "@relation r\n@atribute a real\n@data\n")), "line 2",
+                          "'@atribute'");
+  EXPECT_INVALID_ARGUMENT(read_arff(dir.write("r.arff", "@attribute a real\n@attribute a real\n@data\n")), "line 2",
+                          "'a' is declared twice");
 }
 
 TEST(ArffReader, RejectsUnterminatedQuote) {
   TempDir dir;
-  EXPECT_INVALID_ARGUMENT(read_arff(dir.write("q.arff", "@attribute a string\n@data\n'open\n")),
-                          "line 3", "unterminated");
+  EXPECT_INVALID_ARGUMENT(read_arff(dir.write("q.arff", "@attribute a string\n@data\n'open\n")), "line 3",
+                          "unterminated");
 }
 
 }  // namespace

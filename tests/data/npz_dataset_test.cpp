@@ -132,8 +132,9 @@ TEST(NpzImages, ReadsXTestInTheLayoutOfXAndKeepsTheShapeThroughSplitsAndClasses)
   EXPECT_EQ(split.test.image, (ImageShape{3, 2, 2}));
   EXPECT_EQ(split.test.X.row(0), (Eigen::RowVectorXd(12) << 0, 3, 6, 9, 1, 4, 7, 10, 2, 5, 8, 11).finished());
   // Without X_test, the seeded split keeps the shape in both parts.
-  const std::string plain = dir.write(
-      "plain.npz", zip_bytes({{"X.npy", counting_array("(10, 1, 2, 2)", 40)}, {"y.npy", npy_f8({0, 1, 0, 1, 0, 1, 0, 1, 0, 1}, 10)}}, false));
+  const std::string plain = dir.write("plain.npz", zip_bytes({{"X.npy", counting_array("(10, 1, 2, 2)", 40)},
+                                                              {"y.npy", npy_f8({0, 1, 0, 1, 0, 1, 0, 1, 0, 1}, 10)}},
+                                                             false));
   DataOptions held_out = npz_options(plain);
   held_out.test_fraction = 0.3;
   const DatasetSplit parts = load_dataset(held_out);
@@ -157,23 +158,21 @@ TEST(NpzImages, RefusesMismatchedAndMalformedImageArrays) {
                                                         {"y_test.npy", npy_f8({0}, 1)}},
                                                        false));
   EXPECT_INVALID_ARGUMENT(load_dataset(options), "X has images 1 x 2 x 2 but X_test has 4 columns");
-  options.data = dir.write("zero.npz", zip_bytes({{"X.npy", npy_bytes("<f8", "(2, 3, 0, 2)", "")},
-                                                  {"y.npy", npy_f8({0, 1}, 2)}},
-                                                 false));
+  options.data = dir.write(
+      "zero.npz", zip_bytes({{"X.npy", npy_bytes("<f8", "(2, 3, 0, 2)", "")}, {"y.npy", npy_f8({0, 1}, 2)}}, false));
   options.image_layout = ImageLayout::kNchw;
   EXPECT_INVALID_ARGUMENT(load_dataset(options), "'X'", "(2, 3, 0, 2)", "3 x 0 x 2", "no pixel");
   options.image_layout.reset();
-  options.data = dir.write("five.npz", zip_bytes({{"X.npy", npy_bytes("<f8", "(1, 1, 1, 2, 1)", raw_bytes(std::vector<double>{1, 2}))},
-                                                  {"y.npy", npy_f8({0}, 1)}},
-                                                 false));
+  options.data = dir.write(
+      "five.npz", zip_bytes({{"X.npy", npy_bytes("<f8", "(1, 1, 1, 2, 1)", raw_bytes(std::vector<double>{1, 2}))},
+                             {"y.npy", npy_f8({0}, 1)}},
+                            false));
   EXPECT_INVALID_ARGUMENT(load_dataset(options), "5 dimensions", "1-D to 4-D");
-  options.data = dir.write("labels.npz", zip_bytes({{"X.npy", counting_array("(2, 1, 2, 2)", 8)},
-                                                    {"y.npy", npy_f8({0, 1}, 2, 1)}},
-                                                   false));
+  options.data = dir.write(
+      "labels.npz", zip_bytes({{"X.npy", counting_array("(2, 1, 2, 2)", 8)}, {"y.npy", npy_f8({0, 1}, 2, 1)}}, false));
   EXPECT_INVALID_ARGUMENT(load_dataset(options), "array 'y'", "must be 1-D", "found 2-D");
-  options.data = dir.write("rows.npz", zip_bytes({{"X.npy", counting_array("(2, 1, 2, 2)", 8)},
-                                                  {"y.npy", npy_f8({0, 1, 0}, 3)}},
-                                                 false));
+  options.data = dir.write(
+      "rows.npz", zip_bytes({{"X.npy", counting_array("(2, 1, 2, 2)", 8)}, {"y.npy", npy_f8({0, 1, 0}, 3)}}, false));
   EXPECT_INVALID_ARGUMENT(load_dataset(options), "X has 2 rows but y has 3");
   // Empty images with absurd sides: no values to bound them, so their product is checked.
   options.data = dir.write("huge.npz", zip_bytes({{"X.npy", npy_bytes("<f8", "(0, 3, 4294967296, 4294967296)", "")},

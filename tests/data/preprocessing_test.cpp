@@ -305,8 +305,8 @@ TEST(FastPca, SpectraAndDenseSolversAgreeAndSpectraFallsBackOnAZeroMatrix) {
 }
 
 constexpr detail::GramKernel kEveryKernel[] = {detail::GramKernel::kAuto, detail::GramKernel::kEigen,
-                                              detail::GramKernel::kAvx2, detail::GramKernel::kAvx512,
-                                              detail::GramKernel::kAvx512Float};
+                                               detail::GramKernel::kAvx2, detail::GramKernel::kAvx512,
+                                               detail::GramKernel::kAvx512Float};
 
 TEST(FastPca, EveryCovarianceKernelMatchesTheCentredProduct) {
   // Widths around the 8- and 16-column panels and the 128-row blocks, and one below a panel.
@@ -398,7 +398,8 @@ TEST(FastPca, ScalingBeforePcaMatchesScalingAWholeCopy) {
     }
     const DensePca dense = dense_pca(scaled);
     EXPECT_LT(max_relative_difference(fitted.pca_variances, dense.variances.head(10)), 1e-10) << to_string(scaling);
-    EXPECT_LT((fitted.pca_components - dense.components.leftCols(10)).cwiseAbs().maxCoeff(), 1e-8) << to_string(scaling);
+    EXPECT_LT((fitted.pca_components - dense.components.leftCols(10)).cwiseAbs().maxCoeff(), 1e-8)
+        << to_string(scaling);
     const RowMatrix expected = (scaled.rowwise() - scaled.colwise().mean()) * dense.components.leftCols(10);
     EXPECT_LT((fitted.apply(train).X - expected).cwiseAbs().maxCoeff(), 1e-8 * expected.cwiseAbs().maxCoeff())
         << to_string(scaling);
@@ -554,8 +555,8 @@ TEST(Standardization, RefusesTablesConstantChannelsAndOtherImageShapes) {
                           "colour_images", "no image shape");
   Dataset constant = colour_images(10, 6);
   constant.X.middleCols(20, 20).setConstant(7.5);
-  EXPECT_INVALID_ARGUMENT(Preprocessor::fit(constant, channel_standardization()), "channel 1", "constant",
-                          "7.5", "standard deviation is 0");
+  EXPECT_INVALID_ARGUMENT(Preprocessor::fit(constant, channel_standardization()), "channel 1", "constant", "7.5",
+                          "standard deviation is 0");
   const Preprocessor fitted = Preprocessor::fit(colour_images(10, 7), channel_standardization());
   Dataset other = colour_images(2, 8);
   other.image = ImageShape{1, 6, 10};
@@ -630,10 +631,9 @@ TEST(FastPca, EveryCovarianceKernelIsBitwiseIdenticalOnAnyNumberOfThreads) {
   const VectorXd mean = X.colwise().mean();
   for (detail::GramKernel kernel : kEveryKernel) {
     SCOPED_TRACE("kernel " + std::to_string(static_cast<int>(kernel)));
-    testing::expect_same_for_any_thread_count([&] { return detail::covariance(X, mean, kernel); },
-                                              [](const MatrixXd& one, const MatrixXd& more) {
-                                                EXPECT_TRUE(testing::same_bits(one, more));
-                                              });
+    testing::expect_same_for_any_thread_count(
+        [&] { return detail::covariance(X, mean, kernel); },
+        [](const MatrixXd& one, const MatrixXd& more) { EXPECT_TRUE(testing::same_bits(one, more)); });
   }
 }
 

@@ -100,9 +100,8 @@ TEST(TabularDatasets, CreditGReplacesPersonalStatusBySex) {
 
 TEST(TabularDatasets, AnUnknownIncomeRangeNamesFileLineAndColumn) {
   const TempDir dir;
-  const std::string path =
-      dir.write("income.csv", std::string(kIncomeHeader) + income_row("-10.000)", "F", "Single") +
-                                  income_row("[100.000-", "M", "Single"));
+  const std::string path = dir.write("income.csv", std::string(kIncomeHeader) + income_row("-10.000)", "F", "Single") +
+                                                       income_row("[100.000-", "M", "Single"));
   const ScopedEnvironment data_dir("FILKIT_DATA_DIR", dir.file(""));
   EXPECT_INVALID_ARGUMENT(load_dataset(whole("income-regression")), path, "line 3", "INCOME", "[100.000-");
 }
@@ -112,7 +111,7 @@ TEST(TabularDatasets, AMissingFileNamesTheSearchedPathsAndTheSetupScript) {
   const ScopedEnvironment data_dir("FILKIT_DATA_DIR", dir.file("nothing"));
   const ScopedEnvironment cache("XDG_CACHE_HOME", dir.file("cache"));
   EXPECT_THROW_NAMING(load_dataset(whole("income-classification")), ResourceError, "scripts/setup.sh", "income.csv",
-                          dir.file("cache") + "/filkit/income.csv");
+                      dir.file("cache") + "/filkit/income.csv");
 }
 
 TEST(TabularDatasets, OptionsThatTheDatasetDefinesAreRejected) {

@@ -1,8 +1,8 @@
 // Turning a text table into (X, y): one-hot and standardised columns, the column map, missing
 // values, classes, and every error on bad cells.
+#include "filkit/data/tabular_encoder.hpp"
 #include "filkit/data/dataset.hpp"
 #include "filkit/data/text_table.hpp"
-#include "filkit/data/tabular_encoder.hpp"
 
 #include "test_util.hpp"
 
@@ -30,10 +30,9 @@ TabularOptions target(const std::string& name) {
   return options;
 }
 
-const TextTable kPeople = table({"age", "sex", "income"}, {{"20", "Male", "low"},
-                                                          {"30", "Female", "high"},
-                                                          {"40", "Male", "high"},
-                                                          {"50", "Other", "low"}});
+const TextTable kPeople =
+    table({"age", "sex", "income"},
+          {{"20", "Male", "low"}, {"30", "Female", "high"}, {"40", "Male", "high"}, {"50", "Other", "low"}});
 
 TEST(TabularEncoder, OneHotEncodesCategoricalColumnsDroppingTheLastSortedLevel) {
   const Dataset data = TabularEncoder::fit(kPeople, target("income")).transform(kPeople);
@@ -105,11 +104,8 @@ TEST(TabularEncoder, FindsColumnsByNameInAnotherColumnOrder) {
   EXPECT_EQ(test.X.row(0), Eigen::RowVector3d(0, 0, 1));
 }
 
-const TextTable kWithMissing = table({"x", "c", "y"}, {{"1", "a", "u"},
-                                                      {"NA", "b", "v"},
-                                                      {"3", "?", "u"},
-                                                      {"4", "b", ""},
-                                                      {"5", "a", "v"}});
+const TextTable kWithMissing =
+    table({"x", "c", "y"}, {{"1", "a", "u"}, {"NA", "b", "v"}, {"3", "?", "u"}, {"4", "b", ""}, {"5", "a", "v"}});
 
 TEST(TabularEncoder, DropsRowsWithMissingCellsAndCountsThem) {
   const Dataset data = TabularEncoder::fit(kWithMissing, target("y")).transform(kWithMissing);
@@ -136,8 +132,7 @@ TEST(TabularEncoder, LevelPolicyRejectsMissingNumericCellNamingTheColumn) {
 }
 
 TEST(TabularEncoder, RejectsUnknownTargetListingAvailableColumns) {
-  EXPECT_INVALID_ARGUMENT(TabularEncoder::fit(kPeople, target("salary")), "'salary'",
-                          "'age', 'sex', 'income'");
+  EXPECT_INVALID_ARGUMENT(TabularEncoder::fit(kPeople, target("salary")), "'salary'", "'age', 'sex', 'income'");
 }
 
 TEST(TabularEncoder, RejectsUnknownCategoricalOrDroppedColumn) {
@@ -152,10 +147,9 @@ TabularOptions with_unseen(UnseenLevelPolicy policy) {
   return options;
 }
 
-const TextTable kUnseenTest = table({"age", "sex", "income"}, {{"1", "Male", "low"},
-                                                               {"2", "Robot", "low"},
-                                                               {"3", "Female", "medium"},
-                                                               {"4", "Other", "high"}});
+const TextTable kUnseenTest =
+    table({"age", "sex", "income"},
+          {{"1", "Male", "low"}, {"2", "Robot", "low"}, {"3", "Female", "medium"}, {"4", "Other", "high"}});
 
 TEST(TabularEncoder, ErrorPolicyRejectsUnseenTestLevelNamingColumnLevelAndLine) {
   const TabularEncoder encoder = TabularEncoder::fit(kPeople, with_unseen(UnseenLevelPolicy::kError));
@@ -175,8 +169,8 @@ TEST(TabularEncoder, DropPolicyLeavesOutRowsWithUnseenLevelsOrClassesAndCountsTh
   ASSERT_EQ(data.n(), 2);  // Male/low and Other/high: rows 1 and 4
   EXPECT_EQ(data.dropped_rows, 2);
   EXPECT_EQ(data.unseen_level_rows, 2);
-  const Dataset seen = TabularEncoder::fit(kPeople, target("income")).transform(table(
-      {"age", "sex", "income"}, {{"1", "Male", "low"}, {"4", "Other", "high"}}));
+  const Dataset seen = TabularEncoder::fit(kPeople, target("income"))
+                           .transform(table({"age", "sex", "income"}, {{"1", "Male", "low"}, {"4", "Other", "high"}}));
   EXPECT_EQ(data.X, seen.X);
   EXPECT_EQ(data.y, seen.y);
 }
@@ -226,8 +220,7 @@ TEST(TabularEncoder, ReadsRegressionTargetsAsNumbers) {
 TEST(TabularEncoder, RejectsNonNumericRegressionTarget) {
   TabularOptions options = target("sex");
   options.target_categorical = false;
-  EXPECT_INVALID_ARGUMENT(TabularEncoder::fit(kPeople, options).transform(kPeople), "column 'sex'",
-                          "'Male'", "line 2");
+  EXPECT_INVALID_ARGUMENT(TabularEncoder::fit(kPeople, options).transform(kPeople), "column 'sex'", "'Male'", "line 2");
 }
 
 TEST(TabularEncoder, RejectsSingleClassTarget) {
@@ -312,7 +305,7 @@ TEST(TabularEncoder, RefusesAnEncodingBeyondTheMemoryBudgetBeforeAllocatingIt) {
   EXPECT_EQ(TabularEncoder::fit(wide, options).transform(wide).d(), 180);
   options.max_memory = ByteSize{10000};
   EXPECT_MEMORY_LIMIT(TabularEncoder::fit(wide, options), "encoding 'table.csv' (10 rows x 180 columns",
-                          "from 21 in the file", "more than max_memory = 10000");
+                      "from 21 in the file", "more than max_memory = 10000");
 }
 
 }  // namespace

@@ -58,7 +58,8 @@ MatrixXd finite_difference_jacobian(const Example& e, double h) {
       y_minus(j - d) -= h;
     }
     G.col(j) = (ClippedGlmGradient(e.step, x_plus, y_plus).clipped_gradient() -
-                ClippedGlmGradient(e.step, x_minus, y_minus).clipped_gradient()) / (2.0 * h);
+                ClippedGlmGradient(e.step, x_minus, y_minus).clipped_gradient()) /
+               (2.0 * h);
   }
   return G;
 }
@@ -99,17 +100,16 @@ TEST_P(ClippedJacobian, ProductsMatchTheDenseJacobian) {
   EXPECT_LT((g.apply_transpose(u) - G.transpose() * u).norm(), 1e-12 * (G.transpose() * u).norm());
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllCases, ClippedJacobian,
-    ::testing::Values(Case{ModelKind::kLogistic, LabelPrivacy::kPublic, false, 0.5},
-                      Case{ModelKind::kLogistic, LabelPrivacy::kPublic, false, 3.0},
-                      Case{ModelKind::kLogistic, LabelPrivacy::kPrivate, true, 0.5},
-                      Case{ModelKind::kLogistic, LabelPrivacy::kPrivate, true, 3.0},
-                      Case{ModelKind::kSoftmax, LabelPrivacy::kPublic, true, 0.5},
-                      Case{ModelKind::kSoftmax, LabelPrivacy::kPublic, false, 3.0},
-                      Case{ModelKind::kSoftmax, LabelPrivacy::kPrivate, false, 0.5},
-                      Case{ModelKind::kSoftmax, LabelPrivacy::kPrivate, true, 3.0}),
-    case_name);
+INSTANTIATE_TEST_SUITE_P(AllCases, ClippedJacobian,
+                         ::testing::Values(Case{ModelKind::kLogistic, LabelPrivacy::kPublic, false, 0.5},
+                                           Case{ModelKind::kLogistic, LabelPrivacy::kPublic, false, 3.0},
+                                           Case{ModelKind::kLogistic, LabelPrivacy::kPrivate, true, 0.5},
+                                           Case{ModelKind::kLogistic, LabelPrivacy::kPrivate, true, 3.0},
+                                           Case{ModelKind::kSoftmax, LabelPrivacy::kPublic, true, 0.5},
+                                           Case{ModelKind::kSoftmax, LabelPrivacy::kPublic, false, 3.0},
+                                           Case{ModelKind::kSoftmax, LabelPrivacy::kPrivate, false, 0.5},
+                                           Case{ModelKind::kSoftmax, LabelPrivacy::kPrivate, true, 3.0}),
+                         case_name);
 
 TEST(ClippedJacobian, SpectralNormIsExactWhenTheSubspaceFillsTheSpace) {
   // d = 1 with a private softmax label: the invariant subspace is all of R^{d_z}, no complement.

@@ -4,12 +4,12 @@
 // MLP); the bytes as the documented copies of those counts; the refusals name the estimate and
 // the options to change, before LibTorch is loaded; the zip members' unpacked size against
 // Info-ZIP's listing of the fixture; LibTorch's messages cut to one line.
-#include "filkit/public_data/constant_gradient_model.hpp"
-#include "filkit/networks/gradient_model.hpp"
-#include "filkit/leakage/learned_reconstruction.hpp"
-#include "filkit/networks/networks.hpp"
-#include "filkit/public_data/public_data_training.hpp"
 #include "filkit/data/npy.hpp"
+#include "filkit/leakage/learned_reconstruction.hpp"
+#include "filkit/networks/gradient_model.hpp"
+#include "filkit/networks/networks.hpp"
+#include "filkit/public_data/constant_gradient_model.hpp"
+#include "filkit/public_data/public_data_training.hpp"
 
 #include "networks/network_plugin.hpp"
 
@@ -36,7 +36,8 @@ std::string message_of(const std::function<void()>& call) {
 }
 
 void expect_contains(const std::string& text, const std::vector<std::string>& fragments) {
-  for (const std::string& fragment : fragments) EXPECT_NE(text.find(fragment), std::string::npos) << fragment << " in " << text;
+  for (const std::string& fragment : fragments)
+    EXPECT_NE(text.find(fragment), std::string::npos) << fragment << " in " << text;
 }
 
 TEST(NetworkMemoryEstimate, CountsTheMnistCnnByHand) {
@@ -45,7 +46,8 @@ TEST(NetworkMemoryEstimate, CountsTheMnistCnnByHand) {
   // conv 16 8x8 s2 p2: 16*64+16 = 1040 -> 16x13x13; avgpool 2 s1 -> 16x12x12; conv 32 4x4 s2:
   // 32*16*16+32 = 8224 -> 32x5x5; avgpool -> 32x4x4 = 512; dense 32: 512*32+32 = 16416; dense 10: 330.
   ASSERT_EQ(plan.parameter_count, 1040 + 8224 + 16416 + 330);
-  const std::uint64_t values = 784 + 2704 + 2704 + 2304 + 800 + 800 + 512 + 512 + 32 + 32 + 10;  // input, each layer's output
+  const std::uint64_t values =
+      784 + 2704 + 2704 + 2304 + 800 + 800 + 512 + 512 + 32 + 32 + 10;  // input, each layer's output
   const NetworkMemoryEstimate estimate = estimate_network_memory(plan, 25);
   EXPECT_EQ(estimate.parameter_count, 26010);
   EXPECT_EQ(estimate.rows, 25);
@@ -82,8 +84,8 @@ TEST(Network, RefusesANetworkBeyondMaxMemoryBeforeLoadingLibTorch) {
   options.max_memory = 64 << 20;
   options.batch_rows = 4;
   const std::string message = message_of([&] { Network(options, 20, 2); });
-  expect_contains(message, {"a network of 23000002 parameters with 4 examples in flight", "max_memory = 64M",
-                            "chunk, batch_size"});
+  expect_contains(
+      message, {"a network of 23000002 parameters with 4 examples in flight", "max_memory = 64M", "chunk, batch_size"});
   // 16 copies of p, 4 rows x (20 + 1e6 + 1e6 + 2) activations x 4, no convolution: 3.0 GiB
   // (the run it stops peaked at 4.2 GB, LibTorch's 200 MB included).
   const std::uint64_t bytes = 23000002ull * 8 * 16 + 4ull * 2000022 * 8 * 4;

@@ -69,7 +69,8 @@ void expect_same_results(const DpSgdResult& a, const DpSgdResult& b) {
     EXPECT_EQ(a.snapshots[c].dfil_over_runs.max_replicates, b.snapshots[c].dfil_over_runs.max_replicates);
     EXPECT_EQ(a.snapshots[c].dfil_over_runs.median_replicates, b.snapshots[c].dfil_over_runs.median_replicates);
     EXPECT_EQ(a.snapshots[c].fisher_spectral.hasNaN(), b.snapshots[c].fisher_spectral.hasNaN());
-    if (!a.snapshots[c].fisher_spectral.hasNaN()) EXPECT_EQ(a.snapshots[c].fisher_spectral, b.snapshots[c].fisher_spectral);
+    if (!a.snapshots[c].fisher_spectral.hasNaN())
+      EXPECT_EQ(a.snapshots[c].fisher_spectral, b.snapshots[c].fisher_spectral);
     EXPECT_EQ(a.snapshots[c].times_sampled, b.snapshots[c].times_sampled);
     EXPECT_EQ(a.snapshots[c].train_accuracy, b.snapshots[c].train_accuracy);
     EXPECT_EQ(a.snapshots[c].test_accuracy.size(), b.snapshots[c].test_accuracy.size());
@@ -123,7 +124,8 @@ TEST(ResumeState, EverySingleBitFlipIsRefused) {
     // memory errors on the same refusal paths, takes a tenth of the sample.
     constexpr std::size_t kMostFlips = testing::kAddressSanitizer ? 2000 : 20000;
     std::vector<std::size_t> flips;
-    for (std::size_t bit = 0; bit < bits && (bits <= kMostFlips || bit < 8 * testing::kResumeHeaderSize); ++bit) flips.push_back(bit);
+    for (std::size_t bit = 0; bit < bits && (bits <= kMostFlips || bit < 8 * testing::kResumeHeaderSize); ++bit)
+      flips.push_back(bit);
     std::mt19937_64 rng(1);
     std::uniform_int_distribution<std::size_t> any_bit(0, bits - 1);
     while (flips.size() < std::min(bits, kMostFlips)) flips.push_back(any_bit(rng));
@@ -138,8 +140,10 @@ TEST(ResumeState, EverySingleBitFlipIsRefused) {
       put_byte(bit / 8, static_cast<char>(saved[bit / 8] ^ (1 << (bit % 8))));
       const std::string message = refusal([&] { job.run(); });
       put_byte(bit / 8, saved[bit / 8]);
-      if (message.find(job.options.checkpoint_path) == std::string::npos || message.find("delete it") == std::string::npos) {
-        if (++accepted <= 5) ADD_FAILURE() << "bit " << bit << " of " << bits << ": " << (message.empty() ? "used" : message);
+      if (message.find(job.options.checkpoint_path) == std::string::npos ||
+          message.find("delete it") == std::string::npos) {
+        if (++accepted <= 5)
+          ADD_FAILURE() << "bit " << bit << " of " << bits << ": " << (message.empty() ? "used" : message);
       }
     }
     EXPECT_EQ(accepted, 0) << "of " << flips.size() << " flips of a " << saved.size() << "-byte file";
@@ -160,7 +164,8 @@ TEST(ResumeState, EveryTruncationAndExtensionIsRefused) {
   for (std::size_t length : lengths) {
     std::filesystem::resize_file(job.options.checkpoint_path, length);
     const std::string message = refusal([&] { job.run(); });
-    EXPECT_NE(message.find("delete it"), std::string::npos) << length << " of " << saved.size() << " bytes: " << message;
+    EXPECT_NE(message.find("delete it"), std::string::npos)
+        << length << " of " << saved.size() << " bytes: " << message;
   }
   write_file(job.options.checkpoint_path, saved + '\0');
   EXPECT_NE(refusal([&] { job.run(); }).find("bytes of payload"), std::string::npos);
@@ -200,7 +205,8 @@ TEST(ResumeState, AResumeFileLargerThanMaxMemoryIsRefusedBeforeItIsRead) {
     ADD_FAILURE() << "a 3 MiB resume file under a 1 MiB budget was read";
   } catch (const MemoryLimitError& error) {
     const std::string message = error.what();
-    EXPECT_NE(message.find("reading '" + job.options.checkpoint_path + "' needs 3.0 MiB"), std::string::npos) << message;
+    EXPECT_NE(message.find("reading '" + job.options.checkpoint_path + "' needs 3.0 MiB"), std::string::npos)
+        << message;
   }
 }
 
@@ -221,54 +227,107 @@ TEST(ResumeState, ContentThatDoesNotFitTheJobIsRefusedNamingTheField) {
   const SmallJob job(dir.file("state"));
   const std::string saved = job.saved_after(9);  // run 1, step 3: one finished run, a trainer state
   using json = nlohmann::json;
-  expect_refused(job, saved, [](json& p) { p["run"] = 2; }, "'run'");
-  expect_refused(job, saved, [](json& p) { p["run"] = -1; }, "'run'");
-  expect_refused(job, saved, [](json& p) { p["step"] = 6; }, "'step'");
-  expect_refused(job, saved, [](json& p) { p["step"] = 2.5; }, "'step'");
-  expect_refused(job, saved, [](json& p) { p["step"] = 0; }, "'trainer'");
-  expect_refused(job, saved, [](json& p) { p["trainer"] = nullptr; }, "'trainer'");
-  expect_refused(job, saved, [](json& p) { p["trainer"].erase("order"); }, "'trainer.order' is missing");
-  expect_refused(job, saved, [](json& p) { p["trainer"]["order"].erase(0); }, "'trainer.order'");
-  expect_refused(job, saved, [](json& p) { p["trainer"]["order"][0] = p["trainer"]["order"][1]; }, "repeats");
-  expect_refused(job, saved, [](json& p) { p["trainer"]["order"][3] = 24; }, "'trainer.order[3]'");
-  expect_refused(job, saved, [](json& p) { p["trainer"]["parameters"].erase(0); }, "'trainer.parameters'");
-  expect_refused(job, saved, [](json& p) { p["trainer"]["first_moment"].push_back(0.0); }, "'trainer.first_moment'");
-  expect_refused(job, saved, [](json& p) { p["trainer"]["second_moment"] = {1.0, 2.0, 3.0}; }, "'trainer.second_moment'");
-  expect_refused(job, saved, [](json& p) { p["trainer"]["adam_steps"] = 3; }, "'trainer.adam_steps'");
-  expect_refused(job, saved, [](json& p) { p["trainer"]["generator"] = "1 2 3"; }, "'trainer.generator'");
-  expect_refused(job, saved, [](json& p) { p["trainer"]["parameters"][1] = nan; }, "'trainer.parameters[1]'");
-  expect_refused(job, saved, [](json& p) { p["trainer"]["trace"][2] = -1.0; }, "'trainer.trace[2]'");
-  expect_refused(job, saved, [](json& p) { p["trainer"]["spectral"][2] = nan; }, "'trainer.spectral[2]'");
-  expect_refused(job, saved, [](json& p) { p["trainer"]["sampled"][0] = 4; }, "'trainer.sampled[0]'");  // > 3 steps
-  expect_refused(job, saved, [](json& p) { p["trainer"]["sampled"][0] = 0.5; }, "'trainer.sampled[0]'");
-  expect_refused(job, saved, [](json& p) { p["sums"].erase(1); }, "'sums'");
-  expect_refused(job, saved, [](json& p) { p["sums"][0]["trace_per_run"][0].erase(5); }, "'sums[0].trace_per_run[0]'");
-  expect_refused(job, saved, [](json& p) { p["sums"][0]["trace_per_run"][0][2] = -1.0; },
-                 "'sums[0].trace_per_run[0][2]'");
-  expect_refused(job, saved, [](json& p) { p["sums"][1]["trace_per_run"][0][0] = inf; }, "'sums[1].trace_per_run[0][0]'");
+  expect_refused(
+      job, saved, [](json& p) { p["run"] = 2; }, "'run'");
+  expect_refused(
+      job, saved, [](json& p) { p["run"] = -1; }, "'run'");
+  expect_refused(
+      job, saved, [](json& p) { p["step"] = 6; }, "'step'");
+  expect_refused(
+      job, saved, [](json& p) { p["step"] = 2.5; }, "'step'");
+  expect_refused(
+      job, saved, [](json& p) { p["step"] = 0; }, "'trainer'");
+  expect_refused(
+      job, saved, [](json& p) { p["trainer"] = nullptr; }, "'trainer'");
+  expect_refused(
+      job, saved, [](json& p) { p["trainer"].erase("order"); }, "'trainer.order' is missing");
+  expect_refused(
+      job, saved, [](json& p) { p["trainer"]["order"].erase(0); }, "'trainer.order'");
+  expect_refused(
+      job, saved, [](json& p) { p["trainer"]["order"][0] = p["trainer"]["order"][1]; }, "repeats");
+  expect_refused(
+      job, saved, [](json& p) { p["trainer"]["order"][3] = 24; }, "'trainer.order[3]'");
+  expect_refused(
+      job, saved, [](json& p) { p["trainer"]["parameters"].erase(0); }, "'trainer.parameters'");
+  expect_refused(
+      job, saved, [](json& p) { p["trainer"]["first_moment"].push_back(0.0); }, "'trainer.first_moment'");
+  expect_refused(
+      job, saved,
+      [](json& p) {
+        p["trainer"]["second_moment"] = {1.0, 2.0, 3.0};
+      },
+      "'trainer.second_moment'");
+  expect_refused(
+      job, saved, [](json& p) { p["trainer"]["adam_steps"] = 3; }, "'trainer.adam_steps'");
+  expect_refused(
+      job, saved, [](json& p) { p["trainer"]["generator"] = "1 2 3"; }, "'trainer.generator'");
+  expect_refused(
+      job, saved, [](json& p) { p["trainer"]["parameters"][1] = nan; }, "'trainer.parameters[1]'");
+  expect_refused(
+      job, saved, [](json& p) { p["trainer"]["trace"][2] = -1.0; }, "'trainer.trace[2]'");
+  expect_refused(
+      job, saved, [](json& p) { p["trainer"]["spectral"][2] = nan; }, "'trainer.spectral[2]'");
+  expect_refused(
+      job, saved, [](json& p) { p["trainer"]["sampled"][0] = 4; }, "'trainer.sampled[0]'");  // > 3 steps
+  expect_refused(
+      job, saved, [](json& p) { p["trainer"]["sampled"][0] = 0.5; }, "'trainer.sampled[0]'");
+  expect_refused(
+      job, saved, [](json& p) { p["sums"].erase(1); }, "'sums'");
+  expect_refused(
+      job, saved, [](json& p) { p["sums"][0]["trace_per_run"][0].erase(5); }, "'sums[0].trace_per_run[0]'");
+  expect_refused(
+      job, saved, [](json& p) { p["sums"][0]["trace_per_run"][0][2] = -1.0; }, "'sums[0].trace_per_run[0][2]'");
+  expect_refused(
+      job, saved, [](json& p) { p["sums"][1]["trace_per_run"][0][0] = inf; }, "'sums[1].trace_per_run[0][0]'");
   // One finished run holds both snapshots (run 1 is at step 3, before either): one trace each.
-  expect_refused(job, saved, [](json& p) { p["sums"][1]["trace_per_run"].push_back(p["sums"][1]["trace_per_run"][0]); },
-                 "'sums[1].trace_per_run' holds 2 entries, expected 1");
-  expect_refused(job, saved, [](json& p) { p["sums"][0].erase("trace_per_run"); }, "'sums[0].trace_per_run' is missing");
-  expect_refused(job, saved, [](json& p) { p["sums"][1]["sampled"][3] = 13; }, "'sums[1].sampled[3]'");  // > 1 run x 6
-  expect_refused(job, saved, [](json& p) { p["sums"][0] = json::array(); }, "'sums[0]' is not an object");
-  expect_refused(job, saved, [](json& p) { p["train_accuracy"][0].push_back(0.5); }, "'train_accuracy[0]'");
-  expect_refused(job, saved, [](json& p) { p["train_accuracy"][1] = json::array(); }, "'train_accuracy[1]'");
-  expect_refused(job, saved, [](json& p) { p["test_accuracy"][0][0] = 1.5; }, "'test_accuracy[0][0]'");
-  expect_refused(job, saved, [](json& p) { p["run_seeds"][0] = 7; }, "'run_seeds[0]'");
-  expect_refused(job, saved, [](json& p) { p["run_seeds"].erase(1); }, "'run_seeds'");
-  expect_refused(job, saved, [](json& p) { p["parameters"] = json::array(); }, "'parameters'");
-  expect_refused(job, saved, [](json& p) { p["parameters"][0].erase(0); }, "'parameters[0]'");
-  expect_refused(job, saved, [](json& p) { p["model_states"].erase(1); }, "'model_states' holds 1 entries, expected 2");
-  expect_refused(job, saved, [](json& p) { p["model_states"][0] = 3; }, "'model_states[0]' is 3");
+  expect_refused(
+      job, saved, [](json& p) { p["sums"][1]["trace_per_run"].push_back(p["sums"][1]["trace_per_run"][0]); },
+      "'sums[1].trace_per_run' holds 2 entries, expected 1");
+  expect_refused(
+      job, saved, [](json& p) { p["sums"][0].erase("trace_per_run"); }, "'sums[0].trace_per_run' is missing");
+  expect_refused(
+      job, saved, [](json& p) { p["sums"][1]["sampled"][3] = 13; }, "'sums[1].sampled[3]'");  // > 1 run x 6
+  expect_refused(
+      job, saved, [](json& p) { p["sums"][0] = json::array(); }, "'sums[0]' is not an object");
+  expect_refused(
+      job, saved, [](json& p) { p["train_accuracy"][0].push_back(0.5); }, "'train_accuracy[0]'");
+  expect_refused(
+      job, saved, [](json& p) { p["train_accuracy"][1] = json::array(); }, "'train_accuracy[1]'");
+  expect_refused(
+      job, saved, [](json& p) { p["test_accuracy"][0][0] = 1.5; }, "'test_accuracy[0][0]'");
+  expect_refused(
+      job, saved, [](json& p) { p["run_seeds"][0] = 7; }, "'run_seeds[0]'");
+  expect_refused(
+      job, saved, [](json& p) { p["run_seeds"].erase(1); }, "'run_seeds'");
+  expect_refused(
+      job, saved, [](json& p) { p["parameters"] = json::array(); }, "'parameters'");
+  expect_refused(
+      job, saved, [](json& p) { p["parameters"][0].erase(0); }, "'parameters[0]'");
+  expect_refused(
+      job, saved, [](json& p) { p["model_states"].erase(1); }, "'model_states' holds 1 entries, expected 2");
+  expect_refused(
+      job, saved, [](json& p) { p["model_states"][0] = 3; }, "'model_states[0]' is 3");
   // dpsgd's GLM keeps no state of its own: an object there is refused by the model.
-  expect_refused(job, saved, [](json& p) { p["model_states"][1] = json::object({{"x", 1}}); },
-                 "'model_states[1]' holds a state for a model that keeps none");
-  expect_refused(job, saved, [](json& p) { p["training_seconds"] = -1.0; }, "'training_seconds'");
-  expect_refused(job, saved, [](json& p) { p["evaluation_seconds"] = inf; }, "'evaluation_seconds'");
-  expect_refused(job, saved, [](json& p) { p["evaluation_seconds"] = "soon"; }, "'evaluation_seconds'");
-  expect_refused(job, saved, [](json& p) { p = json::array({1, 2}); }, "not a JSON object");
-  expect_refused(job, saved, [](json& p) { p["job"]["data_hash"] = "0"; }, "belongs to a different job");
+  expect_refused(
+      job, saved,
+      [](json& p) {
+        p["model_states"][1] = json::object({{"x", 1}});
+      },
+      "'model_states[1]' holds a state for a model that keeps none");
+  expect_refused(
+      job, saved, [](json& p) { p["training_seconds"] = -1.0; }, "'training_seconds'");
+  expect_refused(
+      job, saved, [](json& p) { p["evaluation_seconds"] = inf; }, "'evaluation_seconds'");
+  expect_refused(
+      job, saved, [](json& p) { p["evaluation_seconds"] = "soon"; }, "'evaluation_seconds'");
+  expect_refused(
+      job, saved,
+      [](json& p) {
+        p = json::array({1, 2});
+      },
+      "not a JSON object");
+  expect_refused(
+      job, saved, [](json& p) { p["job"]["data_hash"] = "0"; }, "belongs to a different job");
 }
 
 TEST(ResumeState, APayloadNestedBeyondReasonIsRefusedWithoutRecursingIntoIt) {
@@ -276,10 +335,11 @@ TEST(ResumeState, APayloadNestedBeyondReasonIsRefusedWithoutRecursingIntoIt) {
   const SmallJob job(dir.file("state"));
   const std::string saved = job.saved_after(5);
   std::string deep(1000000, '\x81');  // [[[...[null]...]]] a million deep
-  deep.push_back('\xf6');              // (appended, not +: GCC 12 misreads + of a long string as an overflow)
+  deep.push_back('\xf6');             // (appended, not +: GCC 12 misreads + of a long string as an overflow)
   write_file(job.options.checkpoint_path, testing::reframed_resume_file(saved, deep));
   EXPECT_NE(refusal([&] { job.run(); }).find("nests deeper"), std::string::npos);
-  write_file(job.options.checkpoint_path, testing::reframed_resume_file(saved, "\xff"));  // a CBOR "break" with nothing open
+  write_file(job.options.checkpoint_path,
+             testing::reframed_resume_file(saved, "\xff"));  // a CBOR "break" with nothing open
   EXPECT_NE(refusal([&] { job.run(); }).find("not valid CBOR"), std::string::npos);
 }
 

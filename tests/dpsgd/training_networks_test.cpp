@@ -240,7 +240,8 @@ TEST(DpSgdNetworks, RefusesToResumeAfterTheTorchScriptFileChanged) {
     EXPECT_NE(std::string(e.what()).find("the TorchScript file's contents changed"), std::string::npos) << e.what();
   }
   // The same file again resumes.
-  std::filesystem::copy_file(torchscript_fixture("tanh_mlp.pt"), module, std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::copy_file(torchscript_fixture("tanh_mlp.pt"), module,
+                             std::filesystem::copy_options::overwrite_existing);
   options.stop_after = 0;
   EXPECT_TRUE(train_dpsgd(train, Dataset(), options).complete);
 }

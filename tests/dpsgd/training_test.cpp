@@ -1,5 +1,5 @@
-#include "filkit/privacy/pld_accountant.hpp"
 #include "filkit/dpsgd/training.hpp"
+#include "filkit/privacy/pld_accountant.hpp"
 
 #include "filkit/base/summary.hpp"
 #include "filkit/dpsgd/clipped_gradient.hpp"
@@ -49,7 +49,7 @@ TEST(DpSgd, ReportsTheRdpOfTheSameRunWithTheGeluClipSensitivity) {
   const Dataset train = random_classification(100, 3, 2, 2);
   DpSgdOptions options = small_options();  // q = 0.2, sigma = 1, T = 60
   options.sampling = BatchSampling::kPoisson;
-  options.report_epochs = {3.0};            // step 15
+  options.report_epochs = {3.0};  // step 15
   const DpSgdResult result = train_dpsgd(train, Dataset(), options);
   const double s = options.noise_multiplier / soft_clip_norm_bound();
   for (const DpSgdSnapshot& c : result.snapshots) {
@@ -160,7 +160,8 @@ TEST(OptimizerStep, AdamsBiasCorrectionsCountFromTheOffset) {
       for (Index i = 0; i < 3; ++i) {
         em(i) = 0.9 * em(i) + 0.1 * g(i);
         ev(i) = 0.999 * ev(i) + 0.001 * g(i) * g(i);
-        expected(i) -= 0.01 * (em(i) / (1.0 - std::pow(0.9, k))) / (std::sqrt(ev(i) / (1.0 - std::pow(0.999, k))) + 1e-8);
+        expected(i) -=
+            0.01 * (em(i) / (1.0 - std::pow(0.9, k))) / (std::sqrt(ev(i) / (1.0 - std::pow(0.999, k))) + 1e-8);
       }
       EXPECT_EQ(steps, t);  // the count of steps taken, which a resumed run restores, is not offset
       EXPECT_LT((w - expected).cwiseAbs().maxCoeff(), 1e-15) << "offset " << offset << ", step " << t;
@@ -226,7 +227,8 @@ TEST(DpSgd, SeededRunsAreReproducibleAndIndependentOfThreadCount) {
         EXPECT_TRUE(testing::same_bits(one.final_snapshot().fisher_trace, more.final_snapshot().fisher_trace));
         EXPECT_TRUE(testing::same_bits(one.final_snapshot().fisher_spectral, more.final_snapshot().fisher_spectral));
         EXPECT_EQ(one.final_snapshot().test_accuracy, more.final_snapshot().test_accuracy);
-        EXPECT_EQ(one.final_snapshot().dfil_over_runs.max_replicates, more.final_snapshot().dfil_over_runs.max_replicates);
+        EXPECT_EQ(one.final_snapshot().dfil_over_runs.max_replicates,
+                  more.final_snapshot().dfil_over_runs.max_replicates);
         EXPECT_EQ(one.final_snapshot().dfil_over_runs.median_replicates,
                   more.final_snapshot().dfil_over_runs.median_replicates);
       });
@@ -329,8 +331,8 @@ TEST(DpSgd, KeepsEachRunsTracesAndBootstrapsTheMaxAndMedianDfilOverRuns) {
     // The intervals: the run_bootstrap unit on these traces, seeded from the job's seed. A mean of
     // the runs is at most the largest run and at least the smallest: every replicate of the max lies
     // between max_i min_r and max_r max_i of dFIL.
-    const RunBootstrap direct =
-        bootstrap_over_runs(s.fisher_trace_per_run, [d](double t) { return std::sqrt(t / d); }, 0.9, 200, three.bootstrap_seed);
+    const RunBootstrap direct = bootstrap_over_runs(
+        s.fisher_trace_per_run, [d](double t) { return std::sqrt(t / d); }, 0.9, 200, three.bootstrap_seed);
     EXPECT_EQ(b.max_replicates, direct.max_replicates);
     EXPECT_EQ(b.median_replicates, direct.median_replicates);
     ASSERT_TRUE(b.max_interval && b.median_interval);
@@ -381,7 +383,7 @@ TEST(DpSgd, EstimatedTracesAndPowerIterationAgreeWithTheExactAccountant) {
   ASSERT_EQ(exact.models[0].weights, estimated.models[0].weights);
   const VectorXd& a = exact.final_snapshot().fisher_trace;
   const VectorXd& b = estimated.final_snapshot().fisher_trace;
-  EXPECT_NEAR(b.sum() / a.sum(), 1.0, 0.02);  // 80 examples x ~15 steps x 50 probes
+  EXPECT_NEAR(b.sum() / a.sum(), 1.0, 0.02);   // 80 examples x ~15 steps x 50 probes
   EXPECT_GT((b - a).norm(), 1e-6 * a.norm());  // but it is an estimate
   const VectorXd& s = exact.final_snapshot().fisher_spectral;
   const VectorXd& t = estimated.final_snapshot().fisher_spectral;
@@ -504,8 +506,8 @@ TEST(DpSgd, Theorem3SumMatchesMonteCarloFisherInformationOfTheTrajectory) {
   const double accountant = result.final_snapshot().fisher_trace(0);
   const double accountant_error = result.final_snapshot().fisher_trace_standard_error(0);
   const double tolerance = 4.0 * std::hypot(mc_error, accountant_error);
-  EXPECT_NEAR(accountant, mc_trace, tolerance) << "Monte-Carlo " << mc_trace << " +- " << mc_error
-                                               << ", accountant " << accountant << " +- " << accountant_error;
+  EXPECT_NEAR(accountant, mc_trace, tolerance) << "Monte-Carlo " << mc_trace << " +- " << mc_error << ", accountant "
+                                               << accountant << " +- " << accountant_error;
   // The per-step spectral norms bound the spectral norm of the summed information.
   const double mc_top = Eigen::SelfAdjointEigenSolver<Eigen::Matrix2d>(fisher).eigenvalues()(1);
   EXPECT_GT(result.final_snapshot().fisher_spectral(0), mc_top - tolerance);
@@ -519,7 +521,8 @@ TEST(EpochBatch, EveryRowOnceAnEpochInSlicesOfBTheLastShortAndANewPermutationEac
   std::iota(order.begin(), order.end(), Index{0});
   std::mt19937_64 generator(4);
   std::vector<std::vector<Index>> first_epoch, second_epoch;
-  for (Index t = 1; t <= 10; ++t) (t <= 5 ? first_epoch : second_epoch).push_back(detail::epoch_batch(order, B, t, generator));
+  for (Index t = 1; t <= 10; ++t)
+    (t <= 5 ? first_epoch : second_epoch).push_back(detail::epoch_batch(order, B, t, generator));
   for (const auto* epoch : {&first_epoch, &second_epoch}) {
     std::vector<Index> seen;
     for (std::size_t k = 0; k < epoch->size(); ++k) {

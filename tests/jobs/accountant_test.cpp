@@ -168,7 +168,12 @@ TEST(AccountantCli, RejectsContradictoryOrMalformedFlags) {
       EXPECT_NE(std::string(error.what()).find(flag), std::string::npos) << error.what();
     }
   };
-  expect_rejected([](AccountantCase& o) { o.batch_size = 10; o.n = 100; }, "sample_rate");
+  expect_rejected(
+      [](AccountantCase& o) {
+        o.batch_size = 10;
+        o.n = 100;
+      },
+      "sample_rate");
   expect_rejected([](AccountantCase& o) { o.epochs = 3; }, "epochs");
   expect_rejected([](AccountantCase& o) { o.noise_multiplier.reset(); }, "noise_multiplier");
   expect_rejected([](AccountantCase& o) { o.target_eps = 1; }, "target_eps");
@@ -179,8 +184,15 @@ TEST(AccountantCli, RejectsContradictoryOrMalformedFlags) {
   expect_rejected([](AccountantCase& o) { o.orders = "0.5,2"; }, "orders[0]");
   expect_rejected([](AccountantCase& o) { o.sample_rate = 1.5; }, "sample_rate");
   expect_rejected([](AccountantCase& o) { o.delta = 0; }, "delta");
-  expect_rejected([](AccountantCase& o) { o.sampling = BatchSampling::kShuffle; }, "no accountant covers shuffled epochs");
-  expect_rejected([](AccountantCase& o) { o.sample_rate.reset(); o.batch_size = 200; o.n = 100; }, "batch_size");
+  expect_rejected([](AccountantCase& o) { o.sampling = BatchSampling::kShuffle; },
+                  "no accountant covers shuffled epochs");
+  expect_rejected(
+      [](AccountantCase& o) {
+        o.sample_rate.reset();
+        o.batch_size = 200;
+        o.n = 100;
+      },
+      "batch_size");
 }
 
 TEST(AccountantCli, PldAndSamplingWithoutReplacement) {
@@ -253,7 +265,8 @@ TEST(AccountantCli, WritesEpsilonAgainstStepsAndAgainstNoiseForTheReport) {
   EXPECT_EQ(by_steps.front().first, 1);
   EXPECT_EQ(by_steps.back().first, 4500);
   EXPECT_DOUBLE_EQ(by_steps.front().second, fresh(0.04, 1.5, 1));
-  EXPECT_DOUBLE_EQ(by_steps[by_steps.size() / 3].second, fresh(0.04, 1.5, static_cast<std::int64_t>(by_steps[by_steps.size() / 3].first)));
+  EXPECT_DOUBLE_EQ(by_steps[by_steps.size() / 3].second,
+                   fresh(0.04, 1.5, static_cast<std::int64_t>(by_steps[by_steps.size() / 3].first)));
   for (std::size_t k = 1; k < by_noise.size(); ++k) EXPECT_LE(by_noise[k].second, by_noise[k - 1].second);
   EXPECT_DOUBLE_EQ(by_noise.front().first, 1.5 / 4);
   EXPECT_DOUBLE_EQ(by_noise.back().first, 1.5 * 4);
@@ -279,7 +292,8 @@ TEST(AccountantCli, BinaryPrintsSummaryAndWarnsOnStderr) {
   const char* binary = std::getenv("FILKIT_BINARY");
   ASSERT_NE(binary, nullptr) << "FILKIT_BINARY is set by ctest";
   testing::TempDir dir;
-  const std::string run = std::string(binary) + " accountant --sample-rate 0.04 --noise-multiplier 1.5 --steps 2250 --delta 1e-5 > " +
+  const std::string run = std::string(binary) +
+                          " accountant --sample-rate 0.04 --noise-multiplier 1.5 --steps 2250 --delta 1e-5 > " +
                           dir.file("out") + " 2> " + dir.file("err");
   ASSERT_EQ(std::system(run.c_str()), 0);
   EXPECT_NE(read_text(dir.file("out")).find("eps = 7.32911 (optimal order 3.9)"), std::string::npos)
@@ -287,23 +301,26 @@ TEST(AccountantCli, BinaryPrintsSummaryAndWarnsOnStderr) {
   EXPECT_EQ(read_text(dir.file("err")), "");
 
   // --q: the former name of --sample-rate, still accepted.
-  const std::string edge = std::string(binary) + " accountant --q 0.001 --noise-multiplier 5 --steps 10 > " + dir.file("out") +
-                           " 2> " + dir.file("err");
+  const std::string edge = std::string(binary) + " accountant --q 0.001 --noise-multiplier 5 --steps 10 > " +
+                           dir.file("out") + " 2> " + dir.file("err");
   ASSERT_EQ(std::system(edge.c_str()), 0);
   EXPECT_NE(read_text(dir.file("err")).find("warning: the optimal order 63 is the largest order"), std::string::npos)
       << read_text(dir.file("err"));
 
-  const std::string bad = std::string(binary) + " accountant --q 0.04 --steps 10 > " + dir.file("out") + " 2> " +
-                          dir.file("err");
+  const std::string bad =
+      std::string(binary) + " accountant --q 0.04 --steps 10 > " + dir.file("out") + " 2> " + dir.file("err");
   EXPECT_NE(std::system(bad.c_str()), 0);
-  EXPECT_NE(read_text(dir.file("err")).find("--noise-multiplier: is required"), std::string::npos) << read_text(dir.file("err"));
+  EXPECT_NE(read_text(dir.file("err")).find("--noise-multiplier: is required"), std::string::npos)
+      << read_text(dir.file("err"));
 
-  const std::string pld = std::string(binary) +
-                          " accountant --sample-rate 0.04 --noise-multiplier 1.5 --steps 2250 --accountant pld --sampling uniform > " +
-                          dir.file("out") + " 2> " + dir.file("err");
+  const std::string pld =
+      std::string(binary) +
+      " accountant --sample-rate 0.04 --noise-multiplier 1.5 --steps 2250 --accountant pld --sampling uniform > " +
+      dir.file("out") + " 2> " + dir.file("err");
   ASSERT_EQ(std::system(pld.c_str()), 0) << read_text(dir.file("err"));
   const std::string summary = read_text(dir.file("out"));
-  for (const char* part : {"PLD accountant", "replace one example", "discretisation interval 0.0001", "mass at infinite loss"})
+  for (const char* part :
+       {"PLD accountant", "replace one example", "discretisation interval 0.0001", "mass at infinite loss"})
     EXPECT_NE(summary.find(part), std::string::npos) << part << " not in: " << summary;
 }
 

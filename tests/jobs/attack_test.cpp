@@ -6,9 +6,9 @@
 #include "filkit/jobs/irfil.hpp"
 #include "test_util.hpp"
 
+#include <nlohmann/json.hpp>
 #include <cstdio>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <sstream>
 
 namespace filkit {
@@ -105,8 +105,9 @@ TEST(AttackBinary, HelpListsTheFlags) {
   if (binary == nullptr) GTEST_SKIP() << "FILKIT_BINARY not set";
   const auto [status, output] = testing::run_command(std::string(binary) + " attack --help");
   EXPECT_EQ(status, 0) << output;
-  for (const char* flag : {"--attribute", "--sigmas", "--trials", "--white-box", "--no-black-box", "--white-box-solver", "--examples",
-                           "--compare-naive", "--groups", "--weights", "--examples-out", "--out", "--json"})
+  for (const char* flag :
+       {"--attribute", "--sigmas", "--trials", "--white-box", "--no-black-box", "--white-box-solver", "--examples",
+        "--compare-naive", "--groups", "--weights", "--examples-out", "--out", "--json"})
     EXPECT_NE(output.find(flag), std::string::npos) << flag;
 }
 
@@ -142,8 +143,8 @@ TEST(AttackCommand, WritesTheSameOutputsForAnyThreadCount) {
   // 2400 training rows of 12 features (the attribute's one-hot columns 0, 1 and 10 numeric):
   // several blocks of the fit's and FIL's passes, with products Eigen would have split.
   const TempDir dir;
-  AttackJobOptions options = command_options(
-      testing::write_npz_dataset(dir, testing::random_categorical(3000, 10, 3, false, 40)));
+  AttackJobOptions options =
+      command_options(testing::write_npz_dataset(dir, testing::random_categorical(3000, 10, 3, false, 40)));
   options.task.data.target.clear();
   options.task.data.regression = false;
   options.task.model = ModelKind::kLogistic;

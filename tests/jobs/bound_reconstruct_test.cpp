@@ -5,11 +5,11 @@
 #include "filkit/base/summary.hpp"
 #include "test_util.hpp"
 
+#include <nlohmann/json.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <sstream>
 
 namespace filkit {
@@ -130,7 +130,8 @@ TEST(ReconstructCommand, WritesAttackMsesAndReconstructionsThatMatchTheLibrary) 
   EXPECT_EQ(summary["settings"]["rows"], nlohmann::json({0, 3, 9}));
   const nlohmann::json& biased = summary["attack"]["biased_bounds"];
   EXPECT_EQ(biased["examples_estimated"], 3);
-  for (const char* key : {"below_dfil_bound", "below_biased_dfil_bound", "below_biased_fil_bound", "below_biased_rdp_bound"}) {
+  for (const char* key :
+       {"below_dfil_bound", "below_biased_dfil_bound", "below_biased_fil_bound", "below_biased_rdp_bound"}) {
     EXPECT_EQ(biased[key]["examples"], 3) << key;
     EXPECT_LE(biased[key]["below_by_two_standard_errors"].get<int>(), biased[key]["below"].get<int>()) << key;
   }
@@ -153,7 +154,6 @@ TEST(ReconstructCommand, RejectsAModelWithoutInterceptOrNotLogistic) {
   options.bound.task.model = ModelKind::kLeastSquares;
   EXPECT_THROW(run_reconstruct(options), std::invalid_argument);
 }
-
 
 TEST(ReconstructionBinary, PrintsHelpTheSummaryAndWarnings) {
   const char* binary = std::getenv("FILKIT_BINARY");

@@ -4,9 +4,9 @@
 
 #include "test_util.hpp"
 
+#include <nlohmann/json.hpp>
 #include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>
 
 namespace filkit {
 namespace {

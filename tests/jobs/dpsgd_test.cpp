@@ -8,12 +8,12 @@
 
 #include "test_util.hpp"
 
+#include <nlohmann/json.hpp>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <limits>
-#include <nlohmann/json.hpp>
 #include <sstream>
 #include <tuple>
 
@@ -36,7 +36,8 @@ DpSgdJobOptions small_dpsgd_job(const std::string& path) {
 
 TEST(DpSgdCommand, WritesPerExampleTableAndSummaryThatMatchTheLibrary) {
   const TempDir dir;
-  DpSgdJobOptions options = small_dpsgd_job(testing::write_npz_dataset(dir, testing::random_classification(250, 5, 3, 3)));
+  DpSgdJobOptions options =
+      small_dpsgd_job(testing::write_npz_dataset(dir, testing::random_classification(250, 5, 3, 3)));
   options.model = ModelChoice::kSoftmax;
   options.dpsgd.label = LabelPrivacy::kPrivate;
   JobOutputs outputs;
@@ -69,8 +70,7 @@ TEST(DpSgdCommand, WritesPerExampleTableAndSummaryThatMatchTheLibrary) {
   EXPECT_EQ(summary["snapshots"][0]["step"], 16);
   const VectorXd dfil = result.training.final_snapshot().dfil(result.training.private_dims);
   EXPECT_NEAR(summary["snapshots"][1]["dfil"]["max"].get<double>(), dfil.maxCoeff(), 1e-15);
-  EXPECT_NEAR(summary["snapshots"][1]["rdp"]["eps"].get<double>(), result.training.final_snapshot().privacy.eps,
-              1e-15);
+  EXPECT_NEAR(summary["snapshots"][1]["rdp"]["eps"].get<double>(), result.training.final_snapshot().privacy.eps, 1e-15);
   EXPECT_GT(summary["snapshots"][1]["rdp"]["mse_bound"].get<double>(), 0.0);
   // The max and median dFIL over two runs: each run's, and bootstrap intervals with their MSE bounds.
   const RunBootstrap& runs = result.training.final_snapshot().dfil_over_runs;
@@ -81,7 +81,8 @@ TEST(DpSgdCommand, WritesPerExampleTableAndSummaryThatMatchTheLibrary) {
   EXPECT_EQ(final_dfil["median_interval"][1].get<double>(), runs.median_interval->upper);
   EXPECT_EQ(final_dfil["mse_bound_at_max_interval"][0].get<double>(), 1.0 / std::pow(runs.max_interval->upper, 2));
   EXPECT_EQ(final_dfil["mse_bound_at_max_interval"][1].get<double>(), 1.0 / std::pow(runs.max_interval->lower, 2));
-  EXPECT_LE(final_dfil["mse_bound_at_median_interval"][0].get<double>(), final_dfil["mse_bound_at_median"].get<double>());
+  EXPECT_LE(final_dfil["mse_bound_at_median_interval"][0].get<double>(),
+            final_dfil["mse_bound_at_median"].get<double>());
   EXPECT_EQ(final_dfil["mse_bound_at_max_per_run"][0].get<double>(), 1.0 / std::pow(runs.per_run[0].max, 2));
   EXPECT_EQ(summary["bootstrap"]["seed"].get<std::uint64_t>(), result.training.bootstrap_seed);
   EXPECT_EQ(summary["bootstrap"]["resamples"], 1000);
@@ -122,7 +123,8 @@ TEST(DpSgdCommand, WritesPerExampleTableAndSummaryThatMatchTheLibrary) {
 
 TEST(DpSgdCommand, OneRunHasNoIntervalsAndSaysSo) {
   const TempDir dir;
-  DpSgdJobOptions options = small_dpsgd_job(testing::write_npz_dataset(dir, testing::random_classification(100, 3, 2, 4)));
+  DpSgdJobOptions options =
+      small_dpsgd_job(testing::write_npz_dataset(dir, testing::random_classification(100, 3, 2, 4)));
   options.dpsgd.runs = 1;
   JobOutputs outputs;
   outputs.out = dir.file("dpsgd.csv");
@@ -132,7 +134,8 @@ TEST(DpSgdCommand, OneRunHasNoIntervalsAndSaysSo) {
   EXPECT_NE(printed.str().find("one run: no confidence intervals for the max and median dFIL"), std::string::npos)
       << printed.str();
   const nlohmann::json summary = nlohmann::json::parse(std::ifstream(outputs.json));
-  for (const char* key : {"max_interval", "median_interval", "mse_bound_at_max_interval", "mse_bound_at_median_interval"})
+  for (const char* key :
+       {"max_interval", "median_interval", "mse_bound_at_max_interval", "mse_bound_at_median_interval"})
     EXPECT_TRUE(summary["snapshots"][1]["dfil"][key].is_null()) << key;
   EXPECT_EQ(summary["snapshots"][1]["dfil"]["max_per_run"][0], summary["snapshots"][1]["dfil"]["max"]);
   EXPECT_EQ(summary["bootstrap"]["intervals"], false);
@@ -159,7 +162,8 @@ TEST(DpSgdCommand, OneRunHasNoIntervalsAndSaysSo) {
 
 TEST(DpSgdCommand, StatesTheAccountantItsRelationAndTheEffectiveNoiseMultiplier) {
   const TempDir dir;
-  DpSgdJobOptions options = small_dpsgd_job(testing::write_npz_dataset(dir, testing::random_classification(100, 3, 2, 4)));
+  DpSgdJobOptions options =
+      small_dpsgd_job(testing::write_npz_dataset(dir, testing::random_classification(100, 3, 2, 4)));
   options.dpsgd.runs = 1;
   options.dpsgd.accountant = AccountantKind::kPld;
   options.dpsgd.discretization = 2e-4;
@@ -199,7 +203,8 @@ TEST(DpSgdCommand, StatesTheAccountantItsRelationAndTheEffectiveNoiseMultiplier)
 
 TEST(DpSgdCommand, BadOptionsNameTheField) {
   const TempDir dir;
-  DpSgdJobOptions options = small_dpsgd_job(testing::write_npz_dataset(dir, testing::random_classification(60, 3, 2, 4)));
+  DpSgdJobOptions options =
+      small_dpsgd_job(testing::write_npz_dataset(dir, testing::random_classification(60, 3, 2, 4)));
   options.dpsgd.noise_multiplier = -1.0;
   try {
     run_dpsgd(options);
@@ -220,9 +225,26 @@ TEST(DpSgdBinary, PrintsHelpAndTheSummaryTable) {
   const auto run = testing::run_command;
   const auto help = run(std::string(binary) + " dpsgd --help");
   EXPECT_EQ(help.first, 0);
-  for (const char* flag : {"--data", "--model", "--batch-size", "--sampling", "--steps", "--step-size", "--clip-norm",
-                           "--noise-multiplier", "--momentum", "--subsampling", "--trace", "--spectral", "--runs", "--report-epochs", "--checkpoint", "--out",
-                           "--json", "--seed", "--bootstrap-resamples", "--confidence-level"})
+  for (const char* flag : {"--data",
+                           "--model",
+                           "--batch-size",
+                           "--sampling",
+                           "--steps",
+                           "--step-size",
+                           "--clip-norm",
+                           "--noise-multiplier",
+                           "--momentum",
+                           "--subsampling",
+                           "--trace",
+                           "--spectral",
+                           "--runs",
+                           "--report-epochs",
+                           "--checkpoint",
+                           "--out",
+                           "--json",
+                           "--seed",
+                           "--bootstrap-resamples",
+                           "--confidence-level"})
     EXPECT_NE(help.second.find(flag), std::string::npos) << flag;
   const auto job = run(std::string(binary) + " dpsgd --data " + data + " --batch-size 16 --steps 20 --report-epochs 1");
   EXPECT_EQ(job.first, 0) << job.second;
@@ -236,7 +258,8 @@ TEST(DpSgdBinary, PrintsHelpAndTheSummaryTable) {
 // `filkit dpsgd --step-size 1e308` reported NaN dFIL for every example and exited 0.
 TEST(DpSgdCommand, ADivergingRunIsAnErrorNamingTheStepAndTheStepSize) {
   const TempDir dir;
-  DpSgdJobOptions options = small_dpsgd_job(testing::write_npz_dataset(dir, testing::random_classification(60, 3, 2, 4)));
+  DpSgdJobOptions options =
+      small_dpsgd_job(testing::write_npz_dataset(dir, testing::random_classification(60, 3, 2, 4)));
   options.dpsgd.step_size = 1e308;
   options.dpsgd.steps = 1000;
   options.dpsgd.report_epochs = {};
@@ -246,15 +269,15 @@ TEST(DpSgdCommand, ADivergingRunIsAnErrorNamingTheStepAndTheStepSize) {
   } catch (const NonFiniteResult& error) {
     const std::string message = error.what();
     EXPECT_NE(message.find("training (run 0, step "), std::string::npos) << message;
-    EXPECT_NE(message.find("training diverged: step_size = 1e+308 is likely too large"), std::string::npos)
-        << message;
+    EXPECT_NE(message.find("training diverged: step_size = 1e+308 is likely too large"), std::string::npos) << message;
   }
 }
 
 // `--report-epochs 1e300` is step 1e301, which llround cannot represent: it silently ran step 1.
 TEST(DpSgdCommand, ReportEpochsBeyondTheStepsAreRefusedEvenWhenHuge) {
   const TempDir dir;
-  DpSgdJobOptions options = small_dpsgd_job(testing::write_npz_dataset(dir, testing::random_classification(60, 3, 2, 4)));
+  DpSgdJobOptions options =
+      small_dpsgd_job(testing::write_npz_dataset(dir, testing::random_classification(60, 3, 2, 4)));
   options.dpsgd.report_epochs = {1e300};
   EXPECT_INVALID_ARGUMENT(run_dpsgd(options), "report_epochs = 1e+300", "beyond steps = 40");
   options.dpsgd.report_epochs = {};
@@ -265,7 +288,8 @@ TEST(DpSgdCommand, ReportEpochsBeyondTheStepsAreRefusedEvenWhenHuge) {
 TEST(DpSgdCommand, WritesTheSameOutputsForAnyThreadCount) {
   // Batches of 256 examples of 50 features and 10 classes: products Eigen would have split.
   const TempDir dir;
-  DpSgdJobOptions options = small_dpsgd_job(testing::write_npz_dataset(dir, testing::random_classification(1500, 50, 10, 4)));
+  DpSgdJobOptions options =
+      small_dpsgd_job(testing::write_npz_dataset(dir, testing::random_classification(1500, 50, 10, 4)));
   options.model = ModelChoice::kSoftmax;
   options.dpsgd.batch_size = 256;
   options.dpsgd.steps = 6;

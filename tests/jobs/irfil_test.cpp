@@ -3,9 +3,9 @@
 
 #include "test_util.hpp"
 
+#include <nlohmann/json.hpp>
 #include <cstdio>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <sstream>
 
 namespace filkit {
@@ -37,7 +37,8 @@ TEST(IrfilCommand, WritesWeightsEtaHistoryAndSummary) {
   const std::vector<std::string> lines = testing::read_lines(outputs.out);
   ASSERT_EQ(lines.size(), 121u);  // 120 training rows (20% held out) and the header
   EXPECT_EQ(lines[0], "index,label,weight,eta_before,eta_after");
-  EXPECT_EQ(testing::read_lines(outputs.extra["history_out"])[0], "index,label,iteration_0,iteration_1,iteration_2,iteration_3,iteration_4");
+  EXPECT_EQ(testing::read_lines(outputs.extra["history_out"])[0],
+            "index,label,iteration_0,iteration_1,iteration_2,iteration_3,iteration_4");
   const VectorXd final_weights = read_example_weights(outputs.out, "weight", 120);
   EXPECT_LT((final_weights - result.weights.back()).cwiseAbs().maxCoeff(), 1e-15);
   EXPECT_EQ(read_example_weights(outputs.extra["history_out"], "iteration_2", 120), result.weights[2]);

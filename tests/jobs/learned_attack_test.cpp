@@ -1,8 +1,8 @@
 // The learned-attack job end to end on a tiny image data set: sgd and dpsgd shadow models, the
 // summary, the per-target table, the reconstructions, thread-count independence and bad options.
+#include "filkit/jobs/learned_attack.hpp"
 #include "filkit/base/errors.hpp"
 #include "filkit/data/npy.hpp"
-#include "filkit/jobs/learned_attack.hpp"
 
 #include "test_util.hpp"
 
@@ -60,7 +60,8 @@ TEST(LearnedAttackJob, AttacksSgdAndDpSgdShadowModelsAndWritesEveryOutput) {
   if (!networks_available()) GTEST_SKIP() << "built without LibTorch";
   const TempDir dir;
   const LearnedAttackJobOptions options = tiny_options(dir);
-  JobOutputs outputs{dir.file("targets.csv"), dir.file("summary.json"), "", {{"reconstructions_out", dir.file("images.csv")}}};
+  JobOutputs outputs{
+      dir.file("targets.csv"), dir.file("summary.json"), "", {{"reconstructions_out", dir.file("images.csv")}}};
   const LearnedAttackJobResult result = run_job<LearnedAttackJob>(options, outputs);
 
   const nlohmann::json json = result.to_json();
@@ -83,8 +84,8 @@ TEST(LearnedAttackJob, AttacksSgdAndDpSgdShadowModelsAndWritesEveryOutput) {
   EXPECT_EQ(json["settings"]["methods"], nlohmann::json({"sgd", "dpsgd"}));
 
   const NumericTable table = result.table();
-  EXPECT_EQ(table.header, (std::vector<std::string>{"method", "target", "label", "mse", "ssim", "baseline_mse",
-                                                    "baseline_ssim"}));
+  EXPECT_EQ(table.header,
+            (std::vector<std::string>{"method", "target", "label", "mse", "ssim", "baseline_mse", "baseline_ssim"}));
   ASSERT_EQ(table.rows.size(), 20u);
   EXPECT_EQ(table.rows[0][0], 0.0);   // sgd
   EXPECT_EQ(table.rows[10][0], 1.0);  // dpsgd
@@ -163,8 +164,10 @@ TEST(LearnedAttackJob, RefusesAShadowModelStoreItCannotUseNamingWhy) {
 
   LearnedAttackJobOptions noisier = options;
   noisier.training.private_phase.noise_multiplier = 2.0;
-  EXPECT_THROW_NAMING(run_learned_attack(noisier), DataError, "store/dpsgd.json' holds shadow models trained with "
-                      "training.noise_multiplier = 0.05", "this attack has 2.0", "another directory");
+  EXPECT_THROW_NAMING(run_learned_attack(noisier), DataError,
+                      "store/dpsgd.json' holds shadow models trained with "
+                      "training.noise_multiplier = 0.05",
+                      "this attack has 2.0", "another directory");
   LearnedAttackJobOptions other_seed = options;
   other_seed.attack.seed = 6;  // other D_fixed and candidates
   EXPECT_THROW_NAMING(run_learned_attack(other_seed), DataError, "seed = 5", "this attack has 6");
@@ -182,7 +185,8 @@ TEST(LearnedAttackJob, RefusesAShadowModelStoreItCannotUseNamingWhy) {
   std::filesystem::remove(npy);
   std::filesystem::copy_file(dir.file("store/kept.npy"), npy);
   std::ofstream(npy, std::ios::binary | std::ios::app) << std::string(70000, 'x');
-  EXPECT_THROW_NAMING(run_learned_attack(options), DataError, "records 30 shadow models", "more than their 31200 bytes");
+  EXPECT_THROW_NAMING(run_learned_attack(options), DataError, "records 30 shadow models",
+                      "more than their 31200 bytes");
   // A .npy that is not the one the JSON records (a save cut between the two files).
   const std::string bytes = npy_bytes(RowMatrix::Zero(30, 130));
   std::ofstream(npy, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));

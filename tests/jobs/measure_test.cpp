@@ -2,16 +2,16 @@
 // built-in data against the FIL paper's Table 1.
 #include "filkit/jobs/measure.hpp"
 
-#include "filkit/leakage/fil.hpp"
 #include "filkit/base/summary.hpp"
+#include "filkit/leakage/fil.hpp"
 #include "test_util.hpp"
 
+#include <nlohmann/json.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <sstream>
 
 namespace filkit {
@@ -71,7 +71,8 @@ TEST(MeasureCommand, WritesPerExampleTableAndSummaryThatMatchTheLibrary) {
 
 TEST(MeasureCommand, ComposedReleasesGrowFilBySqrtOfTheirNumber) {
   const TempDir dir;
-  MeasureOptions options = small_measure_job(testing::write_npz_dataset(dir, testing::random_classification(120, 4, 2, 4)));
+  MeasureOptions options =
+      small_measure_job(testing::write_npz_dataset(dir, testing::random_classification(120, 4, 2, 4)));
   std::ostringstream printed;
   const MeasureResult one = run_measure(options);
   options.releases = 4;
@@ -113,7 +114,8 @@ TEST(MeasureCommand, CountsTestRowsWithALevelNoTrainingRowHasByTheUnseenLevelsOp
 
 TEST(MeasureCommand, NamesTheFileAndLineOfABadRowFile) {
   const TempDir dir;
-  MeasureOptions options = small_measure_job(testing::write_npz_dataset(dir, testing::random_classification(60, 3, 2, 5)));
+  MeasureOptions options =
+      small_measure_job(testing::write_npz_dataset(dir, testing::random_classification(60, 3, 2, 5)));
   const std::string rows = dir.write("rows.txt", "1\n2\nthree\n");
   options.subsets = {"rows=" + rows};
   std::ostringstream printed;
@@ -186,7 +188,8 @@ TEST(DefaultJob, RunsOnFashionMnistZeroVsOne) {
 // A row listed twice in --subset rows=F counted twice in the group; it is refused instead.
 TEST(MeasureCommand, RefusesARowListedTwiceInARowFile) {
   const TempDir dir;
-  MeasureOptions options = small_measure_job(testing::write_npz_dataset(dir, testing::random_classification(60, 3, 2, 5)));
+  MeasureOptions options =
+      small_measure_job(testing::write_npz_dataset(dir, testing::random_classification(60, 3, 2, 5)));
   const std::string rows = dir.write("rows.txt", "1\n4\n2\n4\n");
   options.subsets = {"rows=" + rows};
   EXPECT_INVALID_ARGUMENT(run_measure(options), rows + ":4: row 4 is listed again (first on line 2)");
@@ -232,7 +235,8 @@ TEST(MeasureBinary, RefusesOutOfRangeNumbersAndReportsRunningOutOfMemory) {
 TEST(MeasureCommand, WritesTheSameOutputsForAnyThreadCount) {
   // 2400 training rows make several blocks of every pass: preprocessing, fit, FIL.
   const TempDir dir;
-  MeasureOptions options = small_measure_job(testing::write_npz_dataset(dir, testing::random_classification(3000, 12, 2, 9)));
+  MeasureOptions options =
+      small_measure_job(testing::write_npz_dataset(dir, testing::random_classification(3000, 12, 2, 9)));
   options.task.data.pca = 8;
   options.task.data.row_scaling = RowScaling::kGlobalMax;
   options.attribute = "0,1";

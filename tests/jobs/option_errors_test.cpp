@@ -32,10 +32,8 @@ template <typename T>
 std::vector<T> bad_values() {
   if constexpr (std::is_floating_point_v<T>)
     return {-1.0, 0.0, std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::infinity(), 1e300};
-  else if constexpr (std::is_signed_v<T>)
-    return {-1, 0, std::numeric_limits<T>::max()};
-  else
-    return {0, std::numeric_limits<T>::max()};
+  else if constexpr (std::is_signed_v<T>) return {-1, 0, std::numeric_limits<T>::max()};
+  else return {0, std::numeric_limits<T>::max()};
 }
 
 /// Sets the k-th numeric field (or list or optional of numbers) of `options` to `value_index`-th
@@ -148,7 +146,8 @@ TEST(OptionErrors, TheCommandLineSpellsOptionsAsFlagsAndExitsByKind) {
       {"dpsgd -q --clip-norm -1", "filkit: error: --clip-norm = -1: must be > 0\n", 64},
       {"dpsgd -q --steps 0", "filkit: error: --steps = 0: must be >= 1\n", 64},
       {"dpsgd -q --momentum 1", "filkit: error: --momentum = 1: must lie in [0, 1)\n", 64},
-      {"dpsgd -q --stop-after 3", "filkit: error: --stop-after = 3: needs --checkpoint (where to save the state)\n", 64},
+      {"dpsgd -q --stop-after 3", "filkit: error: --stop-after = 3: needs --checkpoint (where to save the state)\n",
+       64},
       {"measure -q --sigma 0", "filkit: error: --sigma = 0: must be > 0\n", 64},
       {"measure -q --l2 -1", "filkit: error: --l2 = -1: must be >= 0\n", 64},
       {"measure -q --tolerance 1", "filkit: error: --tolerance = 1: must lie in (0, 0.001]\n", 64},
@@ -159,8 +158,10 @@ TEST(OptionErrors, TheCommandLineSpellsOptionsAsFlagsAndExitsByKind) {
       {"learned-attack -q --fixed-size 0", "filkit: error: --fixed-size = 0: must be >= 1\n", 64},
       {"accountant -q --sample-rate 0.01 --noise-multiplier 1 --steps 10 --discretization 0",
        "filkit: error: --discretization = 0: must lie in (0, 1]\n", 64},
-      {"accountant -q --sample-rate 0.01 --steps 10", "filkit: error: --noise-multiplier: is required (or --target-eps to solve "
-                                           "for it)\n", 64},
+      {"accountant -q --sample-rate 0.01 --steps 10",
+       "filkit: error: --noise-multiplier: is required (or --target-eps to solve "
+       "for it)\n",
+       64},
       {"report --input x.json --report r --reload-timeout 0", "filkit: error: --reload-timeout = 0: must be > 0\n", 64},
       {"measure -q --clip-norm 1", "", 109},  // CLI11's own: no such flag
       {"dpsgd -q --clip-norm abc", "filkit: error: --clip-norm = 'abc': expected a number\n", 64},

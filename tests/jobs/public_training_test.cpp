@@ -40,8 +40,8 @@ PublicTrainingJobOptions small_public_training_job(const std::string& path) {
 TEST(PublicTrainingCommand, WritesOneRowPerAccountedMethodAndExampleAndTheLibrarysNumbers) {
   if (!networks_available()) GTEST_SKIP() << "no LibTorch plugin";
   const TempDir dir;
-  const PublicTrainingJobOptions options = small_public_training_job(
-      testing::write_npz_dataset(dir, testing::random_classification(200, 6, 3, 4)));
+  const PublicTrainingJobOptions options =
+      small_public_training_job(testing::write_npz_dataset(dir, testing::random_classification(200, 6, 3, 4)));
   JobOutputs outputs;
   outputs.out = dir.file("fim.csv");
   outputs.json = dir.file("fim.json");
@@ -88,8 +88,8 @@ TEST(PublicTrainingCommand, ModelsOutHoldsEveryRunsModelAsDocumented) {
   // Each row's parameters, read back from the CSV and applied as kModelParameterLayout says (class
   // k's weights at k d), classify the test set as the summary says that model does.
   const TempDir dir;
-  PublicTrainingJobOptions options = small_public_training_job(
-      testing::write_npz_dataset(dir, testing::random_classification(200, 6, 3, 4)));
+  PublicTrainingJobOptions options =
+      small_public_training_job(testing::write_npz_dataset(dir, testing::random_classification(200, 6, 3, 4)));
   options.training.methods = {PrivateTrainingMethod::kSgd};
   if (networks_available()) options.training.methods.push_back(PrivateTrainingMethod::kDpSgd);
   JobOutputs outputs;
@@ -122,8 +122,9 @@ TEST(PublicTrainingCommand, ModelsOutHoldsEveryRunsModelAsDocumented) {
       correct += best == static_cast<Index>(test.y(i));
     }
     const double accuracy = static_cast<double>(correct) / static_cast<double>(test.n());
-    const double expected = method < 0 ? result.training.pretrain_test_accuracy[static_cast<std::size_t>(run)]
-                                       : result.methods[static_cast<std::size_t>(method)].test_accuracy[static_cast<std::size_t>(run)];
+    const double expected =
+        method < 0 ? result.training.pretrain_test_accuracy[static_cast<std::size_t>(run)]
+                   : result.methods[static_cast<std::size_t>(method)].test_accuracy[static_cast<std::size_t>(run)];
     EXPECT_DOUBLE_EQ(accuracy, expected) << "method " << method << " run " << run;
   }
   // The start is where the methods began: sgd moved from it.
@@ -135,8 +136,8 @@ TEST(PublicTrainingCommand, ReportsTheThesisAccountantBesideFilkits) {
   // estimate, scaled by its kappa (eps0 with the clip bound 1.115) / (sigma C)^2 / d.
   if (!networks_available()) GTEST_SKIP() << "no LibTorch plugin";
   const TempDir dir;
-  PublicTrainingJobOptions options = small_public_training_job(
-      testing::write_npz_dataset(dir, testing::random_classification(200, 6, 3, 4)));
+  PublicTrainingJobOptions options =
+      small_public_training_job(testing::write_npz_dataset(dir, testing::random_classification(200, 6, 3, 4)));
   options.training.methods = {PrivateTrainingMethod::kDpSgd};
   options.training.private_phase.runs = 1;
   options.training.private_phase.steps = 12;

@@ -7,8 +7,8 @@
 #include "filkit/leakage/irfil.hpp"
 #include "test_util.hpp"
 
-#include <fstream>
 #include <nlohmann/json.hpp>
+#include <fstream>
 #include <numeric>
 #include <sstream>
 
@@ -75,12 +75,11 @@ TEST_P(CandidateMinimisersAgainstRefits, UpdatesEqualExactRefits) {
   EXPECT_LT((slow.shifts - fast.shifts).cwiseAbs().maxCoeff(), c.tolerance * scale);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Models, CandidateMinimisersAgainstRefits,
-    ::testing::Values(MinimiserCase{ModelKind::kLeastSquares, true, true, 1e-10},
-                      MinimiserCase{ModelKind::kLeastSquares, false, false, 1e-10},
-                      MinimiserCase{ModelKind::kLogistic, false, true, 1e-9},
-                      MinimiserCase{ModelKind::kLogistic, false, false, 1e-9}));
+INSTANTIATE_TEST_SUITE_P(Models, CandidateMinimisersAgainstRefits,
+                         ::testing::Values(MinimiserCase{ModelKind::kLeastSquares, true, true, 1e-10},
+                                           MinimiserCase{ModelKind::kLeastSquares, false, false, 1e-10},
+                                           MinimiserCase{ModelKind::kLogistic, false, true, 1e-9},
+                                           MinimiserCase{ModelKind::kLogistic, false, false, 1e-9}));
 
 TEST(CandidateMinimisers, LogisticFallsBackToARefitWhenTheChordStalls) {
   // 60 examples and a weak penalty: for some candidates H(w*) is far from the changed Hessian.
@@ -150,8 +149,8 @@ TEST(WhiteBoxAttack, HigherEtaGroupsAreMoreVulnerable) {
   options.black_box = false;
   // A sigma where the attack is neither certain nor hopeless: eta of order 1.
   const Model model = fit(data, options.fit);
-  const VectorXd eta = FisherInformationLoss(model, data).per_example_selection(
-      CoordinateSelection::columns(data.attribute("group").columns));
+  const VectorXd eta = FisherInformationLoss(model, data)
+                           .per_example_selection(CoordinateSelection::columns(data.attribute("group").columns));
   options.sigmas = {eta.mean()};
   const AttackResult result = attribute_inference(data, Dataset(), data.attribute("group"), options);
   const std::vector<double>& by_group = result.sigmas[0].white_box_by_group;
@@ -285,7 +284,9 @@ TEST(CandidateMinimisers, AreBitwiseIdenticalOnAnyNumberOfThreads) {
       const AttributeCandidates candidates = attribute_candidates(data, data.attribute("group"));
       const std::vector<Index> examples = {0, 5, 1200, 2499};
       testing::expect_same_for_any_thread_count(
-          [&] { return candidate_minimisers(fit(data, options), data, VectorXd(), candidates, examples, options, solver); },
+          [&] {
+            return candidate_minimisers(fit(data, options), data, VectorXd(), candidates, examples, options, solver);
+          },
           [](const CandidateMinimisers& one, const CandidateMinimisers& more) {
             EXPECT_TRUE(testing::same_bits(one.shifts, more.shifts));
             EXPECT_EQ(one.fallback_refits, more.fallback_refits);

@@ -22,8 +22,8 @@ FitOptions tight(ModelKind kind, double l2, bool intercept) {
 }
 
 // Central differences of the refitted minimiser with respect to feature j of example i.
-VectorXd refit_derivative_feature(Dataset data, const FitOptions& options, const VectorXd& omega,
-                                  Index i, Index j, double h = 1e-5) {
+VectorXd refit_derivative_feature(Dataset data, const FitOptions& options, const VectorXd& omega, Index i, Index j,
+                                  double h = 1e-5) {
   const double original = data.X(i, j);
   data.X(i, j) = original + h;
   const VectorXd plus = fit(data, options, omega).flat();
@@ -42,9 +42,7 @@ VectorXd refit_derivative_label(Dataset data, const FitOptions& options, const V
   return (plus - minus) / (2 * h);
 }
 
-double largest_singular_value(const MatrixXd& J) {
-  return Eigen::JacobiSVD<MatrixXd>(J).singularValues()(0);
-}
+double largest_singular_value(const MatrixXd& J) { return Eigen::JacobiSVD<MatrixXd>(J).singularValues()(0); }
 
 struct JacobianCase {
   ModelKind kind;
@@ -67,8 +65,8 @@ TEST_P(JacobianAgainstRefit, MatchesCentralFiniteDifferencesOfRefits) {
     for (Index j = 0; j < 3; ++j) {
       const VectorXd finite = refit_derivative_feature(data, options, omega, i, j);
       EXPECT_LT((J.col(j) - finite).norm(), 1e-6 * std::max(1e-3, finite.norm()))
-          << "example " << i << " feature " << j << "\nanalytic " << J.col(j).transpose()
-          << "\nfinite   " << finite.transpose();
+          << "example " << i << " feature " << j << "\nanalytic " << J.col(j).transpose() << "\nfinite   "
+          << finite.transpose();
     }
   }
 }
@@ -138,12 +136,11 @@ TEST_P(StructuredFil, MatchesTheDenseSvdOfEveryJacobian) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    BinaryModels, StructuredFil,
-    ::testing::Values(StructuredCase{ModelKind::kLeastSquares, false, LabelPrivacy::kPrivate},
-                      StructuredCase{ModelKind::kLeastSquares, true, LabelPrivacy::kPublic},
-                      StructuredCase{ModelKind::kLogistic, false, LabelPrivacy::kPublic},
-                      StructuredCase{ModelKind::kLogistic, true, LabelPrivacy::kPrivate}));
+INSTANTIATE_TEST_SUITE_P(BinaryModels, StructuredFil,
+                         ::testing::Values(StructuredCase{ModelKind::kLeastSquares, false, LabelPrivacy::kPrivate},
+                                           StructuredCase{ModelKind::kLeastSquares, true, LabelPrivacy::kPublic},
+                                           StructuredCase{ModelKind::kLogistic, false, LabelPrivacy::kPublic},
+                                           StructuredCase{ModelKind::kLogistic, true, LabelPrivacy::kPrivate}));
 
 // The whole p x (n*m) Jacobian and its Fisher matrix, assembled explicitly (tiny problems only).
 double explicit_subset_eta(const FisherInformationLoss& fil, const std::vector<Index>& rows,
@@ -305,19 +302,18 @@ TEST(Fil, EveryQuantityIsBitwiseIdenticalOnAnyNumberOfThreads) {
   for (ModelKind kind : {ModelKind::kLeastSquares, ModelKind::kLogistic, ModelKind::kSoftmax}) {
     SCOPED_TRACE(to_string(kind));
     const Dataset data = random_classification(2500, 8, kind == ModelKind::kSoftmax ? 3 : 2, 70);
-    testing::expect_same_for_any_thread_count(
-        [&] { return fil_outcome(data, kind); },
-        [](const FilOutcome& a, const FilOutcome& b) {
-          EXPECT_TRUE(testing::same_bits(a.weights, b.weights));
-          EXPECT_TRUE(testing::same_bits(a.structured.eta, b.structured.eta));
-          EXPECT_TRUE(testing::same_bits(a.structured.dfil, b.structured.dfil));
-          EXPECT_TRUE(testing::same_bits(a.dense.eta, b.dense.eta));
-          EXPECT_TRUE(testing::same_bits(a.dense.dfil, b.dense.dfil));
-          EXPECT_TRUE(testing::same_bits(a.attribute_eta, b.attribute_eta));
-          expect_same_subset(a.all, b.all);
-          expect_same_subset(a.attribute, b.attribute);
-          expect_same_subset(a.some, b.some);
-        });
+    testing::expect_same_for_any_thread_count([&] { return fil_outcome(data, kind); },
+                                              [](const FilOutcome& a, const FilOutcome& b) {
+                                                EXPECT_TRUE(testing::same_bits(a.weights, b.weights));
+                                                EXPECT_TRUE(testing::same_bits(a.structured.eta, b.structured.eta));
+                                                EXPECT_TRUE(testing::same_bits(a.structured.dfil, b.structured.dfil));
+                                                EXPECT_TRUE(testing::same_bits(a.dense.eta, b.dense.eta));
+                                                EXPECT_TRUE(testing::same_bits(a.dense.dfil, b.dense.dfil));
+                                                EXPECT_TRUE(testing::same_bits(a.attribute_eta, b.attribute_eta));
+                                                expect_same_subset(a.all, b.all);
+                                                expect_same_subset(a.attribute, b.attribute);
+                                                expect_same_subset(a.some, b.some);
+                                              });
   }
 }
 

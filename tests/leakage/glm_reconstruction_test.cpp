@@ -268,7 +268,8 @@ TEST(GlmAttackMoments, JacobianTraceMatchesFiniteDifferencesOfTheMeanInTheExampl
     Dataset plus = data, minus = data;
     plus.X(i, j) += h;
     minus.X(i, j) -= h;
-    const Model fit_plus = tight_fit(plus, ModelKind::kLogistic, 5e-2), fit_minus = tight_fit(minus, ModelKind::kLogistic, 5e-2);
+    const Model fit_plus = tight_fit(plus, ModelKind::kLogistic, 5e-2),
+                fit_minus = tight_fit(minus, ModelKind::kLogistic, 5e-2);
     for (Index t = 0; t < options.trials; ++t) {
       const std::uint64_t seed = trial_seed(options.seed, t);
       const double up = glm_attack(perturb_output(fit_plus, options.sigma, seed), plus, {i}).x_hat(0, j);

@@ -4,8 +4,8 @@
 
 #include "test_util.hpp"
 
-#include <fstream>
 #include <nlohmann/json.hpp>
+#include <fstream>
 #include <sstream>
 
 namespace filkit {

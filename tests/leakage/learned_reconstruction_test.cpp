@@ -133,7 +133,8 @@ TEST(LearnedReconstruction, MlpGradientMatchesFiniteDifferences) {
       plus.weights[l].data()[j] += h;
       minus.weights[l].data()[j] -= h;
       const double numeric = (mlp_loss_and_gradient(plus, inputs, outputs, nullptr) -
-                              mlp_loss_and_gradient(minus, inputs, outputs, nullptr)) / (2 * h);
+                              mlp_loss_and_gradient(minus, inputs, outputs, nullptr)) /
+                             (2 * h);
       EXPECT_NEAR(gradient.weights[l].data()[j], numeric, 1e-8) << "layer " << l << ", weight " << j;
     }
     for (Index j = 0; j < mlp.biases[l].size(); ++j) {
@@ -141,7 +142,8 @@ TEST(LearnedReconstruction, MlpGradientMatchesFiniteDifferences) {
       plus.biases[l](j) += h;
       minus.biases[l](j) -= h;
       const double numeric = (mlp_loss_and_gradient(plus, inputs, outputs, nullptr) -
-                              mlp_loss_and_gradient(minus, inputs, outputs, nullptr)) / (2 * h);
+                              mlp_loss_and_gradient(minus, inputs, outputs, nullptr)) /
+                             (2 * h);
       EXPECT_NEAR(gradient.biases[l](j), numeric, 1e-8) << "layer " << l << ", bias " << j;
     }
   }
@@ -189,18 +191,18 @@ TEST(LearnedReconstruction, ResultsDoNotDependOnTheThreadCount) {
   options.attacker_epochs = 2;
   options.attacker_batch_size = 16;
   const auto run = [&] {
-    return run_learned_reconstruction(fixed, candidates, [](const Dataset& data, Index) { return one_gradient_step(data, 2, 0.5); },
-                                      options);
+    return run_learned_reconstruction(
+        fixed, candidates, [](const Dataset& data, Index) { return one_gradient_step(data, 2, 0.5); }, options);
   };
-  testing::expect_same_for_any_thread_count(run, [](const LearnedReconstructionResult& one,
-                                                    const LearnedReconstructionResult& more) {
-    ASSERT_EQ(one.targets.size(), more.targets.size());
-    for (std::size_t t = 0; t < one.targets.size(); ++t) {
-      EXPECT_TRUE(testing::same_bits(one.targets[t].mse, more.targets[t].mse));
-      EXPECT_TRUE(testing::same_bits(one.targets[t].ssim, more.targets[t].ssim));
-      EXPECT_EQ(one.targets[t].reconstruction, more.targets[t].reconstruction);
-    }
-  });
+  testing::expect_same_for_any_thread_count(
+      run, [](const LearnedReconstructionResult& one, const LearnedReconstructionResult& more) {
+        ASSERT_EQ(one.targets.size(), more.targets.size());
+        for (std::size_t t = 0; t < one.targets.size(); ++t) {
+          EXPECT_TRUE(testing::same_bits(one.targets[t].mse, more.targets[t].mse));
+          EXPECT_TRUE(testing::same_bits(one.targets[t].ssim, more.targets[t].ssim));
+          EXPECT_EQ(one.targets[t].reconstruction, more.targets[t].reconstruction);
+        }
+      });
 }
 
 TEST(LearnedReconstruction, ShadowDataIsDFixedFollowedByTheCandidate) {
@@ -339,7 +341,8 @@ TEST(LearnedReconstruction, DrawsDisjointFixedAndCandidateRows) {
   for (Index i = 0; i < 70; ++i) ++seen[static_cast<std::size_t>(drawn.candidates.X(i, 0))];
   for (int count : seen) EXPECT_EQ(count, 1);
   EXPECT_EQ(drawn.fixed.image, data.image);
-  expect_invalid_argument([&] { draw_attack_data(data, options, 11); }, "= 101 rows, and the data (random_images) has 100");
+  expect_invalid_argument([&] { draw_attack_data(data, options, 11); },
+                          "= 101 rows, and the data (random_images) has 100");
 }
 
 }  // namespace

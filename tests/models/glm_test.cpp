@@ -20,8 +20,7 @@ FitOptions options_for(ModelKind kind, double l2, bool intercept = false) {
 }
 
 // Central differences of the objective and of its gradient at a point away from the optimum.
-void expect_derivatives_match_finite_differences(const Model& model, const Dataset& data,
-                                                 const VectorXd& omega) {
+void expect_derivatives_match_finite_differences(const Model& model, const Dataset& data, const VectorXd& omega) {
   const VectorXd w = model.flat();
   const VectorXd g = objective_gradient(model, data, omega);
   const MatrixXd H = hessian(model, data, omega);
@@ -35,8 +34,7 @@ void expect_derivatives_match_finite_differences(const Model& model, const Datas
     minus.set_flat(wm);
     const double dvalue = (objective_value(plus, data, omega) - objective_value(minus, data, omega)) / (2 * h);
     EXPECT_NEAR(dvalue, g(k), 1e-6 * std::max(1.0, std::abs(g(k))));
-    const VectorXd dgrad =
-        (objective_gradient(plus, data, omega) - objective_gradient(minus, data, omega)) / (2 * h);
+    const VectorXd dgrad = (objective_gradient(plus, data, omega) - objective_gradient(minus, data, omega)) / (2 * h);
     EXPECT_LT((dgrad - H.col(k)).norm(), 1e-6 * std::max(1.0, H.col(k).norm()));
   }
 }
@@ -203,8 +201,7 @@ TEST(ThreadCount, EveryModelAndSolverFitsBitwiseAlikeOnAnyNumberOfThreads) {
   }
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    testing::expect_same_for_any_thread_count([&] { return fit_outcome(c.data, c.options, omega); },
-                                              expect_same_fit);
+    testing::expect_same_for_any_thread_count([&] { return fit_outcome(c.data, c.options, omega); }, expect_same_fit);
   }
 }
 

@@ -33,8 +33,7 @@ std::string plan_error(const std::string& spec, const std::vector<Index>& shape,
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 TEST(NetworkLayers, ParsesTheIssuesExampleAndPrintsItBack) {
-  const std::string spec =
-      "conv:16:8:2:2,tanh,avgpool:2:1,conv:32:4:2,tanh,avgpool:2:1,flatten,dense:32,tanh,dense:10";
+  const std::string spec = "conv:16:8:2:2,tanh,avgpool:2:1,conv:32:4:2,tanh,avgpool:2:1,flatten,dense:32,tanh,dense:10";
   const std::vector<LayerSpec> layers = parse_network_layers(spec);
   ASSERT_EQ(layers.size(), 10u);
   EXPECT_EQ(layers[0].kind, LayerKind::kConv);
@@ -47,7 +46,8 @@ TEST(NetworkLayers, ParsesTheIssuesExampleAndPrintsItBack) {
   EXPECT_EQ(layers[3].padding_h, 0);
   EXPECT_EQ(parse_network_layers(to_string(layers)), layers);
   // Defaults: avgpool's stride is its kernel, as in PyTorch; blanks and case are ignored.
-  const std::vector<LayerSpec> pool = parse_network_layers(" AvgPool:3 , softplus:2, gelu:tanh, elu:0.5, dense:4:nobias");
+  const std::vector<LayerSpec> pool =
+      parse_network_layers(" AvgPool:3 , softplus:2, gelu:tanh, elu:0.5, dense:4:nobias");
   EXPECT_EQ(pool[0].stride_h, 3);
   EXPECT_EQ(pool[1].beta, 2.0);
   EXPECT_TRUE(pool[2].gelu_tanh);
@@ -85,9 +85,10 @@ TEST(NetworkLayers, BadArgumentsNameTheLayerAndTheField) {
 
 TEST(NetworkLayers, ThePapersConvNetsHaveTheirPublishedSizes) {
   // MNIST ConvNet (reconstruction paper, section 6): 26,010 parameters on 1 x 28 x 28.
-  const NetworkPlan mnist = plan_network(
-      parse_network_layers("conv:16:8:2:2,tanh,avgpool:2:1,conv:32:4:2,tanh,avgpool:2:1,flatten,dense:32,tanh,dense:10"),
-      {1, 28, 28}, 10);
+  const NetworkPlan mnist =
+      plan_network(parse_network_layers(
+                       "conv:16:8:2:2,tanh,avgpool:2:1,conv:32:4:2,tanh,avgpool:2:1,flatten,dense:32,tanh,dense:10"),
+                   {1, 28, 28}, 10);
   EXPECT_EQ(mnist.parameter_count, 26010);
   EXPECT_EQ(mnist.layers[0].output_shape, (std::vector<Index>{16, 13, 13}));  // (28 + 4 - 8) / 2 + 1
   EXPECT_EQ(mnist.layers[2].output_shape, (std::vector<Index>{16, 12, 12}));

@@ -14,9 +14,9 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <optional>
 #include <ostream>
-#include <cstdlib>
 #include <random>
 #include <sstream>
 #include <stdexcept>
@@ -73,8 +73,8 @@ NetworkCase random_case(unsigned seed) {
     c.d = c.image->size();
     std::string spec;
     for (Index block = pick(1, 2); block > 0; --block) {
-      spec += "conv:" + std::to_string(pick(2, 4)) + ":" + std::to_string(pick(2, 3)) + ":" + std::to_string(pick(1, 2)) +
-              ":" + std::to_string(pick(0, 1)) + "," + activation() + ",";
+      spec += "conv:" + std::to_string(pick(2, 4)) + ":" + std::to_string(pick(2, 3)) + ":" +
+              std::to_string(pick(1, 2)) + ":" + std::to_string(pick(0, 1)) + "," + activation() + ",";
       if (pick(0, 1) == 1) spec += pick(0, 1) == 1 ? "avgpool:2:1," : "avgpool:2,";
     }
     spec += "flatten,";
@@ -130,9 +130,8 @@ INSTANTIATE_TEST_SUITE_P(Networks, EveryArchitecture,
                          ::testing::Values(builtin_case(NetworkArchitecture::kSoftmax),
                                            builtin_case(NetworkArchitecture::kMlp),
                                            builtin_case(NetworkArchitecture::kCnn),
-                                           builtin_case(NetworkArchitecture::kCifarCnn), random_case(1),
-                                           random_case(2), random_case(3), random_case(4), random_case(5),
-                                           random_case(6)),
+                                           builtin_case(NetworkArchitecture::kCifarCnn), random_case(1), random_case(2),
+                                           random_case(3), random_case(4), random_case(5), random_case(6)),
                          [](const auto& info) {
                            std::string name = info.param.name;
                            for (char& c : name)
@@ -152,8 +151,8 @@ TEST_P(EveryArchitecture, PerExampleGradientsAreDirectionalDerivativesOfTheLoss)
     for (Index i = 0; i < u.size(); ++i) u(i) = normal(rng);
     const double h = 1e-5;
     const RowMatrix x = f.X.row(b);
-    const double fd = (cross_entropy(f.network, f.w + h * u, x, f.y(b)) - cross_entropy(f.network, f.w - h * u, x, f.y(b))) /
-                      (2 * h);
+    const double fd =
+        (cross_entropy(f.network, f.w + h * u, x, f.y(b)) - cross_entropy(f.network, f.w - h * u, x, f.y(b))) / (2 * h);
     EXPECT_NEAR(g.row(b).dot(u), fd, 1e-7 * std::max(1.0, std::abs(fd))) << "example " << b;
     // Batching does not mix examples: the row equals the example's own gradient.
     EXPECT_LT((f.network.gradients(f.w, x, f.y.segment(b, 1)).row(0) - g.row(b)).norm(), 1e-12 * g.row(b).norm());
@@ -185,8 +184,9 @@ TEST_P(EveryArchitecture, JacobianProductsMatchFiniteDifferencesOfTheClippedGrad
   const MatrixXd Gv = f.network.jacobian_vector_products(f.w, f.X, f.y, C, V);
   const MatrixXd GtU = f.network.vector_jacobian_products(f.w, f.X, f.y, C, U);
   const double h = 1e-5;
-  const MatrixXd fd = (f.network.clipped_gradients(f.w, f.X + h * V, f.y, C) -
-                       f.network.clipped_gradients(f.w, f.X - h * V, f.y, C)) / (2 * h);
+  const MatrixXd fd =
+      (f.network.clipped_gradients(f.w, f.X + h * V, f.y, C) - f.network.clipped_gradients(f.w, f.X - h * V, f.y, C)) /
+      (2 * h);
   for (Index b = 0; b < f.X.rows(); ++b) {
     EXPECT_LT((Gv.row(b) - fd.row(b)).norm(), 1e-6 * fd.row(b).norm()) << "example " << b;
     // G^T u against the directional derivative of <u, g~(x)>, and the adjoint identity.
@@ -213,8 +213,9 @@ TEST_P(EveryArchitecture, BatchedAccountingEqualsOneExampleAtATime) {
     EXPECT_LT((batched.clipped_sum - separate.clipped_sum).norm(), 1e-12 * batched.clipped_sum.norm());
     EXPECT_LT((batched.trace - separate.trace).norm(), 1e-10 * batched.trace.norm());
     EXPECT_LT((batched.spectral - separate.spectral).norm(), 1e-10 * batched.spectral.norm());
-    EXPECT_LT((batched.clipped_sum - f.network.clipped_gradients(f.w, f.X, f.y, 0.3).colwise().sum().transpose()).norm(),
-              1e-12 * batched.clipped_sum.norm());
+    EXPECT_LT(
+        (batched.clipped_sum - f.network.clipped_gradients(f.w, f.X, f.y, 0.3).colwise().sum().transpose()).norm(),
+        1e-12 * batched.clipped_sum.norm());
   }
 }
 
@@ -273,7 +274,9 @@ MatrixXd finite_difference_jacobian(const Network& network, const VectorXd& w, c
     RowMatrix plus = x, minus = x;
     plus(0, k) += h;
     minus(0, k) -= h;
-    G.col(k) = (network.clipped_gradients(w, plus, label, C) - network.clipped_gradients(w, minus, label, C)).row(0).transpose() /
+    G.col(k) = (network.clipped_gradients(w, plus, label, C) - network.clipped_gradients(w, minus, label, C))
+                   .row(0)
+                   .transpose() /
                (2 * h);
   }
   return G;
@@ -379,13 +382,14 @@ TEST(Network, HasThePapersConvNetAndRejectsBadShapes) {
   EXPECT_EQ(Network(cnn, 784, 10).parameter_count(), 26010);  // docs/mathematics.md, section 7.9
   NetworkOptions mlp = options_for(NetworkArchitecture::kMlp);
   EXPECT_EQ(Network(mlp, 6, 3).parameter_count(), (6 * 7 + 7) + (7 * 5 + 5) + (5 * 3 + 3));
-  EXPECT_THROW(Network(cnn, 780, 10), std::invalid_argument);   // not a square image
-  EXPECT_THROW(Network(cnn, 100, 10), std::invalid_argument);   // 10 x 10: too small
+  EXPECT_THROW(Network(cnn, 780, 10), std::invalid_argument);  // not a square image
+  EXPECT_THROW(Network(cnn, 100, 10), std::invalid_argument);  // 10 x 10: too small
   EXPECT_THROW(Network(cnn, 784, 1), std::invalid_argument);
   mlp.hidden = {};
   EXPECT_THROW(Network(mlp, 6, 3), std::invalid_argument);
   const Fixture f = fixture(NetworkArchitecture::kMlp);
-  EXPECT_THROW(f.network.gradients(f.w, f.X, VectorXd::Constant(f.X.rows(), 3.0)), std::invalid_argument);  // label 3 of K = 3
+  EXPECT_THROW(f.network.gradients(f.w, f.X, VectorXd::Constant(f.X.rows(), 3.0)),
+               std::invalid_argument);  // label 3 of K = 3
   EXPECT_THROW(f.network.gradients(VectorXd::Zero(4), f.X, f.y), std::invalid_argument);
 }
 
@@ -521,8 +525,9 @@ TEST(Network, RefusesATorchScriptModuleWithNonFiniteOrHugeWeightsNamingTheWeight
 }
 
 TEST(Network, RefusesATorchScriptFileWhoseMemberFailsItsCrc) {
-  EXPECT_INVALID_ARGUMENT(Network(torchscript_options("crc_flipped.pt"), 4, 3), "is not a readable TorchScript (zip) file",
-                          "member 'tanh_mlp/data/0' fails its CRC-32 check", "damaged");
+  EXPECT_INVALID_ARGUMENT(Network(torchscript_options("crc_flipped.pt"), 4, 3),
+                          "is not a readable TorchScript (zip) file", "member 'tanh_mlp/data/0' fails its CRC-32 check",
+                          "damaged");
 }
 
 }  // namespace

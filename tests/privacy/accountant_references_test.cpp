@@ -42,7 +42,7 @@ TEST(AccountantReferences, WithoutReplacementRdpMatchesDpAccountingOnAdaptiveCli
     int clients_per_round;
     std::int64_t rounds;
   };
-  const Setting settings[] = {{0.669, 2231, 4000}, {0.513, 513, 1500},    {0.659, 2197, 3000},
+  const Setting settings[] = {{0.669, 2231, 4000}, {0.513, 513, 1500},   {0.659, 2197, 3000},
                               {0.510, 510, 1200},  {1.396, 13958, 1500}, {1.396, 13958, 1500}};
   const double n = 1e6, delta = std::pow(n, -1.1);
   for (const Setting& s : settings) {

@@ -93,7 +93,9 @@ TEST(PldAccountant, GaussianMechanismMatchesClosedFormToOneGridStep) {
 // log(1 - q + q e^u) at q = 1 (a loss of -inf: "needs inf grid points for noise 0.03"). The
 // closed form in logs, since e^eps and Phi(-38) are near the ends of double's range.
 TEST(PldAccountant, SmallNoiseWithoutSubsamplingMatchesClosedForm) {
-  const auto log_normal_tail = [](double a) { return std::log(0.5) + log_erfc(a / std::numbers::sqrt2); };  // log Phi(-a)
+  const auto log_normal_tail = [](double a) {
+    return std::log(0.5) + log_erfc(a / std::numbers::sqrt2);
+  };  // log Phi(-a)
   for (double s : {0.03, 0.05}) {
     const auto delta_of = [&](double eps) {
       return std::exp(log_normal_tail(eps * s - 1 / (2 * s))) - std::exp(eps + log_normal_tail(eps * s + 1 / (2 * s)));
@@ -145,8 +147,8 @@ TEST(PldAccountant, NeverAboveRdpOnAGrid) {
           RdpAccountant rdp(rdp_orders(OrderGrid::kOpacus), relation);
           rdp.step(sigma, q, steps);
           const double pld = pld_eps(sigma, q, steps, 1e-5, kH, relation);
-          EXPECT_LE(pld, rdp.epsilon(1e-5)) << "q " << q << " sigma " << sigma << " steps " << steps << " "
-                                            << to_string(relation);
+          EXPECT_LE(pld, rdp.epsilon(1e-5))
+              << "q " << q << " sigma " << sigma << " steps " << steps << " " << to_string(relation);
           EXPECT_GT(pld, 0.0);
         }
       }
@@ -156,7 +158,8 @@ TEST(PldAccountant, NeverAboveRdpOnAGrid) {
 
 TEST(PldAccountant, WithinStatedErrorOfAFinerGrid) {
   double worst = 0;
-  for (auto [q, sigma, steps] : {std::tuple{0.01, 1.1, 1000}, std::tuple{0.1, 2.0, 100}, std::tuple{0.004, 0.9, 3000}}) {
+  for (auto [q, sigma, steps] :
+       {std::tuple{0.01, 1.1, 1000}, std::tuple{0.1, 2.0, 100}, std::tuple{0.004, 0.9, 3000}}) {
     const double coarse = pld_eps(sigma, q, steps, 1e-5, 1e-3);
     const double fine = pld_eps(sigma, q, steps, 1e-5, 1e-4);
     // Both are upper bounds on the same eps; the coarse one exceeds the truth by at most steps h.
@@ -223,17 +226,20 @@ TEST(PrivacyAccountant, IncrementalStepsEqualOneShotComposition) {
   RdpAccountant stepped, composed;
   for (int k = 0; k < 30; ++k) stepped.step(1.3, 0.01);
   composed.compose(1.3, 0.01, 30);
-  for (std::size_t k = 0; k < stepped.rdp().size(); ++k) EXPECT_NEAR(stepped.rdp()[k], composed.rdp()[k], 1e-13 * composed.rdp()[k]);
+  for (std::size_t k = 0; k < stepped.rdp().size(); ++k)
+    EXPECT_NEAR(stepped.rdp()[k], composed.rdp()[k], 1e-13 * composed.rdp()[k]);
 }
 
 // The state names the neighbouring relation ("neighbouring_relation": "add-remove" /
 // "replace-one"); a state of the previous version, which named the batch sampling ("sampling":
 // "poisson", "uniform" or "without-replacement"), still loads, as the same accountant.
 TEST(PrivacyAccountant, StateDictsOfThePreviousVersionLoad) {
-  const std::pair<const char*, NeighbouringRelation> former[] = {{"poisson", NeighbouringRelation::kAddRemove},
-                                                                 {"uniform", NeighbouringRelation::kReplaceOne},
-                                                                 {"without-replacement", NeighbouringRelation::kReplaceOne}};
-  const nlohmann::json history = nlohmann::json::parse(R"([{"noise_multiplier": 1.1, "sample_rate": 0.02, "steps": 50}])");
+  const std::pair<const char*, NeighbouringRelation> former[] = {
+      {"poisson", NeighbouringRelation::kAddRemove},
+      {"uniform", NeighbouringRelation::kReplaceOne},
+      {"without-replacement", NeighbouringRelation::kReplaceOne}};
+  const nlohmann::json history =
+      nlohmann::json::parse(R"([{"noise_multiplier": 1.1, "sample_rate": 0.02, "steps": 50}])");
   for (const auto& [sampling, relation] : former) {
     RdpAccountant rdp_now(rdp_orders(OrderGrid::kOpacus), relation);
     rdp_now.step(1.1, 0.02, 50);
@@ -249,8 +255,11 @@ TEST(PrivacyAccountant, StateDictsOfThePreviousVersionLoad) {
 
     PldAccountant pld_now(relation, {1e-3});
     pld_now.step(1.1, 0.02, 50);
-    const nlohmann::json pld_then_state = {{"accountant", "pld"}, {"sampling", sampling}, {"discretization", 1e-3},
-                                           {"truncation_mass", 1e-15}, {"history", history}};
+    const nlohmann::json pld_then_state = {{"accountant", "pld"},
+                                           {"sampling", sampling},
+                                           {"discretization", 1e-3},
+                                           {"truncation_mass", 1e-15},
+                                           {"history", history}};
     PldAccountant pld_then;
     pld_then.load_state_dict(pld_then_state);
     EXPECT_EQ(pld_then.relation(), relation) << sampling;
@@ -268,7 +277,8 @@ TEST(PrivacyAccountant, StateDictsOfThePreviousVersionLoad) {
 TEST(PrivacyAccountant, EmptyAccountantReportsZero) {
   RdpAccountant rdp;
   PldAccountant pld;
-  for (const PrivacyAccountant* accountant : {static_cast<const PrivacyAccountant*>(&rdp), static_cast<const PrivacyAccountant*>(&pld)}) {
+  for (const PrivacyAccountant* accountant :
+       {static_cast<const PrivacyAccountant*>(&rdp), static_cast<const PrivacyAccountant*>(&pld)}) {
     EXPECT_EQ(accountant->epsilon(1e-5), 0.0);
     EXPECT_EQ(accountant->delta(0.0), 0.0);
   }
@@ -289,7 +299,9 @@ TEST(PrivacyAccountant, DeltaAndEpsilonAreInverse) {
 
 TEST(PrivacyAccountant, NoiseMultiplierForTargetEpsilon) {
   // h = 1e-3 keeps the search quick; any h gives an upper bound.
-  const auto make_pld = [] { return std::unique_ptr<PrivacyAccountant>(new PldAccountant(NeighbouringRelation::kAddRemove, {1e-3})); };
+  const auto make_pld = [] {
+    return std::unique_ptr<PrivacyAccountant>(new PldAccountant(NeighbouringRelation::kAddRemove, {1e-3}));
+  };
   const auto make_rdp = [] { return std::unique_ptr<PrivacyAccountant>(new RdpAccountant()); };
   const double sigma_pld = noise_multiplier_for_epsilon(make_pld, 2.0, 1e-5, 0.01, 1000).noise_multiplier;
   const double sigma_rdp = noise_multiplier_for_epsilon(make_rdp, 2.0, 1e-5, 0.01, 1000).noise_multiplier;
@@ -376,11 +388,18 @@ TEST(PrivacyAccountant, BadInputsNameTheValue) {
     expect_invalid_argument_naming([&] { make()->load_state_dict(nlohmann::json::object()); }, "accountant state");
   }
   expect_invalid_argument_naming([] { PldAccountant(NeighbouringRelation::kAddRemove, {0.0}); }, "discretization = 0");
-  expect_invalid_argument_naming([] { PldAccountant(NeighbouringRelation::kAddRemove, {-1e-4}); }, "discretization = -0.0001");
+  expect_invalid_argument_naming([] { PldAccountant(NeighbouringRelation::kAddRemove, {-1e-4}); },
+                                 "discretization = -0.0001");
   // A grid coarser than a nat rounds every loss up by up to h: 1000 reported eps = inf (issue 50).
-  expect_invalid_argument_naming([] { PldAccountant(NeighbouringRelation::kAddRemove, {1000.0}); }, "discretization = 1000");
-  expect_invalid_argument_naming([] { PldAccountant(NeighbouringRelation::kAddRemove, {1e300}); }, "discretization = 1e+300");
-  expect_invalid_argument_naming([] { PldAccountant(NeighbouringRelation::kAddRemove, {1e-4, 0.0}); }, "truncation_mass = 0");
+  expect_invalid_argument_naming([] { PldAccountant(NeighbouringRelation::kAddRemove, {1000.0}); },
+                                 "discretization = 1000");
+  expect_invalid_argument_naming([] { PldAccountant(NeighbouringRelation::kAddRemove, {1e300}); },
+                                 "discretization = 1e+300");
+  expect_invalid_argument_naming(
+      [] {
+        PldAccountant(NeighbouringRelation::kAddRemove, {1e-4, 0.0});
+      },
+      "truncation_mass = 0");
   RdpAccountant rdp;
   expect_invalid_argument_naming([&] { PldAccountant().load_state_dict(rdp.state_dict()); }, "\"pld\"");
   expect_invalid_argument_naming([] { parse_enum<AccountantKind>("gdp"); }, "expected one of rdp, pld");

@@ -122,8 +122,8 @@ TEST(SubsampledGaussianRdp, IntegerPathAgreesWithSeriesAtTheSameOrder) {
     double q, sigma;
     std::int64_t alpha;
   };
-  for (const Case& c : {Case{0.1, 1.0, 2}, Case{0.1, 1.0, 7}, Case{0.01, 2.5, 50}, Case{0.5, 0.7, 10},
-                        Case{0.04, 1.5, 20}}) {
+  for (const Case& c :
+       {Case{0.1, 1.0, 2}, Case{0.1, 1.0, 7}, Case{0.01, 2.5, 50}, Case{0.5, 0.7, 10}, Case{0.04, 1.5, 20}}) {
     const double summed = sampled_gaussian_log_a_integer(c.sigma, c.q, c.alpha);
     const double series = sampled_gaussian_log_a_series(c.sigma, c.q, static_cast<double>(c.alpha));
     EXPECT_LT(relative_error(series, summed), 1e-9) << "q " << c.q << " sigma " << c.sigma << " alpha " << c.alpha;

@@ -30,8 +30,7 @@ long double forward_difference(int k, long double s) {
 
 // (alpha - 1) r(alpha) at an integer order, directly.
 long double log_a_direct(long double q, long double s, int alpha) {
-  long double a = 1 + q * q * binomial(alpha, 2) *
-                          std::min(4 * std::expm1(1 / (s * s)), 2 * std::exp(1 / (s * s)));
+  long double a = 1 + q * q * binomial(alpha, 2) * std::min(4 * std::expm1(1 / (s * s)), 2 * std::exp(1 / (s * s)));
   for (int i = 3; i <= alpha; ++i) {
     const long double low = std::abs(forward_difference(2 * (i / 2), s));
     const long double high = std::abs(forward_difference(2 * ((i + 1) / 2), s));

@@ -32,7 +32,9 @@ MatrixXd dense(const MatrixXd& h, const MatrixXd& W, const VectorXd& b) {
   return (h * W.transpose()).rowwise() + b.transpose();
 }
 
-MatrixXd gelu_of(MatrixXd h) { return h.unaryExpr([](double t) { return gelu(t); }); }
+MatrixXd gelu_of(MatrixXd h) {
+  return h.unaryExpr([](double t) { return gelu(t); });
+}
 
 TEST(ConstantGradientModel, TheThesisStackOnABatchOfOneIsTheConstantWhateverTheInput) {
   const Index features = 7, h1 = 5, h2 = 4, m = 6;
@@ -181,8 +183,11 @@ TEST(ConstantGradientModel, InFloat32ItIsTheFloat64ModelRoundedAndStaysNearItThr
   EXPECT_EQ(single.parameters(), plain.parameters()) << "the fused update in float32 too";
   EXPECT_EQ(single.perturbation(), plain.perturbation());
   // Five Adam steps of 0.01 move phi by up to 0.05 an entry; float32 follows within its rounding.
-  EXPECT_GT((single.parameters() - ConstantGradientModel(GradientModelKind::kConstant, m, {32, 256}, 5,
-                                                         GradientPrecision::kFloat32).parameters()).norm(), 1.0);
+  EXPECT_GT(
+      (single.parameters() -
+       ConstantGradientModel(GradientModelKind::kConstant, m, {32, 256}, 5, GradientPrecision::kFloat32).parameters())
+          .norm(),
+      1.0);
   EXPECT_LT((single.parameters() - twice.parameters()).norm(), 1e-5 * twice.parameters().norm());
   EXPECT_LT((single.perturbation() - twice.perturbation()).norm(), 1e-5 * twice.perturbation().norm());
   // The state widened and restored into a fresh float32 model: the same model, bit for bit.

@@ -62,7 +62,8 @@ MatrixXd dense_jacobian(const Problem& pr, Index b, const VectorXd& c, double h 
 
 // Random weights, about half the coordinates frozen, a random c, and a clip norm at the median
 // ||u|| so that examples are both below and above it.
-Problem make_problem(Index B, Index d, Index K, bool intercept, unsigned seed, bool freeze = true, double c_scale = 0.3) {
+Problem make_problem(Index B, Index d, Index K, bool intercept, unsigned seed, bool freeze = true,
+                     double c_scale = 0.3) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> normal;
   std::bernoulli_distribution coin(0.5);
@@ -113,8 +114,8 @@ double dense_objective(const Problem& pr, const VectorXd& c, const RowMatrix& pr
     double T = 0.0;
     if (S == 0) T = J.squaredNorm();
     for (Index s = 0; s < S; ++s) T += (J * probes.row(b * S + s).transpose()).squaredNorm() / static_cast<double>(S);
-    const double D = snr ? dense_release(pr, pr.X.row(b).transpose(), static_cast<Index>(pr.y(b)), c, pr.clip).squaredNorm()
-                         : 1.0;
+    const double D =
+        snr ? dense_release(pr, pr.X.row(b).transpose(), static_cast<Index>(pr.y(b)), c, pr.clip).squaredNorm() : 1.0;
     sum += c.squaredNorm() + lambda * (T + floor) / D;
   }
   return sum / static_cast<double>(B);
@@ -220,8 +221,7 @@ TEST_P(ConstantPerturbationDense, GradientMatchesCentralDifferences) {
     }
     const VectorXd lambda_part = gradient - 2.0 * pr.c;
     EXPECT_LT(relative_error(lambda_part, differences), 1e-6);
-    RecordProperty("gradient_error_" + variant,
-                   scientific(relative_error(lambda_part, differences)));
+    RecordProperty("gradient_error_" + variant, scientific(relative_error(lambda_part, differences)));
     EXPECT_GT(differences.norm(), 1e-3 * (2.0 * pr.c).norm());  // the lambda part is not negligible
   });
 }
@@ -425,9 +425,10 @@ TEST(ConstantPerturbationArguments, BadArgumentsAreRejectedByName) {
   expect_error([&] { release.objective(pr.X, pr.y, {0, 4}, pr.c, 2, source, 1.0, true, 1e-7); }, "batch row 4");
   bad_y(1) = 7.0;
   expect_error([&] { release.objective(pr.X, bad_y, {0, 1}, pr.c, 2, source, 1.0, true, 1e-7); }, "y[1]");
-  EXPECT_NO_THROW(release.objective(pr.X, bad_y, {0, 2}, pr.c, 2, [](Index, Index count, double* out) {
-    std::fill(out, out + count * 2 * 3, 0.5);
-  }, 1.0, true, 1e-7)) << "only the batch's labels are checked";
+  EXPECT_NO_THROW(release.objective(
+      pr.X, bad_y, {0, 2}, pr.c, 2, [](Index, Index count, double* out) { std::fill(out, out + count * 2 * 3, 0.5); },
+      1.0, true, 1e-7))
+      << "only the batch's labels are checked";
 }
 
 }  // namespace

@@ -129,7 +129,8 @@ TEST(TrainWithPublicData, FimWithLambdaZeroIsDpSgdAndDpSgdIsTheClosedForm) {
   o.pretrain.steps = 0;
   o.methods = {PrivateTrainingMethod::kDpSgd};
   const PublicDataTrainingResult scratch = train_with_public_data(split.public_part, split.private_part, Dataset{}, o);
-  const DpSgdResult closed_form = train_dpsgd(split.private_part, Dataset{}, resolved_private_phase(o, split.private_part.n()));
+  const DpSgdResult closed_form =
+      train_dpsgd(split.private_part, Dataset{}, resolved_private_phase(o, split.private_part.n()));
   const VectorXd& a = scratch.methods[0].training.final_snapshot().fisher_trace;
   const VectorXd& b = closed_form.final_snapshot().fisher_trace;
   EXPECT_LT((a - b).norm(), 1e-10 * b.norm());
@@ -159,8 +160,8 @@ TEST(TrainWithPublicData, PruneKeepsFrozenParametersAndEveryMethodStartsFromTheP
   start_only.private_phase.steps = 1;
   start_only.methods = {PrivateTrainingMethod::kSgd};
   start_only.private_phase.step_size = 1e-300;  // moves nothing
-  const VectorXd start = train_with_public_data(split.public_part, split.private_part, data, start_only)
-                             .methods[0].training.parameters[0];
+  const VectorXd start =
+      train_with_public_data(split.public_part, split.private_part, data, start_only).methods[0].training.parameters[0];
   const std::vector<bool> frozen = smallest_magnitude_mask(start, 0.5);
   Index moved_free = 0;
   for (const MethodResult* m : {&prune, &fim}) {
@@ -205,7 +206,9 @@ TEST(TrainWithPublicData, ReferenceLogitIsTheOneLogitModel) {
   o.private_phase.steps = 1;
   o.methods = {PrivateTrainingMethod::kDpSgd};
   const VectorXd trace = train_with_public_data(split.public_part, split.private_part, Dataset{}, o)
-                             .methods[0].training.final_snapshot().fisher_trace;
+                             .methods[0]
+                             .training.final_snapshot()
+                             .fisher_trace;
   Dataset flipped = split.private_part;
   flipped.y = (1.0 - flipped.y.array()).matrix();
   DpSgdOptions logistic = resolved_private_phase(o, split.private_part.n());
@@ -219,7 +222,9 @@ TEST(TrainWithPublicData, ReferenceLogitIsTheOneLogitModel) {
   const auto first_trace = [&](bool reference) {
     o.reference_logit = reference;
     return train_with_public_data(split.public_part, split.private_part, Dataset{}, o)
-        .methods[0].training.final_snapshot().fisher_trace;
+        .methods[0]
+        .training.final_snapshot()
+        .fisher_trace;
   };
   const VectorXd one = first_trace(true), two = first_trace(false);
   EXPECT_LT((two - 2.0 * one).norm(), 1e-4 * two.norm());
@@ -329,7 +334,8 @@ TEST(TrainWithPublicData, KeptPublicRecordsWithinTheBudgetOrEachBatchsOwnGiveThe
   // Probes drawn once a step keep no records: no choice is reported.
   PublicDataTrainingOptions step = o;
   step.gradient_model.probe_draws = ProbeDraws::kStep;
-  EXPECT_TRUE(train_with_public_data(split.public_part, split.private_part, Dataset{}, step).methods.front()
+  EXPECT_TRUE(train_with_public_data(split.public_part, split.private_part, Dataset{}, step)
+                  .methods.front()
                   .objective_terms.empty());
 }
 

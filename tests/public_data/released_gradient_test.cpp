@@ -47,7 +47,9 @@ ReleasedGradientSpec spec_for(const Dataset& data, int K, bool intercept, bool l
   return spec;
 }
 
-VectorXd random_vector(Index size, unsigned seed, double scale = 1.0) { return testing::normal_vector(size, seed, scale); }
+VectorXd random_vector(Index size, unsigned seed, double scale = 1.0) {
+  return testing::normal_vector(size, seed, scale);
+}
 
 TEST(ReleasedGradient, WithoutAModelIsTheClosedFormClippedGradientAndItsExactTrace) {
   REQUIRE_PLUGIN();
@@ -65,7 +67,8 @@ TEST(ReleasedGradient, WithoutAModelIsTheClosedFormClippedGradientAndItsExactTra
   VectorXd sum = VectorXd::Zero(6 * K);
   for (Index b = 0; b < data.n(); ++b) {
     const ClippedGlmGradient closed(step, data.X.row(b).transpose(), step.label_vector(data.y(b)));
-    EXPECT_LT((released.row(b).transpose() - closed.clipped_gradient()).norm(), 1e-13 * closed.clipped_gradient().norm());
+    EXPECT_LT((released.row(b).transpose() - closed.clipped_gradient()).norm(),
+              1e-13 * closed.clipped_gradient().norm());
     EXPECT_NEAR(accounting.trace(b), closed.jacobian_trace(), 1e-11 * closed.jacobian_trace());
     sum += closed.clipped_gradient();
   }
@@ -158,7 +161,8 @@ TEST(ReleasedGradient, FrozenCoordinatesAreLeftOutOfTheVectorItsNormAndItsJacobi
       return VectorXd(soft_clip_factor(v.norm(), spec.clip_norm) * v);
     };
     const VectorXd x = data.X.row(b).transpose();
-    EXPECT_LT((backend->released(theta, data.X.row(b), data.y.segment(b, 1)).row(0).transpose() - masked(x)).norm(), 1e-14);
+    EXPECT_LT((backend->released(theta, data.X.row(b), data.y.segment(b, 1)).row(0).transpose() - masked(x)).norm(),
+              1e-14);
     MatrixXd J(4, 4);
     for (Index k = 0; k < 4; ++k) {
       VectorXd plus = x, minus = x;
@@ -269,7 +273,8 @@ double shift_objective_by_differences(ReleasedGradientBackend& backend, const Ve
     };
     double trace = 0.0;
     if (S > 0) {
-      for (Index s = 0; s < S; ++s) trace += along(probes.row(b * S + s).transpose()).squaredNorm() / static_cast<double>(S);
+      for (Index s = 0; s < S; ++s)
+        trace += along(probes.row(b * S + s).transpose()).squaredNorm() / static_cast<double>(S);
     } else {
       for (Index k = 0; k < d; ++k) trace += along(VectorXd::Unit(d, k)).squaredNorm();
     }
@@ -367,8 +372,8 @@ TEST(ReleasedGradient, ConstantShiftObjectiveFromItsTermsIsTheBackendsObjective)
         ShiftObjectiveRequest request{2.5, snr, 1e-7};
         request.precision = precision;
         const ShiftObjectiveValue expected = backend->shift_objective(w, data.X, data.y, c, probes, request);
-        const ShiftObjectiveValue from_terms = shift_objective_from_terms(terms.gradients, terms.probe_products, all, c,
-                                                                     spec.clip_norm, 2.5, snr, 1e-7);
+        const ShiftObjectiveValue from_terms =
+            shift_objective_from_terms(terms.gradients, terms.probe_products, all, c, spec.clip_norm, 2.5, snr, 1e-7);
         EXPECT_NEAR(from_terms.value, expected.value, 1e-11 * expected.value) << "c scale " << scale;
         EXPECT_LT((from_terms.gradient - expected.gradient).norm(), 1e-10 * expected.gradient.norm())
             << "c scale " << scale;
@@ -431,7 +436,8 @@ TEST(ReleasedGradient, ConstantShiftOfSoftmaxRegressionIsTheClosedFormsObjective
   const NetworkBatchAccounting accounting = backend->account_batch(theta, data.X, data.y, exact, 1);
   const SoftmaxRelease::Accounting closed_accounting = closed.account(data.X, data.y, c);
   EXPECT_LT((accounting.trace - closed_accounting.trace).norm(), 1e-10 * closed_accounting.trace.norm());
-  EXPECT_LT((accounting.clipped_sum - closed_accounting.clipped_sum).norm(), 1e-12 * closed_accounting.clipped_sum.norm());
+  EXPECT_LT((accounting.clipped_sum - closed_accounting.clipped_sum).norm(),
+            1e-12 * closed_accounting.clipped_sum.norm());
 }
 
 TEST(ReleasedGradient, PiecesOfOneExampleGiveTheWholeBatchsReleaseAccountingObjectiveAndTraining) {

@@ -26,9 +26,11 @@ nlohmann::json far_rdp_summary(double rdp_bound) {
     snapshots.push_back({{"step", 10 * step},
                          {"test_accuracy", 0.8},
                          {"rdp", {{"mse_bound", rdp_bound}}},
-                         {"dfil", {{"max", 10.0 * step}, {"median", 5.0 * step},
-                                   {"mse_bound_at_max", 0.01 / (step * step)},
-                                   {"mse_bound_at_median", 0.04 / (step * step)}}}});
+                         {"dfil",
+                          {{"max", 10.0 * step},
+                           {"median", 5.0 * step},
+                           {"mse_bound_at_max", 0.01 / (step * step)},
+                           {"mse_bound_at_median", 0.04 / (step * step)}}}});
   return {{"command", "dpsgd"}, {"clipping", "smooth"}, {"snapshots", snapshots}};
 }
 
@@ -81,7 +83,8 @@ TEST(DpsgdReport, DrawsTheFarBoundWithGnuplotAndShowsTheClippingInTheSettings) {
   const ReportResult result = write_report(options);
   for (const std::string& note : result.notes) EXPECT_EQ(note.find("RDP"), std::string::npos) << note;
   bool drawn = false;
-  for (const std::string& figure : result.figures) drawn = drawn || figure.find("1-dpsgd-mse-bounds.png") != std::string::npos;
+  for (const std::string& figure : result.figures)
+    drawn = drawn || figure.find("1-dpsgd-mse-bounds.png") != std::string::npos;
   EXPECT_TRUE(drawn);
   const std::string html = testing::read_bytes(result.html);
   EXPECT_NE(html.find("<th>clipping</th><td>smooth</td>"), std::string::npos);
@@ -91,7 +94,7 @@ TEST(DpsgdReport, DrawsTheFarBoundWithGnuplotAndShowsTheClippingInTheSettings) {
 TEST(DpsgdJobSnapshots, EachEpochOrTenthsOfAShortRunAtMostFifty) {
   EXPECT_EQ(epoch_snapshots(100, 10, 50), (std::vector<double>{1, 2, 3, 4, 5}));
   EXPECT_EQ(epoch_snapshots(100, 10, 59), (std::vector<double>{1, 2, 3, 4, 5}));  // 5.9 epochs
-  const std::vector<double> short_run = epoch_snapshots(100, 10, 15);           // 1.5 epochs
+  const std::vector<double> short_run = epoch_snapshots(100, 10, 15);             // 1.5 epochs
   ASSERT_EQ(short_run.size(), 9u);
   EXPECT_DOUBLE_EQ(short_run.front(), 0.15);
   EXPECT_DOUBLE_EQ(short_run.back(), 1.35);
@@ -118,7 +121,8 @@ TEST(DpsgdJobSnapshots, AReportWithoutAScheduleSnapshotsEachEpochAndAScheduleIsK
   report.report = dir.file("report");
   run_job<DpSgdJob>(options, report);
   EXPECT_EQ(snapshot_steps(dir.file("report/summary.json")), (std::vector<int>{5, 10, 15, 20}));
-  const nlohmann::json settings = nlohmann::json::parse(testing::read_bytes(dir.file("report/summary.json")))["settings"];
+  const nlohmann::json settings =
+      nlohmann::json::parse(testing::read_bytes(dir.file("report/summary.json")))["settings"];
   EXPECT_EQ(settings["report_epochs"], (nlohmann::json{1, 2, 3, 4})) << "the summary records the schedule";
   // Without a report, the final step only; with a schedule, the schedule.
   JobOutputs json;

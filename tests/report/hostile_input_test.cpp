@@ -50,7 +50,8 @@ std::string html_escaped(const std::string& text) {
 
 // What gnuplot makes of `literal`: its `print` output, run in `dir`.
 std::string gnuplot_prints(const TempDir& dir, const std::string& literal) {
-  const std::string script = dir.write("print.gp", "set print '" + dir.file("printed.txt") + "'\nprint " + literal + "\n");
+  const std::string script =
+      dir.write("print.gp", "set print '" + dir.file("printed.txt") + "'\nprint " + literal + "\n");
   std::remove(dir.file("printed.txt").c_str());
   const int status = std::system(("cd " + dir.file("") + " && gnuplot print.gp > /dev/null 2>&1").c_str());
   EXPECT_EQ(status, 0) << literal;
@@ -79,7 +80,8 @@ nlohmann::json learned_attack(const std::vector<std::string>& names) {
     summary["method_codes"][names[k]] = k;
   }
   for (double kind = -2; kind < static_cast<double>(names.size()); ++kind)
-    rows.push_back({{"method", kind}, {"target", 0}, {"label", 0}, {"pixels", std::vector<double>(16, 0.1 * (kind + 2))}});
+    rows.push_back(
+        {{"method", kind}, {"target", 0}, {"label", 0}, {"pixels", std::vector<double>(16, 0.1 * (kind + 2))}});
   summary["reconstructions"] = {{"image", {1, 4, 4}}, {"rows", rows}};
   return summary;
 }
@@ -99,8 +101,14 @@ nlohmann::json fim(const std::vector<std::string>& names) {
 nlohmann::json irfil(const std::vector<std::string>& names) {
   nlohmann::json summary = {{"command", "irfil"}};
   for (const std::string& name : names)
-    summary[name] = {{"by_sigma", {{{"sigma", 1.0}, {"eta_mean", 2.0}, {"white_box", 0.8}, {"black_box", 0.7}, {"release_test_mse", 0.1},
-                                    {"white_box_by_group", {0.6, 0.7}}, {"black_box_by_group", {0.6, 0.65}}}}}};
+    summary[name] = {{"by_sigma",
+                      {{{"sigma", 1.0},
+                        {"eta_mean", 2.0},
+                        {"white_box", 0.8},
+                        {"black_box", 0.7},
+                        {"release_test_mse", 0.1},
+                        {"white_box_by_group", {0.6, 0.7}},
+                        {"black_box_by_group", {0.6, 0.65}}}}}};
   return summary;
 }
 
@@ -167,7 +175,8 @@ TEST(ReportHostileInput, AFigureGnuplotCannotDrawIsANoteNotAFailedReport) {
   const ReportResult result = write_report(options);
   std::string notes;
   for (const std::string& note : result.notes) notes += note + "\n";
-  EXPECT_NE(notes.find("1-attack-attack-vs-eta.png: not drawn, 'gnuplot' failed (exit 1): "), std::string::npos) << notes;
+  EXPECT_NE(notes.find("1-attack-attack-vs-eta.png: not drawn, 'gnuplot' failed (exit 1): "), std::string::npos)
+      << notes;
   EXPECT_NE(notes.find("2-learned-attack-ssim.png: not drawn"), std::string::npos) << notes;
   std::set<std::string> files;
   for (const std::string& figure : result.figures) files.insert(fs::path(figure).filename().string());
@@ -228,7 +237,8 @@ TEST(ReportHostileInput, ReloadsImagesFromRegularFilesOnly) {
 
   // Through the whole report: a note in the page, the other figures drawn.
   std::string table = "index,label,eta,dfil\n";
-  for (int i = 0; i < 20; ++i) table += std::to_string(i) + "," + std::to_string(i % 2) + "," + std::to_string(0.1 + 0.01 * i) + ",1\n";
+  for (int i = 0; i < 20; ++i)
+    table += std::to_string(i) + "," + std::to_string(i % 2) + "," + std::to_string(0.1 + 0.01 * i) + ",1\n";
   ReportOptions options;
   options.inputs = {dir.write("measure.json", nlohmann::json{{"command", "measure"},
                                                              {"settings", {{"data", fifo.path()}}},
@@ -260,7 +270,8 @@ TEST(ReportHostileInput, RefusesSummariesNestedBeyondTheLimitNamingFileAndLimit)
   options.out_dir = dir.file("report");
   EXPECT_NO_THROW(write_report(options));
   EXPECT_NO_THROW(report::read_summary(dir.write("a.json", nested_summary(64))));
-  for (const auto& [depth, field] : std::vector<std::pair<int, std::string>>{{65, "a"}, {60000, "a"}, {60000, "counts"}}) {
+  for (const auto& [depth, field] :
+       std::vector<std::pair<int, std::string>>{{65, "a"}, {60000, "a"}, {60000, "counts"}}) {
     const std::string path = dir.write("deep.json", nested_summary(depth, field));
     options.inputs = {path};
     try {

@@ -32,7 +32,9 @@ using Rgb = std::array<std::uint8_t, 3>;
 struct Png {
   int width = 0, height = 0;
   std::vector<Rgb> pixels;  // row by row
-  const Rgb& at(int x, int y) const { return pixels[static_cast<std::size_t>(y) * static_cast<std::size_t>(width) + static_cast<std::size_t>(x)]; }
+  const Rgb& at(int x, int y) const {
+    return pixels[static_cast<std::size_t>(y) * static_cast<std::size_t>(width) + static_cast<std::size_t>(x)];
+  }
 };
 
 std::uint32_t big_endian(const std::string& bytes, std::size_t at) {
@@ -69,7 +71,8 @@ Png read_png(const std::string& path) {
   std::string raw((stride + 1) * static_cast<std::size_t>(png.height), '\0');
   uLongf size = static_cast<uLongf>(raw.size());
   if (uncompress(reinterpret_cast<Bytef*>(raw.data()), &size, reinterpret_cast<const Bytef*>(compressed.data()),
-                 static_cast<uLong>(compressed.size())) != Z_OK || size != raw.size())
+                 static_cast<uLong>(compressed.size())) != Z_OK ||
+      size != raw.size())
     throw std::runtime_error(path + ": bad image data");
   // Undo each row's filter (PNG specification, section 9).
   std::vector<std::uint8_t> previous(stride, 0), row(stride);
@@ -85,7 +88,11 @@ Png read_png(const std::string& path) {
       const int a = i >= static_cast<std::size_t>(channels) ? row[i - static_cast<std::size_t>(channels)] : 0;
       const int b = previous[i];
       const int c = i >= static_cast<std::size_t>(channels) ? previous[i - static_cast<std::size_t>(channels)] : 0;
-      const int predicted = filter == 0 ? 0 : filter == 1 ? a : filter == 2 ? b : filter == 3 ? (a + b) / 2 : paeth(a, b, c);
+      const int predicted = filter == 0   ? 0
+                            : filter == 1 ? a
+                            : filter == 2 ? b
+                            : filter == 3 ? (a + b) / 2
+                                          : paeth(a, b, c);
       row[i] = static_cast<std::uint8_t>(x + predicted);
     }
     for (int x = 0; x < png.width; ++x) {
@@ -152,11 +159,13 @@ int pattern(int s, Index j, int base) {
 }
 
 // Six colours of full saturation: red, green, blue, yellow, cyan, magenta.
-constexpr std::array<Rgb, 6> kPalette = {Rgb{255, 0, 0}, Rgb{0, 255, 0},   Rgb{0, 0, 255},
+constexpr std::array<Rgb, 6> kPalette = {Rgb{255, 0, 0},   Rgb{0, 255, 0},   Rgb{0, 0, 255},
                                          Rgb{255, 255, 0}, Rgb{0, 255, 255}, Rgb{255, 0, 255}};
 
 // The colour (a 0/1 value a channel) of example s at pixel (h, w) of a height x width image.
-Rgb colour_of(int s, Index h, Index w, Index width) { return kPalette[static_cast<std::size_t>(pattern(s, h * width + w, 6))]; }
+Rgb colour_of(int s, Index h, Index w, Index width) {
+  return kPalette[static_cast<std::size_t>(pattern(s, h * width + w, 6))];
+}
 
 // The example s whose image `row` is, in a dataset of `count` examples drawn by `pixel(s, c, h, w)`
 // and stored channel-major (ImageShape); -1 if none.
@@ -195,7 +204,8 @@ void expect_montages_in_order(const std::string& report_dir, const std::string& 
     ASSERT_TRUE(std::filesystem::exists(figure)) << figure;
     const Png png = read_png(figure);
     for (int k = 0; k < panels; ++k) {
-      const std::size_t row = highest ? order[static_cast<std::size_t>(k)] : order[order.size() - 1 - static_cast<std::size_t>(k)];
+      const std::size_t row =
+          highest ? order[static_cast<std::size_t>(k)] : order[order.size() - 1 - static_cast<std::size_t>(k)];
       const int s = example_of_row(row);
       ASSERT_GE(s, 0) << "training row " << row;
       const std::vector<Rgb> drawn = panel_pixels(png, k, panels, shape.height, shape.width);
@@ -225,7 +235,9 @@ void expect_montages_show(const std::string& report_dir, const ImageShape& shape
 TEST(DisplayImage, PutsEachChannelOfAChannelMajorRowAtItsPixel) {
   // Intensity I(c, h, w) chosen first; the stored value maps to it under the range [-2, 3].
   const ImageShape shape{3, 2, 5};
-  const auto intensity = [](Index c, Index h, Index w) { return static_cast<int>((c * 97 + h * 31 + w * 7 + 3) % 256); };
+  const auto intensity = [](Index c, Index h, Index w) {
+    return static_cast<int>((c * 97 + h * 31 + w * 7 + 3) % 256);
+  };
   RowMatrix images = RowMatrix::Zero(2, shape.size());
   for (Index c = 0; c < 3; ++c)
     for (Index h = 0; h < 2; ++h)
@@ -235,7 +247,8 @@ TEST(DisplayImage, PutsEachChannelOfAChannelMajorRowAtItsPixel) {
   ASSERT_EQ(image.width, 5);
   for (Index h = 0; h < 2; ++h)
     for (Index w = 0; w < 5; ++w)
-      for (Index c = 0; c < 3; ++c) EXPECT_EQ(int{image.at(h, w)[static_cast<std::size_t>(c)]}, intensity(c, h, w)) << c << h << w;
+      for (Index c = 0; c < 3; ++c)
+        EXPECT_EQ(int{image.at(h, w)[static_cast<std::size_t>(c)]}, intensity(c, h, w)) << c << h << w;
   // A transposed reading (height and width swapped) would not give these colours.
   EXPECT_NE(image.at(1, 0), report::display_image(images, 1, ImageShape{3, 5, 2}, {-2.0, 3.0}).at(1, 0));
 }
@@ -273,7 +286,8 @@ TEST(DisplayImage, RefusesShapesThatDoNotFitTheRowsOrCannotBeDrawn) {
 
 TEST(RgbimageData, WritesColumnRowAndColourOfEveryPixelRowByRow) {
   RgbImage image{2, 3, {{1, 2, 3}, {4, 5, 6}, {7, 8, 9}, {10, 11, 12}, {13, 14, 15}, {16, 17, 255}}};
-  EXPECT_EQ(report::rgbimage_data(image), "0 0 1 2 3\n1 0 4 5 6\n2 0 7 8 9\n0 1 10 11 12\n1 1 13 14 15\n2 1 16 17 255\n");
+  EXPECT_EQ(report::rgbimage_data(image),
+            "0 0 1 2 3\n1 0 4 5 6\n2 0 7 8 9\n0 1 10 11 12\n1 1 13 14 15\n2 1 16 17 255\n");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -312,7 +326,8 @@ TEST(RunTrainingImages, ReloadsTheRowsWithTheRecordedSettingsAndShape) {
   EXPECT_EQ(images->shape, (ImageShape{1, 4, 4}));
   const std::vector<Index> train = shuffle_split(20, 0.25, 3).train;
   ASSERT_EQ(images->X.rows(), 15);
-  for (Index r = 0; r < 15; ++r) EXPECT_EQ(images->X(r, 0), static_cast<double>(train[static_cast<std::size_t>(r)])) << r;
+  for (Index r = 0; r < 15; ++r)
+    EXPECT_EQ(images->X(r, 0), static_cast<double>(train[static_cast<std::size_t>(r)])) << r;
   // Another seed is another split: rows the table does not describe.
   nlohmann::json other = summary;
   other["seed"] = 4;
@@ -333,7 +348,8 @@ TEST(RunTrainingImages, SaysWhyWhenTheImagesCannotBeDrawn) {
     return json;
   };
   const auto expect_reason = [](const std::string& reason, std::initializer_list<const char*> fragments) {
-    for (const char* fragment : fragments) EXPECT_NE(reason.find(fragment), std::string::npos) << fragment << " in: " << reason;
+    for (const char* fragment : fragments)
+      EXPECT_NE(reason.find(fragment), std::string::npos) << fragment << " in: " << reason;
   };
   expect_reason(why_not_drawn({{"command", "measure"}}, 20), {"no settings.data"});
   expect_reason(why_not_drawn(summary(table, nullptr), 20), {"table.npz is a table", "records no image shape"});
@@ -342,13 +358,17 @@ TEST(RunTrainingImages, SaysWhyWhenTheImagesCannotBeDrawn) {
                 {"records images of 1 x 4 x 5 (20 values) but rows of 16 values", "input_dimension"});
   expect_reason(why_not_drawn(summary(grey, {1, 2, 8}), 20),
                 {"records images of 1 x 2 x 8 but", "grey.npz re-loads images of 1 x 4 x 4", "changed"});
-  expect_reason(why_not_drawn(summary(grey, {1, -4, 4}), 20), {"preprocessing.input_image is [1,-4,4]", "[channels, height, width]"});
+  expect_reason(why_not_drawn(summary(grey, {1, -4, 4}), 20),
+                {"preprocessing.input_image is [1,-4,4]", "[channels, height, width]"});
   expect_reason(why_not_drawn(summary(grey, {1, 4, 4}), 19), {"re-loads 20 training rows but the table has 19"});
-  expect_reason(why_not_drawn(summary(four_channels, {4, 2, 2}), 20), {"images of 4 channels", "grey", "red, green, blue"});
-  expect_reason(why_not_drawn(summary(four_channels, "absent", {{"image_layout", "nchw"}}), 20), {"images of 4 channels"});
+  expect_reason(why_not_drawn(summary(four_channels, {4, 2, 2}), 20),
+                {"images of 4 channels", "grey", "red, green, blue"});
+  expect_reason(why_not_drawn(summary(four_channels, "absent", {{"image_layout", "nchw"}}), 20),
+                {"images of 4 channels"});
   expect_reason(why_not_drawn(summary(grey, {1, 4, 4}, {{"image_layout", "sideways"}}), 20),
                 {"cannot re-load", "grey.npz", "settings.image_layout = 'sideways'", "nchw, nhwc"});
-  expect_reason(why_not_drawn(summary(grey, {1, 4, 4}, {{"classes", "3,x"}}), 20), {"cannot re-load", "settings.classes"});
+  expect_reason(why_not_drawn(summary(grey, {1, 4, 4}, {{"classes", "3,x"}}), 20),
+                {"cannot re-load", "settings.classes"});
   expect_reason(why_not_drawn(summary(dir.file("gone.npz"), {1, 4, 4}), 20), {"cannot re-load", "gone.npz"});
   nlohmann::json negative_seed = summary(grey, {1, 4, 4});
   negative_seed["seed"] = -1;
@@ -386,9 +406,11 @@ std::string image_npz(const TempDir& dir, const std::string& name, int n, const 
     for (int s = first; s < first + count; ++s) y.push_back(s % 2);
     return testing::npy_f8(y, static_cast<std::size_t>(count));
   };
-  return dir.write(name, testing::zip_bytes({{"X.npy", array(0, n)}, {"y.npy", labels(0, n)},
-                                             {"X_test.npy", array(n, 4)}, {"y_test.npy", labels(n, 4)}},
-                                            false));
+  return dir.write(
+      name,
+      testing::zip_bytes(
+          {{"X.npy", array(0, n)}, {"y.npy", labels(0, n)}, {"X_test.npy", array(n, 4)}, {"y_test.npy", labels(n, 4)}},
+          false));
 }
 
 MeasureResult measure_with_report(const std::string& data, const std::string& report_dir,
@@ -469,7 +491,9 @@ TEST(Montage, DrawsNonSquareGreyImagesPixelForPixel) {
 
 // CIFAR-10 records whose pixels come in 8 x 8 blocks of one colour (blocks wide enough to find in
 // the drawn figure): record s's block j (4 x 4 blocks, row by row) has the colour pattern(s, j, 6).
-Rgb cifar_colour(int s, Index h, Index w) { return kPalette[static_cast<std::size_t>(pattern(s, (h / 8) * 4 + w / 8, 6))]; }
+Rgb cifar_colour(int s, Index h, Index w) {
+  return kPalette[static_cast<std::size_t>(pattern(s, (h / 8) * 4 + w / 8, 6))];
+}
 
 std::string cifar_records(int first, const std::vector<int>& labels) {
   std::string bytes;
@@ -494,7 +518,8 @@ TEST(Montage, DrawsCifar10ImagesOfTheSelectedClassesPixelForPixel) {
       labels.push_back(s % 5 == 4 ? 0 : s % 2 ? 5 : 3);
       if (labels.back() != 0) train_records.push_back(s);
     }
-    std::ofstream(cifar + "/data_batch_" + std::to_string(b + 1) + ".bin", std::ios::binary) << cifar_records(5 * b, labels);
+    std::ofstream(cifar + "/data_batch_" + std::to_string(b + 1) + ".bin", std::ios::binary)
+        << cifar_records(5 * b, labels);
   }
   std::ofstream(cifar + "/test_batch.bin", std::ios::binary) << cifar_records(25, {3, 5, 3, 5});
   const MeasureResult result = measure_with_report("cifar10:" + cifar, dir.file("report"), [](MeasureOptions& options) {
@@ -520,10 +545,16 @@ double stored_dfil(int s) { return s % 7 == 3 ? 0.0 : 0.01 * (1 + (s * 11) % kSt
 std::string stored_images_summary(const TempDir& dir, const nlohmann::json& images) {
   nlohmann::json snapshots = nlohmann::json::array();
   for (int step : {5, 10})
-    snapshots.push_back({{"step", step}, {"epoch", step / 5}, {"test_accuracy", 0.5},
-                         {"dfil", {{"max", 0.3}, {"median", 0.1}, {"mse_bound_at_max", 11.1}, {"mse_bound_at_median", 100}}}});
-  return dir.write("run.json", nlohmann::json{{"command", "dpsgd"}, {"n", kStoredExamples}, {"images", images},
-                                              {"class_names", {"even", "odd"}}, {"snapshots", snapshots}}
+    snapshots.push_back(
+        {{"step", step},
+         {"epoch", step / 5},
+         {"test_accuracy", 0.5},
+         {"dfil", {{"max", 0.3}, {"median", 0.1}, {"mse_bound_at_max", 11.1}, {"mse_bound_at_median", 100}}}});
+  return dir.write("run.json", nlohmann::json{{"command", "dpsgd"},
+                                              {"n", kStoredExamples},
+                                              {"images", images},
+                                              {"class_names", {"even", "odd"}},
+                                              {"snapshots", snapshots}}
                                    .dump());
 }
 
@@ -533,7 +564,8 @@ std::string stored_images_table(const TempDir& dir) {
     for (int s = 0; s < kStoredExamples; ++s) {
       const bool never = s % 7 == 3;
       table += std::to_string(step) + "," + std::to_string(step / 5) + "," + std::to_string(s) + "," +
-               std::to_string(s % 2) + "," + (never ? "0" : "2") + "," + std::to_string(stored_dfil(s) * step / 10) + "\n";
+               std::to_string(s % 2) + "," + (never ? "0" : "2") + "," + std::to_string(stored_dfil(s) * step / 10) +
+               "\n";
     }
   return dir.write("run.csv", table);
 }
@@ -545,7 +577,8 @@ TEST(StoredImages, DrawTheMostAndLeastExposedSampledExamplesPixelForPixel) {
   for (int s = 0; s < kStoredExamples; ++s)
     for (Index c = 0; c < shape.channels; ++c)
       for (Index h = 0; h < shape.height; ++h)
-        for (Index w = 0; w < shape.width; ++w) x.push_back(colour_of(s, h, w, shape.width)[static_cast<std::size_t>(c)] / 255.0);
+        for (Index w = 0; w < shape.width; ++w)
+          x.push_back(colour_of(s, h, w, shape.width)[static_cast<std::size_t>(c)] / 255.0);
   dir.write("run.images.npy", testing::npy_bytes("<f8", "(30, 3, 4, 5)", testing::raw_bytes(x)));
   ReportOptions options;
   options.inputs = {stored_images_summary(dir, {{"file", "run.images.npy"}, {"shape", {3, 4, 5}}})};
@@ -557,8 +590,9 @@ TEST(StoredImages, DrawTheMostAndLeastExposedSampledExamplesPixelForPixel) {
   std::vector<std::size_t> order;
   for (int s = 0; s < kStoredExamples; ++s)
     if (s % 7 != 3) order.push_back(static_cast<std::size_t>(s));
-  std::stable_sort(order.begin(), order.end(),
-                   [](std::size_t a, std::size_t b) { return stored_dfil(static_cast<int>(a)) > stored_dfil(static_cast<int>(b)); });
+  std::stable_sort(order.begin(), order.end(), [](std::size_t a, std::size_t b) {
+    return stored_dfil(static_cast<int>(a)) > stored_dfil(static_cast<int>(b));
+  });
   ASSERT_EQ(order.size(), 26u);
   expect_montages_in_order(
       options.out_dir, "1-dpsgd", "dfil", order, shape, [](std::size_t row) { return static_cast<int>(row); },
@@ -590,7 +624,8 @@ TEST(StoredImages, AreReadFromARegularFileInTheSummarysFolderOnlyAndSayWhyNot) {
   };
   // Read back when all is well: 30 rows of 16 values.
   std::string why;
-  const auto good = report::stored_training_images({{"images", images("run.images.npy")}}, dir.file("run.json"), 30, why);
+  const auto good =
+      report::stored_training_images({{"images", images("run.images.npy")}}, dir.file("run.json"), 30, why);
   ASSERT_TRUE(good.has_value()) << why;
   EXPECT_EQ(good->X.rows(), 30);
   EXPECT_EQ(good->shape, (ImageShape{1, 4, 4}));

@@ -65,18 +65,20 @@ std::string dpsgd_summary(double accuracy_scale) {
   nlohmann::json snapshots = nlohmann::json::array();
   for (int step = 1; step <= 4; ++step) {
     const double dfil = 0.5 * step, accuracy = accuracy_scale * (0.8 + 0.04 * step);
-    snapshots.push_back(
-        {{"step", 100 * step},
-         {"epoch", step},
-         {"epsilon", 0.5 * step},
-         {"test_accuracy", accuracy},
-         {"test_accuracy_per_run", {accuracy - 0.01, accuracy + 0.01}},
-         {"rdp", {{"mse_bound", 0.01 / step}}},
-         {"dfil",
-          {{"max", dfil}, {"median", dfil / 4}, {"max_interval", {dfil * 0.9, dfil * 1.1}},
-           {"median_interval", {dfil / 4 * 0.9, dfil / 4 * 1.1}}, {"mse_bound_at_max", 1 / (dfil * dfil)},
-           {"mse_bound_at_median", 16 / (dfil * dfil)},
-           {"mse_bound_at_max_interval", {1 / (1.21 * dfil * dfil), 1 / (0.81 * dfil * dfil)}}}}});
+    snapshots.push_back({{"step", 100 * step},
+                         {"epoch", step},
+                         {"epsilon", 0.5 * step},
+                         {"test_accuracy", accuracy},
+                         {"test_accuracy_per_run", {accuracy - 0.01, accuracy + 0.01}},
+                         {"rdp", {{"mse_bound", 0.01 / step}}},
+                         {"dfil",
+                          {{"max", dfil},
+                           {"median", dfil / 4},
+                           {"max_interval", {dfil * 0.9, dfil * 1.1}},
+                           {"median_interval", {dfil / 4 * 0.9, dfil / 4 * 1.1}},
+                           {"mse_bound_at_max", 1 / (dfil * dfil)},
+                           {"mse_bound_at_median", 16 / (dfil * dfil)},
+                           {"mse_bound_at_max_interval", {1 / (1.21 * dfil * dfil), 1 / (0.81 * dfil * dfil)}}}}});
   }
   return nlohmann::json{{"command", "dpsgd"},
                         {"n", 60},
@@ -84,11 +86,21 @@ std::string dpsgd_summary(double accuracy_scale) {
                         {"kappa", 0.3},
                         {"class_names", {"T-shirt/top", "Trouser"}},
                         {"settings",
-                         {{"data", "fashion-mnist"}, {"classes", {0, 1}}, {"model", "logistic"}, {"label", "public"},
-                          {"batch_size", 6}, {"sampling", "uniform"}, {"steps", 400}, {"step_size", 0.1},
-                          {"clip_norm", 1.0}, {"noise_multiplier", 1.0}, {"runs", 2}}},
+                         {{"data", "fashion-mnist"},
+                          {"classes", {0, 1}},
+                          {"model", "logistic"},
+                          {"label", "public"},
+                          {"batch_size", 6},
+                          {"sampling", "uniform"},
+                          {"steps", 400},
+                          {"step_size", 0.1},
+                          {"clip_norm", 1.0},
+                          {"noise_multiplier", 1.0},
+                          {"runs", 2}}},
                         {"accounting",
-                         {{"accountant", "rdp"}, {"neighbouring_relation", "replace one example"}, {"delta", 1e-5},
+                         {{"accountant", "rdp"},
+                          {"neighbouring_relation", "replace one example"},
+                          {"delta", 1e-5},
                           {"effective_noise_multiplier", 0.8967},
                           {"effective_noise_multiplier_reason", "the smooth clip bounds the norm by 1.11524 C"}}},
                         {"snapshots", snapshots}}
@@ -101,8 +113,8 @@ std::string dpsgd_table() {
   for (int step = 1; step <= 4; ++step)
     for (int i = 0; i < 60; ++i)
       table += std::to_string(100 * step) + "," + std::to_string(step) + "," + std::to_string(i) + "," +
-               std::to_string(i % 2) + ",3,0.1," + std::to_string(0.01 * step * std::pow(30.0, ((i * 37) % 100) / 100.0)) +
-               "\n";
+               std::to_string(i % 2) + ",3,0.1," +
+               std::to_string(0.01 * step * std::pow(30.0, ((i * 37) % 100) / 100.0)) + "\n";
   return table;
 }
 
@@ -135,7 +147,8 @@ nlohmann::json attack_result() {
 
 std::string irfil_summary() {
   nlohmann::json iterations = nlohmann::json::array();
-  for (int t = 0; t <= 5; ++t) iterations.push_back({{"iteration", t}, {"eta", {{"std", 0.02 / (1 + t)}, {"mean", 0.05}}}});
+  for (int t = 0; t <= 5; ++t)
+    iterations.push_back({{"iteration", t}, {"eta", {{"std", 0.02 / (1 + t)}, {"mean", 0.05}}}});
   nlohmann::json json = {{"command", "irfil"}, {"iterations", iterations}, {"attack_after", attack_result()}};
   std::vector<double> before, after;
   for (int i = 0; i < 50; ++i) before.push_back(0.01 + 0.001 * i), after.push_back(0.03 + 0.0001 * i);
@@ -182,16 +195,22 @@ void expect_figures_embedded(const ReportResult& result) {
 // Writes the fixtures of every command except measure into `dir`; returns the report options.
 ReportOptions all_commands(const TempDir& dir) {
   ReportOptions options;
-  options.inputs = {dir.write("bound.json", kBound), dir.write("reconstruct.json", kReconstruct),
-                    dir.write("dpsgd1.json", dpsgd_summary(1.0)), dir.write("dpsgd2.json", dpsgd_summary(0.95)),
-                    dir.write("irfil.json", irfil_summary()), dir.write("attack.json", attack_summary()),
+  options.inputs = {dir.write("bound.json", kBound),
+                    dir.write("reconstruct.json", kReconstruct),
+                    dir.write("dpsgd1.json", dpsgd_summary(1.0)),
+                    dir.write("dpsgd2.json", dpsgd_summary(0.95)),
+                    dir.write("irfil.json", irfil_summary()),
+                    dir.write("attack.json", attack_summary()),
                     dir.write("accountant.json", accountant_summary())};
   options.tables = {
       dir.write("bound.csv", csv({"index", "label", "eta", "dfil", "fil_bound", "dfil_bound"}, 60, per_example)),
       dir.write("reconstruct.csv", csv({"index", "label", "eta", "dfil", "fil_bound", "dfil_bound", "attack_mse",
                                         "linearised_mse", "guarded_trials", "biased_dfil_bound"},
                                        60, per_example)),
-      dir.write("dpsgd1.csv", dpsgd_table()), dir.write("dpsgd2.csv", dpsgd_table()), "", "",
+      dir.write("dpsgd1.csv", dpsgd_table()),
+      dir.write("dpsgd2.csv", dpsgd_table()),
+      "",
+      "",
       dir.write("rdp-curve.csv", "order,rdp\n2,0.01\n4,0.03\n8,0.08\n16,0.2\n")};
   options.out_dir = dir.file("report");
   options.images = false;  // the fixtures name no data to re-load
@@ -208,25 +227,25 @@ TEST(Report, DrawsEverySectionOfEveryCommandAndEmbedsTheFigures) {
                 note.find("summary schema of filkit") != std::string::npos)
         << note;
   // dpsgd comes last (one section for every dpsgd input), after the accountant.
-  for (const char* figure : {"1-bound-bound-histogram.png", "2-reconstruct-bound-histogram.png",
+  for (const char* figure : {"1-bound-bound-histogram.png",       "2-reconstruct-bound-histogram.png",
                              "2-reconstruct-attack-vs-bound.png", "2-reconstruct-attack-vs-biased-bound.png",
-                             "3-irfil-eta-per-iteration.png",
-                             "3-irfil-eta-before-after.png", "3-irfil-attack_after-vs-eta.png",
-                             "3-irfil-attack_after-by-group.png", "4-attack-attack-vs-eta.png",
-                             "4-attack-attack-by-group.png", "5-accountant-eps-vs-steps.png",
-                             "5-accountant-eps-vs-noise.png", "5-accountant-rdp-curve.png",
-                             "6-dpsgd-dfil-epsilon-1.png", "6-dpsgd-mse-bounds-1.png", "6-dpsgd-dfil-histogram-1.png",
-                             "6-dpsgd-dfil-epsilon-2.png", "6-dpsgd-mse-bounds-2.png", "6-dpsgd-dfil-histogram-2.png",
-                             "6-dpsgd-accuracy-vs-bound.png"})
+                             "3-irfil-eta-per-iteration.png",     "3-irfil-eta-before-after.png",
+                             "3-irfil-attack_after-vs-eta.png",   "3-irfil-attack_after-by-group.png",
+                             "4-attack-attack-vs-eta.png",        "4-attack-attack-by-group.png",
+                             "5-accountant-eps-vs-steps.png",     "5-accountant-eps-vs-noise.png",
+                             "5-accountant-rdp-curve.png",        "6-dpsgd-dfil-epsilon-1.png",
+                             "6-dpsgd-mse-bounds-1.png",          "6-dpsgd-dfil-histogram-1.png",
+                             "6-dpsgd-dfil-epsilon-2.png",        "6-dpsgd-mse-bounds-2.png",
+                             "6-dpsgd-dfil-histogram-2.png",      "6-dpsgd-accuracy-vs-bound.png"})
     EXPECT_TRUE(has_figure(result, figure)) << figure;
   EXPECT_EQ(result.figures.size(), 20u);
   expect_figures_embedded(result);
   // dpsgd's settings and privacy table, one column a run, with spreads over the runs.
   const std::string html = read_file(result.html);
-  for (const char* cell : {"<th>dpsgd1.json</th><th>dpsgd2.json</th>", "<th>effective noise multiplier</th>",
-                           "<td>0.8967</td>", "<th>epsilon</th><td>2</td>", "<td>0.96 (0.014)</td>",
-                           "<th>max dFIL</th><td>2 [1.8, 2.2]</td>",
-                           "Effective noise multiplier: the smooth clip bounds the norm by 1.11524 C."})
+  for (const char* cell :
+       {"<th>dpsgd1.json</th><th>dpsgd2.json</th>", "<th>effective noise multiplier</th>", "<td>0.8967</td>",
+        "<th>epsilon</th><td>2</td>", "<td>0.96 (0.014)</td>", "<th>max dFIL</th><td>2 [1.8, 2.2]</td>",
+        "Effective noise multiplier: the smooth clip bounds the norm by 1.11524 C."})
     EXPECT_NE(html.find(cell), std::string::npos) << cell;
   EXPECT_FALSE(std::filesystem::exists(dir.file("report/.report-scratch-" + std::to_string(::getpid()))));
 }
@@ -254,8 +273,8 @@ TEST(Report, MeasureWithReportDrawsTheMeasureFiguresAndImageGrids) {
   again.out_dir = dir.file("again");
   const ReportResult result = write_report(again);
   EXPECT_TRUE(result.notes.empty()) << notes_text(result);
-  for (const char* figure : {"eta-histogram.png", "highest-eta-images.png", "lowest-eta-images.png",
-                             "eta-vs-loss.png", "eta-vs-gradient_norm.png", "dfil-bound.png"}) {
+  for (const char* figure : {"eta-histogram.png", "highest-eta-images.png", "lowest-eta-images.png", "eta-vs-loss.png",
+                             "eta-vs-gradient_norm.png", "dfil-bound.png"}) {
     EXPECT_TRUE(has_figure(result, figure)) << figure;
     EXPECT_TRUE(is_png(dir.file(std::string("report/1-measure-") + figure))) << "--report wrote " << figure;
   }
@@ -279,9 +298,9 @@ TEST(Report, SkipsFiguresWhoseFieldsAreMissingWithANote) {
   EXPECT_EQ(result.figures.size(), 1u);
   EXPECT_TRUE(has_figure(result, "1-measure-eta-histogram.png"));
   const std::string notes = notes_text(result);
-  for (const char* fragment : {"settings.data", "no column 'loss'", "no column 'gradient_norm'", "no column 'dfil'",
-                               "no column 'dfil_bound'", "dfil.mse_bound_at_max", "eta.std", "eta_before",
-                               "eta_mean", "white_box_by_group", "command 'something-new'"})
+  for (const char* fragment :
+       {"settings.data", "no column 'loss'", "no column 'gradient_norm'", "no column 'dfil'", "no column 'dfil_bound'",
+        "dfil.mse_bound_at_max", "eta.std", "eta_before", "eta_mean", "white_box_by_group", "command 'something-new'"})
     EXPECT_NE(notes.find(fragment), std::string::npos) << fragment << "\n" << notes;
   EXPECT_NE(read_file(result.html).find("something-new"), std::string::npos);
   expect_figures_embedded(result);
@@ -328,10 +347,12 @@ struct Rendered {
 
 // Loads the page in headless Chromium and reads what its inline check script recorded on <body>.
 Rendered render(const std::string& html_path, const TempDir& dir) {
-  const std::string command = "timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-quic "
-                              "--no-first-run --disable-background-networking --disable-component-update "
-                              "--disable-sync --user-data-dir=" + dir.file("chromium-profile") +
-                              " --window-size=1280,900 --virtual-time-budget=5000 --dump-dom file://" + html_path;
+  const std::string command =
+      "timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-quic "
+      "--no-first-run --disable-background-networking --disable-component-update "
+      "--disable-sync --user-data-dir=" +
+      dir.file("chromium-profile") + " --window-size=1280,900 --virtual-time-budget=5000 --dump-dom file://" +
+      html_path;
   const auto [status, dom] = run_shell(command);
   EXPECT_EQ(status, 0) << command;
   Rendered rendered;
@@ -344,7 +365,8 @@ Rendered render(const std::string& html_path, const TempDir& dir) {
   rendered.script_errors = attribute("data-script-errors");
   rendered.overlaps = attribute("data-overlaps");
   std::smatch match;
-  if (std::regex_search(dom, match, std::regex("data-overlap-examples=\"([^\"]*)\""))) rendered.overlap_examples = match[1];
+  if (std::regex_search(dom, match, std::regex("data-overlap-examples=\"([^\"]*)\"")))
+    rendered.overlap_examples = match[1];
   return rendered;
 }
 
@@ -372,8 +394,8 @@ TEST(ReportBrowser, RendersInHeadlessChromiumWithoutBrokenImagesOverlapsOrScript
   ReportOptions options = all_commands(dir);
   options.inputs.push_back(dir.write("measure.json", R"({"command": "measure", "settings": {"classes": [3, 5]}})"));
   options.tables.resize(options.inputs.size() - 1);  // inputs without a table in between
-  options.tables.push_back(dir.write("measure.csv", csv({"index", "label", "eta", "dfil", "loss", "gradient_norm"},
-                                                         40, per_example)));
+  options.tables.push_back(
+      dir.write("measure.csv", csv({"index", "label", "eta", "dfil", "loss", "gradient_norm"}, 40, per_example)));
   const ReportResult result = write_report(options);
   expect_clean_render(result, dir);
 
@@ -445,7 +467,9 @@ TEST(Report, PublicTrainingDrawsAccuracyDfilPerMethodTheDistributionAndTheCosine
        "perturbation_cosine_with_mean_public_gradient": [[0.9, 0.8, 0.7], [0.85, 0.8, null]]}]})";
   std::string table = "method,index,label,times_sampled,dfil,dfil_mse_bound,fisher_trace\n";
   for (int code : {1, 3})
-    for (int i = 0; i < 40; ++i) table += std::to_string(code) + "," + std::to_string(i) + ",0,1," + std::to_string(0.1 * code + 0.01 * i) + ",1,1\n";
+    for (int i = 0; i < 40; ++i)
+      table +=
+          std::to_string(code) + "," + std::to_string(i) + ",0,1," + std::to_string(0.1 * code + 0.01 * i) + ",1,1\n";
   ReportOptions options;
   options.inputs = {dir.write("fim.json", summary)};
   options.tables = {dir.write("fim.csv", table)};
@@ -493,7 +517,8 @@ TEST(Report, LearnedAttackDrawsScoresPerMethodAndTheReconstructionGrid) {
   options.inputs = {dir.write("attack.json", summary.dump())};
   options.out_dir = dir.file("report");
   const ReportResult result = write_report(options);
-  for (const char* figure : {"1-learned-attack-mse.png", "1-learned-attack-ssim.png", "1-learned-attack-reconstructions.png"})
+  for (const char* figure :
+       {"1-learned-attack-mse.png", "1-learned-attack-ssim.png", "1-learned-attack-reconstructions.png"})
     EXPECT_TRUE(has_figure(result, figure)) << figure << "\n" << notes_text(result);
   EXPECT_NE(notes_text(result).find("LPIPS"), std::string::npos) << "the LPIPS note is shown";
   expect_figures_embedded(result);
@@ -513,7 +538,10 @@ std::string named_classes_csv() {
   for (int i = 0; i < 60; ++i) {
     const double t = ((i * 37) % 100) / 100.0;
     text += std::to_string(t) + "," + std::to_string(1 - t * t) + "," + std::to_string(0.3 * (i % 7)) + "," +
-            (i % 3 == 0 ? "red" : i % 3 == 1 ? "green" : "blue") + "," + (i % 2 ? "Trouser" : "T-shirt/top") + "\n";
+            (i % 3 == 0   ? "red"
+             : i % 3 == 1 ? "green"
+                          : "blue") +
+            "," + (i % 2 ? "Trouser" : "T-shirt/top") + "\n";
   }
   return text;
 }

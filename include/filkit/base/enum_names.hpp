@@ -40,7 +40,8 @@ std::string to_string(Enum value) {
 template <typename Enum, if_named_enum<Enum> = 0>
 std::string enum_spellings() {
   std::string spellings;
-  for (const auto& entry : EnumNames<Enum>::names) spellings += (spellings.empty() ? "" : ", ") + std::string(entry.second);
+  for (const auto& entry : EnumNames<Enum>::names)
+    spellings += (spellings.empty() ? "" : ", ") + std::string(entry.second);
   return spellings;
 }
 

@@ -37,8 +37,8 @@ inline OptionName option_name(std::string name) { return OptionName{std::move(na
 class Message {
  public:
   Message() = default;
-  Message(std::string text);  // NOLINT: text is a message
-  Message(const char* text);  // NOLINT
+  Message(std::string text);   // NOLINT: text is a message
+  Message(const char* text);   // NOLINT
   Message(OptionName option);  // NOLINT
   Message& operator+=(const Message& other);
   /// The text with each option spelled by `spell`.

@@ -8,7 +8,6 @@
 
 namespace filkit {
 
-
 /// Parses "0,1,2" into integers (throws std::invalid_argument naming `what` on bad input).
 std::vector<Index> parse_index_list(const std::string& text, const std::string& what);
 

@@ -81,10 +81,9 @@ std::string format_double(double value);
 /// magnitude are written as integers ("12000", not "1.2e+04"), others as format_double does,
 /// so every cell reads back as the same double. NaN and infinities are empty cells (a value not
 /// computed, such as a network's eta without power iteration, or an infinite MSE bound, such as
-/// that of an example never sampled): every non-empty cell is a finite number. Formatted straight into one buffer. Throws
-/// std::invalid_argument if a row's width differs from the header's.
-std::string numeric_csv(const std::vector<std::string>& header,
-                        const std::vector<std::vector<double>>& rows);
+/// that of an example never sampled): every non-empty cell is a finite number. Formatted straight into one buffer.
+/// Throws std::invalid_argument if a row's width differs from the header's.
+std::string numeric_csv(const std::vector<std::string>& header, const std::vector<std::vector<double>>& rows);
 /// numeric_csv written by write_output_file.
 void write_numeric_csv(const std::string& path, const std::vector<std::string>& header,
                        const std::vector<std::vector<double>>& rows);
@@ -125,8 +124,8 @@ class Progress {
   bool terminal_;
   double line_interval_;
   bool finished_ = false;
-  bool drawn_ = false;             ///< a line drawn on the terminal that a newline must end
-  int uncaught_exceptions_ = 0;    ///< at construction: the destructor of a failed stage says nothing
+  bool drawn_ = false;           ///< a line drawn on the terminal that a newline must end
+  int uncaught_exceptions_ = 0;  ///< at construction: the destructor of a failed stage says nothing
   std::chrono::steady_clock::time_point start_;
   std::chrono::steady_clock::time_point last_draw_;
 };

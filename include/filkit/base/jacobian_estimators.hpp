@@ -32,7 +32,8 @@ enum class TraceMethod {
 template <>
 struct EnumNames<TraceMethod> {
   static constexpr const char* what = "trace method";
-  static constexpr std::pair<TraceMethod, const char*> names[] = {{TraceMethod::kExact, "exact"}, {TraceMethod::kCoordinates, "coordinates"}, {TraceMethod::kGaussian, "gaussian"}};
+  static constexpr std::pair<TraceMethod, const char*> names[] = {
+      {TraceMethod::kExact, "exact"}, {TraceMethod::kCoordinates, "coordinates"}, {TraceMethod::kGaussian, "gaussian"}};
 };
 
 /// How ||G||_2 of each sampled example is obtained at each step.
@@ -44,9 +45,11 @@ enum class SpectralMethod {
 template <>
 struct EnumNames<SpectralMethod> {
   static constexpr const char* what = "spectral method";
-  static constexpr std::pair<SpectralMethod, const char*> names[] = {{SpectralMethod::kExact, "exact"}, {SpectralMethod::kPowerIteration, "power-iteration"}, {SpectralMethod::kNone, "none"}};
+  static constexpr std::pair<SpectralMethod, const char*> names[] = {
+      {SpectralMethod::kExact, "exact"},
+      {SpectralMethod::kPowerIteration, "power-iteration"},
+      {SpectralMethod::kNone, "none"}};
 };
-
 
 /// A linear map G: R^cols -> R^rows given by its products.
 class JacobianOperator {
@@ -84,8 +87,7 @@ struct TraceEstimate {
 TraceEstimate estimate_trace_by_coordinates(const JacobianOperator& G, int probes, std::mt19937_64& rng);
 
 /// Hutchinson: the mean of ||G v||^2 over `probes` (>= 1) standard Gaussian vectors v.
-TraceEstimate estimate_trace_by_gaussian_probes(const JacobianOperator& G, int probes,
-                                                std::mt19937_64& rng);
+TraceEstimate estimate_trace_by_gaussian_probes(const JacobianOperator& G, int probes, std::mt19937_64& rng);
 
 /// The largest singular value of G by power iteration on G^T G from a Gaussian start.
 struct SpectralNormEstimate {

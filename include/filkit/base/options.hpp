@@ -46,9 +46,9 @@ struct RenamedOption {
   std::string_view former, name;
 };
 inline constexpr RenamedOption kRenamedOptions[] = {
-    {"q", "sample_rate"},              // the accountant's; -q is --quiet on every command
-    {"scale", "row_scaling"},          // filkit.preprocess's name, which says what is scaled
-    {"pixel_scale", "scale_pixels"},   // filkit.preprocess's name
+    {"q", "sample_rate"},             // the accountant's; -q is --quiet on every command
+    {"scale", "row_scaling"},         // filkit.preprocess's name, which says what is scaled
+    {"pixel_scale", "scale_pixels"},  // filkit.preprocess's name
 };
 
 /// The names nearest to `typed` by edit distance (a typo or a swap of neighbours per 4 letters,
@@ -196,7 +196,9 @@ void option_from_json(const std::string& name, const nlohmann::json& json, T& va
       throw DataError(error.what());
     }
   }
-  const auto fail = [&](const std::string& expected) { throw DataError(name + " = " + json.dump() + ": expected " + expected); };
+  const auto fail = [&](const std::string& expected) {
+    throw DataError(name + " = " + json.dump() + ": expected " + expected);
+  };
   if constexpr (is_optional<T>::value) {
     typename T::value_type inner{};
     option_from_json(name, json, inner);

@@ -8,8 +8,8 @@
 #include "filkit/base/types.hpp"
 
 #include <cstdint>
-#include <optional>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,10 +28,10 @@ std::string input_value_problem(double value);
 /// column, or a one-hot block of a categorical attribute (last level dropped, so the dropped
 /// level is the all-zero pattern).
 struct AttributeColumns {
-  std::string name;                  ///< source column name, e.g. "SEX"
-  std::vector<Index> columns;        ///< indices into X's columns
-  std::vector<std::string> levels;   ///< for one-hot blocks: the level of each column, in order
-  std::string dropped_level;         ///< for one-hot blocks: the level encoded as all zeros
+  std::string name;                 ///< source column name, e.g. "SEX"
+  std::vector<Index> columns;       ///< indices into X's columns
+  std::vector<std::string> levels;  ///< for one-hot blocks: the level of each column, in order
+  std::string dropped_level;        ///< for one-hot blocks: the level encoded as all zeros
   bool categorical = false;
 };
 
@@ -60,10 +60,10 @@ std::string to_string(const ImageShape& shape);
 struct Dataset {
   RowMatrix X;
   VectorXd y;
-  std::vector<std::string> feature_names;     ///< d names (may be empty for images)
-  std::vector<AttributeColumns> attributes;   ///< column map (may be empty for images)
-  std::vector<std::string> class_names;       ///< K names for classification (may be empty)
-  std::string source;                         ///< where it came from, recorded in outputs
+  std::vector<std::string> feature_names;    ///< d names (may be empty for images)
+  std::vector<AttributeColumns> attributes;  ///< column map (may be empty for images)
+  std::vector<std::string> class_names;      ///< K names for classification (may be empty)
+  std::string source;                        ///< where it came from, recorded in outputs
   /// The image shape of every row, when the rows are images (C*H*W == d); empty for tables and
   /// after preprocessing that changes the columns (PCA). Row selections and splits keep it.
   std::optional<ImageShape> image;

@@ -24,7 +24,7 @@ template <>
 struct EnumNames<ImageLayout> {
   static constexpr const char* what = "image layout";
   static constexpr std::pair<ImageLayout, const char*> names[] = {{ImageLayout::kNchw, "nchw"},
-                                                                   {ImageLayout::kNhwc, "nhwc"}};
+                                                                  {ImageLayout::kNhwc, "nhwc"}};
 };
 
 /// The help of image_layout, for every front end that binds it.
@@ -56,15 +56,15 @@ struct DataOptions {
   /// the sorted class names); empty = all. Kept classes are relabelled 0..K-1 in the order
   /// given, so classes = {3, 5} yields y = 0 for 3 and 1 for 5.
   std::vector<int> classes;
-  std::string target;                    ///< CSV/ARFF: target column
-  std::vector<std::string> categorical;  ///< CSV/ARFF: extra categorical columns
-  std::vector<std::string> drop;         ///< CSV/ARFF: columns to ignore
+  std::string target;                                   ///< CSV/ARFF: target column
+  std::vector<std::string> categorical;                 ///< CSV/ARFF: extra categorical columns
+  std::vector<std::string> drop;                        ///< CSV/ARFF: columns to ignore
   MissingPolicy missing_policy = MissingPolicy::kDrop;  ///< CSV/ARFF: rows with missing cells
   /// CSV/ARFF and the tabular built-ins: test rows with a categorical level or class that no
   /// training row has (UnseenLevelPolicy; default: left out, counted in the test's dropped_rows).
   UnseenLevelPolicy unseen_levels = UnseenLevelPolicy::kDrop;
-  bool regression = false;               ///< CSV/ARFF/npz: real-valued target
-  double test_fraction = 0.2;  ///< CSV/ARFF/npz without a test split: share held out, [0, 1)
+  bool regression = false;      ///< CSV/ARFF/npz: real-valued target
+  double test_fraction = 0.2;   ///< CSV/ARFF/npz without a test split: share held out, [0, 1)
   unsigned long long seed = 0;  ///< seed of that train/test split (see shuffle_split)
   /// Keep a uniformly random subset of this many training (test) examples, drawn with `seed` and
   /// kept in their original order, after class selection; 0 keeps all. For quick runs of

@@ -70,7 +70,8 @@ void visit_fields(DataPipelineOptions& o, Visit&& visit) {
   visit("test_fraction", o.test_fraction, "Files without a test split: share of rows held out (seeded by seed)");
   visit("train_size", o.train_size, "Keep a random subset of this many training examples (seeded; 0 = all)");
   visit("test_size", o.test_size, "Keep a random subset of this many test examples (seeded; 0 = all)");
-  visit("pca", o.pca, "PCA to K dimensions fitted on the training split; 0 = none; auto = 20 for built-in image datasets");
+  visit("pca", o.pca,
+        "PCA to K dimensions fitted on the training split; 0 = none; auto = 20 for built-in image datasets");
   visit("row_scaling", o.row_scaling,
         "Row scaling: none, global-max (divide by the largest training row norm, before PCA), unit-ball");
   visit("scale_pixels", o.scale_pixels, "Divide pixels by 255; auto = for built-in image datasets");

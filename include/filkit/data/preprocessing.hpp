@@ -23,7 +23,8 @@ enum class RowScaling {
 template <>
 struct EnumNames<RowScaling> {
   static constexpr const char* what = "row scaling";
-  static constexpr std::pair<RowScaling, const char*> names[] = {{RowScaling::kNone, "none"}, {RowScaling::kGlobalMax, "global-max"}, {RowScaling::kUnitBall, "unit-ball"}};
+  static constexpr std::pair<RowScaling, const char*> names[] = {
+      {RowScaling::kNone, "none"}, {RowScaling::kGlobalMax, "global-max"}, {RowScaling::kUnitBall, "unit-ball"}};
 };
 
 /// Whether image pixels are standardised.
@@ -35,11 +36,11 @@ template <>
 struct EnumNames<Standardization> {
   static constexpr const char* what = "standardization";
   static constexpr std::pair<Standardization, const char*> names[] = {{Standardization::kNone, "none"},
-                                                                       {Standardization::kChannel, "channel"}};
+                                                                      {Standardization::kChannel, "channel"}};
 };
 
 struct PreprocessOptions {
-  bool scale_pixels = false;      ///< divide by 255 (images); default off, on for built-ins in the CLI
+  bool scale_pixels = false;  ///< divide by 255 (images); default off, on for built-ins in the CLI
   /// channel: x_(c,h,w) -> (x_(c,h,w) - m_c) / s_c, with m_c and s_c the mean and the standard
   /// deviation (population: divided by the count) of channel c over every pixel of every training
   /// image, as torchvision's Normalize with a dataset's channel statistics. Needs images
@@ -47,7 +48,7 @@ struct PreprocessOptions {
   /// before row scaling and PCA. Default none.
   Standardization standardize = Standardization::kNone;
   RowScaling row_scaling = RowScaling::kNone;  ///< default none
-  Index pca_components = 0;       ///< 0 = no PCA (default); else 1..d
+  Index pca_components = 0;                    ///< 0 = no PCA (default); else 1..d
   /// Order as in the FIL paper's scripts: pixels -> (standardisation) -> row scaling -> PCA
   /// (centred on the training mean). When `scale_after_pca` the row scaling is applied after PCA
   /// instead.
@@ -81,15 +82,15 @@ void visit_fields(PreprocessOptions& o, Visit&& visit) {
 /// its largest-magnitude entry is positive. A row x becomes W^T (x - m).
 struct Preprocessor {
   PreprocessOptions options;
-  Index input_dimension = 0;     ///< d of the data it was fitted on; apply() requires the same
+  Index input_dimension = 0;              ///< d of the data it was fitted on; apply() requires the same
   std::optional<ImageShape> input_image;  ///< the image shape of the data it was fitted on, if any
-  VectorXd channel_means;        ///< C, standardize = channel: m_c (after pixel scaling)
-  VectorXd channel_stds;         ///< C, standardize = channel: s_c (> 0)
-  double global_max_norm = 1.0;  ///< the training split's largest row norm (global-max)
-  VectorXd pca_mean;             ///< d
-  MatrixXd pca_components;       ///< d x k, orthonormal columns, by decreasing variance
-  VectorXd pca_variances;        ///< k explained variances
-  double pca_total_variance = 0.0;  ///< trace of C: all d variances, for explained ratios
+  VectorXd channel_means;                 ///< C, standardize = channel: m_c (after pixel scaling)
+  VectorXd channel_stds;                  ///< C, standardize = channel: s_c (> 0)
+  double global_max_norm = 1.0;           ///< the training split's largest row norm (global-max)
+  VectorXd pca_mean;                      ///< d
+  MatrixXd pca_components;                ///< d x k, orthonormal columns, by decreasing variance
+  VectorXd pca_variances;                 ///< k explained variances
+  double pca_total_variance = 0.0;        ///< trace of C: all d variances, for explained ratios
 
   /// Bitwise identical for any number of OpenMP threads, as is apply(). Throws
   /// std::invalid_argument for invalid options, pca_components > d, fewer than 2 rows for PCA,
@@ -127,13 +128,12 @@ MatrixXd covariance(const RowMatrix& X, const VectorXd& mean, GramKernel kernel 
 /// eigenvalue, signs as the solver leaves them. kAuto: Spectra's Lanczos when d >= 128 and
 /// k <= d/2, else the dense solver; kSpectra asks for Lanczos whenever k < d. A Lanczos run that
 /// does not converge falls back to the dense solver, whose failure throws std::runtime_error.
-void top_eigenpairs(const MatrixXd& C, Index k, EigenSolver solver, MatrixXd& vectors,
-                    VectorXd& values);
+void top_eigenpairs(const MatrixXd& C, Index k, EigenSolver solver, MatrixXd& vectors, VectorXd& values);
 
 }  // namespace detail
 
 /// Fits on `split.train`, applies to both parts.
-DatasetSplit preprocess(const DatasetSplit& split, const PreprocessOptions& options,
-                        Preprocessor* fitted = nullptr, const Communicator& comm = Communicator::local());
+DatasetSplit preprocess(const DatasetSplit& split, const PreprocessOptions& options, Preprocessor* fitted = nullptr,
+                        const Communicator& comm = Communicator::local());
 
 }  // namespace filkit

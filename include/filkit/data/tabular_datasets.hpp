@@ -33,9 +33,9 @@
 
 #include "filkit/base/enum_names.hpp"
 #include "filkit/data/dataset.hpp"
-#include "filkit/data/text_table.hpp"
-#include "filkit/data/tabular_encoder.hpp"
 #include "filkit/data/load.hpp"
+#include "filkit/data/tabular_encoder.hpp"
+#include "filkit/data/text_table.hpp"
 
 #include <string>
 #include <vector>
@@ -46,17 +46,18 @@ enum class TabularTask { kRegression, kClassification };
 template <>
 struct EnumNames<TabularTask> {
   static constexpr const char* what = "tabular task";
-  static constexpr std::pair<TabularTask, const char*> names[] = {{TabularTask::kRegression, "regression"}, {TabularTask::kClassification, "classification"}};
+  static constexpr std::pair<TabularTask, const char*> names[] = {{TabularTask::kRegression, "regression"},
+                                                                  {TabularTask::kClassification, "classification"}};
 };
 
 /// One built-in tabular dataset and the task it poses.
 struct TabularDatasetInfo {
-  std::string name;                       ///< e.g. "income-regression"
-  std::string file;                       ///< source file name: "income.csv" or "credit-g.arff"
+  std::string name;  ///< e.g. "income-regression"
+  std::string file;  ///< source file name: "income.csv" or "credit-g.arff"
   TabularTask task = TabularTask::kClassification;
-  std::string target;                     ///< target column of the source file
-  std::string sensitive_attribute;        ///< the attribute attribute-inference attacks target
-  std::vector<std::string> left_out;      ///< source columns not used as features
+  std::string target;                 ///< target column of the source file
+  std::string sensitive_attribute;    ///< the attribute attribute-inference attacks target
+  std::vector<std::string> left_out;  ///< source columns not used as features
   std::string description;
 };
 

@@ -22,7 +22,8 @@ enum class MissingPolicy {
 template <>
 struct EnumNames<MissingPolicy> {
   static constexpr const char* what = "missing policy";
-  static constexpr std::pair<MissingPolicy, const char*> names[] = {{MissingPolicy::kDrop, "drop"}, {MissingPolicy::kLevel, "level"}};
+  static constexpr std::pair<MissingPolicy, const char*> names[] = {{MissingPolicy::kDrop, "drop"},
+                                                                    {MissingPolicy::kLevel, "level"}};
 };
 
 /// What to do with a row whose categorical level (or class) never occurs in the training rows,
@@ -43,13 +44,13 @@ struct EnumNames<UnseenLevelPolicy> {
 
 /// How a table is turned into (X, y).
 struct TabularOptions {
-  std::string target;                      ///< target column name (required)
-  std::vector<std::string> categorical;    ///< columns to treat as categorical even if numeric;
-                                           ///< non-numeric columns are always categorical
-  std::vector<std::string> drop;           ///< columns to ignore
-  bool target_categorical = true;          ///< classification (class indices) vs regression
-  std::vector<std::string> missing = {"", "NA", "?"};  ///< spellings of a missing value
-  MissingPolicy missing_policy = MissingPolicy::kDrop;  ///< default: drop incomplete rows
+  std::string target;                                          ///< target column name (required)
+  std::vector<std::string> categorical;                        ///< columns to treat as categorical even if numeric;
+                                                               ///< non-numeric columns are always categorical
+  std::vector<std::string> drop;                               ///< columns to ignore
+  bool target_categorical = true;                              ///< classification (class indices) vs regression
+  std::vector<std::string> missing = {"", "NA", "?"};          ///< spellings of a missing value
+  MissingPolicy missing_policy = MissingPolicy::kDrop;         ///< default: drop incomplete rows
   UnseenLevelPolicy unseen_levels = UnseenLevelPolicy::kDrop;  ///< default: drop rows with unseen levels
   /// The memory budget: an encoded X (rows x one-hot width doubles) larger than this is refused
   /// before it is allocated.
@@ -96,8 +97,8 @@ class TabularEncoder {
 
  private:
   TabularOptions options_;
-  std::vector<Column> columns_;        // feature columns in output order
-  std::vector<std::string> classes_;   // target levels (classification)
+  std::vector<Column> columns_;       // feature columns in output order
+  std::vector<std::string> classes_;  // target levels (classification)
 };
 
 /// A table's seeded train/test split (shuffle_split with `test_fraction` and `seed`), encoded by an

@@ -21,7 +21,10 @@ enum class ColumnType {
 template <>
 struct EnumNames<ColumnType> {
   static constexpr const char* what = "column type";
-  static constexpr std::pair<ColumnType, const char*> names[] = {{ColumnType::kInferred, "inferred"}, {ColumnType::kNumeric, "numeric"}, {ColumnType::kNominal, "nominal"}, {ColumnType::kString, "string"}};
+  static constexpr std::pair<ColumnType, const char*> names[] = {{ColumnType::kInferred, "inferred"},
+                                                                 {ColumnType::kNumeric, "numeric"},
+                                                                 {ColumnType::kNominal, "nominal"},
+                                                                 {ColumnType::kString, "string"}};
 };
 
 /// A table as strings: header and rows, every row the header's width. Cells keep their text
@@ -30,9 +33,9 @@ struct EnumNames<ColumnType> {
 struct TextTable {
   std::vector<std::string> header;
   std::vector<std::vector<std::string>> rows;
-  std::vector<Index> lines;        ///< 1-based line of `source` where each row starts
-                                   ///< (empty in a hand-built table: errors then name rows)
-  std::vector<ColumnType> types;   ///< one per column (empty in a hand-built table: inferred)
+  std::vector<Index> lines;       ///< 1-based line of `source` where each row starts
+                                  ///< (empty in a hand-built table: errors then name rows)
+  std::vector<ColumnType> types;  ///< one per column (empty in a hand-built table: inferred)
   std::string source;
 
   /// The rows `rows` (indices into this table's rows), with their line numbers.

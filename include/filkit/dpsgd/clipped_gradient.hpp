@@ -25,10 +25,10 @@
 // spectral norm is the largest eigenvalue of a (1 + 2K)-dimensional problem.
 #pragma once
 
-#include "filkit/models/label_privacy.hpp"
-#include "filkit/privacy/soft_clip.hpp"
 #include "filkit/base/jacobian_estimators.hpp"
 #include "filkit/models/glm.hpp"
+#include "filkit/models/label_privacy.hpp"
+#include "filkit/privacy/soft_clip.hpp"
 
 namespace filkit {
 
@@ -74,8 +74,8 @@ class ClippedGlmGradient : public JacobianOperator {
 
   /// g~ (p K), built on first use (training needs only f r: the batch sum is one product).
   const VectorXd& clipped_gradient() const;
-  double gradient_norm() const { return gradient_norm_; }          ///< ||g||
-  double clip_factor() const { return f_; }                        ///< f(||g||)
+  double gradient_norm() const { return gradient_norm_; }  ///< ||g||
+  double clip_factor() const { return f_; }                ///< f(||g||)
   /// The residual r (K): g = vec(x~ r^T); g~ = vec(x~ (f r)^T).
   const VectorXd& residual() const { return r_; }
 

@@ -39,16 +39,16 @@
 
 #include "filkit/base/communicator.hpp"
 #include "filkit/base/enum_names.hpp"
+#include "filkit/base/jacobian_estimators.hpp"
 #include "filkit/base/resources.hpp"
 #include "filkit/base/run_bootstrap.hpp"
+#include "filkit/data/dataset.hpp"
+#include "filkit/models/glm.hpp"
+#include "filkit/models/label_privacy.hpp"
+#include "filkit/networks/networks.hpp"
 #include "filkit/privacy/neighbouring_relation.hpp"
 #include "filkit/privacy/pld_accountant.hpp"
 #include "filkit/privacy/rdp_accountant.hpp"
-#include "filkit/data/dataset.hpp"
-#include "filkit/models/label_privacy.hpp"
-#include "filkit/base/jacobian_estimators.hpp"
-#include "filkit/models/glm.hpp"
-#include "filkit/networks/networks.hpp"
 #include "filkit/privacy/step_privacy.hpp"
 
 #include <nlohmann/json_fwd.hpp>
@@ -70,7 +70,8 @@ enum class SubsamplingFactor {
 template <>
 struct EnumNames<SubsamplingFactor> {
   static constexpr const char* what = "subsampling factor";
-  static constexpr std::pair<SubsamplingFactor, const char*> names[] = {{SubsamplingFactor::kAmplified, "amplified"}, {SubsamplingFactor::kOne, "one"}};
+  static constexpr std::pair<SubsamplingFactor, const char*> names[] = {{SubsamplingFactor::kAmplified, "amplified"},
+                                                                        {SubsamplingFactor::kOne, "one"}};
 };
 
 /// How the released noisy gradient moves the parameters (post-processing: no effect on accounting).
@@ -198,14 +199,17 @@ void visit_fields(DpSgdOptions& o, Visit&& visit) {
   visit("adam_beta2", o.adam_beta2, "Adam: second-moment decay");
   visit("adam_epsilon", o.adam_epsilon, "Adam: epsilon");
   visit("adam_bias_correction_offset", o.adam_bias_correction_offset,
-        "Adam: added to the step count of its bias corrections; 1 = the thesis' code (jax's adam called with i = 1, 2, ...)");
+        "Adam: added to the step count of its bias corrections; 1 = the thesis' code (jax's adam called with i = 1, 2, "
+        "...)");
   visit("weight_decay", o.weight_decay, "Weight decay, >= 0");
   visit("init_scale", o.init_scale, "w_0 ~ N(0, init_scale^2 I); 0 starts at zero (GLMs and the softmax network)");
   visit("subsampling", o.subsampling, "Subsampling factor kappa: amplified (q/(q+(1-q)e^-eps0)) or one");
   visit("kappa_delta", o.kappa_delta,
         "delta of the per-step DP guarantee behind kappa; auto = 1/(n T), the paper's rule (at most 1/n over a run)");
-  visit("trace", o.trace, "Tr(G^T G) per step: exact, coordinates or gaussian; auto = exact for GLMs, gaussian for networks");
-  visit("spectral", o.spectral, "||G||_2 per step: exact, power-iteration or none; auto = exact for GLMs, none for networks");
+  visit("trace", o.trace,
+        "Tr(G^T G) per step: exact, coordinates or gaussian; auto = exact for GLMs, gaussian for networks");
+  visit("spectral", o.spectral,
+        "||G||_2 per step: exact, power-iteration or none; auto = exact for GLMs, none for networks");
   visit("probes", o.probes, "Probes per example and step of an estimated trace; auto = 50 for GLMs, 1 for networks");
   visit("power_iterations", o.power_iterations, "Power iterations per example and step");
   visit("runs", o.runs, "Independent runs averaged by the accountant");
@@ -276,9 +280,9 @@ struct DpSgdSnapshot {
 };
 
 struct DpSgdResult {
-  Index n = 0;              ///< training examples
-  Index num_classes = 2;    ///< K (2 for logistic)
-  Index private_dims = 0;   ///< d_z
+  Index n = 0;                 ///< training examples
+  Index num_classes = 2;       ///< K (2 for logistic)
+  Index private_dims = 0;      ///< d_z
   double sampling_rate = 0.0;  ///< q = B / n
   double kappa_delta = 0.0;    ///< delta behind kappa, as used (auto resolved to 1/(n T))
   double step_epsilon = 0.0;   ///< eps0 of one step
@@ -344,8 +348,8 @@ enum class CheckpointWhenDone {
 /// std::invalid_argument for invalid options (naming the field), labels outside the model's
 /// domain, a batch size above n or an unwritable checkpoint_path, and std::runtime_error naming
 /// the file for a resume file that is damaged or belongs to another job.
-DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOptions& options,
-                        bool progress = false, CheckpointWhenDone when_done = CheckpointWhenDone::kRemove,
+DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOptions& options, bool progress = false,
+                        CheckpointWhenDone when_done = CheckpointWhenDone::kRemove,
                         const Communicator& comm = Communicator::local());
 
 /// Every setting of the options, for the JSON outputs.

@@ -5,9 +5,9 @@
 // without replacement (replace-one).
 #pragma once
 
+#include "filkit/jobs/job.hpp"
 #include "filkit/privacy/pld_accountant.hpp"
 #include "filkit/privacy/rdp_accountant.hpp"
-#include "filkit/jobs/job.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -28,16 +28,16 @@ struct Mechanism {
 /// solve for it) and steps (or epochs); further ones by `mechanism`
 /// ("sample_rate,noise_multiplier,steps"). "auto" marks what is derived from the others.
 struct AccountantOptions {
-  std::optional<double> sample_rate;       ///< sampling rate q in [0, 1]; or batch_size with n
-  std::optional<std::int64_t> batch_size;  ///< expected batch size B; sample_rate = B / n
-  std::optional<std::int64_t> n;           ///< number of training examples, >= batch size
-  std::optional<double> noise_multiplier;  ///< >= 0; not with target_eps
-  std::optional<std::int64_t> steps;       ///< >= 0
-  std::optional<double> epochs;            ///< steps = ceil(epochs / sample_rate)
-  double delta = 1e-5;                     ///< in (0, 1)
-  std::string orders = "opacus";           ///< opacus, tf-privacy (tf), or a list like 2,4.5,8
-  std::vector<std::string> mechanisms;     ///< further mechanisms "sample_rate,noise_multiplier,steps"
-  std::optional<double> target_eps;        ///< solve for the noise multiplier instead; > 0
+  std::optional<double> sample_rate;                 ///< sampling rate q in [0, 1]; or batch_size with n
+  std::optional<std::int64_t> batch_size;            ///< expected batch size B; sample_rate = B / n
+  std::optional<std::int64_t> n;                     ///< number of training examples, >= batch size
+  std::optional<double> noise_multiplier;            ///< >= 0; not with target_eps
+  std::optional<std::int64_t> steps;                 ///< >= 0
+  std::optional<double> epochs;                      ///< steps = ceil(epochs / sample_rate)
+  double delta = 1e-5;                               ///< in (0, 1)
+  std::string orders = "opacus";                     ///< opacus, tf-privacy (tf), or a list like 2,4.5,8
+  std::vector<std::string> mechanisms;               ///< further mechanisms "sample_rate,noise_multiplier,steps"
+  std::optional<double> target_eps;                  ///< solve for the noise multiplier instead; > 0
   AccountantKind accountant = AccountantKind::kRdp;  ///< rdp or pld
   /// The batches' sampling, which fixes the neighbouring relation (neighbouring_relation.hpp):
   /// poisson (add/remove) or uniform (replace-one); shuffle is refused (no accountant covers it).
@@ -55,7 +55,8 @@ struct AccountantOptions {
 
 template <class Visit>
 void visit_fields(AccountantOptions& o, Visit&& visit) {
-  visit("sample_rate", o.sample_rate, "Sampling rate q in [0, 1]: the probability of each example to be in a batch (or batch_size with n)");
+  visit("sample_rate", o.sample_rate,
+        "Sampling rate q in [0, 1]: the probability of each example to be in a batch (or batch_size with n)");
   visit("batch_size", o.batch_size, "Expected batch size B, in examples; sample_rate = B / n");
   visit("n", o.n, "Number of training examples (with batch_size)");
   visit("noise_multiplier", o.noise_multiplier, "Noise multiplier (noise std / clipping norm)");
@@ -80,10 +81,10 @@ void visit_fields(AccountantOptions& o, Visit&& visit) {
 
 struct AccountantJobResult final : JobResult {
   AccountantOptions options;
-  std::vector<Mechanism> mechanisms;  ///< as composed (with the solved noise multiplier)
-  PrivacySpent spent;             ///< RDP: the conversion; PLD: eps and delta only
-  double infinity_mass = 0.0;     ///< PLD: the truncated mass counted in delta
-  std::string description;        ///< the accountant, neighbouring relation and approximation
+  std::vector<Mechanism> mechanisms;                        ///< as composed (with the solved noise multiplier)
+  PrivacySpent spent;                                       ///< RDP: the conversion; PLD: eps and delta only
+  double infinity_mass = 0.0;                               ///< PLD: the truncated mass counted in delta
+  std::string description;                                  ///< the accountant, neighbouring relation and approximation
   std::vector<std::pair<double, double>> pld_eps_by_delta;  ///< PLD: (delta, eps) for the table
   /// One mechanism: eps at delta against its steps (1 to 2 T) and against its noise multiplier
   /// (sigma / 4 to 4 sigma), the rest as given: the report's curves.

@@ -43,13 +43,13 @@ void visit_fields(BoundJobOptions& o, Visit&& visit) {
 
 /// On several MPI ranks (docs/distributed.md) the per-example results are gathered at rank 0.
 struct BoundJobResult final : JobResult {
-  BoundJobOptions options;  ///< as run, autos resolved
-  DatasetSplit data;  ///< after preprocessing (on several ranks: this rank's shard)
+  BoundJobOptions options;        ///< as run, autos resolved
+  DatasetSplit data;              ///< after preprocessing (on several ranks: this rank's shard)
   Index n_train = 0, n_test = 0;  ///< examples of all ranks
-  VectorXd labels;    ///< the training labels, in the order of the table (all of them at rank 0)
+  VectorXd labels;                ///< the training labels, in the order of the table (all of them at rank 0)
   Preprocessor preprocessor;
-  Model model;        ///< w*
-  Model release;      ///< w' = w* + N(0, sigma^2 I), seeded
+  Model model;    ///< w*
+  Model release;  ///< w' = w* + N(0, sigma^2 I), seeded
   ReconstructionBounds bounds;
   double train_accuracy = 0.0, test_accuracy = 0.0, release_test_accuracy = 0.0;
   std::vector<std::string> warnings;      ///< e.g. the norm assumption failing
@@ -75,7 +75,8 @@ struct BoundJob {
       "et al. 2022. Defaults: their setting, MNIST 0 vs 1, pixels / 255, intercept, lambda = sigma = 1e-2 (use "
       "--no-intercept to drop the intercept).";
   /// Why defaults differ from other commands' (shown in --help where they do).
-  static constexpr const char* defaults_reason = "defaults of the reconstruction paper's output perturbation (Guo et al. 2022)";
+  static constexpr const char* defaults_reason =
+      "defaults of the reconstruction paper's output perturbation (Guo et al. 2022)";
   static std::vector<DefaultReason> default_reasons() {
     return {{"pca", "the bounds are on the raw pixels an attacker reconstructs (Guo et al. 2022)"}};
   }

@@ -19,8 +19,8 @@ template <>
 struct EnumNames<ModelChoice> {
   static constexpr const char* what = "model";
   static constexpr std::pair<ModelChoice, const char*> names[] = {
-      {ModelChoice::kLogistic, "logistic"}, {ModelChoice::kSoftmax, "softmax"}, {ModelChoice::kMlp, "mlp"},
-      {ModelChoice::kCnn, "cnn"}, {ModelChoice::kCifarCnn, "cifar-cnn"}, {ModelChoice::kCustom, "custom"}};
+      {ModelChoice::kLogistic, "logistic"}, {ModelChoice::kSoftmax, "softmax"},    {ModelChoice::kMlp, "mlp"},
+      {ModelChoice::kCnn, "cnn"},           {ModelChoice::kCifarCnn, "cifar-cnn"}, {ModelChoice::kCustom, "custom"}};
 };
 
 /// Whether the choice is a network (mlp, cnn, cifar-cnn, custom), trained through LibTorch only.
@@ -66,10 +66,11 @@ void visit_model_fields(DpSgdJobOptions& o, Visit&& visit) {
         "How G = d g~/dx is differentiated: closed-form (GLMs), torch (LibTorch autodiff; softmax and the networks), "
         "auto");
   visit("hidden", o.network.hidden, "mlp: hidden layer widths");
-  visit("arch", o.network.layers,
-        "custom: layers, e.g. conv:16:8:2:2,tanh,avgpool:2:1,conv:32:4:2,tanh,avgpool:2:1,flatten,dense:32,tanh,dense:10 "
-        "(dense:OUT[:nobias], conv:OUT:K[:STRIDE[:PAD]], avgpool:K[:STRIDE[:PAD]], flatten, tanh, sigmoid, "
-        "softplus[:BETA], gelu[:tanh], elu[:ALPHA], selu)");
+  visit(
+      "arch", o.network.layers,
+      "custom: layers, e.g. conv:16:8:2:2,tanh,avgpool:2:1,conv:32:4:2,tanh,avgpool:2:1,flatten,dense:32,tanh,dense:10 "
+      "(dense:OUT[:nobias], conv:OUT:K[:STRIDE[:PAD]], avgpool:K[:STRIDE[:PAD]], flatten, tanh, sigmoid, "
+      "softplus[:BETA], gelu[:tanh], elu[:ALPHA], selu)");
   visit("torchscript", o.network.torchscript,
         "custom: a TorchScript file (torch.jit.save of a chain of supported layers; its weights start the training)");
   visit("chunk", o.network.chunk, "Networks: examples differentiated together (memory vs speed)");
@@ -84,13 +85,13 @@ void visit_fields(DpSgdJobOptions& o, Visit&& visit) {
 
 struct DpSgdJobResult final : JobResult {
   DpSgdJobOptions options;  ///< as run, autos resolved
-  DatasetSplit data;  ///< after preprocessing
+  DatasetSplit data;        ///< after preprocessing
   Preprocessor preprocessor;
   DpSgdResult training;
-  Index n_test = 0;   ///< test examples over all MPI ranks
-  VectorXd labels;    ///< the training labels of all n examples (gathered at rank 0)
+  Index n_test = 0;                       ///< test examples over all MPI ranks
+  VectorXd labels;                        ///< the training labels of all n examples (gathered at rank 0)
   std::map<std::string, double> seconds;  ///< "load", "preprocess", and training's stages
-  std::string torchscript_sha256;  ///< of the TorchScript file, when one is the network (in the settings)
+  std::string torchscript_sha256;         ///< of the TorchScript file, when one is the network (in the settings)
   nlohmann::json to_json() const override;
   /// One row per (snapshot, example); empty when the run stopped early to resume later.
   NumericTable table() const override;
@@ -138,8 +139,8 @@ struct DpSgdJob {
   /// The resume file, which no output may be (run_job checks).
   static std::string checkpoint(const Options& options) { return options.dpsgd.checkpoint_path; }
   static std::vector<ExtraOutput> extra_outputs() {
-    return {{"models_out",
-             "CSV of the trained models, one row per run: run, then w0..w{p-1}: " + std::string(kModelParameterLayout)}};
+    return {{"models_out", "CSV of the trained models, one row per run: run, then w0..w{p-1}: " +
+                               std::string(kModelParameterLayout)}};
   }
   static constexpr bool runs_on_mpi_ranks = true;  // data-parallel (docs/distributed.md)
   static DpSgdJobResult run(const Options& options, bool progress) { return run_dpsgd(options, progress); }

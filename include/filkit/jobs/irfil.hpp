@@ -37,9 +37,9 @@ void visit_fields(IrfilJobOptions& o, Visit&& visit) {
 
 struct IrfilJobResult final : JobResult {
   IrfilJobOptions options;  ///< as run, autos resolved
-  Task task;           ///< on several MPI ranks: this rank's shard
+  Task task;                ///< on several MPI ranks: this rank's shard
   IrfilResult irfil;
-  VectorXd labels;     ///< the training labels, in the order of the tables (all of them at rank 0)
+  VectorXd labels;  ///< the training labels, in the order of the tables (all of them at rank 0)
   nlohmann::json to_json() const override;
   /// index, label, weight (final), eta_before, eta_after.
   NumericTable table() const override;

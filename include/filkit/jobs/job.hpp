@@ -121,8 +121,11 @@ concept JobDescription = requires(const typename Job::Options& options, const Jo
   { Job::description } -> std::convertible_to<const char*>;
   { Job::out_help } -> std::convertible_to<const char*>;
   { Job::extra_outputs() } -> std::same_as<std::vector<ExtraOutput>>;
-  requires requires { { Job::run(options, false) } -> std::derived_from<JobResult>; } ||
-           requires { { Job::run(options, false, outputs) } -> std::derived_from<JobResult>; };
+  requires requires {
+    { Job::run(options, false) } -> std::derived_from<JobResult>;
+  } || requires {
+    { Job::run(options, false, outputs) } -> std::derived_from<JobResult>;
+  };
 };
 
 /// Fails before any work when an output cannot be written (check_output_path: a directory, a
@@ -130,8 +133,7 @@ concept JobDescription = requires(const typename Job::Options& options, const Jo
 /// unwritable path. Throws std::invalid_argument naming the option and path.
 /// `kept`: files the job itself writes and keeps apart from its outputs (a resume file, as
 /// {"checkpoint", path}): no output may be one of them.
-void check_output_paths(const JobOutputs& outputs,
-                        const std::vector<std::pair<std::string, std::string>>& kept = {});
+void check_output_paths(const JobOutputs& outputs, const std::vector<std::pair<std::string, std::string>>& kept = {});
 
 /// Writes every requested output of `result` as a set (write_output_files): all contents are
 /// formed first, then written to synced temporaries (or through, for "-", devices, FIFOs and

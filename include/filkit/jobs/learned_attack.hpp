@@ -7,9 +7,9 @@
 #pragma once
 
 #include "filkit/data/pipeline.hpp"
+#include "filkit/jobs/job.hpp"
 #include "filkit/leakage/learned_reconstruction.hpp"
 #include "filkit/public_data/public_data_training.hpp"
-#include "filkit/jobs/job.hpp"
 
 #include <map>
 #include <string>
@@ -40,7 +40,8 @@ inline PublicDataTrainingOptions learned_attack_training_defaults() {
 
 struct LearnedAttackJobOptions {
   /// MNIST 0 vs 1, pixels / 255, no PCA (the attack reconstructs images), no row scaling.
-  DataPipelineOptions data{.data = "mnist", .classes = std::vector<int>{0, 1}, .pca = 0, .row_scaling = RowScaling::kNone};
+  DataPipelineOptions data{
+      .data = "mnist", .classes = std::vector<int>{0, 1}, .pca = 0, .row_scaling = RowScaling::kNone};
   /// Rows of the training split given to train_one_model as public data (thesis: 1000).
   Index public_size = 1000;
   LearnedReconstructionOptions attack;
@@ -137,9 +138,7 @@ struct LearnedAttackJob {
       "vs 1 (9500 + 500 shadow models per method).";
   /// Why defaults differ from other commands' (shown in --help where they do).
   static constexpr const char* defaults_reason = "defaults of the thesis' learned attack (Edmunds 2024, table B.2)";
-  static std::vector<DefaultReason> default_reasons() {
-    return {{"pca", "the attack reconstructs the raw pixels"}};
-  }
+  static std::vector<DefaultReason> default_reasons() { return {{"pca", "the attack reconstructs the raw pixels"}}; }
   static constexpr const char* out_help =
       "Per-target CSV, one row per (method, target): method (0 sgd, 1 dpsgd, 2 prune, 3 fim), target, label, mse, "
       "ssim, baseline_mse, baseline_ssim";
@@ -149,7 +148,9 @@ struct LearnedAttackJob {
              "prune, 3 fim), target, label, x0..x{d-1}"}};
   }
   static constexpr bool runs_on_mpi_ranks = true;  // shadow models spread over the ranks (docs/distributed.md)
-  static LearnedAttackJobResult run(const Options& options, bool progress) { return run_learned_attack(options, progress); }
+  static LearnedAttackJobResult run(const Options& options, bool progress) {
+    return run_learned_attack(options, progress);
+  }
 };
 
 }  // namespace filkit

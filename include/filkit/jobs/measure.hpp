@@ -3,12 +3,12 @@
 #pragma once
 
 #include "filkit/data/dataset.hpp"
+#include "filkit/data/load.hpp"
+#include "filkit/data/preprocessing.hpp"
 #include "filkit/jobs/job.hpp"
 #include "filkit/jobs/task.hpp"
-#include "filkit/data/load.hpp"
 #include "filkit/leakage/fil.hpp"
 #include "filkit/models/glm.hpp"
-#include "filkit/data/preprocessing.hpp"
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -43,7 +43,8 @@ void visit_fields(MeasureOptions& o, Visit&& visit) {
   visit_fields(o.fil, visit);
   visit("releases", o.releases, "Independent releases at sigma, composed (FIL grows by sqrt(releases))");
   visit("attribute", o.attribute, "Attribute-level FIL: a source attribute's name (CSV/ARFF) or feature columns 3,4,5");
-  visit("subset", o.subsets, "Joint FIL of a group: all, class=K or rows=FILE (0-based indices, one per line); repeatable");
+  visit("subset", o.subsets,
+        "Joint FIL of a group: all, class=K or rows=FILE (0-based indices, one per line); repeatable");
   visit("seed", o.seed, "Seed of every random choice: the release's noise and any train/test split");
 }
 
@@ -56,17 +57,17 @@ struct GroupFil {
 /// measures its shard of the examples; the per-example results (fil, loss, attribute_eta, labels)
 /// are gathered at rank 0, which alone holds them all and writes the outputs.
 struct MeasureResult final : JobResult {
-  MeasureOptions options;     ///< as run, every auto resolved
-  DatasetSplit data;          ///< after preprocessing (on several ranks: this rank's shard)
-  Index n_train = 0;          ///< training examples of all ranks
-  Index n_test = 0;           ///< test examples of all ranks
-  int ranks = 1;              ///< MPI ranks the job ran on
-  VectorXd labels;            ///< the training labels, in the order of fil (all of them at rank 0)
+  MeasureOptions options;  ///< as run, every auto resolved
+  DatasetSplit data;       ///< after preprocessing (on several ranks: this rank's shard)
+  Index n_train = 0;       ///< training examples of all ranks
+  Index n_test = 0;        ///< test examples of all ranks
+  int ranks = 1;           ///< MPI ranks the job ran on
+  VectorXd labels;         ///< the training labels, in the order of fil (all of them at rank 0)
   Preprocessor preprocessor;
-  Model model;                ///< w*
-  Model release;              ///< w' = w* + N(0, sigma^2 I), seeded
-  double sigma = 1.0;         ///< composed sigma of all releases
-  PerExampleFil fil;          ///< per training example (on several ranks: all at rank 0, none elsewhere)
+  Model model;         ///< w*
+  Model release;       ///< w' = w* + N(0, sigma^2 I), seeded
+  double sigma = 1.0;  ///< composed sigma of all releases
+  PerExampleFil fil;   ///< per training example (on several ranks: all at rank 0, none elsewhere)
   PerExampleLoss loss;
   std::vector<Index> attribute_columns;  ///< empty without an attribute
   VectorXd attribute_eta;                ///< per-example attribute FIL (empty without one)

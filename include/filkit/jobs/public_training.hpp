@@ -7,9 +7,9 @@
 #pragma once
 
 #include "filkit/data/pipeline.hpp"
-#include "filkit/public_data/public_data_training.hpp"
 #include "filkit/jobs/dpsgd.hpp"
 #include "filkit/jobs/job.hpp"
+#include "filkit/public_data/public_data_training.hpp"
 
 #include <map>
 #include <string>
@@ -73,7 +73,7 @@ struct MethodSummary {
 
 struct PublicTrainingJobResult final : JobResult {
   PublicTrainingJobOptions options;  ///< as run, autos resolved
-  DatasetSplit data;      ///< after preprocessing (train = public + private)
+  DatasetSplit data;                 ///< after preprocessing (train = public + private)
   PublicPrivateSplit split;
   Preprocessor preprocessor;
   PublicDataTrainingResult training;
@@ -109,27 +109,31 @@ struct PublicTrainingJob {
       "with every private example's dFIL. Without options: MNIST, softmax regression, 50 % public.";
   /// Why defaults differ from other commands' (shown in --help where they do): the thesis' table
   /// 3.1 setting, except where default_reasons says the default is filkit's.
-  static constexpr const char* defaults_reason = "the thesis' table 3.1 setting (Edmunds 2024, chapter 3 and table B.1)";
+  static constexpr const char* defaults_reason =
+      "the thesis' table 3.1 setting (Edmunds 2024, chapter 3 and table B.1)";
   /// The defaults that are filkit's rather than the thesis' code's, and why, beside the thesis'
   /// own with a particular reason. The thesis' code: github.com/brandonedmunds2/Thesis (its
   /// train_classifier.py and datasets.py; docs/mathematics.md, section 11).
   static std::vector<DefaultReason> default_reasons() {
-    return {{"label", "the thesis bounds the reconstruction of the features"},
-            {"pca", "the thesis trains on the raw pixels"},
-            {"rdp_delta", "the thesis' delta"},
-            {"sampling",
-             "filkit's, not the thesis': independent batches, which the reported epsilon and kappa cover; the thesis' "
-             "code shuffles (shuffle: every example once an epoch, which no accountant here covers). 59 uniform "
-             "batches of 512 of 30000 leave (1 - 512/30000)^59 = 36 % of the private examples unsampled, with dFIL "
-             "0, so the median dFIL falls far below the thesis' table 3.1"},
-            {"pretrain_sampling", "filkit's; the thesis' code shuffles (shuffle, with pretrain-steps 1770)"},
-            {"pretrain_steps",
-             "filkit's: 30 epochs' worth of independent batches (30 x 30000 / 512 = 1758, rounded to 1760); the thesis' "
-             "code takes 30 epochs of 59 batches, 1770 steps with pretrain-sampling shuffle"},
-            {"public_split", "filkit's, so that the seed draws the split; the thesis' code takes the first examples (first)"},
-            {"intercept", "filkit's: the thesis' linear model (a jax stax Dense layer) has a bias"},
-            {"init_scale", "filkit's: w_0 = 0; the thesis' stax Dense layers start Glorot-normal (0.0502 for MNIST softmax)"},
-            {"spectral", "the thesis reports dFIL, not eta"}};
+    return {
+        {"label", "the thesis bounds the reconstruction of the features"},
+        {"pca", "the thesis trains on the raw pixels"},
+        {"rdp_delta", "the thesis' delta"},
+        {"sampling",
+         "filkit's, not the thesis': independent batches, which the reported epsilon and kappa cover; the thesis' "
+         "code shuffles (shuffle: every example once an epoch, which no accountant here covers). 59 uniform "
+         "batches of 512 of 30000 leave (1 - 512/30000)^59 = 36 % of the private examples unsampled, with dFIL "
+         "0, so the median dFIL falls far below the thesis' table 3.1"},
+        {"pretrain_sampling", "filkit's; the thesis' code shuffles (shuffle, with pretrain-steps 1770)"},
+        {"pretrain_steps",
+         "filkit's: 30 epochs' worth of independent batches (30 x 30000 / 512 = 1758, rounded to 1760); the thesis' "
+         "code takes 30 epochs of 59 batches, 1770 steps with pretrain-sampling shuffle"},
+        {"public_split",
+         "filkit's, so that the seed draws the split; the thesis' code takes the first examples (first)"},
+        {"intercept", "filkit's: the thesis' linear model (a jax stax Dense layer) has a bias"},
+        {"init_scale",
+         "filkit's: w_0 = 0; the thesis' stax Dense layers start Glorot-normal (0.0502 for MNIST softmax)"},
+        {"spectral", "the thesis reports dFIL, not eta"}};
   }
   static constexpr const char* out_help =
       "Per-example CSV, one row per (method, private example): method (1 dpsgd, 2 prune, 3 fim), index, label, times "

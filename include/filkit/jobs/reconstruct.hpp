@@ -65,7 +65,8 @@ struct ReconstructJob {
       "The GLM reconstruction attack (Balle et al. 2022) on output-perturbed logistic regression with an intercept: "
       "the adversary knows lambda and every other example. Per-example MSE averaged over trials noise draws, "
       "against the dFIL bound and, at the attack's bias and Jacobian estimated from the same draws, the biased "
-      "forms of the RDP, dFIL and FIL bounds. Defaults: Guo et al. 2022's setting, MNIST 0 vs 1, pixels / 255, lambda 1e-2, sigma "
+      "forms of the RDP, dFIL and FIL bounds. Defaults: Guo et al. 2022's setting, MNIST 0 vs 1, pixels / 255, lambda "
+      "1e-2, sigma "
       "1e-5, 10000 trials.";
   /// Why defaults differ from other commands' (shown in --help where they do).
   static constexpr const char* defaults_reason = "defaults of the reconstruction paper's attack (Guo et al. 2022)";

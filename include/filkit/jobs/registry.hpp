@@ -32,16 +32,8 @@ template <JobDescription... Jobs>
 struct JobList {};
 
 /// Every job, in the order --help lists them.
-using RegisteredJobs = JobList<MeasureJob,
-                               AccountantJob,
-                               ReportJob,
-                               DpSgdJob,
-                               PublicTrainingJob,
-                               BoundJob,
-                               ReconstructJob,
-                               IrfilJob,
-                               AttackJob,
-                               LearnedAttackJob>;
+using RegisteredJobs = JobList<MeasureJob, AccountantJob, ReportJob, DpSgdJob, PublicTrainingJob, BoundJob,
+                               ReconstructJob, IrfilJob, AttackJob, LearnedAttackJob>;
 
 /// Calls `visit.template operator()<Job>()` for every registered job, in order; e.g.
 /// `for_each_job([&]<class Job>() { names.push_back(Job::name); });`.

@@ -42,9 +42,9 @@ struct Task {
   Preprocessor preprocessor;
   FitOptions fit;
   std::map<std::string, double> seconds;  ///< "load", "preprocess"
-  Index n_train = 0;  ///< training examples of all ranks (data.train is this rank's shard)
-  Index n_test = 0;   ///< test examples of all ranks
-  int ranks = 1;      ///< MPI ranks
+  Index n_train = 0;                      ///< training examples of all ranks (data.train is this rank's shard)
+  Index n_test = 0;                       ///< test examples of all ranks
+  int ranks = 1;                          ///< MPI ranks
   /// n, d, source, dropped rows and the fitted preprocessing, for the summaries.
   nlohmann::json to_json() const;
 };

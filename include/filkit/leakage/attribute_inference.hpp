@@ -86,28 +86,28 @@ struct SigmaAccuracy {
 /// The naive refit timed against the update path on the same examples.
 struct NaiveComparison {
   Index examples = 0;
-  double seconds = 0.0;               ///< naive refits of those examples
-  double fast_seconds = 0.0;          ///< the update path on the same examples (its share of the total)
-  double estimated_seconds_all = 0.0; ///< seconds * m / examples
-  double max_difference = 0.0;        ///< max |shift difference| / max(1, ||w*||)
+  double seconds = 0.0;                ///< naive refits of those examples
+  double fast_seconds = 0.0;           ///< the update path on the same examples (its share of the total)
+  double estimated_seconds_all = 0.0;  ///< seconds * m / examples
+  double max_difference = 0.0;         ///< max |shift difference| / max(1, ||w*||)
 };
 
 struct AttackResult {
   AttributeCandidates candidates;
-  std::vector<Index> examples;        ///< the attacked training examples (m)
-  VectorXd eta;                       ///< their attribute-level eta at sigma = 1 (eta scales as 1/sigma)
+  std::vector<Index> examples;  ///< the attacked training examples (m)
+  VectorXd eta;                 ///< their attribute-level eta at sigma = 1 (eta scales as 1/sigma)
   /// White-box margin of each attacked example: min over wrong levels v of ||f(D with v) - w*||,
   /// the finite-change counterpart of eta (which is first order); NaN without the white-box attack.
   VectorXd nearest_shift;
-  std::vector<int> group;             ///< each attacked example's eta group 0..groups-1 (0 = lowest)
-  std::vector<double> group_eta;      ///< mean eta (sigma = 1) of each group
+  std::vector<int> group;         ///< each attacked example's eta group 0..groups-1 (0 = lowest)
+  std::vector<double> group_eta;  ///< mean eta (sigma = 1) of each group
   double prior_accuracy = 0.0;
   std::vector<double> prior_by_group;
   std::vector<SigmaAccuracy> sigmas;
   /// m x S: share of trials in which each attacked example's level was guessed (NaN for an
   /// attack not run).
   MatrixXd white_box_correct, black_box_correct;
-  Model model;                        ///< w*
+  Model model;                                                                        ///< w*
   double train_mse = 0.0, test_mse = 0.0, train_accuracy = 0.0, test_accuracy = 0.0;  ///< of w*
   Index fallback_refits = 0;
   NaiveComparison naive;
@@ -138,4 +138,3 @@ AttackResult attribute_inference(const Dataset& train, const Dataset& test, cons
                                  const Communicator& comm = Communicator::local());
 
 }  // namespace filkit
-

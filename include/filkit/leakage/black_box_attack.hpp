@@ -32,7 +32,7 @@ std::vector<Index> black_box_guesses(const Model& released, const Dataset& train
                                      const std::vector<Index>& examples, const ReleaseStatistics& whole_training_set);
 
 /// The same on one process: the statistics of `train`.
-std::vector<Index> black_box_guesses(const Model& released, const Dataset& train,
-                                     const AttributeCandidates& candidates, const std::vector<Index>& examples);
+std::vector<Index> black_box_guesses(const Model& released, const Dataset& train, const AttributeCandidates& candidates,
+                                     const std::vector<Index>& examples);
 
 }  // namespace filkit

@@ -52,10 +52,10 @@ double share_at_or_above(const VectorXd& bounds, double line);
 /// Whether the design rows satisfy the norm assumption ||x~|| <= bound of the RDP guarantee.
 /// With an intercept the design row is [1, x], so its norm is at least 1.
 struct NormCheck {
-  double bound = 1.0;      ///< the assumed R
-  double max_norm = 0.0;   ///< the largest design-row norm found
-  Index worst_row = -1;    ///< the row attaining it (-1 for no rows)
-  Index violations = 0;    ///< rows with norm > bound (1e-12 relative slack for rounding)
+  double bound = 1.0;     ///< the assumed R
+  double max_norm = 0.0;  ///< the largest design-row norm found
+  Index worst_row = -1;   ///< the row attaining it (-1 for no rows)
+  Index violations = 0;   ///< rows with norm > bound (1e-12 relative slack for rounding)
   bool satisfied() const { return violations == 0; }
   /// A one-line explanation for a warning when not satisfied ("" otherwise).
   std::string message() const;
@@ -80,15 +80,15 @@ struct ReconstructionBoundOptions {
 /// Everything `filkit bound` reports. Labels are public (the paper's setting): the private
 /// coordinates are the d features.
 struct ReconstructionBounds {
-  double rdp_epsilon = 0.0;            ///< eps at R = options.norm_bound (the stated guarantee)
-  double rdp_epsilon_at_data_norm = 0; ///< eps at R = the data's largest design-row norm
-  double rdp_mse_bound = 0.0;          ///< Theorem 1 at rdp_epsilon
+  double rdp_epsilon = 0.0;             ///< eps at R = options.norm_bound (the stated guarantee)
+  double rdp_epsilon_at_data_norm = 0;  ///< eps at R = the data's largest design-row norm
+  double rdp_mse_bound = 0.0;           ///< Theorem 1 at rdp_epsilon
   double rdp_mse_bound_at_data_norm = 0.0;
-  double perfect_privacy_mse = 1.0;    ///< sum diam^2 / d
+  double perfect_privacy_mse = 1.0;  ///< sum diam^2 / d
   NormCheck norm_check;
-  PerExampleFil fil;                   ///< eta and dfil of every example (label public)
-  VectorXd dfil_bound;                 ///< 1 / eta_bar^2 (Theorem 2, unbiased, whole example)
-  VectorXd fil_bound;                  ///< 1 / eta^2 (the weaker form of Theorem 2)
+  PerExampleFil fil;                         ///< eta and dfil of every example (label public)
+  VectorXd dfil_bound;                       ///< 1 / eta_bar^2 (Theorem 2, unbiased, whole example)
+  VectorXd fil_bound;                        ///< 1 / eta^2 (the weaker form of Theorem 2)
   double share_dfil_bound_above_line = 0.0;  ///< share of examples with dfil_bound >= the line
   double share_fil_bound_above_line = 0.0;
 };

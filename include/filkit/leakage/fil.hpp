@@ -126,9 +126,9 @@ class FisherInformationLoss {
   VectorXd omega_;
   FilOptions options_;
   const Communicator* comm_;
-  VectorXd target_;       // the model's targets (coded)
-  MatrixXd scores_;       // n x K
-  MatrixXd H_;            // p x p
+  VectorXd target_;  // the model's targets (coded)
+  MatrixXd scores_;  // n x K
+  MatrixXd H_;       // p x p
   MatrixXd H_inverse_;
   VectorXd eigenvalues_;  // of H, ascending
   MatrixXd eigenvectors_;

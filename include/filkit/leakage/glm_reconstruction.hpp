@@ -73,17 +73,17 @@ struct GlmAttackOptions {
 /// Per-example outcome of the attack, in the order of GlmAttackOptions::rows.
 struct GlmAttackResult {
   std::vector<Index> rows;
-  VectorXd mean_mse;             ///< mean over valid trials of ||x_hat - x||^2 / d (NaN: none valid)
-  VectorXd mse_standard_error;   ///< its standard error (the trials' standard deviation / sqrt(valid))
+  VectorXd mean_mse;            ///< mean over valid trials of ||x_hat - x||^2 / d (NaN: none valid)
+  VectorXd mse_standard_error;  ///< its standard error (the trials' standard deviation / sqrt(valid))
   /// The attack's squared bias ||E x_hat - x||^2 / d and the mean diagonal of the Jacobian of its
   /// mean, tr J_mu / d (1 for an unbiased attacker), with their standard errors (header comment).
   /// NaN for an example with a guarded trial, or at sigma = 0.
   VectorXd squared_bias, squared_bias_standard_error;
   VectorXd jacobian_trace, jacobian_trace_standard_error;
-  Eigen::VectorXi guarded;       ///< trials excluded per example
-  VectorXd linearised_mse;       ///< the delta-method prediction (header comment)
-  Index total_guarded = 0;       ///< sum of `guarded`
-  Index examples_all_guarded = 0;///< examples with no valid trial
+  Eigen::VectorXi guarded;         ///< trials excluded per example
+  VectorXd linearised_mse;         ///< the delta-method prediction (header comment)
+  Index total_guarded = 0;         ///< sum of `guarded`
+  Index examples_all_guarded = 0;  ///< examples with no valid trial
   Index trials = 0;
   std::vector<Index> reconstruction_rows;  ///< = options.keep_reconstructions
   RowMatrix reconstructions;               ///< mean x_hat over valid trials, one a kept row

@@ -27,10 +27,10 @@
 
 #include "filkit/base/enum_names.hpp"
 #include "filkit/base/resources.hpp"
+#include "filkit/base/summary.hpp"
 #include "filkit/data/dataset.hpp"
 #include "filkit/leakage/fil.hpp"
 #include "filkit/models/glm.hpp"
-#include "filkit/base/summary.hpp"
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -44,7 +44,8 @@ enum class IrfilWeighting { kExample, kClass, kHybrid };
 template <>
 struct EnumNames<IrfilWeighting> {
   static constexpr const char* what = "IRFIL weighting";
-  static constexpr std::pair<IrfilWeighting, const char*> names[] = {{IrfilWeighting::kExample, "example"}, {IrfilWeighting::kClass, "class"}, {IrfilWeighting::kHybrid, "hybrid"}};
+  static constexpr std::pair<IrfilWeighting, const char*> names[] = {
+      {IrfilWeighting::kExample, "example"}, {IrfilWeighting::kClass, "class"}, {IrfilWeighting::kHybrid, "hybrid"}};
 };
 
 struct IrfilOptions {
@@ -72,7 +73,8 @@ struct IrfilOptions {
 template <class Visit>
 void visit_fields(IrfilOptions& o, Visit&& visit) {
   visit("iterations", o.iterations, "Reweighting updates T (T + 1 fits), >= 0");
-  visit("weighting", o.weighting, "example: omega = u; class: the class mean of u; hybrid: u times its class mean of u");
+  visit("weighting", o.weighting,
+        "example: omega = u; class: the class mean of u; hybrid: u times its class mean of u");
   visit("min_weight", o.min_weight, "Clamp weights below at this value, >= 0");
   visit("max_weight", o.max_weight, "Clamp weights above at this value (inf: none)");
   visit_fields(o.fil, visit);
@@ -81,13 +83,13 @@ void visit_fields(IrfilOptions& o, Visit&& visit) {
 /// What one iteration's model looks like.
 struct IrfilIteration {
   int iteration = 0;
-  Summary eta;                      ///< of the driving eta over the training examples
-  double weight_min = 0.0, weight_max = 0.0;  ///< of the training weights omega^t
-  Index clamped = 0;                ///< entries of u^t held at min_weight or max_weight
+  Summary eta;                                       ///< of the driving eta over the training examples
+  double weight_min = 0.0, weight_max = 0.0;         ///< of the training weights omega^t
+  Index clamped = 0;                                 ///< entries of u^t held at min_weight or max_weight
   double train_accuracy = 0.0, test_accuracy = 0.0;  ///< of w^t (NaN for regression)
   double train_mse = 0.0, test_mse = 0.0;            ///< of w^t (see mean_squared_error)
-  int fit_iterations = 0;           ///< Newton iterations of the fit (0 for least squares)
-  double seconds = 0.0;             ///< fit + eta
+  int fit_iterations = 0;                            ///< Newton iterations of the fit (0 for least squares)
+  double seconds = 0.0;                              ///< fit + eta
 };
 
 /// On several MPI ranks the per-example vectors (weights, eta_before, eta_after) are of all ranks'

@@ -17,7 +17,8 @@ inline void require_finite_model(const Model& model) {
 
 /// Per-example eta and dFIL, after the stage `stage` (e.g. "FIL").
 inline void require_finite_fil(const PerExampleFil& fil, const std::string& stage) {
-  const Message cause = option_name("sigma") + " may be too small for a double, or the model's Hessian nearly singular (raise " +
+  const Message cause = option_name("sigma") +
+                        " may be too small for a double, or the model's Hessian nearly singular (raise " +
                         option_name("l2") + ")";
   require_finite(fil.eta, stage, "eta", cause);
   require_finite(fil.dfil, stage, "dFIL", cause);

@@ -32,7 +32,8 @@ enum class WhiteBoxSolver { kUpdate, kRefit };
 template <>
 struct EnumNames<WhiteBoxSolver> {
   static constexpr const char* what = "white-box solver";
-  static constexpr std::pair<WhiteBoxSolver, const char*> names[] = {{WhiteBoxSolver::kUpdate, "update"}, {WhiteBoxSolver::kRefit, "refit"}};
+  static constexpr std::pair<WhiteBoxSolver, const char*> names[] = {{WhiteBoxSolver::kUpdate, "update"},
+                                                                     {WhiteBoxSolver::kRefit, "refit"}};
 };
 
 /// f(D with x_e's attribute at level k) - w* for every attacked example e and level k.

@@ -14,8 +14,8 @@
 
 #include "filkit/base/communicator.hpp"
 #include "filkit/base/enum_names.hpp"
-#include "filkit/data/dataset.hpp"
 #include "filkit/base/types.hpp"
+#include "filkit/data/dataset.hpp"
 
 #include <cstdint>
 #include <string>
@@ -26,7 +26,9 @@ enum class ModelKind { kLeastSquares, kLogistic, kSoftmax };
 template <>
 struct EnumNames<ModelKind> {
   static constexpr const char* what = "model";
-  static constexpr std::pair<ModelKind, const char*> names[] = {{ModelKind::kLeastSquares, "least-squares"}, {ModelKind::kLogistic, "logistic"}, {ModelKind::kSoftmax, "softmax"}};
+  static constexpr std::pair<ModelKind, const char*> names[] = {{ModelKind::kLeastSquares, "least-squares"},
+                                                                {ModelKind::kLogistic, "logistic"},
+                                                                {ModelKind::kSoftmax, "softmax"}};
 };
 
 /// How logistic and softmax regression are minimised.
@@ -38,7 +40,8 @@ enum class Solver {
 template <>
 struct EnumNames<Solver> {
   static constexpr const char* what = "solver";
-  static constexpr std::pair<Solver, const char*> names[] = {{Solver::kAuto, "auto"}, {Solver::kNewton, "newton"}, {Solver::kLbfgs, "lbfgs"}};
+  static constexpr std::pair<Solver, const char*> names[] = {
+      {Solver::kAuto, "auto"}, {Solver::kNewton, "newton"}, {Solver::kLbfgs, "lbfgs"}};
 };
 /// Above this many parameters kAuto uses L-BFGS: a Newton step's O(p^3) Cholesky then dominates.
 constexpr Index kNewtonMaxParams = 2000;
@@ -78,11 +81,11 @@ struct Model {
   bool intercept = false;
   bool regression = false;
   double l2 = 0.0;
-  Index n_train = 0;          ///< the n in n*lambda
-  Index num_classes = 2;      ///< K for softmax, 2 for the binary models (1 for regression)
-  MatrixXd weights;           ///< p x K
-  int iterations = 0;         ///< Newton or L-BFGS iterations (0 for the closed form)
-  double gradient_norm = 0.0; ///< ||grad F(w*)|| at the returned solution
+  Index n_train = 0;           ///< the n in n*lambda
+  Index num_classes = 2;       ///< K for softmax, 2 for the binary models (1 for regression)
+  MatrixXd weights;            ///< p x K
+  int iterations = 0;          ///< Newton or L-BFGS iterations (0 for the closed form)
+  double gradient_norm = 0.0;  ///< ||grad F(w*)|| at the returned solution
 
   Index input_dim() const { return weights.rows() - (intercept ? 1 : 0); }
   Index num_params() const { return weights.size(); }
@@ -106,8 +109,8 @@ Model fit(const Dataset& data, const FitOptions& options, const VectorXd& omega 
 
 /// Refits starting from `start` (warm start), same options; used by attacks that refit after
 /// changing one example.
-Model refit(const Dataset& data, const FitOptions& options, const Model& start,
-            const VectorXd& omega = VectorXd(), const Communicator& comm = Communicator::local());
+Model refit(const Dataset& data, const FitOptions& options, const Model& start, const VectorXd& omega = VectorXd(),
+            const Communicator& comm = Communicator::local());
 
 /// The target the model regresses on for each example: -1/+1 for binary least squares, y itself
 /// otherwise. Throws std::invalid_argument naming the first offending row.
@@ -142,8 +145,7 @@ MatrixXd hessian(const Model& model, const Dataset& data, const VectorXd& omega 
 /// The objective F(w) at the model's weights.
 double objective_value(const Model& model, const Dataset& data, const VectorXd& omega = VectorXd());
 /// Gradient of the objective at the model's weights (flattened).
-VectorXd objective_gradient(const Model& model, const Dataset& data,
-                            const VectorXd& omega = VectorXd());
+VectorXd objective_gradient(const Model& model, const Dataset& data, const VectorXd& omega = VectorXd());
 
 /// Output perturbation (the Gaussian mechanism): w' = w* + N(0, sigma^2 I), seeded.
 Model perturb_output(const Model& model, double sigma, std::uint64_t seed);

@@ -13,7 +13,8 @@ enum class LabelPrivacy { kPrivate, kPublic };
 template <>
 struct EnumNames<LabelPrivacy> {
   static constexpr const char* what = "label privacy";
-  static constexpr std::pair<LabelPrivacy, const char*> names[] = {{LabelPrivacy::kPrivate, "private"}, {LabelPrivacy::kPublic, "public"}};
+  static constexpr std::pair<LabelPrivacy, const char*> names[] = {{LabelPrivacy::kPrivate, "private"},
+                                                                   {LabelPrivacy::kPublic, "public"}};
 };
 
 }  // namespace filkit

@@ -52,7 +52,7 @@ template <>
 struct EnumNames<ScheduleUnit> {
   static constexpr const char* what = "schedule unit";
   static constexpr std::pair<ScheduleUnit, const char*> names[] = {{ScheduleUnit::kEpochs, "epochs"},
-                                                                    {ScheduleUnit::kBatches, "batches"}};
+                                                                   {ScheduleUnit::kBatches, "batches"}};
 };
 
 /// How the Fisher term ||d r/dx||_F^2 of the constant models' objective is estimated.
@@ -64,7 +64,7 @@ template <>
 struct EnumNames<GradientTrace> {
   static constexpr const char* what = "gradient trace";
   static constexpr std::pair<GradientTrace, const char*> names[] = {{GradientTrace::kProbes, "probes"},
-                                                                     {GradientTrace::kExact, "exact"}};
+                                                                    {GradientTrace::kExact, "exact"}};
 };
 
 /// When the constant models' objective draws its input-space probes (GradientTrace::kProbes).
@@ -78,7 +78,7 @@ template <>
 struct EnumNames<ProbeDraws> {
   static constexpr const char* what = "probe draws";
   static constexpr std::pair<ProbeDraws, const char*> names[] = {{ProbeDraws::kBatch, "batch"},
-                                                                  {ProbeDraws::kStep, "step"}};
+                                                                 {ProbeDraws::kStep, "step"}};
 };
 
 /// The arithmetic of the constant models' objective on a network (its per-example gradients and their
@@ -92,7 +92,7 @@ template <>
 struct EnumNames<GradientPrecision> {
   static constexpr const char* what = "gradient precision";
   static constexpr std::pair<GradientPrecision, const char*> names[] = {{GradientPrecision::kFloat64, "float64"},
-                                                                         {GradientPrecision::kFloat32, "float32"}};
+                                                                        {GradientPrecision::kFloat32, "float32"}};
 };
 
 /// What the gradient model outputs and is fitted to.
@@ -182,7 +182,8 @@ void visit_fields(GradientModelOptions& o, Visit&& visit) {
   visit("gradient_hidden", o.hidden, "fim: the gradient model's dense hidden widths");
   visit("gradient_conv", o.conv, "fim: the gradient model's convolutional branch over images");
   visit("gradient_unit", o.unit, "fim: what gradient_steps counts: epochs of the public part (the thesis) or batches");
-  visit("gradient_steps", o.steps, "fim: public epochs (or batches) of the gradient model before the first private step");
+  visit("gradient_steps", o.steps,
+        "fim: public epochs (or batches) of the gradient model before the first private step");
   visit("gradient_decay", o.decay, "fim: that many fewer before each next private step");
   visit("gradient_min_steps", o.min_steps, "fim: but at least this many");
   visit("gradient_batch_size", o.batch_size, "fim: public batch size of the gradient model");
@@ -206,7 +207,7 @@ void visit_fields(GradientModelOptions& o, Visit&& visit) {
 /// saturates at UINT64_MAX). Defined in gradient_model_memory.cpp, beside neither model's code
 /// because the conditional model lives in the LibTorch plugin and is estimated before it loads.
 struct GradientModelMemoryEstimate {
-  Index parameter_count = 0;  ///< phi
+  Index parameter_count = 0;      ///< phi
   std::uint64_t parameters = 0;   ///< phi, its gradient and Adam's two moments
   std::uint64_t activations = 0;  ///< a public batch's inputs and layer outputs, with their graphs
   std::uint64_t probes = 0;       ///< the B x S input-space probes (d each) and their products (m each)
@@ -232,9 +233,10 @@ inline constexpr int kGradientModelActivationCopies = 4;
 inline constexpr int kKeptRecordCopies = 8;
 
 /// The parameter count of the gradient model of `options` releasing `released` coordinates of a
-/// model on rows of shape `image` (for the conditional model's conv branch; none for tables): the constant model's beta, W, b, W_o, b_o; the vector c; or the conditional MLP's
-/// (conv branch, then per hidden layer a normalisation's scale and shift, weight and bias, then the
-/// output layer onto the released coordinates, from 2 m + conv features inputs).
+/// model on rows of shape `image` (for the conditional model's conv branch; none for tables): the constant model's
+/// beta, W, b, W_o, b_o; the vector c; or the conditional MLP's (conv branch, then per hidden layer a normalisation's
+/// scale and shift, weight and bias, then the output layer onto the released coordinates, from 2 m + conv features
+/// inputs).
 Index gradient_model_parameter_count(const GradientModelOptions& options, Index released,
                                      const std::optional<ImageShape>& image);
 

@@ -26,9 +26,9 @@ template <>
 struct EnumNames<LayerKind> {
   static constexpr const char* what = "layer";
   static constexpr std::pair<LayerKind, const char*> names[] = {
-      {LayerKind::kDense, "dense"},       {LayerKind::kConv, "conv"},         {LayerKind::kAvgPool, "avgpool"},
-      {LayerKind::kFlatten, "flatten"},   {LayerKind::kTanh, "tanh"},         {LayerKind::kSigmoid, "sigmoid"},
-      {LayerKind::kSoftplus, "softplus"}, {LayerKind::kGelu, "gelu"},         {LayerKind::kElu, "elu"},
+      {LayerKind::kDense, "dense"},       {LayerKind::kConv, "conv"}, {LayerKind::kAvgPool, "avgpool"},
+      {LayerKind::kFlatten, "flatten"},   {LayerKind::kTanh, "tanh"}, {LayerKind::kSigmoid, "sigmoid"},
+      {LayerKind::kSoftplus, "softplus"}, {LayerKind::kGelu, "gelu"}, {LayerKind::kElu, "elu"},
       {LayerKind::kSelu, "selu"}};
 };
 
@@ -36,13 +36,13 @@ struct EnumNames<LayerKind> {
 /// layers before it (plan_network).
 struct LayerSpec {
   LayerKind kind = LayerKind::kTanh;
-  Index out = 0;                       ///< dense: output features; conv: output channels
-  Index kernel_h = 0, kernel_w = 0;    ///< conv, avgpool
-  Index stride_h = 1, stride_w = 1;    ///< conv, avgpool
-  Index padding_h = 0, padding_w = 0;  ///< conv, avgpool (zeros; average pooling counts them)
-  bool bias = true;                    ///< dense, conv
-  double beta = 1.0, threshold = 20.0;  ///< softplus: log(1 + e^{beta x}) / beta, linear above threshold
-  double alpha = 1.0;                   ///< elu: x > 0 ? x : alpha (e^x - 1)
+  Index out = 0;                          ///< dense: output features; conv: output channels
+  Index kernel_h = 0, kernel_w = 0;       ///< conv, avgpool
+  Index stride_h = 1, stride_w = 1;       ///< conv, avgpool
+  Index padding_h = 0, padding_w = 0;     ///< conv, avgpool (zeros; average pooling counts them)
+  bool bias = true;                       ///< dense, conv
+  double beta = 1.0, threshold = 20.0;    ///< softplus: log(1 + e^{beta x}) / beta, linear above threshold
+  double alpha = 1.0;                     ///< elu: x > 0 ? x : alpha (e^x - 1)
   double scale = 1.0, input_scale = 1.0;  ///< elu as TorchScript's aten::elu: scale * elu(input_scale x)
   bool gelu_tanh = false;                 ///< gelu: the tanh approximation instead of the exact erf form
 
@@ -82,7 +82,9 @@ struct PlannedLayer {
   Index offset = 0;                              ///< of its weight in the parameters
   Index in = 0;                                  ///< dense: input features; conv: input channels
   // Inline: the LibTorch plugin uses them and links no library code.
-  Index fan_in() const { return spec.kind == LayerKind::kConv ? in * spec.kernel_h * spec.kernel_w : in; }  ///< dense: in; conv: in kh kw
+  Index fan_in() const {
+    return spec.kind == LayerKind::kConv ? in * spec.kernel_h * spec.kernel_w : in;
+  }  ///< dense: in; conv: in kh kw
   Index weight_size() const { return spec.has_parameters() ? spec.out * fan_in() : 0; }
   Index parameter_count() const { return spec.has_parameters() ? weight_size() + (spec.bias ? spec.out : 0) : 0; }
 };

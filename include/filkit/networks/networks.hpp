@@ -45,10 +45,10 @@
 #pragma once
 
 #include "filkit/base/enum_names.hpp"
-#include "filkit/data/dataset.hpp"
 #include "filkit/base/jacobian_estimators.hpp"
-#include "filkit/networks/network_layers.hpp"
 #include "filkit/base/types.hpp"
+#include "filkit/data/dataset.hpp"
+#include "filkit/networks/network_layers.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -63,8 +63,11 @@ enum class NetworkArchitecture { kSoftmax, kMlp, kCnn, kCifarCnn, kCustom };
 template <>
 struct EnumNames<NetworkArchitecture> {
   static constexpr const char* what = "network architecture";
-  static constexpr std::pair<NetworkArchitecture, const char*> names[] = {{NetworkArchitecture::kSoftmax, "softmax"}, {NetworkArchitecture::kMlp, "mlp"}, {NetworkArchitecture::kCnn, "cnn"},
-      {NetworkArchitecture::kCifarCnn, "cifar-cnn"}, {NetworkArchitecture::kCustom, "custom"}};
+  static constexpr std::pair<NetworkArchitecture, const char*> names[] = {{NetworkArchitecture::kSoftmax, "softmax"},
+                                                                          {NetworkArchitecture::kMlp, "mlp"},
+                                                                          {NetworkArchitecture::kCnn, "cnn"},
+                                                                          {NetworkArchitecture::kCifarCnn, "cifar-cnn"},
+                                                                          {NetworkArchitecture::kCustom, "custom"}};
 };
 
 struct NetworkOptions {

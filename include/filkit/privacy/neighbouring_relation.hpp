@@ -32,7 +32,8 @@ enum class BatchSampling {
 template <>
 struct EnumNames<BatchSampling> {
   static constexpr const char* what = "batch sampling";
-  static constexpr std::pair<BatchSampling, const char*> names[] = {{BatchSampling::kUniform, "uniform"}, {BatchSampling::kPoisson, "poisson"}, {BatchSampling::kShuffle, "shuffle"}};
+  static constexpr std::pair<BatchSampling, const char*> names[] = {
+      {BatchSampling::kUniform, "uniform"}, {BatchSampling::kPoisson, "poisson"}, {BatchSampling::kShuffle, "shuffle"}};
 };
 
 /// Which datasets count as neighbours: the relation an (eps, delta) guarantee is stated for.

@@ -13,10 +13,10 @@
 #include "filkit/base/enum_names.hpp"
 #include "filkit/privacy/neighbouring_relation.hpp"
 
+#include <nlohmann/json.hpp>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 

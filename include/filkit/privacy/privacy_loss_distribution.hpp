@@ -76,12 +76,12 @@ enum class PldDirection { kRemove, kAdd };
 inline constexpr double kMaxDiscretization = 1.0;
 
 struct PldSettings {
-  double discretization = 1e-4;     ///< h, the loss grid's spacing, in (0, kMaxDiscretization]
-  double truncation_mass = 1e-15;   ///< tail mass cut (pessimistically) per discretisation / convolution
+  double discretization = 1e-4;    ///< h, the loss grid's spacing, in (0, kMaxDiscretization]
+  double truncation_mass = 1e-15;  ///< tail mass cut (pessimistically) per discretisation / convolution
   /// The memory the grids and their FFTs may take (pld_grid_bytes): a grid beyond it is refused
   /// with its estimate (MemoryLimitError) before it is allocated.
   ByteSize max_memory = default_memory_budget();
-  void validate() const;            ///< throws OptionError naming the field
+  void validate() const;  ///< throws OptionError naming the field
 };
 
 /// The bytes a step of the PLD's computation takes for a grid of `points` points: the grid and its

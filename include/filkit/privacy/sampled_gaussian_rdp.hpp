@@ -83,7 +83,8 @@ enum class OrderGrid {
 template <>
 struct EnumNames<OrderGrid> {
   static constexpr const char* what = "order grid";
-  static constexpr std::pair<OrderGrid, const char*> names[] = {{OrderGrid::kOpacus, "opacus"}, {OrderGrid::kTfPrivacy, "tf-privacy"}, {OrderGrid::kTfPrivacy, "tf"}};
+  static constexpr std::pair<OrderGrid, const char*> names[] = {
+      {OrderGrid::kOpacus, "opacus"}, {OrderGrid::kTfPrivacy, "tf-privacy"}, {OrderGrid::kTfPrivacy, "tf"}};
 };
 
 /// The orders of a named grid, in increasing order.
@@ -131,7 +132,11 @@ enum class OptimalOrderStatus {
 template <>
 struct EnumNames<OptimalOrderStatus> {
   static constexpr const char* what = "optimal order status";
-  static constexpr std::pair<OptimalOrderStatus, const char*> names[] = {{OptimalOrderStatus::kInterior, "interior"}, {OptimalOrderStatus::kSmallest, "smallest"}, {OptimalOrderStatus::kLargest, "largest"}, {OptimalOrderStatus::kNoFiniteBound, "no-finite-bound"}};
+  static constexpr std::pair<OptimalOrderStatus, const char*> names[] = {
+      {OptimalOrderStatus::kInterior, "interior"},
+      {OptimalOrderStatus::kSmallest, "smallest"},
+      {OptimalOrderStatus::kLargest, "largest"},
+      {OptimalOrderStatus::kNoFiniteBound, "no-finite-bound"}};
 };
 
 /// An (eps, delta) guarantee converted from an RDP curve.
@@ -142,7 +147,7 @@ struct PrivacySpent {
   std::vector<double> orders;  ///< the order grid
   std::vector<double> rdp;     ///< the composed RDP at each order
   OptimalOrderStatus status = OptimalOrderStatus::kInterior;
-  std::string warning;         ///< a sentence for the user; empty when status is kInterior
+  std::string warning;  ///< a sentence for the user; empty when status is kInterior
 
   /// True when the optimal order is the smallest or largest order of the grid.
   bool optimal_order_at_edge() const;
@@ -150,8 +155,7 @@ struct PrivacySpent {
 
 /// (eps, delta) from an RDP curve by the conversion at the top of this file. `orders` and `rdp`
 /// have equal, non-zero length; orders in (1, 1e6]; rdp >= 0 (inf allowed); delta in (0, 1).
-PrivacySpent privacy_spent_from_rdp(const std::vector<double>& orders, const std::vector<double>& rdp,
-                                    double delta);
+PrivacySpent privacy_spent_from_rdp(const std::vector<double>& orders, const std::vector<double>& rdp, double delta);
 
 /// delta at eps from an RDP curve: the conversion at the top of this file solved for delta,
 ///   delta = min(1, min_alpha exp((alpha - 1) (r(alpha) - eps + log1p(-1/alpha)) - log alpha)).

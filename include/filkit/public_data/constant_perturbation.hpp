@@ -34,8 +34,8 @@ namespace filkit {
 /// drawn once a private step (ProbeDraws::kStep) the terms are computed once and every epoch
 /// before the step costs only this.
 ShiftObjectiveValue shift_objective_from_terms(const RowMatrix& gradients, const RowMatrix& probe_products,
-                                          const std::vector<Index>& rows, const VectorXd& c, double clip_norm,
-                                          double lambda, bool snr, double floor);
+                                               const std::vector<Index>& rows, const VectorXd& c, double clip_norm,
+                                               double lambda, bool snr, double floor);
 
 /// Softmax regression's released coordinates at fixed weights (one private step).
 class SoftmaxRelease {
@@ -44,8 +44,8 @@ class SoftmaxRelease {
   /// GLM's column-major order (true = frozen, not released), clip_norm C > 0.
   SoftmaxRelease(MatrixXd weights, bool intercept, const std::vector<bool>& frozen, double clip_norm);
 
-  Index input_dim() const { return W_.rows() - (intercept_ ? 1 : 0); }  ///< d
-  Index num_classes() const { return W_.cols(); }                        ///< K
+  Index input_dim() const { return W_.rows() - (intercept_ ? 1 : 0); }           ///< d
+  Index num_classes() const { return W_.cols(); }                                ///< K
   Index released_count() const { return static_cast<Index>(released_.size()); }  ///< m
   /// The released coordinates' indices into the p K vector, increasing.
   const std::vector<Index>& released_coordinates() const { return released_; }
@@ -65,8 +65,8 @@ class SoftmaxRelease {
   /// for the exact trace. lambda >= 0, floor >= 0 (the thesis: 1e-7). With snr, an example whose
   /// u is zero has D_b = 0 and an infinite objective. X and the probes are not scanned for NaN or
   /// infinity (a full pass each, 10 % of a call): non-finite entries give non-finite results.
-  Objective objective(const RowMatrix& X, const VectorXd& y, const VectorXd& c, const RowMatrix& probes,
-                      double lambda, bool snr, double floor) const;
+  Objective objective(const RowMatrix& X, const VectorXd& y, const VectorXd& c, const RowMatrix& probes, double lambda,
+                      bool snr, double floor) const;
 
   /// source(first, count, out) writes the probes of examples first, ..., first + count - 1 into
   /// `out`, S rows of d each an example (count S x d, row-major), as the rows of `probes` above.
@@ -78,8 +78,7 @@ class SoftmaxRelease {
   /// probe matrix, without writing the batch's B d pixels and B S d probes to memory and reading
   /// them back.
   Objective objective(const RowMatrix& X, const VectorXd& y, const std::vector<Index>& rows, const VectorXd& c,
-                      Index probes_per_example, const ProbeSource& source, double lambda, bool snr,
-                      double floor) const;
+                      Index probes_per_example, const ProbeSource& source, double lambda, bool snr, double floor) const;
 
  private:
   struct Pass;  // what one evaluation computes (src/public_data/constant_perturbation.cpp)
@@ -97,7 +96,7 @@ class SoftmaxRelease {
   bool intercept_;
   double clip_norm_;
   std::vector<Index> released_;
-  MatrixXd R_;              // p x K, 1 where released
+  MatrixXd R_;               // p x K, 1 where released
   MatrixXd masked_weights_;  // R .* W (feature rows used)
   MatrixXd feature_gram_;    // W_f^T W_f (K x K)
 };

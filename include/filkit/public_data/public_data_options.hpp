@@ -20,18 +20,17 @@ enum class PrivateTrainingMethod { kSgd, kDpSgd, kPrune, kFim };
 template <>
 struct EnumNames<PrivateTrainingMethod> {
   static constexpr const char* what = "private training method";
-  static constexpr std::pair<PrivateTrainingMethod, const char*> names[] = {
-      {PrivateTrainingMethod::kSgd, "sgd"},
-      {PrivateTrainingMethod::kDpSgd, "dpsgd"},
-      {PrivateTrainingMethod::kPrune, "prune"},
-      {PrivateTrainingMethod::kFim, "fim"}};
+  static constexpr std::pair<PrivateTrainingMethod, const char*> names[] = {{PrivateTrainingMethod::kSgd, "sgd"},
+                                                                            {PrivateTrainingMethod::kDpSgd, "dpsgd"},
+                                                                            {PrivateTrainingMethod::kPrune, "prune"},
+                                                                            {PrivateTrainingMethod::kFim, "fim"}};
 };
 
 /// Non-private minibatch training (pre-training, and the sgd method).
 struct PlainTrainingOptions {
-  Index steps = 1000;       ///< >= 0 (0: none)
-  Index batch_size = 512;   ///< >= 1, at most the data's size
-  double step_size = 0.01;  ///< Adam step size, > 0
+  Index steps = 1000;          ///< >= 0 (0: none)
+  Index batch_size = 512;      ///< >= 1, at most the data's size
+  double step_size = 0.01;     ///< Adam step size, > 0
   double weight_decay = 1e-4;  ///< added to the gradient times w, >= 0
   /// uniform: each batch an independent B-subset; shuffle: epochs of a permutation, every example
   /// once an epoch, the last batch short (the thesis' code). Poisson is not offered here.

@@ -123,8 +123,9 @@ Tensor ClippedGradients::prepare_jacobian_vector_products() {
 }
 
 Tensor ClippedGradients::jacobian_vector_products(const Tensor& directional) const {
-  const std::vector<Tensor> tangents = torch::autograd::grad({directional}, dummy_cotangents_, {}, /*retain_graph=*/true,
-                                                             /*create_graph=*/false, /*allow_unused=*/true);
+  const std::vector<Tensor> tangents =
+      torch::autograd::grad({directional}, dummy_cotangents_, {}, /*retain_graph=*/true,
+                            /*create_graph=*/false, /*allow_unused=*/true);
   auto tangent = [&](std::size_t i) { return tangents[i].defined() ? tangents[i] : at::zeros_like(records[i]); };
   const std::int64_t B = rows();
   Tensor dg = at::empty({B, size()}, factor.options());

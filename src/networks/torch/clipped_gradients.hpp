@@ -73,10 +73,10 @@ struct BlockProbe {
 /// section 7.9).
 struct ClippedGradients {
   std::vector<GradientBlock> blocks;
-  Tensor factor;  // B: f_b
-  Tensor slope;   // B: f'(||g_b||) / ||g_b||, 0 when unclipped
-  bool clipped = true;  // false: C <= 0, f = 1 and the products are those of g
-  Tensor x;       // the input (requires grad): B x d
+  Tensor factor;                // B: f_b
+  Tensor slope;                 // B: f'(||g_b||) / ||g_b||, 0 when unclipped
+  bool clipped = true;          // false: C <= 0, f = 1 and the products are those of g
+  Tensor x;                     // the input (requires grad): B x d
   std::vector<Tensor> records;  // delta and input of every block as functions of x (with create_graph)
 
   std::int64_t rows() const { return factor.size(0); }

@@ -21,11 +21,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
-#include <numeric>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <memory>
+#include <numeric>
 #include <sstream>
 #include <stdexcept>
 
@@ -62,8 +62,8 @@ struct TorchNetwork final : NetworkBackend {
   /// Accounts the examples first, first + 1, ... of X in `result` (trace, spectral) and returns
   /// their clipped sum; their probe streams are those of positions first_position + first, ...
   VectorXd account_piece(const Tensor& w, const Tensor& x, const Tensor& labels, double C,
-                         const NetworkAccountingRequest& request, std::uint64_t seed, Index first_position,
-                         Index first, NetworkBatchAccounting& result) const;
+                         const NetworkAccountingRequest& request, std::uint64_t seed, Index first_position, Index first,
+                         NetworkBatchAccounting& result) const;
 
   MatrixXd logits(const VectorXd& w, const RowMatrix& X) const override;
   MatrixXd gradients(const VectorXd& w, const RowMatrix& X, const VectorXd& y) const override;
@@ -148,8 +148,8 @@ std::vector<BlockProbe> gaussian_probe(const ClippedGradients& clipped, std::vec
 Tensor squared_row_norms(const Tensor& t) { return t.pow(2).sum(1); }
 
 VectorXd TorchNetwork::account_piece(const Tensor& w, const Tensor& x_data, const Tensor& labels, double C,
-                                     const NetworkAccountingRequest& request, std::uint64_t seed,
-                                     Index first_position, Index first, NetworkBatchAccounting& result) const {
+                                     const NetworkAccountingRequest& request, std::uint64_t seed, Index first_position,
+                                     Index first, NetworkBatchAccounting& result) const {
   const std::int64_t B = x_data.size(0), d = x_data.size(1);
   const Tensor x = x_data.detach().requires_grad_(true);
   ClippedGradients clipped = per_example_gradients(w, x, labels, C, /*create_graph=*/true);
@@ -297,8 +297,8 @@ NetworkBatchAccounting TorchNetwork::account_batch(const VectorXd& w, const RowM
     std::vector<VectorXd> sums(pieces.size());
     for_each_piece(pieces, [&](std::size_t i, Rows piece) {
       sums[i] = account_piece(weights, to_tensor(RowMatrix(X.middleRows(piece.first, piece.count))),
-                              to_labels(y.segment(piece.first, piece.count)), clip_norm, request, seed,
-                              first_position, piece.first, result);
+                              to_labels(y.segment(piece.first, piece.count)), clip_norm, request, seed, first_position,
+                              piece.first, result);
     });
     for (const VectorXd& sum : sums) result.clipped_sum += sum;
   }

@@ -75,9 +75,10 @@ struct PieceOfTerms {
 
   PieceOfTerms(const ReleasedGradientSpec& spec, const Tensor& released_coordinates, const Tensor& w,
                const RowMatrix& X, const Tensor& labels, Rows piece, at::ScalarType real)
-      : records(clipped_gradients(spec.plan, spec.intercept, w,
-                                  to_tensor(RowMatrix(X.middleRows(piece.first, piece.count))).to(real).set_requires_grad(true),
-                                  labels.narrow(0, piece.first, piece.count), 0.0, true)),
+      : records(clipped_gradients(
+            spec.plan, spec.intercept, w,
+            to_tensor(RowMatrix(X.middleRows(piece.first, piece.count))).to(real).set_requires_grad(true),
+            labels.narrow(0, piece.first, piece.count), 0.0, true)),
         released(released_coordinates) {
     H = records.prepare_jacobian_vector_products();
     g = records.unclipped().index_select(1, released).to(at::kDouble);
@@ -156,7 +157,8 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
     if (use_conv_) {
       const ImageShape& image = *spec_.image;
       const double c = static_cast<double>(image.channels);
-      conv1_ = {uniform_parameter({16, image.channels, 8, 8}, c * 64, generator), uniform_parameter({16}, c * 64, generator)};
+      conv1_ = {uniform_parameter({16, image.channels, 8, 8}, c * 64, generator),
+                uniform_parameter({16}, c * 64, generator)};
       conv2_ = {uniform_parameter({32, 16, 4, 4}, 16 * 16, generator), uniform_parameter({32}, 16 * 16, generator)};
       for (const Tensor& t : {conv1_[0], conv1_[1], conv2_[0], conv2_[1]}) parameters_.push_back(t);
       at::NoGradGuard no_grad;
@@ -311,31 +313,33 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
     const Tensor shift = to_tensor(c).set_requires_grad(true);
     std::vector<double> values;
     std::vector<Tensor> gradients;
-    for_each_piece_of_terms(theta, X, y, probes, request.precision,
-                            [&](std::size_t i, Rows piece, const Tensor& g, Index directions, const auto& product) {
-      const std::int64_t count = piece.count;
-      const Tensor u = g + shift;
-      const Tensor n = (u.pow(2).sum(1) + 1e-300).sqrt();
-      const Tensor t = n / spec_.clip_norm - 1.0;
-      const Tensor s = tanh_gelu(t) + 1.0;
-      const Tensor kappa = tanh_gelu_derivative(t) / spec_.clip_norm / (s.pow(2) * n);  // d(1/s)/dn / n, negated
-      Tensor trace = at::zeros({count}, kDouble);
-      for (Index k = 0; k < directions; ++k) {
-        const Tensor dm = product(k);
-        // dr = dm / s - kappa u (u . dm)
-        const Tensor along = (u * dm).sum(1);
-        trace = trace + dm.pow(2).sum(1) / s.pow(2) - 2.0 * kappa * along.pow(2) / s + (kappa * n * along).pow(2);
-      }
-      if (S > 0) trace = trace / static_cast<double>(S);
-      Tensor fisher = trace + request.floor;
-      if (request.snr) fisher = fisher / (u.pow(2).sum(1) / s.pow(2));
-      const Tensor sum = static_cast<double>(count) * shift.pow(2).sum() + request.lambda * fisher.sum();
-      values[i] = sum.item<double>();
-      gradients[i] = torch::autograd::grad({sum}, {shift})[0];
-    }, [&](std::size_t pieces) {
-      values.resize(pieces);
-      gradients.resize(pieces);
-    });
+    for_each_piece_of_terms(
+        theta, X, y, probes, request.precision,
+        [&](std::size_t i, Rows piece, const Tensor& g, Index directions, const auto& product) {
+          const std::int64_t count = piece.count;
+          const Tensor u = g + shift;
+          const Tensor n = (u.pow(2).sum(1) + 1e-300).sqrt();
+          const Tensor t = n / spec_.clip_norm - 1.0;
+          const Tensor s = tanh_gelu(t) + 1.0;
+          const Tensor kappa = tanh_gelu_derivative(t) / spec_.clip_norm / (s.pow(2) * n);  // d(1/s)/dn / n, negated
+          Tensor trace = at::zeros({count}, kDouble);
+          for (Index k = 0; k < directions; ++k) {
+            const Tensor dm = product(k);
+            // dr = dm / s - kappa u (u . dm)
+            const Tensor along = (u * dm).sum(1);
+            trace = trace + dm.pow(2).sum(1) / s.pow(2) - 2.0 * kappa * along.pow(2) / s + (kappa * n * along).pow(2);
+          }
+          if (S > 0) trace = trace / static_cast<double>(S);
+          Tensor fisher = trace + request.floor;
+          if (request.snr) fisher = fisher / (u.pow(2).sum(1) / s.pow(2));
+          const Tensor sum = static_cast<double>(count) * shift.pow(2).sum() + request.lambda * fisher.sum();
+          values[i] = sum.item<double>();
+          gradients[i] = torch::autograd::grad({sum}, {shift})[0];
+        },
+        [&](std::size_t pieces) {
+          values.resize(pieces);
+          gradients.resize(pieces);
+        });
     ShiftObjectiveValue out;
     Tensor gradient = at::zeros({m_}, kDouble);
     for (std::size_t i = 0; i < values.size(); ++i) {  // in the pieces' order
@@ -357,14 +361,16 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
     ShiftObjectiveTerms terms;
     terms.gradients.resize(B, m_);
     terms.probe_products.resize(B * S, m_);
-    for_each_piece_of_terms(theta, X, y, probes, precision,
-                            [&](std::size_t, Rows piece, const Tensor& g, Index directions, const auto& product) {
-      terms.gradients.middleRows(piece.first, piece.count) = to_row_matrix(g);
-      for (Index k = 0; k < directions; ++k) {
-        const RowMatrix dm = to_row_matrix(product(k));
-        for (Index b = 0; b < piece.count; ++b) terms.probe_products.row((piece.first + b) * S + k) = dm.row(b);
-      }
-    }, [](std::size_t) {});
+    for_each_piece_of_terms(
+        theta, X, y, probes, precision,
+        [&](std::size_t, Rows piece, const Tensor& g, Index directions, const auto& product) {
+          terms.gradients.middleRows(piece.first, piece.count) = to_row_matrix(g);
+          for (Index k = 0; k < directions; ++k) {
+            const RowMatrix dm = to_row_matrix(product(k));
+            for (Index b = 0; b < piece.count; ++b) terms.probe_products.row((piece.first + b) * S + k) = dm.row(b);
+          }
+        },
+        [](std::size_t) {});
     return terms;
   }
 
@@ -403,7 +409,9 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
       const std::int64_t count = piece.count, d = spec_.input_dim;
       const PieceOfTerms terms(spec_, released_, w, X, labels, piece, real);
       const Tensor v = S > 0 ? all_probes.narrow(0, piece.first * S, count * S).reshape({count, S, d}) : Tensor();
-      const auto product = [&](Index k) { return S > 0 ? terms.products(v.select(1, k)) : terms.products(Tensor(), k); };
+      const auto product = [&](Index k) {
+        return S > 0 ? terms.products(v.select(1, k)) : terms.products(Tensor(), k);
+      };
       body(i, piece, terms.g, S > 0 ? S : spec_.input_dim, product);
     });
   }
@@ -441,7 +449,8 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
     const Tensor out = at::empty({X.rows(), width}, kDouble);
     for_each_piece(pieces(X.rows()), [&](std::size_t, Rows piece) {
       const Tensor x = to_tensor(RowMatrix(X.middleRows(piece.first, piece.count))).set_requires_grad(true);
-      out.narrow(0, piece.first, piece.count).copy_(rows_of(w, x, labels.narrow(0, piece.first, piece.count), piece).detach());
+      out.narrow(0, piece.first, piece.count)
+          .copy_(rows_of(w, x, labels.narrow(0, piece.first, piece.count), piece).detach());
     });
     return to_row_matrix(out);
   }
@@ -461,8 +470,7 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
     } else {
       const Tensor dummy = at::zeros_like(r).set_requires_grad(true);
       const Tensor vjp = torch::autograd::grad({r}, {x}, {dummy}, true, true)[0];
-      for (Index k = 0; k < spec_.input_dim; ++k)
-        trace += gradient_about(vjp.select(1, k).sum(), dummy).pow(2).sum(1);
+      for (Index k = 0; k < spec_.input_dim; ++k) trace += gradient_about(vjp.select(1, k).sum(), dummy).pow(2).sum(1);
     }
     return trace;
   }
@@ -478,8 +486,9 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
     std::vector<double> values(parts.size());
     std::vector<std::vector<Tensor>> gradients(parts.size());
     for_each_piece(parts, [&](std::size_t i, Rows piece) {
-      const Tensor sum = objective_sum(w, x.narrow(0, piece.first, piece.count), labels.narrow(0, piece.first, piece.count),
-                                       probes.narrow(0, piece.first * S, piece.count * S));
+      const Tensor sum =
+          objective_sum(w, x.narrow(0, piece.first, piece.count), labels.narrow(0, piece.first, piece.count),
+                        probes.narrow(0, piece.first * S, piece.count * S));
       values[i] = sum.item<double>();
       if (!with_gradient) return;
       gradients[i] = torch::autograd::grad({sum}, parameters_, {}, false, false, true);
@@ -532,8 +541,10 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
   Tensor conv_features(const Tensor& x) const {
     const ImageShape& image = *spec_.image;
     Tensor h = x.reshape({x.size(0), image.channels, image.height, image.width});
-    h = at::avg_pool2d(tanh_gelu(at::conv2d(h, conv1_[0], conv1_[1], at::IntArrayRef{2, 2}, at::IntArrayRef{2, 2})), {2, 2}, {1, 1});
-    h = at::avg_pool2d(tanh_gelu(at::conv2d(h, conv2_[0], conv2_[1], at::IntArrayRef{2, 2}, at::IntArrayRef{0, 0})), {2, 2}, {1, 1});
+    h = at::avg_pool2d(tanh_gelu(at::conv2d(h, conv1_[0], conv1_[1], at::IntArrayRef{2, 2}, at::IntArrayRef{2, 2})),
+                       {2, 2}, {1, 1});
+    h = at::avg_pool2d(tanh_gelu(at::conv2d(h, conv2_[0], conv2_[1], at::IntArrayRef{2, 2}, at::IntArrayRef{0, 0})),
+                       {2, 2}, {1, 1});
     return h.reshape({x.size(0), -1});
   }
 
@@ -550,10 +561,11 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
       inputs.push_back(f.gradient);
       Tensor h = at::cat(inputs, 1);
       for (const HiddenLayer& layer : hidden_)
-        h = tanh_gelu(at::linear(at::layer_norm(h, {h.size(1)}, layer.norm_weight, layer.norm_bias), layer.weight, layer.bias));
+        h = tanh_gelu(
+            at::linear(at::layer_norm(h, {h.size(1)}, layer.norm_weight, layer.norm_bias), layer.weight, layer.bias));
       f.model_output = at::linear(h, output_weight_, output_bias_);
       v = spec_.gradient_model.objective == GradientObjective::kPerturbation ? f.gradient + f.model_output
-                                                                            : f.model_output;
+                                                                             : f.model_output;
     }
     // sqrt(|v|^2 + tiny): the same value, and a finite derivative (0) at v = 0.
     const Tensor norm = (v.pow(2).sum(1, true) + 1e-300).sqrt();

@@ -91,11 +91,13 @@ struct ChainReader {
     }
     if (op == "conv2d" || op == "_convolution") {
       layer.kind = LayerKind::kConv;
-      const bool traced = op == "_convolution";  // (x, W, b, stride, padding, dilation, transposed, out_pad, groups, ...)
+      const bool traced =
+          op == "_convolution";  // (x, W, b, stride, padding, dilation, transposed, out_pad, groups, ...)
       const auto stride = pair_of(constant(node, 3));
       std::optional<std::pair<Index, Index>> padding = pair_of(constant(node, 4));
       const auto groups = constant(node, traced ? 8 : 6);
-      if (!stride || !all_ones(constant(node, 5)) || !groups || !groups->isInt() || groups->toInt() != 1) return std::nullopt;
+      if (!stride || !all_ones(constant(node, 5)) || !groups || !groups->isInt() || groups->toInt() != 1)
+        return std::nullopt;
       if (traced) {
         const auto transposed = constant(node, 6);
         if (!transposed || !transposed->isBool() || transposed->toBool()) return std::nullopt;
