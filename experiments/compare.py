@@ -5,7 +5,9 @@ beside filkit's committed results (issue 52, "Generated comparison pages").
 Inputs, both in this folder:
   paper_values.json  the papers' printed values, each with the quote it was read from;
   comparison.json    per paper and artefact: which committed results (experiments/results/) stand
-                     for each printed value, the status of each row and the explanations (notes).
+                     for each printed value, the status of each row and the explanations (notes);
+                     for a redrawn figure, its PNG beside the page (at most 100 kB) and the commands
+                     that rerun and redraw it.
 Outputs: the page of each paper named in comparison.json (experiments/<paper>/COMPARISON.md).
 No number on a page is typed by hand: filkit's are computed here from the committed files, the
 papers' are paper_values.json's.
@@ -34,6 +36,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 STATUSES = ("reproduced", "differs, explained", "differs, unexplained", "not reproduced")
 MAX_REPRODUCED_GAP = 2.0  # a row may say "reproduced" only within 2 sd, the paper's and filkit's
+MAX_FIGURE_BYTES = 100 * 1024  # a redrawn figure committed beside its page
 
 
 class ComparisonError(Exception):
@@ -59,6 +62,9 @@ def source_runs(source):
         values = []
         for path in files:
             summary = load_json(path)
+            if "path" in source:  # any summary: the value at a path of keys and list indices
+                values += json_path_values(summary, source["path"], os.path.relpath(path, REPO))
+                continue
             if source.get("stage") == "pretrain":
                 entry = summary["pretrain"]
             else:
@@ -83,6 +89,20 @@ def source_runs(source):
     if not rows:
         raise ComparisonError(f"{source['csv']}: no row with {source['where']}")
     return np.array([float(r[source["column"]]) for r in rows]), [source["csv"]], source.get("counts", "rows")
+
+
+def json_path_values(doc, path, where):
+    """The number (or list of numbers) at `path` (keys and list indices, e.g. ["iterations", -1, "eta", "mean"])."""
+    value = doc
+    for step in path:
+        try:
+            value = value[step]
+        except (KeyError, IndexError, TypeError):
+            raise ComparisonError(f"{where}: no {step!r} on the path {path} (comparison.json)")
+    values = value if isinstance(value, list) else [value]
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        raise ComparisonError(f"{where}: the value at {path} is not a number or a list of numbers")
+    return values
 
 
 def statistics(source):
@@ -149,10 +169,15 @@ def evaluate_claim(claim):
         ok = [a < b for a, b in zip(means, means[1:])]
     elif claim["claim"] == "decreasing":
         ok = [a > b for a, b in zip(means, means[1:])]
+    elif claim["claim"] == "positive":
+        ok = [m > 0 for m in means]
     else:
-        raise ComparisonError(f"comparison.json: unknown claim '{claim['claim']}' (increasing or decreasing)")
+        raise ComparisonError(f"comparison.json: unknown claim '{claim['claim']}' (increasing, decreasing or positive)")
     parts = [f"{item['label']} {fmt_sig(s['mean'])} ({s['n']} {s['unit'] if s['n'] > 1 else s['unit'].rstrip('s')})"
              for item, s in zip(claim["sequence"], stats)]
+    if claim["claim"] == "positive":
+        text = "; ".join(part + (" > 0" if holds else " <= 0") for holds, part in zip(ok, parts))
+        return all(ok), text, [f for s in stats for f in s["files"]]
     text = parts[0]
     for holds, part in zip(ok, parts[1:]):
         text += (" < " if (claim["claim"] == "increasing") == holds else " > ") + part
@@ -231,9 +256,28 @@ def status_cell(row, note_numbers):
     return text
 
 
-def artefact_section(artefact, rows, paper_values_path):
+def figure_lines(artefact, page_folder):
+    """The artefact's redrawn figures (PNGs beside the page), each checked to exist and to be small."""
+    lines, problems = [], []
+    for figure in artefact.get("figures", []):
+        path = os.path.join(REPO, page_folder, figure["file"])
+        if not os.path.isfile(path):
+            problems.append(f"{artefact['artefact']}: figure {figure['file']} is not beside the page ({page_folder})")
+        elif os.path.getsize(path) > MAX_FIGURE_BYTES:
+            problems.append(f"{artefact['artefact']}: figure {figure['file']} is {os.path.getsize(path)} bytes "
+                            f"(at most {MAX_FIGURE_BYTES})")
+        lines += [f"![{artefact['artefact']}, redrawn]({figure['file']})", "", f"*{md(figure['caption'])}*", ""]
+    commands = artefact.get("commands", {})
+    if commands:
+        lines += [f"- {md(what)}: `{command}`" for what, command in commands.items()] + [""]
+    return lines, problems
+
+
+def artefact_section(artefact, rows, paper_values_path, page_folder):
     name = artefact["artefact"]
     lines = [f"## {name}: {artefact['what']}", ""]
+    figures, problems = figure_lines(artefact, page_folder)
+    lines += figures
     notes = artefact.get("notes", {})
     note_numbers = {}
     for row in rows:
@@ -279,7 +323,7 @@ def artefact_section(artefact, rows, paper_values_path):
         lines += ["Printed as (the paper's text, `⇥` a tab; `" + paper_values_path + "`):", ""]
         lines += [f"- {loc}: {quote_md(q)}" for q, loc in quotes]
         lines.append("")
-    return lines
+    return lines, problems
 
 
 def summary_status(rows):
@@ -330,7 +374,10 @@ def build_pages(values_doc, comparison):
             anchor = re.sub(r"[^a-z0-9 -]", "", f"{artefact['artefact']}: {artefact['what']}".lower()).replace(" ", "-")
             lines.append(f"| [{artefact['artefact']}](#{anchor}) | {md(artefact['what'])} | {len(rows)} | "
                          f"{summary_status(rows)} |")
-            body += artefact_section(artefact, rows, "experiments/paper_values.json")
+            section, section_problems = artefact_section(artefact, rows, "experiments/paper_values.json",
+                                                         os.path.dirname(page))
+            body += section
+            problems += [f"{paper}: {p}" for p in section_problems]
         pages[page] = "\n".join(lines + [""] + body).rstrip("\n") + "\n"
     for v in values_doc["values"]:
         if v["paper"] not in comparison["pages"]:
