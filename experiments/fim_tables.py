@@ -51,28 +51,32 @@ FILKIT = os.environ.get("FILKIT_BINARY", os.path.join(ROOT, "build", "filkit"))
 # so that an experiment longer than one sitting resumes on another machine from what was committed.
 OUT = os.path.join(os.environ.get("FILKIT_OUT", os.path.join(ROOT, "experiments", "results")), "fim")
 
+
+
+def thesis_values():
+    """The thesis' printed tables 3.1, 3.2 and 3.4, from experiments/paper_values.json (the one copy, with the
+    quote each value was read from): per table, {method: (accuracy, max dFIL, mean dFIL, median dFIL)}, each
+    (mean, std) or None where the thesis prints none; and per table its epsilon."""
+    with open(os.path.join(ROOT, "experiments", "paper_values.json"), encoding="utf-8") as f:
+        values = [v for v in json.load(f)["values"] if v["paper"] == "thesis"]
+    quantities = ["test accuracy", "max dFIL", "mean dFIL", "median dFIL"]
+    tables, epsilons = {}, {}
+    for experiment, artefact in (("table31", "Table 3.1"), ("table32", "Table 3.2"), ("table34", "Table 3.4")):
+        table = {}
+        for v in values:
+            if v["artefact"] != artefact:
+                continue
+            if v["row"] == "caption" and v["quantity"] == "epsilon":
+                epsilons[experiment] = v["value"]
+            elif v["quantity"] in quantities:
+                cells = table.setdefault(v["row"].lower(), [None] * len(quantities))
+                cells[quantities.index(v["quantity"])] = (v["value"], v["sd"])
+        tables[experiment] = {method: tuple(cells) for method, cells in table.items()}
+    return tables, epsilons
+
+
 # The thesis' numbers: (accuracy, max dFIL, mean dFIL, median dFIL), each (mean, std).
-THESIS_TABLE31 = {
-    "pretrain": ((0.9208, 0.0005), None, None, None),
-    "sgd": ((0.9226, 0.0005), None, None, None),
-    "dpsgd": ((0.9211, 0.0005), (0.6615, 0.0498), (0.0608, 0.0002), (0.0132, 0.0002)),
-    "prune": ((0.9217, 0.0002), (0.6731, 0.0980), (0.0497, 0.0002), (0.0112, 0.0002)),
-    "fim": ((0.9228, 0.0005), (0.3391, 0.0284), (0.0286, 0.0001), (0.0098, 0.0002)),
-}
-THESIS_TABLE32 = {
-    "pretrain": ((0.9524, 0.0038), None, None, None),
-    "sgd": ((0.9717, 0.0007), None, None, None),
-    "dpsgd": ((0.9597, 0.0007), (0.1961, 0.0158), (0.0106, 0.0001), (0.0034, 0.0001)),
-    "prune": ((0.9618, 0.0011), (0.1865, 0.0068), (0.0093, 0.0004), (0.0026, 0.0002)),
-    "fim": ((0.9705, 0.0014), (0.3211, 0.0405), (0.0057, 0.0002), (0.0007, 0.0001)),
-}
-THESIS_TABLE34 = {
-    "sgd": ((0.9964, 0.0005), None, None, None),
-    "dpsgd": ((0.9951, 0.0011), (4.1469, 0.0622), (1.4096, 0.1710), (1.4521, 0.1506)),
-    "prune": ((0.9924, 0.0031), (2.9422, 0.2106), (1.0357, 0.0401), (1.0180, 0.0670)),
-    "fim": ((0.9975, 0.0008), (2.3875, 0.0286), (0.5713, 0.0217), (0.5339, 0.0392)),
-}
-THESIS_EPSILON = {"table31": 20.5318, "table32": 0.6310, "table34": 1571.4291}
+THESIS, THESIS_EPSILON = thesis_values()
 
 # Table B.1 (figure 3.1 column): pre-train 30 epochs of batch 512 at 0.01 (wd 1e-4); train one epoch
 # of batch 512 at 0.01 (wd 1e-5), sigma 0.5, C 10; parameter density 0.5; FIM lr 0.01, wd 0.1,
@@ -337,11 +341,11 @@ def main():
         parser.error("--thesis-examples: only table34 (the other tables' examples are already the thesis' "
                      "with --public-split first)")
     if args.experiment == "table31":
-        print_table(run("table31", TABLE31, args), THESIS_TABLE31, THESIS_EPSILON["table31"])
+        print_table(run("table31", TABLE31, args), THESIS["table31"], THESIS_EPSILON["table31"])
     elif args.experiment == "table32":
-        print_table(run("table32", TABLE32, args), THESIS_TABLE32, THESIS_EPSILON["table32"])
+        print_table(run("table32", TABLE32, args), THESIS["table32"], THESIS_EPSILON["table32"])
     elif args.experiment == "table34":
-        print_table(run("table34", TABLE34, args), THESIS_TABLE34, THESIS_EPSILON["table34"])
+        print_table(run("table34", TABLE34, args), THESIS["table34"], THESIS_EPSILON["table34"])
     else:
         sweep = [float(v) for v in (args.fractions if args.experiment == "fig31" else args.lambdas).split(",")]
         key = "public-fraction" if args.experiment == "fig31" else "lambda"
