@@ -111,7 +111,7 @@ GradientModelMemoryEstimate estimate_gradient_model_memory(const GradientModelOp
   if (probed)
     estimate.probes = doubles(product(product(rows, u64(options.probes)), sum(u64(input_dim), u64(released))), 1);
   // Per-batch probes over epochs on a network: an epoch's probes and terms at once, from records
-  // kept for the step (ShiftObjectiveTermCache).
+  // kept for the step (PerturbationObjectiveTermCache).
   const bool epoch_terms = network && kept_records && probed && options.is_constant() &&
                            options.probe_draws == ProbeDraws::kBatch && options.unit == ScheduleUnit::kEpochs;
   if (probed && options.is_constant() && (options.probe_draws == ProbeDraws::kStep || epoch_terms)) {

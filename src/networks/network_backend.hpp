@@ -23,7 +23,7 @@
 namespace filkit {
 
 /// Raise whenever NetworkBackend, the factory, or a type they take or return changes.
-inline constexpr int kNetworkBackendAbiVersion = 8;  // 8: ShiftObjectiveTermCache
+inline constexpr int kNetworkBackendAbiVersion = 8;  // 8: PerturbationObjectiveTermCache
 
 /// One network's computations for a plan (network_layers.hpp) that Network has checked. Network
 /// checks every argument's shape and range before calling these.
@@ -73,7 +73,7 @@ struct GradientModelTraining {
 /// mean over the batch of ||c||^2 + lambda (T_b + floor) / (snr ? ||r_b||^2 : 1), r_b = clip(M g_b
 /// + c), T_b the mean of ||J_b v||^2 over input-space probes v or Tr(J_b^T J_b) exactly.
 /// precision: of the per-example gradients and their Jacobian products (the rest is float64).
-struct ShiftObjectiveRequest {
+struct PerturbationObjectiveRequest {
   double lambda = 0.0;
   bool snr = true;
   double floor = kFisherTermFloor;
@@ -84,21 +84,21 @@ struct ShiftObjectiveRequest {
 /// gradient M g_b (B x m) and its input-space probe products M J_g v_bs (B S x m, row b S + s),
 /// float64 (computed in the requested precision). theta is fixed over the epochs before a private
 /// step, so with probes drawn once a step (ProbeDraws::kStep) these are computed once and the
-/// objective at any c follows in O(B S m) (constant_perturbation.hpp, shift_objective_from_terms).
-struct ShiftObjectiveTerms {
+/// objective at any c follows in O(B S m) (constant_perturbation.hpp, perturbation_objective_from_terms).
+struct PerturbationObjectiveTerms {
   RowMatrix gradients;
   RowMatrix probe_products;
 };
 
-/// ShiftObjectiveTerms of one set of examples at one theta for many draws of probes: the thesis'
+/// PerturbationObjectiveTerms of one set of examples at one theta for many draws of probes: the thesis'
 /// per-batch probes over the epochs before a private step, where theta and the public examples
 /// stay the same and only the probes change. The examples' gradients and the records of their
 /// forward and backward passes, with the graph of their Jacobian products, are computed once and
 /// kept (about 45 % of a batch's cost on the thesis' ConvNet), so each draw costs only the
-/// products. The same numbers as shift_objective_terms for the same probes (a test checks).
-class ShiftObjectiveTermCache {
+/// products. The same numbers as perturbation_objective_terms for the same probes (a test checks).
+class PerturbationObjectiveTermCache {
  public:
-  virtual ~ShiftObjectiveTermCache() = default;
+  virtual ~PerturbationObjectiveTermCache() = default;
   /// M g_b of every example (n x m, float64).
   virtual const RowMatrix& gradients() const = 0;
   /// M J_g v_bs of every example for probes (n S x d, row b S + s, S >= 1) into `products`
@@ -137,16 +137,17 @@ class ReleasedGradientBackend {
   /// r = clip(M g + c) (the constant gradient models; spec.learned false). Empty: none.
   virtual void set_shift(const VectorXd& c) = 0;
   /// The objective above at the shift c with probes (B * S x d, row b * S + s; no rows: exact).
-  virtual ShiftObjectiveValue shift_objective(const VectorXd& theta, const RowMatrix& X, const VectorXd& y,
-                                              const VectorXd& c, const RowMatrix& probes,
-                                              const ShiftObjectiveRequest& request) const = 0;
+  virtual PerturbationObjectiveValue perturbation_objective(const VectorXd& theta, const RowMatrix& X,
+                                                            const VectorXd& y, const VectorXd& c,
+                                                            const RowMatrix& probes,
+                                                            const PerturbationObjectiveRequest& request) const = 0;
   /// The objective's terms of a batch with probes (B * S x d, S >= 1).
-  virtual ShiftObjectiveTerms shift_objective_terms(const VectorXd& theta, const RowMatrix& X, const VectorXd& y,
-                                                    const RowMatrix& probes, GradientPrecision precision) const = 0;
+  virtual PerturbationObjectiveTerms perturbation_objective_terms(const VectorXd& theta, const RowMatrix& X,
+                                                                  const VectorXd& y, const RowMatrix& probes,
+                                                                  GradientPrecision precision) const = 0;
   /// The cache of the examples X (n x d) at theta, in `precision` (it does not depend on the shift).
-  virtual std::unique_ptr<ShiftObjectiveTermCache> shift_objective_term_cache(const VectorXd& theta, const RowMatrix& X,
-                                                                              const VectorXd& y,
-                                                                              GradientPrecision precision) const = 0;
+  virtual std::unique_ptr<PerturbationObjectiveTermCache> perturbation_objective_term_cache(
+      const VectorXd& theta, const RowMatrix& X, const VectorXd& y, GradientPrecision precision) const = 0;
 };
 
 /// A TorchScript module read as a chain of layers.

@@ -218,16 +218,17 @@ class GuardedNetworkBackend final : public NetworkBackend {
   std::unique_ptr<NetworkBackend> inner_;
 };
 
-class GuardedShiftObjectiveTermCache final : public ShiftObjectiveTermCache {
+class GuardedPerturbationObjectiveTermCache final : public PerturbationObjectiveTermCache {
  public:
-  explicit GuardedShiftObjectiveTermCache(std::unique_ptr<ShiftObjectiveTermCache> inner) : inner_(std::move(inner)) {}
+  explicit GuardedPerturbationObjectiveTermCache(std::unique_ptr<PerturbationObjectiveTermCache> inner)
+      : inner_(std::move(inner)) {}
   const RowMatrix& gradients() const override { return inner_->gradients(); }
   void probe_products(const RowMatrix& probes, RowMatrix& products) const override {
     guarded([&] { inner_->probe_products(probes, products); });
   }
 
  private:
-  std::unique_ptr<ShiftObjectiveTermCache> inner_;
+  std::unique_ptr<PerturbationObjectiveTermCache> inner_;
 };
 
 class GuardedReleasedGradientBackend final : public ReleasedGradientBackend {
@@ -271,19 +272,20 @@ class GuardedReleasedGradientBackend final : public ReleasedGradientBackend {
   void set_shift(const VectorXd& c) override {
     guarded([&] { inner_->set_shift(c); });
   }
-  ShiftObjectiveValue shift_objective(const VectorXd& theta, const RowMatrix& X, const VectorXd& y, const VectorXd& c,
-                                      const RowMatrix& probes, const ShiftObjectiveRequest& request) const override {
-    return guarded([&] { return inner_->shift_objective(theta, X, y, c, probes, request); });
+  PerturbationObjectiveValue perturbation_objective(const VectorXd& theta, const RowMatrix& X, const VectorXd& y,
+                                                    const VectorXd& c, const RowMatrix& probes,
+                                                    const PerturbationObjectiveRequest& request) const override {
+    return guarded([&] { return inner_->perturbation_objective(theta, X, y, c, probes, request); });
   }
-  ShiftObjectiveTerms shift_objective_terms(const VectorXd& theta, const RowMatrix& X, const VectorXd& y,
-                                            const RowMatrix& probes, GradientPrecision precision) const override {
-    return guarded([&] { return inner_->shift_objective_terms(theta, X, y, probes, precision); });
+  PerturbationObjectiveTerms perturbation_objective_terms(const VectorXd& theta, const RowMatrix& X, const VectorXd& y,
+                                                          const RowMatrix& probes,
+                                                          GradientPrecision precision) const override {
+    return guarded([&] { return inner_->perturbation_objective_terms(theta, X, y, probes, precision); });
   }
-  std::unique_ptr<ShiftObjectiveTermCache> shift_objective_term_cache(const VectorXd& theta, const RowMatrix& X,
-                                                                      const VectorXd& y,
-                                                                      GradientPrecision precision) const override {
-    return std::make_unique<GuardedShiftObjectiveTermCache>(
-        guarded([&] { return inner_->shift_objective_term_cache(theta, X, y, precision); }));
+  std::unique_ptr<PerturbationObjectiveTermCache> perturbation_objective_term_cache(
+      const VectorXd& theta, const RowMatrix& X, const VectorXd& y, GradientPrecision precision) const override {
+    return std::make_unique<GuardedPerturbationObjectiveTermCache>(
+        guarded([&] { return inner_->perturbation_objective_term_cache(theta, X, y, precision); }));
   }
 
  private:

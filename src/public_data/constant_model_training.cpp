@@ -20,7 +20,7 @@ void PublicDataModel::train_constant_model(const VectorXd& w, std::uint64_t run_
   const GradientModelOptions& o = gradient_model_;
   const Index n = public_.n(), B = std::min(o.batch_size, n), d = public_.d();
   const Index S = o.trace == GradientTrace::kProbes ? o.probes : 0;
-  ShiftObjectiveRequest request;  // its floor is the thesis' 1e-7
+  PerturbationObjectiveRequest request;  // its floor is the thesis' 1e-7
   request.lambda = o.lambda_before(t);
   request.snr = o.snr;
   request.precision = o.precision;
@@ -42,18 +42,19 @@ void PublicDataModel::train_constant_model(const VectorXd& w, std::uint64_t run_
   const bool fisher_term = request.lambda != 0.0;
   const bool per_step = fisher_term && S > 0 && o.probe_draws == ProbeDraws::kStep;
   RowMatrix step_probes;
-  ShiftObjectiveTerms step_terms;
+  PerturbationObjectiveTerms step_terms;
   if (per_step) {
     step_probes = gaussian_probes(n, S, d, derive_seed(run_seed, t, 4));
-    if (!closed_form) step_terms = backend_->shift_objective_terms(w, public_.X, public_.y, step_probes, o.precision);
+    if (!closed_form)
+      step_terms = backend_->perturbation_objective_terms(w, public_.X, public_.y, step_probes, o.precision);
   }
   // A network with the thesis' per-batch probes over epochs: every public example is in exactly
   // one batch an epoch and its terms do not depend on c, so an epoch's terms are computed before
   // its batches, from the records of the public examples kept for the whole step (each epoch
   // then costs only the probes' products), and each batch's objective follows from them.
-  std::unique_ptr<ShiftObjectiveTermCache> epoch_cache;
+  std::unique_ptr<PerturbationObjectiveTermCache> epoch_cache;
   if (keep_public_records_ && fisher_term && S > 0 && !per_step && !closed_form && o.unit == ScheduleUnit::kEpochs)
-    epoch_cache = backend_->shift_objective_term_cache(w, public_.X, public_.y, o.precision);
+    epoch_cache = backend_->perturbation_objective_term_cache(w, public_.X, public_.y, o.precision);
   RowMatrix epoch_probes, epoch_products;
   Index batch_count = 0;
   // The key of the next batch's probes (its position r draws from stream key + r).
@@ -66,21 +67,21 @@ void PublicDataModel::train_constant_model(const VectorXd& w, std::uint64_t run_
     const Index b_rows = static_cast<Index>(rows.size());
     if (!fisher_term) {
       const VectorXd& c = constant_->perturbation();
-      const ShiftObjectiveValue value{c.squaredNorm(), 2.0 * c};
+      const PerturbationObjectiveValue value{c.squaredNorm(), 2.0 * c};
       apply_constant_update(value, t);
       last_value = value.value;
       return;
     }
     if (per_step && !closed_form) {
-      const ShiftObjectiveValue value =
-          shift_objective_from_terms(step_terms.gradients, step_terms.probe_products, rows, constant_->perturbation(),
-                                     phase_.clip_norm, request.lambda, request.snr, request.floor);
+      const PerturbationObjectiveValue value = perturbation_objective_from_terms(
+          step_terms.gradients, step_terms.probe_products, rows, constant_->perturbation(), phase_.clip_norm,
+          request.lambda, request.snr, request.floor);
       apply_constant_update(value, t);
       last_value = value.value;
       return;
     }
     const std::uint64_t key = next_batch_key();
-    ShiftObjectiveValue value;
+    PerturbationObjectiveValue value;
     if (closed_form && S > 0) {
       // The batch's rows gathered and its probes made (drawn, or this step's copied) block by
       // block inside the objective, where they are used: its B d pixels and B S d probes are
@@ -109,7 +110,7 @@ void PublicDataModel::train_constant_model(const VectorXd& w, std::uint64_t run_
       }
       const RowMatrix probes = gaussian_probes(b_rows, S, d, key);
       value = closed_form ? closed_form_objective(*closed_form, Xb, yb, probes, request)
-                          : backend_->shift_objective(w, Xb, yb, constant_->perturbation(), probes, request);
+                          : backend_->perturbation_objective(w, Xb, yb, constant_->perturbation(), probes, request);
     }
     apply_constant_update(value, t);
     last_value = value.value;
@@ -132,9 +133,9 @@ void PublicDataModel::train_constant_model(const VectorXd& w, std::uint64_t run_
     }
     epoch_cache->probe_products(epoch_probes, epoch_products);
     for (const std::vector<Index>& rows : batches) {
-      const ShiftObjectiveValue value =
-          shift_objective_from_terms(epoch_cache->gradients(), epoch_products, rows, constant_->perturbation(),
-                                     phase_.clip_norm, request.lambda, request.snr, request.floor);
+      const PerturbationObjectiveValue value =
+          perturbation_objective_from_terms(epoch_cache->gradients(), epoch_products, rows, constant_->perturbation(),
+                                            phase_.clip_norm, request.lambda, request.snr, request.floor);
       apply_constant_update(value, t);
       last_value = value.value;
     }
@@ -174,7 +175,7 @@ void PublicDataModel::fill_gaussian_probes(std::uint64_t key, Index first, Index
     SplitMixStream(splitmix64(key + static_cast<std::uint64_t>(r))).normals(out + (r - first) * S * d, S * d);
 }
 
-void PublicDataModel::apply_constant_update(const ShiftObjectiveValue& value, Index t) {
+void PublicDataModel::apply_constant_update(const PerturbationObjectiveValue& value, Index t) {
   if (!std::isfinite(value.value) || !value.gradient.allFinite())
     throw NumericalError("the constant gradient model's objective is not finite before private step " +
                          std::to_string(t) + ": lower " + option_name("lambda") + " or " +
@@ -182,9 +183,9 @@ void PublicDataModel::apply_constant_update(const ShiftObjectiveValue& value, In
   constant_->update_from_perturbation_gradient(value.gradient, gradient_model_.step_size, gradient_model_.weight_decay);
 }
 
-ShiftObjectiveValue PublicDataModel::closed_form_objective(const SoftmaxRelease& release, const RowMatrix& X,
-                                                           const VectorXd& y, const RowMatrix& probes,
-                                                           const ShiftObjectiveRequest& request) const {
+PerturbationObjectiveValue PublicDataModel::closed_form_objective(const SoftmaxRelease& release, const RowMatrix& X,
+                                                                  const VectorXd& y, const RowMatrix& probes,
+                                                                  const PerturbationObjectiveRequest& request) const {
   return release.objective(X, y, constant_->perturbation(), probes, request.lambda, request.snr, request.floor);
 }
 

@@ -64,27 +64,28 @@ void apply_softmax_jacobian(const MatrixXd& P, MatrixXd& rows, Index per = 1) {
 
 }  // namespace
 
-ShiftObjectiveValue shift_objective_from_terms(const RowMatrix& gradients, const RowMatrix& probe_products,
-                                               const std::vector<Index>& rows, const VectorXd& c, double clip_norm,
-                                               double lambda, bool snr, double floor) {
+PerturbationObjectiveValue perturbation_objective_from_terms(const RowMatrix& gradients,
+                                                             const RowMatrix& probe_products,
+                                                             const std::vector<Index>& rows, const VectorXd& c,
+                                                             double clip_norm, double lambda, bool snr, double floor) {
   const Index n = gradients.rows(), m = gradients.cols(), B = static_cast<Index>(rows.size());
   const Index S = n > 0 ? probe_products.rows() / n : 0;
   if (c.size() != m || probe_products.cols() != m || S < 1 || probe_products.rows() != n * S)
-    throw DataError("shift_objective_from_terms: gradients " + std::to_string(n) + " x " + std::to_string(m) +
+    throw DataError("perturbation_objective_from_terms: gradients " + std::to_string(n) + " x " + std::to_string(m) +
                     ", probe products " + std::to_string(probe_products.rows()) + " x " +
                     std::to_string(probe_products.cols()) + " and c of " + std::to_string(c.size()) +
                     " do not fit (expected n x m, n S x m with S >= 1, m)");
   for (const Index r : rows)
     if (r < 0 || r >= n)
-      throw DataError("shift_objective_from_terms: row " + std::to_string(r) + " of " + std::to_string(n));
-  if (B == 0) throw DataError("shift_objective_from_terms: an empty batch");
+      throw DataError("perturbation_objective_from_terms: row " + std::to_string(r) + " of " + std::to_string(n));
+  if (B == 0) throw DataError("perturbation_objective_from_terms: an empty batch");
   struct Partial {
     double value = 0.0;
     VectorXd gradient;  // sum_b lambda d(F_b / D_b)/du_b
   };
   Partial zero;
   zero.gradient = VectorXd::Zero(m);
-  ShiftObjectiveValue out;
+  PerturbationObjectiveValue out;
   out.gradient = VectorXd::Zero(m);
   const auto add_block = [&](Partial& part, Index b0, Index nb) {
     VectorXd u(m), along_w(m);

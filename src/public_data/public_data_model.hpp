@@ -86,10 +86,11 @@ class PublicDataModel final : public TrainableModel {
   static void fill_gaussian_probes(std::uint64_t key, Index first, Index count, Index S, Index d, double* out);
 
   /// One Adam update of the constant model from the objective's value and gradient on a batch.
-  void apply_constant_update(const ShiftObjectiveValue& value, Index t);
+  void apply_constant_update(const PerturbationObjectiveValue& value, Index t);
 
-  ShiftObjectiveValue closed_form_objective(const SoftmaxRelease& release, const RowMatrix& X, const VectorXd& y,
-                                            const RowMatrix& probes, const ShiftObjectiveRequest& request) const;
+  PerturbationObjectiveValue closed_form_objective(const SoftmaxRelease& release, const RowMatrix& X, const VectorXd& y,
+                                                   const RowMatrix& probes,
+                                                   const PerturbationObjectiveRequest& request) const;
 
   /// Figures 3.4 and A.1 of the thesis for the constant models: the cosine of c with the mean public
   /// gradient, and the mean norms over the private batch of M g_b, c and r_b.
@@ -100,7 +101,7 @@ class PublicDataModel final : public TrainableModel {
                             Index t);
 
   bool account_fil_;
-  bool keep_public_records_;  ///< ShiftObjectiveTermCache within max_memory (check_training_memory)
+  bool keep_public_records_;  ///< PerturbationObjectiveTermCache within max_memory (check_training_memory)
   const TrainedModel& model_;
   const Dataset& public_;
   const Dataset& private_;

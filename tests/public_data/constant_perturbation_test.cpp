@@ -264,20 +264,20 @@ TEST_P(ConstantPerturbationDense, ObjectiveFromTermsIsTheClosedForms) {
         y(at) = pr.y(r);
         V.middleRows(at * S, S) = probes_.middleRows(r * S, S);
       }
-      const ShiftObjectiveValue expected = release.objective(X, y, pr.c, V, lambda, snr, floor);
-      const ShiftObjectiveValue terms =
-          shift_objective_from_terms(gradients, products, *rows, pr.c, pr.clip, lambda, snr, floor);
+      const PerturbationObjectiveValue expected = release.objective(X, y, pr.c, V, lambda, snr, floor);
+      const PerturbationObjectiveValue terms =
+          perturbation_objective_from_terms(gradients, products, *rows, pr.c, pr.clip, lambda, snr, floor);
       const double lambda_part = expected.value - pr.c.squaredNorm();
       EXPECT_NEAR(terms.value - pr.c.squaredNorm(), lambda_part, 1e-8 * lambda_part);
       EXPECT_LT(relative_error(terms.gradient - 2.0 * pr.c, expected.gradient - 2.0 * pr.c), 1e-7);
     }
   }
-  EXPECT_INVALID_ARGUMENT(shift_objective_from_terms(gradients, products, {B}, pr.c, pr.clip, 1.0, true, 0.0),
+  EXPECT_INVALID_ARGUMENT(perturbation_objective_from_terms(gradients, products, {B}, pr.c, pr.clip, 1.0, true, 0.0),
                           "row " + std::to_string(B));
-  EXPECT_INVALID_ARGUMENT(shift_objective_from_terms(gradients, products, {}, pr.c, pr.clip, 1.0, true, 0.0),
+  EXPECT_INVALID_ARGUMENT(perturbation_objective_from_terms(gradients, products, {}, pr.c, pr.clip, 1.0, true, 0.0),
                           "empty batch");
   EXPECT_INVALID_ARGUMENT(
-      shift_objective_from_terms(gradients, products.topRows(B * S - 1), all, pr.c, pr.clip, 1.0, true, 0.0),
+      perturbation_objective_from_terms(gradients, products.topRows(B * S - 1), all, pr.c, pr.clip, 1.0, true, 0.0),
       "do not fit");
 }
 

@@ -257,8 +257,9 @@ TEST(ReleasedGradient, TrainingGradientOfTheFisherObjectiveMatchesDifferences) {
 
 /// The constant models' objective by dense central differences: r_b from released() at the shift,
 /// J_b v by differences of r_b along v, then the mean of ||c||^2 + lambda (T_b + floor) / ||r_b||^2.
-double shift_objective_by_differences(ReleasedGradientBackend& backend, const VectorXd& theta, const Dataset& data,
-                                      const VectorXd& c, const RowMatrix& probes, const ShiftObjectiveRequest& r) {
+double perturbation_objective_by_differences(ReleasedGradientBackend& backend, const VectorXd& theta,
+                                             const Dataset& data, const VectorXd& c, const RowMatrix& probes,
+                                             const PerturbationObjectiveRequest& r) {
   backend.set_shift(c);
   const Index B = data.n(), d = data.d(), S = probes.rows() / B;
   const double h = 1e-5;
@@ -284,7 +285,7 @@ double shift_objective_by_differences(ReleasedGradientBackend& backend, const Ve
   return sum / static_cast<double>(B);
 }
 
-TEST(ReleasedGradient, ConstantShiftObjectiveAndItsGradientMatchDifferences) {
+TEST(ReleasedGradient, ConstantPerturbationObjectiveAndItsGradientMatchDifferences) {
   REQUIRE_PLUGIN();
   const int K = 3;
   Dataset data = testing::random_classification(4, 6, K, 12);
@@ -297,28 +298,28 @@ TEST(ReleasedGradient, ConstantShiftObjectiveAndItsGradientMatchDifferences) {
   const RowMatrix probes = random_vector(data.n() * 2 * data.d(), 15).reshaped<Eigen::RowMajor>(data.n() * 2, data.d());
   for (const bool snr : {true, false})
     for (const bool exact : {false, true}) {
-      const ShiftObjectiveRequest request{2.5, snr, 1e-7};
+      const PerturbationObjectiveRequest request{2.5, snr, 1e-7};
       const RowMatrix used = exact ? RowMatrix(0, data.d()) : probes;
-      const ShiftObjectiveValue value = backend->shift_objective(theta, data.X, data.y, c, used, request);
-      const double reference = shift_objective_by_differences(*backend, theta, data, c, used, request);
+      const PerturbationObjectiveValue value = backend->perturbation_objective(theta, data.X, data.y, c, used, request);
+      const double reference = perturbation_objective_by_differences(*backend, theta, data, c, used, request);
       EXPECT_NEAR(value.value, reference, 1e-7 * reference) << "snr " << snr << ", exact " << exact;
       const double h = 1e-6;
       for (Index j = 0; j < m; j += 3) {
         VectorXd up = c, down = c;
         up(j) += h;
         down(j) -= h;
-        const double difference = (backend->shift_objective(theta, data.X, data.y, up, used, request).value -
-                                   backend->shift_objective(theta, data.X, data.y, down, used, request).value) /
+        const double difference = (backend->perturbation_objective(theta, data.X, data.y, up, used, request).value -
+                                   backend->perturbation_objective(theta, data.X, data.y, down, used, request).value) /
                                   (2 * h);
         EXPECT_NEAR(value.gradient(j), difference, 1e-6 * (1.0 + std::abs(difference))) << "coordinate " << j;
       }
     }
   // The exact trace is the probes' expectation: many probes average to it.
-  const ShiftObjectiveRequest request{2.5, false, 0.0};
-  const double exact = backend->shift_objective(theta, data.X, data.y, c, RowMatrix(0, data.d()), request).value;
+  const PerturbationObjectiveRequest request{2.5, false, 0.0};
+  const double exact = backend->perturbation_objective(theta, data.X, data.y, c, RowMatrix(0, data.d()), request).value;
   const Index S = 1000;
   const RowMatrix many = random_vector(data.n() * S * data.d(), 16).reshaped<Eigen::RowMajor>(data.n() * S, data.d());
-  const double estimate = backend->shift_objective(theta, data.X, data.y, c, many, request).value;
+  const double estimate = backend->perturbation_objective(theta, data.X, data.y, c, many, request).value;
   EXPECT_NEAR(estimate, exact, 0.1 * exact);  // ||J v||^2 has relative sd <= sqrt(2) a probe: 4.5 % at 1000
   // The shift moves the release and the accounting: r = clip(M g + c).
   backend->set_shift(c);
@@ -330,7 +331,7 @@ TEST(ReleasedGradient, ConstantShiftObjectiveAndItsGradientMatchDifferences) {
   EXPECT_THROW_NAMING(backend->set_shift(VectorXd::Zero(m + 1)), std::logic_error, "released coordinates");
 }
 
-TEST(ReleasedGradient, ConstantShiftObjectiveInFloat32IsFloat64sToSinglePrecision) {
+TEST(ReleasedGradient, ConstantPerturbationObjectiveInFloat32IsFloat64sToSinglePrecision) {
   REQUIRE_PLUGIN();
   // fim's table 3.2 shape in miniature: a ConvNet, half its coordinates released.
   const auto [data, network, w, spec] = small_conv_net(7, 41, 2);
@@ -340,10 +341,10 @@ TEST(ReleasedGradient, ConstantShiftObjectiveInFloat32IsFloat64sToSinglePrecisio
   const RowMatrix probes = random_vector(data.n() * 2 * 64, 44).reshaped<Eigen::RowMajor>(data.n() * 2, 64);
   for (const bool exact : {false, true}) {
     const RowMatrix used = exact ? RowMatrix(0, 64) : probes;
-    ShiftObjectiveRequest request{2.5, true, 1e-7};
-    const ShiftObjectiveValue dbl = backend->shift_objective(w, data.X, data.y, c, used, request);
+    PerturbationObjectiveRequest request{2.5, true, 1e-7};
+    const PerturbationObjectiveValue dbl = backend->perturbation_objective(w, data.X, data.y, c, used, request);
     request.precision = GradientPrecision::kFloat32;
-    const ShiftObjectiveValue sgl = backend->shift_objective(w, data.X, data.y, c, used, request);
+    const PerturbationObjectiveValue sgl = backend->perturbation_objective(w, data.X, data.y, c, used, request);
     // Single precision's rounding (2^-24 = 6e-8 a operation), not a different formula: a wrong
     // term changes the value at the percent level.
     EXPECT_NEAR(sgl.value, dbl.value, 1e-5 * dbl.value) << "exact " << exact;
@@ -352,7 +353,7 @@ TEST(ReleasedGradient, ConstantShiftObjectiveInFloat32IsFloat64sToSinglePrecisio
   }
 }
 
-TEST(ReleasedGradient, ConstantShiftObjectiveFromItsTermsIsTheBackendsObjective) {
+TEST(ReleasedGradient, ConstantPerturbationObjectiveFromItsTermsIsTheBackendsObjective) {
   REQUIRE_PLUGIN();
   // Probes drawn once a step: the ConvNet's terms (M g_b and M J_g v_bs) computed once, then the
   // objective at any c from them alone. The backend's objective differentiates its own graph.
@@ -363,40 +364,44 @@ TEST(ReleasedGradient, ConstantShiftObjectiveFromItsTermsIsTheBackendsObjective)
   std::vector<Index> all(static_cast<std::size_t>(data.n()));
   std::iota(all.begin(), all.end(), Index{0});
   for (const GradientPrecision precision : {GradientPrecision::kFloat64, GradientPrecision::kFloat32}) {
-    const ShiftObjectiveTerms terms = backend->shift_objective_terms(w, data.X, data.y, probes, precision);
+    const PerturbationObjectiveTerms terms =
+        backend->perturbation_objective_terms(w, data.X, data.y, probes, precision);
     ASSERT_EQ(terms.gradients.rows(), data.n());
     ASSERT_EQ(terms.probe_products.rows(), data.n() * S);
     for (const double scale : {0.0, 0.1, 1.0})
       for (const bool snr : {true, false}) {
         const VectorXd c = random_vector(m, 53, scale);
-        ShiftObjectiveRequest request{2.5, snr, 1e-7};
+        PerturbationObjectiveRequest request{2.5, snr, 1e-7};
         request.precision = precision;
-        const ShiftObjectiveValue expected = backend->shift_objective(w, data.X, data.y, c, probes, request);
-        const ShiftObjectiveValue from_terms =
-            shift_objective_from_terms(terms.gradients, terms.probe_products, all, c, spec.clip_norm, 2.5, snr, 1e-7);
+        const PerturbationObjectiveValue expected =
+            backend->perturbation_objective(w, data.X, data.y, c, probes, request);
+        const PerturbationObjectiveValue from_terms = perturbation_objective_from_terms(
+            terms.gradients, terms.probe_products, all, c, spec.clip_norm, 2.5, snr, 1e-7);
         EXPECT_NEAR(from_terms.value, expected.value, 1e-11 * expected.value) << "c scale " << scale;
         EXPECT_LT((from_terms.gradient - expected.gradient).norm(), 1e-10 * expected.gradient.norm())
             << "c scale " << scale;
       }
   }
-  EXPECT_THROW_NAMING(backend->shift_objective_terms(w, data.X, data.y, RowMatrix(0, 64), GradientPrecision::kFloat64),
-                      std::logic_error, "positive multiple");
+  EXPECT_THROW_NAMING(
+      backend->perturbation_objective_terms(w, data.X, data.y, RowMatrix(0, 64), GradientPrecision::kFloat64),
+      std::logic_error, "positive multiple");
 }
 
 TEST(ReleasedGradient, TermCacheGivesTheTermsOfEveryProbeDraw) {
   REQUIRE_PLUGIN();
   // The thesis' per-batch probes over an epoch: the records kept once, then one draw of probes
-  // after another. Each draw's terms are shift_objective_terms' for the same probes, to the bit
+  // after another. Each draw's terms are perturbation_objective_terms' for the same probes, to the bit
   // (the same pieces and operations), in both precisions, and the output matrix is reused.
   const auto [data, network, w, spec] = small_conv_net(7, 51, 2);
   const auto backend = create_released_gradient_backend(spec);
   const Index S = 2;
   for (const GradientPrecision precision : {GradientPrecision::kFloat64, GradientPrecision::kFloat32}) {
-    const auto cache = backend->shift_objective_term_cache(w, data.X, data.y, precision);
+    const auto cache = backend->perturbation_objective_term_cache(w, data.X, data.y, precision);
     RowMatrix products;
     for (const std::uint64_t seed : {61, 62}) {
       const RowMatrix probes = random_vector(data.n() * S * 64, seed).reshaped<Eigen::RowMajor>(data.n() * S, 64);
-      const ShiftObjectiveTerms terms = backend->shift_objective_terms(w, data.X, data.y, probes, precision);
+      const PerturbationObjectiveTerms terms =
+          backend->perturbation_objective_terms(w, data.X, data.y, probes, precision);
       cache->probe_products(probes, products);
       EXPECT_EQ(cache->gradients(), terms.gradients) << "seed " << seed;
       EXPECT_EQ(products, terms.probe_products) << "seed " << seed;
@@ -423,8 +428,8 @@ TEST(ReleasedGradient, ConstantShiftOfSoftmaxRegressionIsTheClosedFormsObjective
   const RowMatrix probes = random_vector(data.n() * 3 * data.d(), 24).reshaped<Eigen::RowMajor>(data.n() * 3, data.d());
   for (const bool exact : {false, true}) {
     const RowMatrix used = exact ? RowMatrix(0, data.d()) : probes;
-    const ShiftObjectiveRequest request{7.0, true, 1e-7};
-    const ShiftObjectiveValue torch = backend->shift_objective(theta, data.X, data.y, c, used, request);
+    const PerturbationObjectiveRequest request{7.0, true, 1e-7};
+    const PerturbationObjectiveValue torch = backend->perturbation_objective(theta, data.X, data.y, c, used, request);
     const SoftmaxRelease::Objective eigen = closed.objective(data.X, data.y, c, used, 7.0, true, 1e-7);
     EXPECT_NEAR(eigen.value, torch.value, 1e-11 * torch.value) << "exact " << exact;
     EXPECT_LT((eigen.gradient - torch.gradient).norm(), 1e-10 * torch.gradient.norm()) << "exact " << exact;

@@ -110,7 +110,7 @@ struct EnumNames<GradientObjective> {
 /// The constant gradient models' objective on a public batch (docs/mathematics.md, section 11.3)
 /// and its gradient about the shift c, however it is computed (the network backend, softmax
 /// regression's closed form, or kept per-example terms).
-struct ShiftObjectiveValue {
+struct PerturbationObjectiveValue {
   double value = 0.0;
   VectorXd gradient;  ///< d value / d c (released coordinates)
 };
@@ -213,7 +213,7 @@ struct GradientModelMemoryEstimate {
   std::uint64_t probes = 0;       ///< the B x S input-space probes (d each) and their products (m each)
   /// probe_draws step: every public example's probes (S d), and on a network its released gradient
   /// and probe products ((S + 1) m), kept for the private step's epochs. On a network with per-batch
-  /// probes over epochs the same, drawn an epoch at a time (ShiftObjectiveTermCache).
+  /// probes over epochs the same, drawn an epoch at a time (PerturbationObjectiveTermCache).
   std::uint64_t step_draws = 0;
   /// On a network with per-batch probes over epochs: every public example's records of its forward
   /// and backward passes, with the graph of their Jacobian products, kept for a private step.
@@ -243,7 +243,7 @@ Index gradient_model_parameter_count(const GradientModelOptions& options, Index 
 /// The estimate for public batches of options.batch_size rows (at most `public_rows`); `network`:
 /// the objective comes from the network backend (else softmax regression's closed form, which keeps
 /// no per-example terms). `kept_records`: the network whose public examples' records are kept for
-/// a private step with per-batch probes over epochs (ShiftObjectiveTermCache); none: each batch's
+/// a private step with per-batch probes over epochs (PerturbationObjectiveTermCache); none: each batch's
 /// terms computed afresh.
 GradientModelMemoryEstimate estimate_gradient_model_memory(const GradientModelOptions& options, Index released,
                                                            Index input_dim, const std::optional<ImageShape>& image,

@@ -29,13 +29,14 @@ namespace filkit {
 
 /// L(c) and its gradient from each example's terms that do not depend on c, for any model: row r of
 /// `gradients` (n x m) is example r's released gradient M g_r, rows r S + s of `probe_products`
-/// (n S x m, S >= 1) its probe products M J_r v_rs (the network backend's ShiftObjectiveTerms). The
+/// (n S x m, S >= 1) its probe products M J_r v_rs (the network backend's PerturbationObjectiveTerms). The
 /// batch is the examples `rows`; clip_norm C > 0, lambda >= 0, floor >= 0. O(B S m): with probes
 /// drawn once a private step (ProbeDraws::kStep) the terms are computed once and every epoch
 /// before the step costs only this.
-ShiftObjectiveValue shift_objective_from_terms(const RowMatrix& gradients, const RowMatrix& probe_products,
-                                               const std::vector<Index>& rows, const VectorXd& c, double clip_norm,
-                                               double lambda, bool snr, double floor);
+PerturbationObjectiveValue perturbation_objective_from_terms(const RowMatrix& gradients,
+                                                             const RowMatrix& probe_products,
+                                                             const std::vector<Index>& rows, const VectorXd& c,
+                                                             double clip_norm, double lambda, bool snr, double floor);
 
 /// Softmax regression's released coordinates at fixed weights (one private step).
 class SoftmaxRelease {
@@ -60,7 +61,7 @@ class SoftmaxRelease {
   };
   Accounting account(const RowMatrix& X, const VectorXd& y, const VectorXd& c) const;
 
-  using Objective = ShiftObjectiveValue;  ///< L(c) and dL/dc (m)
+  using Objective = PerturbationObjectiveValue;  ///< L(c) and dL/dc (m)
   /// L(c) and its gradient. `probes`: B S x d, row b S + s the probe v_bs of example b; no rows
   /// for the exact trace. lambda >= 0, floor >= 0 (the thesis: 1e-7). With snr, an example whose
   /// u is zero has D_b = 0 and an infinite objective. X and the probes are not scanned for NaN or

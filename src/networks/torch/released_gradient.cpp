@@ -10,7 +10,7 @@
 // products with the layers' inputs, kept in the graph. Everything is plain LibTorch autograd:
 // J^T u = d<r, u>/dx is one reverse pass, and the gradient model's objective, which contains
 // ||J^T u||^2, is differentiated about phi by a further reverse pass through that graph
-// (create_graph): a third derivative of the loss. The constant models' objective (shift_objective)
+// (create_graph): a third derivative of the loss. The constant models' objective (perturbation_objective)
 // needs no such pass: its per-example gradients and their Jacobian products about x come from the
 // records of one forward and backward pass, as the networks' accountant computes them
 // (clipped_gradients.hpp), not through a graph of the B x p per-example gradients.
@@ -66,7 +66,7 @@ Tensor tanh_gelu_derivative(const Tensor& t) {
 /// computed in `real` from the records of one forward and backward pass (clipped_gradients.hpp):
 /// J_R v by the double-backward trick, then the per-example products by hand, with no B x p tensor
 /// in any graph. The records' graph is kept, so products along new directions cost only their own
-/// reverse pass (ShiftObjectiveTermCache).
+/// reverse pass (PerturbationObjectiveTermCache).
 struct PieceOfTerms {
   ClippedGradients records;
   Tensor H;         ///< J_R^T of the records' dummy cotangents, with its graph (count x d)
@@ -91,11 +91,11 @@ struct PieceOfTerms {
   }
 };
 
-/// ShiftObjectiveTermCache: the pieces' records kept for the examples at one theta.
-class TorchShiftObjectiveTermCache final : public ShiftObjectiveTermCache {
+/// PerturbationObjectiveTermCache: the pieces' records kept for the examples at one theta.
+class TorchPerturbationObjectiveTermCache final : public PerturbationObjectiveTermCache {
  public:
-  TorchShiftObjectiveTermCache(const ReleasedGradientSpec& spec, const Tensor& released, const VectorXd& theta,
-                               const RowMatrix& X, const VectorXd& y, GradientPrecision precision)
+  TorchPerturbationObjectiveTermCache(const ReleasedGradientSpec& spec, const Tensor& released, const VectorXd& theta,
+                                      const RowMatrix& X, const VectorXd& y, GradientPrecision precision)
       : real_(precision == GradientPrecision::kFloat32 ? at::kFloat : at::kDouble), d_(X.cols()) {
     at::set_num_threads(omp_get_max_threads());
     const Tensor w = to_tensor(theta).to(real_), labels = to_labels(y);
@@ -307,8 +307,9 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
     shift_ = to_tensor(c);
   }
 
-  ShiftObjectiveValue shift_objective(const VectorXd& theta, const RowMatrix& X, const VectorXd& y, const VectorXd& c,
-                                      const RowMatrix& probes, const ShiftObjectiveRequest& request) const override {
+  PerturbationObjectiveValue perturbation_objective(const VectorXd& theta, const RowMatrix& X, const VectorXd& y,
+                                                    const VectorXd& c, const RowMatrix& probes,
+                                                    const PerturbationObjectiveRequest& request) const override {
     const Index B = X.rows(), S = probes.rows() / std::max<Index>(1, B);
     const Tensor shift = to_tensor(c).set_requires_grad(true);
     std::vector<double> values;
@@ -340,7 +341,7 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
           values.resize(pieces);
           gradients.resize(pieces);
         });
-    ShiftObjectiveValue out;
+    PerturbationObjectiveValue out;
     Tensor gradient = at::zeros({m_}, kDouble);
     for (std::size_t i = 0; i < values.size(); ++i) {  // in the pieces' order
       out.value += values[i];
@@ -351,14 +352,15 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
     return out;
   }
 
-  ShiftObjectiveTerms shift_objective_terms(const VectorXd& theta, const RowMatrix& X, const VectorXd& y,
-                                            const RowMatrix& probes, GradientPrecision precision) const override {
+  PerturbationObjectiveTerms perturbation_objective_terms(const VectorXd& theta, const RowMatrix& X, const VectorXd& y,
+                                                          const RowMatrix& probes,
+                                                          GradientPrecision precision) const override {
     const Index B = X.rows(), S = probes.rows() / std::max<Index>(1, B);
     // The library passes probe blocks of the right shape: a bug otherwise.
     if (S < 1 || probes.rows() != B * S)
-      throw std::logic_error("shift_objective_terms: " + std::to_string(probes.rows()) + " probe rows for " +
+      throw std::logic_error("perturbation_objective_terms: " + std::to_string(probes.rows()) + " probe rows for " +
                              std::to_string(B) + " examples: expected a positive multiple");
-    ShiftObjectiveTerms terms;
+    PerturbationObjectiveTerms terms;
     terms.gradients.resize(B, m_);
     terms.probe_products.resize(B * S, m_);
     for_each_piece_of_terms(
@@ -374,10 +376,9 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
     return terms;
   }
 
-  std::unique_ptr<ShiftObjectiveTermCache> shift_objective_term_cache(const VectorXd& theta, const RowMatrix& X,
-                                                                      const VectorXd& y,
-                                                                      GradientPrecision precision) const override {
-    return std::make_unique<TorchShiftObjectiveTermCache>(spec_, released_, theta, X, y, precision);
+  std::unique_ptr<PerturbationObjectiveTermCache> perturbation_objective_term_cache(
+      const VectorXd& theta, const RowMatrix& X, const VectorXd& y, GradientPrecision precision) const override {
+    return std::make_unique<TorchPerturbationObjectiveTermCache>(spec_, released_, theta, X, y, precision);
   }
 
   void set_phi(const VectorXd& phi) override {

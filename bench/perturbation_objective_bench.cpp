@@ -1,12 +1,12 @@
 // fim's constant gradient model on the thesis' table 3.2 ConvNet: one evaluation of its objective
-// on a public batch of 512 (ReleasedGradientBackend::shift_objective: per-example gradients, their
+// on a public batch of 512 (ReleasedGradientBackend::perturbation_objective: per-example gradients, their
 // Jacobian products along 2 input-space probes each, the clip's terms and the gradient about c),
 // half of the 26,010 parameters released, in float64 against float32 (--gradient-precision), in the
 // same run. The counter batches_15840_h extrapolates to the hours of the 15,840 batches of a table
 // 3.2 run. Beside them, --gradient-probe-draws step's two parts: the terms of a batch
-// (shift_objective_terms, computed once a private step: 6 batches of the 3,000 public examples) and
-// the objective from kept terms (shift_objective_from_terms, every batch of every epoch). And the
-// thesis' per-batch probes from records kept for a private step (ShiftObjectiveTermCache): the
+// (perturbation_objective_terms, computed once a private step: 6 batches of the 3,000 public examples) and
+// the objective from kept terms (perturbation_objective_from_terms, every batch of every epoch). And the
+// thesis' per-batch probes from records kept for a private step (PerturbationObjectiveTermCache): the
 // cache built once a step, then every epoch only the products of fresh probes (term_cache_products,
 // a batch's worth) and the objective from them.
 // Synthetic pixels and parameters keep the benchmark independent of installed datasets. Skips
@@ -81,26 +81,26 @@ void per_run_hours(benchmark::State& state) {
       1.0 / 15840.0 * 3600.0, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 
-void shift_objective(benchmark::State& state, GradientPrecision precision) {
+void perturbation_objective(benchmark::State& state, GradientPrecision precision) {
   const std::optional<Setup> setup = setup_or_skip(state);
   if (!setup) return;
   const Setup& s = *setup;
-  ShiftObjectiveRequest request;
+  PerturbationObjectiveRequest request;
   request.lambda = 1e3;
   request.precision = precision;
   for (auto _ : state)
-    benchmark::DoNotOptimize(s.backend->shift_objective(s.w, s.X, s.y, s.c, s.probes, request).value);
+    benchmark::DoNotOptimize(s.backend->perturbation_objective(s.w, s.X, s.y, s.c, s.probes, request).value);
   per_run_hours(state);
 }
 
 // --gradient-probe-draws step, once a private step: a batch's gradients and probe products.
-void shift_objective_terms(benchmark::State& state) {
+void perturbation_objective_terms(benchmark::State& state) {
   const std::optional<Setup> setup = setup_or_skip(state);
   if (!setup) return;
   const Setup& s = *setup;
   for (auto _ : state)
     benchmark::DoNotOptimize(
-        s.backend->shift_objective_terms(s.w, s.X, s.y, s.probes, GradientPrecision::kFloat32).gradients.data());
+        s.backend->perturbation_objective_terms(s.w, s.X, s.y, s.probes, GradientPrecision::kFloat32).gradients.data());
 }
 
 // --gradient-probe-draws step, every batch: the objective and its gradient from the kept terms.
@@ -108,13 +108,13 @@ void objective_from_terms(benchmark::State& state) {
   const std::optional<Setup> setup = setup_or_skip(state);
   if (!setup) return;
   const Setup& s = *setup;
-  const ShiftObjectiveTerms terms =
-      s.backend->shift_objective_terms(s.w, s.X, s.y, s.probes, GradientPrecision::kFloat32);
+  const PerturbationObjectiveTerms terms =
+      s.backend->perturbation_objective_terms(s.w, s.X, s.y, s.probes, GradientPrecision::kFloat32);
   const std::vector<Index> rows = batch_rows();
   for (auto _ : state)
-    benchmark::DoNotOptimize(
-        shift_objective_from_terms(terms.gradients, terms.probe_products, rows, s.c, s.spec.clip_norm, 1e3, true, 1e-7)
-            .value);
+    benchmark::DoNotOptimize(perturbation_objective_from_terms(terms.gradients, terms.probe_products, rows, s.c,
+                                                               s.spec.clip_norm, 1e3, true, 1e-7)
+                                 .value);
   per_run_hours(state);
 }
 
@@ -126,29 +126,34 @@ void term_cache_build(benchmark::State& state) {
   const Setup& s = *setup;
   for (auto _ : state)
     benchmark::DoNotOptimize(
-        s.backend->shift_objective_term_cache(s.w, s.X, s.y, GradientPrecision::kFloat32)->gradients().data());
+        s.backend->perturbation_objective_term_cache(s.w, s.X, s.y, GradientPrecision::kFloat32)->gradients().data());
 }
 
 // ...and every batch of every epoch: the products of its fresh probes from the kept records, then
-// the objective from the terms (compare with shift_objective/float32, which computes both afresh).
+// the objective from the terms (compare with perturbation_objective/float32, which computes both afresh).
 void term_cache_products(benchmark::State& state) {
   const std::optional<Setup> setup = setup_or_skip(state);
   if (!setup) return;
   const Setup& s = *setup;
-  const auto cache = s.backend->shift_objective_term_cache(s.w, s.X, s.y, GradientPrecision::kFloat32);
+  const auto cache = s.backend->perturbation_objective_term_cache(s.w, s.X, s.y, GradientPrecision::kFloat32);
   const std::vector<Index> rows = batch_rows();
   RowMatrix products;
   for (auto _ : state) {
     cache->probe_products(s.probes, products);
     benchmark::DoNotOptimize(
-        shift_objective_from_terms(cache->gradients(), products, rows, s.c, s.spec.clip_norm, 1e3, true, 1e-7).value);
+        perturbation_objective_from_terms(cache->gradients(), products, rows, s.c, s.spec.clip_norm, 1e3, true, 1e-7)
+            .value);
   }
   per_run_hours(state);
 }
 
-BENCHMARK_CAPTURE(shift_objective, float64, GradientPrecision::kFloat64)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(shift_objective, float32, GradientPrecision::kFloat32)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(shift_objective_terms)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(perturbation_objective, float64, GradientPrecision::kFloat64)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(perturbation_objective, float32, GradientPrecision::kFloat32)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(perturbation_objective_terms)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(objective_from_terms)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(term_cache_build)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(term_cache_products)->Unit(benchmark::kMillisecond)->UseRealTime();
