@@ -146,6 +146,15 @@ TEST(Layering, TheArchitectureDocNamesEveryFileOfBenchExperimentsAndFuzz) {
     }
   }
   EXPECT_GT(files, 60);
+  // And names none that is gone: every `bench/...`, `experiments/...` or `fuzz/...` of its table exists.
+  const std::size_t table = doc.find("## bench/, experiments/ and fuzz/, file by file");
+  ASSERT_NE(table, std::string::npos);
+  for (std::size_t at = doc.find("\n| `", table); at != std::string::npos; at = doc.find("\n| `", at + 1)) {
+    const std::size_t start = at + 4, end = doc.find('`', start);
+    const std::string named = doc.substr(start, end - start);
+    if (!named.starts_with("bench/") && !named.starts_with("experiments/") && !named.starts_with("fuzz/")) continue;
+    EXPECT_TRUE(fs::exists(source_dir() / named)) << "docs/architecture.md names " << named << ", which does not exist";
+  }
 }
 
 // The check itself must catch what it is there to catch.
