@@ -428,11 +428,11 @@ def run_grid(args, datasets, rank=0, ranks=1):
               file=sys.stderr, flush=True)
         return result
 
+    taken = [i for i, is_mine in enumerate(mine) if is_mine]
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        done = dict(zip([t for t, taken in zip(tasks, mine) if taken],
-                        pool.map(task, [t for t, taken in zip(tasks, mine) if taken])))
-    results = [done[t] if taken else run_setting(args, t[0], t[2], dataset_dir(args, t[0]), epochs, run=False)
-               for t, taken in zip(tasks, mine)]
+        done = dict(zip(taken, pool.map(task, [tasks[i] for i in taken])))
+    results = [done[i] if mine[i] else run_setting(args, dataset, setting, dataset_dir(args, dataset), epochs, run=False)
+               for i, (dataset, _, setting) in enumerate(tasks)]
     by_dataset = {dataset: [] for dataset in datasets}
     for (dataset, _, _), result in zip(tasks, results):
         by_dataset[dataset].append(result)
