@@ -28,7 +28,8 @@ import os
 import subprocess
 import sys
 
-import grid_ranks
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # grid_ranks.py, also when loaded from elsewhere
+import grid_ranks  # noqa: E402
 
 GRID_DEFAULTS = {"steps": "100,300,1000", "sigma": "0.5,1,2,5,10", "step_size": "0.03,0.1", "clip": "1,4"}
 QUICK_GRID = {"steps": [100, 300], "sigma": [1, 5], "step_size": [0.1], "clip": [1]}
@@ -119,11 +120,11 @@ def main():
             row["pareto_" + key] = int(i in front)
 
     table = os.path.join(out_dir, "grid.csv")
-    with open(table + ".tmp", "w", newline="") as f:
+    with open(table + f".{os.getpid()}.tmp", "w", newline="") as f:  # a name of its own: ranks may write at once
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    os.replace(table + ".tmp", table)
+    os.replace(table + f".{os.getpid()}.tmp", table)
 
     task = "10 classes, softmax" if args.classes == "all" else "0 vs 1, logistic"
     print(f"{args.dataset} {task} regression, B = 600, momentum 0.5, {args.runs} runs; {table}")

@@ -55,7 +55,8 @@ import subprocess
 import sys
 import time
 
-import grid_ranks
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # grid_ranks.py, also when loaded from elsewhere
+import grid_ranks  # noqa: E402
 
 import numpy as np
 
@@ -253,11 +254,11 @@ def run_setting(args, dataset, setting, out_dir, epochs, run=True):
 
 
 def write_csv(path, rows):
-    with open(path + ".tmp", "w", newline="") as f:
+    with open(path + f".{os.getpid()}.tmp", "w", newline="") as f:  # a name of its own: ranks may write at once
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    os.replace(path + ".tmp", path)
+    os.replace(path + f".{os.getpid()}.tmp", path)
 
 
 def gnuplot(script_path):
@@ -431,7 +432,8 @@ def run_grid(args, datasets, rank=0, ranks=1):
     taken = [i for i, is_mine in enumerate(mine) if is_mine]
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         done = dict(zip(taken, pool.map(task, [tasks[i] for i in taken])))
-    results = [done[i] if mine[i] else run_setting(args, dataset, setting, dataset_dir(args, dataset), epochs, run=False)
+    results = [done[i] if mine[i] else
+               run_setting(args, dataset, setting, dataset_dir(args, dataset), epochs, run=False)
                for i, (dataset, _, setting) in enumerate(tasks)]
     by_dataset = {dataset: [] for dataset in datasets}
     for (dataset, _, _), result in zip(tasks, results):
@@ -461,11 +463,11 @@ def analyse_dataset(args, dataset, results):
     crossings = analyse_crossings(args, out_dir, results)
     figure = plot_figure5(out_dir, dataset, rows, meta)
     montage, best = plot_montage(out_dir, dataset, rows, args)
-    with open(os.path.join(out_dir, "results.json.tmp"), "w") as f:
+    with open(os.path.join(out_dir, f"results.json.{os.getpid()}.tmp"), "w") as f:
         json.dump({"meta": meta, "runs": runs, "rows": rows, "crossings": crossings, "figure5": figure,
                    "montage": montage, "montage_setting": best["setting"], "perfect_privacy_mse": PERFECT_PRIVACY},
                   f, indent=1)
-    os.replace(os.path.join(out_dir, "results.json.tmp"), os.path.join(out_dir, "results.json"))
+    os.replace(os.path.join(out_dir, f"results.json.{os.getpid()}.tmp"), os.path.join(out_dir, "results.json"))
 
     print(f"\n{dataset}: ConvNet, n = {args.train_size}, test {args.test_size}, B = {args.batch_size}, "
           f"momentum {number(args.momentum)}, seed {args.seed}; {out_dir}")

@@ -50,7 +50,8 @@ import os
 import subprocess
 import sys
 
-import grid_ranks
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # grid_ranks.py, also when loaded from elsewhere
+import grid_ranks  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FILKIT = os.environ.get("FILKIT_BINARY", os.path.join(ROOT, "build", "filkit"))
