@@ -15,6 +15,9 @@ eps2 comes from filkit's RDP accountant (the order-2 RDP of T steps of the sampl
 mechanism with noise multiplier sigma / 1.11524, since GELU clipping bounds ||g~|| by 1.11524 C).
 
 Usage: experiments/dpsgd_grid.py [--dataset mnist|fashion-mnist] [--classes all|0,1] [--quick]
+                                 [--rank R --ranks K] [--dry-run]
+K processes share the settings round robin (grid_ranks.py; also under `mpirun -np K` or a Slurm
+array); grid.csv is written by the one that finds every setting's summary present.
 Outputs go to ${FILKIT_OUT:-/tmp/filkit-experiments}/dpsgd_grid/<dataset>_<classes>/.
 """
 import argparse
@@ -24,6 +27,9 @@ import json
 import os
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # grid_ranks.py, also when loaded from elsewhere
+import grid_ranks  # noqa: E402
 
 GRID_DEFAULTS = {"steps": "100,300,1000", "sigma": "0.5,1,2,5,10", "step_size": "0.03,0.1", "clip": "1,4"}
 QUICK_GRID = {"steps": [100, 300], "sigma": [1, 5], "step_size": [0.1], "clip": [1]}
@@ -40,10 +46,18 @@ def pareto_front(rows, key):
     return set(front)
 
 
-def run_setting(binary, dataset, classes, setting, out_dir, runs, seed):
-    name = "T{steps}_sigma{sigma}_rho{step_size}_C{clip}".format(**setting)
+def setting_name(setting):
+    return "T{steps}_sigma{sigma}_rho{step_size}_C{clip}".format(**setting)
+
+
+def run_setting(binary, dataset, classes, setting, out_dir, runs, seed, run=True):
+    """The setting's row, after running it if its summary is missing and `run`; None if it is
+    missing and not `run` (another process's share)."""
+    name = setting_name(setting)
     summary_path = os.path.join(out_dir, name + ".json")
     if not os.path.exists(summary_path):
+        if not run:
+            return None
         model = "softmax" if classes == "all" else "logistic"
         command = [binary, "dpsgd", "--data", dataset, "--classes", classes, "--model", model,
                    "--batch-size", "600", "--momentum", "0.5", "--steps", str(setting["steps"]),
@@ -73,18 +87,32 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     here = os.path.dirname(os.path.abspath(__file__))
     parser.add_argument("--binary", default=os.path.join(here, "..", "build", "filkit"))
+    grid_ranks.add_arguments(parser)
     args = parser.parse_args()
+    rank, ranks = grid_ranks.rank_of(args, parser)
 
     out_dir = os.path.join(os.environ.get("FILKIT_OUT", "/tmp/filkit-experiments"), "dpsgd_grid",
                            args.dataset + "_" + args.classes.replace(",", ""))
-    os.makedirs(out_dir, exist_ok=True)
     grid = QUICK_GRID if args.quick else {
         axis: [float(v) if "." in v else int(v) for v in getattr(args, axis).split(",")] for axis in GRID_DEFAULTS}
     settings = [dict(zip(grid, values)) for values in itertools.product(*grid.values())]
+    share = grid_ranks.Share(rank, ranks)
+    mine = [share.takes(setting_name(setting)) for setting in settings]
+    if args.dry_run:  # this process's settings, one a line
+        print("\n".join(setting_name(setting) for setting, taken in zip(settings, mine) if taken))
+        return
+    os.makedirs(out_dir, exist_ok=True)
     rows = []
-    for k, setting in enumerate(settings):
-        print(f"[{k + 1}/{len(settings)}] {setting}", file=sys.stderr, flush=True)
-        rows.append(run_setting(args.binary, args.dataset, args.classes, setting, out_dir, args.runs, args.seed))
+    for k, (setting, taken) in enumerate(zip(settings, mine)):
+        if taken:
+            print(f"[{k + 1}/{len(settings)}] {setting}", file=sys.stderr, flush=True)
+        rows.append(run_setting(args.binary, args.dataset, args.classes, setting, out_dir, args.runs, args.seed,
+                                run=taken))
+    missing = sum(row is None for row in rows)
+    if missing:  # the other processes' settings still running: the last to finish writes the table
+        print(f"rank {rank} of {ranks}: done; {missing} of {len(rows)} settings not yet written by the others, "
+              f"so no grid.csv yet", file=sys.stderr)
+        return
 
     for key in ("rdp_bound", "max_dfil_bound", "median_dfil_bound"):
         front = pareto_front(rows, key)
@@ -92,11 +120,11 @@ def main():
             row["pareto_" + key] = int(i in front)
 
     table = os.path.join(out_dir, "grid.csv")
-    with open(table + ".tmp", "w", newline="") as f:
+    with open(table + f".{os.getpid()}.tmp", "w", newline="") as f:  # a name of its own: ranks may write at once
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    os.replace(table + ".tmp", table)
+    os.replace(table + f".{os.getpid()}.tmp", table)
 
     task = "10 classes, softmax" if args.classes == "all" else "0 vs 1, logistic"
     print(f"{args.dataset} {task} regression, B = 600, momentum 0.5, {args.runs} runs; {table}")

@@ -27,6 +27,9 @@ Usage:
   experiments/dpsgd_networks_grid.py --quick              # a smoke test (~15 s)
   experiments/dpsgd_networks_grid.py --runs 10            # the paper's 10 runs: intervals over runs (10x the time)
 Settings are sigma:C:rho triples. Runs whose JSON summary exists are reused (--force reruns them).
+K processes share the (dataset, setting) runs round robin: --rank R --ranks K, or K copies under
+`mpirun -np K` or a Slurm array (grid_ranks.py); the tables and figures are made by the one that
+finds every run's outputs present. --dry-run lists this process's runs.
 
 With --runs R > 1 (the paper averages 10 runs) every setting trains R runs and dFIL is the run average
 of the accounted traces. filkit reports bootstrap intervals of the max and median dFIL bounds per point
@@ -51,6 +54,9 @@ import shutil
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # grid_ranks.py, also when loaded from elsewhere
+import grid_ranks  # noqa: E402
 
 import numpy as np
 
@@ -176,9 +182,14 @@ def load_per_run_traces(table_path, runs):
     return traces
 
 
-def run_setting(args, dataset, setting, out_dir, epochs):
-    name = "sigma{}_C{}_rho{}".format(number(setting["sigma"]), number(setting["clip"]),
-                                      number(setting["step_size"]))
+def setting_name(setting):
+    return "sigma{}_C{}_rho{}".format(number(setting["sigma"]), number(setting["clip"]), number(setting["step_size"]))
+
+
+def run_setting(args, dataset, setting, out_dir, epochs, run=True):
+    """The setting's (name, command, summary, rows), after running it if its outputs are missing and
+    `run`; None if they are missing and not `run` (another process's share)."""
+    name = setting_name(setting)
     summary_path = os.path.join(out_dir, name + ".json")
     table_path = os.path.join(out_dir, name + ".csv")
     command = [args.binary, "dpsgd", "--model", "cnn", "--data", dataset,
@@ -194,7 +205,9 @@ def run_setting(args, dataset, setting, out_dir, epochs):
         command += ["--report-epochs", ",".join(number(e) for e in epochs)]
     command += ["--threads", str(args.threads)]
     wall = None
-    if args.force or not (os.path.exists(summary_path) and os.path.exists(table_path)):
+    if not run and not (os.path.exists(summary_path) and os.path.exists(table_path)):
+        return None
+    if run and (args.force or not (os.path.exists(summary_path) and os.path.exists(table_path))):
         start = time.time()
         with open(os.path.join(out_dir, name + ".log"), "w") as log:
             result = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT)
@@ -203,8 +216,9 @@ def run_setting(args, dataset, setting, out_dir, epochs):
             with open(os.path.join(out_dir, name + ".log")) as log:
                 sys.stderr.write(log.read())
             raise SystemExit(f"filkit dpsgd failed (exit {result.returncode}): {' '.join(command)}")
-        with open(os.path.join(out_dir, name + ".wall_seconds"), "w") as f:
+        with open(os.path.join(out_dir, name + ".wall_seconds.tmp"), "w") as f:
             f.write("%.1f\n" % wall)
+        os.replace(os.path.join(out_dir, name + ".wall_seconds.tmp"), os.path.join(out_dir, name + ".wall_seconds"))
     elif os.path.exists(os.path.join(out_dir, name + ".wall_seconds")):
         with open(os.path.join(out_dir, name + ".wall_seconds")) as f:
             wall = float(f.read())
@@ -240,11 +254,11 @@ def run_setting(args, dataset, setting, out_dir, epochs):
 
 
 def write_csv(path, rows):
-    with open(path + ".tmp", "w", newline="") as f:
+    with open(path + f".{os.getpid()}.tmp", "w", newline="") as f:  # a name of its own: ranks may write at once
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    os.replace(path + ".tmp", path)
+    os.replace(path + f".{os.getpid()}.tmp", path)
 
 
 def gnuplot(script_path):
@@ -389,11 +403,18 @@ def dataset_dir(args, dataset):
     return os.path.join(args.out_root, f"{dataset}_n{args.train_size}_B{args.batch_size}_T{args.steps}_seed{args.seed}")
 
 
-def run_grid(args, datasets):
-    """Every (dataset, setting) run, --jobs at a time; returns {dataset: [(name, command, summary, rows)]}."""
+def run_grid(args, datasets, rank=0, ranks=1):
+    """This process's share of the (dataset, setting) runs (grid_ranks.py), --jobs at a time; returns
+    {dataset: [(name, command, summary, rows)]}, None for a run another process has not yet written."""
     epochs = [float(e) for e in args.epochs.split(",")] if args.epochs else []
     settings = parse_settings(args.settings)
     tasks = [(dataset, k, setting) for dataset in datasets for k, setting in enumerate(settings)]
+    share = grid_ranks.Share(rank, ranks)
+    mine = [share.takes((dataset, setting_name(setting))) for dataset, _, setting in tasks]
+    if args.dry_run:  # this process's runs, one a line
+        print("\n".join(f"{dataset} {setting_name(setting)}" for (dataset, _, setting), taken in zip(tasks, mine)
+                        if taken))
+        return None
     for dataset in datasets:
         os.makedirs(dataset_dir(args, dataset), exist_ok=True)
     start = time.time()
@@ -408,8 +429,12 @@ def run_grid(args, datasets):
               file=sys.stderr, flush=True)
         return result
 
+    taken = [i for i, is_mine in enumerate(mine) if is_mine]
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        results = list(pool.map(task, tasks))
+        done = dict(zip(taken, pool.map(task, [tasks[i] for i in taken])))
+    results = [done[i] if mine[i] else
+               run_setting(args, dataset, setting, dataset_dir(args, dataset), epochs, run=False)
+               for i, (dataset, _, setting) in enumerate(tasks)]
     by_dataset = {dataset: [] for dataset in datasets}
     for (dataset, _, _), result in zip(tasks, results):
         by_dataset[dataset].append(result)
@@ -438,11 +463,11 @@ def analyse_dataset(args, dataset, results):
     crossings = analyse_crossings(args, out_dir, results)
     figure = plot_figure5(out_dir, dataset, rows, meta)
     montage, best = plot_montage(out_dir, dataset, rows, args)
-    with open(os.path.join(out_dir, "results.json.tmp"), "w") as f:
+    with open(os.path.join(out_dir, f"results.json.{os.getpid()}.tmp"), "w") as f:
         json.dump({"meta": meta, "runs": runs, "rows": rows, "crossings": crossings, "figure5": figure,
                    "montage": montage, "montage_setting": best["setting"], "perfect_privacy_mse": PERFECT_PRIVACY},
                   f, indent=1)
-    os.replace(os.path.join(out_dir, "results.json.tmp"), os.path.join(out_dir, "results.json"))
+    os.replace(os.path.join(out_dir, f"results.json.{os.getpid()}.tmp"), os.path.join(out_dir, "results.json"))
 
     print(f"\n{dataset}: ConvNet, n = {args.train_size}, test {args.test_size}, B = {args.batch_size}, "
           f"momentum {number(args.momentum)}, seed {args.seed}; {out_dir}")
@@ -531,15 +556,25 @@ def main():
                         help="directory holding the filkit Python module")
     parser.add_argument("--out-root", default=os.path.join(os.environ.get("FILKIT_OUT", "/tmp/filkit-experiments"),
                                                            "dpsgd_networks_grid"))
+    grid_ranks.add_arguments(parser)
     args = parser.parse_args()
+    rank, ranks = grid_ranks.rank_of(args, parser)
     if args.quick:
         for key, value in QUICK.items():
             setattr(args, key, value)
-    if shutil.which("gnuplot") is None:
+    if shutil.which("gnuplot") is None and not args.dry_run:
         raise SystemExit("gnuplot is needed for the figures")
     start = time.time()
     datasets = [d.strip() for d in args.datasets.split(",")]
-    for dataset, results in run_grid(args, datasets).items():
+    grid = run_grid(args, datasets, rank, ranks)
+    if grid is None:
+        return
+    missing = sum(result is None for results in grid.values() for result in results)
+    if missing:  # the other processes' runs still going: the last to finish makes the tables
+        print(f"rank {rank} of {ranks}: done; {missing} runs not yet written by the others, so no tables yet",
+              file=sys.stderr)
+        return
+    for dataset, results in grid.items():
         analyse_dataset(args, dataset, results)
     print(f"total {time.time() - start:.0f} s")
 

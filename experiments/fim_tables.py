@@ -38,17 +38,28 @@ also saves its state to <json>.state every --checkpoint-every private steps (def
 stopped midway resumes from its last saved step (filkit public-training --checkpoint), not from its start
 (pre-training, seeded, is repeated). The script prints mean (std) over the runs beside the thesis'
 numbers.
+
+K processes share the runs (each setting's seed and method) round robin: --rank R --ranks K, or K
+copies under `mpirun -np K` or a Slurm array (grid_ranks.py); each skips the runs whose JSON exists
+and prints the tables once every run is present. --dry-run lists this process's runs (their JSONs).
 """
 import argparse
+import contextlib
 import json
 import os
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # grid_ranks.py, also when loaded from elsewhere
+import grid_ranks  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FILKIT = os.environ.get("FILKIT_BINARY", os.path.join(ROOT, "build", "filkit"))
 # The runs' JSONs (a few kB each) are kept in the repository, experiments/results/fim/ by default,
 # so that an experiment longer than one sitting resumes on another machine from what was committed.
+SHARE = grid_ranks.Share(0, 1)  # main's: this process's share of the runs (grid_ranks.py)
+DRY_RUN_LIST = sys.stdout  # where --dry-run lists them (the tables, of nothing, go nowhere)
+LISTED = set()
 OUT = os.path.join(os.environ.get("FILKIT_OUT", os.path.join(ROOT, "experiments", "results")), "fim")
 
 
@@ -152,8 +163,16 @@ def run_one(directory, settings, args, seed, method):
     command = " ".join(flag for flag in flags if flag != "--quiet")
     if method != "sgd" and settings.get("gradient-model") != "conditional" and args.checkpoint_every > 0:
         flags += ["--checkpoint", path + ".state", "--checkpoint-every", str(args.checkpoint_every)]
-    if not args.again and os.path.exists(path) and os.path.exists(path + ".flags") \
-            and deciding(open(path + ".flags").read()) == deciding(command):
+    done = os.path.exists(path) and os.path.exists(path + ".flags") \
+        and deciding(open(path + ".flags").read()) == deciding(command)
+    if not SHARE.takes(path):  # another process's run: its JSON, once written
+        return json.load(open(path)) if done else None
+    if args.dry_run:
+        if path not in LISTED:  # fig32 meets table31's runs once a lambda
+            LISTED.add(path)
+            print(path, file=DRY_RUN_LIST)
+        return None
+    if not args.again and done:
         return json.load(open(path))
     print(command, file=sys.stderr, flush=True)
     subprocess.run(flags, check=True)
@@ -229,6 +248,8 @@ def run(name, settings, args, experiment=None, fim_only=None):
 
     methods = args.methods.split(",")
     runs = {m: runs_of(m) for m in methods}
+    if any(summary is None for m in methods for summary in runs[m]):
+        return None  # some runs are other processes' (grid_ranks.py) and not yet written
     first = runs[methods[0]][0]
     combined = {"settings": {"runs": args.runs, "seeds": [args.seed + r for r in range(args.runs)]},
                 "n_public": first["n_public"], "n_private": first["n_private"],
@@ -255,6 +276,9 @@ def thesis_cell(pair):
 
 
 def print_table(summary, thesis, epsilon):
+    if summary is None:
+        print("(not every run is written yet: the other processes' are still going)")
+        return
     rows = [("pretrain", summary["pretrain"], None)] + [(m["method"], m, m) for m in summary["methods"]]
     print(f"eps: filkit {next((m['rdp_epsilon'] for m in summary['methods'] if 'rdp_epsilon' in m), float('nan')):.4f}"
           f", thesis {epsilon}; runs: {summary['settings']['runs']}; n public {summary['n_public']}, "
@@ -336,7 +360,18 @@ def main():
                              "in filkit's cache; its runs are seedS-METHOD-thesis-examples.json")
     parser.add_argument("--reference-logit", dest="reference_logit", action="store_true",
                         help="hold the last class's logit at 0 (table34: the thesis' one-logit binary model)")
+    grid_ranks.add_arguments(parser)
     args = parser.parse_args()
+    global SHARE
+    SHARE = grid_ranks.Share(*grid_ranks.rank_of(args, parser))
+    if args.dry_run:
+        with open(os.devnull, "w") as nowhere, contextlib.redirect_stdout(nowhere):
+            print_experiment(args, parser)
+    else:
+        print_experiment(args, parser)
+
+
+def print_experiment(args, parser):
     if args.thesis_examples and args.experiment != "table34":
         parser.error("--thesis-examples: only table34 (the other tables' examples are already the thesis' "
                      "with --public-split first)")
@@ -363,6 +398,9 @@ def main():
             summary = run("table31", settings, args, "table31") if settings == TABLE31 else \
                 run(f"{key}={value}", settings, args,
                     fim_only=("table31", TABLE31, "table31") if key == "lambda" else None)
+            if summary is None:
+                print(f"| {value} | not every run is written yet: the other processes' are still going |")
+                continue
             eps = next((m["rdp_epsilon"] for m in summary["methods"] if "rdp_epsilon" in m), float("nan"))
             print(f"| {value} | {eps:.4f} | pretrain | {cell(summary['pretrain']['test_accuracy'])} | - | - | - |")
             for m in summary["methods"]:

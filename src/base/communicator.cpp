@@ -278,6 +278,35 @@ void Communicator::stop_all_if(std::exception_ptr problem) const {
   std::rethrow_exception(problem);
 }
 
+void stop_all_if_any_failed(std::exception_ptr failed, const Communicator& comm, const std::function<void()>& at_root,
+                            const std::function<std::string(const std::string& messages)>& root_message) {
+  if (comm.all(!failed)) return;
+  std::string error;  // "rank r: what()" of this rank's error, for rank 0's message
+  if (failed) {
+    try {
+      std::rethrow_exception(failed);
+    } catch (const std::exception& caught) {
+      error = "rank " + std::to_string(comm.rank()) + ": " + caught.what();
+    } catch (...) {
+      error = "rank " + std::to_string(comm.rank()) + ": an exception that is not a std::exception";
+    }
+  }
+  const std::vector<std::string> errors = comm.gather(error);
+  if (comm.is_root() && at_root) {
+    try {
+      at_root();
+    } catch (...) {  // the work's error is the one reported
+    }
+  }
+  comm.all(true);  // rank 0 is done: the failing ranks may now end every rank
+  if (failed) std::rethrow_exception(failed);
+  if (!comm.is_root()) throw StoppedWithRankZero();
+  std::string messages;
+  for (const std::string& text : errors)
+    if (!text.empty()) messages += (messages.empty() ? "" : "; ") + text;
+  throw ResourceError(root_message(messages));
+}
+
 void Communicator::sum(Eigen::Ref<MatrixXd> values) const {
   if (size_ == 1) return;
   if (values.outerStride() != values.rows()) {  // not contiguous: through a copy

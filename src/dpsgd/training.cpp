@@ -400,41 +400,47 @@ std::optional<Index> train_remaining_runs(const TrainingRuns& r, ResumeState& st
   return std::nullopt;
 }
 
-/// The snapshots of `result` from the summed accounting of every run (rank 0, after the gather):
-/// the mean trace and its standard error over runs, the bootstrap intervals of max and median
-/// dFIL, the accuracies and the privacy spent.
-void summarise_snapshots(const TrainingRuns& r, ResumeState& state, DpSgdResult& result) {
-  const DpSgdOptions& options = r.options;
+/// Snapshot `snapshot` of `result` from its per-run traces (fisher_trace_per_run, R x n) and
+/// accuracies, set by the caller, and the runs' summed spectral norms and times sampled: the mean
+/// trace and its standard error over runs, the bootstrap intervals of max and median dFIL and the
+/// privacy spent. Returns the bootstrap's seconds.
+double summarise_snapshot(DpSgdSnapshot& snapshot, const DpSgdOptions& options, const DpSgdResult& result,
+                          const VectorXd& spectral_sum, const VectorXd& sampled_sum) {
   const double runs = options.runs;
-  result.bootstrap_seed = bootstrap_seed(options);
   const auto dfil_of_trace = [d = static_cast<double>(result.private_dims)](double trace) {
     return std::sqrt(trace / d);
   };
+  snapshot.private_dims = result.private_dims;
+  snapshot.epoch = static_cast<double>(snapshot.step) * result.sampling_rate;
+  snapshot.fisher_trace = mean_over_runs(snapshot.fisher_trace_per_run);
+  snapshot.fisher_trace_standard_error = standard_error_of_mean(snapshot.fisher_trace_per_run, snapshot.fisher_trace);
+  snapshot.fisher_spectral = spectral_sum / runs;
+  require_finite(snapshot.dfil(result.private_dims), "accounting (step " + std::to_string(snapshot.step) + ")",
+                 "dFIL of an example",
+                 "the accounted Fisher information overflows: clip_norm x noise_multiplier "
+                 "may be too small, or steps too many");
+  const auto bootstrap_start = std::chrono::steady_clock::now();
+  snapshot.dfil_over_runs = bootstrap_over_runs(snapshot.fisher_trace_per_run, dfil_of_trace, options.confidence_level,
+                                                options.bootstrap_resamples, result.bootstrap_seed);
+  const double bootstrap_seconds = seconds_since(bootstrap_start);
+  snapshot.times_sampled = sampled_sum / runs;
+  account_snapshot(snapshot, options, result.sampling_rate);
+  return bootstrap_seconds;
+}
+
+/// The snapshots of `result` from the summed accounting of every run (rank 0, after the gather).
+void summarise_snapshots(const TrainingRuns& r, ResumeState& state, DpSgdResult& result) {
+  result.bootstrap_seed = bootstrap_seed(r.options);
   result.snapshots.resize(r.steps.size());
   double bootstrap_seconds = 0.0;
   for (std::size_t c = 0; c < r.steps.size(); ++c) {
     DpSgdSnapshot& snapshot = result.snapshots[c];
     snapshot.step = r.steps[c];
-    snapshot.private_dims = result.private_dims;
-    snapshot.epoch = static_cast<double>(r.steps[c]) * result.sampling_rate;
     snapshot.fisher_trace_per_run = rows_of(state.sums[c].trace_per_run, r.n);
     state.sums[c].trace_per_run.clear();  // held once
-    snapshot.fisher_trace = mean_over_runs(snapshot.fisher_trace_per_run);
-    snapshot.fisher_trace_standard_error = standard_error_of_mean(snapshot.fisher_trace_per_run, snapshot.fisher_trace);
-    snapshot.fisher_spectral = state.sums[c].spectral / runs;
-    require_finite(snapshot.dfil(result.private_dims), "accounting (step " + std::to_string(r.steps[c]) + ")",
-                   "dFIL of an example",
-                   "the accounted Fisher information overflows: clip_norm x noise_multiplier "
-                   "may be too small, or steps too many");
-    const auto bootstrap_start = std::chrono::steady_clock::now();
-    snapshot.dfil_over_runs =
-        bootstrap_over_runs(snapshot.fisher_trace_per_run, dfil_of_trace, options.confidence_level,
-                            options.bootstrap_resamples, result.bootstrap_seed);
-    bootstrap_seconds += seconds_since(bootstrap_start);
-    snapshot.times_sampled = state.sums[c].sampled / runs;
     snapshot.train_accuracy = state.train_accuracy[c];
     snapshot.test_accuracy = state.test_accuracy[c];
-    account_snapshot(snapshot, options, result.sampling_rate);
+    bootstrap_seconds += summarise_snapshot(snapshot, r.options, result, state.sums[c].spectral, state.sums[c].sampled);
   }
   result.seconds["evaluation"] = state.evaluation_seconds;
   result.seconds["training"] = state.training_seconds;
@@ -508,6 +514,60 @@ DpSgdResult train_dpsgd_with_models(const Dataset& train, const Dataset& test, c
                                     const TrainableModelOfRun& model_of_run, bool progress,
                                     const std::string& progress_label, CheckpointWhenDone when_done) {
   return train_runs(train, test, options, progress, when_done, &model_of_run, progress_label, Communicator::local());
+}
+
+std::uint64_t seed_of_run_alone(const DpSgdOptions& options, int run) {
+  // dpsgd_run_seed mixes the seed with splitmix64(run) by exclusive or, which undoes itself.
+  return options.seed ^ splitmix64(static_cast<std::uint64_t>(run)) ^ splitmix64(0);
+}
+
+DpSgdResult combine_runs(const std::vector<DpSgdResult>& runs, const DpSgdOptions& options) {
+  if (runs.size() != static_cast<std::size_t>(options.runs))
+    throw std::logic_error("combine_runs: " + std::to_string(runs.size()) + " results for " +
+                           std::to_string(options.runs) + " runs");
+  const DpSgdResult& first = runs.front();
+  for (const DpSgdResult& run : runs)
+    if (!run.complete || run.parameters.size() != 1 || run.snapshots.size() != first.snapshots.size())
+      throw std::logic_error("combine_runs: every result must be one complete run with the same snapshots");
+  DpSgdResult result = first;  // the constants of the data and options, the same for every run
+  result.run_seeds.clear();
+  result.parameters.clear();
+  result.models.clear();
+  result.seconds.clear();
+  result.steps_done = 0;
+  result.resumed = false;
+  result.bootstrap_seed = bootstrap_seed(options);
+  for (const DpSgdResult& run : runs) {
+    result.run_seeds.insert(result.run_seeds.end(), run.run_seeds.begin(), run.run_seeds.end());
+    result.parameters.push_back(run.parameters.front());
+    result.models.insert(result.models.end(), run.models.begin(), run.models.end());
+    for (const auto& [name, seconds] : run.seconds) result.seconds[name] += seconds;
+    result.steps_done += run.steps_done;
+  }
+  for (std::size_t c = 0; c < result.snapshots.size(); ++c) {
+    DpSgdSnapshot& snapshot = result.snapshots[c];
+    const Index n = first.snapshots[c].fisher_trace_per_run.cols();
+    // The sums of one call, formed in its order: from zero, run after run (a single run's
+    // fisher_spectral and times_sampled are its sums divided by 1, exactly).
+    VectorXd spectral = VectorXd::Zero(n), sampled = VectorXd::Zero(n);
+    snapshot.fisher_trace_per_run.resize(options.runs, n);
+    snapshot.train_accuracy.clear();
+    snapshot.test_accuracy.clear();
+    for (std::size_t r = 0; r < runs.size(); ++r) {
+      const DpSgdSnapshot& alone = runs[r].snapshots[c];
+      if (alone.step != snapshot.step || alone.fisher_trace_per_run.rows() != 1 ||
+          alone.fisher_trace_per_run.cols() != n)
+        throw std::logic_error("combine_runs: run " + std::to_string(r) + "'s snapshot " + std::to_string(c) +
+                               " differs in step or size");
+      snapshot.fisher_trace_per_run.row(static_cast<Index>(r)) = alone.fisher_trace_per_run.row(0);
+      spectral += alone.fisher_spectral;
+      sampled += alone.times_sampled;
+      snapshot.train_accuracy.push_back(alone.train_accuracy.front());
+      snapshot.test_accuracy.push_back(alone.test_accuracy.front());
+    }
+    summarise_snapshot(snapshot, options, result, spectral, sampled);
+  }
+  return result;
 }
 
 }  // namespace filkit

@@ -2,6 +2,8 @@
 #include "filkit/jobs/task.hpp"
 
 #include "filkit/base/checks.hpp"
+#include "filkit/base/communicator.hpp"
+#include "filkit/base/errors.hpp"
 #include "filkit/base/io.hpp"
 #include "filkit/base/options.hpp"
 #include "filkit/base/resources.hpp"
@@ -10,6 +12,7 @@
 #include "filkit/base/summary.hpp"
 #include "filkit/dpsgd/clipped_gradient.hpp"
 #include "filkit/privacy/step_privacy.hpp"
+#include "dpsgd/trainable_models.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -19,6 +22,7 @@
 #include <iomanip>
 #include <ostream>
 #include <sstream>
+#include <utility>
 
 namespace filkit {
 
@@ -130,12 +134,216 @@ MethodSummary summarize_method(const MethodResult& m, const DpSgdOptions& phase)
   return s;
 }
 
+/// A unit of the work on MPI ranks: run `run` of the methods `methods` (indices into the options').
+struct RunUnit {
+  int run = 0;
+  std::vector<std::size_t> methods;
+};
+
+/// The units of `training` over `ranks` ranks, in order, and the rank of each. Unit 0, rank 0's, is
+/// run 0 of every method: its result holds what every run shares (the counts, the privacy spent,
+/// run 0's frozen coordinates) and the others' results are laid into a copy of it. Then each
+/// further run of each method, fim's first (its gradient model trains before every private step:
+/// the costliest), each method's runs in order, handed out round robin from rank 1. Which rank
+/// trains a run changes nothing in it: its streams are those of the run (seed_of_run_alone).
+std::vector<std::pair<RunUnit, int>> units_over_ranks(const PublicDataTrainingOptions& training, int ranks) {
+  const std::size_t methods = training.methods.size();
+  RunUnit first;
+  for (std::size_t k = 0; k < methods; ++k) first.methods.push_back(k);
+  std::vector<std::pair<RunUnit, int>> units{{first, 0}};
+  std::vector<std::size_t> order;  // fim first, then the others as given
+  for (std::size_t k = 0; k < methods; ++k)
+    if (training.methods[k] == PrivateTrainingMethod::kFim) order.push_back(k);
+  for (std::size_t k = 0; k < methods; ++k)
+    if (training.methods[k] != PrivateTrainingMethod::kFim) order.push_back(k);
+  for (std::size_t k : order)
+    for (int run = 1; run < training.private_phase.runs; ++run)
+      units.push_back({RunUnit{run, {k}}, static_cast<int>(units.size() % static_cast<std::size_t>(ranks))});
+  return units;
+}
+
+/// Numbers a rank sends rank 0, each vector after its length.
+class Packed {
+ public:
+  void put(double value) { values_.push_back(value); }
+  void put(const VectorXd& vector) {
+    put(static_cast<double>(vector.size()));
+    values_.insert(values_.end(), vector.data(), vector.data() + vector.size());
+  }
+  void put(const std::vector<double>& vector) { put(Eigen::Map<const VectorXd>(vector.data(), std::ssize(vector))); }
+  VectorXd vector() const { return Eigen::Map<const VectorXd>(values_.data(), std::ssize(values_)); }
+
+ private:
+  std::vector<double> values_;
+};
+
+class Unpacked {
+ public:
+  explicit Unpacked(VectorXd values) : values_(std::move(values)) {}
+  bool done() const { return at_ == values_.size(); }
+  double take() {
+    if (at_ >= values_.size()) throw std::logic_error("public-training: a rank's results end early");
+    return values_(at_++);
+  }
+  VectorXd take_vector() {
+    const auto size = static_cast<Index>(take());
+    if (size < 0 || at_ + size > values_.size()) throw std::logic_error("public-training: a rank's results end early");
+    VectorXd vector = values_.segment(at_, size);
+    at_ += size;
+    return vector;
+  }
+  std::vector<double> take_values() {
+    const VectorXd vector = take_vector();
+    return {vector.data(), vector.data() + vector.size()};
+  }
+
+ private:
+  VectorXd values_;
+  Index at_ = 0;
+};
+
+/// What run `unit.run` of method `unit.methods[0]` adds to the run-0 result: its pre-training,
+/// its final parameters, each snapshot's traces, sums and accuracies, and fim's diagnostics.
+void pack_unit(const PublicDataTrainingResult& trained, Packed& out) {
+  out.put(trained.pretrain_test_accuracy.front());
+  out.put(trained.pretrain_train_accuracy.front());
+  out.put(trained.pretrain_parameters.front());
+  const MethodResult& m = trained.methods.front();
+  out.put(trained.seconds.at("pretrain"));
+  out.put(trained.seconds.at(to_string(m.method)));
+  out.put(m.training.parameters.front());
+  for (const DpSgdSnapshot& snapshot : m.training.snapshots) {
+    out.put(snapshot.fisher_trace_per_run.rows() == 1 ? VectorXd(snapshot.fisher_trace_per_run.row(0).transpose())
+                                                      : VectorXd());
+    out.put(snapshot.fisher_spectral);
+    out.put(snapshot.times_sampled);
+    out.put(snapshot.train_accuracy.front());
+    out.put(snapshot.test_accuracy.front());
+  }
+  out.put(static_cast<double>(m.perturbation_cosine.size()));
+  for (const std::vector<double>& values : m.perturbation_cosine) out.put(values);
+  out.put(static_cast<double>(m.gradient_model_loss.size()));
+  for (const std::vector<double>& values : m.gradient_model_loss) out.put(values);
+  out.put(static_cast<double>(m.vector_norms.size()));
+  for (const std::vector<VectorNorms>& run : m.vector_norms) {
+    std::vector<double> values;
+    for (const VectorNorms& n : run) values.insert(values.end(), {n.base, n.perturbation, n.released});
+    out.put(values);
+  }
+  out.put(static_cast<double>(m.fisher_term_sum.size()));
+  for (const VectorXd& values : m.fisher_term_sum) out.put(values);
+}
+
+/// pack_unit's numbers laid into `run`, a copy of the run-0 result, for method `k` of run `run_index`.
+void unpack_unit(Unpacked& in, PublicDataTrainingResult& run, std::size_t k, int run_index, const DpSgdOptions& phase) {
+  run.pretrain_test_accuracy = {in.take()};
+  run.pretrain_train_accuracy = {in.take()};
+  run.pretrain_parameters = {in.take_vector()};
+  MethodResult& m = run.methods[k];
+  run.seconds["pretrain"] = in.take();
+  run.seconds[to_string(m.method)] = in.take();
+  DpSgdResult& training = m.training;
+  training.parameters = {in.take_vector()};
+  const VectorXd& w = training.parameters.front();
+  if (!training.models.empty()) {  // the GLM of these parameters, as the run's trainer forms it
+    Model& model = training.models.front();
+    model.weights = Eigen::Map<const MatrixXd>(w.data(), model.weights.rows(), model.weights.cols());
+  }
+  if (!training.run_seeds.empty()) training.run_seeds = {dpsgd_run_seed(phase, run_index)};
+  for (DpSgdSnapshot& snapshot : training.snapshots) {
+    const VectorXd trace = in.take_vector();
+    if (trace.size() > 0) snapshot.fisher_trace_per_run = trace.transpose();
+    snapshot.fisher_spectral = in.take_vector();
+    snapshot.times_sampled = in.take_vector();
+    snapshot.train_accuracy = {in.take()};
+    snapshot.test_accuracy = {in.take()};
+  }
+  const auto runs = [&in] { return static_cast<std::size_t>(in.take()); };
+  m.perturbation_cosine.resize(runs());
+  for (std::vector<double>& values : m.perturbation_cosine) values = in.take_values();
+  m.gradient_model_loss.resize(runs());
+  for (std::vector<double>& values : m.gradient_model_loss) values = in.take_values();
+  m.vector_norms.resize(runs());
+  for (std::vector<VectorNorms>& norms : m.vector_norms) {
+    const std::vector<double> values = in.take_values();
+    norms.clear();
+    for (std::size_t t = 0; t + 2 < values.size(); t += 3) norms.push_back({values[t], values[t + 1], values[t + 2]});
+  }
+  m.fisher_term_sum.resize(runs());
+  for (VectorXd& values : m.fisher_term_sum) values = in.take_vector();
+}
+
+/// train_with_public_data's result on the ranks of `comm` (docs/distributed.md): the runs of the
+/// methods spread over the ranks (units_over_ranks), each trained whole by one rank as a call of
+/// one run (seed_of_run_alone), an all-reduce after each so that a failing rank ends the job, and
+/// rank 0 gathering the runs' results in order (combine_runs): one call's result, bit for bit. The
+/// other ranks return an empty result.
+PublicDataTrainingResult train_on_ranks(const PublicPrivateSplit& split, const Dataset& test,
+                                        const PublicDataTrainingOptions& training, bool progress,
+                                        const Communicator& comm) {
+  const std::vector<std::pair<RunUnit, int>> units = units_over_ranks(training, comm.size());
+  std::vector<std::size_t> mine;
+  std::vector<std::size_t> per_rank(static_cast<std::size_t>(comm.size()), 0);
+  for (std::size_t j = 0; j < units.size(); ++j) {
+    if (units[j].second == comm.rank()) mine.push_back(j);
+    ++per_rank[static_cast<std::size_t>(units[j].second)];
+  }
+  const std::size_t rounds = *std::max_element(per_rank.begin(), per_rank.end());
+  Progress bar("public-training runs", static_cast<std::int64_t>(units.size()), !progress || !comm.is_root());
+  std::vector<PublicDataTrainingResult> trained;  // of this rank's units, in order
+  for (std::size_t round = 0; round < rounds; ++round) {
+    std::exception_ptr failed;
+    if (round < mine.size()) {
+      const RunUnit& unit = units[mine[round]].first;
+      PublicDataTrainingOptions one = training;
+      one.private_phase.runs = 1;
+      one.private_phase.seed = seed_of_run_alone(training.private_phase, unit.run);
+      one.methods.clear();
+      for (std::size_t k : unit.methods) one.methods.push_back(training.methods[k]);
+      try {
+        trained.push_back(train_with_public_data(split.public_part, split.private_part, test, one, false));
+      } catch (...) {
+        failed = std::current_exception();
+      }
+    }
+    stop_all_if_any_failed(failed, comm, nullptr, [](const std::string& messages) {
+      return "public-training: a run failed on another rank (" + messages + ")";
+    });
+    std::int64_t done = 0;  // units of this round over all ranks
+    for (std::size_t count : per_rank) done += count > round ? 1 : 0;
+    bar.advance(done);
+  }
+  bar.finish();
+  // Rank 0 gathers every unit but its first, as (unit, numbers).
+  Packed packed;
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    if (mine[i] == 0) continue;
+    packed.put(static_cast<double>(mine[i]));
+    pack_unit(trained[i], packed);
+  }
+  Unpacked gathered(comm.gather(packed.vector()));
+  if (!comm.is_root()) return {};
+  const DpSgdOptions phase = resolved_private_phase(training, trained.front().n_private);
+  std::vector<PublicDataTrainingResult> runs(static_cast<std::size_t>(training.private_phase.runs), trained.front());
+  while (!gathered.done()) {
+    const RunUnit& unit = units.at(static_cast<std::size_t>(gathered.take())).first;
+    unpack_unit(gathered, runs[static_cast<std::size_t>(unit.run)], unit.methods.front(), unit.run, phase);
+  }
+  return combine_runs(runs, training);
+}
+
 }  // namespace
 
 PublicTrainingJobResult run_public_training(const PublicTrainingJobOptions& requested, bool progress) {
   requested.validate();
   const std::string& checkpoint = requested.training.private_phase.checkpoint_path;  // before the work
   if (!checkpoint.empty()) check_output_path("checkpoint", checkpoint);
+  if (!checkpoint.empty() && Communicator::world().distributed())
+    throw OptionError::with_text(
+        "checkpoint", option_name("checkpoint") + " " + checkpoint +
+                          ": public-training resumes on one process only; on several MPI ranks each run is trained "
+                          "whole by one rank and a failure loses the runs in flight (docs/distributed.md): leave " +
+                          option_name("checkpoint") + " out, or run without mpirun");
   PublicTrainingJobResult result;
   result.options = requested;
   // Networks (model other than softmax) use every class unless classes says otherwise; so does softmax here.
@@ -152,9 +360,15 @@ PublicTrainingJobResult run_public_training(const PublicTrainingJobOptions& requ
   // The autos the private part decides (kappa_delta, trace, probes), recorded as used.
   result.options.training.private_phase = resolved_private_phase(options.training, result.split.private_part.n());
   const StageScope stage("training with public data");
-  // The resume file is kept until the outputs are written (outputs_written).
-  result.training = train_with_public_data(result.split.public_part, result.split.private_part, result.data.test,
-                                           result.options.training_options(), progress, CheckpointWhenDone::kKeep);
+  const Communicator& comm = Communicator::world();
+  if (comm.distributed()) {
+    result.training = train_on_ranks(result.split, result.data.test, result.options.training_options(), progress, comm);
+    if (!comm.is_root()) return result;
+  } else {
+    // The resume file is kept until the outputs are written (outputs_written).
+    result.training = train_with_public_data(result.split.public_part, result.split.private_part, result.data.test,
+                                             result.options.training_options(), progress, CheckpointWhenDone::kKeep);
+  }
   for (const auto& [name, seconds] : result.training.seconds) result.seconds[name] = seconds;
   if (!result.training.complete) return result;
   for (const MethodResult& m : result.training.methods)

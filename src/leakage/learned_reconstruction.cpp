@@ -417,36 +417,6 @@ void check_shadow_model(Index model, const VectorXd& w, ParameterCount& expected
     throw NumericalError("learned attack: shadow model " + std::to_string(model) + " has non-finite parameters");
 }
 
-/// Ends every rank after an error in some rank's share of a wave (train_shadow_models' contract).
-[[noreturn]] void stop_after_failed_wave(const FirstException& failure, const KeptShadowModels& kept, Index gathered,
-                                         const Communicator& comm) {
-  std::string error;  // "rank r: what()" of this rank's error, for rank 0's message
-  if (failure.any()) {
-    try {
-      failure.rethrow_if_any();
-    } catch (const std::exception& caught) {
-      error = "rank " + std::to_string(comm.rank()) + ": " + caught.what();
-    } catch (...) {
-      error = "rank " + std::to_string(comm.rank()) + ": an exception that is not a std::exception";
-    }
-  }
-  const std::vector<std::string> errors = comm.gather(error);
-  if (comm.is_root() && kept.save) {
-    try {
-      kept.save();
-    } catch (...) {  // the training's error is the one reported; the store's own is lost
-    }
-  }
-  comm.all(true);  // rank 0 has saved: the failing ranks may now end every rank
-  failure.rethrow_if_any();
-  if (!comm.is_root()) throw StoppedWithRankZero();
-  std::string failed;
-  for (const std::string& text : errors)
-    if (!text.empty()) failed += (failed.empty() ? "" : "; ") + text;
-  throw ResourceError("learned attack: training a shadow model failed on another rank (" + failed + "); rank 0 had " +
-                      "gathered " + std::to_string(gathered) + " shadow models, kept by --shadow-models if given");
-}
-
 }  // namespace
 
 RowMatrix train_shadow_models(const Dataset& fixed, const Dataset& candidates, Index count, const ShadowTrainer& train,
@@ -487,7 +457,10 @@ RowMatrix train_shadow_models(const Dataset& fixed, const Dataset& candidates, I
       }
       bar.advance();
     });
-    if (!comm.all(!failure.any())) stop_after_failed_wave(failure, kept, gathered, comm);
+    stop_all_if_any_failed(failure.first(), comm, kept.save, [gathered](const std::string& messages) {
+      return "learned attack: training a shadow model failed on another rank (" + messages + "); rank 0 had " +
+             "gathered " + std::to_string(gathered) + " shadow models, kept by --shadow-models if given";
+    });
     // Rank 0 gathers the wave in model order (the shares are contiguous, in rank order), each
     // model as its parameter count and its parameters.
     Index size = 0;

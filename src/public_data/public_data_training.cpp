@@ -88,6 +88,62 @@ PublicDataTrainingResult train_with_public_data(const Dataset& public_part, cons
   return result;
 }
 
+PublicDataTrainingResult combine_runs(const std::vector<PublicDataTrainingResult>& runs,
+                                      const PublicDataTrainingOptions& options) {
+  if (runs.size() != static_cast<std::size_t>(options.private_phase.runs))
+    throw std::logic_error("combine_runs: " + std::to_string(runs.size()) + " results for " +
+                           std::to_string(options.private_phase.runs) + " runs");
+  for (const PublicDataTrainingResult& run : runs)
+    if (!run.complete || run.pretrain_parameters.size() != 1 || run.methods.size() != options.methods.size())
+      throw std::logic_error("combine_runs: every result must be one complete run of every method");
+  const PublicDataTrainingResult& first = runs.front();
+  PublicDataTrainingResult result;
+  result.n_public = first.n_public;
+  result.n_private = first.n_private;
+  result.num_classes = first.num_classes;
+  result.parameter_count = first.parameter_count;
+  for (const PublicDataTrainingResult& run : runs) {
+    result.pretrain_test_accuracy.push_back(run.pretrain_test_accuracy.front());
+    result.pretrain_train_accuracy.push_back(run.pretrain_train_accuracy.front());
+    result.pretrain_parameters.push_back(run.pretrain_parameters.front());
+    for (const auto& [name, seconds] : run.seconds) result.seconds[name] += seconds;
+  }
+  const DpSgdOptions phase = resolved_private_phase(options, first.n_private);
+  for (std::size_t k = 0; k < options.methods.size(); ++k) {
+    MethodResult m = first.methods[k];  // frozen and objective_terms: run 0's, as one call reports them
+    std::vector<DpSgdResult> trainings;
+    m.perturbation_cosine.clear();
+    m.gradient_model_loss.clear();
+    m.vector_norms.clear();
+    m.fisher_term_sum.clear();
+    for (const PublicDataTrainingResult& run : runs) {
+      const MethodResult& alone = run.methods[k];
+      if (alone.method != m.method) throw std::logic_error("combine_runs: the runs' methods differ in order");
+      trainings.push_back(alone.training);
+      const auto append = [](auto& all, const auto& one) { all.insert(all.end(), one.begin(), one.end()); };
+      append(m.perturbation_cosine, alone.perturbation_cosine);
+      append(m.gradient_model_loss, alone.gradient_model_loss);
+      append(m.vector_norms, alone.vector_norms);
+      append(m.fisher_term_sum, alone.fisher_term_sum);
+    }
+    if (m.method != PrivateTrainingMethod::kSgd) {
+      m.training = combine_runs(trainings, phase);
+    } else {  // sgd: each run's parameters and accuracies (its one snapshot), no accounting
+      DpSgdSnapshot& snapshot = m.training.snapshots.front();
+      snapshot.train_accuracy.clear();
+      snapshot.test_accuracy.clear();
+      m.training.parameters.clear();
+      for (const DpSgdResult& alone : trainings) {
+        snapshot.train_accuracy.push_back(alone.snapshots.front().train_accuracy.front());
+        snapshot.test_accuracy.push_back(alone.snapshots.front().test_accuracy.front());
+        m.training.parameters.push_back(alone.parameters.front());
+      }
+    }
+    result.methods.push_back(std::move(m));
+  }
+  return result;
+}
+
 VectorXd train_one_model(const Dataset& public_part, const Dataset& private_part,
                          const PublicDataTrainingOptions& options, PrivateTrainingMethod method) {
   if (options.private_phase.runs != 1)

@@ -8,7 +8,9 @@ the uninterrupted run's results, that a failing rank ends every rank with a clea
 jobs not yet sharded refuse to run on several ranks. `learned-attack`, whose shadow models are spread
 over the ranks and gathered at rank 0, must give byte-identical tables and summaries on 1, 2 and 3
 ranks, and its shadow-model store grown on some number of ranks and finished on another must be
-byte-identical to one grown on one process.
+byte-identical to one grown on one process. `public-training`, whose runs are spread over the ranks
+and gathered at rank 0, must likewise give byte-identical tables, models and summaries on 1, 2 and 3
+ranks.
 
 Sizes are small (a few hundred rows, a few steps): each case exercises the same sharding, sums and
 broadcasts as a full-size run, in seconds. ctest runs it in PARTS (one test each, --part), side by side.
@@ -105,9 +107,11 @@ PARTS = {
     # The learned attack on 1, 2, 3 ranks; its store grown and finished on different rank counts;
     # shadow models diverging on the ranks, and a rank killed mid-run (LibTorch: dpsgd, prune and fim release through the plugin).
     "learned-attack": ["learned-attack-ranks", "learned-attack-store", "learned-attack-errors"],
+    # public-training's runs spread over 1, 2, 3 ranks; a diverging run, --checkpoint and a killed rank on the ranks.
+    "public-training": ["public-training-ranks", "public-training-errors"],
 }
 CHECKS = ("disagreement", "resume", "errors", "learned-attack-ranks", "learned-attack-store",
-          "learned-attack-errors")
+          "learned-attack-errors", "public-training-ranks", "public-training-errors")
 assert sorted(sum(PARTS.values(), [])) == sorted([name for name, _ in SETTINGS] + list(CHECKS)), "PARTS"
 assert set(RANKS_OF) <= {name for name, _ in SETTINGS}, "RANKS_OF"
 
@@ -177,6 +181,8 @@ def check_disagreeing_ranks(filkit, mpirun, env, tmp):
     dpsgd = [filkit, "dpsgd", "--quiet", "--threads", "1", "--train-size", "300", "--batch-size", "50"]
     learned_attack = [filkit, "learned-attack", "--quiet", "--threads", "1", "--methods", "sgd", "--train-size", "300",
                       "--public-size", "50", "--fixed-size", "49", "--batch-size", "50", "--gradient-batch-size", "50"]
+    public_training = [filkit, "public-training", "--quiet", "--threads", "1", "--methods", "sgd", "--train-size", "300",
+                       "--steps", "2", "--pretrain-steps", "2"]
     cases = [  # (what, rank 0's command, rank 1's command, fragments of the message)
         ("data", measure + ["--data", a], measure + ["--data", b], ["--data is " + b + " on rank 1 but " + a]),
         ("data contents", ["--wdir", os.path.join(tmp, "a")] + measure + ["--data", "same.npz"],
@@ -192,6 +198,7 @@ def check_disagreeing_ranks(filkit, mpirun, env, tmp):
         ("steps", dpsgd + ["--steps", "10"], dpsgd + ["--steps", "20"], ["--steps is 20 on rank 1 but 10 on rank 0"]),
         ("shadow models", learned_attack + ["--train-shadow-models", "8"], learned_attack + ["--train-shadow-models", "9"],
          ["--train-shadow-models is 9 on rank 1 but 8 on rank 0"]),
+        ("runs", public_training + ["--runs", "2"], public_training + ["--runs", "3"], ["--runs is 3 on rank 1 but 2 on rank 0"]),
     ]
     failures = 0
     for what, first, second, fragments in cases:
@@ -263,21 +270,79 @@ def learned_attack_outputs(filkit, mpirun, env, tmp, name, ranks, shadow_models=
     return open(out, "rb").read(), open(extra, "rb").read(), result, ranks_recorded
 
 
-def check_learned_attack_ranks(filkit, mpirun, env, tmp):
-    """learned-attack on 1, 2 and 3 ranks: the same bytes as one process; returns the failures."""
-    reference = learned_attack_outputs(filkit, mpirun, env, tmp, "learned-serial", None)
+def check_byte_identical_on_ranks(job, outputs, rank_counts):
+    """`outputs(name, ranks)` (ranks None: one process) on each of `rank_counts` against one process:
+    the same table, further table and summary bytes, and the rank count recorded; returns the failures."""
+    reference = outputs(f"{job}-serial", None)
     failures = 0
-    for ranks in LEARNED_ATTACK_RANKS:
-        table, images, summary, recorded = learned_attack_outputs(filkit, mpirun, env, tmp, f"learned-{ranks}", ranks)
-        problems = [what for what, same in (("the table", table == reference[0]), ("the reconstructions", images == reference[1]),
+    for ranks in rank_counts:
+        table, extra, summary, recorded = outputs(f"{job}-{ranks}", ranks)
+        problems = [what for what, same in (("the table", table == reference[0]), ("the further table", extra == reference[1]),
                                             ("the summary", summary == reference[2]), ("mpi_ranks", recorded == ranks))
                     if not same]
+        if "the summary" in problems:
+            differing = [key for key in reference[2] if summary.get(key) != reference[2][key]]
+            problems[problems.index("the summary")] = "the summary (" + ", ".join(differing) + ")"
         if problems:
-            print(f"FAILED: learned-attack on {ranks} ranks differs from one process in " + ", ".join(problems))
+            print(f"FAILED: {job} on {ranks} ranks differs from one process in " + ", ".join(problems))
         else:
-            print(f"ok: learned-attack on {ranks} ranks: the table, reconstructions and summary are one process's bytes "
-                  f"(timings aside)")
+            print(f"ok: {job} on {ranks} ranks: the tables and summary are one process's bytes (timings aside)")
         failures += bool(problems)
+    return failures
+
+
+def check_learned_attack_ranks(filkit, mpirun, env, tmp):
+    """learned-attack on 1, 2 and 3 ranks: the same bytes as one process; returns the failures."""
+    return check_byte_identical_on_ranks(
+        "learned-attack", lambda name, ranks: learned_attack_outputs(filkit, mpirun, env, tmp, name, ranks),
+        LEARNED_ATTACK_RANKS)
+
+
+# public-training at a tiny size, every method (fim's gradient model a few steps), 3 runs of 6 steps
+# with a snapshot at step 4: on 2 and 3 ranks the 1 + 4 x 2 runs fall to the ranks differently.
+PUBLIC_TRAINING_FLAGS = ["public-training", "--quiet", "--threads", "1", "--methods", "sgd,dpsgd,prune,fim",
+                         "--train-size", "400", "--test-size", "100", "--runs", "3", "--steps", "6", "--batch-size", "50",
+                         "--report-epochs", "1", "--pretrain-steps", "5", "--pretrain-batch-size", "50",
+                         "--gradient-steps", "3", "--gradient-decay", "1", "--gradient-min-steps", "1",
+                         "--gradient-batch-size", "50"]
+PUBLIC_TRAINING_RANKS = (1, 2, 3)
+
+
+def public_training_outputs(filkit, mpirun, env, tmp, name, ranks):
+    """Runs PUBLIC_TRAINING_FLAGS (one process when ranks is None); returns its table's and models'
+    bytes, its summary less the timings and the rank count, and the rank count recorded."""
+    out, models, summary = (os.path.join(tmp, f"{name}{suffix}") for suffix in (".csv", "-models.csv", ".json"))
+    command = [filkit] + PUBLIC_TRAINING_FLAGS + ["--out", out, "--models-out", models, "--json", summary]
+    run(command if ranks is None else mpirun + ["-np", str(ranks)] + command, env)
+    result = json.load(open(summary))
+    ranks_recorded = result.pop("mpi_ranks")
+    result.pop("seconds")
+    return open(out, "rb").read(), open(models, "rb").read(), result, ranks_recorded
+
+
+def check_public_training_ranks(filkit, mpirun, env, tmp):
+    """public-training on 1, 2 and 3 ranks: the same bytes as one process; returns the failures."""
+    return check_byte_identical_on_ranks(
+        "public-training", lambda name, ranks: public_training_outputs(filkit, mpirun, env, tmp, name, ranks),
+        PUBLIC_TRAINING_RANKS)
+
+
+def check_public_training_errors(filkit, mpirun, env, tmp):
+    """On the ranks: diverging runs end the job with the error; --checkpoint is refused; a killed
+    rank ends the job. Returns the failures."""
+    diverging = [filkit] + PUBLIC_TRAINING_FLAGS + ["--step-size", "1e300", "--clip-norm", "1e300"]
+    diverging[diverging.index("--methods") + 1] = "dpsgd"
+    failures = expect_failure(mpirun + ["-np", "2"] + diverging, env, "diverged",
+                              "runs diverging on the ranks end the public-training job")
+    one_method = [filkit] + PUBLIC_TRAINING_FLAGS + ["--checkpoint", os.path.join(tmp, "public.state")]
+    one_method[one_method.index("--methods") + 1] = "fim"  # a resume file holds one method
+    failures += expect_failure(mpirun + ["-np", "2"] + one_method, env,
+                               "public-training resumes on one process only",
+                               "public-training refuses --checkpoint on several ranks")
+    # 4 runs of 10^6 sgd steps: minutes of work, stopped after 4 s.
+    failures += check_dying_rank(filkit, mpirun, env, [
+        "public-training", "--quiet", "--threads", "1", "--methods", "sgd", "--train-size", "400", "--runs", "4",
+        "--pretrain-steps", "2", "--batch-size", "50", "--steps", "1000000"])
     return failures
 
 
@@ -504,6 +569,10 @@ def main():
             failures += check_learned_attack_ranks(args.filkit, mpirun, env, tmp)
         if "learned-attack-store" in checks:
             failures += check_learned_attack_store(args.filkit, mpirun, env, tmp)
+        if "public-training-ranks" in checks:
+            failures += check_public_training_ranks(args.filkit, mpirun, env, tmp)
+        if "public-training-errors" in checks:
+            failures += check_public_training_errors(args.filkit, mpirun, env, tmp)
         if "learned-attack-errors" in checks:
             # Every shadow model diverges: the ranks learn it at the end of the wave and stop.
             diverging = [args.filkit] + LEARNED_ATTACK_FLAGS + ["--train-shadow-models", "17", "--step-size", "1e300",

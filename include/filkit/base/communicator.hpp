@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <exception>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -95,6 +96,15 @@ class Communicator {
 /// rank's share of its `rows`: the shares are turned back into counts, which add exactly. On one
 /// process, `share` itself; NaN when no rank has a row. Collective.
 double share_over_ranks(double share, Index rows, const Communicator& comm);
+
+/// After a unit of work every rank did its share of (a wave of shadow models, a run): returns when
+/// it failed on no rank (`failed`: on this one; one all-reduce). Otherwise ends every rank:
+/// rank 0 gathers each failing rank's message ("rank r: what()"), runs `at_root` (saving what it
+/// holds, say; its own error is dropped), then the failing ranks throw their own error (each
+/// prints it and ends every rank), rank 0 when it did not fail throws a ResourceError of
+/// `root_message(the joined messages)`, and the others StoppedWithRankZero. Collective.
+void stop_all_if_any_failed(std::exception_ptr failed, const Communicator& comm, const std::function<void()>& at_root,
+                            const std::function<std::string(const std::string& messages)>& root_message);
 
 /// Whether this process was started by an MPI launcher (mpirun/mpiexec/srun set its rank in the
 /// environment).

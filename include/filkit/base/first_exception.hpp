@@ -15,6 +15,8 @@ class FirstException {
   }
   /// Whether one was captured. Call after the parallel region.
   bool any() const { return static_cast<bool>(first_); }
+  /// The one captured, or null. Call after the parallel region.
+  std::exception_ptr first() const { return first_; }
   /// Call after the parallel region.
   void rethrow_if_any() const {
     if (first_) std::rethrow_exception(first_);

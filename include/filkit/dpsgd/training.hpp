@@ -352,6 +352,18 @@ DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOp
                         CheckpointWhenDone when_done = CheckpointWhenDone::kRemove,
                         const Communicator& comm = Communicator::local());
 
+/// The seed that makes run 0 of a call run `run` of a call with `options` (seed_of_run_alone(o, r)
+/// as options.seed, runs 1: its run 0's seed is dpsgd_run_seed(o, r)), so that runs trained
+/// apart, on different MPI ranks say, are the runs of one call (docs/distributed.md).
+std::uint64_t seed_of_run_alone(const DpSgdOptions& options, int run);
+
+/// The result of one call with `options` (options.runs runs) from its runs trained apart, run r
+/// by a call of one run with seed_of_run_alone(options, r) (`runs`, in run order): the runs'
+/// traces, accuracies, parameters and seeds in order, and the summaries over runs (mean trace,
+/// standard errors, bootstrap intervals) formed as that call forms them, so bit for bit its result
+/// but for the timings (summed). Throws std::logic_error for results that are not such runs.
+DpSgdResult combine_runs(const std::vector<DpSgdResult>& runs, const DpSgdOptions& options);
+
 /// Every setting of the options, for the JSON outputs.
 nlohmann::json to_json(const DpSgdOptions& options);
 /// What a summary says about the sampler's accounting, or nullptr when nothing needs saying.

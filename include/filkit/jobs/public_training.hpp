@@ -146,6 +146,7 @@ struct PublicTrainingJob {
              "starts from, 0 sgd, 1 dpsgd, 2 prune, 3 fim), run, then w0..w{p-1}: " +
                  std::string(kModelParameterLayout)}};
   }
+  static constexpr bool runs_on_mpi_ranks = true;  // runs spread over the ranks (docs/distributed.md)
   static PublicTrainingJobResult run(const Options& options, bool progress) {
     return run_public_training(options, progress);
   }

@@ -107,6 +107,15 @@ PublicDataTrainingResult train_with_public_data(const Dataset& public_part, cons
                                                 bool progress = false,
                                                 CheckpointWhenDone when_done = CheckpointWhenDone::kRemove);
 
+/// The result of one train_with_public_data call with `options` (private_phase.runs = R) from its
+/// runs trained apart: `runs[r]` from a call of one run with private_phase.seed =
+/// seed_of_run_alone(private_phase, r) and the same methods, the same data (each of them on an
+/// MPI rank, say; docs/distributed.md). Bit for bit that call's result but for the timings
+/// (summed), frozen and objective_terms taken from run 0, as that call takes them. Throws
+/// std::logic_error for results that are not such runs.
+PublicDataTrainingResult combine_runs(const std::vector<PublicDataTrainingResult>& runs,
+                                      const PublicDataTrainingOptions& options);
+
 /// The final parameters of one run of one method trained on `private_part` (the learned attack's
 /// shadow models: same initialisation and procedure for every shadow data set). runs must be 1.
 VectorXd train_one_model(const Dataset& public_part, const Dataset& private_part,

@@ -1,0 +1,51 @@
+"""The experiments' grids shared among K processes (experiments/grid_ranks.py): with --dry-run each
+process lists its units; for K = 1, 2, 3 the lists of ranks 0..K-1 together are the grid's units,
+each once, in every grid script, whether the rank comes from --rank/--ranks, Open MPI's environment
+or a Slurm array's. Nothing is trained."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+EXPERIMENTS = os.path.join(os.path.dirname(__file__), "..", "..", "experiments")
+# (script and its arguments): the GLM grid, the ConvNet grid, the thesis' figure 3.1 and 3.2 runs.
+GRIDS = [
+    ["dpsgd_grid.py", "--quick"],
+    ["dpsgd_grid.py", "--steps", "100,300", "--sigma", "1,2,5", "--step-size", "0.1", "--clip", "1,4"],
+    ["dpsgd_networks_grid.py", "--settings", "1:1:0.1,2:1:0.1,5:8:0.1,0.5:8:0.03,1:4:0.01"],
+    ["fim_tables.py", "fig31"],
+    ["fim_tables.py", "fig32"],
+]
+
+
+def units(arguments, env=None, rank_flags=()):
+    done = subprocess.run([sys.executable, os.path.join(EXPERIMENTS, arguments[0])] + arguments[1:] +
+                          ["--dry-run"] + list(rank_flags), capture_output=True, text=True,
+                          env=dict(os.environ, **(env or {})), cwd=EXPERIMENTS, check=True)
+    return [line for line in done.stdout.splitlines() if line]
+
+
+@pytest.mark.parametrize("arguments", GRIDS, ids=lambda a: " ".join(a))
+def test_ranks_together_take_every_unit_once(arguments):
+    whole = units(arguments)
+    assert len(whole) == len(set(whole)) > 3
+    for ranks in (1, 2, 3):
+        shares = [units(arguments, rank_flags=("--rank", str(rank), "--ranks", str(ranks))) for rank in range(ranks)]
+        taken = [unit for share in shares for unit in share]
+        assert sorted(taken) == sorted(whole), f"{ranks} ranks"
+        assert max(map(len, shares)) - min(map(len, shares)) <= 1  # round robin
+
+
+def test_rank_from_open_mpi_or_slurm():
+    arguments = GRIDS[1]
+    flags = units(arguments, rank_flags=("--rank", "1", "--ranks", "3"))
+    assert units(arguments, env={"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "3"}) == flags
+    assert units(arguments, env={"SLURM_ARRAY_TASK_ID": "5", "SLURM_ARRAY_TASK_MIN": "4",
+                                 "SLURM_ARRAY_TASK_COUNT": "3"}) == flags
+
+
+def test_a_rank_outside_the_count_is_refused():
+    done = subprocess.run([sys.executable, os.path.join(EXPERIMENTS, "dpsgd_grid.py"), "--quick", "--dry-run",
+                           "--rank", "3", "--ranks", "3"], capture_output=True, text=True)
+    assert done.returncode != 0 and "--rank 3 --ranks 3" in done.stderr
