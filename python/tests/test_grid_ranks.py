@@ -49,3 +49,25 @@ def test_a_rank_outside_the_count_is_refused():
     done = subprocess.run([sys.executable, os.path.join(EXPERIMENTS, "dpsgd_grid.py"), "--quick", "--dry-run",
                            "--rank", "3", "--ranks", "3"], capture_output=True, text=True)
     assert done.returncode != 0 and "--rank 3 --ranks 3" in done.stderr
+
+
+@pytest.mark.skipif(not os.environ.get("FILKIT_BINARY"), reason="FILKIT_BINARY not set")
+def test_two_ranks_write_the_grid_one_process_writes(tmp_path):
+    """dpsgd_grid.py's 4-setting grid on MNIST 0 vs 1, run by one process and by ranks 0 and 1 of 2
+    (one after the other, each skipping the other's settings): the same settings' summaries and the
+    same grid.csv but for the seconds each run took."""
+    def grid(out, rank_flags):
+        for flags in rank_flags:
+            subprocess.run([sys.executable, os.path.join(EXPERIMENTS, "dpsgd_grid.py"), "--quick", "--classes", "0,1",
+                            "--runs", "1", "--binary", os.environ["FILKIT_BINARY"]] + flags,
+                           env=dict(os.environ, FILKIT_OUT=str(out)), capture_output=True, text=True, check=True)
+        folder = out / "dpsgd_grid" / "mnist_01"
+        with open(folder / "grid.csv") as f:
+            rows = [line.split(",") for line in f.read().splitlines()]
+        seconds = rows[0].index("seconds")
+        return [row[:seconds] + row[seconds + 1:] for row in rows], sorted(os.listdir(folder))
+
+    alone = grid(tmp_path / "one", [[]])
+    shared = grid(tmp_path / "two", [["--rank", "0", "--ranks", "2"], ["--rank", "1", "--ranks", "2"]])
+    assert alone == shared
+    assert len(alone[0]) == 5  # the header and the 4 settings
