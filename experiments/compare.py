@@ -116,21 +116,24 @@ def statistics(source):
 
 # ---- numbers as printed ---------------------------------------------------------------------------
 
+INTEGER_PART = r"(?:\d{1,3}(?:,\d{3})+|\d+)"  # digits, or thousands separated by commas ("12,665")
+
+
 def decimals(printed):
-    """Decimal places of a printed number ("0.0608" -> 4, "100" -> 0); None if not a plain decimal."""
-    m = re.fullmatch(r"\d+(?:\.(\d+))?", printed)
+    """Decimal places of a printed number ("0.0608" -> 4, "12,665" -> 0); None if not a plain decimal."""
+    m = re.fullmatch(INTEGER_PART + r"(?:\.(\d+))?", printed)
     return None if m is None else len(m.group(1) or "")
 
 
 def printed_number(printed):
-    """A printed number and the unit of its last digit: a plain decimal ("0.0608" -> 0.0608, 1e-4) or a
-    power of ten as the papers' texts flatten it, the exponent's superscript after "×10" ("2.5×106" ->
-    2.5e6, 1e5); None if neither."""
-    m = re.fullmatch(r"(\d+(?:\.(\d+))?)(?:×10(-?\d+))?", printed)
+    """A printed number and the unit of its last digit: a plain decimal ("0.0608" -> 0.0608, 1e-4;
+    "12,665" -> 12665, 1) or a power of ten as the papers' texts flatten it, the exponent's superscript
+    after "×10" ("2.5×106" -> 2.5e6, 1e5); None if neither."""
+    m = re.fullmatch("(" + INTEGER_PART + r"(?:\.(\d+))?)(?:×10(-?\d+))?", printed)
     if m is None:
         return None
     exponent = int(m.group(3) or 0)
-    return float(m.group(1)) * 10.0 ** exponent, 10.0 ** (exponent - len(m.group(2) or ""))
+    return float(m.group(1).replace(",", "")) * 10.0 ** exponent, 10.0 ** (exponent - len(m.group(2) or ""))
 
 
 def fmt(x, places):
