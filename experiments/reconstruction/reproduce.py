@@ -161,6 +161,10 @@ def extremes(rows):
     return [int(rows[i]["index"]) for i in order[:EXTREME_IMAGES]], [int(rows[i]["index"]) for i in order[-EXTREME_IMAGES:]]
 
 
+def pearson_log10(bound, mse, where):
+    return float(np.corrcoef(np.log10(bound[where]), np.log10(mse[where]))[0, 1])
+
+
 def run_attack():
     folder = os.path.join(RESULTS, "attack")
     outputs = [os.path.join(folder, f) for f in ("reconstruct.json", "scatter.csv", "reconstructions.csv", "attack.json")]
@@ -208,7 +212,9 @@ def run_attack():
         "min_log10_mse_over_bound_where_bound_below_perfect_privacy":
             float(np.log10(mse[below_line] / bound[below_line]).min()),
         "min_log10_mse_over_bound": float(np.log10(mse[finite] / bound[finite]).min()),
-        "pearson_log10_bound_log10_mse": float(np.corrcoef(np.log10(bound[finite]), np.log10(mse[finite]))[0, 1]),
+        "pearson_log10_bound_log10_mse": pearson_log10(bound, mse, finite),
+        "pearson_log10_bound_log10_mse_smallest_quarter_of_bounds":
+            pearson_log10(bound, mse, finite & (bound <= np.quantile(bound[finite], 0.25))),
         "max_bound_of_a_violation": float(bound[finite & ~holds].max()) if (finite & ~holds).any() else None,
         "min_bound_of_a_violation": float(bound[finite & ~holds].min()) if (finite & ~holds).any() else None,
         "highest_dfil_max_mse": max(number(by_index[i]["attack_mse"]) for i in highest),
