@@ -9,8 +9,8 @@ output-perturbation experiments, MNIST 0 vs 1: figures 2, 3 and 4, from the buil
 ARTEFACT: figure2, figure3, figure4 (default: all; figures 3 and 4 share one attack run). `run` is
 resumable: an artefact whose committed results all exist is skipped (delete them to rerun it), and a
 filkit run whose scratch outputs exist with the same command line is not repeated. Times on one
-shared core: a `filkit bound` run about 5 s; the attack (`filkit reconstruct`, 10,000 noise draws)
-about 10 minutes. Scratch outputs (per-example CSVs) go under ${FILKIT_OUT:-/tmp/filkit-experiments}/reconstruction/.
+shared core (nice, load about 4): a `filkit bound` run 5-13 s (figure 2's 11 runs 75 s); the attack
+(`filkit reconstruct`, 10,000 noise draws) about 1 minute. Scratch outputs (per-example CSVs) go under ${FILKIT_OUT:-/tmp/filkit-experiments}/reconstruction/.
 
 The setting is the paper's released code's (github.com/facebookresearch/bounding_data_reconstruction):
 MNIST 0 vs 1 loaded with normalize=False, i.e. pixels / 255 and no row scaling or PCA (d = 784),
