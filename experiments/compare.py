@@ -116,10 +116,24 @@ def statistics(source):
 
 # ---- numbers as printed ---------------------------------------------------------------------------
 
+INTEGER_PART = r"(?:\d{1,3}(?:,\d{3})+|\d+)"  # digits, or thousands separated by commas ("12,665")
+
+
 def decimals(printed):
-    """Decimal places of a printed number ("0.0608" -> 4, "100" -> 0); None if not a plain decimal."""
-    m = re.fullmatch(r"\d+(?:\.(\d+))?", printed)
+    """Decimal places of a printed number ("0.0608" -> 4, "12,665" -> 0); None if not a plain decimal."""
+    m = re.fullmatch(INTEGER_PART + r"(?:\.(\d+))?", printed)
     return None if m is None else len(m.group(1) or "")
+
+
+def printed_number(printed):
+    """A printed number and the unit of its last digit: a plain decimal ("0.0608" -> 0.0608, 1e-4;
+    "12,665" -> 12665, 1) or a power of ten as the papers' texts flatten it, the exponent's superscript
+    after "×10" ("2.5×106" -> 2.5e6, 1e5); None if neither."""
+    m = re.fullmatch("(" + INTEGER_PART + r"(?:\.(\d+))?)(?:×10(-?\d+))?", printed)
+    if m is None:
+        return None
+    exponent = int(m.group(3) or 0)
+    return float(m.group(1).replace(",", "")) * 10.0 ** exponent, 10.0 ** (exponent - len(m.group(2) or ""))
 
 
 def fmt(x, places):
@@ -217,11 +231,11 @@ def build_row(value, spec, artefact_name):
     row["gap_filkit"] = gap(diff, stats["sd"])
     if status == "reproduced":
         gaps = [g for g in (row["gap_paper"], row["gap_filkit"]) if g is not None]
-        places = decimals(value["printed"])
+        number = printed_number(value["printed"])
         if any(abs(g) > MAX_REPRODUCED_GAP for g in gaps):
             row["problems"].append(f"{where}: 'reproduced' with a gap of {', '.join(fmt_gap(g) for g in gaps)} sd "
                                    f"(at most {MAX_REPRODUCED_GAP})")
-        elif not gaps and (places is None or abs(diff) > 0.5 * 10.0 ** -places):
+        elif not gaps and (number is None or abs(diff) > 0.5 * number[1]):
             row["problems"].append(f"{where}: 'reproduced' with no sd on either side, and filkit's "
                                    f"{stats['mean']!r} does not round to the printed {value['printed']}")
     return row
@@ -385,8 +399,8 @@ def build_pages(values_doc, comparison):
         if v["printed"] not in v["quote"] or (v["printed_sd"] and v["printed_sd"] not in v["quote"]):
             problems.append(f"paper_values.json: {v['artefact']} {v['row']} / {v['quantity']}: "
                             f"'{v['printed']}' not in its quote")
-        places = decimals(v["printed"])
-        if places is not None and not math.isclose(float(v["printed"]), v["value"]):
+        number = printed_number(v["printed"])
+        if number is not None and not math.isclose(number[0], v["value"]):
             problems.append(f"paper_values.json: {v['artefact']} {v['row']} / {v['quantity']}: value {v['value']} "
                             f"is not the printed {v['printed']}")
     return pages, problems

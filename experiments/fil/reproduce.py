@@ -30,13 +30,11 @@ Figure 5 is drawn from the table1 summaries (the sd of eta per iteration). The P
 beside this script.
 """
 
-import argparse
 import csv
 import json
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -44,8 +42,9 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-FILKIT = os.environ.get("FILKIT_BINARY", os.path.join(ROOT, "build", "filkit"))
+sys.path.insert(0, os.path.dirname(HERE))
+from reproduction import FILKIT, ROOT, TERMINAL, command_line, gnuplot, load, rel, write_atomically  # noqa: E402
+
 RESULTS = os.path.join(ROOT, "experiments", "results", "fil")
 SCRATCH = os.path.join(os.environ.get("FILKIT_OUT", "/tmp/filkit-experiments"), "fil")
 
@@ -59,19 +58,6 @@ HISTOGRAM_BINS = 80
 EXTREME_IMAGES = 8
 OVERLAP_TOP = (100, 500)  # the text's 100 largest; the code's eta_overlap() takes 500
 ARTEFACTS = ("table1", "figure2", "figure3", "figure4", "figure5")
-
-
-def write_atomically(path, text):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=os.path.dirname(path), delete=False, encoding="utf-8",
-                                     suffix=".tmp", newline="") as f:
-        f.write(text)
-    os.chmod(f.name, 0o644)
-    os.replace(f.name, path)
-
-
-def rel(path):
-    return os.path.relpath(path, ROOT)
 
 
 # ---- runs -----------------------------------------------------------------------------------------
@@ -241,28 +227,11 @@ def run_figures(artefacts):
 # ---- figures --------------------------------------------------------------------------------------
 
 COLOURS = {0: "#1f77b4", 1: "#ff7f0e", "least-squares": "#1f77b4", "logistic": "#d62728"}
-TERMINAL = "set terminal pngcairo enhanced font 'DejaVu Sans,10' size {w},{h}\n"
-
-
-def gnuplot(script, png, folder):
-    path = os.path.join(folder, os.path.basename(png) + ".gp")
-    tmp_png = os.path.join(folder, os.path.basename(png))
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(f"set output '{tmp_png}'\n" + script)
-    subprocess.run(["gnuplot", path], check=True)
-    shutil.copyfile(tmp_png, png + ".tmp")
-    os.replace(png + ".tmp", png)
-    print(f"  wrote {rel(png)} ({os.path.getsize(png) // 1024} kB)")
 
 
 def read_csv(name):
     with open(os.path.join(RESULTS, "figures", name), newline="", encoding="utf-8") as f:
         return list(csv.DictReader(f))
-
-
-def load(path):
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
 
 
 def draw_figure2(folder):
@@ -347,18 +316,8 @@ DRAW = {"figure2": draw_figure2, "figure3": draw_figure3, "figure4": draw_figure
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    parser.add_argument("action", choices=("run", "draw"))
-    parser.add_argument("artefacts", nargs="*", metavar="ARTEFACT", help=f"one of {', '.join(ARTEFACTS)} (default: all)")
-    args = parser.parse_args()
-    artefacts = args.artefacts or list(ARTEFACTS)
-    for artefact in artefacts:
-        if artefact not in ARTEFACTS:
-            parser.error(f"ARTEFACT '{artefact}': one of {', '.join(ARTEFACTS)}")
-    if args.action == "run":
-        if not os.access(FILKIT, os.X_OK):
-            raise SystemExit(f"reproduce.py: no filkit binary at {FILKIT} (build it, or set FILKIT_BINARY)")
+    action, artefacts = command_line(__doc__, ARTEFACTS)
+    if action == "run":
         if {"table1", "figure5"} & set(artefacts):  # figure 5 is drawn from table 1's runs
             print("table1, figure5", flush=True)
             run_table1()
