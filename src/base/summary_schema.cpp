@@ -112,7 +112,9 @@ void check_written_summary(const nlohmann::json& summary) {
   if (violations.empty()) return;
   std::string listed;
   for (const std::string& violation : violations) listed += "\n  " + violation;
-  const std::string command = summary.value("command", std::string("?"));
+  // value() would throw on a summary that is no object or names its command by no string.
+  const bool named = summary.is_object() && summary.contains("command") && summary["command"].is_string();
+  const std::string command = named ? summary["command"].get<std::string>() : "(unnamed)";
   const std::string message = "the " + command + " summary departs from schemas/summary/" + command +
                               ".schema.json (a bug in filkit: please report it):" + listed;
   if (strict_summary_schema()) throw std::logic_error(message);

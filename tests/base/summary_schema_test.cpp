@@ -104,6 +104,14 @@ TEST(SummarySchema, TheWritersCheckThrowsWhenStrictAndOnlyWarnsOtherwise) {
     EXPECT_THAT(error.what(), HasSubstr("schemas/summary/report.schema.json"));
     EXPECT_THAT(error.what(), HasSubstr("no_such_field"));
   }
+  // A summary that is no object, or names no command, is reported as such, not as a JSON type error.
+  EXPECT_THROW(check_written_summary(nlohmann::json::array()), std::logic_error);
+  try {
+    check_written_summary({{"command", 3}});
+    FAIL() << "no error";
+  } catch (const std::logic_error& error) {
+    EXPECT_THAT(error.what(), HasSubstr("\"command\""));
+  }
   setenv("FILKIT_STRICT_SUMMARY_SCHEMA", "0", 1);
   ::testing::internal::CaptureStderr();
   EXPECT_NO_THROW(check_written_summary(departing));
