@@ -133,7 +133,7 @@ def run_one(directory, settings, args, seed, method):
     suffix = ("-step-probes" if step_probes else "") + ("-float32-state" if state32 else "") + \
         (f"-lambda-decay{args.lambda_decay:g}-min{args.lambda_min:g}" if decay else "") + \
         (f"-adam-offset{args.adam_offset}" if args.adam_offset is not None else "") + \
-        ("-thesis-examples" if args.thesis_examples else "")
+        ("-thesis-examples" if args.thesis_examples else "") + ("-intercept" if args.intercept else "")
     path = os.path.join(directory, f"seed{seed}-{method}{suffix}.json")
     flags = [FILKIT, "public-training", "--json", path, "--runs", "1", "--seed", str(seed),
              "--threads", str(args.threads), "--methods", method]
@@ -142,6 +142,8 @@ def run_one(directory, settings, args, seed, method):
     for key, value in settings.items():
         if not (args.thesis_examples and key == "train-size"):  # the .npz holds just those examples
             flags += ["--" + key, str(value)]
+    if args.intercept:  # the bias of the thesis' linear layer (a jax stax Dense layer)
+        flags.append("--intercept")
     if args.reference_logit:  # the thesis' one-logit binary model (its predict_binary)
         flags.append("--reference-logit")
     if args.public_split:  # only when given: the runs made before the option keep their flags
@@ -358,6 +360,9 @@ def main():
                         help="table34: the thesis' own examples (the first 1,000 images of 0 and 1 in MNIST's training "
                              "file public, the next 1,000 private), not a seeded random 2,000; written once as an .npz "
                              "in filkit's cache; its runs are seedS-METHOD-thesis-examples.json")
+    parser.add_argument("--intercept", action="store_true",
+                        help="the linear model with a bias, as the thesis' jax stax Dense layer (filkit's default has "
+                             "none); its runs are seedS-METHOD-intercept.json")
     parser.add_argument("--reference-logit", dest="reference_logit", action="store_true",
                         help="hold the last class's logit at 0 (table34: the thesis' one-logit binary model)")
     grid_ranks.add_arguments(parser)
