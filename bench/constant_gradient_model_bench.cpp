@@ -51,7 +51,7 @@ void BM_FusedUpdate(benchmark::State& state) {
 
 // --gradient-state-precision float32: phi, the moments and c in float32, half the bytes a pass.
 void BM_FusedUpdateFloat32(benchmark::State& state) {
-  ConstantGradientModel model(GradientModelKind::kConstant, kReleased, {256, 256}, 1, GradientPrecision::kFloat32);
+  ConstantGradientModel model(GradientModelKind::kConstant, kReleased, {256, 256}, 1, Precision::kFloat32);
   const VectorXd gc = perturbation_gradient();
   model.restart();
   for (auto _ : state) model.update_from_perturbation_gradient(gc, 1e-6, 0.1);

@@ -81,7 +81,7 @@ void per_run_hours(benchmark::State& state) {
       1.0 / 15840.0 * 3600.0, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 
-void perturbation_objective(benchmark::State& state, GradientPrecision precision) {
+void perturbation_objective(benchmark::State& state, Precision precision) {
   const std::optional<Setup> setup = setup_or_skip(state);
   if (!setup) return;
   const Setup& s = *setup;
@@ -100,7 +100,7 @@ void perturbation_objective_terms(benchmark::State& state) {
   const Setup& s = *setup;
   for (auto _ : state)
     benchmark::DoNotOptimize(
-        s.backend->perturbation_objective_terms(s.w, s.X, s.y, s.probes, GradientPrecision::kFloat32).gradients.data());
+        s.backend->perturbation_objective_terms(s.w, s.X, s.y, s.probes, Precision::kFloat32).gradients.data());
 }
 
 // --gradient-probe-draws step, every batch: the objective and its gradient from the kept terms.
@@ -109,7 +109,7 @@ void objective_from_terms(benchmark::State& state) {
   if (!setup) return;
   const Setup& s = *setup;
   const PerturbationObjectiveTerms terms =
-      s.backend->perturbation_objective_terms(s.w, s.X, s.y, s.probes, GradientPrecision::kFloat32);
+      s.backend->perturbation_objective_terms(s.w, s.X, s.y, s.probes, Precision::kFloat32);
   const std::vector<Index> rows = batch_rows();
   for (auto _ : state)
     benchmark::DoNotOptimize(perturbation_objective_from_terms(terms.gradients, terms.probe_products, rows, s.c,
@@ -126,7 +126,7 @@ void term_cache_build(benchmark::State& state) {
   const Setup& s = *setup;
   for (auto _ : state)
     benchmark::DoNotOptimize(
-        s.backend->perturbation_objective_term_cache(s.w, s.X, s.y, GradientPrecision::kFloat32)->gradients().data());
+        s.backend->perturbation_objective_term_cache(s.w, s.X, s.y, Precision::kFloat32)->gradients().data());
 }
 
 // ...and every batch of every epoch: the products of its fresh probes from the kept records, then
@@ -135,7 +135,7 @@ void term_cache_products(benchmark::State& state) {
   const std::optional<Setup> setup = setup_or_skip(state);
   if (!setup) return;
   const Setup& s = *setup;
-  const auto cache = s.backend->perturbation_objective_term_cache(s.w, s.X, s.y, GradientPrecision::kFloat32);
+  const auto cache = s.backend->perturbation_objective_term_cache(s.w, s.X, s.y, Precision::kFloat32);
   const std::vector<Index> rows = batch_rows();
   RowMatrix products;
   for (auto _ : state) {
@@ -147,12 +147,8 @@ void term_cache_products(benchmark::State& state) {
   per_run_hours(state);
 }
 
-BENCHMARK_CAPTURE(perturbation_objective, float64, GradientPrecision::kFloat64)
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
-BENCHMARK_CAPTURE(perturbation_objective, float32, GradientPrecision::kFloat32)
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
+BENCHMARK_CAPTURE(perturbation_objective, float64, Precision::kFloat64)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(perturbation_objective, float32, Precision::kFloat32)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(perturbation_objective_terms)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(objective_from_terms)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(term_cache_build)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -104,6 +104,7 @@ inline constexpr GroupOf kGroupByName[] = {
     {"adam_epsilon", "Training"},
     {"adam_bias_correction_offset", "Training"},
     {"weight_decay", "Training"},
+    {"precision", "Training"},
     {"init_scale", "Training"},
     {"runs", "Training"},
     {"report_epochs", "Training"},

@@ -83,6 +83,20 @@ class TempDir {
 };
 
 /// `size` independent N(0, scale^2) values, seeded.
+/// Whether every value of v is a float, as a float32 run keeps its state (DpSgdOptions::precision).
+inline bool is_float(const VectorXd& v) { return v == v.cast<float>().cast<double>(); }
+
+/// A float32 computation's result against the same computation in float64: equal to `relative` of
+/// the float64 result's norm (single precision's rounding, where a wrong formula is off at the
+/// percent level) and not equal (the float32 path really ran).
+inline void expect_single_precision_of(const MatrixXd& single, const MatrixXd& dbl, const std::string& what,
+                                       double relative = 1e-5) {
+  ASSERT_EQ(single.rows(), dbl.rows()) << what;
+  ASSERT_EQ(single.cols(), dbl.cols()) << what;
+  EXPECT_LT((single - dbl).norm(), relative * dbl.norm()) << what;
+  EXPECT_NE(single, dbl) << what << ": the float32 computation ran in float64";
+}
+
 inline VectorXd normal_vector(Index size, unsigned seed, double scale = 1.0) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> normal;

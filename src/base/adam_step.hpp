@@ -11,15 +11,18 @@
 
 namespace filkit::detail {
 
-/// The update of w (any Eigen dense vector or matrix) with gradient g at step t >= 1 (1-based; the
-/// count of the bias corrections), m and v its moment estimates.
+/// The update of w (any Eigen dense vector or matrix of double or float) with gradient g at step
+/// t >= 1 (1-based; the count of the bias corrections), m and v its moment estimates. In float the
+/// constants are rounded to float and every operation is float's, as jax's adam in float32.
 template <class Parameters, class Gradient>
 void adam_update(Parameters& w, const Gradient& g, Parameters& m, Parameters& v, Index t, double step_size,
                  double beta1, double beta2, double epsilon) {
-  m = beta1 * m + (1.0 - beta1) * g;
-  v = beta2 * v + (1.0 - beta2) * g.cwiseAbs2();
-  const double c1 = 1.0 - std::pow(beta1, static_cast<double>(t)), c2 = 1.0 - std::pow(beta2, static_cast<double>(t));
-  w.array() -= step_size * (m.array() / c1) / ((v.array() / c2).sqrt() + epsilon);
+  using Real = typename Parameters::Scalar;
+  const Real b1 = static_cast<Real>(beta1), b2 = static_cast<Real>(beta2);
+  m = b1 * m + (Real(1) - b1) * g;
+  v = b2 * v + (Real(1) - b2) * g.cwiseAbs2();
+  const Real c1 = Real(1) - std::pow(b1, static_cast<Real>(t)), c2 = Real(1) - std::pow(b2, static_cast<Real>(t));
+  w.array() -= static_cast<Real>(step_size) * (m.array() / c1) / ((v.array() / c2).sqrt() + static_cast<Real>(epsilon));
 }
 
 }  // namespace filkit::detail

@@ -41,19 +41,38 @@ inline std::vector<Index> epoch_batch(std::vector<Index>& order, Index batch_siz
   return batch;
 }
 
-/// One step of `o.optimizer` on w with gradient g (weight decay already added): sgd with momentum
-/// (m the velocity; v and adam_steps unused) or Adam with o's moment decays and epsilon, its bias
-/// corrections at the count adam_steps + o.adam_bias_correction_offset.
-inline void optimizer_step(const DpSgdOptions& o, VectorXd& w, const VectorXd& g, VectorXd& m, VectorXd& v,
-                           Index& adam_steps) {
+/// The step of optimizer_step in Real's arithmetic.
+template <class Real>
+void optimizer_step_in(const DpSgdOptions& o, Eigen::Matrix<Real, Eigen::Dynamic, 1>& w,
+                       const Eigen::Matrix<Real, Eigen::Dynamic, 1>& g, Eigen::Matrix<Real, Eigen::Dynamic, 1>& m,
+                       Eigen::Matrix<Real, Eigen::Dynamic, 1>& v, Index& adam_steps) {
   if (o.optimizer == Optimizer::kSgd) {
-    m = o.momentum * m + g;
-    w -= o.step_size * m;
+    m = static_cast<Real>(o.momentum) * m + g;
+    w -= static_cast<Real>(o.step_size) * m;
     return;
   }
   ++adam_steps;
   adam_update(w, g, m, v, adam_steps + o.adam_bias_correction_offset, o.step_size, o.adam_beta1, o.adam_beta2,
               o.adam_epsilon);
+}
+
+/// w (and any vector the optimiser keeps) rounded to float: the state of a float32 run
+/// (DpSgdOptions::precision), held in double exactly.
+inline void round_to_float(VectorXd& w) { w = w.cast<float>().cast<double>(); }
+
+/// One step of `o.optimizer` on w with gradient g (weight decay already added): sgd with momentum
+/// (m the velocity; v and adam_steps unused) or Adam with o's moment decays and epsilon, its bias
+/// corrections at the count adam_steps + o.adam_bias_correction_offset. In o.precision: float32
+/// rounds g to float and steps in float's arithmetic, w, m and v (float already, as round_to_float
+/// leaves them) staying float.
+inline void optimizer_step(const DpSgdOptions& o, VectorXd& w, const VectorXd& g, VectorXd& m, VectorXd& v,
+                           Index& adam_steps) {
+  if (o.precision == Precision::kFloat64) return optimizer_step_in<double>(o, w, g, m, v, adam_steps);
+  Eigen::VectorXf w32 = w.cast<float>(), m32 = m.cast<float>(), v32 = v.cast<float>();
+  optimizer_step_in<float>(o, w32, g.cast<float>(), m32, v32, adam_steps);
+  w = w32.cast<double>();
+  m = m32.cast<double>();
+  v = v32.cast<double>();
 }
 
 }  // namespace filkit::detail

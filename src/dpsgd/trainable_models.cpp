@@ -117,6 +117,7 @@ class TrainableGlm : public TrainableModel {
 NetworkOptions network_options(const DpSgdOptions& options) {
   NetworkOptions network = *options.network;
   network.intercept = options.intercept;
+  network.precision = options.precision;
   network.max_memory = options.max_memory.bytes;
   network.batch_rows = std::max(network.batch_rows, options.batch_size);  // a caller may know of larger batches
   return network;

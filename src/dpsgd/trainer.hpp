@@ -55,6 +55,7 @@ class Trainer {
         comm_(comm) {
     state_.generator.seed(run_seed);
     state_.parameters = model.initial_parameters(state_.generator);
+    if (options.precision == Precision::kFloat32) round_to_float(state_.parameters);
     state_.first_moment = VectorXd::Zero(state_.parameters.size());
     if (options.optimizer == Optimizer::kAdam) state_.second_moment = VectorXd::Zero(state_.parameters.size());
     state_.order.resize(n_total);

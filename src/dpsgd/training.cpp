@@ -507,6 +507,11 @@ DpSgdResult train_runs(const Dataset& train, const Dataset& test, const DpSgdOpt
 
 DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOptions& requested, bool progress,
                         CheckpointWhenDone when_done, const Communicator& comm) {
+  if (requested.precision == Precision::kFloat32 && !requested.network)
+    option_error("precision", "float32",
+                 "is offered for networks (" + option_name("model") +
+                     " = mlp, cnn, cifar-cnn or custom) and private training with public data: the closed-form GLMs "
+                     "compute in float64 only");
   return train_runs(train, test, requested, progress, when_done, nullptr, "dpsgd", comm);
 }
 

@@ -45,7 +45,7 @@ void GradientModelOptions::validate() const {
   require_positive("gradient_step_size", step_size);
   require_non_negative("gradient_weight_decay", weight_decay);
   require_positive("gradient_probes", probes);
-  if (state_precision == GradientPrecision::kFloat32 && kind == GradientModelKind::kConditional)
+  if (state_precision == Precision::kFloat32 && kind == GradientModelKind::kConditional)
     option_error("gradient_state_precision", "float32",
                  "applies to the constant gradient models (" + option_name("gradient_model") +
                      " = constant or vector); the conditional model trains in float64");

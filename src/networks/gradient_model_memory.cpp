@@ -94,7 +94,7 @@ GradientModelMemoryEstimate estimate_gradient_model_memory(const GradientModelOp
                                                            const NetworkPlan* kept_records) {
   GradientModelMemoryEstimate estimate;
   estimate.parameter_count = gradient_model_parameter_count(options, released, image);
-  const bool single = options.is_constant() && options.state_precision == GradientPrecision::kFloat32;
+  const bool single = options.is_constant() && options.state_precision == Precision::kFloat32;
   estimate.parameters =
       product(u64(estimate.parameter_count),
               static_cast<std::uint64_t>(kGradientModelParameterCopies) * (single ? sizeof(float) : sizeof(double)));
@@ -132,7 +132,7 @@ GradientModelMemoryEstimate estimate_gradient_model_memory(const GradientModelOp
       const std::uint64_t positions = conv ? product(u64(layer.output_shape[1]), u64(layer.output_shape[2])) : 1;
       values = sum(values, product(positions, u64(layer.fan_in()) + u64(layer.spec.out)));
     }
-    const std::uint64_t element = options.precision == GradientPrecision::kFloat32 ? sizeof(float) : sizeof(double);
+    const std::uint64_t element = options.precision == Precision::kFloat32 ? sizeof(float) : sizeof(double);
     estimate.kept_records = product(product(product(u64(public_rows), values), element), kKeptRecordCopies);
   }
   return estimate;

@@ -23,7 +23,7 @@
 namespace filkit {
 
 /// Raise whenever NetworkBackend, the factory, or a type they take or return changes.
-inline constexpr int kNetworkBackendAbiVersion = 8;  // 8: PerturbationObjectiveTermCache
+inline constexpr int kNetworkBackendAbiVersion = 9;  // 9: precision, gradient_sum
 
 /// One network's computations for a plan (network_layers.hpp) that Network has checked. Network
 /// checks every argument's shape and range before calling these.
@@ -33,6 +33,8 @@ class NetworkBackend {
 
   virtual MatrixXd logits(const VectorXd& w, const RowMatrix& X) const = 0;
   virtual MatrixXd gradients(const VectorXd& w, const RowMatrix& X, const VectorXd& y) const = 0;
+  /// Network::gradient_sum.
+  virtual VectorXd gradient_sum(const VectorXd& w, const RowMatrix& X, const VectorXd& y) const = 0;
   virtual MatrixXd clipped_gradients(const VectorXd& w, const RowMatrix& X, const VectorXd& y,
                                      double clip_norm) const = 0;
   virtual MatrixXd jacobian_vector_products(const VectorXd& w, const RowMatrix& X, const VectorXd& y, double clip_norm,
@@ -58,6 +60,10 @@ struct ReleasedGradientSpec {
   bool learned = false;             ///< with a gradient model g_phi (fim); else r = clip(M g)
   GradientModelOptions gradient_model;
   double clip_norm = 1.0;
+  /// The arithmetic of the trained model's gradients, the releases, their clip and their Jacobian
+  /// products (DpSgdOptions::precision); results are widened to double. float32 only without a
+  /// learned gradient model (the constant models' shift c is rounded to it).
+  Precision precision = Precision::kFloat64;
   /// Examples a piece (pieces.hpp) at most; 0: the conditional model's as many as keep its widest
   /// per-piece tensor near 8 MB, the constant models' objective's kPieceRows. Any value gives the
   /// same results up to rounding (the tests' 1).
@@ -77,7 +83,7 @@ struct PerturbationObjectiveRequest {
   double lambda = 0.0;
   bool snr = true;
   double floor = kFisherTermFloor;
-  GradientPrecision precision = GradientPrecision::kFloat64;
+  Precision precision = Precision::kFloat64;
 };
 
 /// What the constant models' objective needs of a batch besides c: each example's released
@@ -144,10 +150,10 @@ class ReleasedGradientBackend {
   /// The objective's terms of a batch with probes (B * S x d, S >= 1).
   virtual PerturbationObjectiveTerms perturbation_objective_terms(const VectorXd& theta, const RowMatrix& X,
                                                                   const VectorXd& y, const RowMatrix& probes,
-                                                                  GradientPrecision precision) const = 0;
+                                                                  Precision precision) const = 0;
   /// The cache of the examples X (n x d) at theta, in `precision` (it does not depend on the shift).
   virtual std::unique_ptr<PerturbationObjectiveTermCache> perturbation_objective_term_cache(
-      const VectorXd& theta, const RowMatrix& X, const VectorXd& y, GradientPrecision precision) const = 0;
+      const VectorXd& theta, const RowMatrix& X, const VectorXd& y, Precision precision) const = 0;
 };
 
 /// A TorchScript module read as a chain of layers.

@@ -197,6 +197,9 @@ class GuardedNetworkBackend final : public NetworkBackend {
   MatrixXd gradients(const VectorXd& w, const RowMatrix& X, const VectorXd& y) const override {
     return guarded([&] { return inner_->gradients(w, X, y); });
   }
+  VectorXd gradient_sum(const VectorXd& w, const RowMatrix& X, const VectorXd& y) const override {
+    return guarded([&] { return inner_->gradient_sum(w, X, y); });
+  }
   MatrixXd clipped_gradients(const VectorXd& w, const RowMatrix& X, const VectorXd& y, double clip) const override {
     return guarded([&] { return inner_->clipped_gradients(w, X, y, clip); });
   }
@@ -278,12 +281,11 @@ class GuardedReleasedGradientBackend final : public ReleasedGradientBackend {
     return guarded([&] { return inner_->perturbation_objective(theta, X, y, c, probes, request); });
   }
   PerturbationObjectiveTerms perturbation_objective_terms(const VectorXd& theta, const RowMatrix& X, const VectorXd& y,
-                                                          const RowMatrix& probes,
-                                                          GradientPrecision precision) const override {
+                                                          const RowMatrix& probes, Precision precision) const override {
     return guarded([&] { return inner_->perturbation_objective_terms(theta, X, y, probes, precision); });
   }
   std::unique_ptr<PerturbationObjectiveTermCache> perturbation_objective_term_cache(
-      const VectorXd& theta, const RowMatrix& X, const VectorXd& y, GradientPrecision precision) const override {
+      const VectorXd& theta, const RowMatrix& X, const VectorXd& y, Precision precision) const override {
     return std::make_unique<GuardedPerturbationObjectiveTermCache>(
         guarded([&] { return inner_->perturbation_objective_term_cache(theta, X, y, precision); }));
   }

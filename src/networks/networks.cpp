@@ -318,6 +318,11 @@ MatrixXd Network::gradients(const VectorXd& w, const RowMatrix& X, const VectorX
   return impl_->backend->gradients(w, X, y);
 }
 
+VectorXd Network::gradient_sum(const VectorXd& w, const RowMatrix& X, const VectorXd& y) const {
+  impl_->check_shapes(w, X, y, "gradient_sum");
+  return impl_->backend->gradient_sum(w, X, y);
+}
+
 MatrixXd Network::clipped_gradients(const VectorXd& w, const RowMatrix& X, const VectorXd& y, double clip_norm) const {
   impl_->check_shapes(w, X, y, "clipped_gradients");
   Impl::check_clip_norm(clip_norm, "clipped_gradients");

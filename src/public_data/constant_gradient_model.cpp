@@ -91,18 +91,18 @@ void fill_head_gradient(const Storage& s, const typename Storage::Vector& weight
 
 template <typename F>
 void ConstantGradientModel::visit_storage(F&& f) {
-  if (precision_ == GradientPrecision::kFloat32) f(float32_);
+  if (precision_ == Precision::kFloat32) f(float32_);
   else f(float64_);
 }
 
 template <typename F>
 void ConstantGradientModel::visit_storage(F&& f) const {
-  if (precision_ == GradientPrecision::kFloat32) f(float32_);
+  if (precision_ == Precision::kFloat32) f(float32_);
   else f(float64_);
 }
 
 ConstantGradientModel::ConstantGradientModel(GradientModelKind kind, Index released, const std::vector<Index>& hidden,
-                                             std::uint64_t seed, GradientPrecision precision)
+                                             std::uint64_t seed, Precision precision)
     : kind_(kind), precision_(precision), m_(released) {
   if (kind == GradientModelKind::kConditional)
     throw DataError("ConstantGradientModel: gradient_model = conditional is not a constant model");
@@ -134,7 +134,7 @@ ConstantGradientModel::ConstantGradientModel(GradientModelKind kind, Index relea
 }
 
 Index ConstantGradientModel::parameter_count() const {
-  return precision_ == GradientPrecision::kFloat32 ? float32_.phi.size() : float64_.phi.size();
+  return precision_ == Precision::kFloat32 ? float32_.phi.size() : float64_.phi.size();
 }
 
 VectorXd ConstantGradientModel::parameters() const {

@@ -18,6 +18,7 @@ DpSgdOptions pretraining_optimizer(const DpSgdOptions& private_phase) {
   DpSgdOptions adam;
   adam.optimizer = Optimizer::kAdam;
   adam.adam_bias_correction_offset = private_phase.adam_bias_correction_offset;
+  adam.precision = private_phase.precision;
   return adam;
 }
 
@@ -32,6 +33,7 @@ VectorXd train_without_privacy(const TrainedModel& model, const Dataset& data, V
   std::mt19937_64 rng(seed);
   std::vector<Index> order(static_cast<std::size_t>(n));
   std::iota(order.begin(), order.end(), Index{0});
+  if (optimizer.precision == Precision::kFloat32) detail::round_to_float(w);
   VectorXd m = VectorXd::Zero(w.size()), v = VectorXd::Zero(w.size());
   Index adam_steps = 0;
   optimizer.step_size = o.step_size;

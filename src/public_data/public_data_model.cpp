@@ -44,6 +44,7 @@ PublicDataModel::PublicDataModel(const TrainedModel& model, const Dataset& publi
   spec.learned = fim && !gradient_model.is_constant();
   spec.gradient_model = gradient_model;
   spec.clip_norm = phase.clip_norm;
+  spec.precision = phase.precision;
   backend_ = create_released_gradient_backend(spec);
   const std::uint64_t model_seed = splitmix64(run_seed ^ 0x6a09e667f3bcc908ULL);
   backend_->initialize(model_seed);

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -36,7 +37,7 @@ void PublicDataTrainingOptions::validate() const {
                  "holds softmax regression's last logit at 0; a network's last layer has no such "
                  "option (use " +
                      option_name("model") + " = softmax)");
-  if (gradient_model.precision == GradientPrecision::kFloat32 &&
+  if (gradient_model.precision == Precision::kFloat32 &&
       (!private_phase.network || gradient_model.kind == GradientModelKind::kConditional))
     option_error("gradient_precision", "float32",
                  private_phase.network ? "applies to the constant gradient models (" + option_name("gradient_model") +
@@ -44,6 +45,11 @@ void PublicDataTrainingOptions::validate() const {
                                        : "applies to networks; softmax regression's objective is a closed form "
                                          "computed in float64 (use " +
                                              option_name("model") + " = a network, or float64)");
+  if (private_phase.precision == Precision::kFloat32 && gradient_model.kind == GradientModelKind::kConditional &&
+      std::find(methods.begin(), methods.end(), PrivateTrainingMethod::kFim) != methods.end())
+    option_error("precision", "float32",
+                 "is not offered with the conditional gradient model, which trains in float64 (use " +
+                     option_name("gradient_model") + " = constant or vector, or float64)");
   if (private_phase.label != LabelPrivacy::kPublic)
     option_error("label", "private",
                  "the released gradient's Jacobian is taken about the pixels only (labels "

@@ -10,10 +10,14 @@ namespace filkit {
 
 namespace {
 
-/// The rows of X (with a leading 1 for the intercept).
-MatrixXd softmax_design(const Dataset& data, const std::vector<Index>& rows, bool intercept) {
+template <class Real>
+using MatrixOf = Eigen::Matrix<Real, Eigen::Dynamic, Eigen::Dynamic>;
+
+/// The rows of X (with a leading 1 for the intercept), in Real.
+template <class Real = double>
+MatrixOf<Real> softmax_design(const Dataset& data, const std::vector<Index>& rows, bool intercept) {
   const Index n = static_cast<Index>(rows.size()), d = data.d(), first = intercept ? 1 : 0;
-  MatrixXd Xt(n, d + first);
+  MatrixOf<Real> Xt(n, d + first);
   if (intercept) Xt.col(0).setOnes();
   // Row-major X into the column-major design, 64 rows at a time: each pixel's 64 values are
   // written together, from 64 rows that stay in L1. Copying a whole row at a time wrote its 784
@@ -22,32 +26,38 @@ MatrixXd softmax_design(const Dataset& data, const std::vector<Index>& rows, boo
   for (Index r0 = 0; r0 < n; r0 += kRows) {
     const Index count = std::min(kRows, n - r0);
     for (Index j = 0; j < d; ++j)
-      for (Index i = 0; i < count; ++i) Xt(r0 + i, first + j) = data.X(rows[static_cast<std::size_t>(r0 + i)], j);
+      for (Index i = 0; i < count; ++i)
+        Xt(r0 + i, first + j) = static_cast<Real>(data.X(rows[static_cast<std::size_t>(r0 + i)], j));
   }
   return Xt;
 }
 
-/// The mean cross-entropy gradient over `rows` at W (p x K), as a vector in the GLM's order.
-VectorXd softmax_mean_gradient(const Dataset& data, const std::vector<Index>& rows, const MatrixXd& W, bool intercept) {
+/// The mean cross-entropy gradient over `rows` at W (p x K), as a vector in the GLM's order,
+/// computed in Real (float: every product, exponential and sum in single precision, as jax's
+/// float32; W rounded to it) and returned widened to double.
+template <class Real>
+VectorXd softmax_mean_gradient(const Dataset& data, const std::vector<Index>& rows, const MatrixXd& W_double,
+                               bool intercept) {
   // In pieces of 4,096 rows: the design of all of table 3.1's 30,000 public examples (fim's cosine
   // diagnostic, every private step) would be 188 MB at once; a batch is one piece.
   constexpr std::size_t kPiece = 4096;
-  MatrixXd G = MatrixXd::Zero(W.rows(), W.cols());
+  const MatrixOf<Real> W = W_double.cast<Real>();
+  MatrixOf<Real> G = MatrixOf<Real>::Zero(W.rows(), W.cols());
   for (std::size_t start = 0; start < rows.size(); start += kPiece) {
     const std::vector<Index> piece(rows.begin() + static_cast<std::ptrdiff_t>(start),
                                    rows.begin() + static_cast<std::ptrdiff_t>(std::min(rows.size(), start + kPiece)));
-    MatrixXd Xt = softmax_design(data, piece, intercept);
-    MatrixXd R = Xt * W;  // logits, then residuals softmax - onehot
+    MatrixOf<Real> Xt = softmax_design<Real>(data, piece, intercept);
+    MatrixOf<Real> R = Xt * W;  // logits, then residuals softmax - onehot
     for (Index i = 0; i < R.rows(); ++i) {
       R.row(i).array() -= R.row(i).maxCoeff();
       R.row(i) = R.row(i).array().exp().matrix();
       R.row(i) /= R.row(i).sum();
-      R(i, static_cast<Index>(data.y(piece[static_cast<std::size_t>(i)]))) -= 1.0;
+      R(i, static_cast<Index>(data.y(piece[static_cast<std::size_t>(i)]))) -= Real(1);
     }
     G.noalias() += Xt.transpose() * R;
   }
-  G /= static_cast<double>(rows.size());
-  return Eigen::Map<const VectorXd>(G.data(), G.size());
+  G /= static_cast<Real>(rows.size());
+  return Eigen::Map<const Eigen::Matrix<Real, Eigen::Dynamic, 1>>(G.data(), G.size()).template cast<double>();
 }
 
 /// The phase as dpsgd's model reads it: softmax regression, or a network (which has no intercept
@@ -92,12 +102,15 @@ void TrainedModel::for_each_chunk(const std::vector<Index>& rows, Visit&& visit)
 
 VectorXd TrainedModel::mean_gradient(const Dataset& data, const std::vector<Index>& rows, const VectorXd& w) const {
   const Network* network = model_->network();
-  if (!network)
-    return softmax_mean_gradient(data, rows, Eigen::Map<const MatrixXd>(w.data(), p(), K_), phase_.intercept);
+  if (!network) {
+    const Eigen::Map<const MatrixXd> W(w.data(), p(), K_);
+    return phase_.precision == Precision::kFloat32 ? softmax_mean_gradient<float>(data, rows, W, phase_.intercept)
+                                                   : softmax_mean_gradient<double>(data, rows, W, phase_.intercept);
+  }
   VectorXd sum = VectorXd::Zero(parameter_count());
   for_each_chunk(rows, [&](const std::vector<Index>& piece, Index) {
     const Dataset batch = data.select_rows(piece);
-    sum += network->gradients(w, batch.X, batch.y).colwise().sum().transpose();
+    sum += network->gradient_sum(w, batch.X, batch.y);
   });
   return sum / static_cast<double>(rows.size());
 }

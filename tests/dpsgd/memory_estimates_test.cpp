@@ -134,11 +134,11 @@ TEST(GradientModelMemoryEstimate, CountsProbesAsBatchTimesProbesTimesInputAndRel
   const std::uint64_t example = 25 + 18 + 99 + 18 + 18 + 2 + 20;
   EXPECT_EQ(estimate_gradient_model_memory(options, m, d, std::nullopt, 10, true, &plan).kept_records,
             10 * example * kDouble * kKeptRecordCopies);
-  options.precision = GradientPrecision::kFloat32;
+  options.precision = Precision::kFloat32;
   EXPECT_EQ(estimate_gradient_model_memory(options, m, d, std::nullopt, 10, true, &plan).kept_records,
             10 * example * sizeof(float) * kKeptRecordCopies);
   EXPECT_EQ(estimate_gradient_model_memory(options, m, d, std::nullopt, 10, false, &plan).kept_records, 0u);
-  options.precision = GradientPrecision::kFloat64;
+  options.precision = Precision::kFloat64;
   // Drawn once a step: every public example's 3 probes (30 each) and, on a network, its gradient
   // and 3 probe products (40 each).
   options.probe_draws = ProbeDraws::kStep;

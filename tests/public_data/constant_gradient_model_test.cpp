@@ -164,10 +164,10 @@ TEST(ConstantGradientModel, TheFusedUpdateIsTheUpdateOfTheParameterGradientBitFo
 
 TEST(ConstantGradientModel, InFloat32ItIsTheFloat64ModelRoundedAndStaysNearItThroughTraining) {
   const Index m = 300;
-  ConstantGradientModel single(GradientModelKind::kConstant, m, {32, 256}, 5, GradientPrecision::kFloat32);
-  ConstantGradientModel plain(GradientModelKind::kConstant, m, {32, 256}, 5, GradientPrecision::kFloat32);
+  ConstantGradientModel single(GradientModelKind::kConstant, m, {32, 256}, 5, Precision::kFloat32);
+  ConstantGradientModel plain(GradientModelKind::kConstant, m, {32, 256}, 5, Precision::kFloat32);
   ConstantGradientModel twice(GradientModelKind::kConstant, m, {32, 256}, 5);
-  EXPECT_EQ(single.precision(), GradientPrecision::kFloat32);
+  EXPECT_EQ(single.precision(), Precision::kFloat32);
   EXPECT_EQ(single.parameters(), twice.parameters().cast<float>().cast<double>()) << "the float64 draws rounded";
   EXPECT_NE(single.parameters(), twice.parameters());
   EXPECT_LT((single.perturbation() - twice.perturbation()).norm(), 1e-6 * twice.perturbation().norm());
@@ -183,15 +183,14 @@ TEST(ConstantGradientModel, InFloat32ItIsTheFloat64ModelRoundedAndStaysNearItThr
   EXPECT_EQ(single.parameters(), plain.parameters()) << "the fused update in float32 too";
   EXPECT_EQ(single.perturbation(), plain.perturbation());
   // Five Adam steps of 0.01 move phi by up to 0.05 an entry; float32 follows within its rounding.
-  EXPECT_GT(
-      (single.parameters() -
-       ConstantGradientModel(GradientModelKind::kConstant, m, {32, 256}, 5, GradientPrecision::kFloat32).parameters())
-          .norm(),
-      1.0);
+  EXPECT_GT((single.parameters() -
+             ConstantGradientModel(GradientModelKind::kConstant, m, {32, 256}, 5, Precision::kFloat32).parameters())
+                .norm(),
+            1.0);
   EXPECT_LT((single.parameters() - twice.parameters()).norm(), 1e-5 * twice.parameters().norm());
   EXPECT_LT((single.perturbation() - twice.perturbation()).norm(), 1e-5 * twice.perturbation().norm());
   // The state widened and restored into a fresh float32 model: the same model, bit for bit.
-  ConstantGradientModel restored(GradientModelKind::kConstant, m, {32, 256}, 9, GradientPrecision::kFloat32);
+  ConstantGradientModel restored(GradientModelKind::kConstant, m, {32, 256}, 9, Precision::kFloat32);
   restored.restore(single.state());
   const VectorXd gc = testing::normal_vector(m, 40);
   single.update_from_perturbation_gradient(gc, 0.01, 0.1);
@@ -199,7 +198,7 @@ TEST(ConstantGradientModel, InFloat32ItIsTheFloat64ModelRoundedAndStaysNearItThr
   EXPECT_EQ(restored.parameters(), single.parameters());
   EXPECT_EQ(restored.state().second_moment, single.state().second_moment);
   // The vector model's Adam step in float32 against the hand-computed step in float64.
-  ConstantGradientModel vector(GradientModelKind::kVector, 2, {}, 1, GradientPrecision::kFloat32);
+  ConstantGradientModel vector(GradientModelKind::kVector, 2, {}, 1, Precision::kFloat32);
   vector.set_parameters((VectorXd(2) << 1.0, -2.0).finished());
   vector.restart();
   vector.update((VectorXd(2) << 0.3, 0.7).finished(), 0.1, 0.5);

@@ -44,11 +44,11 @@ TEST(TrainWithPublicData, RefusesBadOptionsWithTheirNames) {
       },
       {"checkpoint", "conditional gradient model", "gradient_model"});
   refuses([](auto& o) { o.private_phase.kind = ModelKind::kLogistic; }, {"softmax"});
-  refuses([](auto& o) { o.gradient_model.precision = GradientPrecision::kFloat32; },
+  refuses([](auto& o) { o.gradient_model.precision = Precision::kFloat32; },
           {"gradient_precision = float32", "networks", "float64"});
   refuses(
       [](auto& o) {
-        o.gradient_model.state_precision = GradientPrecision::kFloat32;
+        o.gradient_model.state_precision = Precision::kFloat32;
         o.gradient_model.kind = GradientModelKind::kConditional;
       },
       {"gradient_state_precision = float32", "constant or vector", "float64"});

@@ -24,7 +24,7 @@ TEST(TrainWithPublicData, StoppedAndResumedIsTheStraightRun) {
   const Dataset data = testing::image_data(60, 3, 31);
   const PublicPrivateSplit split = split_public_private(data, 0.4, 1);
   const testing::TempDir dir;
-  constexpr GradientPrecision k64 = GradientPrecision::kFloat64, k32 = GradientPrecision::kFloat32;
+  constexpr Precision k64 = Precision::kFloat64, k32 = Precision::kFloat32;
   for (auto [method, kind, state] : {std::tuple{PrivateTrainingMethod::kFim, GradientModelKind::kConstant, k64},
                                      std::tuple{PrivateTrainingMethod::kFim, GradientModelKind::kConstant, k32},
                                      std::tuple{PrivateTrainingMethod::kFim, GradientModelKind::kVector, k64},

@@ -343,7 +343,7 @@ TEST(ReleasedGradient, ConstantPerturbationObjectiveInFloat32IsFloat64sToSingleP
     const RowMatrix used = exact ? RowMatrix(0, 64) : probes;
     PerturbationObjectiveRequest request{2.5, true, 1e-7};
     const PerturbationObjectiveValue dbl = backend->perturbation_objective(w, data.X, data.y, c, used, request);
-    request.precision = GradientPrecision::kFloat32;
+    request.precision = Precision::kFloat32;
     const PerturbationObjectiveValue sgl = backend->perturbation_objective(w, data.X, data.y, c, used, request);
     // Single precision's rounding (2^-24 = 6e-8 a operation), not a different formula: a wrong
     // term changes the value at the percent level.
@@ -363,7 +363,7 @@ TEST(ReleasedGradient, ConstantPerturbationObjectiveFromItsTermsIsTheBackendsObj
   const RowMatrix probes = random_vector(data.n() * S * 64, 52).reshaped<Eigen::RowMajor>(data.n() * S, 64);
   std::vector<Index> all(static_cast<std::size_t>(data.n()));
   std::iota(all.begin(), all.end(), Index{0});
-  for (const GradientPrecision precision : {GradientPrecision::kFloat64, GradientPrecision::kFloat32}) {
+  for (const Precision precision : {Precision::kFloat64, Precision::kFloat32}) {
     const PerturbationObjectiveTerms terms =
         backend->perturbation_objective_terms(w, data.X, data.y, probes, precision);
     ASSERT_EQ(terms.gradients.rows(), data.n());
@@ -382,9 +382,8 @@ TEST(ReleasedGradient, ConstantPerturbationObjectiveFromItsTermsIsTheBackendsObj
             << "c scale " << scale;
       }
   }
-  EXPECT_THROW_NAMING(
-      backend->perturbation_objective_terms(w, data.X, data.y, RowMatrix(0, 64), GradientPrecision::kFloat64),
-      std::logic_error, "positive multiple");
+  EXPECT_THROW_NAMING(backend->perturbation_objective_terms(w, data.X, data.y, RowMatrix(0, 64), Precision::kFloat64),
+                      std::logic_error, "positive multiple");
 }
 
 TEST(ReleasedGradient, TermCacheGivesTheTermsOfEveryProbeDraw) {
@@ -395,7 +394,7 @@ TEST(ReleasedGradient, TermCacheGivesTheTermsOfEveryProbeDraw) {
   const auto [data, network, w, spec] = small_conv_net(7, 51, 2);
   const auto backend = create_released_gradient_backend(spec);
   const Index S = 2;
-  for (const GradientPrecision precision : {GradientPrecision::kFloat64, GradientPrecision::kFloat32}) {
+  for (const Precision precision : {Precision::kFloat64, Precision::kFloat32}) {
     const auto cache = backend->perturbation_objective_term_cache(w, data.X, data.y, precision);
     RowMatrix products;
     for (const std::uint64_t seed : {61, 62}) {

@@ -40,6 +40,7 @@
 #include "filkit/base/communicator.hpp"
 #include "filkit/base/enum_names.hpp"
 #include "filkit/base/jacobian_estimators.hpp"
+#include "filkit/base/precision.hpp"
 #include "filkit/base/resources.hpp"
 #include "filkit/base/run_bootstrap.hpp"
 #include "filkit/data/dataset.hpp"
@@ -121,6 +122,14 @@ struct DpSgdOptions {
   Index adam_bias_correction_offset = 0;
   /// Weight decay >= 0 added to the averaged noisy gradient (times w).
   double weight_decay = 0.0;
+  /// The arithmetic and storage of training (docs/mathematics.md, section 11, "float32"). float32
+  /// is what the thesis' jax code computes: the model's gradients, the releases, their clip and
+  /// their Jacobian products (the accounting's traces) in single precision, and the parameters,
+  /// the gradient and the optimiser's moments rounded to single precision at every step. The
+  /// accountants, the per-example sums of the traces and every reported statistic stay float64.
+  /// Networks and private training with public data only: the closed-form GLMs of the dpsgd job
+  /// are float64 (the softmax network is the same model by autodiff, in either).
+  Precision precision = Precision::kFloat64;
   /// GLMs and the softmax network: w_0 ~ N(0, init_scale^2 I), drawn independently of the data; 0
   /// (default) starts at zero. The mlp and cnn start from PyTorch's default initialisation.
   double init_scale = 0.0;
@@ -202,6 +211,10 @@ void visit_fields(DpSgdOptions& o, Visit&& visit) {
         "Adam: added to the step count of its bias corrections; 1 = the thesis' code (jax's adam called with i = 1, 2, "
         "...)");
   visit("weight_decay", o.weight_decay, "Weight decay, >= 0");
+  visit("precision", o.precision,
+        "Training's arithmetic: float64, or float32 as the thesis' jax (gradients, releases, clip and the traces' "
+        "Jacobian products in single precision; parameters and optimiser state rounded to it every step; the "
+        "accountants and statistics stay float64). Networks and public-training only");
   visit("init_scale", o.init_scale, "w_0 ~ N(0, init_scale^2 I); 0 starts at zero (GLMs and the softmax network)");
   visit("subsampling", o.subsampling, "Subsampling factor kappa: amplified (q/(q+(1-q)e^-eps0)) or one");
   visit("kappa_delta", o.kappa_delta,

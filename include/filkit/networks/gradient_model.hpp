@@ -5,6 +5,7 @@
 #pragma once
 
 #include "filkit/base/enum_names.hpp"
+#include "filkit/base/precision.hpp"
 #include "filkit/base/types.hpp"
 #include "filkit/data/dataset.hpp"
 
@@ -81,20 +82,6 @@ struct EnumNames<ProbeDraws> {
                                                                  {ProbeDraws::kStep, "step"}};
 };
 
-/// The arithmetic of the constant models' objective on a network (its per-example gradients and their
-/// Jacobian products, the bulk of fim's time). The clip, the Fisher term's aggregation, Adam and
-/// every private step's release and accounting stay in float64 whatever this says.
-enum class GradientPrecision {
-  kFloat64,  ///< double, as every measurement
-  kFloat32,  ///< single, as the thesis' jax code: 2 to 3 times faster on the ConvNet
-};
-template <>
-struct EnumNames<GradientPrecision> {
-  static constexpr const char* what = "gradient precision";
-  static constexpr std::pair<GradientPrecision, const char*> names[] = {{GradientPrecision::kFloat64, "float64"},
-                                                                        {GradientPrecision::kFloat32, "float32"}};
-};
-
 /// What the gradient model outputs and is fitted to.
 enum class GradientObjective {
   kPerturbation,  ///< g_phi is added to the gradient, penalised by ||g_phi||^2 (thesis 2.5-2.9)
@@ -155,11 +142,11 @@ struct GradientModelOptions {
   ProbeDraws probe_draws = ProbeDraws::kBatch;
   /// Constant models on networks: the objective's arithmetic (softmax regression's closed form is
   /// float64 only).
-  GradientPrecision precision = GradientPrecision::kFloat64;
+  Precision precision = Precision::kFloat64;
   /// Constant models: the storage and arithmetic of phi, Adam's moments and c(phi). float32 (the
   /// thesis' jax) halves the memory traffic of Adam's pass over the ~10^6 parameters, the largest
   /// part of a softmax regression batch; c enters the releases widened, which stay float64.
-  GradientPrecision state_precision = GradientPrecision::kFloat64;
+  Precision state_precision = Precision::kFloat64;
   /// Public epochs (or batches) before private step t (1-based).
   Index steps_before(Index t) const;
   /// The Fisher term's weight before private step t (1-based).

@@ -46,6 +46,7 @@
 
 #include "filkit/base/enum_names.hpp"
 #include "filkit/base/jacobian_estimators.hpp"
+#include "filkit/base/precision.hpp"
 #include "filkit/base/types.hpp"
 #include "filkit/data/dataset.hpp"
 #include "filkit/networks/network_layers.hpp"
@@ -94,6 +95,9 @@ struct NetworkOptions {
   /// The largest batch the network is given (0: unknown, `chunk`): with `chunk`, the examples in
   /// flight at once that the memory estimate counts.
   Index batch_rows = 0;
+  /// The arithmetic of every computation of the network (its logits, per-example gradients, clip
+  /// and Jacobian products; DpSgdOptions::precision): results are returned widened to double.
+  Precision precision = Precision::kFloat64;
   /// Throws std::invalid_argument naming the option; a TorchScript file must exist (it is read
   /// when the Network is built).
   void validate() const;
@@ -211,6 +215,9 @@ class Network {
 
   /// Per-example gradients of the cross-entropy (B x p), unclipped: g_b = grad_w l(x_b, y_b; w).
   MatrixXd gradients(const VectorXd& w, const RowMatrix& X, const VectorXd& y) const;
+  /// The sum of those gradients over the rows (p): one reverse pass of the summed loss a piece of
+  /// rows, without forming any example's own gradient (non-private training: pre-training, sgd).
+  VectorXd gradient_sum(const VectorXd& w, const RowMatrix& X, const VectorXd& y) const;
   /// Per-example clipped gradients g~_b (B x p), clip norm C > 0.
   MatrixXd clipped_gradients(const VectorXd& w, const RowMatrix& X, const VectorXd& y, double clip_norm) const;
   /// Row b: G_b V_b (B x p), V one tangent of size d a row.

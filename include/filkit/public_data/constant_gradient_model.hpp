@@ -34,10 +34,10 @@ class ConstantGradientModel {
   /// phi, Adam's moments and c(phi); float32 (the thesis' jax) starts from the float64 draws
   /// rounded, and halves the memory traffic of the update, which is memory-bound.
   ConstantGradientModel(GradientModelKind kind, Index released, const std::vector<Index>& hidden, std::uint64_t seed,
-                        GradientPrecision precision = GradientPrecision::kFloat64);
+                        Precision precision = Precision::kFloat64);
 
   GradientModelKind kind() const { return kind_; }
-  GradientPrecision precision() const { return precision_; }
+  Precision precision() const { return precision_; }
   /// c(phi) (m), widened to float64 in float32.
   const VectorXd& perturbation() const { return c_; }
   /// phi, flattened: beta, W (row-major), b, W_o (row-major), b_o; or c for kVector. Widened to
@@ -92,7 +92,7 @@ class ConstantGradientModel {
   AdamStep next_adam_step(double step_size, double weight_decay);  // counts the update
 
   GradientModelKind kind_;
-  GradientPrecision precision_;
+  Precision precision_;
   Index m_ = 0, width_in_ = 0, width_ = 0;  // beta's width, the last hidden width
   Storage<double> float64_;
   Storage<float> float32_;

@@ -49,6 +49,11 @@ struct TorchNetwork final : NetworkBackend {
   NetworkOptions options;
   NetworkPlan plan;
   Index p = 0;
+  at::ScalarType real = at::kDouble;  ///< options.precision's: every computation's tensor type
+
+  /// Eigen's doubles as tensors of the computation's type.
+  Tensor in_real(const VectorXd& v) const { return to_tensor(v).to(real); }
+  Tensor in_real(const RowMatrix& X) const { return to_tensor(X).to(real); }
 
   ForwardPass forward(const Tensor& w, const Tensor& x) const { return forward_pass(plan, options.intercept, w, x); }
 
@@ -67,6 +72,7 @@ struct TorchNetwork final : NetworkBackend {
 
   MatrixXd logits(const VectorXd& w, const RowMatrix& X) const override;
   MatrixXd gradients(const VectorXd& w, const RowMatrix& X, const VectorXd& y) const override;
+  VectorXd gradient_sum(const VectorXd& w, const RowMatrix& X, const VectorXd& y) const override;
   MatrixXd clipped_gradients(const VectorXd& w, const RowMatrix& X, const VectorXd& y, double clip_norm) const override;
   MatrixXd jacobian_vector_products(const VectorXd& w, const RowMatrix& X, const VectorXd& y, double clip_norm,
                                     const RowMatrix& V) const override;
@@ -118,7 +124,7 @@ std::vector<BlockProbe> gaussian_probe(const ClippedGradients& clipped, std::vec
   std::int64_t count = 0;
   for (const GradientBlock& block : clipped.blocks)
     count += (block.conv ? block.weight_size() : block.out + block.in) + (block.bias ? block.out : 0);
-  const Tensor normals = gaussian_rows(streams, count);
+  const Tensor normals = gaussian_rows(streams, count).to(clipped.factor.scalar_type());
   const std::int64_t B = normals.size(0);
   auto next = [&, offset = std::int64_t{0}](std::int64_t size) mutable {
     const Tensor part = normals.narrow(1, offset, size);
@@ -190,7 +196,7 @@ VectorXd TorchNetwork::account_piece(const Tensor& w, const Tensor& x_data, cons
     const Tensor G = at::stack(columns, 2);  // B x p x d
     spectral = at::linalg_eigvalsh(at::bmm(G.transpose(1, 2), G)).select(1, d - 1).clamp_min(0.0);
   } else if (request.spectral == SpectralMethod::kPowerIteration) {
-    Tensor v = gaussian_rows(streams, d);
+    Tensor v = gaussian_rows(streams, d).to(x.scalar_type());
     v = v / at::norm(v, 2, {1}, true);
     for (int it = 0; it < request.power_iterations; ++it) {
       const Tensor Gv = jvp(v);
@@ -223,7 +229,7 @@ Index widest_example_tensor(const NetworkPlan& plan) {
 
 MatrixXd TorchNetwork::logits(const VectorXd& w, const RowMatrix& X) const {
   at::NoGradGuard no_grad;
-  const Tensor weights = to_tensor(w);
+  const Tensor weights = in_real(w);
   MatrixXd scores(X.rows(), plan.layers.back().output_shape[0]);
   // Pieces whose widest tensor is at most 4 MB: the heap reuses them (kMallocTuned), where the
   // ConvNet's patches of 2000 test images (200 MB, above glibc's 32 MB mmap bound) were mapped and
@@ -233,13 +239,30 @@ MatrixXd TorchNetwork::logits(const VectorXd& w, const RowMatrix& X) const {
   const Index rows = std::clamp<Index>(kPieceDoubles / std::max<Index>(1, widest_example_tensor(plan)), 1, 2000);
   for_each_piece(pieces_of({0, X.rows()}, rows), [&](std::size_t, Rows piece) {
     scores.middleRows(piece.first, piece.count) =
-        to_row_matrix(forward(weights, to_tensor(RowMatrix(X.middleRows(piece.first, piece.count)))).logits);
+        to_row_matrix(forward(weights, in_real(RowMatrix(X.middleRows(piece.first, piece.count)))).logits);
   });
   return scores;
 }
 
 MatrixXd TorchNetwork::gradients(const VectorXd& w, const RowMatrix& X, const VectorXd& y) const {
   return per_example_rows(w, X, y, 0.0);
+}
+
+VectorXd TorchNetwork::gradient_sum(const VectorXd& w, const RowMatrix& X, const VectorXd& y) const {
+  const Tensor weights = in_real(w).requires_grad_(true);
+  VectorXd sum = VectorXd::Zero(p);
+  for (Index start = 0; start < X.rows(); start += options.chunk) {
+    const std::vector<Rows> pieces = pieces_of_chunk({start, std::min(options.chunk, X.rows() - start)});
+    std::vector<VectorXd> sums(pieces.size());
+    for_each_piece(pieces, [&](std::size_t i, Rows piece) {
+      const Tensor logits = forward(weights, in_real(RowMatrix(X.middleRows(piece.first, piece.count)))).logits;
+      const Tensor labels = to_labels(y.segment(piece.first, piece.count));
+      const Tensor loss = -at::log_softmax(logits, 1).gather(1, labels.view({-1, 1})).sum();
+      sums[i] = to_vector(torch::autograd::grad({loss}, {weights})[0]);
+    });
+    for (const VectorXd& piece_sum : sums) sum += piece_sum;  // in the pieces' order
+  }
+  return sum;
 }
 
 MatrixXd TorchNetwork::clipped_gradients(const VectorXd& w, const RowMatrix& X, const VectorXd& y,
@@ -249,25 +272,25 @@ MatrixXd TorchNetwork::clipped_gradients(const VectorXd& w, const RowMatrix& X, 
 
 MatrixXd TorchNetwork::jacobian_vector_products(const VectorXd& w, const RowMatrix& X, const VectorXd& y,
                                                 double clip_norm, const RowMatrix& V) const {
-  const Tensor x = to_tensor(X).requires_grad_(true);
-  ClippedGradients clipped = per_example_gradients(to_tensor(w), x, to_labels(y), clip_norm, true);
+  const Tensor x = in_real(X).requires_grad_(true);
+  ClippedGradients clipped = per_example_gradients(in_real(w), x, to_labels(y), clip_norm, true);
   const Tensor H = clipped.prepare_jacobian_vector_products();
-  return to_row_matrix(clipped.jacobian_vector_products((H * to_tensor(V)).sum()));
+  return to_row_matrix(clipped.jacobian_vector_products((H * in_real(V)).sum()));
 }
 
 MatrixXd TorchNetwork::vector_jacobian_products(const VectorXd& w, const RowMatrix& X, const VectorXd& y,
                                                 double clip_norm, const RowMatrix& U) const {
-  const Tensor x = to_tensor(X).requires_grad_(true);
-  const ClippedGradients clipped = per_example_gradients(to_tensor(w), x, to_labels(y), clip_norm, true);
-  return to_row_matrix(clipped.vector_jacobian_products(to_tensor(U)));
+  const Tensor x = in_real(X).requires_grad_(true);
+  const ClippedGradients clipped = per_example_gradients(in_real(w), x, to_labels(y), clip_norm, true);
+  return to_row_matrix(clipped.vector_jacobian_products(in_real(U)));
 }
 
 MatrixXd TorchNetwork::per_example_rows(const VectorXd& w, const RowMatrix& X, const VectorXd& y, double C) const {
-  const Tensor weights = to_tensor(w);
-  const Tensor rows = at::empty({X.rows(), p}, kDouble);
+  const Tensor weights = in_real(w);
+  const Tensor rows = at::empty({X.rows(), p}, at::TensorOptions().dtype(real));
   for (Index start = 0; start < X.rows(); start += options.chunk) {
     for_each_piece(pieces_of_chunk({start, std::min(options.chunk, X.rows() - start)}), [&](std::size_t, Rows piece) {
-      const Tensor x = to_tensor(RowMatrix(X.middleRows(piece.first, piece.count))).requires_grad_(true);
+      const Tensor x = in_real(RowMatrix(X.middleRows(piece.first, piece.count))).requires_grad_(true);
       Tensor piece_rows = rows.narrow(0, piece.first, piece.count);
       per_example_gradients(weights, x, to_labels(y.segment(piece.first, piece.count)), C, /*create_graph=*/false)
           .materialize(piece_rows);
@@ -290,13 +313,13 @@ NetworkBatchAccounting TorchNetwork::account_batch(const VectorXd& w, const RowM
   result.clipped_sum = VectorXd::Zero(p);
   result.trace = VectorXd::Zero(X.rows());
   result.spectral = VectorXd::Constant(X.rows(), std::numeric_limits<double>::quiet_NaN());
-  const Tensor weights = to_tensor(w);
+  const Tensor weights = in_real(w);
   const Index chunk = options.chunk;
   for (Index start = 0; start < X.rows(); start += chunk) {
     const std::vector<Rows> pieces = pieces_of_chunk({start, std::min(chunk, X.rows() - start)});
     std::vector<VectorXd> sums(pieces.size());
     for_each_piece(pieces, [&](std::size_t i, Rows piece) {
-      sums[i] = account_piece(weights, to_tensor(RowMatrix(X.middleRows(piece.first, piece.count))),
+      sums[i] = account_piece(weights, in_real(RowMatrix(X.middleRows(piece.first, piece.count))),
                               to_labels(y.segment(piece.first, piece.count)), clip_norm, request, seed, first_position,
                               piece.first, result);
     });
@@ -374,6 +397,7 @@ extern "C" __attribute__((visibility("default"))) filkit::NetworkBackend* filkit
   network->options = options;
   network->plan = plan;
   network->p = plan.parameter_count;
+  network->real = filkit::real_type(options.precision);
   // LibTorch's own thread pool follows OpenMP's setting (--threads).
   at::set_num_threads(omp_get_max_threads());
   return network.release();

@@ -95,8 +95,8 @@ struct PieceOfTerms {
 class TorchPerturbationObjectiveTermCache final : public PerturbationObjectiveTermCache {
  public:
   TorchPerturbationObjectiveTermCache(const ReleasedGradientSpec& spec, const Tensor& released, const VectorXd& theta,
-                                      const RowMatrix& X, const VectorXd& y, GradientPrecision precision)
-      : real_(precision == GradientPrecision::kFloat32 ? at::kFloat : at::kDouble), d_(X.cols()) {
+                                      const RowMatrix& X, const VectorXd& y, Precision precision)
+      : real_(precision == Precision::kFloat32 ? at::kFloat : at::kDouble), d_(X.cols()) {
     at::set_num_threads(omp_get_max_threads());
     const Tensor w = to_tensor(theta).to(real_), labels = to_labels(y);
     parts_ = pieces_of({0, X.rows()}, spec.max_piece_rows > 0 ? spec.max_piece_rows : kPieceRows);
@@ -140,7 +140,10 @@ class TorchPerturbationObjectiveTermCache final : public PerturbationObjectiveTe
 
 class TorchReleasedGradient final : public ReleasedGradientBackend {
  public:
-  explicit TorchReleasedGradient(const ReleasedGradientSpec& spec) : spec_(spec) {
+  explicit TorchReleasedGradient(const ReleasedGradientSpec& spec) : spec_(spec), real_(real_type(spec.precision)) {
+    // Options are checked before (public_data_options.cpp): a bug otherwise.
+    if (spec.learned && spec.precision != Precision::kFloat64)
+      throw std::logic_error("TorchReleasedGradient: a learned gradient model trains in float64 only");
     released_ = at::empty({static_cast<std::int64_t>(spec.released.size())}, at::TensorOptions().dtype(at::kLong));
     for (std::size_t i = 0; i < spec.released.size(); ++i) released_[static_cast<std::int64_t>(i)] = spec.released[i];
     m_ = static_cast<std::int64_t>(spec.released.size());
@@ -230,14 +233,14 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
     std::vector<Tensor> probes;  // drawn for the whole batch, so that they do not depend on the pieces
     if (request.trace != TraceMethod::kExact) {
       at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(seed);
-      for (int s = 0; s < request.probes; ++s) probes.push_back(at::randn({B, m_}, generator, kDouble));
+      for (int s = 0; s < request.probes; ++s) probes.push_back(at::randn({B, m_}, generator, kDouble).to(real_));
     }
     const Tensor w = weights(theta), labels = to_labels(y);
     const std::vector<Rows> parts = pieces(B);
     std::vector<Tensor> sums(parts.size());
     const Tensor trace = at::zeros({B}, kDouble);
     for_each_piece(parts, [&](std::size_t i, Rows piece) {
-      const Tensor x = to_tensor(RowMatrix(X.middleRows(piece.first, piece.count))).set_requires_grad(true);
+      const Tensor x = in_real(RowMatrix(X.middleRows(piece.first, piece.count))).set_requires_grad(true);
       const Tensor r = released_tensor(w, x, labels.narrow(0, piece.first, piece.count)).released;
       sums[i] = r.sum(0).detach();
       std::vector<Tensor> piece_probes;
@@ -268,7 +271,7 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
 
   MatrixXd released_vjp(const VectorXd& theta, const RowMatrix& X, const VectorXd& y,
                         const RowMatrix& U) const override {
-    const Tensor u = to_tensor(U);
+    const Tensor u = in_real(U);
     return rows_over_pieces(theta, X, y, spec_.input_dim,
                             [&](const Tensor& w, const Tensor& x, const Tensor& labels, Rows piece) {
                               const Tensor r = released_tensor(w, x, labels).released;
@@ -304,7 +307,7 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
     if (c.size() != m_)
       throw std::logic_error("set_shift: the shift has " + std::to_string(c.size()) + " values for " +
                              std::to_string(m_) + " released coordinates");
-    shift_ = to_tensor(c);
+    shift_ = in_real(c);
   }
 
   PerturbationObjectiveValue perturbation_objective(const VectorXd& theta, const RowMatrix& X, const VectorXd& y,
@@ -353,8 +356,7 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
   }
 
   PerturbationObjectiveTerms perturbation_objective_terms(const VectorXd& theta, const RowMatrix& X, const VectorXd& y,
-                                                          const RowMatrix& probes,
-                                                          GradientPrecision precision) const override {
+                                                          const RowMatrix& probes, Precision precision) const override {
     const Index B = X.rows(), S = probes.rows() / std::max<Index>(1, B);
     // The library passes probe blocks of the right shape: a bug otherwise.
     if (S < 1 || probes.rows() != B * S)
@@ -377,7 +379,7 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
   }
 
   std::unique_ptr<PerturbationObjectiveTermCache> perturbation_objective_term_cache(
-      const VectorXd& theta, const RowMatrix& X, const VectorXd& y, GradientPrecision precision) const override {
+      const VectorXd& theta, const RowMatrix& X, const VectorXd& y, Precision precision) const override {
     return std::make_unique<TorchPerturbationObjectiveTermCache>(spec_, released_, theta, X, y, precision);
   }
 
@@ -399,10 +401,10 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
   /// `precision`. sized(pieces) is called first with the number of pieces.
   template <class Body, class Sized>
   void for_each_piece_of_terms(const VectorXd& theta, const RowMatrix& X, const VectorXd& y, const RowMatrix& probes,
-                               GradientPrecision precision, const Body& body, const Sized& sized) const {
+                               Precision precision, const Body& body, const Sized& sized) const {
     at::set_num_threads(omp_get_max_threads());
     const Index B = X.rows(), S = probes.rows() / std::max<Index>(1, B);
-    const at::ScalarType real = precision == GradientPrecision::kFloat32 ? at::kFloat : at::kDouble;
+    const at::ScalarType real = precision == Precision::kFloat32 ? at::kFloat : at::kDouble;
     const Tensor w = to_tensor(theta).to(real), labels = to_labels(y), all_probes = to_tensor(probes).to(real);
     const std::vector<Rows> parts = pieces_of({0, B}, spec_.max_piece_rows > 0 ? spec_.max_piece_rows : kPieceRows);
     sized(parts.size());
@@ -449,7 +451,7 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
     const Tensor w = weights(theta), labels = to_labels(y);
     const Tensor out = at::empty({X.rows(), width}, kDouble);
     for_each_piece(pieces(X.rows()), [&](std::size_t, Rows piece) {
-      const Tensor x = to_tensor(RowMatrix(X.middleRows(piece.first, piece.count))).set_requires_grad(true);
+      const Tensor x = in_real(RowMatrix(X.middleRows(piece.first, piece.count))).set_requires_grad(true);
       out.narrow(0, piece.first, piece.count)
           .copy_(rows_of(w, x, labels.narrow(0, piece.first, piece.count), piece).detach());
     });
@@ -509,7 +511,11 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
   }
 
   /// theta as a leaf that requires grad: the per-example gradients are reverse passes through it.
-  static Tensor weights(const VectorXd& theta) { return to_tensor(theta).set_requires_grad(true); }
+  Tensor weights(const VectorXd& theta) const { return in_real(theta).set_requires_grad(true); }
+
+  /// Eigen's doubles as tensors of the computation's type (spec.precision).
+  Tensor in_real(const VectorXd& v) const { return to_tensor(v).to(real_); }
+  Tensor in_real(const RowMatrix& X) const { return to_tensor(X).to(real_); }
 
   /// Per-example gradients of the cross-entropy (B x p, the plan's parameter order), in the graph
   /// (about x and, through x, for the gradient model's objective) when `create_graph`.
@@ -568,8 +574,9 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
       v = spec_.gradient_model.objective == GradientObjective::kPerturbation ? f.gradient + f.model_output
                                                                              : f.model_output;
     }
-    // sqrt(|v|^2 + tiny): the same value, and a finite derivative (0) at v = 0.
-    const Tensor norm = (v.pow(2).sum(1, true) + 1e-300).sqrt();
+    // sqrt(|v|^2 + tiny): the same value, and a finite derivative (0) at v = 0 (tiny is 0 in
+    // float, where a subnormal does the same).
+    const Tensor norm = (v.pow(2).sum(1, true) + (real_ == at::kFloat ? 1e-40 : 1e-300)).sqrt();
     f.released = v / (tanh_gelu(norm / spec_.clip_norm - 1.0) + 1.0);
     return f;
   }
@@ -594,6 +601,7 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
   }
 
   ReleasedGradientSpec spec_;
+  at::ScalarType real_;  ///< spec_.precision's: the releases' tensor type
   std::int64_t m_ = 0;
   Tensor released_;
   bool use_conv_ = false;

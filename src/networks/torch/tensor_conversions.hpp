@@ -1,7 +1,9 @@
-// Eigen <-> LibTorch conversions shared by the plugin's sources (double precision; copies, so
-// the tensors own their memory).
+// Eigen <-> LibTorch conversions shared by the plugin's sources (copies, so the tensors own their
+// memory): Eigen's doubles become double tensors (then .to(real) where a computation is in float32,
+// DpSgdOptions::precision), and tensors of either precision come back as doubles.
 #pragma once
 
+#include "filkit/base/precision.hpp"
 #include "filkit/base/types.hpp"
 
 #include <ATen/ATen.h>
@@ -12,6 +14,11 @@
 namespace filkit {
 
 inline const at::TensorOptions kDouble = at::TensorOptions().dtype(at::kDouble);
+
+/// The tensor type of a computation in `precision`.
+inline at::ScalarType real_type(Precision precision) {
+  return precision == Precision::kFloat32 ? at::kFloat : at::kDouble;
+}
 
 inline at::Tensor to_tensor(const RowMatrix& X) {
   return at::from_blob(const_cast<double*>(X.data()), {X.rows(), X.cols()}, kDouble).clone();
@@ -28,14 +35,14 @@ inline at::Tensor to_labels(const VectorXd& y) {
 }
 
 inline RowMatrix to_row_matrix(const at::Tensor& t) {
-  const at::Tensor c = t.detach().contiguous();
+  const at::Tensor c = t.detach().to(at::kDouble).contiguous();
   RowMatrix m(c.size(0), c.size(1));
   std::memcpy(m.data(), c.data_ptr<double>(), sizeof(double) * m.size());
   return m;
 }
 
 inline VectorXd to_vector(const at::Tensor& t) {
-  const at::Tensor c = t.detach().contiguous();
+  const at::Tensor c = t.detach().to(at::kDouble).contiguous();
   VectorXd v(c.numel());
   std::memcpy(v.data(), c.data_ptr<double>(), sizeof(double) * v.size());
   return v;
