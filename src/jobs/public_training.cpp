@@ -342,7 +342,10 @@ PublicTrainingJobResult run_public_training(const PublicTrainingJobOptions& requ
     throw OptionError::with_text(
         "checkpoint", option_name("checkpoint") + " " + checkpoint +
                           ": public-training resumes on one process only; on several MPI ranks each run is trained "
-                          "whole by one rank and a failure loses the runs in flight (docs/distributed.md): leave " +
+                          "whole by one rank, or with " +
+                          option_name("runs") +
+                          " 1 by all ranks together, and a failure loses the runs in flight (docs/distributed.md): "
+                          "leave " +
                           option_name("checkpoint") + " out, or run without mpirun");
   PublicTrainingJobResult result;
   result.options = requested;
@@ -361,7 +364,13 @@ PublicTrainingJobResult run_public_training(const PublicTrainingJobOptions& requ
   result.options.training.private_phase = resolved_private_phase(options.training, result.split.private_part.n());
   const StageScope stage("training with public data");
   const Communicator& comm = Communicator::world();
-  if (comm.distributed()) {
+  if (comm.distributed() && options.training.private_phase.runs == 1) {
+    // One run: every rank trains it, fim's gradient model splitting its public batches over them.
+    result.training =
+        train_with_public_data(result.split.public_part, result.split.private_part, result.data.test,
+                               result.options.training_options(), progress, CheckpointWhenDone::kRemove, comm);
+    if (!comm.is_root()) return result;
+  } else if (comm.distributed()) {
     result.training = train_on_ranks(result.split, result.data.test, result.options.training_options(), progress, comm);
     if (!comm.is_root()) return result;
   } else {

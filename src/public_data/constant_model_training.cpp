@@ -13,13 +13,43 @@
 #include <numeric>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace filkit {
+
+namespace {
+
+/// The positions [first, last) in a batch's sorted `rows` of the members among `shard`'s rows.
+std::pair<std::size_t, std::size_t> members_in(const std::vector<Index>& rows, const RowShard& shard) {
+  const auto first = std::lower_bound(rows.begin(), rows.end(), shard.begin);
+  const auto last = std::lower_bound(first, rows.end(), shard.end);
+  return {static_cast<std::size_t>(first - rows.begin()), static_cast<std::size_t>(last - rows.begin())};
+}
+
+}  // namespace
+
+PerturbationObjectiveValue objective_over_ranks(const PerturbationObjectiveValue& part, Index members, Index batch_rows,
+                                                Index released, const Communicator& ranks) {
+  if (!ranks.distributed()) return part;
+  // Each rank's mean times its members is its members' sum; the sums added, then the batch's mean.
+  VectorXd sums = VectorXd::Zero(released + 1);
+  if (members > 0) {
+    sums(0) = part.value * static_cast<double>(members);
+    sums.tail(released) = part.gradient * static_cast<double>(members);
+  }
+  ranks.sum(sums);
+  sums /= static_cast<double>(batch_rows);
+  return {sums(0), sums.tail(released)};
+}
 
 void PublicDataModel::train_constant_model(const VectorXd& w, std::uint64_t run_seed, Index t) {
   const GradientModelOptions& o = gradient_model_;
   const Index n = public_.n(), B = std::min(o.batch_size, n), d = public_.d();
   const Index S = o.trace == GradientTrace::kProbes ? o.probes : 0;
+  // This rank's public rows (all of them on one process): it computes each batch's objective over
+  // its members among them, which are consecutive in the sorted batch (objective_over_ranks).
+  const RowShard shard = ranks_.shard(n);
+  const Index released = static_cast<Index>(released_.size());
   PerturbationObjectiveRequest request;  // its floor is the thesis' 1e-7
   request.lambda = o.lambda_before(t);
   request.snr = o.snr;
@@ -43,18 +73,30 @@ void PublicDataModel::train_constant_model(const VectorXd& w, std::uint64_t run_
   const bool per_step = fisher_term && S > 0 && o.probe_draws == ProbeDraws::kStep;
   RowMatrix step_probes;
   PerturbationObjectiveTerms step_terms;
-  if (per_step) {
-    step_probes = gaussian_probes(n, S, d, derive_seed(run_seed, t, 4));
-    if (!closed_form)
-      step_terms = backend_->perturbation_objective_terms(w, public_.X, public_.y, step_probes, o.precision);
+  // The shard's public examples (a copy on several ranks only: on one process, public_ itself).
+  RowMatrix shard_X;
+  VectorXd shard_y;
+  if (ranks_.distributed()) {
+    shard_X = public_.X.middleRows(shard.begin, shard.size());
+    shard_y = public_.y.segment(shard.begin, shard.size());
+  }
+  const RowMatrix& X_of_shard = ranks_.distributed() ? shard_X : public_.X;
+  const VectorXd& y_of_shard = ranks_.distributed() ? shard_y : public_.y;
+  if (per_step) {  // the shard's rows' probes (row (r - shard.begin) S + s: public row r's s-th)
+    step_probes = gaussian_probes(shard.size(), S, d, derive_seed(run_seed, t, 4), shard.begin);
+    if (!closed_form && shard.size() > 0)
+      step_terms = backend_->perturbation_objective_terms(w, X_of_shard, y_of_shard, step_probes, o.precision);
   }
   // A network with the thesis' per-batch probes over epochs: every public example is in exactly
   // one batch an epoch and its terms do not depend on c, so an epoch's terms are computed before
   // its batches, from the records of the public examples kept for the whole step (each epoch
   // then costs only the probes' products), and each batch's objective follows from them.
+  // (Decided alike on every rank; a rank with no public rows keeps no records.)
+  const bool from_cache =
+      keep_public_records_ && fisher_term && S > 0 && !per_step && !closed_form && o.unit == ScheduleUnit::kEpochs;
   std::unique_ptr<PerturbationObjectiveTermCache> epoch_cache;
-  if (keep_public_records_ && fisher_term && S > 0 && !per_step && !closed_form && o.unit == ScheduleUnit::kEpochs)
-    epoch_cache = backend_->perturbation_objective_term_cache(w, public_.X, public_.y, o.precision);
+  if (from_cache && shard.size() > 0)
+    epoch_cache = backend_->perturbation_objective_term_cache(w, X_of_shard, y_of_shard, o.precision);
   RowMatrix epoch_probes, epoch_products;
   Index batch_count = 0;
   // The key of the next batch's probes (its position r draws from stream key + r).
@@ -62,9 +104,20 @@ void PublicDataModel::train_constant_model(const VectorXd& w, std::uint64_t run_
     return derive_seed(run_seed, t, 3) ^ splitmix64(static_cast<std::uint64_t>(batch_count++));
   };
   double last_value = std::nan("");
-  auto train_on = [&](std::vector<Index> rows) {
-    std::sort(rows.begin(), rows.end());
-    const Index b_rows = static_cast<Index>(rows.size());
+  // The batch's objective from this rank's part of it (positions first.. of the sorted batch), added
+  // over the ranks; then the update, the same on every rank.
+  auto update_from = [&](const PerturbationObjectiveValue& part, Index members, Index batch_rows) {
+    const PerturbationObjectiveValue value = objective_over_ranks(part, members, batch_rows, released, ranks_);
+    apply_constant_update(value, t);
+    last_value = value.value;
+  };
+  // Rows of the shard, counted from its first (the per-step terms' and the cache's rows).
+  auto in_shard = [&](std::vector<Index> rows) {
+    for (Index& row : rows) row -= shard.begin;
+    return rows;
+  };
+  auto train_on = [&](std::vector<Index> batch) {
+    std::sort(batch.begin(), batch.end());
     if (!fisher_term) {
       const VectorXd& c = constant_->perturbation();
       const PerturbationObjectiveValue value{c.squaredNorm(), 2.0 * c};
@@ -72,28 +125,35 @@ void PublicDataModel::train_constant_model(const VectorXd& w, std::uint64_t run_
       last_value = value.value;
       return;
     }
+    const auto [first, last] = members_in(batch, shard);
+    const std::vector<Index> rows(batch.begin() + static_cast<std::ptrdiff_t>(first),
+                                  batch.begin() + static_cast<std::ptrdiff_t>(last));
+    const Index b_rows = static_cast<Index>(rows.size()), batch_rows = static_cast<Index>(batch.size());
+    PerturbationObjectiveValue value;
     if (per_step && !closed_form) {
-      const PerturbationObjectiveValue value = perturbation_objective_from_terms(
-          step_terms.gradients, step_terms.probe_products, rows, constant_->perturbation(), phase_.clip_norm,
-          request.lambda, request.snr, request.floor);
-      apply_constant_update(value, t);
-      last_value = value.value;
+      if (b_rows > 0)
+        value = perturbation_objective_from_terms(step_terms.gradients, step_terms.probe_products, in_shard(rows),
+                                                  constant_->perturbation(), phase_.clip_norm, request.lambda,
+                                                  request.snr, request.floor);
+      update_from(value, b_rows, batch_rows);
       return;
     }
     const std::uint64_t key = next_batch_key();
-    PerturbationObjectiveValue value;
-    if (closed_form && S > 0) {
+    const auto position = static_cast<Index>(first);  // of this rank's first member in the batch
+    if (b_rows == 0) {
+      // No member here: this rank adds nothing to the batch's sums.
+    } else if (closed_form && S > 0) {
       // The batch's rows gathered and its probes made (drawn, or this step's copied) block by
       // block inside the objective, where they are used: its B d pixels and B S d probes are
       // never written to memory and read back (the same values as the gathering below).
       const SoftmaxRelease::ProbeSource source = [&](Index first, Index count, double* out) {
         if (!per_step) {
-          fill_gaussian_probes(key, first, count, S, d, out);
+          fill_gaussian_probes(key, position + first, count, S, d, out);
           return;
         }
         for (Index b = first; b < first + count; ++b)
           Eigen::Map<RowMatrix>(out + (b - first) * S * d, S, d) =
-              step_probes.middleRows(rows[static_cast<std::size_t>(b)] * S, S);
+              step_probes.middleRows((rows[static_cast<std::size_t>(b)] - shard.begin) * S, S);
       };
       value = closed_form->objective(public_.X, public_.y, rows, constant_->perturbation(), S, source, request.lambda,
                                      request.snr, request.floor);
@@ -108,36 +168,44 @@ void PublicDataModel::train_constant_model(const VectorXd& w, std::uint64_t run_
         Xb.row(b) = public_.X.row(rows[static_cast<std::size_t>(b)]);
         yb(b) = public_.y(rows[static_cast<std::size_t>(b)]);
       }
-      const RowMatrix probes = gaussian_probes(b_rows, S, d, key);
+      const RowMatrix probes = gaussian_probes(b_rows, S, d, key, position);
       value = closed_form ? closed_form_objective(*closed_form, Xb, yb, probes, request)
                           : backend_->perturbation_objective(w, Xb, yb, constant_->perturbation(), probes, request);
     }
-    apply_constant_update(value, t);
-    last_value = value.value;
+    update_from(value, b_rows, batch_rows);
   };
   // An epoch from the cache: its batches (rows sorted, as train_on sorts them) and their probes
   // drawn as train_on draws them, batch by batch (position r of a batch from stream key + r), then
   // every example's products at once, then the batches' objectives and updates in order.
+  // On the ranks, each rank does this for its shard's rows (its members of each batch).
   auto train_epoch_from_cache = [&](std::vector<std::vector<Index>> batches) {
     std::vector<std::uint64_t> keys;
+    std::vector<std::pair<std::size_t, std::size_t>> members;
     for (std::vector<Index>& rows : batches) {
       std::sort(rows.begin(), rows.end());
       keys.push_back(next_batch_key());
+      members.push_back(members_in(rows, shard));
     }
-    epoch_probes.resize(n * S, d);
+    epoch_probes.resize(shard.size() * S, d);
     for (std::size_t k = 0; k < batches.size(); ++k) {
       const std::vector<Index>& rows = batches[k];
+      const auto first = static_cast<Index>(members[k].first), last = static_cast<Index>(members[k].second);
 #pragma omp parallel for schedule(static)
-      for (Index r = 0; r < static_cast<Index>(rows.size()); ++r)
-        fill_gaussian_probes(keys[k], r, 1, S, d, epoch_probes.row(rows[static_cast<std::size_t>(r)] * S).data());
+      for (Index r = first; r < last; ++r)
+        fill_gaussian_probes(keys[k], r, 1, S, d,
+                             epoch_probes.row((rows[static_cast<std::size_t>(r)] - shard.begin) * S).data());
     }
-    epoch_cache->probe_products(epoch_probes, epoch_products);
-    for (const std::vector<Index>& rows : batches) {
-      const PerturbationObjectiveValue value =
-          perturbation_objective_from_terms(epoch_cache->gradients(), epoch_products, rows, constant_->perturbation(),
-                                            phase_.clip_norm, request.lambda, request.snr, request.floor);
-      apply_constant_update(value, t);
-      last_value = value.value;
+    if (epoch_cache) epoch_cache->probe_products(epoch_probes, epoch_products);
+    for (std::size_t k = 0; k < batches.size(); ++k) {
+      const std::vector<Index>& batch = batches[k];
+      const std::vector<Index> rows(batch.begin() + static_cast<std::ptrdiff_t>(members[k].first),
+                                    batch.begin() + static_cast<std::ptrdiff_t>(members[k].second));
+      PerturbationObjectiveValue value;
+      if (!rows.empty())
+        value = perturbation_objective_from_terms(epoch_cache->gradients(), epoch_products, in_shard(rows),
+                                                  constant_->perturbation(), phase_.clip_norm, request.lambda,
+                                                  request.snr, request.floor);
+      update_from(value, static_cast<Index>(rows.size()), static_cast<Index>(batch.size()));
     }
   };
   // An epoch's batches: a full Fisher-Yates permutation cut into batches of B, the last short.
@@ -150,7 +218,7 @@ void PublicDataModel::train_constant_model(const VectorXd& w, std::uint64_t run_
   };
   const Index amount = o.steps_before(t);
   for (Index round = 0; round < amount; ++round) {
-    if (epoch_cache) {
+    if (from_cache) {
       train_epoch_from_cache(epoch_batches());
     } else if (o.unit == ScheduleUnit::kEpochs) {
       for (std::vector<Index>& rows : epoch_batches()) train_on(std::move(rows));
@@ -163,10 +231,10 @@ void PublicDataModel::train_constant_model(const VectorXd& w, std::uint64_t run_
   loss_.push_back(last_value);
 }
 
-RowMatrix PublicDataModel::gaussian_probes(Index rows, Index S, Index d, std::uint64_t key) {
+RowMatrix PublicDataModel::gaussian_probes(Index rows, Index S, Index d, std::uint64_t key, Index first) {
   RowMatrix probes(rows * S, d);
 #pragma omp parallel for schedule(static)
-  for (Index r = 0; r < rows; ++r) fill_gaussian_probes(key, r, 1, S, d, probes.row(r * S).data());
+  for (Index r = 0; r < rows; ++r) fill_gaussian_probes(key, first + r, 1, S, d, probes.row(r * S).data());
   return probes;
 }
 

@@ -63,7 +63,7 @@ class PrivateRunner : public MethodRunner {
         slot = std::make_unique<PublicDataModel>(
             r.model, r.public_part, r.private_part, r.phase, r.options.gradient_model, method_,
             r.starts[static_cast<std::size_t>(run)].parameters, frozen(r, r.starts[static_cast<std::size_t>(run)]),
-            r.model.num_classes(), seed, r.options.account_fil, r.keep_public_records);
+            r.model.num_classes(), seed, r.options.account_fil, r.keep_public_records, r.ranks);
       return *slot;
     };
     m.training = train_dpsgd_with_models(r.private_part, r.test, r.phase, model_of_run, r.progress, to_string(method_),

@@ -5,6 +5,7 @@
 // and in what fim's gradient model reports.
 #pragma once
 
+#include "filkit/base/communicator.hpp"
 #include "filkit/data/dataset.hpp"
 #include "filkit/dpsgd/training.hpp"
 #include "filkit/public_data/public_data_training.hpp"
@@ -32,6 +33,9 @@ struct PrivatePhase {
   bool keep_public_records = false;     ///< check_training_memory's answer for fim on a network
   bool progress = false;
   CheckpointWhenDone when_done = CheckpointWhenDone::kRemove;
+  /// The ranks that train the runs together (train_with_public_data): fim's constant gradient
+  /// model splits its public batches over them; everything else runs on every rank alike.
+  const Communicator& ranks = Communicator::local();
 };
 
 /// One method's private phase over every run.

@@ -20,9 +20,11 @@ double cosine(const VectorXd& a, const VectorXd& b) {
 PublicDataModel::PublicDataModel(const TrainedModel& model, const Dataset& public_part, const Dataset& private_part,
                                  const DpSgdOptions& phase, const GradientModelOptions& gradient_model,
                                  PrivateTrainingMethod method, VectorXd start, std::vector<bool> frozen, Index K,
-                                 std::uint64_t run_seed, bool account_fil, bool keep_public_records)
+                                 std::uint64_t run_seed, bool account_fil, bool keep_public_records,
+                                 const Communicator& ranks)
     : account_fil_(account_fil),
       keep_public_records_(keep_public_records),
+      ranks_(ranks),
       model_(model),
       public_(public_part),
       private_(private_part),
@@ -104,12 +106,23 @@ void PublicDataModel::add_fisher_terms(const VectorXd& w, const RowMatrix& Xb, c
   }
 }
 
-void PublicDataModel::record_constant_diagnostics(const VectorXd& w, const std::vector<Index>& batch) {
-  std::vector<Index> all(static_cast<std::size_t>(public_.n()));
-  std::iota(all.begin(), all.end(), Index{0});
-  const VectorXd full = model_.mean_gradient(public_, all, w);
+VectorXd PublicDataModel::released_mean_public_gradient(const VectorXd& w) const {
+  const RowShard shard = ranks_.shard(public_.n());  // every row on one process
+  std::vector<Index> rows(static_cast<std::size_t>(shard.size()));
+  std::iota(rows.begin(), rows.end(), shard.begin);
+  VectorXd full = rows.empty() ? VectorXd::Zero(model_.parameter_count()) : model_.mean_gradient(public_, rows, w);
+  if (ranks_.distributed()) {  // the shards' sums added, then the mean over every public row
+    full *= static_cast<double>(shard.size());
+    ranks_.sum(full);
+    full /= static_cast<double>(public_.n());
+  }
   VectorXd mean_public(static_cast<Index>(released_.size()));
   for (std::size_t j = 0; j < released_.size(); ++j) mean_public(static_cast<Index>(j)) = full(released_[j]);
+  return mean_public;
+}
+
+void PublicDataModel::record_constant_diagnostics(const VectorXd& w, const std::vector<Index>& batch) {
+  const VectorXd mean_public = released_mean_public_gradient(w);
   const VectorXd& c = constant_->perturbation();
   cosine_.push_back(cosine(c, mean_public));
   const MatrixXd base = model_.released_gradients(private_, batch, w, released_);
@@ -126,11 +139,7 @@ void PublicDataModel::train_gradient_model(const VectorXd& w, const RowMatrix& X
   const Index batches = o.steps_before(t) * (o.unit == ScheduleUnit::kEpochs ? per_epoch : 1);
   const GradientModelTraining trained = backend_->train(w, public_.X, public_.y, batches, derive_seed(run_seed, t, 2));
   loss_.push_back(trained.final_loss);
-  std::vector<Index> all(static_cast<std::size_t>(public_.n()));
-  std::iota(all.begin(), all.end(), Index{0});
-  const VectorXd full = model_.mean_gradient(public_, all, w);
-  VectorXd mean_public(static_cast<Index>(released_.size()));
-  for (std::size_t j = 0; j < released_.size(); ++j) mean_public(static_cast<Index>(j)) = full(released_[j]);
+  const VectorXd mean_public = released_mean_public_gradient(w);
   const MatrixXd perturbation = backend_->perturbation(w, Xb, yb);
   double sum = 0.0;
   for (Index b = 0; b < perturbation.rows(); ++b) sum += cosine(perturbation.row(b).transpose(), mean_public);

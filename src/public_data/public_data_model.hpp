@@ -6,6 +6,7 @@
 // (public_data_model_state.cpp).
 #pragma once
 
+#include "filkit/base/communicator.hpp"
 #include "filkit/data/dataset.hpp"
 #include "filkit/networks/gradient_model.hpp"
 #include "filkit/public_data/constant_gradient_model.hpp"
@@ -29,13 +30,21 @@
 
 namespace filkit {
 
+/// The constant gradient model's objective on a public batch of `batch_rows` examples from this
+/// rank's part of it: `part`, the objective (a mean, constant_perturbation.hpp) over this rank's
+/// `members` of the batch (0: none; `part` is then not read), and its gradient (`released`
+/// entries). Each rank's mean times its members is their sum; the sums are added over `ranks` and
+/// divided by batch_rows, the same bits on every rank. On one process, `part` itself. Collective.
+PerturbationObjectiveValue objective_over_ranks(const PerturbationObjectiveValue& part, Index members, Index batch_rows,
+                                                Index released, const Communicator& ranks);
+
 /// One run of dpsgd, prune or fim: the released vectors come from the plugin's backend.
 class PublicDataModel final : public TrainableModel {
  public:
   PublicDataModel(const TrainedModel& model, const Dataset& public_part, const Dataset& private_part,
                   const DpSgdOptions& phase, const GradientModelOptions& gradient_model, PrivateTrainingMethod method,
                   VectorXd start, std::vector<bool> frozen, Index K, std::uint64_t run_seed, bool account_fil,
-                  bool keep_public_records);
+                  bool keep_public_records, const Communicator& ranks = Communicator::local());
 
   Index parameter_count() const override { return model_.parameter_count(); }
   VectorXd initial_parameters(std::mt19937_64&) const override { return start_; }
@@ -78,9 +87,10 @@ class PublicDataModel final : public TrainableModel {
   /// from the previous step's c, Adam's count restarted; then c is what the backend adds.
   void train_constant_model(const VectorXd& w, std::uint64_t run_seed, Index t);
 
-  /// S standard normal probes of dimension d for each of `rows` examples (row r S + s), example r's
-  /// from its own stream seeded by key + r: the same whatever the thread count.
-  static RowMatrix gaussian_probes(Index rows, Index S, Index d, std::uint64_t key);
+  /// S standard normal probes of dimension d for each of examples first, ..., first + rows - 1 (its
+  /// row (r - first) S + s), example r's from its own stream seeded by key + r: the same whatever
+  /// the thread count, and a rank's part of a batch draws the whole batch's probes of its members.
+  static RowMatrix gaussian_probes(Index rows, Index S, Index d, std::uint64_t key, Index first = 0);
 
   /// gaussian_probes' rows of examples first, ..., first + count - 1 (count S x d) into `out`.
   static void fill_gaussian_probes(std::uint64_t key, Index first, Index count, Index S, Index d, double* out);
@@ -92,6 +102,10 @@ class PublicDataModel final : public TrainableModel {
                                                    const RowMatrix& probes,
                                                    const PerturbationObjectiveRequest& request) const;
 
+  /// The mean gradient over the public part at w, its released coordinates (on the ranks of a run,
+  /// each rank's shard of the public rows summed over the ranks). Collective.
+  VectorXd released_mean_public_gradient(const VectorXd& w) const;
+
   /// Figures 3.4 and A.1 of the thesis for the constant models: the cosine of c with the mean public
   /// gradient, and the mean norms over the private batch of M g_b, c and r_b.
   void record_constant_diagnostics(const VectorXd& w, const std::vector<Index>& batch);
@@ -101,7 +115,12 @@ class PublicDataModel final : public TrainableModel {
                             Index t);
 
   bool account_fil_;
-  bool keep_public_records_;  ///< PerturbationObjectiveTermCache within max_memory (check_training_memory)
+  bool keep_public_records_;
+  /// The ranks that train this run together (docs/distributed.md): fim's constant gradient model
+  /// trains on public batches whose members are split over them (each rank the members among its
+  /// shard of the public rows), the objective's value and gradient added over the ranks before each
+  /// update, so every rank holds the same c. Communicator::local(): one process does it all.
+  const Communicator& ranks_;  ///< PerturbationObjectiveTermCache within max_memory (check_training_memory)
   const TrainedModel& model_;
   const Dataset& public_;
   const Dataset& private_;

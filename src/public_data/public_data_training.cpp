@@ -32,8 +32,11 @@ const MethodResult* PublicDataTrainingResult::find(PrivateTrainingMethod method)
 
 PublicDataTrainingResult train_with_public_data(const Dataset& public_part, const Dataset& private_part,
                                                 const Dataset& test, const PublicDataTrainingOptions& options,
-                                                bool progress, CheckpointWhenDone when_done) {
+                                                bool progress, CheckpointWhenDone when_done,
+                                                const Communicator& ranks) {
   options.validate();
+  if (ranks.distributed() && !options.private_phase.checkpoint_path.empty())
+    throw std::logic_error("train_with_public_data: a resume file on several ranks of one run");
   public_part.validate();
   private_part.validate();
   if (public_part.n() == 0 || private_part.n() == 0)
@@ -72,8 +75,20 @@ PublicDataTrainingResult train_with_public_data(const Dataset& public_part, cons
   }
   result.seconds["pretrain"] = seconds_since(pretrain_begin);
 
-  const PrivatePhase private_phase{public_part, private_part,        test,     options,  phase, trained, starts, fixed,
-                                   trainable,   keep_public_records, progress, when_done};
+  // Only rank 0 shows the progress: every rank trains the private phase alike.
+  const PrivatePhase private_phase{public_part,
+                                   private_part,
+                                   test,
+                                   options,
+                                   phase,
+                                   trained,
+                                   starts,
+                                   fixed,
+                                   trainable,
+                                   keep_public_records,
+                                   progress && ranks.is_root(),
+                                   when_done,
+                                   ranks};
   for (PrivateTrainingMethod method : options.methods) {
     const auto begin = std::chrono::steady_clock::now();
     MethodResult m = MethodRunner::create(method)->run(private_phase);

@@ -10,7 +10,8 @@ over the ranks and gathered at rank 0, must give byte-identical tables and summa
 ranks, and its shadow-model store grown on some number of ranks and finished on another must be
 byte-identical to one grown on one process. `public-training`, whose runs are spread over the ranks
 and gathered at rank 0, must likewise give byte-identical tables, models and summaries on 1, 2 and 3
-ranks.
+ranks; one public-training run (--runs 1), which the ranks train together (fim's gradient model
+splitting its public batches over them), agrees with one process to 1e-12 like the sharded jobs.
 
 Sizes are small (a few hundred rows, a few steps): each case exercises the same sharding, sums and
 broadcasts as a full-size run, in seconds. ctest runs it in PARTS (one test each, --part), side by side.
@@ -45,6 +46,14 @@ ABSOLUTE_FLOOR = 1e-15
 # second snapshot, softmax with Poisson batches and estimated traces and spectral norms (probes keyed
 # by global rows), and the tanh MLP and the ConvNet through LibTorch (probes keyed by batch position).
 # Row counts are odd, so that the ranks' shares differ; the batches are split across ranks too.
+# One run (--runs 1) of public-training at a tiny size: 200 public rows, public batches of 30 (7 an
+# epoch, the last short, so that the ranks' members differ batch by batch), 3 epochs before the
+# first of 6 private steps, a snapshot at step 4; the models' table as the further table.
+PUBLIC_TRAINING_SPLIT_FLAGS = ["public-training", "--train-size", "400", "--test-size", "100", "--runs", "1",
+                               "--steps", "6", "--batch-size", "50", "--report-epochs", "1", "--pretrain-steps", "5",
+                               "--pretrain-batch-size", "50", "--gradient-steps", "3", "--gradient-decay", "1",
+                               "--gradient-min-steps", "1", "--gradient-batch-size", "30", "--models-out", "{extra}"]
+
 SETTINGS = [
     ("default", ["measure"]),
     ("softmax", ["measure", "--data", "mnist", "--classes", "0,1,2", "--train-size", "3000", "--pca", "30",
@@ -77,6 +86,16 @@ SETTINGS = [
                    "--train-size", "301", "--test-size", "101", "--runs", "2"]),
     ("dpsgd-cnn", ["dpsgd", "--model", "cnn", "--steps", "3", "--batch-size", "18", "--train-size", "101",
                    "--test-size", "51"]),
+    # public-training with --runs 1: every rank trains the one run together, fim's gradient model
+    # splitting each public batch's members over the ranks (each rank those among its shard of the
+    # 200 public rows, with the whole batch's probes); every method, the closed-form objective with
+    # the thesis' per-batch probes; fim with probes drawn once a step; with the exact trace (each
+    # rank's members gathered); fim on a small MLP (the backend's objective from the public
+    # examples' kept records, one shard's a rank).
+    ("public-training-split", PUBLIC_TRAINING_SPLIT_FLAGS + ["--methods", "sgd,dpsgd,prune,fim"]),
+    ("public-training-split-step", PUBLIC_TRAINING_SPLIT_FLAGS + ["--methods", "fim", "--gradient-probe-draws", "step"]),
+    ("public-training-split-exact", PUBLIC_TRAINING_SPLIT_FLAGS + ["--methods", "fim", "--gradient-trace", "exact"]),
+    ("public-training-split-mlp", PUBLIC_TRAINING_SPLIT_FLAGS + ["--methods", "fim", "--model", "mlp", "--hidden", "8"]),
 ]
 
 # The rank counts of each setting: 2 and 3 (even and uneven shares of odd row counts), and in the
@@ -85,7 +104,8 @@ SETTINGS = [
 RANKS = "2,3"
 ALL_RANKS = "1,2,3,4"
 RANKS_OF = {"least-squares": ALL_RANKS, "npz": ALL_RANKS, "reconstruct-all": ALL_RANKS, "dpsgd": ALL_RANKS,
-            "dpsgd-mlp": ALL_RANKS}
+            "dpsgd-mlp": ALL_RANKS, "public-training-split": "1,2,3", "public-training-split-step": "2,3", "public-training-split-exact": "3",
+            "public-training-split-mlp": "2,3"}
 
 # A DP-SGD run stopped and resumed on different numbers of ranks (None: one process without mpirun):
 # (ranks, steps this call) until done, against the uninterrupted single-process run. The stops fall
@@ -109,6 +129,9 @@ PARTS = {
     "learned-attack": ["learned-attack-ranks", "learned-attack-store", "learned-attack-errors"],
     # public-training's runs spread over 1, 2, 3 ranks; a diverging run, --checkpoint and a killed rank on the ranks.
     "public-training": ["public-training-ranks", "public-training-errors"],
+    # One public-training run trained by all ranks together (--runs 1).
+    "public-training-split": ["public-training-split", "public-training-split-step", "public-training-split-exact",
+                              "public-training-split-mlp"],
 }
 CHECKS = ("disagreement", "resume", "errors", "learned-attack-ranks", "learned-attack-store",
           "learned-attack-errors", "public-training-ranks", "public-training-errors")
@@ -339,6 +362,10 @@ def check_public_training_errors(filkit, mpirun, env, tmp):
     failures += expect_failure(mpirun + ["-np", "2"] + one_method, env,
                                "public-training resumes on one process only",
                                "public-training refuses --checkpoint on several ranks")
+    one_run = one_method[:]  # one run, trained by the ranks together: refused too
+    one_run[one_run.index("--runs") + 1] = "1"
+    failures += expect_failure(mpirun + ["-np", "2"] + one_run, env, "public-training resumes on one process only",
+                               "public-training refuses --checkpoint on several ranks for one run")
     # 4 runs of 10^6 sgd steps: minutes of work, stopped after 4 s.
     failures += check_dying_rank(filkit, mpirun, env, [
         "public-training", "--quiet", "--threads", "1", "--methods", "sgd", "--train-size", "400", "--runs", "4",

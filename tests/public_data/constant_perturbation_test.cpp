@@ -1,6 +1,8 @@
 #include "filkit/public_data/constant_perturbation.hpp"
+#include "filkit/base/communicator.hpp"
 #include "filkit/dpsgd/clipped_gradient.hpp"
 
+#include "public_data/public_data_model.hpp"
 #include "test_util.hpp"
 
 #include <algorithm>
@@ -429,6 +431,62 @@ TEST(ConstantPerturbationArguments, BadArgumentsAreRejectedByName) {
       pr.X, bad_y, {0, 2}, pr.c, 2, [](Index, Index count, double* out) { std::fill(out, out + count * 2 * 3, 0.5); },
       1.0, true, 1e-7))
       << "only the batch's labels are checked";
+}
+
+TEST(ConstantPerturbationObjective, ABatchCutIntoTheRanksPartsGivesTheWholeBatchsObjective) {
+  // One run on 3 ranks (docs/distributed.md): a sorted batch of 150 of 200 public rows, each rank
+  // taking its members among its shard of the rows (67, 67, 66), with the whole batch's probes of
+  // its members (the source asked from the position of its first member); each part's objective
+  // (a mean) times its members, added and divided by 150, is the whole batch's objective to
+  // rounding (the sums formed in another order).
+  const Problem pr = make_problem(200, 8, 3, true, 71);
+  const SoftmaxRelease release = release_of(pr);
+  std::vector<Index> batch(200);
+  std::iota(batch.begin(), batch.end(), Index{0});
+  std::shuffle(batch.begin(), batch.end(), std::mt19937_64(7));
+  batch.resize(150);
+  std::sort(batch.begin(), batch.end());
+  const Index S = 2, B = 150, m = release.released_count();
+  const RowMatrix V = gaussian_probes(B * S, 8, 73);
+  const auto source_from = [&](Index position) -> SoftmaxRelease::ProbeSource {
+    return [&V, position, S](Index first, Index count, double* out) {
+      Eigen::Map<RowMatrix>(out, count * S, 8) = V.middleRows((position + first) * S, count * S);
+    };
+  };
+  for (bool snr : {false, true}) {
+    SCOPED_TRACE(snr ? "snr" : "no snr");
+    const auto whole = release.objective(pr.X, pr.y, batch, pr.c, S, source_from(0), 0.5, snr, 1e-7);
+    double value = 0.0;
+    VectorXd gradient = VectorXd::Zero(m);
+    Index members_seen = 0;
+    for (int rank = 0; rank < 3; ++rank) {
+      const RowShard shard = RowShard::of(200, rank, 3);
+      const auto first = std::lower_bound(batch.begin(), batch.end(), shard.begin);
+      const auto last = std::lower_bound(first, batch.end(), shard.end);
+      const std::vector<Index> members(first, last);
+      ASSERT_FALSE(members.empty());
+      const auto part =
+          release.objective(pr.X, pr.y, members, pr.c, S, source_from(first - batch.begin()), 0.5, snr, 1e-7);
+      // On one process objective_over_ranks is the part itself, bit for bit.
+      const auto alone = objective_over_ranks(part, std::ssize(members), B, m, Communicator::local());
+      EXPECT_TRUE(testing::same_bits(alone.value, part.value));
+      EXPECT_TRUE(testing::same_bits(alone.gradient, part.gradient));
+      const auto count = static_cast<double>(members.size());
+      value += part.value * count;  // what objective_over_ranks adds over the ranks
+      gradient += part.gradient * count;
+      members_seen += std::ssize(members);
+    }
+    EXPECT_EQ(members_seen, B);
+    EXPECT_NEAR(value / B, whole.value, 1e-13 * std::abs(whole.value));
+    EXPECT_LT(relative_error(gradient / B, whole.gradient), 1e-13);
+    // A wrong split (probes from each part's own position 0) is caught.
+    const RowShard middle = RowShard::of(200, 1, 3);
+    const auto first = std::lower_bound(batch.begin(), batch.end(), middle.begin);
+    const std::vector<Index> members(first, std::lower_bound(first, batch.end(), middle.end));
+    EXPECT_NE(
+        release.objective(pr.X, pr.y, members, pr.c, S, source_from(0), 0.5, snr, 1e-7).value,
+        release.objective(pr.X, pr.y, members, pr.c, S, source_from(first - batch.begin()), 0.5, snr, 1e-7).value);
+  }
 }
 
 }  // namespace

@@ -102,10 +102,18 @@ struct PublicDataTrainingResult {
 /// With private_phase.checkpoint_path (one method, not the conditional gradient model) the private
 /// phase saves its state there and resumes from it, the gradient model's included; pre-training is
 /// repeated (it is seeded).
+///
+/// `ranks`: the MPI ranks that train these runs together (docs/distributed.md), each called with
+/// the whole data and the same options: pre-training, sgd and the private phase run on every rank
+/// alike (the same numbers everywhere), and fim's constant gradient model trains on public batches
+/// whose members are split over the ranks (the objective added over them before each update), so
+/// the results agree with one process's to rounding. Every rank returns the whole result. Refused
+/// with private_phase.checkpoint_path on several ranks.
 PublicDataTrainingResult train_with_public_data(const Dataset& public_part, const Dataset& private_part,
                                                 const Dataset& test, const PublicDataTrainingOptions& options,
                                                 bool progress = false,
-                                                CheckpointWhenDone when_done = CheckpointWhenDone::kRemove);
+                                                CheckpointWhenDone when_done = CheckpointWhenDone::kRemove,
+                                                const Communicator& ranks = Communicator::local());
 
 /// The result of one train_with_public_data call with `options` (private_phase.runs = R) from its
 /// runs trained apart: `runs[r]` from a call of one run with private_phase.seed =
