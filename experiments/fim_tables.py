@@ -133,17 +133,24 @@ def run_one(directory, settings, args, seed, method):
     suffix = ("-step-probes" if step_probes else "") + ("-float32-state" if state32 else "") + \
         (f"-lambda-decay{args.lambda_decay:g}-min{args.lambda_min:g}" if decay else "") + \
         (f"-adam-offset{args.adam_offset}" if args.adam_offset is not None else "") + \
-        ("-thesis-examples" if args.thesis_examples else "") + ("-intercept" if args.intercept else "")
+        ("-thesis-examples" if args.thesis_examples else "") + ("-intercept" if args.intercept else "") + \
+        ("-thesis-code" if args.thesis_code else "") + ("-float32" if args.precision == "float32" else "")
     path = os.path.join(directory, f"seed{seed}-{method}{suffix}.json")
+    if args.thesis_code:
+        settings = thesis_code_settings(settings)
     flags = [FILKIT, "public-training", "--json", path, "--runs", "1", "--seed", str(seed),
              "--threads", str(args.threads), "--methods", method]
     if args.quiet:
         flags.append("--quiet")
     for key, value in settings.items():
-        if not (args.thesis_examples and key == "train-size"):  # the .npz holds just those examples
+        if value is None:  # a switch
+            flags.append("--" + key)
+        elif not (args.thesis_examples and key == "train-size"):  # the .npz holds just those examples
             flags += ["--" + key, str(value)]
     if args.intercept:  # the bias of the thesis' linear layer (a jax stax Dense layer)
         flags.append("--intercept")
+    if args.precision == "float32":  # training, releases and accounting in float32, as jax by default
+        flags += ["--precision", "float32"]
     if args.reference_logit:  # the thesis' one-logit binary model (its predict_binary)
         flags.append("--reference-logit")
     if args.public_split:  # only when given: the runs made before the option keep their flags
@@ -182,6 +189,27 @@ def run_one(directory, settings, args, seed, method):
         f.write(command)
     os.replace(path + ".flags.tmp", path + ".flags")
     return json.load(open(path))
+
+
+def thesis_code_settings(settings):
+    """`settings` as the thesis' code computes them where its text leaves them open (read in its
+    released repository; experiments/README.md, section "Table 3.1 with shuffled private epochs"):
+    the first examples public (`datasets.py` `get_dataset_splits`, no shuffle), pre-training in
+    epochs of a permutation with a short last batch (`get_datastream`) for the epochs Table B.1
+    gives (the uniform runs' step count is epochs x n_public / B, rounded), jax's Adam count (its
+    `optimizers.adam` called with i = 1, 2, ...), stax's `Dense` layer with its bias and Glorot-normal
+    weights (sd sqrt(2 / (784 + 10)) = 0.0502 for MNIST's linear model; filkit also draws the bias
+    at that scale, where stax draws it at 1e-6)."""
+    settings = dict(settings, **{"public-split": "first", "pretrain-sampling": "shuffle",
+                                 "adam-bias-correction-offset": 1, "intercept": None})
+    if settings.get("model") is None:  # the linear model (a network draws PyTorch's initialisation)
+        settings["init-scale"] = 0.0502
+    if settings.get("pretrain-steps", 0) > 0 and settings.get("classes") == "all":
+        public = round(60000 * settings["public-fraction"])
+        batch = settings["pretrain-batch-size"]
+        epochs = round(settings["pretrain-steps"] * batch / public)
+        settings["pretrain-steps"] = epochs * -(-public // batch)
+    return settings
 
 
 def thesis_table34_examples():
@@ -360,6 +388,16 @@ def main():
                         help="table34: the thesis' own examples (the first 1,000 images of 0 and 1 in MNIST's training "
                              "file public, the next 1,000 private), not a seeded random 2,000; written once as an .npz "
                              "in filkit's cache; its runs are seedS-METHOD-thesis-examples.json")
+    parser.add_argument("--precision", choices=["float64", "float32"], default="float64",
+                        help="filkit's --precision: training, releases and their Jacobian products in float32, as the "
+                             "thesis' jax computes by default (combine with --gradient-state-precision float32 and, on "
+                             "a network, --gradient-precision float32 for fim's gradient model); its runs are "
+                             "seedS-METHOD-float32.json")
+    parser.add_argument("--thesis-code", dest="thesis_code", action="store_true",
+                        help="every choice of the thesis' released code that its text leaves open at once "
+                             "(thesis_code_settings: the first examples public, pre-training in epochs, jax's Adam "
+                             "count, the linear layer's bias and Glorot initialisation); its runs are "
+                             "seedS-METHOD-thesis-code.json")
     parser.add_argument("--intercept", action="store_true",
                         help="the linear model with a bias, as the thesis' jax stax Dense layer (filkit's default has "
                              "none); its runs are seedS-METHOD-intercept.json")
@@ -377,6 +415,8 @@ def main():
 
 
 def print_experiment(args, parser):
+    if args.thesis_code and (args.public_split or args.adam_offset is not None or args.intercept):
+        parser.error("--thesis-code sets --public-split, --adam-bias-correction-offset and --intercept itself")
     if args.thesis_examples and args.experiment != "table34":
         parser.error("--thesis-examples: only table34 (the other tables' examples are already the thesis' "
                      "with --public-split first)")
