@@ -135,7 +135,10 @@ def crossing_replicates(points, counts):
     runs = counts.shape[1]
     accuracy = np.array([counts @ np.asarray(p["accuracy_per_run"], dtype=float) / runs for p in points])
     bounds = {"rdp_bound": np.array([np.full(len(counts), p["rdp_bound"]) for p in points])}
-    dfil = [dfil_bounds(p["traces"], p["private_dims"], counts) for p in points]
+    # A point without traces (one run, its table not kept) carries its own bounds: every resample of one
+    # run is that run.
+    dfil = [dfil_bounds(p["traces"], p["private_dims"], counts) if "traces" in p else
+            (np.full(len(counts), p["max_dfil_bound"]), np.full(len(counts), p["median_dfil_bound"])) for p in points]
     bounds["max_dfil_bound"] = np.array([d[0] for d in dfil])
     bounds["median_dfil_bound"] = np.array([d[1] for d in dfil])
     crossings = {key: np.array([crossing_accuracy(accuracy[:, b], bounds[key][:, b]) for b in range(len(counts))])
@@ -205,9 +208,13 @@ def run_setting(args, dataset, setting, out_dir, epochs, run=True):
         command += ["--report-epochs", ",".join(number(e) for e in epochs)]
     command += ["--threads", str(args.threads)]
     wall = None
-    if not run and not (os.path.exists(summary_path) and os.path.exists(table_path)):
+    # Done once its summary exists, and its per-example table where the crossings' bootstrap over runs
+    # reads it (runs > 1): with one run the table serves only the montage, and a committed grid keeps
+    # the summaries (kB) without the tables (MB each).
+    done = os.path.exists(summary_path) and (args.runs == 1 or os.path.exists(table_path))
+    if not run and not done:
         return None
-    if run and (args.force or not (os.path.exists(summary_path) and os.path.exists(table_path))):
+    if run and (args.force or not done):
         start = time.time()
         with open(os.path.join(out_dir, name + ".log"), "w") as log:
             result = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT)
@@ -336,6 +343,10 @@ def plot_montage(out_dir, dataset, rows, args):
     import filkit  # noqa: E402 (the build's module)
     best = max((r for r in rows if r["final"]), key=lambda r: r["test_accuracy"])
     table = os.path.join(out_dir, best["setting"] + ".csv")
+    if not os.path.exists(table):  # a committed grid: its montage was drawn when the table was there
+        print(f"montage: {table} is not here (per-example tables are not committed); montage.png is left as "
+              f"it is (--force {best['setting']} redraws it)", file=sys.stderr)
+        return os.path.join(out_dir, "montage.png"), best
     with open(table, newline="") as f:
         examples = [r for r in csv.DictReader(f) if int(float(r["step"])) == best["steps"]]
     split = filkit.load_dataset(dataset, train_size=args.train_size, test_size=args.test_size, seed=args.seed)
@@ -464,9 +475,10 @@ def analyse_dataset(args, dataset, results):
     figure = plot_figure5(out_dir, dataset, rows, meta)
     montage, best = plot_montage(out_dir, dataset, rows, args)
     with open(os.path.join(out_dir, f"results.json.{os.getpid()}.tmp"), "w") as f:
-        json.dump({"meta": meta, "runs": runs, "rows": rows, "crossings": crossings, "figure5": figure,
-                   "montage": montage, "montage_setting": best["setting"], "perfect_privacy_mse": PERFECT_PRIVACY},
-                  f, indent=1)
+        # The figures' names only: the folder moves (a committed grid is redrawn where it is checked out).
+        json.dump({"meta": meta, "runs": runs, "rows": rows, "crossings": crossings,
+                   "figure5": os.path.basename(figure), "montage": os.path.basename(montage),
+                   "montage_setting": best["setting"], "perfect_privacy_mse": PERFECT_PRIVACY}, f, indent=1)
     os.replace(os.path.join(out_dir, f"results.json.{os.getpid()}.tmp"), os.path.join(out_dir, "results.json"))
 
     print(f"\n{dataset}: ConvNet, n = {args.train_size}, test {args.test_size}, B = {args.batch_size}, "
@@ -496,7 +508,13 @@ def analyse_crossings(args, out_dir, results):
     """Every point's per-run accuracies and traces, then the crossings with their bootstrap intervals."""
     points = []
     for name, _, summary, setting_rows in results:
-        traces = load_per_run_traces(os.path.join(out_dir, name + ".csv"), args.runs)
+        table = os.path.join(out_dir, name + ".csv")
+        if args.runs == 1 and not os.path.exists(table):  # a committed grid: the summary's bounds stand
+            points += [{"accuracy_per_run": [row["test_accuracy"]], "rdp_bound": row["rdp_bound"],
+                        "max_dfil_bound": row["max_dfil_bound"], "median_dfil_bound": row["median_dfil_bound"]}
+                       for row in setting_rows]
+            continue
+        traces = load_per_run_traces(table, args.runs)
         for snapshot, row in zip(summary["snapshots"], setting_rows):
             point = {"accuracy_per_run": snapshot["test_accuracy_per_run"], "traces": traces[snapshot["step"]],
                      "private_dims": summary["private_dims"], "rdp_bound": row["rdp_bound"]}
@@ -558,6 +576,7 @@ def main():
                                                            "dpsgd_networks_grid"))
     grid_ranks.add_arguments(parser)
     args = parser.parse_args()
+    args.out_root = os.path.abspath(args.out_root)  # gnuplot runs in the output folder: a relative root would not resolve
     rank, ranks = grid_ranks.rank_of(args, parser)
     if args.quick:
         for key, value in QUICK.items():

@@ -6,7 +6,7 @@ output-perturbation experiments, MNIST 0 vs 1: figures 2, 3 and 4, from the buil
   experiments/reconstruction/reproduce.py run [ARTEFACT ...]    run filkit and write the committed results
   experiments/reconstruction/reproduce.py draw [ARTEFACT ...]   redraw the PNGs from the committed results alone
 
-ARTEFACT: figure2, figure3, figure4 (default: all; figures 3 and 4 share one attack run). `run` is
+ARTEFACT: figure2, figure3, figure4, figure5 (default: all; figures 3 and 4 share one attack run). `run` is
 resumable: an artefact whose committed results all exist is skipped (delete them to rerun it), and a
 filkit run whose scratch outputs exist with the same command line is not repeated. Times on one
 shared core (nice, load about 4): a `filkit bound` run 5-13 s (figure 2's 11 runs 75 s); the attack
@@ -36,6 +36,14 @@ the per-example arrays are dropped from the summaries):
   attack/reconstructions.csv                figure 4's originals and mean reconstructions (pixels
                                             clipped to [0, 1] as the code's imshow, as 784 hex bytes)
   attack/attack.json                        the statistics the comparison page checks the claims on
+  figure5-reduced/mnist_n10000_B200_T500_seed0/
+                                            figure 5 (section 7.3) on a reduced grid: the MNIST ConvNet,
+                                            dpsgd_networks_grid.py's 7 (sigma, C, rho) settings, 10,000
+                                            training and 2,000 test images, B = 200, T = 500 (points also
+                                            after epochs 1, 2, 4, 6, 8), 1 run; each setting's `filkit dpsgd` summary
+                                            (its per-example table, 4 MB, is not committed), results.json
+                                            (the points, Pareto fronts and crossing accuracies) and the
+                                            montage; about 7 minutes on one shared core
 The PNGs are written beside this script.
 """
 
@@ -44,6 +52,7 @@ import json
 import math
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -66,7 +75,12 @@ HISTOGRAM_SEEDS = range(10)  # mnist_logistic_regression.py: --num_trials 10
 HISTOGRAM_BINS = 100      # mnist_logistic_regression.py: plt.hist(np.log10(fil_bound), bins=100)
 EXTREME_IMAGES = 8        # figure 4: "only the top- and bottom-8 are shown"
 PERFECT_PRIVACY_MSE = 1.0  # the paper's line: "MSE <= 1 can be achieved by simply guessing"
-ARTEFACTS = ("figure2", "figure3", "figure4")
+ARTEFACTS = ("figure2", "figure3", "figure4", "figure5")
+# Figure 5 on the reduced grid dpsgd_networks_grid.py runs by default (its own documentation says why
+# the paper's grid, 108 settings of 10 runs on 60,000 images, is a job for many machines).
+FIGURE5_GRID = [os.path.join(ROOT, "experiments", "dpsgd_networks_grid.py"), "--datasets", "mnist", "--jobs", "1",
+                "--threads", "1", "--out-root", os.path.join(RESULTS, "figure5-reduced")]
+FIGURE5_FOLDER = os.path.join(RESULTS, "figure5-reduced", "mnist_n10000_B200_T500_seed0")
 
 
 def read_csv(path):
@@ -295,7 +309,22 @@ def draw_figure4(folder):
     gnuplot(script + "unset multiplot\n", os.path.join(HERE, "figure4.png"), folder)
 
 
-DRAW = {"figure2": draw_figure2, "figure3": draw_figure3, "figure4": draw_figure4}
+def run_figure5():
+    """The grid's runs (resumable: a setting whose summary exists is not rerun), then its figure."""
+    subprocess.run([sys.executable] + FIGURE5_GRID + ["--binary", FILKIT], check=True)
+
+
+def draw_figure5(folder):
+    """The grid script redraws from the committed summaries alone (every run exists, so none is rerun;
+    the montage, which needs a per-example table, is left as committed), then the PNG beside this script."""
+    del folder  # the grid script draws in its own folder
+    subprocess.run([sys.executable] + FIGURE5_GRID + ["--binary", FILKIT], check=True)
+    temporary = os.path.join(HERE, "figure5.png.tmp")
+    shutil.copyfile(os.path.join(FIGURE5_FOLDER, "figure5.png"), temporary)
+    os.replace(temporary, os.path.join(HERE, "figure5.png"))
+
+
+DRAW = {"figure2": draw_figure2, "figure3": draw_figure3, "figure4": draw_figure4, "figure5": draw_figure5}
 
 
 def main():
@@ -307,6 +336,9 @@ def main():
         if {"figure3", "figure4"} & set(artefacts):  # one attack run for both
             print("figure3, figure4", flush=True)
             run_attack()
+        if "figure5" in artefacts:
+            print("figure5", flush=True)
+            run_figure5()
         return 0
     with tempfile.TemporaryDirectory() as folder:
         for artefact in artefacts:
