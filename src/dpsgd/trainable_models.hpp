@@ -5,6 +5,7 @@
 // (the softmax network against the softmax GLM).
 #pragma once
 
+#include "filkit/base/communicator.hpp"
 #include "filkit/data/dataset.hpp"
 #include "filkit/dpsgd/training.hpp"
 
@@ -30,6 +31,7 @@ struct LocalBatch {
   Index row_offset = 0;     ///< global index of this process's row 0
   Index total_rows = 0;     ///< n: training rows over all ranks
   Index position = 0;       ///< position of rows[0] in the whole batch
+  Index batch_size = 0;     ///< the whole batch's members over all ranks
 };
 
 /// The clipped gradients of one batch and their accounting.
@@ -49,6 +51,10 @@ class TrainableModel {
   /// seeded from (run_seed, step) and the members' global rows or batch positions. Not const: a
   /// model may change as it trains (fim's gradient model, trained before each private step).
   virtual StepAccounting step(const VectorXd& w, const LocalBatch& batch, std::uint64_t run_seed, Index step) = 0;
+  /// Whether step() is collective over the ranks (fim's gradient model trains on all of them
+  /// together): the trainer then calls it on every rank, with no members where a rank has none.
+  /// Otherwise a rank without members skips it.
+  virtual bool steps_on_every_rank() const { return false; }
   virtual double accuracy(const VectorXd& w, const Dataset& data) const = 0;
   /// A GLM Model of the parameters (closed-form GLMs only).
   virtual bool is_glm() const { return false; }
@@ -79,10 +85,13 @@ using TrainableModelOfRun = std::function<TrainableModel&(int run, std::uint64_t
 
 /// train_dpsgd with the model of each run given (every run's must have the same parameter count
 /// and be a GLM or not alike); the resume file holds each run's resume_state() beside the loop's.
+/// On the ranks of `comm` (docs/distributed.md), as train_dpsgd: `train` and `test` are this
+/// rank's shards, the models built on every rank alike, and rank 0 returns the whole result.
 DpSgdResult train_dpsgd_with_models(const Dataset& train, const Dataset& test, const DpSgdOptions& options,
                                     const TrainableModelOfRun& model_of_run, bool progress = false,
                                     const std::string& progress_label = "dpsgd",
-                                    CheckpointWhenDone when_done = CheckpointWhenDone::kRemove);
+                                    CheckpointWhenDone when_done = CheckpointWhenDone::kRemove,
+                                    const Communicator& comm = Communicator::local());
 
 /// The seed of run `run` (what train_dpsgd records in run_seeds).
 std::uint64_t dpsgd_run_seed(const DpSgdOptions& options, int run);

@@ -67,7 +67,7 @@ class Trainer {
   void step(Index t) {
     const std::vector<Index> members = sample_batch(t);
     const LocalBatch batch = local_part(members);
-    StepAccounting a = batch.rows.empty()
+    StepAccounting a = batch.rows.empty() && !model_.steps_on_every_rank()
                            ? StepAccounting{VectorXd::Zero(state_.parameters.size()), VectorXd(), VectorXd()}
                            : model_.step(state_.parameters, batch, run_seed_, t);
     RunAccountant& accountant = state_.accountant;
@@ -121,6 +121,7 @@ class Trainer {
     local.row_offset = first_row_;
     local.total_rows = n_total_;
     local.position = first - batch.begin();
+    local.batch_size = static_cast<Index>(batch.size());
     return local;
   }
 

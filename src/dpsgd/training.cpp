@@ -517,8 +517,9 @@ DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOp
 
 DpSgdResult train_dpsgd_with_models(const Dataset& train, const Dataset& test, const DpSgdOptions& options,
                                     const TrainableModelOfRun& model_of_run, bool progress,
-                                    const std::string& progress_label, CheckpointWhenDone when_done) {
-  return train_runs(train, test, options, progress, when_done, &model_of_run, progress_label, Communicator::local());
+                                    const std::string& progress_label, CheckpointWhenDone when_done,
+                                    const Communicator& comm) {
+  return train_runs(train, test, options, progress, when_done, &model_of_run, progress_label, comm);
 }
 
 std::uint64_t seed_of_run_alone(const DpSgdOptions& options, int run) {

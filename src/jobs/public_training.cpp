@@ -338,15 +338,13 @@ PublicTrainingJobResult run_public_training(const PublicTrainingJobOptions& requ
   requested.validate();
   const std::string& checkpoint = requested.training.private_phase.checkpoint_path;  // before the work
   if (!checkpoint.empty()) check_output_path("checkpoint", checkpoint);
-  if (!checkpoint.empty() && Communicator::world().distributed())
+  if (!checkpoint.empty() && Communicator::world().distributed() && requested.training.private_phase.runs != 1)
     throw OptionError::with_text(
         "checkpoint", option_name("checkpoint") + " " + checkpoint +
-                          ": public-training resumes on one process only; on several MPI ranks each run is trained "
-                          "whole by one rank, or with " +
-                          option_name("runs") +
-                          " 1 by all ranks together, and a failure loses the runs in flight (docs/distributed.md): "
-                          "leave " +
-                          option_name("checkpoint") + " out, or run without mpirun");
+                          ": public-training resumes on several MPI ranks only with " + option_name("runs") +
+                          " 1, which all ranks train together; with more runs each run is trained whole by one "
+                          "rank, and a failure loses the runs in flight (docs/distributed.md): leave " +
+                          option_name("checkpoint") + " out, train one run at a time, or run without mpirun");
   PublicTrainingJobResult result;
   result.options = requested;
   // Networks (model other than softmax) use every class unless classes says otherwise; so does softmax here.
@@ -365,10 +363,12 @@ PublicTrainingJobResult run_public_training(const PublicTrainingJobOptions& requ
   const StageScope stage("training with public data");
   const Communicator& comm = Communicator::world();
   if (comm.distributed() && options.training.private_phase.runs == 1) {
-    // One run: every rank trains it, fim's gradient model splitting its public batches over them.
+    // One run: every rank trains it, fim's gradient model splitting its public batches over them
+    // and the private phase its batches' members; the resume file (rank 0's) is kept until the
+    // outputs are written.
     result.training =
         train_with_public_data(result.split.public_part, result.split.private_part, result.data.test,
-                               result.options.training_options(), progress, CheckpointWhenDone::kRemove, comm);
+                               result.options.training_options(), progress, CheckpointWhenDone::kKeep, comm);
     if (!comm.is_root()) return result;
   } else if (comm.distributed()) {
     result.training = train_on_ranks(result.split, result.data.test, result.options.training_options(), progress, comm);

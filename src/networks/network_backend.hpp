@@ -23,7 +23,7 @@
 namespace filkit {
 
 /// Raise whenever NetworkBackend, the factory, or a type they take or return changes.
-inline constexpr int kNetworkBackendAbiVersion = 9;  // 9: precision, gradient_sum
+inline constexpr int kNetworkBackendAbiVersion = 10;  // 10: ReleasedGradientBackend::account_batch's batch position
 
 /// One network's computations for a plan (network_layers.hpp) that Network has checked. Network
 /// checks every argument's shape and range before calling these.
@@ -122,9 +122,13 @@ class ReleasedGradientBackend {
   /// `steps` AdamW steps of phi on uniformly drawn batches of the public data at parameters theta.
   virtual GradientModelTraining train(const VectorXd& theta, const RowMatrix& X, const VectorXd& y, Index steps,
                                       std::uint64_t seed) = 0;
-  /// Sum of r over the batch (released coordinates) and each member's Tr(J^T J), J = dr/dx.
+  /// Sum of r over the members X (released coordinates) and each member's Tr(J^T J), J = dr/dx.
+  /// The members are positions first_position, ... of a batch of batch_rows (on the ranks of one
+  /// run, a rank's part of it; docs/distributed.md): the whole batch's probes are drawn from `seed`
+  /// and the members' rows kept, so that the parts' traces are the whole batch's.
   virtual NetworkBatchAccounting account_batch(const VectorXd& theta, const RowMatrix& X, const VectorXd& y,
-                                               const NetworkAccountingRequest& request, std::uint64_t seed) const = 0;
+                                               const NetworkAccountingRequest& request, std::uint64_t seed,
+                                               Index first_position, Index batch_rows) const = 0;
   /// r of every row (B x released), g_phi of every row (B x released; zeros without a model).
   virtual MatrixXd released(const VectorXd& theta, const RowMatrix& X, const VectorXd& y) const = 0;
   virtual MatrixXd perturbation(const VectorXd& theta, const RowMatrix& X, const VectorXd& y) const = 0;

@@ -245,8 +245,9 @@ class GuardedReleasedGradientBackend final : public ReleasedGradientBackend {
     return guarded([&] { return inner_->train(theta, X, y, steps, seed); });
   }
   NetworkBatchAccounting account_batch(const VectorXd& theta, const RowMatrix& X, const VectorXd& y,
-                                       const NetworkAccountingRequest& request, std::uint64_t seed) const override {
-    return guarded([&] { return inner_->account_batch(theta, X, y, request, seed); });
+                                       const NetworkAccountingRequest& request, std::uint64_t seed,
+                                       Index first_position, Index batch_rows) const override {
+    return guarded([&] { return inner_->account_batch(theta, X, y, request, seed, first_position, batch_rows); });
   }
   MatrixXd released(const VectorXd& theta, const RowMatrix& X, const VectorXd& y) const override {
     return guarded([&] { return inner_->released(theta, X, y); });

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <numeric>
 #include <utility>
 #include <vector>
 
@@ -47,8 +48,20 @@ class SgdRunner final : public MethodRunner {
   }
 };
 
+/// This rank's shard of `data`'s rows (in `shard`) on the ranks of one run; `data` itself on one process.
+const Dataset& own_rows(const Dataset& data, const Communicator& ranks, Dataset& shard) {
+  if (!ranks.distributed()) return data;
+  const RowShard rows = ranks.shard(data.n());
+  std::vector<Index> kept(static_cast<std::size_t>(rows.size()));
+  std::iota(kept.begin(), kept.end(), rows.begin);
+  shard = data.select_rows(kept);
+  return shard;
+}
+
 /// dpsgd, prune and fim: train_dpsgd_with_models with a PublicDataModel a run, built on the run's
-/// first use from its start and the coordinates the method freezes.
+/// first use from its start and the coordinates the method freezes. On the ranks of one run each
+/// holds its shard of the private and test rows, releases and accounts the batch members among
+/// them, and rank 0 gathers the accounting (docs/distributed.md).
 class PrivateRunner : public MethodRunner {
  public:
   explicit PrivateRunner(PrivateTrainingMethod method) : method_(method) {}
@@ -56,21 +69,24 @@ class PrivateRunner : public MethodRunner {
   MethodResult run(const PrivatePhase& r) override {
     MethodResult m;
     m.method = method_;
+    Dataset private_shard, test_shard;
+    const Dataset& private_rows = own_rows(r.private_part, r.ranks, private_shard);
+    const Dataset& test_rows = own_rows(r.test, r.ranks, test_shard);
     std::vector<std::unique_ptr<PublicDataModel>> models(static_cast<std::size_t>(r.phase.runs));
     const TrainableModelOfRun model_of_run = [&](int run, std::uint64_t seed) -> TrainableModel& {
       auto& slot = models[static_cast<std::size_t>(run)];
       if (!slot)
         slot = std::make_unique<PublicDataModel>(
-            r.model, r.public_part, r.private_part, r.phase, r.options.gradient_model, method_,
+            r.model, r.public_part, private_rows, r.phase, r.options.gradient_model, method_,
             r.starts[static_cast<std::size_t>(run)].parameters, frozen(r, r.starts[static_cast<std::size_t>(run)]),
             r.model.num_classes(), seed, r.options.account_fil, r.keep_public_records, r.ranks);
       return *slot;
     };
-    m.training = train_dpsgd_with_models(r.private_part, r.test, r.phase, model_of_run, r.progress, to_string(method_),
-                                         r.when_done);
+    m.training = train_dpsgd_with_models(private_rows, test_rows, r.phase, model_of_run, r.progress, to_string(method_),
+                                         r.when_done, r.ranks);
     if (!m.training.complete) return m;  // stopped (stop_after): the state is in the checkpoint
     report(r, models, m);
-    for (const auto& model : models) m.fisher_term_sum.push_back(model->fisher_term_sum());
+    for (const auto& model : models) m.fisher_term_sum.push_back(model->fisher_term_sum_over_ranks());
     return m;
   }
 

@@ -34,7 +34,9 @@ struct PrivatePhase {
   bool progress = false;
   CheckpointWhenDone when_done = CheckpointWhenDone::kRemove;
   /// The ranks that train the runs together (train_with_public_data): fim's constant gradient
-  /// model splits its public batches over them; everything else runs on every rank alike.
+  /// model splits its public batches over them, and dpsgd, prune and fim the members of their
+  /// private batches (each rank its shard of the private rows); pre-training and sgd run on every
+  /// rank alike.
   const Communicator& ranks = Communicator::local();
 };
 

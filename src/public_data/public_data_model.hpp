@@ -54,20 +54,26 @@ class PublicDataModel final : public TrainableModel {
   std::string describe() const override { return model_.is_glm() ? std::string() : model_.plan().describe(); }
   const std::vector<bool>* frozen() const override { return &frozen_; }
 
-  /// Before a fim step, its gradient model trained on public batches at w; then the release.
+  /// Before a fim step, its gradient model trained on public batches at w; then the release of
+  /// the members (on the ranks of one run, those among this rank's shard of the private rows).
   StepAccounting step(const VectorXd& w, const LocalBatch& local, std::uint64_t run_seed, Index t) override;
+  /// On the ranks of one run, every rank steps: the gradient model trains on all of them together.
+  bool steps_on_every_rank() const override { return ranks_.distributed(); }
 
   /// The method, the gradient model's settings, the pre-trained start and frozen coordinates and
   /// the public part: a resume file made with any of them different is refused.
   nlohmann::json resume_fingerprint() const override;
   /// fim's constant model (phi and Adam's moments), the diagnostics of the steps done and the
-  /// thesis' trace sums: with the trainer's state, all that step t + 1 depends on.
+  /// thesis' trace sums: with the trainer's state, all that step t + 1 depends on. On the ranks of
+  /// one run the trace sums are gathered over all private rows at rank 0 (the others' are empty),
+  /// and restore() keeps the rank's own rows. Collective.
   nlohmann::json resume_state() const override;
   void restore(const nlohmann::json& state, Index steps_done) override;
 
   const std::vector<double>& perturbation_cosine() const { return cosine_; }
-  /// The thesis' accumulation, per private example (MethodResult::fisher_term_sum).
-  const VectorXd& fisher_term_sum() const { return fisher_term_sum_; }
+  /// The thesis' accumulation, per private example (MethodResult::fisher_term_sum): over every
+  /// private row at rank 0, empty on the other ranks. Collective.
+  VectorXd fisher_term_sum_over_ranks() const;
   const std::vector<double>& gradient_model_loss() const { return loss_; }
   const std::vector<VectorNorms>& vector_norms() const { return norms_; }
 
@@ -79,7 +85,7 @@ class PublicDataModel final : public TrainableModel {
   /// The thesis' accountant (its accountant.py): each batch member's trace estimated with 2 Gaussian
   /// input-space probes, then sqrt(T + 1e-7) squared, NaN taken as 0. Equal to filkit's accounting
   /// when that uses 2 probes (the default here); otherwise its own 2 probes are drawn.
-  void add_fisher_terms(const VectorXd& w, const RowMatrix& Xb, const VectorXd& yb, const std::vector<Index>& batch,
+  void add_fisher_terms(const VectorXd& w, const RowMatrix& Xb, const VectorXd& yb, const LocalBatch& local,
                         const VectorXd& accounted, std::uint64_t seed);
 
   /// Before private step t, for the constant models: the thesis' training of c on public batches at
@@ -107,12 +113,14 @@ class PublicDataModel final : public TrainableModel {
   VectorXd released_mean_public_gradient(const VectorXd& w) const;
 
   /// Figures 3.4 and A.1 of the thesis for the constant models: the cosine of c with the mean public
-  /// gradient, and the mean norms over the private batch of M g_b, c and r_b.
-  void record_constant_diagnostics(const VectorXd& w, const std::vector<Index>& batch);
+  /// gradient, and the mean norms over the private batch (of batch_size members, `batch` this
+  /// rank's) of M g_b, c and r_b. Collective.
+  void record_constant_diagnostics(const VectorXd& w, const std::vector<Index>& batch, Index batch_size);
 
-  /// Before private step t: the gradient model's public steps at w, and the figure 3.4 diagnostic.
-  void train_gradient_model(const VectorXd& w, const RowMatrix& Xb, const VectorXd& yb, std::uint64_t run_seed,
-                            Index t);
+  /// Before private step t: the gradient model's public steps at w, and the figure 3.4 diagnostic
+  /// (the mean over the batch of batch_size members, Xb this rank's). Collective.
+  void train_gradient_model(const VectorXd& w, const RowMatrix& Xb, const VectorXd& yb, std::uint64_t run_seed, Index t,
+                            Index batch_size);
 
   bool account_fil_;
   bool keep_public_records_;
@@ -129,6 +137,8 @@ class PublicDataModel final : public TrainableModel {
   PrivateTrainingMethod method_;
   VectorXd start_;
   std::vector<bool> frozen_;
+  Index private_first_row_;  ///< private_'s row 0 among every rank's private rows
+  Index private_rows_;       ///< the private rows over all ranks
   std::vector<Index> released_;
   std::unique_ptr<ReleasedGradientBackend> backend_;
   // What changes as it trains: the gradient model and the diagnostics.

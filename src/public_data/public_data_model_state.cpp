@@ -64,8 +64,10 @@ nlohmann::json PublicDataModel::resume_fingerprint() const {
 }
 
 nlohmann::json PublicDataModel::resume_state() const {
-  nlohmann::json state = {
-      {"cosine", cosine_}, {"loss", loss_}, {kFisherTermSumKey, as_list(fisher_term_sum_)}, {"constant", nullptr}};
+  nlohmann::json state = {{"cosine", cosine_},
+                          {"loss", loss_},
+                          {kFisherTermSumKey, as_list(fisher_term_sum_over_ranks())},
+                          {"constant", nullptr}};
   for (const auto& [name, part] :
        {std::pair{"norms_base", &VectorNorms::base}, std::pair{"norms_perturbation", &VectorNorms::perturbation},
         std::pair{"norms_released", &VectorNorms::released}}) {
@@ -97,8 +99,9 @@ void PublicDataModel::restore(const nlohmann::json& state, Index steps_done) {
   const char* sum_key = !state.contains(kFisherTermSumKey) && state.contains(kFormerFisherTermSumKey)
                             ? kFormerFisherTermSumKey
                             : kFisherTermSumKey;
+  // Saved over every rank's private rows (by any number of ranks): this rank keeps its own.
   const VectorXd fisher_term_sum =
-      saved_numbers(state, sum_key, account_fil_ && steps_done > 0 ? private_.n() : 0, false, "", Sign::kNonNegative);
+      saved_numbers(state, sum_key, account_fil_ && steps_done > 0 ? private_rows_ : 0, false, "", Sign::kNonNegative);
   const auto found = state.find("constant");
   if (found == state.end() || found->is_object() != constant_.has_value() || (!constant_ && !found->is_null()))
     throw DataError(constant_ ? "'constant' is missing: the constant gradient model's state"
@@ -120,7 +123,8 @@ void PublicDataModel::restore(const nlohmann::json& state, Index steps_done) {
   loss_ = as_list(loss);
   norms_.clear();
   for (Index i = 0; i < norms; ++i) norms_.push_back({base(i), perturbation(i), released(i)});
-  fisher_term_sum_ = fisher_term_sum;
+  fisher_term_sum_ = fisher_term_sum.size() > 0 ? VectorXd(fisher_term_sum.segment(private_first_row_, private_.n()))
+                                                : fisher_term_sum;
 }
 
 }  // namespace filkit

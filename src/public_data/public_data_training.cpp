@@ -35,8 +35,6 @@ PublicDataTrainingResult train_with_public_data(const Dataset& public_part, cons
                                                 bool progress, CheckpointWhenDone when_done,
                                                 const Communicator& ranks) {
   options.validate();
-  if (ranks.distributed() && !options.private_phase.checkpoint_path.empty())
-    throw std::logic_error("train_with_public_data: a resume file on several ranks of one run");
   public_part.validate();
   private_part.validate();
   if (public_part.n() == 0 || private_part.n() == 0)
@@ -75,7 +73,7 @@ PublicDataTrainingResult train_with_public_data(const Dataset& public_part, cons
   }
   result.seconds["pretrain"] = seconds_since(pretrain_begin);
 
-  // Only rank 0 shows the progress: every rank trains the private phase alike.
+  // Only rank 0 shows the progress: the ranks train the private phase together.
   const PrivatePhase private_phase{public_part,
                                    private_part,
                                    test,

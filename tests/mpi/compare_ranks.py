@@ -11,7 +11,9 @@ ranks, and its shadow-model store grown on some number of ranks and finished on 
 byte-identical to one grown on one process. `public-training`, whose runs are spread over the ranks
 and gathered at rank 0, must likewise give byte-identical tables, models and summaries on 1, 2 and 3
 ranks; one public-training run (--runs 1), which the ranks train together (fim's gradient model
-splitting its public batches over them), agrees with one process to 1e-12 like the sharded jobs.
+splitting its public batches over them, the private phase its batches' members, each rank its shard
+of the private rows), agrees with one process to 1e-12 like the sharded jobs (in float32 to 1e-5),
+and such a run stopped on some number of ranks resumes on any other to the uninterrupted run's results.
 
 Sizes are small (a few hundred rows, a few steps): each case exercises the same sharding, sums and
 broadcasts as a full-size run, in seconds. ctest runs it in PARTS (one test each, --part), side by side.
@@ -91,11 +93,18 @@ SETTINGS = [
     # 200 public rows, with the whole batch's probes); every method, the closed-form objective with
     # the thesis' per-batch probes; fim with probes drawn once a step; with the exact trace (each
     # rank's members gathered); fim on a small MLP (the backend's objective from the public
-    # examples' kept records, one shard's a rank).
+    # examples' kept records, one shard's a rank). The private phase of dpsgd, prune and fim cut over
+    # the ranks too: each rank releases and accounts the members among its shard of the 200 private
+    # rows (their probes the whole batch's), the releases added over the ranks; in float32 (sums
+    # added in another order in float: FLOAT32_TOLERANCE); fim's conditional gradient model (its
+    # cosine diagnostic a mean over the members of every rank).
     ("public-training-split", PUBLIC_TRAINING_SPLIT_FLAGS + ["--methods", "sgd,dpsgd,prune,fim"]),
     ("public-training-split-step", PUBLIC_TRAINING_SPLIT_FLAGS + ["--methods", "fim", "--gradient-probe-draws", "step"]),
     ("public-training-split-exact", PUBLIC_TRAINING_SPLIT_FLAGS + ["--methods", "fim", "--gradient-trace", "exact"]),
     ("public-training-split-mlp", PUBLIC_TRAINING_SPLIT_FLAGS + ["--methods", "fim", "--model", "mlp", "--hidden", "8"]),
+    ("public-training-split-float32", PUBLIC_TRAINING_SPLIT_FLAGS + ["--methods", "dpsgd,fim", "--precision", "float32"]),
+    ("public-training-split-conditional", PUBLIC_TRAINING_SPLIT_FLAGS + ["--methods", "fim", "--gradient-model",
+                                                                        "conditional", "--gradient-hidden", "8"]),
 ]
 
 # The rank counts of each setting: 2 and 3 (even and uneven shares of odd row counts), and in the
@@ -105,7 +114,21 @@ RANKS = "2,3"
 ALL_RANKS = "1,2,3,4"
 RANKS_OF = {"least-squares": ALL_RANKS, "npz": ALL_RANKS, "reconstruct-all": ALL_RANKS, "dpsgd": ALL_RANKS,
             "dpsgd-mlp": ALL_RANKS, "public-training-split": "1,2,3", "public-training-split-step": "2,3", "public-training-split-exact": "3",
-            "public-training-split-mlp": "2,3"}
+            "public-training-split-mlp": "2,3", "public-training-split-float32": "2",
+            "public-training-split-conditional": "2"}
+
+# Float32 releases (--precision float32) are summed in float over each rank's pieces of a batch, in
+# another order than one process's: their rounding (6e-8 relative) grows over the steps (2e-6 in
+# the per-example traces). The models' parameters, float32 numbers, differ by the rounding of the
+# largest of them (1.5e-8 of it), which is 3e-5 of a small one: they are compared relative to their
+# row's largest magnitude.
+FLOAT32_TOLERANCE = 1e-5
+TOLERANCE_OF = {"public-training-split-float32": FLOAT32_TOLERANCE}
+
+# One public-training run (fim) stopped and resumed on different numbers of ranks, as RESUME_CALLS:
+# each stopped call must have resumed the one before (its message counts their steps).
+SPLIT_RESUME_FLAGS = PUBLIC_TRAINING_SPLIT_FLAGS + ["--methods", "fim"]
+SPLIT_RESUME_CALLS = [(2, 2), (None, 1), (3, 1), (2, 0)]
 
 # A DP-SGD run stopped and resumed on different numbers of ranks (None: one process without mpirun):
 # (ranks, steps this call) until done, against the uninterrupted single-process run. The stops fall
@@ -131,10 +154,11 @@ PARTS = {
     "public-training": ["public-training-ranks", "public-training-errors"],
     # One public-training run trained by all ranks together (--runs 1).
     "public-training-split": ["public-training-split", "public-training-split-step", "public-training-split-exact",
-                              "public-training-split-mlp"],
+                              "public-training-split-mlp", "public-training-split-float32",
+                              "public-training-split-conditional", "public-training-split-resume"],
 }
 CHECKS = ("disagreement", "resume", "errors", "learned-attack-ranks", "learned-attack-store",
-          "learned-attack-errors", "public-training-ranks", "public-training-errors")
+          "learned-attack-errors", "public-training-ranks", "public-training-errors", "public-training-split-resume")
 assert sorted(sum(PARTS.values(), [])) == sorted([name for name, _ in SETTINGS] + list(CHECKS)), "PARTS"
 assert set(RANKS_OF) <= {name for name, _ in SETTINGS}, "RANKS_OF"
 
@@ -351,8 +375,8 @@ def check_public_training_ranks(filkit, mpirun, env, tmp):
 
 
 def check_public_training_errors(filkit, mpirun, env, tmp):
-    """On the ranks: diverging runs end the job with the error; --checkpoint is refused; a killed
-    rank ends the job. Returns the failures."""
+    """On the ranks: diverging runs end the job with the error; --checkpoint is refused with more
+    than one run (each trained whole by one rank); a killed rank ends the job. Returns the failures."""
     diverging = [filkit] + PUBLIC_TRAINING_FLAGS + ["--step-size", "1e300", "--clip-norm", "1e300"]
     diverging[diverging.index("--methods") + 1] = "dpsgd"
     failures = expect_failure(mpirun + ["-np", "2"] + diverging, env, "diverged",
@@ -360,12 +384,8 @@ def check_public_training_errors(filkit, mpirun, env, tmp):
     one_method = [filkit] + PUBLIC_TRAINING_FLAGS + ["--checkpoint", os.path.join(tmp, "public.state")]
     one_method[one_method.index("--methods") + 1] = "fim"  # a resume file holds one method
     failures += expect_failure(mpirun + ["-np", "2"] + one_method, env,
-                               "public-training resumes on one process only",
-                               "public-training refuses --checkpoint on several ranks")
-    one_run = one_method[:]  # one run, trained by the ranks together: refused too
-    one_run[one_run.index("--runs") + 1] = "1"
-    failures += expect_failure(mpirun + ["-np", "2"] + one_run, env, "public-training resumes on one process only",
-                               "public-training refuses --checkpoint on several ranks for one run")
+                               "public-training resumes on several MPI ranks only with --runs 1",
+                               "public-training refuses --checkpoint on several ranks for several runs")
     # 4 runs of 10^6 sgd steps: minutes of work, stopped after 4 s.
     failures += check_dying_rank(filkit, mpirun, env, [
         "public-training", "--quiet", "--threads", "1", "--methods", "sgd", "--train-size", "400", "--runs", "4",
@@ -426,8 +446,9 @@ def close(a, b, tolerance=TOLERANCE, scale=0.0):
     return abs(a - b) <= tolerance * max(abs(a), abs(b), scale) + ABSOLUTE_FLOOR
 
 
-def compare_tables(tables, reference_tables, command):
-    """The differing cells of a job's tables (as problems) and the largest relative difference."""
+def compare_tables(tables, reference_tables, command, tolerance=TOLERANCE):
+    """The differing cells of a job's tables (as problems) and the largest relative difference. Above
+    TOLERANCE (float32) the further table (public-training's models) relative to each row's largest."""
     problems, worst = [], 0.0
     for number, ((header, rows), (reference_header, reference_rows)) in enumerate(zip(tables, reference_tables)):
         if header != reference_header or len(rows) != len(reference_rows):
@@ -441,9 +462,12 @@ def compare_tables(tables, reference_tables, command):
         # the traces' rounding: it is compared relative to the trace.
         error_column = header.index("fisher_trace_standard_error") if "fisher_trace_standard_error" in header else -1
         for row, reference in zip(rows, reference_rows):
+            row_scale = 0.0  # the largest parameter (columns w0, w1, ...)
+            if number == 1 and tolerance > TOLERANCE:
+                row_scale = max(abs(v) for name, v in zip(header, reference) if name.startswith("w") and not math.isnan(v))
             for column, (a, b) in enumerate(zip(row, reference)):
-                scale = abs(reference[header.index("fisher_trace")]) if column == error_column else 0.0
-                if not close(a, b, ATTACK_TOLERANCE if column >= attack_from else TOLERANCE, scale):
+                scale = abs(reference[header.index("fisher_trace")]) if column == error_column else row_scale
+                if not close(a, b, ATTACK_TOLERANCE if column >= attack_from else tolerance, scale):
                     problems.append(f"table {number} row {int(reference[0])}, {header[column]}: {a!r} vs {b!r}")
                     break
                 if a != b and max(abs(a), abs(b)) > 1e-3 and column < attack_from and column != error_column:
@@ -459,7 +483,7 @@ def compare_tables(tables, reference_tables, command):
 IGNORED = ("seconds", "mpi_ranks", "filkit_version", "fit_iterations", "json.fit", "json.naive_refit")
 
 
-def compare_json(a, b, path, ignored=IGNORED):
+def compare_json(a, b, path, ignored=IGNORED, tolerance=TOLERANCE):
     """The numbers of two summaries, recursively; returns the differing paths."""
     if isinstance(a, dict) and isinstance(b, dict):
         problems = []
@@ -469,46 +493,64 @@ def compare_json(a, b, path, ignored=IGNORED):
             if key not in a or key not in b:
                 problems.append(f"{path}.{key}: only in one")
             else:
-                problems += compare_json(a[key], b[key], f"{path}.{key}", ignored)
+                problems += compare_json(a[key], b[key], f"{path}.{key}", ignored, tolerance)
         return problems
     if isinstance(a, list) and isinstance(b, list):
         if len(a) != len(b):
             return [f"{path}: lengths {len(a)} and {len(b)}"]
-        return [p for i, (x, y) in enumerate(zip(a, b)) for p in compare_json(x, y, f"{path}[{i}]", ignored)]
+        return [p for i, (x, y) in enumerate(zip(a, b)) for p in compare_json(x, y, f"{path}[{i}]", ignored, tolerance)]
     if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
-        tolerance = ATTACK_TOLERANCE if path.startswith("json.attack") else TOLERANCE
+        tolerance = ATTACK_TOLERANCE if path.startswith("json.attack") else tolerance
         return [] if close(float(a), float(b), tolerance) else [f"{path}: {a!r} vs {b!r}"]
     return [] if a == b else [f"{path}: {a!r} vs {b!r}"]
 
 
-def outputs_of_serial_dpsgd(filkit, env, tmp):
-    """The uninterrupted single-process run of RESUME_FLAGS: its table and summary."""
-    csv_path, json_path = os.path.join(tmp, "resume-reference.csv"), os.path.join(tmp, "resume-reference.json")
-    run([filkit, RESUME_FLAGS[0], "--quiet", "--threads", "1", "--out", csv_path, "--json", json_path] + RESUME_FLAGS[1:], env)
-    return read_csv(csv_path), json.load(open(json_path))
+def outputs_of_serial_dpsgd(filkit, env, tmp, flags=RESUME_FLAGS, name="resume-reference"):
+    """The uninterrupted single-process run of `flags` (a further table's {extra} under `name`): its
+    tables and summary."""
+    csv_path, json_path, extra = (os.path.join(tmp, name + suffix) for suffix in (".csv", ".json", "-extra.csv"))
+    run([filkit, flags[0], "--quiet", "--threads", "1", "--out", csv_path, "--json", json_path] +
+        [flag.replace("{extra}", extra) for flag in flags[1:]], env)
+    tables = [read_csv(csv_path)] + ([read_csv(extra)] if os.path.exists(extra) else [])
+    return tables, json.load(open(json_path))
 
 
-def check_resume_on_other_ranks(filkit, mpirun, env, tmp, reference):
-    """Stops and resumes RESUME_FLAGS as RESUME_CALLS say; returns 1 on failure, else 0."""
-    checkpoint = os.path.join(tmp, "resume.state")
-    csv_path, json_path = os.path.join(tmp, "resume.csv"), os.path.join(tmp, "resume.json")
-    for ranks, stop_after in RESUME_CALLS:
-        command = [filkit, RESUME_FLAGS[0], "--quiet", "--threads", "1", "--out", csv_path, "--json", json_path,
-                   "--checkpoint", checkpoint, "--stop-after", str(stop_after)] + RESUME_FLAGS[1:]
-        run(command if ranks is None else mpirun + ["-np", str(ranks)] + command, env)
-    calls = " -> ".join(f"{ranks or 1} rank(s)" for ranks, _ in RESUME_CALLS)
-    problems, _ = compare_tables([read_csv(csv_path)], [reference[0]], "dpsgd")
+def check_resume_on_other_ranks(filkit, mpirun, env, tmp, reference, flags=RESUME_FLAGS, calls=RESUME_CALLS):
+    """Stops and resumes `flags` as `calls` say; returns 1 on failure, else 0."""
+    checkpoint = os.path.join(tmp, f"resume-{flags[0]}.state")
+    csv_path, json_path, extra = (os.path.join(tmp, f"resume-{flags[0]}{suffix}") for suffix in (".csv", ".json", "-extra.csv"))
+    # public-training's summary does not say it resumed: its stopped calls' message must count the
+    # steps of the calls before (dpsgd's summary says so).
+    quiet = ["--quiet"] if flags[0] == "dpsgd" else []
+    done, problems = 0, []
+    for ranks, stop_after in calls:
+        command = [filkit, flags[0]] + quiet + ["--threads", "1", "--out", csv_path, "--json", json_path,
+                   "--checkpoint", checkpoint, "--stop-after", str(stop_after)] + [flag.replace("{extra}", extra) for flag in flags[1:]]
+        output = run(command if ranks is None else mpirun + ["-np", str(ranks)] + command, env).stdout
+        done += stop_after
+        if not quiet and stop_after > 0 and f"stopped after step {done} of" not in output:
+            problems.append(f"the call on {ranks or 1} rank(s) did not stop after step {done}: {output[-300:]}")
+    what = " -> ".join(f"{ranks or 1} rank(s)" for ranks, _ in calls)
+    tables = [read_csv(csv_path)] + ([read_csv(extra)] if os.path.exists(extra) else [])
+    problems += compare_tables(tables, reference[0], flags[0])[0]
     summary = json.load(open(json_path))
     problems += compare_json(summary, reference[1], "json", IGNORED + ("resumed", "json.settings.checkpoint"))
-    if not summary.get("resumed"):
+    if quiet and not summary.get("resumed"):
         problems.append("the last call did not resume")
     if os.path.exists(checkpoint):
         problems.append("the resume file was left behind")
     if problems:
-        print(f"FAILED: dpsgd stopped and resumed on {calls}: " + "; ".join(problems[:5]))
+        print(f"FAILED: {flags[0]} stopped and resumed on {what}: " + "; ".join(problems[:5]))
         return 1
-    print(f"ok: dpsgd stopped and resumed on {calls} gives the uninterrupted single-process results")
+    print(f"ok: {flags[0]} stopped and resumed on {what} gives the uninterrupted single-process results")
     return 0
+
+
+def check_split_resume_on_other_ranks(filkit, mpirun, env, tmp):
+    """One public-training run (SPLIT_RESUME_FLAGS) stopped and resumed as SPLIT_RESUME_CALLS say,
+    against the uninterrupted single-process run; returns 1 on failure, else 0."""
+    reference = outputs_of_serial_dpsgd(filkit, env, tmp, SPLIT_RESUME_FLAGS, "split-resume-reference")
+    return check_resume_on_other_ranks(filkit, mpirun, env, tmp, reference, SPLIT_RESUME_FLAGS, SPLIT_RESUME_CALLS)
 
 
 def main():
@@ -568,8 +610,9 @@ def main():
             for ranks, (tables, summary, seconds) in outputs.items():
                 if ranks == "serial":
                     continue
-                problems, worst = compare_tables(tables, reference_tables, flags[0])
-                problems += compare_json(summary, reference_json, "json")
+                tolerance = TOLERANCE_OF.get(name, TOLERANCE)
+                problems, worst = compare_tables(tables, reference_tables, flags[0], tolerance)
+                problems += compare_json(summary, reference_json, "json", tolerance=tolerance)
                 if summary.get("mpi_ranks") != int(ranks):
                     problems.append(f"json.mpi_ranks = {summary.get('mpi_ranks')}, expected {ranks}")
                 examples = len(tables[0][1])
@@ -600,6 +643,8 @@ def main():
             failures += check_public_training_ranks(args.filkit, mpirun, env, tmp)
         if "public-training-errors" in checks:
             failures += check_public_training_errors(args.filkit, mpirun, env, tmp)
+        if "public-training-split-resume" in checks:
+            failures += check_split_resume_on_other_ranks(args.filkit, mpirun, env, tmp)
         if "learned-attack-errors" in checks:
             # Every shadow model diverges: the ranks learn it at the end of the wave and stop.
             diverging = [args.filkit] + LEARNED_ATTACK_FLAGS + ["--train-shadow-models", "17", "--step-size", "1e300",

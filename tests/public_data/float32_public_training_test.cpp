@@ -54,8 +54,8 @@ TEST(Float32PublicTraining, ReleasesTracesAndProductsAreFloat64sToSinglePrecisio
       NetworkAccountingRequest request;
       request.trace = trace;
       request.probes = 2;
-      const NetworkBatchAccounting a = f64->account_batch(w, data.X, data.y, request, 65);
-      const NetworkBatchAccounting b = f32->account_batch(w, data.X, data.y, request, 65);
+      const NetworkBatchAccounting a = f64->account_batch(w, data.X, data.y, request, 65, 0, data.X.rows());
+      const NetworkBatchAccounting b = f32->account_batch(w, data.X, data.y, request, 65, 0, data.X.rows());
       expect_single_precision_of(b.clipped_sum, a.clipped_sum, "sum, " + name);
       expect_single_precision_of(b.trace, a.trace, "trace " + to_string(trace) + ", " + name, 1e-4);
     }

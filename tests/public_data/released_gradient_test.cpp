@@ -63,7 +63,7 @@ TEST(ReleasedGradient, WithoutAModelIsTheClosedFormClippedGradientAndItsExactTra
   const MatrixXd released = backend->released(theta, data.X, data.y);
   NetworkAccountingRequest exact;
   exact.trace = TraceMethod::kExact;
-  const NetworkBatchAccounting accounting = backend->account_batch(theta, data.X, data.y, exact, 1);
+  const NetworkBatchAccounting accounting = backend->account_batch(theta, data.X, data.y, exact, 1, 0, data.X.rows());
   VectorXd sum = VectorXd::Zero(6 * K);
   for (Index b = 0; b < data.n(); ++b) {
     const ClippedGlmGradient closed(step, data.X.row(b).transpose(), step.label_vector(data.y(b)));
@@ -115,7 +115,7 @@ TEST(ReleasedGradient, OfANetworkIsTheNetworksClippedGradientAndItsExactTrace) {
   exact.trace = TraceMethod::kExact;
   exact.spectral = SpectralMethod::kNone;
   const VectorXd reference = network.account_batch(w, data.X, data.y, spec.clip_norm, exact, 1).trace;
-  const VectorXd trace = backend->account_batch(w, data.X, data.y, exact, 1).trace;
+  const VectorXd trace = backend->account_batch(w, data.X, data.y, exact, 1, 0, data.X.rows()).trace;
   EXPECT_LT((trace - reference).norm(), 1e-10 * reference.norm());
 }
 
@@ -146,7 +146,7 @@ TEST(ReleasedGradient, FrozenCoordinatesAreLeftOutOfTheVectorItsNormAndItsJacobi
   const VectorXd theta = random_vector(4 * K, 6);
   NetworkAccountingRequest exact;
   exact.trace = TraceMethod::kExact;
-  const NetworkBatchAccounting accounting = backend->account_batch(theta, data.X, data.y, exact, 1);
+  const NetworkBatchAccounting accounting = backend->account_batch(theta, data.X, data.y, exact, 1, 0, data.X.rows());
   for (Index b = 0; b < data.n(); ++b) {
     // Independent: the masked softmax gradient in Eigen, clipped by its own norm.
     const auto masked = [&](const VectorXd& x) {
@@ -188,11 +188,12 @@ TEST(ReleasedGradient, LearnedModelJacobianMatchesDifferencesAndGaussianProbesAv
     const VectorXd theta = random_vector(257 * K, 9, 0.05);
     NetworkAccountingRequest exact;
     exact.trace = TraceMethod::kExact;
-    const NetworkBatchAccounting accounting = backend->account_batch(theta, data.X, data.y, exact, 1);
+    const NetworkBatchAccounting accounting = backend->account_batch(theta, data.X, data.y, exact, 1, 0, data.X.rows());
     NetworkAccountingRequest gaussian;
     gaussian.trace = TraceMethod::kGaussian;
     gaussian.probes = 4000;
-    const NetworkBatchAccounting estimated = backend->account_batch(theta, data.X, data.y, gaussian, 2);
+    const NetworkBatchAccounting estimated =
+        backend->account_batch(theta, data.X, data.y, gaussian, 2, 0, data.X.rows());
     for (Index b = 0; b < data.n(); ++b) {
       MatrixXd J;
       const double trace = finite_difference_trace(*backend, theta, data, b, &J);
@@ -437,11 +438,40 @@ TEST(ReleasedGradient, ConstantShiftOfSoftmaxRegressionIsTheClosedFormsObjective
   EXPECT_LT((backend->released(theta, data.X, data.y) - closed.released(data.X, data.y, c)).norm(), 1e-12);
   NetworkAccountingRequest exact;
   exact.trace = TraceMethod::kExact;
-  const NetworkBatchAccounting accounting = backend->account_batch(theta, data.X, data.y, exact, 1);
+  const NetworkBatchAccounting accounting = backend->account_batch(theta, data.X, data.y, exact, 1, 0, data.X.rows());
   const SoftmaxRelease::Accounting closed_accounting = closed.account(data.X, data.y, c);
   EXPECT_LT((accounting.trace - closed_accounting.trace).norm(), 1e-10 * closed_accounting.trace.norm());
   EXPECT_LT((accounting.clipped_sum - closed_accounting.clipped_sum).norm(),
             1e-12 * closed_accounting.clipped_sum.norm());
+}
+
+TEST(ReleasedGradient, ABatchsPartsAtTheirPositionsGiveTheWholeBatchsTracesAndSummedRelease) {
+  // The ranks of one run account their members of a batch (docs/distributed.md): each part drawn
+  // at its position gets the whole batch's probes, so the parts' traces are the batch's rows (to
+  // rounding: a smaller batch may take other BLAS kernels) and their sums add to its sum.
+  REQUIRE_PLUGIN();
+  const int K = 3;
+  const Dataset data = testing::image_data(7, K, 51);
+  const auto backend = create_released_gradient_backend(spec_for(data, K, true, false, 0.5));
+  const VectorXd theta = random_vector(257 * K, 52, 0.05);
+  NetworkAccountingRequest request;
+  request.trace = TraceMethod::kGaussian;
+  request.probes = 2;
+  const Index B = data.n(), cut = 3;
+  const NetworkBatchAccounting whole = backend->account_batch(theta, data.X, data.y, request, 53, 0, B);
+  const NetworkBatchAccounting head =
+      backend->account_batch(theta, data.X.topRows(cut), data.y.head(cut), request, 53, 0, B);
+  const NetworkBatchAccounting tail =
+      backend->account_batch(theta, data.X.bottomRows(B - cut), data.y.tail(B - cut), request, 53, cut, B);
+  VectorXd parts(B);
+  parts << head.trace, tail.trace;
+  EXPECT_LE((parts - whole.trace).norm(), 1e-13 * whole.trace.norm());
+  EXPECT_LE((head.clipped_sum + tail.clipped_sum - whole.clipped_sum).norm(), 1e-14 * whole.clipped_sum.norm());
+  // The tail drawn as if it opened the batch gets other probes: other traces.
+  const NetworkBatchAccounting misplaced =
+      backend->account_batch(theta, data.X.bottomRows(B - cut), data.y.tail(B - cut), request, 53, 0, B);
+  EXPECT_GT((misplaced.trace - whole.trace.tail(B - cut)).norm(), 1e-6 * whole.trace.norm());
+  EXPECT_THROW(backend->account_batch(theta, data.X, data.y, request, 53, 1, B), std::logic_error);
 }
 
 TEST(ReleasedGradient, PiecesOfOneExampleGiveTheWholeBatchsReleaseAccountingObjectiveAndTraining) {
@@ -468,8 +498,8 @@ TEST(ReleasedGradient, PiecesOfOneExampleGiveTheWholeBatchsReleaseAccountingObje
     NetworkAccountingRequest request;
     request.trace = method;
     request.probes = 3;  // drawn for the whole batch: the same probes whatever the pieces
-    const NetworkBatchAccounting a = pieces->account_batch(theta, data.X, data.y, request, 45);
-    const NetworkBatchAccounting b = whole->account_batch(theta, data.X, data.y, request, 45);
+    const NetworkBatchAccounting a = pieces->account_batch(theta, data.X, data.y, request, 45, 0, data.X.rows());
+    const NetworkBatchAccounting b = whole->account_batch(theta, data.X, data.y, request, 45, 0, data.X.rows());
     EXPECT_TRUE(close(a.trace, b.trace)) << to_string(method);
     EXPECT_TRUE(close(a.clipped_sum, b.clipped_sum)) << to_string(method);
   }

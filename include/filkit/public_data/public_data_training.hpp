@@ -104,11 +104,14 @@ struct PublicDataTrainingResult {
 /// repeated (it is seeded).
 ///
 /// `ranks`: the MPI ranks that train these runs together (docs/distributed.md), each called with
-/// the whole data and the same options: pre-training, sgd and the private phase run on every rank
-/// alike (the same numbers everywhere), and fim's constant gradient model trains on public batches
-/// whose members are split over the ranks (the objective added over them before each update), so
-/// the results agree with one process's to rounding. Every rank returns the whole result. Refused
-/// with private_phase.checkpoint_path on several ranks.
+/// the whole data and the same options: pre-training and sgd run on every rank alike (the same
+/// numbers everywhere); fim's constant gradient model trains on public batches whose members are
+/// split over the ranks (the objective added over them before each update); and dpsgd, prune and
+/// fim release and account the members of each private batch among the rank's shard of the private
+/// rows, the released sums added over the ranks, so the results agree with one process's to
+/// rounding. Rank 0 returns the whole result; the others' lack the snapshots and the per-example
+/// accounting. A resume file (private_phase.checkpoint_path) is written by rank 0 over all rows
+/// and read by every rank.
 PublicDataTrainingResult train_with_public_data(const Dataset& public_part, const Dataset& private_part,
                                                 const Dataset& test, const PublicDataTrainingOptions& options,
                                                 bool progress = false,

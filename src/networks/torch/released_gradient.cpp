@@ -227,13 +227,21 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
   }
 
   NetworkBatchAccounting account_batch(const VectorXd& theta, const RowMatrix& X, const VectorXd& y,
-                                       const NetworkAccountingRequest& request, std::uint64_t seed) const override {
+                                       const NetworkAccountingRequest& request, std::uint64_t seed,
+                                       Index first_position, Index batch_rows) const override {
     at::set_num_threads(omp_get_max_threads());
     const Index B = X.rows();
-    std::vector<Tensor> probes;  // drawn for the whole batch, so that they do not depend on the pieces
+    // The library passes the members' place in their batch: a bug otherwise.
+    if (first_position < 0 || first_position + B > batch_rows)
+      throw std::logic_error("account_batch: members " + std::to_string(first_position) + " .. " +
+                             std::to_string(first_position + B - 1) + " of a batch of " + std::to_string(batch_rows));
+    // Drawn for the whole batch (in double, then in the computation's type), so that they depend
+    // neither on the pieces nor on how the batch's members are split over ranks; the members' rows kept.
+    std::vector<Tensor> probes;
     if (request.trace != TraceMethod::kExact) {
       at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(seed);
-      for (int s = 0; s < request.probes; ++s) probes.push_back(at::randn({B, m_}, generator, kDouble).to(real_));
+      for (int s = 0; s < request.probes; ++s)
+        probes.push_back(at::randn({batch_rows, m_}, generator, kDouble).narrow(0, first_position, B).to(real_));
     }
     const Tensor w = weights(theta), labels = to_labels(y);
     const std::vector<Rows> parts = pieces(B);
