@@ -51,10 +51,6 @@ struct TorchNetwork final : NetworkBackend {
   Index p = 0;
   at::ScalarType real = at::kDouble;  ///< options.precision's: every computation's tensor type
 
-  /// Eigen's doubles as tensors of the computation's type.
-  Tensor in_real(const VectorXd& v) const { return to_tensor(v).to(real); }
-  Tensor in_real(const RowMatrix& X) const { return to_tensor(X).to(real); }
-
   ForwardPass forward(const Tensor& w, const Tensor& x) const { return forward_pass(plan, options.intercept, w, x); }
 
   ClippedGradients per_example_gradients(const Tensor& w, const Tensor& x, const Tensor& labels, double C,
@@ -229,7 +225,7 @@ Index widest_example_tensor(const NetworkPlan& plan) {
 
 MatrixXd TorchNetwork::logits(const VectorXd& w, const RowMatrix& X) const {
   at::NoGradGuard no_grad;
-  const Tensor weights = in_real(w);
+  const Tensor weights = to_tensor(w, real);
   MatrixXd scores(X.rows(), plan.layers.back().output_shape[0]);
   // Pieces whose widest tensor is at most 4 MB: the heap reuses them (kMallocTuned), where the
   // ConvNet's patches of 2000 test images (200 MB, above glibc's 32 MB mmap bound) were mapped and
@@ -239,7 +235,7 @@ MatrixXd TorchNetwork::logits(const VectorXd& w, const RowMatrix& X) const {
   const Index rows = std::clamp<Index>(kPieceDoubles / std::max<Index>(1, widest_example_tensor(plan)), 1, 2000);
   for_each_piece(pieces_of({0, X.rows()}, rows), [&](std::size_t, Rows piece) {
     scores.middleRows(piece.first, piece.count) =
-        to_row_matrix(forward(weights, in_real(RowMatrix(X.middleRows(piece.first, piece.count)))).logits);
+        to_row_matrix(forward(weights, to_tensor(RowMatrix(X.middleRows(piece.first, piece.count)), real)).logits);
   });
   return scores;
 }
@@ -249,13 +245,13 @@ MatrixXd TorchNetwork::gradients(const VectorXd& w, const RowMatrix& X, const Ve
 }
 
 VectorXd TorchNetwork::gradient_sum(const VectorXd& w, const RowMatrix& X, const VectorXd& y) const {
-  const Tensor weights = in_real(w).requires_grad_(true);
+  const Tensor weights = to_tensor(w, real).requires_grad_(true);
   VectorXd sum = VectorXd::Zero(p);
   for (Index start = 0; start < X.rows(); start += options.chunk) {
     const std::vector<Rows> pieces = pieces_of_chunk({start, std::min(options.chunk, X.rows() - start)});
     std::vector<VectorXd> sums(pieces.size());
     for_each_piece(pieces, [&](std::size_t i, Rows piece) {
-      const Tensor logits = forward(weights, in_real(RowMatrix(X.middleRows(piece.first, piece.count)))).logits;
+      const Tensor logits = forward(weights, to_tensor(RowMatrix(X.middleRows(piece.first, piece.count)), real)).logits;
       const Tensor labels = to_labels(y.segment(piece.first, piece.count));
       const Tensor loss = -at::log_softmax(logits, 1).gather(1, labels.view({-1, 1})).sum();
       sums[i] = to_vector(torch::autograd::grad({loss}, {weights})[0]);
@@ -272,25 +268,25 @@ MatrixXd TorchNetwork::clipped_gradients(const VectorXd& w, const RowMatrix& X, 
 
 MatrixXd TorchNetwork::jacobian_vector_products(const VectorXd& w, const RowMatrix& X, const VectorXd& y,
                                                 double clip_norm, const RowMatrix& V) const {
-  const Tensor x = in_real(X).requires_grad_(true);
-  ClippedGradients clipped = per_example_gradients(in_real(w), x, to_labels(y), clip_norm, true);
+  const Tensor x = to_tensor(X, real).requires_grad_(true);
+  ClippedGradients clipped = per_example_gradients(to_tensor(w, real), x, to_labels(y), clip_norm, true);
   const Tensor H = clipped.prepare_jacobian_vector_products();
-  return to_row_matrix(clipped.jacobian_vector_products((H * in_real(V)).sum()));
+  return to_row_matrix(clipped.jacobian_vector_products((H * to_tensor(V, real)).sum()));
 }
 
 MatrixXd TorchNetwork::vector_jacobian_products(const VectorXd& w, const RowMatrix& X, const VectorXd& y,
                                                 double clip_norm, const RowMatrix& U) const {
-  const Tensor x = in_real(X).requires_grad_(true);
-  const ClippedGradients clipped = per_example_gradients(in_real(w), x, to_labels(y), clip_norm, true);
-  return to_row_matrix(clipped.vector_jacobian_products(in_real(U)));
+  const Tensor x = to_tensor(X, real).requires_grad_(true);
+  const ClippedGradients clipped = per_example_gradients(to_tensor(w, real), x, to_labels(y), clip_norm, true);
+  return to_row_matrix(clipped.vector_jacobian_products(to_tensor(U, real)));
 }
 
 MatrixXd TorchNetwork::per_example_rows(const VectorXd& w, const RowMatrix& X, const VectorXd& y, double C) const {
-  const Tensor weights = in_real(w);
+  const Tensor weights = to_tensor(w, real);
   const Tensor rows = at::empty({X.rows(), p}, at::TensorOptions().dtype(real));
   for (Index start = 0; start < X.rows(); start += options.chunk) {
     for_each_piece(pieces_of_chunk({start, std::min(options.chunk, X.rows() - start)}), [&](std::size_t, Rows piece) {
-      const Tensor x = in_real(RowMatrix(X.middleRows(piece.first, piece.count))).requires_grad_(true);
+      const Tensor x = to_tensor(RowMatrix(X.middleRows(piece.first, piece.count)), real).requires_grad_(true);
       Tensor piece_rows = rows.narrow(0, piece.first, piece.count);
       per_example_gradients(weights, x, to_labels(y.segment(piece.first, piece.count)), C, /*create_graph=*/false)
           .materialize(piece_rows);
@@ -313,13 +309,13 @@ NetworkBatchAccounting TorchNetwork::account_batch(const VectorXd& w, const RowM
   result.clipped_sum = VectorXd::Zero(p);
   result.trace = VectorXd::Zero(X.rows());
   result.spectral = VectorXd::Constant(X.rows(), std::numeric_limits<double>::quiet_NaN());
-  const Tensor weights = in_real(w);
+  const Tensor weights = to_tensor(w, real);
   const Index chunk = options.chunk;
   for (Index start = 0; start < X.rows(); start += chunk) {
     const std::vector<Rows> pieces = pieces_of_chunk({start, std::min(chunk, X.rows() - start)});
     std::vector<VectorXd> sums(pieces.size());
     for_each_piece(pieces, [&](std::size_t i, Rows piece) {
-      sums[i] = account_piece(weights, in_real(RowMatrix(X.middleRows(piece.first, piece.count))),
+      sums[i] = account_piece(weights, to_tensor(RowMatrix(X.middleRows(piece.first, piece.count)), real),
                               to_labels(y.segment(piece.first, piece.count)), clip_norm, request, seed, first_position,
                               piece.first, result);
     });

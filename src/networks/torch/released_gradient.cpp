@@ -77,7 +77,7 @@ struct PieceOfTerms {
                const RowMatrix& X, const Tensor& labels, Rows piece, at::ScalarType real)
       : records(clipped_gradients(
             spec.plan, spec.intercept, w,
-            to_tensor(RowMatrix(X.middleRows(piece.first, piece.count))).to(real).set_requires_grad(true),
+            to_tensor(RowMatrix(X.middleRows(piece.first, piece.count)), real).set_requires_grad(true),
             labels.narrow(0, piece.first, piece.count), 0.0, true)),
         released(released_coordinates) {
     H = records.prepare_jacobian_vector_products();
@@ -96,9 +96,9 @@ class TorchPerturbationObjectiveTermCache final : public PerturbationObjectiveTe
  public:
   TorchPerturbationObjectiveTermCache(const ReleasedGradientSpec& spec, const Tensor& released, const VectorXd& theta,
                                       const RowMatrix& X, const VectorXd& y, Precision precision)
-      : real_(precision == Precision::kFloat32 ? at::kFloat : at::kDouble), d_(X.cols()) {
+      : real_(real_type(precision)), d_(X.cols()) {
     at::set_num_threads(omp_get_max_threads());
-    const Tensor w = to_tensor(theta).to(real_), labels = to_labels(y);
+    const Tensor w = to_tensor(theta, real_), labels = to_labels(y);
     parts_ = pieces_of({0, X.rows()}, spec.max_piece_rows > 0 ? spec.max_piece_rows : kPieceRows);
     pieces_.resize(parts_.size());
     gradients_.resize(X.rows(), static_cast<Index>(spec.released.size()));
@@ -122,7 +122,7 @@ class TorchPerturbationObjectiveTermCache final : public PerturbationObjectiveTe
     products.resize(n * S, gradients_.cols());
     for_each_piece(parts_, [&](std::size_t i, Rows piece) {
       const RowMatrix mine = probes.middleRows(piece.first * S, piece.count * S);
-      const Tensor v = to_tensor(mine).to(real_).reshape({piece.count, S, d_});
+      const Tensor v = to_tensor(mine, real_).reshape({piece.count, S, d_});
       for (Index k = 0; k < S; ++k) {
         const RowMatrix dm = to_row_matrix(pieces_[i]->products(v.select(1, k)));
         for (Index b = 0; b < piece.count; ++b) products.row((piece.first + b) * S + k) = dm.row(b);
@@ -248,7 +248,7 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
     std::vector<Tensor> sums(parts.size());
     const Tensor trace = at::zeros({B}, kDouble);
     for_each_piece(parts, [&](std::size_t i, Rows piece) {
-      const Tensor x = in_real(RowMatrix(X.middleRows(piece.first, piece.count))).set_requires_grad(true);
+      const Tensor x = to_tensor(RowMatrix(X.middleRows(piece.first, piece.count)), real_).set_requires_grad(true);
       const Tensor r = released_tensor(w, x, labels.narrow(0, piece.first, piece.count)).released;
       sums[i] = r.sum(0).detach();
       std::vector<Tensor> piece_probes;
@@ -279,7 +279,7 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
 
   MatrixXd released_vjp(const VectorXd& theta, const RowMatrix& X, const VectorXd& y,
                         const RowMatrix& U) const override {
-    const Tensor u = in_real(U);
+    const Tensor u = to_tensor(U, real_);
     return rows_over_pieces(theta, X, y, spec_.input_dim,
                             [&](const Tensor& w, const Tensor& x, const Tensor& labels, Rows piece) {
                               const Tensor r = released_tensor(w, x, labels).released;
@@ -315,7 +315,7 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
     if (c.size() != m_)
       throw std::logic_error("set_shift: the shift has " + std::to_string(c.size()) + " values for " +
                              std::to_string(m_) + " released coordinates");
-    shift_ = in_real(c);
+    shift_ = to_tensor(c, real_);
   }
 
   PerturbationObjectiveValue perturbation_objective(const VectorXd& theta, const RowMatrix& X, const VectorXd& y,
@@ -412,8 +412,8 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
                                Precision precision, const Body& body, const Sized& sized) const {
     at::set_num_threads(omp_get_max_threads());
     const Index B = X.rows(), S = probes.rows() / std::max<Index>(1, B);
-    const at::ScalarType real = precision == Precision::kFloat32 ? at::kFloat : at::kDouble;
-    const Tensor w = to_tensor(theta).to(real), labels = to_labels(y), all_probes = to_tensor(probes).to(real);
+    const at::ScalarType real = real_type(precision);
+    const Tensor w = to_tensor(theta, real), labels = to_labels(y), all_probes = to_tensor(probes, real);
     const std::vector<Rows> parts = pieces_of({0, B}, spec_.max_piece_rows > 0 ? spec_.max_piece_rows : kPieceRows);
     sized(parts.size());
     for_each_piece(parts, [&](std::size_t i, Rows piece) {
@@ -459,7 +459,7 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
     const Tensor w = weights(theta), labels = to_labels(y);
     const Tensor out = at::empty({X.rows(), width}, kDouble);
     for_each_piece(pieces(X.rows()), [&](std::size_t, Rows piece) {
-      const Tensor x = in_real(RowMatrix(X.middleRows(piece.first, piece.count))).set_requires_grad(true);
+      const Tensor x = to_tensor(RowMatrix(X.middleRows(piece.first, piece.count)), real_).set_requires_grad(true);
       out.narrow(0, piece.first, piece.count)
           .copy_(rows_of(w, x, labels.narrow(0, piece.first, piece.count), piece).detach());
     });
@@ -519,11 +519,7 @@ class TorchReleasedGradient final : public ReleasedGradientBackend {
   }
 
   /// theta as a leaf that requires grad: the per-example gradients are reverse passes through it.
-  Tensor weights(const VectorXd& theta) const { return in_real(theta).set_requires_grad(true); }
-
-  /// Eigen's doubles as tensors of the computation's type (spec.precision).
-  Tensor in_real(const VectorXd& v) const { return to_tensor(v).to(real_); }
-  Tensor in_real(const RowMatrix& X) const { return to_tensor(X).to(real_); }
+  Tensor weights(const VectorXd& theta) const { return to_tensor(theta, real_).set_requires_grad(true); }
 
   /// Per-example gradients of the cross-entropy (B x p, the plan's parameter order), in the graph
   /// (about x and, through x, for the gradient model's objective) when `create_graph`.

@@ -20,12 +20,13 @@ inline at::ScalarType real_type(Precision precision) {
   return precision == Precision::kFloat32 ? at::kFloat : at::kDouble;
 }
 
-inline at::Tensor to_tensor(const RowMatrix& X) {
-  return at::from_blob(const_cast<double*>(X.data()), {X.rows(), X.cols()}, kDouble).clone();
+/// A copy of X (of v) as a tensor of type `real`: converted as it is copied, in one pass.
+inline at::Tensor to_tensor(const RowMatrix& X, at::ScalarType real = at::kDouble) {
+  return at::from_blob(const_cast<double*>(X.data()), {X.rows(), X.cols()}, kDouble).to(real, false, /*copy=*/true);
 }
 
-inline at::Tensor to_tensor(const VectorXd& v) {
-  return at::from_blob(const_cast<double*>(v.data()), {v.size()}, kDouble).clone();
+inline at::Tensor to_tensor(const VectorXd& v, at::ScalarType real = at::kDouble) {
+  return at::from_blob(const_cast<double*>(v.data()), {v.size()}, kDouble).to(real, false, /*copy=*/true);
 }
 
 inline at::Tensor to_labels(const VectorXd& y) {
