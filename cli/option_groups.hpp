@@ -136,6 +136,7 @@ inline constexpr GroupOf kGroupByName[] = {
     {"attacker_step_size", "Attack"},
     {"attacker_weight_decay", "Attack"},
     {"same_seed", "Attack"},
+    {"shared_start", "Attack"},
     // Accounting: how FIL and (eps, delta) are computed and reported.
     {"trace", "Accounting"},
     {"spectral", "Accounting"},

@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <iomanip>
 #include <memory>
+#include <mutex>
 #include <ostream>
 #include <stdexcept>
 
@@ -35,12 +36,26 @@ std::uint64_t shadow_seed(const LearnedAttackJobOptions& options, Index model) {
   return splitmix64(options.attack.seed ^ splitmix64(static_cast<std::uint64_t>(model) + 0x5bad0e1ULL));
 }
 
+/// Shadow model `model` of `method`: its private phase (its batches, its noise and fim's later
+/// gradient-model trainings) from its own seed, from the start of `--seed` (shared_start: the
+/// initialisation, pre-training and fim's first gradient model, none of which sees private data,
+/// made by the first shadow model this process trains and shared by the others) or from its own.
 ShadowTrainer shadow_trainer(const LearnedAttackJobOptions& options, const Dataset& public_part,
                              PrivateTrainingMethod method) {
-  return [&options, &public_part, method](const Dataset& train, Index model) {
+  struct SharedStart {
+    std::once_flag once;
+    RunStart start;
+  };
+  auto shared = std::make_shared<SharedStart>();
+  return [&options, &public_part, method, shared](const Dataset& train, Index model) {
     PublicDataTrainingOptions training = options.training;
     training.private_phase.seed = shadow_seed(options, model);
-    return train_one_model(public_part, train, training, method);
+    if (!options.shared_start)
+      return train_one_model(public_part, train, training, method,
+                             shared_run_start(public_part, train, training, method));
+    std::call_once(shared->once,
+                   [&] { shared->start = shared_run_start(public_part, train, options.training, method); });
+    return train_one_model(public_part, train, training, method, shared->start);
   };
 }
 
@@ -59,12 +74,22 @@ nlohmann::json shadow_model_fingerprint(const LearnedAttackJobOptions& options, 
     GradientModelOptions gradient_model;
     visit_fields(gradient_model, [&](const char* name, const auto&, const char*) { training.erase(name); });
   }
-  return {{"method", to_string(method)},
-          {"training", training},
-          {"seed", options.attack.seed},
-          {"same_seed", options.same_seed},
-          {"fixed_rows_hash", std::to_string(rows_hash(data.fixed))},
-          {"public_rows_hash", std::to_string(rows_hash(data.public_part))}};
+  nlohmann::json fingerprint = {{"method", to_string(method)},
+                                {"training", training},
+                                {"seed", options.attack.seed},
+                                {"same_seed", options.same_seed},
+                                {"fixed_rows_hash", std::to_string(rows_hash(data.fixed))},
+                                {"public_rows_hash", std::to_string(rows_hash(data.public_part))}};
+  // With a shared start (shadow_trainer) the models differ from those that each made their own
+  // where the start is drawn: fim's first gradient model, and a start initialised at random or
+  // pre-trained. Only then is it recorded, so that a store made before --shared-start existed (each
+  // model its own start) is refused there and taken where the two are the same models (sgd, dpsgd
+  // and prune at the default zero start, never pre-trained).
+  const PublicDataTrainingOptions& t = options.training;
+  if (options.shared_start &&
+      (method == PrivateTrainingMethod::kFim || t.pretrain.steps > 0 || t.private_phase.init_scale > 0.0))
+    fingerprint["start"] = "shared by every shadow model";
+  return fingerprint;
 }
 
 /// Rank 0's shadow models of `store`: those it holds are taken from it, those trained are added.

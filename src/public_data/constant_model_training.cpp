@@ -231,6 +231,26 @@ void PublicDataModel::train_constant_model(const VectorXd& w, std::uint64_t run_
   loss_.push_back(last_value);
 }
 
+TrainedGradientModel PublicDataModel::train_first_gradient_model(std::uint64_t run_seed) {
+  if (!constant_) throw std::logic_error("train_first_gradient_model: fim with a constant gradient model only");
+  // Step 1's parameters: the start, in float32 rounded as the trainer rounds it.
+  VectorXd w = start_;
+  if (phase_.precision == Precision::kFloat32) detail::round_to_float(w);
+  train_constant_model(w, run_seed, 1);
+  TrainedGradientModel trained{constant_->state(), loss_.back()};
+  loss_.pop_back();
+  return trained;
+}
+
+TrainedGradientModel first_gradient_model(const TrainedModel& model, const Dataset& public_part,
+                                          const Dataset& private_part, const DpSgdOptions& phase,
+                                          const GradientModelOptions& gradient_model, const RunStart& start,
+                                          std::uint64_t run_seed, bool keep_public_records) {
+  PublicDataModel run(model, public_part, private_part, phase, gradient_model, PrivateTrainingMethod::kFim,
+                      start.parameters, start.frozen, model.num_classes(), run_seed, false, keep_public_records);
+  return run.train_first_gradient_model(run_seed);
+}
+
 RowMatrix PublicDataModel::gaussian_probes(Index rows, Index S, Index d, std::uint64_t key, Index first) {
   RowMatrix probes(rows * S, d);
 #pragma omp parallel for schedule(static)

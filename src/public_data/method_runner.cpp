@@ -75,11 +75,12 @@ class PrivateRunner : public MethodRunner {
     std::vector<std::unique_ptr<PublicDataModel>> models(static_cast<std::size_t>(r.phase.runs));
     const TrainableModelOfRun model_of_run = [&](int run, std::uint64_t seed) -> TrainableModel& {
       auto& slot = models[static_cast<std::size_t>(run)];
+      const RunStart& start = r.starts[static_cast<std::size_t>(run)];
       if (!slot)
         slot = std::make_unique<PublicDataModel>(
-            r.model, r.public_part, private_rows, r.phase, r.options.gradient_model, method_,
-            r.starts[static_cast<std::size_t>(run)].parameters, frozen(r, r.starts[static_cast<std::size_t>(run)]),
-            r.model.num_classes(), seed, r.options.account_fil, r.keep_public_records, r.ranks);
+            r.model, r.public_part, private_rows, r.phase, r.options.gradient_model, method_, start.parameters,
+            frozen(r, start), r.model.num_classes(), seed, r.options.account_fil, r.keep_public_records, r.ranks,
+            method_ == PrivateTrainingMethod::kFim ? start.first_gradient_model : std::nullopt);
       return *slot;
     };
     m.training = train_dpsgd_with_models(private_rows, test_rows, r.phase, model_of_run, r.progress, to_string(method_),

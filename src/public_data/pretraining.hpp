@@ -4,6 +4,7 @@
 
 #include "filkit/dpsgd/training.hpp"
 #include "filkit/public_data/public_data_options.hpp"
+#include "filkit/public_data/public_data_training.hpp"
 
 #include "public_data/trained_model.hpp"
 
@@ -24,14 +25,8 @@ VectorXd train_without_privacy(const TrainedModel& model, const Dataset& data, V
                                const PlainTrainingOptions& o, DpSgdOptions optimizer, std::uint64_t seed,
                                const std::vector<bool>& fixed);
 
-/// What every method of a run starts from.
-struct RunStart {
-  VectorXd parameters;       ///< pre-trained (or initialised) on the public part
-  std::vector<bool> frozen;  ///< the smallest-magnitude coordinates of `parameters`, and the fixed ones
-};
-
 /// Run `run_seed`'s start: the model's initialisation (fixed coordinates at 0) pre-trained on the
-/// public part, and its smallest-magnitude coordinates frozen.
+/// public part, and its smallest-magnitude coordinates frozen (no first gradient model).
 RunStart pretrained_start(const TrainedModel& model, const Dataset& public_part,
                           const PublicDataTrainingOptions& options, const std::vector<bool>& fixed,
                           std::uint64_t run_seed);

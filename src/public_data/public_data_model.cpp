@@ -21,7 +21,7 @@ PublicDataModel::PublicDataModel(const TrainedModel& model, const Dataset& publi
                                  const DpSgdOptions& phase, const GradientModelOptions& gradient_model,
                                  PrivateTrainingMethod method, VectorXd start, std::vector<bool> frozen, Index K,
                                  std::uint64_t run_seed, bool account_fil, bool keep_public_records,
-                                 const Communicator& ranks)
+                                 const Communicator& ranks, std::optional<TrainedGradientModel> first_gradient_model)
     : account_fil_(account_fil),
       keep_public_records_(keep_public_records),
       ranks_(ranks),
@@ -34,7 +34,8 @@ PublicDataModel::PublicDataModel(const TrainedModel& model, const Dataset& publi
       start_(std::move(start)),
       frozen_(std::move(frozen)),
       private_first_row_(ranks.exclusive_prefix_sum(private_part.n())),
-      private_rows_(ranks.sum(private_part.n())) {
+      private_rows_(ranks.sum(private_part.n())),
+      first_gradient_model_(std::move(first_gradient_model)) {
   ReleasedGradientSpec spec;
   spec.plan = model.plan();
   spec.input_dim = private_part.d();
@@ -71,7 +72,13 @@ StepAccounting PublicDataModel::step(const VectorXd& w, const LocalBatch& local,
   for (Index b = 0; b < members; ++b) yb(b) = private_.y(batch[static_cast<std::size_t>(b)]);
   if (method_ == PrivateTrainingMethod::kFim) {
     if (constant_) {
-      train_constant_model(w, run_seed, t);
+      if (t == 1 && first_gradient_model_) {  // shared by the runs, trained once (shared_run_start)
+        constant_->restore(first_gradient_model_->state);
+        backend_->set_shift(constant_->perturbation());
+        loss_.push_back(first_gradient_model_->loss);
+      } else {
+        train_constant_model(w, run_seed, t);
+      }
       record_constant_diagnostics(w, batch, local.batch_size);
     } else {
       train_gradient_model(w, Xb, yb, run_seed, t, local.batch_size);

@@ -44,7 +44,8 @@ class PublicDataModel final : public TrainableModel {
   PublicDataModel(const TrainedModel& model, const Dataset& public_part, const Dataset& private_part,
                   const DpSgdOptions& phase, const GradientModelOptions& gradient_model, PrivateTrainingMethod method,
                   VectorXd start, std::vector<bool> frozen, Index K, std::uint64_t run_seed, bool account_fil,
-                  bool keep_public_records, const Communicator& ranks = Communicator::local());
+                  bool keep_public_records, const Communicator& ranks = Communicator::local(),
+                  std::optional<TrainedGradientModel> first_gradient_model = std::nullopt);
 
   Index parameter_count() const override { return model_.parameter_count(); }
   VectorXd initial_parameters(std::mt19937_64&) const override { return start_; }
@@ -69,6 +70,10 @@ class PublicDataModel final : public TrainableModel {
   /// and restore() keeps the rank's own rows. Collective.
   nlohmann::json resume_state() const override;
   void restore(const nlohmann::json& state, Index steps_done) override;
+
+  /// fim's constant gradient model trained before private step 1 at the start (what step(.., 1)
+  /// trains first, from run_seed's streams), for runs that share it (RunStart::first_gradient_model).
+  TrainedGradientModel train_first_gradient_model(std::uint64_t run_seed);
 
   const std::vector<double>& perturbation_cosine() const { return cosine_; }
   /// The thesis' accumulation, per private example (MethodResult::fisher_term_sum): over every
@@ -141,11 +146,20 @@ class PublicDataModel final : public TrainableModel {
   Index private_rows_;       ///< the private rows over all ranks
   std::vector<Index> released_;
   std::unique_ptr<ReleasedGradientBackend> backend_;
+  /// Given: the constant model step 1 starts from, instead of its first training (shared by runs).
+  std::optional<TrainedGradientModel> first_gradient_model_;
   // What changes as it trains: the gradient model and the diagnostics.
   std::optional<ConstantGradientModel> constant_;
   std::vector<double> cosine_, loss_;
   std::vector<VectorNorms> norms_;
   VectorXd fisher_term_sum_;
 };
+
+/// fim's constant gradient model as a run from `start` (its parameters and frozen coordinates)
+/// with `run_seed` trains it before private step 1 (shared_run_start's first_gradient_model).
+TrainedGradientModel first_gradient_model(const TrainedModel& model, const Dataset& public_part,
+                                          const Dataset& private_part, const DpSgdOptions& phase,
+                                          const GradientModelOptions& gradient_model, const RunStart& start,
+                                          std::uint64_t run_seed, bool keep_public_records);
 
 }  // namespace filkit

@@ -11,6 +11,7 @@
 #include "dpsgd/trainable_models.hpp"
 #include "public_data/method_runner.hpp"
 #include "public_data/pretraining.hpp"
+#include "public_data/public_data_model.hpp"
 #include "public_data/trained_model.hpp"
 #include "public_data/training_memory.hpp"
 
@@ -30,10 +31,11 @@ const MethodResult* PublicDataTrainingResult::find(PrivateTrainingMethod method)
   return nullptr;
 }
 
-PublicDataTrainingResult train_with_public_data(const Dataset& public_part, const Dataset& private_part,
-                                                const Dataset& test, const PublicDataTrainingOptions& options,
-                                                bool progress, CheckpointWhenDone when_done,
-                                                const Communicator& ranks) {
+namespace {
+
+/// The inputs checked (train_with_public_data's errors) and the private phase as run.
+DpSgdOptions checked_phase(const Dataset& public_part, const Dataset& private_part, const Dataset& test,
+                           const PublicDataTrainingOptions& options) {
   options.validate();
   public_part.validate();
   private_part.validate();
@@ -49,7 +51,14 @@ PublicDataTrainingResult train_with_public_data(const Dataset& public_part, cons
       std::find(options.methods.begin(), options.methods.end(), PrivateTrainingMethod::kFim) != options.methods.end())
     option_error("gradient_batch_size", std::to_string(options.gradient_model.batch_size),
                  "must be <= the public part's " + std::to_string(public_part.n()) + " examples");
-  const DpSgdOptions phase = resolved_private_phase(options, private_part.n());
+  return resolved_private_phase(options, private_part.n());
+}
+
+/// train_with_public_data, its runs from `given` (one run) where given, else pre-trained each.
+PublicDataTrainingResult train_runs(const Dataset& public_part, const Dataset& private_part, const Dataset& test,
+                                    const PublicDataTrainingOptions& options, bool progress,
+                                    CheckpointWhenDone when_done, const Communicator& ranks, const RunStart* given) {
+  const DpSgdOptions phase = checked_phase(public_part, private_part, test, options);
   PublicDataTrainingResult result;
   result.n_public = public_part.n();
   result.n_private = private_part.n();
@@ -61,11 +70,15 @@ PublicDataTrainingResult train_with_public_data(const Dataset& public_part, cons
   const Index trainable = p - static_cast<Index>(std::count(fixed.begin(), fixed.end(), true));
   const bool keep_public_records =
       check_training_memory(trained, options, phase, private_part, public_part.n(), trainable);
+  if (given &&
+      (phase.runs != 1 || given->parameters.size() != p || given->frozen.size() != static_cast<std::size_t>(p)))
+    throw std::logic_error("train_with_public_data: a given start is for one run of this model");
 
   const auto pretrain_begin = std::chrono::steady_clock::now();
   std::vector<RunStart> starts;
   for (int run = 0; run < phase.runs; ++run) {
-    starts.push_back(pretrained_start(trained, public_part, options, fixed, dpsgd_run_seed(phase, run)));
+    starts.push_back(given ? *given
+                           : pretrained_start(trained, public_part, options, fixed, dpsgd_run_seed(phase, run)));
     const VectorXd& w = starts.back().parameters;
     result.pretrain_train_accuracy.push_back(trained.accuracy(w, private_part));
     result.pretrain_test_accuracy.push_back(test.n() > 0 ? trained.accuracy(w, test) : std::nan(""));
@@ -99,6 +112,15 @@ PublicDataTrainingResult train_with_public_data(const Dataset& public_part, cons
     result.methods.push_back(std::move(m));
   }
   return result;
+}
+
+}  // namespace
+
+PublicDataTrainingResult train_with_public_data(const Dataset& public_part, const Dataset& private_part,
+                                                const Dataset& test, const PublicDataTrainingOptions& options,
+                                                bool progress, CheckpointWhenDone when_done,
+                                                const Communicator& ranks) {
+  return train_runs(public_part, private_part, test, options, progress, when_done, ranks, nullptr);
 }
 
 PublicDataTrainingResult combine_runs(const std::vector<PublicDataTrainingResult>& runs,
@@ -157,14 +179,35 @@ PublicDataTrainingResult combine_runs(const std::vector<PublicDataTrainingResult
   return result;
 }
 
+RunStart shared_run_start(const Dataset& public_part, const Dataset& private_part,
+                          const PublicDataTrainingOptions& options, PrivateTrainingMethod method) {
+  PublicDataTrainingOptions one = options;
+  one.methods = {method};
+  one.private_phase.runs = 1;
+  one.account_fil = false;
+  const DpSgdOptions phase = checked_phase(public_part, private_part, Dataset{}, one);
+  const TrainedModel trained(private_part, phase, class_count({{public_part, "public"}, {private_part, "private"}}));
+  const std::vector<bool> fixed = trained.fixed_coordinates(options.reference_logit);
+  const Index trainable = trained.parameter_count() - static_cast<Index>(std::count(fixed.begin(), fixed.end(), true));
+  const bool keep_public_records = check_training_memory(trained, one, phase, private_part, public_part.n(), trainable);
+  const std::uint64_t run_seed = dpsgd_run_seed(phase, 0);
+  RunStart start = pretrained_start(trained, public_part, one, fixed, run_seed);
+  if (method == PrivateTrainingMethod::kFim && one.gradient_model.is_constant())
+    start.first_gradient_model = first_gradient_model(trained, public_part, private_part, phase, one.gradient_model,
+                                                      start, run_seed, keep_public_records);
+  return start;
+}
+
 VectorXd train_one_model(const Dataset& public_part, const Dataset& private_part,
-                         const PublicDataTrainingOptions& options, PrivateTrainingMethod method) {
+                         const PublicDataTrainingOptions& options, PrivateTrainingMethod method,
+                         const RunStart& start) {
   if (options.private_phase.runs != 1)
     option_error("runs", std::to_string(options.private_phase.runs), "must be 1: train_one_model trains one model");
   PublicDataTrainingOptions one = options;
   one.methods = {method};
   one.account_fil = false;
-  return train_with_public_data(public_part, private_part, Dataset{}, one, false)
+  return train_runs(public_part, private_part, Dataset{}, one, false, CheckpointWhenDone::kRemove,
+                    Communicator::local(), &start)
       .methods.front()
       .training.parameters.front();
 }

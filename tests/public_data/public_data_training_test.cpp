@@ -367,19 +367,59 @@ TEST(TrainWithPublicData, FimWithLambdaZeroTrainsTheConstantModelOnItsNormAloneE
   }
 }
 
-TEST(TrainOneModel, ReleasesTheSameModelWithoutAccounting) {
+TEST(TrainOneModel, FromTheSharedStartIsRunZeroOfTrainWithPublicDataBitForBit) {
   REQUIRE_PLUGIN();
   const Dataset data = testing::image_data(40, 2, 71);
   const PublicPrivateSplit split = split_public_private(data, 0.5, 4);
   PublicDataTrainingOptions o = testing::small_options();
   o.private_phase.runs = 1;
-  for (PrivateTrainingMethod method : {PrivateTrainingMethod::kDpSgd, PrivateTrainingMethod::kFim}) {
-    o.methods = {method};
-    const VectorXd accounted =
-        train_with_public_data(split.public_part, split.private_part, Dataset{}, o).methods[0].training.parameters[0];
-    const VectorXd alone = train_one_model(split.public_part, split.private_part, o, method);
-    EXPECT_LT((alone - accounted).norm(), 1e-12 * accounted.norm()) << to_string(method);
+  o.private_phase.init_scale = 0.1;  // a random start: what the pre-training starts from is shared too
+  o.account_fil = false;             // as train_one_model (with accounting the release is the same to 1e-12)
+  for (const Precision precision : {Precision::kFloat64, Precision::kFloat32}) {
+    o.private_phase.precision = precision;  // float32: the first gradient model at the start rounded
+    for (const Index pretrain_steps : {Index{0}, Index{20}}) {
+      o.pretrain.steps = pretrain_steps;
+      for (PrivateTrainingMethod method :
+           {PrivateTrainingMethod::kDpSgd, PrivateTrainingMethod::kPrune, PrivateTrainingMethod::kFim}) {
+        SCOPED_TRACE(to_string(method) + " " + to_string(precision) + " pretrain " + std::to_string(pretrain_steps));
+        o.methods = {method};
+        const MethodResult whole =
+            train_with_public_data(split.public_part, split.private_part, Dataset{}, o).methods[0];
+        const RunStart start = shared_run_start(split.public_part, split.private_part, o, method);
+        EXPECT_EQ(start.first_gradient_model.has_value(), method == PrivateTrainingMethod::kFim);
+        EXPECT_EQ(train_one_model(split.public_part, split.private_part, o, method, start),
+                  whole.training.parameters[0]);
+        if (method == PrivateTrainingMethod::kFim)  // the first public training's objective, as the run's
+          EXPECT_EQ(start.first_gradient_model->loss, whole.gradient_model_loss[0][0]);
+      }
+    }
   }
+}
+
+TEST(TrainOneModel, RunsOfOtherSeedsTakeTheSharedStartAndTheirOwnPrivatePhase) {
+  REQUIRE_PLUGIN();
+  const Dataset data = testing::image_data(40, 2, 71);
+  const PublicPrivateSplit split = split_public_private(data, 0.5, 4);
+  PublicDataTrainingOptions o = testing::small_options();
+  o.private_phase.runs = 1;
+  o.private_phase.init_scale = 0.1;
+  const PrivateTrainingMethod fim = PrivateTrainingMethod::kFim;
+  const RunStart start = shared_run_start(split.public_part, split.private_part, o, fim);
+  PublicDataTrainingOptions other = o;
+  other.private_phase.seed = o.private_phase.seed + 1;
+  const VectorXd own = train_one_model(split.public_part, split.private_part, other, fim,
+                                       shared_run_start(split.public_part, split.private_part, other, fim));
+  const VectorXd shared = train_one_model(split.public_part, split.private_part, other, fim, start);
+  EXPECT_NE(shared, own) << "the start is the given one, not the seed's own";
+  EXPECT_NE(shared, train_one_model(split.public_part, split.private_part, o, fim, start))
+      << "the private phase is the seed's own";
+  // The first gradient model is taken, not trained again: another one changes the model.
+  RunStart moved = start;
+  moved.first_gradient_model->state.parameters.array() += 0.5;
+  EXPECT_NE(train_one_model(split.public_part, split.private_part, other, fim, moved), shared);
+  RunStart without = start;
+  without.first_gradient_model.reset();  // each run trains its own from its seed's streams
+  EXPECT_NE(train_one_model(split.public_part, split.private_part, other, fim, without), shared);
 }
 
 }  // namespace

@@ -33,10 +33,12 @@
 
 #include "filkit/data/dataset.hpp"
 #include "filkit/dpsgd/training.hpp"
+#include "filkit/public_data/constant_gradient_model.hpp"
 #include "filkit/public_data/public_data_options.hpp"
 #include "filkit/public_data/public_private_split.hpp"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -127,9 +129,38 @@ PublicDataTrainingResult train_with_public_data(const Dataset& public_part, cons
 PublicDataTrainingResult combine_runs(const std::vector<PublicDataTrainingResult>& runs,
                                       const PublicDataTrainingOptions& options);
 
-/// The final parameters of one run of one method trained on `private_part` (the learned attack's
-/// shadow models: same initialisation and procedure for every shadow data set). runs must be 1.
+/// fim's constant gradient model after its training before private step 1: its parameters and
+/// Adam's moments, and the objective after its last public batch (MethodResult::gradient_model_loss).
+struct TrainedGradientModel {
+  ConstantGradientModel::State state;
+  double loss = 0.0;
+};
+
+/// What every method of a run starts from: the pre-trained parameters, their frozen coordinates
+/// and, where given, fim's first gradient model. None of it depends on the private data (only on
+/// the public part, the options and the seed), so the learned attack's shadow models share one
+/// (shared_run_start).
+struct RunStart {
+  VectorXd parameters;       ///< pre-trained (or initialised) on the public part
+  std::vector<bool> frozen;  ///< the smallest-magnitude coordinates of `parameters`, and the fixed ones
+  /// fim with a constant gradient model: that model trained before private step 1 at `parameters`
+  /// (the first and longest of its trainings: gradient_steps, then gradient_decay fewer each step).
+  /// Empty: each run trains its own.
+  std::optional<TrainedGradientModel> first_gradient_model;
+};
+
+/// The start of run 0 of `options` (options.private_phase.seed) for `method`, its first gradient
+/// model trained for fim with a constant model, as train_with_public_data computes them; of
+/// private_part only its shape (features, classes) is used. Throws as train_with_public_data.
+RunStart shared_run_start(const Dataset& public_part, const Dataset& private_part,
+                          const PublicDataTrainingOptions& options, PrivateTrainingMethod method);
+
+/// The final parameters of one run of one method trained on `private_part` from `start` (the
+/// learned attack's shadow models: the same start, shared_run_start's, and the same procedure for
+/// every shadow data set; the private phase's batches and noise from options.private_phase.seed).
+/// With `start` = shared_run_start(public_part, private_part, options, method), bit for bit run 0
+/// of train_with_public_data (a test checks). runs must be 1.
 VectorXd train_one_model(const Dataset& public_part, const Dataset& private_part,
-                         const PublicDataTrainingOptions& options, PrivateTrainingMethod method);
+                         const PublicDataTrainingOptions& options, PrivateTrainingMethod method, const RunStart& start);
 
 }  // namespace filkit
