@@ -1,11 +1,13 @@
 #include "filkit/jobs/learned_attack.hpp"
 
 #include "filkit/base/checks.hpp"
+#include "filkit/base/first_exception.hpp"
 #include "filkit/base/io.hpp"
 #include "filkit/base/options.hpp"
 #include "filkit/base/resources.hpp"
 #include "filkit/base/stage.hpp"
 #include "filkit/base/summary.hpp"
+#include "filkit/base/timing.hpp"
 #include "base/seeding.hpp"
 #include "jobs/json_numbers.hpp"
 #include "jobs/shadow_model_store.hpp"
@@ -13,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -152,6 +155,107 @@ nlohmann::json mean_and_std(const VectorXd& values) {
   return {{"mean", summary.mean}, {"std", summary.std}, {"median", summary.median}, {"count", summary.count}};
 }
 
+/// A method's attack as doubles, to gather it at rank 0 (unpack_attack reads it back).
+void pack_attack(const LearnedReconstructionResult& a, std::vector<double>& out) {
+  const auto d = [](auto value) { return static_cast<double>(value); };
+  out.insert(out.end(), {d(a.parameter_count), d(a.num_classes), d(a.features), d(a.has_ssim), a.attacker_seconds,
+                         d(a.class_means.size()), d(a.targets.size())});
+  for (const VectorXd& mean : a.class_means) out.insert(out.end(), mean.data(), mean.data() + mean.size());
+  for (const TargetReconstruction& t : a.targets) {
+    out.insert(out.end(), {d(t.candidate), t.label, t.mse, t.ssim, t.baseline_mse, t.baseline_ssim});
+    out.insert(out.end(), t.reconstruction.data(), t.reconstruction.data() + t.reconstruction.size());
+  }
+}
+
+/// pack_attack's attack from `packed` at `at`, which it moves past it.
+LearnedReconstructionResult unpack_attack(const VectorXd& packed, Index& at) {
+  const auto next = [&] { return packed(at++); };
+  const auto index = [&] { return static_cast<Index>(next()); };
+  const auto vector = [&](Index size) {
+    VectorXd values = packed.segment(at, size);
+    at += size;
+    return values;
+  };
+  LearnedReconstructionResult a;
+  a.parameter_count = index();
+  a.num_classes = index();
+  a.features = index();
+  a.has_ssim = next() != 0.0;
+  a.attacker_seconds = next();
+  const Index means = index(), targets = index();
+  for (Index k = 0; k < means; ++k) a.class_means.push_back(vector(a.features));
+  for (Index k = 0; k < targets; ++k) {
+    TargetReconstruction t;
+    t.candidate = index();
+    t.label = next();
+    t.mse = next();
+    t.ssim = next();
+    t.baseline_mse = next();
+    t.baseline_ssim = next();
+    t.reconstruction = vector(a.features);
+    a.targets.push_back(std::move(t));
+  }
+  return a;
+}
+
+/// Each method's attack (attack_shadow_models) from its shadow models, `parameters` (rank 0's, in
+/// the order of the methods), at rank 0. On the ranks of an MPI job method k's attacker is fitted
+/// on rank k mod K: rank 0 broadcasts each method's parameters (its rank keeps them), every rank
+/// fits its methods' attackers, one after another, and rank 0 gathers the attacks. So up to K
+/// attackers are fitted at once, and each is what one process fits (its seed and data are the
+/// method's alone). An error on any rank ends every rank. Collective; the other ranks return none.
+std::vector<LearnedReconstructionResult> fit_attackers_on_ranks(const std::vector<RowMatrix>& parameters,
+                                                                const AttackData& data,
+                                                                const LearnedReconstructionOptions& options,
+                                                                bool progress, const Communicator& comm) {
+  const auto count = static_cast<Index>(comm.is_root() ? parameters.size() : 0);
+  const auto methods = static_cast<std::size_t>(comm.max(count));
+  const auto own = [&](std::size_t k) {
+    return static_cast<int>(k % static_cast<std::size_t>(comm.size())) == comm.rank();
+  };
+  std::vector<RowMatrix> received(methods);
+  for (std::size_t k = 0; comm.distributed() && k < methods; ++k) {
+    if (k % static_cast<std::size_t>(comm.size()) == 0) continue;  // rank 0's own: nothing to send
+    VectorXd shape(2);
+    if (comm.is_root()) shape << static_cast<double>(parameters[k].rows()), static_cast<double>(parameters[k].cols());
+    comm.broadcast(shape);
+    if (comm.is_root()) {  // a broadcast only reads rank 0's values
+      comm.broadcast(const_cast<double*>(parameters[k].data()), static_cast<std::size_t>(parameters[k].size()));
+      continue;
+    }
+    RowMatrix rows(static_cast<Index>(shape(0)), static_cast<Index>(shape(1)));
+    comm.broadcast(rows.data(), static_cast<std::size_t>(rows.size()));
+    if (own(k)) received[k] = std::move(rows);
+  }
+  std::vector<double> packed;
+  std::vector<LearnedReconstructionResult> attacks;
+  FirstException failure;
+  for (std::size_t k = 0; k < methods; ++k) {
+    if (!own(k)) continue;
+    try {
+      const RowMatrix& rows = comm.is_root() ? parameters[k] : received[k];
+      attacks.push_back(attack_shadow_models(rows, data.fixed, data.candidates, options, progress && comm.is_root()));
+      pack_attack(attacks.back(), packed);
+    } catch (...) {
+      failure.capture();
+      break;
+    }
+  }
+  stop_all_if_any_failed(failure.first(), comm, {}, [](const std::string& messages) {
+    return "learned attack: fitting an attacker failed on another rank (" + messages + ")";
+  });
+  if (!comm.distributed()) return attacks;
+  const VectorXd gathered = comm.gather(Eigen::Map<const VectorXd>(packed.data(), static_cast<Index>(packed.size())));
+  if (!comm.is_root()) return {};
+  // In rank order, each rank's methods in order: method k is rank (k mod K)'s (k / K)-th.
+  std::vector<LearnedReconstructionResult> in_order(methods);
+  Index at = 0;
+  for (int rank = 0; rank < comm.size(); ++rank)
+    for (std::size_t k = static_cast<std::size_t>(rank); k < methods; k += static_cast<std::size_t>(comm.size()))
+      in_order[k] = unpack_attack(gathered, at);
+  return in_order;
+}
+
 }  // namespace
 
 void LearnedAttackJobOptions::resolve() {
@@ -218,33 +322,51 @@ LearnedAttackJobResult run_learned_attack(const LearnedAttackJobOptions& request
                                                                              options.attack.target_shadow_models),
                                                   static_cast<std::uint64_t>(shape.parameters)),
                                3 * sizeof(double));
+  // Rank 0 holds every method's shadow models until the attackers (one method's are in the
+  // attacker's estimate).
+  const std::uint64_t other_methods = saturating_product(
+      saturating_product(
+          static_cast<std::uint64_t>(options.attack.train_shadow_models + options.attack.target_shadow_models),
+          static_cast<std::uint64_t>(shape.parameters)),
+      (options.training.methods.size() - 1) * sizeof(double));
   check_learned_attack_memory(options.attack, shape.parameters, shape.classes, result.data.fixed.d(), shadow_model,
-                              kept);
-  // On the ranks of an MPI job the shadow models are spread over the ranks; rank 0 alone keeps the
-  // store, gathers the parameters and fits the attacker (docs/distributed.md).
+                              saturating_sum(kept, other_methods));
+  check_attack_inputs(result.data.fixed, result.data.candidates, options.attack);
+  // Every method's shadow models first, spread over the ranks of an MPI job (rank 0 alone keeps the
+  // store and gathers their parameters), then the attackers, each on its own rank
+  // (fit_attackers_on_ranks; docs/distributed.md).
   const Communicator& comm = Communicator::world();
   const bool keep = !options.shadow_models.empty() && comm.is_root();
   if (keep) create_output_directory("shadow_models", options.shadow_models);
+  std::vector<RowMatrix> parameters;  // rank 0's: each method's shadow models
   for (PrivateTrainingMethod method : options.training.methods) {
-    const StageScope stage("learned attack (shadow models and attacker)");
+    const StageScope stage("learned attack (shadow models)");
     const ShadowTrainer train = shadow_trainer(options, result.data.public_part, method);
     std::unique_ptr<ShadowModelStore> store;
     if (keep)
       store = std::make_unique<ShadowModelStore>(options.shadow_models, to_string(method),
                                                  shadow_model_fingerprint(options, method, result.data),
                                                  result.data.candidates, options.data.max_memory);
-    LearnedAttackMethodResult attacked{method, {}, store ? store->loaded() : 0};
+    const auto start = std::chrono::steady_clock::now();
     try {
-      attacked.attack = run_learned_reconstruction(result.data.fixed, result.data.candidates, train, options.attack,
-                                                   progress, store ? kept_in(*store) : KeptShadowModels{}, comm);
+      parameters.push_back(train_shadow_models(result.data.fixed, result.data.candidates,
+                                               options.attack.train_shadow_models + options.attack.target_shadow_models,
+                                               train, progress, store ? kept_in(*store) : KeptShadowModels{}, comm));
     } catch (...) {
       if (store) store->save();  // what was trained before the failure is kept
       throw;
     }
     if (store) store->save();
-    result.seconds[to_string(method) + " shadow models"] = attacked.attack.shadow_seconds;
-    result.seconds[to_string(method) + " attacker"] = attacked.attack.attacker_seconds;
-    result.methods.push_back(std::move(attacked));
+    result.seconds[to_string(method) + " shadow models"] = seconds_since(start);
+    result.methods.push_back({method, {}, store ? store->loaded() : 0});
+  }
+  const StageScope stage("learned attack (attackers)");
+  const std::vector<LearnedReconstructionResult> attacks =
+      fit_attackers_on_ranks(parameters, result.data, options.attack, progress, comm);
+  for (std::size_t k = 0; k < attacks.size(); ++k) {  // rank 0's (the others' is empty)
+    result.methods[k].attack = attacks[k];
+    result.methods[k].attack.shadow_seconds = result.seconds[to_string(result.methods[k].method) + " shadow models"];
+    result.seconds[to_string(result.methods[k].method) + " attacker"] = attacks[k].attacker_seconds;
   }
   return result;
 }

@@ -342,9 +342,6 @@ Attacker fit_attacker(const RowMatrix& standardised, const VectorXd& labels, con
 
 // ---- the attack -----------------------------------------------------------------------------
 
-namespace {
-
-/// Throws std::invalid_argument for inputs the attack cannot use; returns the number of classes.
 Index check_attack_inputs(const Dataset& fixed, const Dataset& candidates,
                           const LearnedReconstructionOptions& options) {
   options.validate();
@@ -375,6 +372,8 @@ Index check_attack_inputs(const Dataset& fixed, const Dataset& candidates,
   }
   return num_classes;
 }
+
+namespace {
 
 /// Standardises every column by the mean and standard deviation of the first `fitted` rows; a
 /// column constant on them (e.g. a frozen parameter) is only centred. With `clip`, the later rows
@@ -504,15 +503,34 @@ LearnedReconstructionResult run_learned_reconstruction(const Dataset& fixed, con
   result.num_classes = num_classes;
   result.features = fixed.d();
   result.has_ssim = fixed.image.has_value() && fixed.image->height >= 7 && fixed.image->width >= 7;
-
-  auto start = std::chrono::steady_clock::now();
+  const auto start = std::chrono::steady_clock::now();
   const RowMatrix parameters = train_shadow_models(fixed, candidates, m + targets, train, progress, kept, comm);
-  result.shadow_seconds = seconds_since(start);
-  if (!comm.is_root()) return result;  // the attacker is fitted at rank 0, on every shadow model
+  const double shadow_seconds = seconds_since(start);
+  if (!comm.is_root()) {  // the attacker is fitted at rank 0, on every shadow model
+    result.shadow_seconds = shadow_seconds;
+    return result;
+  }
+  result = attack_shadow_models(parameters, fixed, candidates, options, progress);
+  result.shadow_seconds = shadow_seconds;
+  return result;
+}
+
+LearnedReconstructionResult attack_shadow_models(const RowMatrix& parameters, const Dataset& fixed,
+                                                 const Dataset& candidates, const LearnedReconstructionOptions& options,
+                                                 bool progress) {
+  const Index num_classes = check_attack_inputs(fixed, candidates, options);
+  const Index m = options.train_shadow_models, targets = options.target_shadow_models;
+  if (parameters.rows() != m + targets)
+    throw std::invalid_argument("attack_shadow_models: " + std::to_string(parameters.rows()) + " shadow models for " +
+                                std::to_string(m) + " + " + std::to_string(targets));
+  LearnedReconstructionResult result;
+  result.num_classes = num_classes;
+  result.features = fixed.d();
+  result.has_ssim = fixed.image.has_value() && fixed.image->height >= 7 && fixed.image->width >= 7;
   result.parameter_count = parameters.cols();
   check_attacker_memory(options, parameters.cols(), num_classes, fixed.d());
 
-  start = std::chrono::steady_clock::now();
+  const auto start = std::chrono::steady_clock::now();
   const RowMatrix standardised = standardise(parameters, m, options.clip_inputs);
   const VectorXd labels = candidates.y.head(m + targets);
   const Attacker attacker =

@@ -133,9 +133,10 @@ struct LearnedAttackJobResult final : JobResult {
   void print_summary(std::ostream& out) const override;
 };
 
-/// The attack of every method. Under mpirun (Communicator::world()) the shadow models are trained on
-/// all ranks, and rank 0 alone keeps the store, fits the attackers and holds the results: the other
-/// ranks' result has no method's targets.
+/// The attack of every method: every method's shadow models, then the attackers. Under mpirun
+/// (Communicator::world()) the shadow models are trained on all ranks, rank 0 alone keeps the store,
+/// method k's attacker is fitted on rank k mod K, and rank 0 holds the results: the other ranks'
+/// result has no method's targets.
 LearnedAttackJobResult run_learned_attack(const LearnedAttackJobOptions& options, bool progress = false);
 
 struct LearnedAttackJob {

@@ -239,6 +239,18 @@ LearnedReconstructionResult run_learned_reconstruction(const Dataset& fixed, con
                                                        bool progress = false, const KeptShadowModels& kept = {},
                                                        const Communicator& comm = Communicator::local());
 
+/// Throws std::invalid_argument for inputs the attack cannot use (run_learned_reconstruction's
+/// list); returns the number of classes.
+Index check_attack_inputs(const Dataset& fixed, const Dataset& candidates, const LearnedReconstructionOptions& options);
+
+/// run_learned_reconstruction's attack on one process, from the shadow models' parameters
+/// (train_shadow_models' rows: the options' train_shadow_models, then its target_shadow_models):
+/// the attacker fitted to the first, the others' targets reconstructed and scored beside the
+/// class-mean baseline (shadow_seconds left 0). Throws as run_learned_reconstruction.
+LearnedReconstructionResult attack_shadow_models(const RowMatrix& parameters, const Dataset& fixed,
+                                                 const Dataset& candidates, const LearnedReconstructionOptions& options,
+                                                 bool progress = false);
+
 /// The note recorded in summaries in place of LPIPS.
 inline constexpr const char* kLpipsNote =
     "LPIPS (Zhang et al. 2018, used by the thesis' table 3.5) is not computed: it needs pretrained network weights "
