@@ -586,8 +586,8 @@ DpSgdResult combine_dpsgd_run_files(const Dataset& train, const Dataset& test, c
   check_precision(requested);
   requested.validate();
   if (std::ssize(paths) != requested.runs)
-    throw std::invalid_argument("combine_dpsgd_run_files: " + std::to_string(paths.size()) +
-                                " run files for runs = " + std::to_string(requested.runs));
+    throw std::logic_error("combine_dpsgd_run_files: " + std::to_string(paths.size()) +
+                           " run files for runs = " + std::to_string(requested.runs));
   const Index n = comm.sum(train.n());
   TrainingRuns r(train, test, requested.resolved(n), comm, n, comm.exclusive_prefix_sum(train.n()));
   const DpSgdOptions& options = r.options;

@@ -398,7 +398,8 @@ DpSgdResult train_dpsgd_run(const Dataset& train, const Dataset& test, const DpS
 /// the timings (the runs' summed) and `resumed` (false). The files may come from any number of
 /// ranks; the bootstrap's settings (resamples, level) and the accountant may differ from the
 /// runs' (they summarise, not train). Throws std::runtime_error naming the file for a file that
-/// is missing, damaged, of other settings or data, or of another run (a copy of another's).
+/// is missing, damaged, of other settings or data, or of another run (a copy of another's), and
+/// std::logic_error for `paths` not of options.runs files.
 DpSgdResult combine_dpsgd_run_files(const Dataset& train, const Dataset& test, const DpSgdOptions& options,
                                     const std::vector<std::string>& paths,
                                     const Communicator& comm = Communicator::local());
