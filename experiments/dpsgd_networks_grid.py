@@ -220,6 +220,11 @@ def write_text(path, text):
     os.replace(path + f".{os.getpid()}.tmp", path)
 
 
+def read_seconds(path):
+    with open(path) as f:
+        return float(f.read())
+
+
 def run_filkit(command, log_path):
     """Runs `command` with its output in `log_path`; its wall seconds. A failure stops the script, showing the log."""
     start = time.time()
@@ -246,8 +251,8 @@ def train_run(args, dataset, setting, out_dir, epochs, run):
     run whose file exists is not trained again, but with --force), then, if every run of the setting
     has its file, their combination the setting's outputs (setting_outputs). Returns those, or None."""
     folder = runs_dir(out_dir, setting)
-    os.makedirs(folder, exist_ok=True)
     if args.force or not (setting_done(args, out_dir, setting) or os.path.exists(run_file(out_dir, setting, run))):
+        os.makedirs(folder, exist_ok=True)
         command = filkit_command(args, dataset, setting, epochs, ["--run", str(run), "--run-dir", folder])
         wall = run_filkit(command, os.path.join(folder, f"run{run}.log"))
         write_text(os.path.join(folder, f"run{run}.wall_seconds"), "%.1f\n" % wall)
@@ -285,7 +290,7 @@ def setting_outputs(args, dataset, setting, out_dir, epochs, make=True, force=Fa
             wall = run_filkit(command, os.path.join(out_dir, name + ".log"))
             if args.runs > 1:  # the setting's wall time: its runs' (wherever they ran) and the combination's
                 walls = [os.path.join(folder, f"run{r}.wall_seconds") for r in range(args.runs)]
-                wall = (wall + sum(float(open(w).read()) for w in walls)) if all(map(os.path.exists, walls)) else None
+                wall = (wall + sum(map(read_seconds, walls))) if all(map(os.path.exists, walls)) else None
             if wall is not None:
                 write_text(wall_path, "%.1f\n" % wall)
             elif os.path.exists(wall_path):
@@ -293,10 +298,7 @@ def setting_outputs(args, dataset, setting, out_dir, epochs, make=True, force=Fa
             done = True
     if not done:
         return None
-    wall = None
-    if os.path.exists(wall_path):
-        with open(wall_path) as f:
-            wall = float(f.read())
+    wall = read_seconds(wall_path) if os.path.exists(wall_path) else None
     with open(summary_path) as f:
         summary = json.load(f)
     rows = []
