@@ -107,6 +107,7 @@ inline constexpr GroupOf kGroupByName[] = {
     {"precision", "Training"},
     {"init_scale", "Training"},
     {"runs", "Training"},
+    {"run", "Training"},
     {"report_epochs", "Training"},
     {"methods", "Training"},
     {"pretrain_steps", "Training"},
@@ -167,6 +168,7 @@ inline constexpr GroupOf kGroupByName[] = {
     {"checkpoint", "Outputs"},
     {"checkpoint_every", "Outputs"},
     {"stop_after", "Outputs"},
+    {"run_dir", "Outputs"},
     {"shadow_models", "Outputs"},
     // Resources: memory, threads, batching for speed.
     {"max_memory", "Resources"},

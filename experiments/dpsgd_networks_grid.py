@@ -26,10 +26,16 @@ Usage:
   experiments/dpsgd_networks_grid.py --datasets mnist --settings 1:1:0.1,2:1:0.1
   experiments/dpsgd_networks_grid.py --quick              # a smoke test (~15 s)
   experiments/dpsgd_networks_grid.py --runs 10            # the paper's 10 runs: intervals over runs (10x the time)
-Settings are sigma:C:rho triples. Runs whose JSON summary exists are reused (--force reruns them).
-K processes share the (dataset, setting) runs round robin: --rank R --ranks K, or K copies under
-`mpirun -np K` or a Slurm array (grid_ranks.py); the tables and figures are made by the one that
-finds every run's outputs present. --dry-run lists this process's runs.
+Settings are sigma:C:rho triples. Settings whose JSON summary exists are reused (--force reruns them).
+K processes share the units of work round robin: --rank R --ranks K, or K copies under `mpirun -np K`
+or a Slurm array (grid_ranks.py). With one run a setting the unit is a (dataset, setting): one `filkit
+dpsgd`. With --runs R > 1 it is a (dataset, setting, run): `filkit dpsgd --run K --run-dir
+<setting>.runs` trains run K of the setting's R as the R-run call would and writes its run file there
+(kept: a run whose file exists is not trained again); whichever process finds all R files of a
+setting present combines them (`filkit dpsgd --run-dir <setting>.runs`, no training) into the
+setting's summary and table, the bytes of one `--runs R` call but for timings. The tables and figures
+are made by the process that finds every setting's outputs present. --dry-run lists this process's
+units.
 
 With --runs R > 1 (the paper averages 10 runs) every setting trains R runs and dFIL is the run average
 of the accounted traces. filkit reports bootstrap intervals of the max and median dFIL bounds per point
@@ -46,6 +52,7 @@ ${FILKIT_OUT:-/tmp/filkit-experiments}/dpsgd_networks_grid/<dataset>_n<N>_B<B>_T
 """
 import argparse
 import concurrent.futures
+import contextlib
 import csv
 import json
 import math
@@ -53,6 +60,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # grid_ranks.py, also when loaded from elsewhere
@@ -189,12 +197,8 @@ def setting_name(setting):
     return "sigma{}_C{}_rho{}".format(number(setting["sigma"]), number(setting["clip"]), number(setting["step_size"]))
 
 
-def run_setting(args, dataset, setting, out_dir, epochs, run=True):
-    """The setting's (name, command, summary, rows), after running it if its outputs are missing and
-    `run`; None if they are missing and not `run` (another process's share)."""
-    name = setting_name(setting)
-    summary_path = os.path.join(out_dir, name + ".json")
-    table_path = os.path.join(out_dir, name + ".csv")
+def filkit_command(args, dataset, setting, epochs, outputs):
+    """The setting's `filkit dpsgd` command, writing `outputs` (flags: its summary and table, or a run's file)."""
     command = [args.binary, "dpsgd", "--model", "cnn", "--data", dataset,
                "--train-size", str(args.train_size), "--test-size", str(args.test_size),
                "--seed", str(args.seed), "--batch-size", str(args.batch_size), "--steps", str(args.steps),
@@ -202,35 +206,99 @@ def run_setting(args, dataset, setting, out_dir, epochs, run=True):
                "--clip-norm", number(setting["clip"]), "--noise-multiplier", number(setting["sigma"]),
                "--trace", "gaussian", "--probes", str(args.probes), "--spectral", "none",
                "--runs", str(args.runs), "--bootstrap-resamples", str(args.bootstrap_resamples),
-               "--confidence-level", number(args.confidence_level),
-               "--json", summary_path, "--out", table_path, "--quiet"]
+               "--confidence-level", number(args.confidence_level)] + outputs + ["--quiet"]
     if epochs:
         command += ["--report-epochs", ",".join(number(e) for e in epochs)]
     if args.precision != "float64":  # only when asked: the runs made before the option keep their command
         command += ["--precision", args.precision]
-    command += ["--threads", str(args.threads)]
-    wall = None
-    # Done once its summary exists, and its per-example table where the crossings' bootstrap over runs
-    # reads it (runs > 1): with one run the table serves only the montage, and a committed grid keeps
-    # the summaries (kB) without the tables (MB each).
-    done = os.path.exists(summary_path) and (args.runs == 1 or os.path.exists(table_path))
-    if not run and not done:
+    return command + ["--threads", str(args.threads)]
+
+
+def write_text(path, text):
+    with open(path + f".{os.getpid()}.tmp", "w") as f:  # a name of its own: ranks may write at once
+        f.write(text)
+    os.replace(path + f".{os.getpid()}.tmp", path)
+
+
+def read_seconds(path):
+    with open(path) as f:
+        return float(f.read())
+
+
+def run_filkit(command, log_path):
+    """Runs `command` with its output in `log_path`; its wall seconds. A failure stops the script, showing the log."""
+    start = time.time()
+    with open(log_path, "w") as log:
+        result = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT)
+    if result.returncode != 0:
+        with open(log_path) as log:
+            sys.stderr.write(log.read())
+        raise SystemExit(f"filkit dpsgd failed (exit {result.returncode}): {' '.join(command)}")
+    return time.time() - start
+
+
+def runs_dir(out_dir, setting):
+    """Where the run files of a setting's runs go (--runs R > 1): <setting>.runs/run<K>.fkrun."""
+    return os.path.join(out_dir, setting_name(setting) + ".runs")
+
+
+def run_file(out_dir, setting, run):
+    return os.path.join(runs_dir(out_dir, setting), f"run{run}.fkrun")  # filkit dpsgd --run-dir's name
+
+
+def train_run(args, dataset, setting, out_dir, epochs, run):
+    """The unit (setting, run K) of --runs R > 1: `filkit dpsgd --run K` writes the run's file (kept: a
+    run whose file exists is not trained again, but with --force), then, if every run of the setting
+    has its file, their combination the setting's outputs (setting_outputs). Returns those, or None."""
+    folder = runs_dir(out_dir, setting)
+    if args.force or not (setting_done(args, out_dir, setting) or os.path.exists(run_file(out_dir, setting, run))):
+        os.makedirs(folder, exist_ok=True)
+        command = filkit_command(args, dataset, setting, epochs, ["--run", str(run), "--run-dir", folder])
+        wall = run_filkit(command, os.path.join(folder, f"run{run}.log"))
+        write_text(os.path.join(folder, f"run{run}.wall_seconds"), "%.1f\n" % wall)
+    return setting_outputs(args, dataset, setting, out_dir, epochs, make=True, force=args.force)
+
+
+def setting_done(args, out_dir, setting):
+    """Whether the setting's outputs exist: its summary, and its per-example table where the crossings'
+    bootstrap over runs reads it (runs > 1). With one run the table serves only the montage, and a
+    committed grid keeps the summaries (kB) without the tables (MB each)."""
+    path = os.path.join(out_dir, setting_name(setting))
+    return os.path.exists(path + ".json") and (args.runs == 1 or os.path.exists(path + ".csv"))
+
+
+# Held while a setting's runs are combined: two of a process's --jobs finishing a setting's last runs
+# together combine them once.
+MAKING = threading.Lock()
+
+
+def setting_outputs(args, dataset, setting, out_dir, epochs, make=True, force=False):
+    """The setting's (name, command, summary, rows), after making its outputs if they are missing (or
+    `force`) and `make`: with one run by `filkit dpsgd`, with R > 1 by `filkit dpsgd --run-dir` combining
+    its runs' files once every one is there (train_run). None while they are missing and not made."""
+    name = setting_name(setting)
+    summary_path = os.path.join(out_dir, name + ".json")
+    table_path = os.path.join(out_dir, name + ".csv")
+    wall_path = os.path.join(out_dir, name + ".wall_seconds")
+    outputs = ["--json", summary_path, "--out", table_path]
+    folder = runs_dir(out_dir, setting)
+    command = filkit_command(args, dataset, setting, epochs, outputs if args.runs == 1 else ["--run-dir", folder] + outputs)
+    with MAKING if args.runs > 1 else contextlib.nullcontext():  # with one run, a setting is one unit
+        done = setting_done(args, out_dir, setting)
+        trained = args.runs == 1 or all(os.path.exists(run_file(out_dir, setting, r)) for r in range(args.runs))
+        if make and (force or not done) and trained:
+            wall = run_filkit(command, os.path.join(out_dir, name + ".log"))
+            if args.runs > 1:  # the setting's wall time: its runs' (wherever they ran) and the combination's
+                walls = [os.path.join(folder, f"run{r}.wall_seconds") for r in range(args.runs)]
+                wall = (wall + sum(map(read_seconds, walls))) if all(map(os.path.exists, walls)) else None
+            if wall is not None:
+                write_text(wall_path, "%.1f\n" % wall)
+            elif os.path.exists(wall_path):
+                os.remove(wall_path)
+            done = True
+    if not done:
         return None
-    if run and (args.force or not done):
-        start = time.time()
-        with open(os.path.join(out_dir, name + ".log"), "w") as log:
-            result = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT)
-        wall = time.time() - start
-        if result.returncode != 0:
-            with open(os.path.join(out_dir, name + ".log")) as log:
-                sys.stderr.write(log.read())
-            raise SystemExit(f"filkit dpsgd failed (exit {result.returncode}): {' '.join(command)}")
-        with open(os.path.join(out_dir, name + ".wall_seconds.tmp"), "w") as f:
-            f.write("%.1f\n" % wall)
-        os.replace(os.path.join(out_dir, name + ".wall_seconds.tmp"), os.path.join(out_dir, name + ".wall_seconds"))
-    elif os.path.exists(os.path.join(out_dir, name + ".wall_seconds")):
-        with open(os.path.join(out_dir, name + ".wall_seconds")) as f:
-            wall = float(f.read())
+    wall = read_seconds(wall_path) if os.path.exists(wall_path) else None
     with open(summary_path) as f:
         summary = json.load(f)
     rows = []
@@ -419,40 +487,47 @@ def dataset_dir(args, dataset):
 
 
 def run_grid(args, datasets, rank=0, ranks=1):
-    """This process's share of the (dataset, setting) runs (grid_ranks.py), --jobs at a time; returns
-    {dataset: [(name, command, summary, rows)]}, None for a run another process has not yet written."""
+    """This process's share of the units (grid_ranks.py): with one run a setting each (dataset, setting),
+    with --runs R > 1 each (dataset, setting, run), --jobs at a time; returns {dataset: [(name, command,
+    summary, rows)]}, None for a setting whose outputs are not yet written (its runs not all done)."""
     epochs = [float(e) for e in args.epochs.split(",")] if args.epochs else []
     settings = parse_settings(args.settings)
-    tasks = [(dataset, k, setting) for dataset in datasets for k, setting in enumerate(settings)]
+    runs = [None] if args.runs == 1 else list(range(args.runs))
+    tasks = [(dataset, k, setting, run) for dataset in datasets for k, setting in enumerate(settings) for run in runs]
     share = grid_ranks.Share(rank, ranks)
-    mine = [share.takes((dataset, setting_name(setting))) for dataset, _, setting in tasks]
-    if args.dry_run:  # this process's runs, one a line
-        print("\n".join(f"{dataset} {setting_name(setting)}" for (dataset, _, setting), taken in zip(tasks, mine)
-                        if taken))
+    mine = [share.takes((dataset, setting_name(setting), run)) for dataset, _, setting, run in tasks]
+    if args.dry_run:  # this process's units, one a line
+        print("\n".join(f"{dataset} {setting_name(setting)}" + ("" if run is None else f" run {run}")
+                        for (dataset, _, setting, run), taken in zip(tasks, mine) if taken))
         return None
     for dataset in datasets:
         os.makedirs(dataset_dir(args, dataset), exist_ok=True)
     start = time.time()
 
     def task(item):
-        dataset, k, setting = item
+        dataset, k, setting, run = item
+        unit = "" if run is None else f", run {run + 1}/{args.runs}"
         print(f"[{time.time() - start:5.0f} s] start {dataset} {k + 1}/{len(settings)}: sigma {number(setting['sigma'])}, "
-              f"C {number(setting['clip'])}, rho {number(setting['step_size'])}", file=sys.stderr, flush=True)
-        result = run_setting(args, dataset, setting, dataset_dir(args, dataset), epochs)
-        final = result[3][-1]
-        print(f"[{time.time() - start:5.0f} s] done  {dataset} {result[0]}: test acc {final['test_accuracy']:.4f}",
-              file=sys.stderr, flush=True)
+              f"C {number(setting['clip'])}, rho {number(setting['step_size'])}{unit}", file=sys.stderr, flush=True)
+        if run is None:
+            result = setting_outputs(args, dataset, setting, dataset_dir(args, dataset), epochs, force=args.force)
+        else:
+            result = train_run(args, dataset, setting, dataset_dir(args, dataset), epochs, run)
+        done = f"{setting_name(setting)}{unit}" if result is None else \
+            f"{result[0]}{unit}: test acc {result[3][-1]['test_accuracy']:.4f}"
+        print(f"[{time.time() - start:5.0f} s] done  {dataset} {done}", file=sys.stderr, flush=True)
         return result
 
-    taken = [i for i, is_mine in enumerate(mine) if is_mine]
+    taken = [tasks[i] for i, is_mine in enumerate(mine) if is_mine]
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        done = dict(zip(taken, pool.map(task, [tasks[i] for i in taken])))
-    results = [done[i] if mine[i] else
-               run_setting(args, dataset, setting, dataset_dir(args, dataset), epochs, run=False)
-               for i, (dataset, _, setting) in enumerate(tasks)]
+        list(pool.map(task, taken))
+    # Every setting's outputs: read where written, made where every run's file is there (whoever trained
+    # them), None where some are not yet.
     by_dataset = {dataset: [] for dataset in datasets}
-    for (dataset, _, _), result in zip(tasks, results):
-        by_dataset[dataset].append(result)
+    for dataset in datasets:
+        for setting in settings:
+            by_dataset[dataset].append(setting_outputs(args, dataset, setting, dataset_dir(args, dataset), epochs,
+                                                       make=args.runs > 1))
     return by_dataset
 
 
@@ -597,8 +672,8 @@ def main():
         return
     missing = sum(result is None for results in grid.values() for result in results)
     if missing:  # the other processes' runs still going: the last to finish makes the tables
-        print(f"rank {rank} of {ranks}: done; {missing} runs not yet written by the others, so no tables yet",
-              file=sys.stderr)
+        print(f"rank {rank} of {ranks}: done; {missing} settings not yet written (their runs are the others'), "
+              "so no tables yet", file=sys.stderr)
         return
     for dataset, results in grid.items():
         analyse_dataset(args, dataset, results)

@@ -1,7 +1,7 @@
 """Sharing an experiment's grid among K processes (docs/distributed.md, "The experiments' grids").
 
 The grid scripts (dpsgd_grid.py, dpsgd_networks_grid.py, fim_tables.py) hand their units of work
-(a setting; a setting's seed and method) to K processes round robin in the order the script lists
+(a setting; a setting's run; a setting's seed and method) to K processes round robin in the order the script lists
 them: process r of K takes units r, r + K, r + 2K, ... Each unit writes its own result files, which
 filkit writes atomically (a temporary file renamed into place), and a unit whose files exist is not
 run again, so the processes together write exactly what one process would, in any order, and an

@@ -59,8 +59,11 @@ def test_train_dpsgd_defaults_are_dpsgds_without_the_data_options():
     # are for the datasets train_dpsgd is given.
     data_options = ({name for name, _ in filkit.keywords("load_dataset")} - {"seed"}) | {
         "pca", "row_scaling", "scale_pixels", "standardize"}
+    # The job's run files (one run trained alone, or the runs' files combined) are the job's files, as
+    # its outputs are: train_dpsgd returns its result.
+    run_files = {"run", "run_dir"}
     for name, default in dpsgd.items():
-        if name in data_options:
+        if name in data_options | run_files:
             assert name not in parameters, name
         else:
             assert parameters[name].default == default, name

@@ -37,9 +37,9 @@ std::string shown(const nlohmann::json& value) {
   return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-[[noreturn]] void refuse(const std::string& path, const std::string& problem) {
-  throw DataError("checkpoint " + path + ": " + problem +
-                  "; the file is damaged or not a filkit DP-SGD checkpoint: delete it to start the job over");
+[[noreturn]] void refuse(const StateFileKind& kind, const std::string& path, const std::string& problem) {
+  throw DataError(std::string(kind.name) + " " + path + ": " + problem + "; the file is damaged or not " + kind.what +
+                  ": " + kind.remedy);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -71,44 +71,48 @@ std::string framed(const std::vector<std::uint8_t>& cbor) {
 }
 
 /// The payload of a file, once its magic, version, length and checksum hold.
-std::string_view payload_of(std::string_view bytes, const std::string& path) {
+std::string_view payload_of(std::string_view bytes, const StateFileKind& kind, const std::string& path) {
   if (bytes.size() < kHeaderSize)
-    refuse(path, "it is " + std::to_string(bytes.size()) + " bytes long, shorter than its " +
-                     std::to_string(kHeaderSize) + "-byte header");
+    refuse(kind, path,
+           "it is " + std::to_string(bytes.size()) + " bytes long, shorter than its " + std::to_string(kHeaderSize) +
+               "-byte header");
   if (bytes.substr(0, kMagic.size()) != kMagic)
-    refuse(path,
+    refuse(kind, path,
            "it does not begin with the checkpoint's magic bytes (\\x89FKDPSGD; files of filkit before format "
            "version 2 are not read)");
   const std::uint64_t version = little_endian_at(bytes, 8, 4);
   if (version < kResumeFormatVersion)
-    throw DataError("checkpoint " + path + ": format version " + std::to_string(version) +
+    throw DataError(std::string(kind.name) + " " + path + ": format version " + std::to_string(version) +
                     " was written by an earlier filkit; this one reads version " +
                     std::to_string(kResumeFormatVersion) +
                     " (which keeps each run's traces for the confidence intervals and each run's model "
-                    "state) and cannot resume from it: "
-                    "delete it to start the job over");
+                    "state) and cannot use it: " +
+                    kind.remedy);
   if (version != kResumeFormatVersion)
-    refuse(path, "format version " + std::to_string(version) + ", this filkit reads version " +
-                     std::to_string(kResumeFormatVersion));
+    refuse(kind, path,
+           "format version " + std::to_string(version) + ", this filkit reads version " +
+               std::to_string(kResumeFormatVersion));
   const std::uint64_t length = little_endian_at(bytes, 12, 8);
   if (length != bytes.size() - kHeaderSize)
-    refuse(path, "the header announces " + std::to_string(length) + " bytes of payload, the file holds " +
-                     std::to_string(bytes.size() - kHeaderSize) + " (truncated?)");
+    refuse(kind, path,
+           "the header announces " + std::to_string(length) + " bytes of payload, the file holds " +
+               std::to_string(bytes.size() - kHeaderSize) + " (truncated?)");
   const std::string_view payload = bytes.substr(kHeaderSize);
   const std::uint64_t recorded = little_endian_at(bytes, 20, 4), computed = crc32_of(payload);
   if (recorded != computed)
-    refuse(path, "checksum mismatch (CRC32 recorded " + std::to_string(recorded) + ", computed " +
-                     std::to_string(computed) + ")");
+    refuse(kind, path,
+           "checksum mismatch (CRC32 recorded " + std::to_string(recorded) + ", computed " + std::to_string(computed) +
+               ")");
   return payload;
 }
 
-nlohmann::json parse_payload(std::string_view payload, const std::string& path) {
+nlohmann::json parse_payload(std::string_view payload, const StateFileKind& kind, const std::string& path) {
   if (nests_deeper_than(payload, nlohmann::json::input_format_t::cbor, kMaxNesting))
-    refuse(path, "its payload nests deeper than " + std::to_string(kMaxNesting) + " levels");
+    refuse(kind, path, "its payload nests deeper than " + std::to_string(kMaxNesting) + " levels");
   try {
     return nlohmann::json::from_cbor(payload.begin(), payload.end());
   } catch (const nlohmann::json::exception& e) {
-    refuse(path, std::string("its payload is not valid CBOR (") + e.what() + ")");
+    refuse(kind, path, std::string("its payload is not valid CBOR (") + e.what() + ")");
   }
 }
 
@@ -189,11 +193,15 @@ class StateReader {
   StateReader(const std::string& path, const ExpectedState& expected) : path_(path), expected_(expected) {}
 
   ResumeState read(const nlohmann::json& payload) const {
-    if (!payload.is_object()) refuse(path_, "its payload is not a JSON object");
+    if (!payload.is_object()) refuse(*expected_.kind, path_, "its payload is not a JSON object");
     check_same_job(member(payload, "", "job"));
     ResumeState state;
-    state.run = static_cast<int>(integer(member(payload, "", "run"), "run", 0, expected_.runs - 1));
+    // run = runs: every run done (a run file, or a finished call's resume file), at step 0.
+    state.run = static_cast<int>(integer(member(payload, "", "run"), "run", 0, expected_.runs));
     state.step = integer(member(payload, "", "step"), "step", 0, expected_.steps - 1);
+    if (state.run == expected_.runs && state.step != 0)
+      refuse_field("run", "is " + std::to_string(state.run) + ", every run done, with 'step' " +
+                              std::to_string(state.step) + ", expected step 0");
     const nlohmann::json& trainer = member(payload, "", "trainer");
     if (state.step > 0) state.trainer = trainer_state(trainer, state.step);
     else if (!trainer.is_null()) refuse_field("trainer", "is set at step 0 of a run, expected null");
@@ -212,7 +220,7 @@ class StateReader {
 
  private:
   [[noreturn]] void refuse_field(const std::string& field, const std::string& problem) const {
-    refuse(path_, "'" + field + "' " + problem);
+    refuse(*expected_.kind, path_, "'" + field + "' " + problem);
   }
 
   /// Settings and data first: the likeliest refusal names the setting that changed.
@@ -257,6 +265,15 @@ class StateReader {
     if (fingerprint.value("network", nlohmann::json()) != saved_value("network"))
       difference = "the network changed: it was " + shown(saved_value("network")) + ", now " +
                    shown(fingerprint.value("network", nlohmann::json()));
+    // A run file's run (train_dpsgd_run), before the settings: they name the likelier difference.
+    if (const nlohmann::json run = fingerprint.value("run_alone", nlohmann::json()); run != saved_value("run_alone")) {
+      const nlohmann::json was = saved_value("run_alone");
+      difference =
+          was.is_null() ? "it is a resume file, not the run file of one run"
+          : run.is_null()
+              ? "it is the run file of run " + shown(was) + " (filkit dpsgd --run), not a resume file"
+              : "it holds run " + shown(was) + ", not run " + shown(run) + "; a copy of run " + shown(was) + "'s file?";
+    }
     if (!saved.is_object() || !saved.contains("settings") || !saved.at("settings").is_object()) {
       difference = "it records no settings";
     } else {
@@ -268,8 +285,8 @@ class StateReader {
           break;
         }
     }
-    throw DataError("checkpoint " + path_ + " belongs to a different job (" + difference +
-                    "): delete it to start afresh, or choose another path");
+    throw DataError(std::string(expected_.kind->name) + " " + path_ + " belongs to a different job (" + difference +
+                    "): " + expected_.kind->other_job_remedy);
   }
 
   const nlohmann::json& member(const nlohmann::json& object, const std::string& parent, const char* key) const {
@@ -457,7 +474,7 @@ class StateReader {
 
 /// The bytes at `path`, or nullopt when there is no file; within `budget` (its size checked before
 /// it is read: a 2 GB resume file was read whole under --max-memory 256M).
-std::optional<std::string> read_if_present(const std::string& path, ByteSize budget) {
+std::optional<std::string> read_if_present(const StateFileKind& kind, const std::string& path, ByteSize budget) {
   std::error_code error;
   if (std::filesystem::status(path, error).type() == std::filesystem::file_type::not_found) return std::nullopt;
   try {
@@ -465,7 +482,7 @@ std::optional<std::string> read_if_present(const std::string& path, ByteSize bud
   } catch (const ResourceError&) {
     throw;  // names the file, its size and the budget
   } catch (const std::exception& failure) {
-    throw ResourceError("checkpoint " + path + ": exists but cannot be read (" + failure.what() + ")");
+    throw ResourceError(std::string(kind.name) + " " + path + ": exists but cannot be read (" + failure.what() + ")");
   }
 }
 
@@ -506,12 +523,13 @@ void save_state(const std::string& path, const nlohmann::json& fingerprint, cons
   write_output_file(path, framed(nlohmann::json::to_cbor(state_json(fingerprint, state))));
 }
 
-void refuse_checkpoint(const std::string& path, const std::string& problem) { refuse(path, problem); }
+void refuse_checkpoint(const std::string& path, const std::string& problem) { refuse(kCheckpointFile, path, problem); }
 
 std::optional<ResumeState> load_state(const std::string& path, const ExpectedState& expected) {
-  const std::optional<std::string> bytes = read_if_present(path, expected.max_memory);
+  const StateFileKind& kind = *expected.kind;
+  const std::optional<std::string> bytes = read_if_present(kind, path, expected.max_memory);
   if (!bytes) return std::nullopt;
-  return StateReader(path, expected).read(parse_payload(payload_of(*bytes, path), path));
+  return StateReader(path, expected).read(parse_payload(payload_of(*bytes, kind, path), kind, path));
 }
 
 }  // namespace filkit::detail

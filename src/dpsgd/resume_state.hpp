@@ -64,9 +64,28 @@ struct ResumeState {
   double training_seconds = 0.0, evaluation_seconds = 0.0;
 };
 
+/// What a file of this format is to the call reading it, for its messages: a resume file, or the
+/// run file of one run trained alone (train_dpsgd_run), which holds the state of a call of that
+/// one run once it is done.
+struct StateFileKind {
+  const char* name;              ///< e.g. "checkpoint", before the path
+  const char* what;              ///< what a file that fails the checks is not
+  const char* remedy;            ///< what to do with a file that cannot be used
+  const char* other_job_remedy;  ///< what to do with a file of other settings or data
+};
+inline constexpr StateFileKind kCheckpointFile{"checkpoint", "a filkit DP-SGD checkpoint",
+                                               "delete it to start the job over",
+                                               "delete it to start afresh, or choose another path"};
+inline constexpr StateFileKind kRunFile{"run file", "a run file of filkit dpsgd --run",
+                                        "delete it and train that run again",
+                                        "it is no run of this call: combine the runs with the settings and data "
+                                        "that trained them, or train this run again with these"};
+
 /// What a saved state of this job must agree with: its fingerprint, and the settings every size
-/// and counter in it follows from.
+/// and counter in it follows from. A state may be of a call whose every run is done (run = runs,
+/// step 0): a run file, or a resume file left by a finished call.
 struct ExpectedState {
+  const StateFileKind* kind = &kCheckpointFile;
   nlohmann::json fingerprint;
   int runs = 1;
   Index steps = 1;

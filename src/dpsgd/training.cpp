@@ -447,26 +447,83 @@ void summarise_snapshots(const TrainingRuns& r, ResumeState& state, DpSgdResult&
   result.seconds["bootstrap"] = bootstrap_seconds;
 }
 
-/// train_dpsgd and train_dpsgd_with_models: the runs from their start or a resume file, then the
-/// gather over ranks and the snapshots.
+/// The stages before any step: the result's constants (result_before_training), the models, the
+/// snapshot steps and the memory check.
+DpSgdResult prepare_runs(TrainingRuns& r, const TrainableModelOfRun* model_of_run) {
+  DpSgdResult result = result_before_training(r);
+  r.model_of_run = model_of_run;
+  if (model_of_run == nullptr) r.shared_model = make_trainable_model(r.train, r.options, result.num_classes);
+  const TrainableModel& first_model = r.model(0);
+  result.parameter_count = first_model.parameter_count();
+  result.architecture = first_model.describe();
+  r.steps = snapshot_steps(r.options, r.n);
+  check_per_run_trace_memory(r.options, r.n, r.steps.size());
+  return result;
+}
+
+/// The result of every run done: `state` (this rank's rows) gathered over the ranks and summarised.
+DpSgdResult finish_runs(const TrainingRuns& r, ResumeState& state, DpSgdResult result) {
+  const DpSgdOptions& options = r.options;
+  result.steps_done = static_cast<Index>(options.runs) * options.steps;
+  result.run_seeds = state.run_seeds;
+  result.parameters = state.parameters;
+  const TrainableModel& last_model = r.model(options.runs - 1);
+  if (last_model.is_glm())
+    for (const VectorXd& w : result.parameters) {
+      result.models.push_back(last_model.glm(w));
+      result.models.back().n_train = r.n;
+    }
+  if (r.comm.distributed()) {  // rank 0 gathers every rank's accounting; the others are done
+    state = gathered_state(std::move(state), r.comm);
+    if (!r.comm.is_root()) {
+      result.seconds["training"] = state.training_seconds;
+      return result;
+    }
+  }
+  summarise_snapshots(r, state, result);
+  return result;
+}
+
+/// What identifies run `run` of a call with `whole` (resolved) in its run file: the call's
+/// fingerprint (settings and data) and the run. Collective.
+nlohmann::json run_file_fingerprint(const TrainingRuns& r, const DpSgdOptions& whole, int run) {
+  nlohmann::json fingerprint = expected_state(r.train, r.test, r.n, whole, r.model(0), r.steps, r.comm).fingerprint;
+  fingerprint["run_alone"] = run;
+  return fingerprint;
+}
+
+/// Where train_dpsgd_run writes its run: run `run` of a call with `whole` (as requested).
+struct RunFileOut {
+  const DpSgdOptions& whole;
+  int run = 0;
+  const std::string& path;
+};
+
+/// Writes the run file of the one run r trained (state: every run done): the state of that call,
+/// finished, under the fingerprint of run `out.run` of the whole call. Collective; rank 0 writes.
+void write_run_file(const TrainingRuns& r, const ResumeState& state, const RunFileOut& out) {
+  const nlohmann::json fingerprint = run_file_fingerprint(r, out.whole.resolved(r.n), out.run);
+  ResumeState saved = state;
+  saved.run = r.options.runs;
+  saved.step = 0;
+  saved.trainer.reset();
+  saved.model_states = {r.model(0).resume_state()};
+  if (r.comm.distributed()) saved = gathered_state(std::move(saved), r.comm);
+  if (r.comm.is_root()) save_state(out.path, fingerprint, saved);
+}
+
+/// train_dpsgd, train_dpsgd_with_models and train_dpsgd_run: the runs from their start or a resume
+/// file, then (train_dpsgd_run) the run file, the gather over ranks and the snapshots.
 DpSgdResult train_runs(const Dataset& train, const Dataset& test, const DpSgdOptions& requested, bool progress,
                        CheckpointWhenDone when_done, const TrainableModelOfRun* model_of_run, const std::string& label,
-                       const Communicator& comm) {
+                       const Communicator& comm, const RunFileOut* run_file = nullptr) {
   requested.validate();
   const Index n = comm.sum(train.n());  // over all ranks; this process holds rows first_row ..
   TrainingRuns r(train, test, requested.resolved(n), comm, n, comm.exclusive_prefix_sum(train.n()));
   const DpSgdOptions& options = r.options;
   if (!options.checkpoint_path.empty()) check_output_path("checkpoint", options.checkpoint_path);
-  DpSgdResult result = result_before_training(r);
-  r.model_of_run = model_of_run;
-  if (model_of_run == nullptr) r.shared_model = make_trainable_model(train, options, result.num_classes);
-  const TrainableModel& first_model = r.model(0);
-  result.parameter_count = first_model.parameter_count();
-  result.architecture = first_model.describe();
-  r.steps = snapshot_steps(options, n);
-  check_per_run_trace_memory(options, n, r.steps.size());
-  if (!options.checkpoint_path.empty())
-    r.expected = expected_state(train, test, n, options, first_model, r.steps, comm);
+  DpSgdResult result = prepare_runs(r, model_of_run);
+  if (!options.checkpoint_path.empty()) r.expected = expected_state(train, test, n, options, r.model(0), r.steps, comm);
 
   ResumeState state = resume_or_start(r, result.resumed);
   const double scale = result.kappa / std::pow(options.noise_multiplier * options.clip_norm, 2);
@@ -480,39 +537,95 @@ DpSgdResult train_runs(const Dataset& train, const Dataset& test, const DpSgdOpt
     result.run_seeds = state.run_seeds;
     return result;
   }
+  if (run_file != nullptr) write_run_file(r, state, *run_file);
   if (!options.checkpoint_path.empty() && when_done == CheckpointWhenDone::kRemove && comm.is_root())
     std::remove(options.checkpoint_path.c_str());
+  return finish_runs(r, state, std::move(result));
+}
 
-  result.steps_done = static_cast<Index>(options.runs) * options.steps;
-  result.run_seeds = state.run_seeds;
-  result.parameters = state.parameters;
-  const TrainableModel& last_model = r.model(options.runs - 1);
-  if (last_model.is_glm())
-    for (const VectorXd& w : result.parameters) {
-      result.models.push_back(last_model.glm(w));
-      result.models.back().n_train = n;
-    }
-  if (comm.distributed()) {  // rank 0 gathers every rank's accounting; the others are done
-    state = gathered_state(std::move(state), comm);
-    if (!comm.is_root()) {
-      result.seconds["training"] = state.training_seconds;
-      return result;
-    }
-  }
-  summarise_snapshots(r, state, result);
-  return result;
+/// Refuses float32 for the closed-form GLMs.
+void check_precision(const DpSgdOptions& options) {
+  if (options.precision == Precision::kFloat32 && !options.network)
+    option_error("precision", "float32",
+                 "is offered for networks (" + option_name("model") +
+                     " = mlp, cnn, cifar-cnn or custom) and private training with public data: the closed-form GLMs "
+                     "compute in float64 only");
 }
 
 }  // namespace
 
 DpSgdResult train_dpsgd(const Dataset& train, const Dataset& test, const DpSgdOptions& requested, bool progress,
                         CheckpointWhenDone when_done, const Communicator& comm) {
-  if (requested.precision == Precision::kFloat32 && !requested.network)
-    option_error("precision", "float32",
-                 "is offered for networks (" + option_name("model") +
-                     " = mlp, cnn, cifar-cnn or custom) and private training with public data: the closed-form GLMs "
-                     "compute in float64 only");
+  check_precision(requested);
   return train_runs(train, test, requested, progress, when_done, nullptr, "dpsgd", comm);
+}
+
+void check_run_index(const DpSgdOptions& options, int run) {
+  if (run < 0 || run >= options.runs)
+    option_error(
+        "run", std::to_string(run),
+        "must be a run of the call: 0 .. " + option_name("runs") + " - 1 = " + std::to_string(options.runs - 1));
+}
+
+DpSgdResult train_dpsgd_run(const Dataset& train, const Dataset& test, const DpSgdOptions& options, int run,
+                            const std::string& path, bool progress, CheckpointWhenDone when_done,
+                            const Communicator& comm) {
+  check_precision(options);
+  options.validate();
+  check_run_index(options, run);
+  check_output_path("run_dir", path);
+  DpSgdOptions alone = options;
+  alone.runs = 1;
+  alone.seed = seed_of_run_alone(options, run);
+  const RunFileOut out{options, run, path};
+  return train_runs(train, test, alone, progress, when_done, nullptr, "dpsgd", comm, &out);
+}
+
+DpSgdResult combine_dpsgd_run_files(const Dataset& train, const Dataset& test, const DpSgdOptions& requested,
+                                    const std::vector<std::string>& paths, const Communicator& comm) {
+  check_precision(requested);
+  requested.validate();
+  if (std::ssize(paths) != requested.runs)
+    throw std::logic_error("combine_dpsgd_run_files: " + std::to_string(paths.size()) +
+                           " run files for runs = " + std::to_string(requested.runs));
+  const Index n = comm.sum(train.n());
+  TrainingRuns r(train, test, requested.resolved(n), comm, n, comm.exclusive_prefix_sum(train.n()));
+  const DpSgdOptions& options = r.options;
+  DpSgdResult result = prepare_runs(r, nullptr);
+  // Each file is the finished state of a call of its run alone, over all n rows (any rank count).
+  ExpectedState expected = expected_state(train, test, n, options, r.model(0), r.steps, comm);
+  expected.kind = &detail::kRunFile;
+  expected.runs = 1;
+  // The sums of one call, formed in its order: from zero, run after run.
+  ResumeState state;
+  state.sums.assign(r.steps.size(), {{}, VectorXd::Zero(n), VectorXd::Zero(n)});
+  state.train_accuracy.assign(r.steps.size(), {});
+  state.test_accuracy.assign(r.steps.size(), {});
+  for (int run = 0; run < options.runs; ++run) {
+    const std::string& path = paths[static_cast<std::size_t>(run)];
+    expected.fingerprint["run_alone"] = run;
+    expected.run_seeds = {run_seed(options, run)};
+    std::optional<ResumeState> one = load_state(path, expected);
+    if (!one)
+      throw DataError("run file " + path + " does not exist: run " + std::to_string(run) + " of " +
+                      option_name("runs") + " " + std::to_string(options.runs) + " is not trained yet (" +
+                      option_name("run") + " " + std::to_string(run) + " writes it)");
+    for (std::size_t c = 0; c < r.steps.size(); ++c) {
+      state.sums[c].trace_per_run.push_back(std::move(one->sums[c].trace_per_run.front()));
+      state.sums[c].spectral += one->sums[c].spectral;
+      state.sums[c].sampled += one->sums[c].sampled;
+      state.train_accuracy[c].push_back(one->train_accuracy[c].front());
+      state.test_accuracy[c].push_back(one->test_accuracy[c].front());
+    }
+    state.run_seeds.push_back(one->run_seeds.front());
+    state.parameters.push_back(std::move(one->parameters.front()));
+    state.model_states.push_back(std::move(one->model_states.front()));
+    state.training_seconds += one->training_seconds;
+    state.evaluation_seconds += one->evaluation_seconds;
+  }
+  state.run = options.runs;
+  keep_own_rows(state, r.first_row, r.train.n());
+  return finish_runs(r, state, std::move(result));
 }
 
 DpSgdResult train_dpsgd_with_models(const Dataset& train, const Dataset& test, const DpSgdOptions& options,

@@ -71,6 +71,15 @@ void DpSgdJobOptions::resolve() {
 
 void DpSgdJobOptions::validate() const {
   data.validate();
+  if (run) {
+    check_run_index(dpsgd, *run);
+    if (run_dir.empty())
+      option_error("run", std::to_string(*run), "writes its run file into " + option_name("run_dir") + ", not given");
+  } else if (!run_dir.empty() && (!dpsgd.checkpoint_path.empty() || dpsgd.stop_after > 0)) {
+    option_error("run_dir", run_dir,
+                 "without " + option_name("run") + " combines the runs' files there and trains nothing: " +
+                     option_name("checkpoint") + " and " + option_name("stop_after") + " have nothing to resume");
+  }
   // Flags of the networks are checked whatever the model, so that a wrong value is never ignored.
   require_positive("chunk", network.chunk);
   for (Index width : network.hidden) require_positive("hidden", width);
@@ -116,8 +125,18 @@ DpSgdJobResult run_dpsgd(const DpSgdJobOptions& requested, bool progress, bool r
   const StageScope stage("training (DP-SGD)");
   DpSgdOptions training = options.training_options();
   training.max_memory = options.data.max_memory;  // also the budget of the per-run traces
-  result.training =
-      train_dpsgd(result.data.train, result.data.test, training, progress, CheckpointWhenDone::kKeep, comm);
+  if (options.run) {                              // run K alone, into its run file
+    result.run_file = run_file(options.run_dir, *options.run);
+    result.training = train_dpsgd_run(result.data.train, result.data.test, training, *options.run, result.run_file,
+                                      progress, CheckpointWhenDone::kKeep, comm);
+  } else if (!options.run_dir.empty()) {  // the runs' files combined, nothing trained
+    std::vector<std::string> paths;
+    for (int run = 0; run < training.runs; ++run) paths.push_back(run_file(options.run_dir, run));
+    result.training = combine_dpsgd_run_files(result.data.train, result.data.test, training, paths, comm);
+  } else {
+    result.training =
+        train_dpsgd(result.data.train, result.data.test, training, progress, CheckpointWhenDone::kKeep, comm);
+  }
   result.labels = comm.gather(result.data.train.y);
   for (const auto& [stage, seconds] : result.training.seconds) result.seconds[stage] = seconds;
   return result;
@@ -129,8 +148,26 @@ void DpSgdJobResult::outputs_written() const {
   std::filesystem::remove(options.dpsgd.checkpoint_path, ignored);
 }
 
+std::string run_file(const std::string& run_dir, int run) {
+  return (std::filesystem::path(run_dir) / ("run" + std::to_string(run) + ".fkrun")).string();
+}
+
+DpSgdJobResult DpSgdJob::run(const Options& options, bool progress, const JobOutputs& outputs) {
+  if (options.run && !outputs.empty())
+    option_error("run", std::to_string(*options.run),
+                 "writes only its run file into " + option_name("run_dir") +
+                     "; the outputs come from the runs combined: the same command with " + option_name("run_dir") +
+                     " and without " + option_name("run"));
+  return run_dpsgd(options, progress, !outputs.report.empty());
+}
+
 nlohmann::json DpSgdJobResult::to_json() const {
-  nlohmann::json json = training.summary(options.training_options());
+  DpSgdOptions trained = options.training_options();
+  if (options.run) {  // the one-run call that trained run K alone
+    trained.seed = seed_of_run_alone(trained, *options.run);
+    trained.runs = 1;
+  }
+  nlohmann::json json = training.summary(trained);
   json.update(job_summary_header(DpSgdJob::name, options.dpsgd.seed));
   json["settings"] = settings_json(options);
   if (!torchscript_sha256.empty()) json["settings"]["torchscript_sha256"] = torchscript_sha256;
@@ -174,9 +211,18 @@ void print_accounting(std::ostream& out, const DpSgdOptions& d) {
 void DpSgdJobResult::print_summary(std::ostream& out) const {
   const DpSgdResult& t = training;
   const DpSgdOptions& d = options.dpsgd;
+  if (t.complete && options.run) {
+    out << "filkit dpsgd: run " << *options.run << " of " << d.runs << " trained alone (seed "
+        << seed_of_run_alone(d, *options.run) << "), written to " << run_file
+        << "; once every run's file is there, the same command without the run index combines them into the outputs "
+           "of the "
+        << d.runs << " runs\n";
+    return;
+  }
   if (!t.complete) {
-    out << "filkit dpsgd: stopped after step " << t.steps_done << " of " << static_cast<Index>(d.runs) * d.steps
-        << " (all runs); the state is in " << d.checkpoint_path << ": run the same command again to resume\n";
+    out << "filkit dpsgd: stopped after step " << t.steps_done << " of "
+        << static_cast<Index>(options.run ? 1 : d.runs) * d.steps << (options.run ? " (the run)" : " (all runs)")
+        << "; the state is in " << d.checkpoint_path << ": run the same command again to resume\n";
     return;
   }
   out << "filkit dpsgd: " << options.data.data << ", n = " << t.n << ", d = " << data.train.d() << ", "

@@ -113,6 +113,40 @@ TEST(ResumeState, ASavedStateResumesBitForBit) {
   }
 }
 
+TEST(ResumeState, RunsTrainedAloneIntoRunFilesCombineIntoTheCallOfEveryRun) {
+  const TempDir dir;
+  SmallJob job("");
+  job.options.runs = 3;
+  job.options.spectral = SpectralMethod::kExact;  // the spectral sums too
+  const DpSgdResult whole = job.run();
+  std::vector<std::string> files;
+  for (int run : {2, 0, 1}) {  // any order
+    files.resize(3);
+    files[static_cast<std::size_t>(run)] = dir.file("run" + std::to_string(run));
+    const DpSgdResult alone =
+        train_dpsgd_run(job.train, job.test, job.options, run, files[static_cast<std::size_t>(run)]);
+    ASSERT_EQ(alone.parameters.size(), 1u);
+    EXPECT_EQ(alone.parameters.front(), whole.parameters[static_cast<std::size_t>(run)]);
+  }
+  const DpSgdResult combined = combine_dpsgd_run_files(job.train, job.test, job.options, files);
+  expect_same_results(combined, whole);
+  for (std::size_t c = 0; c < whole.snapshots.size(); ++c) {
+    EXPECT_EQ(combined.snapshots[c].test_accuracy, whole.snapshots[c].test_accuracy);
+    EXPECT_EQ(combined.snapshots[c].fisher_spectral, whole.snapshots[c].fisher_spectral);
+    EXPECT_EQ(combined.snapshots[c].epsilon, whole.snapshots[c].epsilon);
+  }
+  nlohmann::json combined_summary = combined.summary(job.options), whole_summary = whole.summary(job.options);
+  combined_summary.erase("seconds");  // wall times
+  whole_summary.erase("seconds");
+  EXPECT_EQ(combined_summary, whole_summary);
+  // A file in another run's place: refused, naming it and the run it holds.
+  std::filesystem::copy_file(files[0], files[1], std::filesystem::copy_options::overwrite_existing);
+  const std::string message = refusal([&] { combine_dpsgd_run_files(job.train, job.test, job.options, files); });
+  EXPECT_NE(message.find("run file " + files[1] + " belongs to a different job (it holds run 0, not run 1"),
+            std::string::npos)
+      << message;
+}
+
 TEST(ResumeState, EverySingleBitFlipIsRefused) {
   const TempDir dir;
   const SmallJob job(dir.file("state"));
@@ -231,6 +265,8 @@ TEST(ResumeState, ContentThatDoesNotFitTheJobIsRefusedNamingTheField) {
       job, saved, [](json& p) { p["run"] = 2; }, "'run'");
   expect_refused(
       job, saved, [](json& p) { p["run"] = -1; }, "'run'");
+  expect_refused(
+      job, saved, [](json& p) { p["run"] = 3; }, "'run'");
   expect_refused(
       job, saved, [](json& p) { p["step"] = 6; }, "'step'");
   expect_refused(

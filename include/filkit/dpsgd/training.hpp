@@ -377,6 +377,33 @@ std::uint64_t seed_of_run_alone(const DpSgdOptions& options, int run);
 /// but for the timings (summed). Throws std::logic_error for results that are not such runs.
 DpSgdResult combine_runs(const std::vector<DpSgdResult>& runs, const DpSgdOptions& options);
 
+/// Throws std::invalid_argument (naming option `run`) unless `run` is one of the runs of a call
+/// with `options`: 0 .. options.runs - 1.
+void check_run_index(const DpSgdOptions& options, int run);
+
+/// Run `run` (0 .. options.runs - 1) of the call train_dpsgd(train, test, options) trained alone
+/// (a call of one run with seed_of_run_alone: bit for bit that call's run `run`), and its run file
+/// written to `path` (atomically, by rank 0; the format of the resume file, resume_state.hpp: the
+/// finished state of the one-run call, identified by the whole call's settings and data and the
+/// run). Returns the one-run call's result. `options.checkpoint_path` resumes the run itself as
+/// train_dpsgd does; stopped early (stop_after), the result is incomplete and no run file is
+/// written. Throws std::invalid_argument for a run outside the call's or an unwritable path.
+DpSgdResult train_dpsgd_run(const Dataset& train, const Dataset& test, const DpSgdOptions& options, int run,
+                            const std::string& path, bool progress = false,
+                            CheckpointWhenDone when_done = CheckpointWhenDone::kRemove,
+                            const Communicator& comm = Communicator::local());
+
+/// The result of train_dpsgd(train, test, options) from the run files train_dpsgd_run wrote of
+/// its runs (`paths[r]` holding run r), without training: bit for bit that call's result but for
+/// the timings (the runs' summed) and `resumed` (false). The files may come from any number of
+/// ranks; the bootstrap's settings (resamples, level) and the accountant may differ from the
+/// runs' (they summarise, not train). Throws std::runtime_error naming the file for a file that
+/// is missing, damaged, of other settings or data, or of another run (a copy of another's), and
+/// std::logic_error for `paths` not of options.runs files.
+DpSgdResult combine_dpsgd_run_files(const Dataset& train, const Dataset& test, const DpSgdOptions& options,
+                                    const std::vector<std::string>& paths,
+                                    const Communicator& comm = Communicator::local());
+
 /// Every setting of the options, for the JSON outputs.
 nlohmann::json to_json(const DpSgdOptions& options);
 /// What a summary says about the sampler's accounting, or nullptr when nothing needs saying.

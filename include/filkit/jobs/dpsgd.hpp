@@ -8,6 +8,7 @@
 #include "filkit/jobs/job.hpp"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,12 @@ struct DpSgdJobOptions {
   /// mlp: hidden widths; networks: examples differentiated together (architecture from `model`).
   NetworkOptions network;
   DpSgdOptions dpsgd;
+  /// The runs apart (a Slurm array, ranks of their own): with `run` K, only run K of dpsgd.runs is
+  /// trained, bit for bit as the whole call trains it, into run_file(K) in `run_dir`, and no other
+  /// output is written; with `run_dir` and no `run`, the call's R runs are read from there and
+  /// combined into its outputs without training (train_dpsgd_run, combine_dpsgd_run_files).
+  std::optional<int> run;
+  std::string run_dir;
 
   /// The training options: model and engine resolved into dpsgd.kind / dpsgd.network, autos filled.
   DpSgdOptions training_options() const;
@@ -81,7 +88,16 @@ void visit_fields(DpSgdJobOptions& o, Visit&& visit) {
   visit_fields(o.data, visit);
   visit_model_fields(o, visit);
   visit_fields(o.dpsgd, visit);
+  visit("run", o.run,
+        "Train only run K (0 .. runs - 1) of the runs, as the whole call trains it, into run_dir (no other outputs); "
+        "auto = every run");
+  visit("run_dir", o.run_dir,
+        "Directory of the run files (run<K>.fkrun): run writes its run there; without run, the runs' files there are "
+        "combined into the call's outputs (the same as training every run here but for timings), nothing trained");
 }
+
+/// The file of run `run` in a run_dir: run<run>.fkrun.
+std::string run_file(const std::string& run_dir, int run);
 
 struct DpSgdJobResult final : JobResult {
   DpSgdJobOptions options;  ///< as run, autos resolved
@@ -92,6 +108,7 @@ struct DpSgdJobResult final : JobResult {
   VectorXd labels;                        ///< the training labels of all n examples (gathered at rank 0)
   std::map<std::string, double> seconds;  ///< "load", "preprocess", and training's stages
   std::string torchscript_sha256;         ///< of the TorchScript file, when one is the network (in the settings)
+  std::string run_file;                   ///< with options.run: the run file written
   nlohmann::json to_json() const override;
   /// One row per (snapshot, example); empty when the run stopped early to resume later.
   NumericTable table() const override;
@@ -144,10 +161,9 @@ struct DpSgdJob {
   }
   static constexpr bool runs_on_mpi_ranks = true;  // data-parallel (docs/distributed.md)
   static DpSgdJobResult run(const Options& options, bool progress) { return run_dpsgd(options, progress); }
-  /// With a report asked for, snapshots each epoch unless report_epochs says otherwise.
-  static DpSgdJobResult run(const Options& options, bool progress, const JobOutputs& outputs) {
-    return run_dpsgd(options, progress, !outputs.report.empty());
-  }
+  /// With a report asked for, snapshots each epoch unless report_epochs says otherwise. With
+  /// `run`, the run file is the only output: others are refused.
+  static DpSgdJobResult run(const Options& options, bool progress, const JobOutputs& outputs);
 };
 
 }  // namespace filkit
