@@ -521,8 +521,8 @@ LearnedReconstructionResult attack_shadow_models(const RowMatrix& parameters, co
   const Index num_classes = check_attack_inputs(fixed, candidates, options);
   const Index m = options.train_shadow_models, targets = options.target_shadow_models;
   if (parameters.rows() != m + targets)
-    throw std::invalid_argument("attack_shadow_models: " + std::to_string(parameters.rows()) + " shadow models for " +
-                                std::to_string(m) + " + " + std::to_string(targets));
+    throw std::logic_error("attack_shadow_models: " + std::to_string(parameters.rows()) + " shadow models for " +
+                           std::to_string(m) + " + " + std::to_string(targets));
   LearnedReconstructionResult result;
   result.num_classes = num_classes;
   result.features = fixed.d();
