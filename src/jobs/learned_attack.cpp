@@ -53,12 +53,10 @@ ShadowTrainer shadow_trainer(const LearnedAttackJobOptions& options, const Datas
   return [&options, &public_part, method, shared](const Dataset& train, Index model) {
     PublicDataTrainingOptions training = options.training;
     training.private_phase.seed = shadow_seed(options, model);
-    if (!options.shared_start)
-      return train_one_model(public_part, train, training, method,
-                             shared_run_start(public_part, train, training, method));
+    if (!options.shared_start) return train_one_model(public_part, train, training, method);
     std::call_once(shared->once,
                    [&] { shared->start = shared_run_start(public_part, train, options.training, method); });
-    return train_one_model(public_part, train, training, method, shared->start);
+    return train_one_model(public_part, train, training, method, &shared->start);
   };
 }
 

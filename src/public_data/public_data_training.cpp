@@ -54,6 +54,21 @@ DpSgdOptions checked_phase(const Dataset& public_part, const Dataset& private_pa
   return resolved_private_phase(options, private_part.n());
 }
 
+/// The model the runs train, its fixed coordinates and whether fim keeps the public records
+/// (check_training_memory), for `K` classes.
+struct RunModel {
+  RunModel(const Dataset& public_part, const Dataset& private_part, const PublicDataTrainingOptions& options,
+           const DpSgdOptions& phase, Index K)
+      : trained(private_part, phase, K),
+        fixed(trained.fixed_coordinates(options.reference_logit)),
+        trainable(trained.parameter_count() - static_cast<Index>(std::count(fixed.begin(), fixed.end(), true))),
+        keep_public_records(check_training_memory(trained, options, phase, private_part, public_part.n(), trainable)) {}
+  const TrainedModel trained;
+  const std::vector<bool> fixed;
+  const Index trainable;
+  const bool keep_public_records;
+};
+
 /// train_with_public_data, its runs from `given` (one run) where given, else pre-trained each.
 PublicDataTrainingResult train_runs(const Dataset& public_part, const Dataset& private_part, const Dataset& test,
                                     const PublicDataTrainingOptions& options, bool progress,
@@ -63,13 +78,11 @@ PublicDataTrainingResult train_runs(const Dataset& public_part, const Dataset& p
   result.n_public = public_part.n();
   result.n_private = private_part.n();
   result.num_classes = class_count({{public_part, "public"}, {private_part, "private"}, {test, "test"}});
-  const TrainedModel trained(private_part, phase, result.num_classes);
+  const RunModel model(public_part, private_part, options, phase, result.num_classes);
+  const TrainedModel& trained = model.trained;
+  const std::vector<bool>& fixed = model.fixed;
   const Index p = trained.parameter_count();
   result.parameter_count = p;
-  const std::vector<bool> fixed = trained.fixed_coordinates(options.reference_logit);
-  const Index trainable = p - static_cast<Index>(std::count(fixed.begin(), fixed.end(), true));
-  const bool keep_public_records =
-      check_training_memory(trained, options, phase, private_part, public_part.n(), trainable);
   if (given &&
       (phase.runs != 1 || given->parameters.size() != p || given->frozen.size() != static_cast<std::size_t>(p)))
     throw std::logic_error("train_with_public_data: a given start is for one run of this model");
@@ -95,8 +108,8 @@ PublicDataTrainingResult train_runs(const Dataset& public_part, const Dataset& p
                                    trained,
                                    starts,
                                    fixed,
-                                   trainable,
-                                   keep_public_records,
+                                   model.trainable,
+                                   model.keep_public_records,
                                    progress && ranks.is_root(),
                                    when_done,
                                    ranks};
@@ -186,28 +199,26 @@ RunStart shared_run_start(const Dataset& public_part, const Dataset& private_par
   one.private_phase.runs = 1;
   one.account_fil = false;
   const DpSgdOptions phase = checked_phase(public_part, private_part, Dataset{}, one);
-  const TrainedModel trained(private_part, phase, class_count({{public_part, "public"}, {private_part, "private"}}));
-  const std::vector<bool> fixed = trained.fixed_coordinates(options.reference_logit);
-  const Index trainable = trained.parameter_count() - static_cast<Index>(std::count(fixed.begin(), fixed.end(), true));
-  const bool keep_public_records = check_training_memory(trained, one, phase, private_part, public_part.n(), trainable);
+  const RunModel model(public_part, private_part, one, phase,
+                       class_count({{public_part, "public"}, {private_part, "private"}}));
   const std::uint64_t run_seed = dpsgd_run_seed(phase, 0);
-  RunStart start = pretrained_start(trained, public_part, one, fixed, run_seed);
+  RunStart start = pretrained_start(model.trained, public_part, one, model.fixed, run_seed);
   if (method == PrivateTrainingMethod::kFim && one.gradient_model.is_constant())
-    start.first_gradient_model = first_gradient_model(trained, public_part, private_part, phase, one.gradient_model,
-                                                      start, run_seed, keep_public_records);
+    start.first_gradient_model = first_gradient_model(model.trained, public_part, private_part, phase,
+                                                      one.gradient_model, start, run_seed, model.keep_public_records);
   return start;
 }
 
 VectorXd train_one_model(const Dataset& public_part, const Dataset& private_part,
                          const PublicDataTrainingOptions& options, PrivateTrainingMethod method,
-                         const RunStart& start) {
+                         const RunStart* start) {
   if (options.private_phase.runs != 1)
     option_error("runs", std::to_string(options.private_phase.runs), "must be 1: train_one_model trains one model");
   PublicDataTrainingOptions one = options;
   one.methods = {method};
   one.account_fil = false;
   return train_runs(public_part, private_part, Dataset{}, one, false, CheckpointWhenDone::kRemove,
-                    Communicator::local(), &start)
+                    Communicator::local(), start)
       .methods.front()
       .training.parameters.front();
 }

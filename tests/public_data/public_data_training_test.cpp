@@ -387,8 +387,9 @@ TEST(TrainOneModel, FromTheSharedStartIsRunZeroOfTrainWithPublicDataBitForBit) {
             train_with_public_data(split.public_part, split.private_part, Dataset{}, o).methods[0];
         const RunStart start = shared_run_start(split.public_part, split.private_part, o, method);
         EXPECT_EQ(start.first_gradient_model.has_value(), method == PrivateTrainingMethod::kFim);
-        EXPECT_EQ(train_one_model(split.public_part, split.private_part, o, method, start),
+        EXPECT_EQ(train_one_model(split.public_part, split.private_part, o, method, &start),
                   whole.training.parameters[0]);
+        EXPECT_EQ(train_one_model(split.public_part, split.private_part, o, method), whole.training.parameters[0]);
         if (method == PrivateTrainingMethod::kFim)  // the first public training's objective, as the run's
           EXPECT_EQ(start.first_gradient_model->loss, whole.gradient_model_loss[0][0]);
       }
@@ -407,19 +408,19 @@ TEST(TrainOneModel, RunsOfOtherSeedsTakeTheSharedStartAndTheirOwnPrivatePhase) {
   const RunStart start = shared_run_start(split.public_part, split.private_part, o, fim);
   PublicDataTrainingOptions other = o;
   other.private_phase.seed = o.private_phase.seed + 1;
-  const VectorXd own = train_one_model(split.public_part, split.private_part, other, fim,
-                                       shared_run_start(split.public_part, split.private_part, other, fim));
-  const VectorXd shared = train_one_model(split.public_part, split.private_part, other, fim, start);
+  const RunStart own_start = shared_run_start(split.public_part, split.private_part, other, fim);
+  const VectorXd own = train_one_model(split.public_part, split.private_part, other, fim, &own_start);
+  const VectorXd shared = train_one_model(split.public_part, split.private_part, other, fim, &start);
   EXPECT_NE(shared, own) << "the start is the given one, not the seed's own";
-  EXPECT_NE(shared, train_one_model(split.public_part, split.private_part, o, fim, start))
+  EXPECT_NE(shared, train_one_model(split.public_part, split.private_part, o, fim, &start))
       << "the private phase is the seed's own";
   // The first gradient model is taken, not trained again: another one changes the model.
   RunStart moved = start;
   moved.first_gradient_model->state.parameters.array() += 0.5;
-  EXPECT_NE(train_one_model(split.public_part, split.private_part, other, fim, moved), shared);
+  EXPECT_NE(train_one_model(split.public_part, split.private_part, other, fim, &moved), shared);
   RunStart without = start;
   without.first_gradient_model.reset();  // each run trains its own from its seed's streams
-  EXPECT_NE(train_one_model(split.public_part, split.private_part, other, fim, without), shared);
+  EXPECT_NE(train_one_model(split.public_part, split.private_part, other, fim, &without), shared);
 }
 
 }  // namespace

@@ -157,10 +157,12 @@ RunStart shared_run_start(const Dataset& public_part, const Dataset& private_par
 
 /// The final parameters of one run of one method trained on `private_part` from `start` (the
 /// learned attack's shadow models: the same start, shared_run_start's, and the same procedure for
-/// every shadow data set; the private phase's batches and noise from options.private_phase.seed).
-/// With `start` = shared_run_start(public_part, private_part, options, method), bit for bit run 0
-/// of train_with_public_data (a test checks). runs must be 1.
+/// every shadow data set; the private phase's batches and noise from options.private_phase.seed),
+/// or from the run's own start where `start` is null: run 0 of train_with_public_data, which
+/// `start` = shared_run_start(public_part, private_part, options, method) gives bit for bit too (a
+/// test checks). runs must be 1.
 VectorXd train_one_model(const Dataset& public_part, const Dataset& private_part,
-                         const PublicDataTrainingOptions& options, PrivateTrainingMethod method, const RunStart& start);
+                         const PublicDataTrainingOptions& options, PrivateTrainingMethod method,
+                         const RunStart* start = nullptr);
 
 }  // namespace filkit
