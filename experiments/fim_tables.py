@@ -138,6 +138,8 @@ def run_one(directory, settings, args, seed, method):
     path = os.path.join(directory, f"seed{seed}-{method}{suffix}.json")
     if args.thesis_code:
         settings = thesis_code_settings(settings)
+    # table34's thesis' examples: by themselves (--thesis-examples) or with the rest of its code
+    thesis_examples = args.thesis_examples or (args.thesis_code and settings.get("classes") == "0,1")
     flags = [FILKIT, "public-training", "--json", path, "--runs", "1", "--seed", str(seed),
              "--threads", str(args.threads), "--methods", method]
     if args.quiet:
@@ -145,7 +147,7 @@ def run_one(directory, settings, args, seed, method):
     for key, value in settings.items():
         if value is None:  # a switch
             flags.append("--" + key)
-        elif not (args.thesis_examples and key == "train-size"):  # the .npz holds just those examples
+        elif not (thesis_examples and key == "train-size"):  # the .npz holds just those examples
             flags += ["--" + key, str(value)]
     if args.intercept:  # the bias of the thesis' linear layer (a jax stax Dense layer)
         flags.append("--intercept")
@@ -157,8 +159,10 @@ def run_one(directory, settings, args, seed, method):
         flags += ["--public-split", args.public_split]
     if args.adam_offset is not None:
         flags += ["--adam-bias-correction-offset", str(args.adam_offset)]
-    if args.thesis_examples:
-        flags += ["--data", thesis_table34_examples(), "--public-split", "first"]
+    if thesis_examples:
+        flags += ["--data", thesis_table34_examples()]
+        if "public-split" not in settings:
+            flags += ["--public-split", "first"]
     if method == "fim" and args.gradient_precision:  # it changes only fim's gradient model (networks)
         flags += ["--gradient-precision", args.gradient_precision]
     if step_probes:
@@ -199,11 +203,16 @@ def thesis_code_settings(settings):
     gives (the uniform runs' step count is epochs x n_public / B, rounded), jax's Adam count (its
     `optimizers.adam` called with i = 1, 2, ...), stax's `Dense` layer with its bias and Glorot-normal
     weights (sd sqrt(2 / (784 + 10)) = 0.0502 for MNIST's linear model; filkit also draws the bias
-    at that scale, where stax draws it at 1e-6)."""
+    at that scale, where stax draws it at 1e-6). Table 3.4's binary model is the code's one logit
+    (`utils.py` `predict_binary`: --reference-logit; Glorot's sd sqrt(2 / (784 + 1)) = 0.0505) on
+    its own examples (thesis_table34_examples)."""
+    binary = settings.get("classes") == "0,1"
     settings = dict(settings, **{"public-split": "first", "pretrain-sampling": "shuffle",
                                  "adam-bias-correction-offset": 1, "intercept": None})
+    if binary:
+        settings["reference-logit"] = None
     if settings.get("model") is None:  # the linear model (a network draws PyTorch's initialisation)
-        settings["init-scale"] = 0.0502
+        settings["init-scale"] = 0.0505 if binary else 0.0502
     if settings.get("pretrain-steps", 0) > 0 and settings.get("classes") == "all":
         public = round(60000 * settings["public-fraction"])
         batch = settings["pretrain-batch-size"]
@@ -396,7 +405,8 @@ def main():
     parser.add_argument("--thesis-code", dest="thesis_code", action="store_true",
                         help="every choice of the thesis' released code that its text leaves open at once "
                              "(thesis_code_settings: the first examples public, pre-training in epochs, jax's Adam "
-                             "count, the linear layer's bias and Glorot initialisation); its runs are "
+                             "count, the linear layer's bias and Glorot initialisation; table34: its examples and "
+                             "one-logit model too); its runs are "
                              "seedS-METHOD-thesis-code.json")
     parser.add_argument("--intercept", action="store_true",
                         help="the linear model with a bias, as the thesis' jax stax Dense layer (filkit's default has "
@@ -415,8 +425,10 @@ def main():
 
 
 def print_experiment(args, parser):
-    if args.thesis_code and (args.public_split or args.adam_offset is not None or args.intercept):
-        parser.error("--thesis-code sets --public-split, --adam-bias-correction-offset and --intercept itself")
+    if args.thesis_code and (args.public_split or args.adam_offset is not None or args.intercept
+                             or args.thesis_examples or args.reference_logit):
+        parser.error("--thesis-code sets --public-split, --adam-bias-correction-offset, --intercept and, for table34, "
+                     "--thesis-examples and --reference-logit itself")
     if args.thesis_examples and args.experiment != "table34":
         parser.error("--thesis-examples: only table34 (the other tables' examples are already the thesis' "
                      "with --public-split first)")
