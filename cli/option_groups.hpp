@@ -50,6 +50,7 @@ inline constexpr GroupOf kGroupByName[] = {
     {"hidden", "Model"},
     {"arch", "Model"},
     {"torchscript", "Model"},
+    {"network_init", "Model"},
     {"intercept", "Model"},
     {"l2", "Model"},
     {"tolerance", "Model"},

@@ -82,6 +82,7 @@ nlohmann::json to_json(const DpSgdOptions& options) {
                        {"hidden", options.network->hidden},
                        {"layers", options.network->layers},
                        {"torchscript", options.network->torchscript},
+                       {"initialisation", to_string(options.network->initialisation)},
                        {"chunk", options.network->chunk}};
   return json;
 }

@@ -3,6 +3,7 @@
 #include "filkit/networks/networks.hpp"
 
 #include "filkit/base/checks.hpp"
+#include "filkit/base/initialisers.hpp"
 #include "filkit/base/io.hpp"
 #include "filkit/base/resources.hpp"
 #include "filkit/data/npy.hpp"
@@ -13,6 +14,7 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <random>
 #include <stdexcept>
 #include <system_error>
 
@@ -23,6 +25,11 @@ void NetworkOptions::validate() const {
     if (hidden.empty()) option_error("hidden", "an mlp needs at least one hidden layer");
     for (Index width : hidden) require_positive("hidden", width);
   }
+  if (initialisation != NetworkInitialisation::kPyTorch && architecture == NetworkArchitecture::kSoftmax)
+    option_error("network_init", to_string(initialisation),
+                 "softmax starts at w_0 = 0 or from init_scale; network_init draws the other networks' layers");
+  if (initialisation != NetworkInitialisation::kPyTorch && !torchscript.empty())
+    option_error("network_init", to_string(initialisation), "a TorchScript module starts from its own weights");
   if (intercept && architecture != NetworkArchitecture::kSoftmax)
     option_error("intercept", "only the softmax network takes an intercept (the other networks' layers have biases)");
   const bool custom = architecture == NetworkArchitecture::kCustom;
@@ -138,13 +145,21 @@ std::vector<Index> network_input_shape(const NetworkOptions& options, Index d, c
 }
 
 /// PyTorch's default initialisation: each weight and bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
-VectorXd default_initial_parameters(const NetworkPlan& plan, std::mt19937_64& rng) {
+VectorXd initial_parameters_of(const NetworkPlan& plan, NetworkInitialisation initialisation, std::mt19937_64& rng) {
   VectorXd w = VectorXd::Zero(plan.parameter_count);
   for (const PlannedLayer& layer : plan.layers) {
     if (!layer.spec.has_parameters()) continue;
-    const double bound = 1.0 / std::sqrt(static_cast<double>(layer.fan_in()));
-    std::uniform_real_distribution<double> uniform(-bound, bound);
-    for (Index i = 0; i < layer.parameter_count(); ++i) w(layer.offset + i) = uniform(rng);
+    if (initialisation == NetworkInitialisation::kPyTorch) {
+      const double bound = 1.0 / std::sqrt(static_cast<double>(layer.fan_in()));
+      std::uniform_real_distribution<double> uniform(-bound, bound);
+      for (Index i = 0; i < layer.parameter_count(); ++i) w(layer.offset + i) = uniform(rng);
+      continue;
+    }
+    const bool conv = layer.spec.kind == LayerKind::kConv;
+    const Index fan_out = conv ? layer.spec.out * layer.spec.kernel_h * layer.spec.kernel_w : layer.spec.out;
+    for (Index i = 0; i < layer.weight_size(); ++i) w(layer.offset + i) = glorot_normal(rng, layer.fan_in(), fan_out);
+    std::normal_distribution<double> bias(0.0, conv ? 1e-6 : 1e-2);
+    for (Index i = layer.weight_size(); i < layer.parameter_count(); ++i) w(layer.offset + i) = bias(rng);
   }
   return w;
 }
@@ -292,7 +307,7 @@ std::string Network::describe() const { return impl_->plan.describe(); }
 VectorXd Network::initial_parameters(std::mt19937_64& rng) const {
   if (impl_->imported_parameters) return *impl_->imported_parameters;
   if (impl_->options.architecture == NetworkArchitecture::kSoftmax) return VectorXd::Zero(impl_->p);
-  return default_initial_parameters(impl_->plan, rng);
+  return initial_parameters_of(impl_->plan, impl_->options.initialisation, rng);
 }
 
 MatrixXd Network::logits(const VectorXd& w, const RowMatrix& X) const {

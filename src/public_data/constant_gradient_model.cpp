@@ -2,6 +2,7 @@
 #include "filkit/public_data/constant_gradient_model.hpp"
 
 #include "filkit/base/checks.hpp"
+#include "filkit/base/initialisers.hpp"
 #include "filkit/dpsgd/clipped_gradient.hpp"
 
 #include "filkit/base/errors.hpp"
@@ -16,17 +17,6 @@
 namespace filkit {
 
 namespace {
-
-/// jax's glorot_normal for a (fan_in x fan_out) kernel: a normal truncated to +-2 standard
-/// deviations, scaled so that the variance is 2 / (fan_in + fan_out).
-double glorot_normal(std::mt19937_64& rng, Index fan_in, Index fan_out) {
-  const double stddev = std::sqrt(2.0 / static_cast<double>(fan_in + fan_out)) / 0.87962566103423978;
-  std::normal_distribution<double> unit;
-  for (;;) {
-    const double z = unit(rng);
-    if (std::abs(z) <= 2.0) return stddev * z;
-  }
-}
 
 constexpr Index kParallelParameters = 65536;  // below this an update is not worth a parallel region
 constexpr Index kAdamBlock = 4096;            // entries of one thread's block of an update

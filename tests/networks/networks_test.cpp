@@ -405,6 +405,54 @@ TEST(Network, InitialisesLikePyTorch) {
   EXPECT_GT(w.tail(330).cwiseAbs().maxCoeff(), 0.9 / std::sqrt(32.0));
 }
 
+TEST(Network, InitialisesLikeJaxStaxWithNetworkInitJax) {
+  REQUIRE_TORCH();
+  // The ConvNet has few weights a layer; a wide network measures the scales: every layer's weights
+  // have variance 2 / (fan_in + fan_out), truncated at 2 of the untruncated normal's standard
+  // deviations; a dense bias has standard deviation 1e-2, a convolution's 1e-6.
+  NetworkOptions options;
+  options.architecture = NetworkArchitecture::kCustom;
+  options.layers = "conv:64:5:1:2,tanh,flatten,dense:300,tanh,dense:10";
+  options.initialisation = NetworkInitialisation::kJax;
+  const Network network(options, 12 * 12, 10, ImageShape{1, 12, 12});
+  std::mt19937_64 rng(3);
+  const VectorXd w = network.initial_parameters(rng);
+  ASSERT_EQ(w.size(), network.parameter_count());
+  struct Expected {
+    Index fan_in, fan_out, weights, biases;
+    double bias_sd;
+  };
+  const Expected layers[] = {
+      {25, 64 * 25, 64 * 25, 64, 1e-6}, {64 * 144, 300, 64 * 144 * 300, 300, 1e-2}, {300, 10, 3000, 10, 1e-2}};
+  Index offset = 0;
+  for (const Expected& e : layers) {
+    const VectorXd weights = w.segment(offset, e.weights);
+    const double variance = 2.0 / static_cast<double>(e.fan_in + e.fan_out);
+    const double sample = weights.squaredNorm() / static_cast<double>(e.weights);
+    // The sample variance's relative standard error is about sqrt(2 / n) (less when truncated).
+    EXPECT_NEAR(sample / variance, 1.0, 5.0 * std::sqrt(2.0 / static_cast<double>(e.weights)));
+    EXPECT_LE(weights.cwiseAbs().maxCoeff(), 2.0 * std::sqrt(variance) / 0.87962566103423978);
+    EXPECT_GT(weights.cwiseAbs().maxCoeff(), 0.9 * 2.0 * std::sqrt(variance) / 0.87962566103423978);
+    const VectorXd biases = w.segment(offset + e.weights, e.biases);
+    const double bias_rms = std::sqrt(biases.squaredNorm() / static_cast<double>(e.biases));
+    EXPECT_NEAR(bias_rms / e.bias_sd, 1.0, 5.0 * std::sqrt(0.5 / static_cast<double>(e.biases)));
+    offset += e.weights + e.biases;
+  }
+  EXPECT_EQ(offset, w.size());
+  std::mt19937_64 again(3);
+  EXPECT_EQ(network.initial_parameters(again), w) << "drawn from the generator alone";
+
+  NetworkOptions softmax = options_for(NetworkArchitecture::kSoftmax);
+  softmax.initialisation = NetworkInitialisation::kJax;
+  try {
+    Network refused(softmax, 6, 3);
+    ADD_FAILURE() << "softmax with network_init jax was accepted";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_NE(std::string(error.what()).find("network_init"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("softmax"), std::string::npos) << error.what();
+  }
+}
+
 TEST(Network, TheBuiltInConvNetsWrittenAsSpecificationsGiveBitIdenticalResults) {
   REQUIRE_TORCH();
   for (NetworkArchitecture architecture : {NetworkArchitecture::kCnn, NetworkArchitecture::kCifarCnn}) {

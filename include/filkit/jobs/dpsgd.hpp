@@ -62,6 +62,14 @@ struct DpSgdJobOptions {
   void validate() const;
 };
 
+/// The networks' starting weights: one declaration for every job that trains a network.
+template <class Visit>
+void visit_network_init_field(NetworkOptions& network, Visit&& visit) {
+  visit("network_init", network.initialisation,
+        "Networks but softmax: the layers' starting weights, pytorch (PyTorch's defaults) or jax (jax stax's: "
+        "Glorot-normal weights, biases N(0, 1e-2^2) dense and N(0, 1e-6^2) conv, as the thesis' code)");
+}
+
 /// What is trained and how it is differentiated: the job's and filkit.train_dpsgd's options.
 template <class Visit>
 void visit_model_fields(DpSgdJobOptions& o, Visit&& visit) {
@@ -80,6 +88,7 @@ void visit_model_fields(DpSgdJobOptions& o, Visit&& visit) {
       "softplus[:BETA], gelu[:tanh], elu[:ALPHA], selu)");
   visit("torchscript", o.network.torchscript,
         "custom: a TorchScript file (torch.jit.save of a chain of supported layers; its weights start the training)");
+  visit_network_init_field(o.network, visit);
   visit("chunk", o.network.chunk, "Networks: examples differentiated together (memory vs speed)");
 }
 

@@ -44,6 +44,7 @@ void visit_fields(PublicTrainingJobOptions& o, Visit&& visit) {
   visit("hidden", o.network.hidden, "mlp: hidden layer widths");
   visit("arch", o.network.layers, "custom: layers, as filkit dpsgd --arch");
   visit("torchscript", o.network.torchscript, "custom: a TorchScript file, as filkit dpsgd --torchscript");
+  visit_network_init_field(o.network, visit);
   PublicDataTrainingOptions& t = o.training;
   visit("public_fraction", t.public_fraction, "Fraction of the training examples that are public, in (0, 1)");
   visit("public_split", t.public_split,

@@ -71,6 +71,16 @@ struct EnumNames<NetworkArchitecture> {
                                                                           {NetworkArchitecture::kCustom, "custom"}};
 };
 
+/// How a network's layers draw their starting weights (not softmax, whose start is w_0 = 0 or
+/// init_scale's; not a TorchScript module, which brings its own).
+enum class NetworkInitialisation { kPyTorch, kJax };
+template <>
+struct EnumNames<NetworkInitialisation> {
+  static constexpr const char* what = "network initialisation";
+  static constexpr std::pair<NetworkInitialisation, const char*> names[] = {
+      {NetworkInitialisation::kPyTorch, "pytorch"}, {NetworkInitialisation::kJax, "jax"}};
+};
+
 struct NetworkOptions {
   NetworkArchitecture architecture = NetworkArchitecture::kCnn;
   /// Widths of the MLP's hidden layers (each >= 1, at least one layer).
@@ -98,6 +108,11 @@ struct NetworkOptions {
   /// The arithmetic of every computation of the network (its logits, per-example gradients, clip
   /// and Jacobian products; DpSgdOptions::precision): results are returned widened to double.
   Precision precision = Precision::kFloat64;
+  /// pytorch: PyTorch's default, every weight and bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)); jax:
+  /// jax stax's defaults, as the thesis' code draws its networks: weights glorot_normal
+  /// (initialisers.hpp; a convolution's fans are its channels times the kernel's size), biases
+  /// N(0, 1e-2^2) for a dense layer and N(0, 1e-6^2) for a convolution.
+  NetworkInitialisation initialisation = NetworkInitialisation::kPyTorch;
   /// Throws std::invalid_argument naming the option; a TorchScript file must exist (it is read
   /// when the Network is built).
   void validate() const;
@@ -204,8 +219,8 @@ class Network {
   /// One line a layer with its output shape and parameter count.
   std::string describe() const;
 
-  /// PyTorch's default initialisation (each weight and bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)))
-  /// drawn from `rng` in parameter order; zeros for softmax; a TorchScript module's own weights.
+  /// The options' initialisation (PyTorch's or jax's) drawn from `rng` in parameter order; zeros
+  /// for softmax; a TorchScript module's own weights.
   VectorXd initial_parameters(std::mt19937_64& rng) const;
 
   /// Class scores (B x K) of the rows of X at parameters w.
