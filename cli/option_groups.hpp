@@ -111,6 +111,7 @@ inline constexpr GroupOf kGroupByName[] = {
     {"run", "Training"},
     {"report_epochs", "Training"},
     {"methods", "Training"},
+    {"sgd_clip", "Training"},
     {"pretrain_steps", "Training"},
     {"pretrain_batch_size", "Training"},
     {"pretrain_step_size", "Training"},

@@ -71,6 +71,9 @@ nlohmann::json shadow_model_fingerprint(const LearnedAttackJobOptions& options, 
       const_cast<PublicDataTrainingOptions&>(options.training),
       [&](const char* name, const auto& field, const char*) { training[name] = option_to_json(field); });
   training.erase("methods");
+  // Recorded only where it changes the models, so that stores made before it existed are taken.
+  if (method != PrivateTrainingMethod::kSgd || !options.training.sgd_clip) training.erase("sgd_clip");
+  if (!options.training.reference_logit) training.erase("reference_logit");
   if (method != PrivateTrainingMethod::kFim) {  // the gradient model trains for fim alone
     GradientModelOptions gradient_model;
     visit_fields(gradient_model, [&](const char* name, const auto&, const char*) { training.erase(name); });

@@ -16,7 +16,8 @@ namespace filkit {
 namespace {
 
 /// sgd: minibatch training without privacy from each run's start (the utility reference; no
-/// accounting), by the private phase's optimizer.
+/// accounting), by the private phase's optimizer; with sgd_clip each example's gradient smoothly
+/// clipped at clip_norm first, as the thesis' code's SGD.
 class SgdRunner final : public MethodRunner {
  public:
   MethodResult run(const PrivatePhase& r) override {
@@ -27,8 +28,12 @@ class SgdRunner final : public MethodRunner {
     snapshot.step = phase.steps;
     // Shuffled epochs as the private phase samples them; else independent uniform batches, as before.
     const PlainTrainingOptions plain{
-        phase.steps, phase.batch_size, phase.step_size, phase.weight_decay,
-        phase.sampling == BatchSampling::kShuffle ? BatchSampling::kShuffle : BatchSampling::kUniform};
+        phase.steps,
+        phase.batch_size,
+        phase.step_size,
+        phase.weight_decay,
+        phase.sampling == BatchSampling::kShuffle ? BatchSampling::kShuffle : BatchSampling::kUniform,
+        r.options.sgd_clip ? phase.clip_norm : 0.0};
     for (int run = 0; run < phase.runs; ++run) {
       // The private phase's optimizer (sgd with momentum or Adam, its settings), as dpsgd's.
       const VectorXd w =

@@ -45,7 +45,9 @@ VectorXd train_without_privacy(const TrainedModel& model, const Dataset& data, V
       detail::shuffle_batch_to_front(order, B, rng);
       batch.assign(order.begin(), order.begin() + B);
     }
-    VectorXd g = model.mean_gradient(data, batch, w) + o.weight_decay * w;
+    VectorXd g = (o.clip_norm > 0.0 ? model.mean_clipped_gradient(data, batch, w, o.clip_norm, fixed)
+                                    : model.mean_gradient(data, batch, w)) +
+                 o.weight_decay * w;
     for (Index i = 0; i < static_cast<Index>(fixed.size()); ++i)
       if (fixed[static_cast<std::size_t>(i)]) g(i) = 0.0;  // Adam then leaves them where they are
     detail::optimizer_step(optimizer, w, g, m, v, adam_steps);

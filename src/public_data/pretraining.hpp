@@ -19,8 +19,9 @@ namespace filkit {
 DpSgdOptions pretraining_optimizer(const DpSgdOptions& private_phase);
 
 /// Non-private minibatch training on the mean cross-entropy (plus weight decay times w), from w, by
-/// `optimizer` (its optimizer, momentum, Adam settings; o's step size). `fixed` (empty, or one flag
-/// per coordinate): coordinates that keep their value (zero gradient).
+/// `optimizer` (its optimizer, momentum, Adam settings; o's step size); with o.clip_norm > 0 each
+/// example's gradient is smoothly clipped before the mean. `fixed` (empty, or one flag per
+/// coordinate): coordinates that keep their value (zero gradient).
 VectorXd train_without_privacy(const TrainedModel& model, const Dataset& data, VectorXd w,
                                const PlainTrainingOptions& o, DpSgdOptions optimizer, std::uint64_t seed,
                                const std::vector<bool>& fixed);

@@ -86,6 +86,7 @@ nlohmann::json to_json(const PublicDataTrainingOptions& options) {
   json["public_split"] = to_string(options.public_split);
   json["freeze_fraction"] = options.freeze_fraction;
   json["reference_logit"] = options.reference_logit;
+  json["sgd_clip"] = options.sgd_clip;
   std::vector<std::string> methods;
   for (PrivateTrainingMethod m : options.methods) methods.push_back(to_string(m));
   json["methods"] = methods;

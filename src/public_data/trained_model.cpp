@@ -3,8 +3,11 @@
 #include "public_data/trained_model.hpp"
 
 #include "filkit/networks/networks.hpp"
+#include "filkit/privacy/soft_clip.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <stdexcept>
 
 namespace filkit {
 
@@ -113,6 +116,48 @@ VectorXd TrainedModel::mean_gradient(const Dataset& data, const std::vector<Inde
     sum += network->gradient_sum(w, batch.X, batch.y);
   });
   return sum / static_cast<double>(rows.size());
+}
+
+VectorXd TrainedModel::mean_clipped_gradient(const Dataset& data, const std::vector<Index>& rows, const VectorXd& w,
+                                             double clip_norm, const std::vector<bool>& fixed) const {
+  if (const Network* network = model_->network()) {
+    if (!fixed.empty()) throw std::logic_error("mean_clipped_gradient: a network has no fixed coordinates");
+    VectorXd sum = VectorXd::Zero(parameter_count());
+    for_each_chunk(rows, [&](const std::vector<Index>& piece, Index) {
+      const Dataset batch = data.select_rows(piece);
+      sum += network->clipped_gradients(w, batch.X, batch.y, clip_norm).colwise().sum().transpose();
+    });
+    return sum / static_cast<double>(rows.size());
+  }
+  // Softmax: g_b = vec(x~_b r_b^T), so over the free classes (a fixed coordinate is a whole class,
+  // fixed_coordinates) ||g_b|| = ||x~_b|| ||r_b's free entries||, and the mean of the clipped
+  // gradients is X~^T diag(f_b) R / B, f_b the clip factor of ||g_b||.
+  std::vector<bool> free_class(static_cast<std::size_t>(K_), true);
+  if (!fixed.empty()) {
+    for (Index k = 0; k < K_; ++k) {
+      const auto first = fixed.begin() + k * p(), last = first + p();
+      free_class[static_cast<std::size_t>(k)] = !*first;
+      if (std::find(first, last, !*first) != last)
+        throw std::logic_error("mean_clipped_gradient: fixed coordinates that are not whole classes");
+    }
+  }
+  const MatrixXd Xt = softmax_design(data, rows, phase_.intercept);
+  const Eigen::Map<const MatrixXd> W(w.data(), p(), K_);
+  MatrixXd R = Xt * W;  // logits, then residuals softmax - onehot, then scaled by the clip factor
+  for (Index b = 0; b < R.rows(); ++b) {
+    R.row(b).array() -= R.row(b).maxCoeff();
+    R.row(b) = R.row(b).array().exp().matrix();
+    R.row(b) /= R.row(b).sum();
+    R(b, static_cast<Index>(data.y(rows[static_cast<std::size_t>(b)]))) -= 1.0;
+    double free_norm2 = 0.0;
+    for (Index k = 0; k < K_; ++k)
+      if (free_class[static_cast<std::size_t>(k)]) free_norm2 += R(b, k) * R(b, k);
+    R.row(b) *= soft_clip_factor(Xt.row(b).norm() * std::sqrt(free_norm2), clip_norm);
+  }
+  MatrixXd G = Xt.transpose() * R / static_cast<double>(rows.size());
+  for (Index k = 0; k < K_; ++k)
+    if (!free_class[static_cast<std::size_t>(k)]) G.col(k).setZero();
+  return Eigen::Map<const VectorXd>(G.data(), G.size());
 }
 
 MatrixXd TrainedModel::released_gradients(const Dataset& data, const std::vector<Index>& rows, const VectorXd& w,

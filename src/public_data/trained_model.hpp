@@ -46,6 +46,13 @@ class TrainedModel {
   /// would be a rows x p matrix, 11 GB for 2,500 CIFAR-10 images and its ConvNet's 550,570.
   VectorXd mean_gradient(const Dataset& data, const std::vector<Index>& rows, const VectorXd& w) const;
 
+  /// The mean over `rows` of each example's cross-entropy gradient through the smooth clip at
+  /// clip_norm (privacy/soft_clip.hpp), its norm taken over the coordinates not `fixed` (empty, or
+  /// one flag per coordinate; the fixed ones' entries are returned 0): the thesis' code's SGD step
+  /// (its DP-SGD update at sigma 0). Computed in double.
+  VectorXd mean_clipped_gradient(const Dataset& data, const std::vector<Index>& rows, const VectorXd& w,
+                                 double clip_norm, const std::vector<bool>& fixed) const;
+
   /// The per-example cross-entropy gradients of `rows` at w restricted to `released` (B x m).
   MatrixXd released_gradients(const Dataset& data, const std::vector<Index>& rows, const VectorXd& w,
                               const std::vector<Index>& released) const;

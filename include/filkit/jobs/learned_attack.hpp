@@ -71,10 +71,14 @@ struct LearnedAttackJobOptions {
 template <class Visit>
 void visit_training_fields(PublicDataTrainingOptions& o, Visit&& visit) {
   visit("methods", o.methods, "Private training methods attacked: sgd, dpsgd, prune, fim");
+  visit_sgd_clip_field(o, visit);
   visit_pretrain_fields(o.pretrain, visit);  // the thesis pre-trains no shadow model (default 0 here)
   visit("freeze_fraction", o.freeze_fraction, "prune and fim: fraction of the parameters frozen (smallest magnitude)");
   DpSgdOptions& p = o.private_phase;
   visit("intercept", p.intercept, "Softmax regression with an intercept");
+  visit("reference_logit", o.reference_logit,
+        "Hold the last class's logit at 0: for 2 classes the thesis' one-logit binary model (its predict_binary), "
+        "the other class's weights never trained nor attacked");
   visit("batch_size", p.batch_size, "Private phase: batch size B (at most fixed_size + 1)");
   visit("sampling", p.sampling, "Private phase: uniform (B without replacement) or poisson (rate B/n)");
   visit("steps", p.steps, "Private phase: steps T");

@@ -56,6 +56,7 @@ void visit_fields(PublicTrainingJobOptions& o, Visit&& visit) {
         "softmax: hold the last class's logit at 0 (K - 1 trained logits; for 2 classes the thesis' one-logit "
         "binary model)");
   visit("methods", t.methods, "Methods compared on the private part: sgd, dpsgd, prune, fim");
+  visit_sgd_clip_field(t, visit);
   visit_pretrain_fields(t.pretrain, visit);
   visit_fields(t.gradient_model, visit);
   visit_fields(t.private_phase, visit);

@@ -35,6 +35,9 @@ struct PlainTrainingOptions {
   /// uniform: each batch an independent B-subset; shuffle: epochs of a permutation, every example
   /// once an epoch, the last batch short (the thesis' code). Poisson is not offered here.
   BatchSampling sampling = BatchSampling::kUniform;
+  /// > 0: each example's gradient through the smooth clip at this norm before the batch's mean
+  /// (the sgd method's sgd_clip); 0: the plain mean. Not an option of pre-training.
+  double clip_norm = 0.0;
   void validate(const std::string& name) const;
 };
 
@@ -68,6 +71,10 @@ struct PublicDataTrainingOptions {
   /// The methods compared, each from the same pre-trained model and the same seeds.
   std::vector<PrivateTrainingMethod> methods = {PrivateTrainingMethod::kSgd, PrivateTrainingMethod::kDpSgd,
                                                 PrivateTrainingMethod::kPrune, PrivateTrainingMethod::kFim};
+  /// sgd: each example's gradient through the smooth clip at private_phase.clip_norm, without
+  /// noise, as the thesis' code trains its SGD rows (its private training at sigma 0, the clip
+  /// left on); false: plain minibatch training.
+  bool sgd_clip = false;
   /// The private phase (T2 steps, B2, eta2, C, sigma, optimiser, runs, seed, accounting). Its
   /// kind must be softmax, or network set; trace gaussian or exact (auto: gaussian, probes auto 2);
   /// spectral none.
@@ -80,6 +87,14 @@ struct PublicDataTrainingOptions {
   /// Throws an OptionError naming the field.
   void validate() const;
 };
+
+/// sgd_clip, as the jobs that train the sgd method declare it.
+template <class Visit>
+void visit_sgd_clip_field(PublicDataTrainingOptions& o, Visit&& visit) {
+  visit("sgd_clip", o.sgd_clip,
+        "sgd: each example's gradient through the smooth clip at clip_norm, without noise, as the thesis' code's SGD "
+        "(its private training at sigma 0); off: plain minibatch training");
+}
 
 /// The private phase's options as run, autos resolved (trace, probes, spectral).
 DpSgdOptions resolved_private_phase(const PublicDataTrainingOptions& options, Index n_private);
