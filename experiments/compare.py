@@ -80,6 +80,13 @@ def source_runs(source):
             else:
                 values.append(value)
         return np.array(values, dtype=float), [os.path.relpath(f, REPO) for f in files], "runs"
+    if "csv_runs" in source:  # one run a CSV (a learned attack's seed): the mean of its rows' column
+        files = sorted(f for pattern in source["csv_runs"] for f in glob.glob(os.path.join(REPO, pattern)))
+        if not files:
+            raise ComparisonError(f"comparison.json: no committed file matches {source['csv_runs']}")
+        values = [float(np.mean(source_runs({"csv": os.path.relpath(f, REPO), "where": source["where"],
+                                              "column": source["column"]})[0])) for f in files]
+        return np.array(values), [os.path.relpath(f, REPO) for f in files], "runs"
     path = os.path.join(REPO, source["csv"])
     try:
         with open(path, newline="", encoding="utf-8") as f:
