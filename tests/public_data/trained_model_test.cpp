@@ -82,6 +82,7 @@ TEST(TrainedModel, ClippedMeanGradientOfANetworkIsItsClippedGradientsMean) {
 }
 
 TEST(TrainedModel, SgdClipTrainsTheSgdMethodOnClippedGradientsAndOnlyIt) {
+  REQUIRE_PLUGIN();  // dpsgd beside sgd
   const Dataset data = testing::random_classification(80, 6, 3, 7);
   std::vector<Index> first(30), rest(50);
   std::iota(first.begin(), first.end(), Index{0});
