@@ -214,9 +214,9 @@ def thesis_code_settings(settings):
     `optimizers.adam` called with i = 1, 2, ...), stax's `Dense` layer with its bias and Glorot-normal
     weights (sd sqrt(2 / (784 + 10)) = 0.0502 for MNIST's linear model; filkit also draws the bias
     at that scale, where stax draws it at 1e-2). A network starts from stax's initialisation
-    (`--network-init jax`), and the ConvNet is the code's `cnn_tanh` (THESIS_CODE_CNN). Table 3.4's binary model is the code's one logit
-    (`utils.py` `predict_binary`: --reference-logit; Glorot's sd sqrt(2 / (784 + 1)) = 0.0505) on
-    its own examples (thesis_table34_examples)."""
+    (`--network-init jax`), and the ConvNet is the code's `cnn_tanh` (THESIS_CODE_CNN). Table 3.4's
+    binary model is the code's one logit (`utils.py` `predict_binary`: --reference-logit; Glorot's
+    sd sqrt(2 / (784 + 1)) = 0.0505) on its own examples (thesis_table34_examples)."""
     binary = settings.get("classes") == "0,1"
     settings = dict(settings, **{"public-split": "first", "pretrain-sampling": "shuffle",
                                  "adam-bias-correction-offset": 1})

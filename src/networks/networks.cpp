@@ -144,7 +144,7 @@ std::vector<Index> network_input_shape(const NetworkOptions& options, Index d, c
   return {1, side, side};
 }
 
-/// PyTorch's default initialisation: each weight and bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
+/// `initialisation` (NetworkOptions::initialisation) of every layer, in parameter order.
 VectorXd initial_parameters_of(const NetworkPlan& plan, NetworkInitialisation initialisation, std::mt19937_64& rng) {
   VectorXd w = VectorXd::Zero(plan.parameter_count);
   for (const PlannedLayer& layer : plan.layers) {
@@ -155,10 +155,9 @@ VectorXd initial_parameters_of(const NetworkPlan& plan, NetworkInitialisation in
       for (Index i = 0; i < layer.parameter_count(); ++i) w(layer.offset + i) = uniform(rng);
       continue;
     }
-    const bool conv = layer.spec.kind == LayerKind::kConv;
-    const Index fan_out = conv ? layer.spec.out * layer.spec.kernel_h * layer.spec.kernel_w : layer.spec.out;
-    for (Index i = 0; i < layer.weight_size(); ++i) w(layer.offset + i) = glorot_normal(rng, layer.fan_in(), fan_out);
-    std::normal_distribution<double> bias(0.0, conv ? 1e-6 : 1e-2);
+    for (Index i = 0; i < layer.weight_size(); ++i)
+      w(layer.offset + i) = glorot_normal(rng, layer.fan_in(), layer.fan_out());
+    std::normal_distribution<double> bias(0.0, layer.spec.kind == LayerKind::kConv ? 1e-6 : 1e-2);
     for (Index i = layer.weight_size(); i < layer.parameter_count(); ++i) w(layer.offset + i) = bias(rng);
   }
   return w;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <type_traits>
 
 namespace filkit {
 
@@ -35,6 +36,18 @@ MatrixOf<Real> softmax_design(const Dataset& data, const std::vector<Index>& row
   return Xt;
 }
 
+/// One example's logits (a row or a column of K) turned in place into its cross-entropy residuals
+/// softmax - onehot(label): the one formula of every softmax gradient here, so that they agree
+/// bit for bit.
+template <class Logits>
+void logits_to_residuals(Logits&& z, Index label) {
+  using Real = typename std::decay_t<Logits>::Scalar;
+  z.array() -= z.maxCoeff();
+  z = z.array().exp().matrix();
+  z /= z.sum();
+  z(label) -= Real(1);
+}
+
 /// The mean cross-entropy gradient over `rows` at W (p x K), as a vector in the GLM's order,
 /// computed in Real (float: every product, exponential and sum in single precision, as jax's
 /// float32; W rounded to it) and returned widened to double.
@@ -51,12 +64,8 @@ VectorXd softmax_mean_gradient(const Dataset& data, const std::vector<Index>& ro
                                    rows.begin() + static_cast<std::ptrdiff_t>(std::min(rows.size(), start + kPiece)));
     MatrixOf<Real> Xt = softmax_design<Real>(data, piece, intercept);
     MatrixOf<Real> R = Xt * W;  // logits, then residuals softmax - onehot
-    for (Index i = 0; i < R.rows(); ++i) {
-      R.row(i).array() -= R.row(i).maxCoeff();
-      R.row(i) = R.row(i).array().exp().matrix();
-      R.row(i) /= R.row(i).sum();
-      R(i, static_cast<Index>(data.y(piece[static_cast<std::size_t>(i)]))) -= Real(1);
-    }
+    for (Index i = 0; i < R.rows(); ++i)
+      logits_to_residuals(R.row(i), static_cast<Index>(data.y(piece[static_cast<std::size_t>(i)])));
     G.noalias() += Xt.transpose() * R;
   }
   G /= static_cast<Real>(rows.size());
@@ -145,10 +154,7 @@ VectorXd TrainedModel::mean_clipped_gradient(const Dataset& data, const std::vec
   const Eigen::Map<const MatrixXd> W(w.data(), p(), K_);
   MatrixXd R = Xt * W;  // logits, then residuals softmax - onehot, then scaled by the clip factor
   for (Index b = 0; b < R.rows(); ++b) {
-    R.row(b).array() -= R.row(b).maxCoeff();
-    R.row(b) = R.row(b).array().exp().matrix();
-    R.row(b) /= R.row(b).sum();
-    R(b, static_cast<Index>(data.y(rows[static_cast<std::size_t>(b)]))) -= 1.0;
+    logits_to_residuals(R.row(b), static_cast<Index>(data.y(rows[static_cast<std::size_t>(b)])));
     double free_norm2 = 0.0;
     for (Index k = 0; k < K_; ++k)
       if (free_class[static_cast<std::size_t>(k)]) free_norm2 += R(b, k) * R(b, k);
@@ -176,10 +182,7 @@ MatrixXd TrainedModel::released_gradients(const Dataset& data, const std::vector
   const Eigen::Map<const MatrixXd> W(w.data(), p(), K_);
   for (Index b = 0; b < B; ++b) {
     VectorXd e = (Xt.row(b) * W).transpose();
-    e.array() -= e.maxCoeff();
-    e = e.array().exp().matrix();
-    e /= e.sum();
-    e(static_cast<Index>(data.y(rows[static_cast<std::size_t>(b)]))) -= 1.0;
+    logits_to_residuals(e, static_cast<Index>(data.y(rows[static_cast<std::size_t>(b)])));
     for (Index j = 0; j < m; ++j) {  // coordinate k p + i is x~_i e_k
       const Index coordinate = released[static_cast<std::size_t>(j)];
       out(b, j) = Xt(b, coordinate % p()) * e(coordinate / p());

@@ -85,6 +85,9 @@ struct PlannedLayer {
   Index fan_in() const {
     return spec.kind == LayerKind::kConv ? in * spec.kernel_h * spec.kernel_w : in;
   }  ///< dense: in; conv: in kh kw
+  Index fan_out() const {
+    return spec.kind == LayerKind::kConv ? spec.out * spec.kernel_h * spec.kernel_w : spec.out;
+  }  ///< dense: out; conv: out kh kw (jax's Glorot initialisation)
   Index weight_size() const { return spec.has_parameters() ? spec.out * fan_in() : 0; }
   Index parameter_count() const { return spec.has_parameters() ? weight_size() + (spec.bias ? spec.out : 0) : 0; }
 };
