@@ -138,6 +138,7 @@ inline constexpr GroupOf kGroupByName[] = {
     {"attacker_batch_size", "Attack"},
     {"attacker_step_size", "Attack"},
     {"attacker_weight_decay", "Attack"},
+    {"attacker_init", "Attack"},
     {"same_seed", "Attack"},
     {"shared_start", "Attack"},
     // Accounting: how FIL and (eps, delta) are computed and reported.

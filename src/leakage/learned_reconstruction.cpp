@@ -18,6 +18,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <random>
 #include <stdexcept>
 #include <string>
 
@@ -211,7 +212,8 @@ struct Adam {
 
 Attacker fit_mlp(const RowMatrix& inputs, const RowMatrix& outputs, const LearnedReconstructionOptions& options,
                  bool progress) {
-  Attacker mlp = initial_mlp(inputs.cols(), options.attacker_hidden, outputs.cols(), splitmix64(options.seed + 1));
+  Attacker mlp = initial_mlp(inputs.cols(), options.attacker_hidden, outputs.cols(), splitmix64(options.seed + 1),
+                             options.attacker_initialisation);
   Adam adam(mlp, options.attacker_step_size, options.attacker_weight_decay);
   const Index m = inputs.rows(), batch = std::min(options.attacker_batch_size, m);
   Progress bar("attacker epochs", options.attacker_epochs, !progress);
@@ -268,20 +270,29 @@ Attacker fit_linear(const RowMatrix& standardised, const VectorXd& labels, const
 
 }  // namespace
 
-Attacker initial_mlp(Index inputs, const std::vector<Index>& hidden, Index outputs, std::uint64_t seed) {
+Attacker initial_mlp(Index inputs, const std::vector<Index>& hidden, Index outputs, std::uint64_t seed,
+                     NetworkInitialisation initialisation) {
   SplitMixStream stream(seed);
+  std::mt19937_64 rng(seed);  // jax's: glorot_normal takes a standard engine
   Attacker mlp;
   Index in = inputs;
   std::vector<Index> widths = hidden;
   widths.push_back(outputs);
   for (Index out : widths) {
-    const double bound = 1.0 / std::sqrt(static_cast<double>(in));
-    const auto draw = [&] { return bound * (2.0 * stream.uniform() - 1.0); };
     MatrixXd w(out, in);
-    for (Index j = 0; j < in; ++j)
-      for (Index i = 0; i < out; ++i) w(i, j) = draw();
     VectorXd b(out);
-    for (Index i = 0; i < out; ++i) b(i) = draw();
+    if (initialisation == NetworkInitialisation::kPyTorch) {
+      const double bound = 1.0 / std::sqrt(static_cast<double>(in));
+      const auto draw = [&] { return bound * (2.0 * stream.uniform() - 1.0); };
+      for (Index j = 0; j < in; ++j)
+        for (Index i = 0; i < out; ++i) w(i, j) = draw();
+      for (Index i = 0; i < out; ++i) b(i) = draw();
+    } else {
+      for (Index j = 0; j < in; ++j)
+        for (Index i = 0; i < out; ++i) w(i, j) = glorot_normal(rng, in, out);
+      std::normal_distribution<double> bias(0.0, kJaxDenseBiasStddev);
+      for (Index i = 0; i < out; ++i) b(i) = bias(rng);
+    }
     mlp.weights.push_back(std::move(w));
     mlp.biases.push_back(std::move(b));
     in = out;

@@ -157,7 +157,8 @@ VectorXd initial_parameters_of(const NetworkPlan& plan, NetworkInitialisation in
     }
     for (Index i = 0; i < layer.weight_size(); ++i)
       w(layer.offset + i) = glorot_normal(rng, layer.fan_in(), layer.fan_out());
-    std::normal_distribution<double> bias(0.0, layer.spec.kind == LayerKind::kConv ? 1e-6 : 1e-2);
+    std::normal_distribution<double> bias(
+        0.0, layer.spec.kind == LayerKind::kConv ? kJaxConvBiasStddev : kJaxDenseBiasStddev);
     for (Index i = layer.weight_size(); i < layer.parameter_count(); ++i) w(layer.offset + i) = bias(rng);
   }
   return w;

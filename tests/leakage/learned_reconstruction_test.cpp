@@ -149,6 +149,38 @@ TEST(LearnedReconstruction, MlpGradientMatchesFiniteDifferences) {
   }
 }
 
+TEST(LearnedReconstruction, AttackerInitJaxDrawsStaxDenseLayersAndPytorchItsUniform) {
+  // jax (stax's Dense, the thesis' attacker): each layer's weights have variance 2 / (in + out),
+  // truncated at 2 of the untruncated normal's standard deviations, and biases standard deviation
+  // 1e-2. pytorch: every weight and bias uniform on +-1/sqrt(in), so variance 1 / (3 in). Widths
+  // as the thesis' attacker (512, 256) over 787 inputs and 784 outputs.
+  const Index widths[] = {787, 512, 256, 784};
+  const Attacker jax = initial_mlp(787, {512, 256}, 784, 7, NetworkInitialisation::kJax);
+  const Attacker pytorch = initial_mlp(787, {512, 256}, 784, 7, NetworkInitialisation::kPyTorch);
+  ASSERT_EQ(jax.weights.size(), 3u);
+  for (std::size_t l = 0; l < 3; ++l) {
+    const Index in = widths[l], out = widths[l + 1];
+    ASSERT_EQ(jax.weights[l].rows(), out);
+    ASSERT_EQ(jax.weights[l].cols(), in);
+    const double count = static_cast<double>(in * out);
+    const double variance = 2.0 / static_cast<double>(in + out);
+    // The sample variance's relative standard error is about sqrt(2 / n) (less when truncated).
+    EXPECT_NEAR(jax.weights[l].squaredNorm() / count / variance, 1.0, 5.0 * std::sqrt(2.0 / count)) << "layer " << l;
+    const double bound = 2.0 * std::sqrt(variance) / 0.87962566103423978;
+    EXPECT_LE(jax.weights[l].cwiseAbs().maxCoeff(), bound) << "layer " << l;
+    EXPECT_GT(jax.weights[l].cwiseAbs().maxCoeff(), 0.9 * bound) << "layer " << l;
+    const double bias_rms = std::sqrt(jax.biases[l].squaredNorm() / static_cast<double>(out));
+    EXPECT_NEAR(bias_rms / 1e-2, 1.0, 5.0 * std::sqrt(0.5 / static_cast<double>(out))) << "layer " << l;
+
+    const double uniform = 1.0 / (3.0 * static_cast<double>(in));
+    EXPECT_NEAR(pytorch.weights[l].squaredNorm() / count / uniform, 1.0, 5.0 * std::sqrt(0.8 / count)) << "layer " << l;
+    EXPECT_LE(pytorch.weights[l].cwiseAbs().maxCoeff(), 1.0 / std::sqrt(static_cast<double>(in)));
+    EXPECT_LE(pytorch.biases[l].cwiseAbs().maxCoeff(), 1.0 / std::sqrt(static_cast<double>(in)));
+  }
+  const Attacker again = initial_mlp(787, {512, 256}, 784, 7, NetworkInitialisation::kJax);
+  EXPECT_EQ(again.weights[0], jax.weights[0]) << "drawn from the seed alone";
+}
+
 TEST(LearnedReconstruction, MlpLossSumsOverOutputsAndAveragesOverRowsAsTheThesis) {
   // Zero weights: the output is the last bias b for every row, so the loss is
   // (1/rows) sum_i ||b - y_i||^2 (the thesis' 'mse': sum over pixels, mean over the batch).

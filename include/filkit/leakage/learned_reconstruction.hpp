@@ -23,6 +23,7 @@
 #pragma once
 
 #include "filkit/base/communicator.hpp"
+#include "filkit/base/initialisers.hpp"
 #include "filkit/base/resources.hpp"
 #include "filkit/data/dataset.hpp"
 
@@ -62,6 +63,9 @@ struct LearnedReconstructionOptions {
   Index attacker_batch_size = 64;
   double attacker_step_size = 1e-3;
   double attacker_weight_decay = 0.1;
+  /// MLP attacker: how its layers draw their starting weights (base/initialisers.hpp): pytorch
+  /// (filkit's default) or jax (stax's Dense, as the thesis' code's attacker).
+  NetworkInitialisation attacker_initialisation = NetworkInitialisation::kPyTorch;
   /// Seeds the choice of D_fixed and the candidates, the attacker's initialisation and batches.
   std::uint64_t seed = 0;
   /// Memory budget of the attacker (estimate_attacker_memory), refused before it is fitted. The
@@ -85,6 +89,9 @@ void visit_fields(LearnedReconstructionOptions& o, Visit&& visit) {
   visit("attacker_batch_size", o.attacker_batch_size, "MLP attacker: minibatch size");
   visit("attacker_step_size", o.attacker_step_size, "MLP attacker: Adam step size");
   visit("attacker_weight_decay", o.attacker_weight_decay, "MLP attacker: Adam's L2 weight decay");
+  visit("attacker_init", o.attacker_initialisation,
+        "MLP attacker: pytorch (every weight and bias U(-1/sqrt(fan_in), 1/sqrt(fan_in))) or jax (stax's Dense, as "
+        "the thesis' code's attacker: glorot_normal weights, N(0, 1e-2^2) biases)");
   visit("seed", o.seed, "Seed of D_fixed and the candidates, and of the attacker's initialisation and batches");
 }
 
@@ -180,8 +187,9 @@ struct LearnedAttackMemoryEstimate {
 void check_learned_attack_memory(const LearnedReconstructionOptions& options, Index parameter_count, Index num_classes,
                                  Index features, std::uint64_t shadow_model, std::uint64_t kept = 0);
 
-/// A new MLP of these widths (PyTorch's default initialisation: U(-1/sqrt(in), 1/sqrt(in))).
-Attacker initial_mlp(Index inputs, const std::vector<Index>& hidden, Index outputs, std::uint64_t seed);
+/// A new MLP of these widths, its layers drawn as `initialisation` says (base/initialisers.hpp).
+Attacker initial_mlp(Index inputs, const std::vector<Index>& hidden, Index outputs, std::uint64_t seed,
+                     NetworkInitialisation initialisation = NetworkInitialisation::kPyTorch);
 
 /// One held-out target's reconstruction and its scores.
 struct TargetReconstruction {

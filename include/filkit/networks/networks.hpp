@@ -45,6 +45,7 @@
 #pragma once
 
 #include "filkit/base/enum_names.hpp"
+#include "filkit/base/initialisers.hpp"
 #include "filkit/base/jacobian_estimators.hpp"
 #include "filkit/base/precision.hpp"
 #include "filkit/base/types.hpp"
@@ -69,16 +70,6 @@ struct EnumNames<NetworkArchitecture> {
                                                                           {NetworkArchitecture::kCnn, "cnn"},
                                                                           {NetworkArchitecture::kCifarCnn, "cifar-cnn"},
                                                                           {NetworkArchitecture::kCustom, "custom"}};
-};
-
-/// How a network's layers draw their starting weights (not softmax, whose start is w_0 = 0 or
-/// init_scale's; not a TorchScript module, which brings its own).
-enum class NetworkInitialisation { kPyTorch, kJax };
-template <>
-struct EnumNames<NetworkInitialisation> {
-  static constexpr const char* what = "network initialisation";
-  static constexpr std::pair<NetworkInitialisation, const char*> names[] = {
-      {NetworkInitialisation::kPyTorch, "pytorch"}, {NetworkInitialisation::kJax, "jax"}};
 };
 
 struct NetworkOptions {
@@ -108,10 +99,9 @@ struct NetworkOptions {
   /// The arithmetic of every computation of the network (its logits, per-example gradients, clip
   /// and Jacobian products; DpSgdOptions::precision): results are returned widened to double.
   Precision precision = Precision::kFloat64;
-  /// pytorch: PyTorch's default, every weight and bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)); jax:
-  /// jax stax's defaults, as the thesis' code draws its networks: weights glorot_normal
-  /// (initialisers.hpp; a convolution's fans are its channels times the kernel's size), biases
-  /// N(0, 1e-2^2) for a dense layer and N(0, 1e-6^2) for a convolution.
+  /// How the layers draw their starting weights (base/initialisers.hpp; a convolution's fans are its
+  /// channels times the kernel's size). Not softmax, whose start is w_0 = 0 or init_scale's; not a
+  /// TorchScript module, which brings its own.
   NetworkInitialisation initialisation = NetworkInitialisation::kPyTorch;
   /// Throws std::invalid_argument naming the option; a TorchScript file must exist (it is read
   /// when the Network is built).
