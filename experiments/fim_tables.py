@@ -106,8 +106,10 @@ TABLE31 = {"classes": "all", "public-fraction": 0.5, "pretrain-steps": 1760, "pr
 # The thesis' table B.7 ConvNet as its code builds it (`utils.py` `get_model("cnn_tanh")`, the table's
 # tanh): stax's "SAME" padding of the 8x8 stride-2 convolution on 28 x 28 pads 3 on each side (14 x 14
 # out), where the table (and filkit's --model cnn) pad 2 (13 x 13); the same 26,010 parameters. (The
-# code's `cnn` has GELU activations instead.)
+# code's `cnn` has GELU activations instead: THESIS_CODE_GELU_CNN, stax's `Gelu` being jax.nn.gelu,
+# whose default is the tanh approximation.)
 THESIS_CODE_CNN = "conv:16:8:2:3,tanh,avgpool:2:1,conv:32:4:2:0,tanh,avgpool:2:1,flatten,dense:32,tanh,dense:10"
+THESIS_CODE_GELU_CNN = THESIS_CODE_CNN.replace("tanh", "gelu:tanh")
 TABLE32 = {"model": "cnn", "classes": "all", "public-fraction": 0.05, "pretrain-steps": 586,
            "pretrain-batch-size": 512, "pretrain-step-size": 0.01, "pretrain-weight-decay": 0.01,
            "freeze-fraction": 0.5, "batch-size": 512, "steps": 112, "step-size": 0.01, "optimizer": "adam",
@@ -141,11 +143,12 @@ def run_one(directory, settings, args, seed, method):
         (f"-lambda-decay{args.lambda_decay:g}-min{args.lambda_min:g}" if decay else "") + \
         (f"-adam-offset{args.adam_offset}" if args.adam_offset is not None else "") + \
         ("-thesis-examples" if args.thesis_examples else "") + ("-intercept" if args.intercept else "") + \
-        ("-thesis-code" if args.thesis_code else "") + ("-float32" if args.precision == "float32" else "") + \
+        ("-thesis-code" if args.thesis_code else "") + \
+        ("-gelu" if args.thesis_gelu else "") + ("-float32" if args.precision == "float32" else "") + \
         ("-sgd-clip" if sgd_clip else "")
     path = os.path.join(directory, f"seed{seed}-{method}{suffix}.json")
     if args.thesis_code:
-        settings = thesis_code_settings(settings)
+        settings = thesis_code_settings(settings, gelu=args.thesis_gelu)
     # table34's thesis' examples: by themselves (--thesis-examples) or with the rest of its code
     thesis_examples = args.thesis_examples or (args.thesis_code and settings.get("classes") == "0,1")
     flags = [FILKIT, "public-training", "--json", path, "--runs", "1", "--seed", str(seed),
@@ -205,7 +208,7 @@ def run_one(directory, settings, args, seed, method):
     return json.load(open(path))
 
 
-def thesis_code_settings(settings):
+def thesis_code_settings(settings, gelu=False):
     """`settings` as the thesis' code computes them where its text leaves them open (read in its
     released repository; experiments/README.md, section "Table 3.1 with shuffled private epochs"):
     the first examples public (`datasets.py` `get_dataset_splits`, no shuffle), pre-training in
@@ -214,7 +217,8 @@ def thesis_code_settings(settings):
     `optimizers.adam` called with i = 1, 2, ...), stax's `Dense` layer with its bias and Glorot-normal
     weights (sd sqrt(2 / (784 + 10)) = 0.0502 for MNIST's linear model; filkit also draws the bias
     at that scale, where stax draws it at 1e-2). A network starts from stax's initialisation
-    (`--network-init jax`), and the ConvNet is the code's `cnn_tanh` (THESIS_CODE_CNN). Table 3.4's
+    (`--network-init jax`), and the ConvNet is the code's `cnn_tanh` (THESIS_CODE_CNN; with `gelu`
+    its `cnn`, THESIS_CODE_GELU_CNN). Table 3.4's
     binary model is the code's one logit (`utils.py` `predict_binary`: --reference-logit; Glorot's
     sd sqrt(2 / (784 + 1)) = 0.0505) on its own examples (thesis_table34_examples)."""
     binary = settings.get("classes") == "0,1"
@@ -229,7 +233,7 @@ def thesis_code_settings(settings):
         settings["network-init"] = "jax"
         if settings["model"] == "cnn":
             settings["model"] = "custom"
-            settings["arch"] = THESIS_CODE_CNN
+            settings["arch"] = THESIS_CODE_GELU_CNN if gelu else THESIS_CODE_CNN
     if settings.get("pretrain-steps", 0) > 0 and settings.get("classes") == "all":
         public = round(60000 * settings["public-fraction"])
         batch = settings["pretrain-batch-size"]
@@ -425,6 +429,10 @@ def main():
                              "count, the linear layer's bias and Glorot initialisation; table34: its examples and "
                              "one-logit model too); its runs are "
                              "seedS-METHOD-thesis-code.json")
+    parser.add_argument("--thesis-gelu", dest="thesis_gelu", action="store_true",
+                        help="with --thesis-code, table32: the code's `cnn` (GELU, jax's tanh approximation) "
+                             "instead of its `cnn_tanh` (the text's table B.7); its runs are "
+                             "seedS-METHOD-thesis-code-gelu.json")
     parser.add_argument("--intercept", action="store_true",
                         help="the linear model with a bias, as the thesis' jax stax Dense layer (filkit's default has "
                              "none); its runs are seedS-METHOD-intercept.json")
@@ -450,6 +458,9 @@ def print_experiment(args, parser):
                              or args.thesis_examples or args.reference_logit):
         parser.error("--thesis-code sets --public-split, --adam-bias-correction-offset, --intercept and, for table34, "
                      "--thesis-examples and --reference-logit itself")
+    if args.thesis_gelu and not (args.thesis_code and args.experiment == "table32"):
+        parser.error("--thesis-gelu: only with --thesis-code and table32 (the code's two ConvNets differ in "
+                     "their activation alone)")
     if args.thesis_examples and args.experiment != "table34":
         parser.error("--thesis-examples: only table34 (the other tables' examples are already the thesis' "
                      "with --public-split first)")
