@@ -74,6 +74,7 @@ nlohmann::json shadow_model_fingerprint(const LearnedAttackJobOptions& options, 
   // Recorded only where it changes the models, so that stores made before it existed are taken.
   if (method != PrivateTrainingMethod::kSgd || !options.training.sgd_clip) training.erase("sgd_clip");
   if (!options.training.reference_logit) training.erase("reference_logit");
+  if (options.training.private_phase.adam_bias_correction_offset == 0) training.erase("adam_bias_correction_offset");
   if (method != PrivateTrainingMethod::kFim) {  // the gradient model trains for fim alone
     GradientModelOptions gradient_model;
     visit_fields(gradient_model, [&](const char* name, const auto&, const char*) { training.erase(name); });

@@ -175,6 +175,15 @@ TEST(LearnedAttackJob, RefusesAShadowModelStoreItCannotUseNamingWhy) {
   LearnedAttackJobOptions other_lambda = options;
   other_lambda.training.gradient_model.lambda = 10.0;
   EXPECT_EQ(run_learned_attack(other_lambda).to_json()["methods"]["dpsgd"]["shadow_models_loaded"], 30);
+  // jax's Adam count decides them (recorded only when on, so the stores made before it are taken);
+  // the attacker's start does not.
+  LearnedAttackJobOptions adam_count = options;
+  adam_count.training.private_phase.adam_bias_correction_offset = 1;
+  EXPECT_THROW_NAMING(run_learned_attack(adam_count), DataError,
+                      "training.adam_bias_correction_offset = \"(not recorded)\"", "this attack has 1");
+  LearnedAttackJobOptions jax_attacker = options;
+  jax_attacker.attack.attacker_initialisation = NetworkInitialisation::kJax;
+  EXPECT_EQ(run_learned_attack(jax_attacker).to_json()["methods"]["dpsgd"]["shadow_models_loaded"], 30);
 
   // Sizes before anything is read or hashed (issue 50: a link to /dev/zero was hashed for ever):
   // a .npy that is a device, or larger than the array the JSON records.

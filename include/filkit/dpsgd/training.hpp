@@ -190,6 +190,14 @@ struct DpSgdOptions {
 };
 
 /// The user-facing fields of DpSgdOptions (the model, kind and network, is chosen by the caller).
+/// The one declaration of adam_bias_correction_offset, shared by every job that trains with Adam.
+template <class Visit>
+void visit_adam_bias_correction_offset_field(DpSgdOptions& o, Visit&& visit) {
+  visit("adam_bias_correction_offset", o.adam_bias_correction_offset,
+        "Adam: added to the step count of its bias corrections; 1 = the thesis' code (jax's adam called with i = 1, 2, "
+        "...)");
+}
+
 template <class Visit>
 void visit_fields(DpSgdOptions& o, Visit&& visit) {
   visit("intercept", o.intercept, "Add a public constant-1 coordinate");
@@ -207,9 +215,7 @@ void visit_fields(DpSgdOptions& o, Visit&& visit) {
   visit("adam_beta1", o.adam_beta1, "Adam: first-moment decay");
   visit("adam_beta2", o.adam_beta2, "Adam: second-moment decay");
   visit("adam_epsilon", o.adam_epsilon, "Adam: epsilon");
-  visit("adam_bias_correction_offset", o.adam_bias_correction_offset,
-        "Adam: added to the step count of its bias corrections; 1 = the thesis' code (jax's adam called with i = 1, 2, "
-        "...)");
+  visit_adam_bias_correction_offset_field(o, visit);
   visit("weight_decay", o.weight_decay, "Weight decay, >= 0");
   visit("precision", o.precision,
         "Training's arithmetic: float64, or float32 as the thesis' jax (gradients, releases, clip and the traces' "

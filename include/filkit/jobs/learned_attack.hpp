@@ -84,6 +84,7 @@ void visit_training_fields(PublicDataTrainingOptions& o, Visit&& visit) {
   visit("steps", p.steps, "Private phase: steps T");
   visit("step_size", p.step_size, "Private phase: step size");
   visit("optimizer", p.optimizer, "Private phase: sgd (with momentum) or adam");
+  visit_adam_bias_correction_offset_field(p, visit);
   visit("weight_decay", p.weight_decay, "Private phase: weight decay");
   visit("init_scale", p.init_scale, "w_0 ~ N(0, init_scale^2 I); 0 starts every shadow model at zero");
   visit("clip_norm", p.clip_norm, "dpsgd, prune, fim: clip norm C");
