@@ -189,7 +189,6 @@ struct DpSgdOptions {
   void validate() const;
 };
 
-/// The user-facing fields of DpSgdOptions (the model, kind and network, is chosen by the caller).
 /// The one declaration of adam_bias_correction_offset, shared by every job that trains with Adam.
 template <class Visit>
 void visit_adam_bias_correction_offset_field(DpSgdOptions& o, Visit&& visit) {
@@ -198,6 +197,7 @@ void visit_adam_bias_correction_offset_field(DpSgdOptions& o, Visit&& visit) {
         "...)");
 }
 
+/// The user-facing fields of DpSgdOptions (the model, kind and network, is chosen by the caller).
 template <class Visit>
 void visit_fields(DpSgdOptions& o, Visit&& visit) {
   visit("intercept", o.intercept, "Add a public constant-1 coordinate");
