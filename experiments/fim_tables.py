@@ -27,7 +27,8 @@ Usage: experiments/fim_tables.py EXPERIMENT [--runs R] [--threads T] [--methods 
        [--gradient-trace probes|exact] [--sampling shuffle|uniform|poisson] [--fractions ...] [--lambdas ...]
        [--reference-logit] [--public-split random|first] [--gradient-precision float64|float32]
        [--gradient-probe-draws batch|step] [--gradient-state-precision float64|float32] [--checkpoint-every N]
-       [--lambda-decay D [--lambda-min L]] [--adam-bias-correction-offset K] [--thesis-examples]
+       [--lambda-decay D [--lambda-min L]] [--adam-bias-correction-offset K] [--thesis-examples] [--noise-multiplier S]
+       [--no-pretraining]
 Each run of each method is its own `filkit public-training --runs 1 --seed S --methods M` (seeds --seed, ...,
 --seed + --runs - 1), its JSON under ${FILKIT_OUT:-experiments/results}/fim/<experiment>/<setting>/ (committed)
 beside the flags it was run with: rerunning the script skips every run already done (the same
@@ -145,10 +146,16 @@ def run_one(directory, settings, args, seed, method):
         ("-thesis-examples" if args.thesis_examples else "") + ("-intercept" if args.intercept else "") + \
         ("-thesis-code" if args.thesis_code else "") + \
         ("-gelu" if args.thesis_gelu else "") + ("-float32" if args.precision == "float32" else "") + \
-        ("-sgd-clip" if sgd_clip else "")
+        ("-sgd-clip" if sgd_clip else "") + \
+        (f"-sigma{args.noise_multiplier:g}" if args.noise_multiplier is not None else "") + \
+        ("-no-pretraining" if args.no_pretraining else "")
     path = os.path.join(directory, f"seed{seed}-{method}{suffix}.json")
     if args.thesis_code:
         settings = thesis_code_settings(settings, gelu=args.thesis_gelu)
+    if args.noise_multiplier is not None:
+        settings = dict(settings, **{"noise-multiplier": args.noise_multiplier})
+    if args.no_pretraining:
+        settings = dict(settings, **{"pretrain-steps": 0})
     # table34's thesis' examples: by themselves (--thesis-examples) or with the rest of its code
     thesis_examples = args.thesis_examples or (args.thesis_code and settings.get("classes") == "0,1")
     flags = [FILKIT, "public-training", "--json", path, "--runs", "1", "--seed", str(seed),
@@ -440,6 +447,15 @@ def main():
                         help="sgd through the smooth clip at the private phase's clip norm, without noise: what the "
                              "thesis' code trains with sigma 0 (its clip stays on); its runs are "
                              "seedS-sgd-...-sgd-clip.json")
+    parser.add_argument("--noise-multiplier", dest="noise_multiplier", type=float,
+                        help="sigma instead of the table's (> 0): prune at 1e-6 is the thesis' code's SGD (its DP-SGD "
+                             "at sigma 0, the clip on) at its default parameter density 0.5 (configs/e2.yaml "
+                             "prune_dense, table B.1's density for every method); its runs are "
+                             "seedS-METHOD-...-sigmaS.json")
+    parser.add_argument("--no-pretraining", dest="no_pretraining", action="store_true",
+                        help="the private phase from the initialisation, without pre-training on the public part "
+                             "(a test of table 3.2's SGD; the thesis pre-trains every method); its runs are "
+                             "seedS-METHOD-...-no-pretraining.json")
     parser.add_argument("--reference-logit", dest="reference_logit", action="store_true",
                         help="hold the last class's logit at 0 (table34: the thesis' one-logit binary model)")
     grid_ranks.add_arguments(parser)
