@@ -145,13 +145,14 @@ def run_one(directory, settings, args, seed, method):
         (f"-adam-offset{args.adam_offset}" if args.adam_offset is not None else "") + \
         ("-thesis-examples" if args.thesis_examples else "") + ("-intercept" if args.intercept else "") + \
         ("-thesis-code" if args.thesis_code else "") + \
-        ("-gelu" if args.thesis_gelu else "") + ("-float32" if args.precision == "float32" else "") + \
+        ("-gelu" if args.thesis_gelu else "") + \
+        (f"-{args.thesis_network_part}-only" if args.thesis_network_part else "") + ("-float32" if args.precision == "float32" else "") + \
         ("-sgd-clip" if sgd_clip else "") + \
         (f"-sigma{args.noise_multiplier:g}" if args.noise_multiplier is not None else "") + \
         ("-no-pretraining" if args.no_pretraining else "")
     path = os.path.join(directory, f"seed{seed}-{method}{suffix}.json")
     if args.thesis_code:
-        settings = thesis_code_settings(settings, gelu=args.thesis_gelu)
+        settings = thesis_code_settings(settings, gelu=args.thesis_gelu, network_part=args.thesis_network_part)
     if args.noise_multiplier is not None:
         settings = dict(settings, **{"noise-multiplier": args.noise_multiplier})
     if args.no_pretraining:
@@ -215,7 +216,7 @@ def run_one(directory, settings, args, seed, method):
     return json.load(open(path))
 
 
-def thesis_code_settings(settings, gelu=False):
+def thesis_code_settings(settings, gelu=False, network_part=None):
     """`settings` as the thesis' code computes them where its text leaves them open (read in its
     released repository; experiments/README.md, section "Table 3.1 with shuffled private epochs"):
     the first examples public (`datasets.py` `get_dataset_splits`, no shuffle), pre-training in
@@ -225,7 +226,8 @@ def thesis_code_settings(settings, gelu=False):
     weights (sd sqrt(2 / (784 + 10)) = 0.0502 for MNIST's linear model; filkit also draws the bias
     at that scale, where stax draws it at 1e-2). A network starts from stax's initialisation
     (`--network-init jax`), and the ConvNet is the code's `cnn_tanh` (THESIS_CODE_CNN; with `gelu`
-    its `cnn`, THESIS_CODE_GELU_CNN). Table 3.4's
+    its `cnn`, THESIS_CODE_GELU_CNN); `network_part` "padding" or "init" takes only that one of the
+    two ways the code's ConvNet differs from filkit's `cnn` (table32's mixed networks). Table 3.4's
     binary model is the code's one logit (`utils.py` `predict_binary`: --reference-logit; Glorot's
     sd sqrt(2 / (784 + 1)) = 0.0505) on its own examples (thesis_table34_examples)."""
     binary = settings.get("classes") == "0,1"
@@ -237,8 +239,9 @@ def thesis_code_settings(settings, gelu=False):
             settings["reference-logit"] = None
         settings["init-scale"] = 0.0505 if binary else 0.0502
     else:  # a network: stax's initialisation (its layers have biases already)
-        settings["network-init"] = "jax"
-        if settings["model"] == "cnn":
+        if network_part != "padding":
+            settings["network-init"] = "jax"
+        if settings["model"] == "cnn" and network_part != "init":
             settings["model"] = "custom"
             settings["arch"] = THESIS_CODE_GELU_CNN if gelu else THESIS_CODE_CNN
     if settings.get("pretrain-steps", 0) > 0 and settings.get("classes") == "all":
@@ -440,6 +443,11 @@ def main():
                         help="with --thesis-code, table32: the code's `cnn` (GELU, jax's tanh approximation) "
                              "instead of its `cnn_tanh` (the text's table B.7); its runs are "
                              "seedS-METHOD-thesis-code-gelu.json")
+    parser.add_argument("--thesis-network-part", dest="thesis_network_part", choices=["padding", "init"],
+                        help="with --thesis-code, table32: only one of the two ways the code's ConvNet differs from "
+                             "filkit's cnn, the first convolution's padding of 3 (PyTorch's initialisation kept) or "
+                             "stax's initialisation (the padding of 2 kept); its runs are "
+                             "seedS-METHOD-thesis-code-PART-only.json")
     parser.add_argument("--intercept", action="store_true",
                         help="the linear model with a bias, as the thesis' jax stax Dense layer (filkit's default has "
                              "none); its runs are seedS-METHOD-intercept.json")
@@ -477,6 +485,8 @@ def print_experiment(args, parser):
     if args.thesis_gelu and not (args.thesis_code and args.experiment == "table32"):
         parser.error("--thesis-gelu: only with --thesis-code and table32 (the code's two ConvNets differ in "
                      "their activation alone)")
+    if args.thesis_network_part and not (args.thesis_code and args.experiment == "table32" and not args.thesis_gelu):
+        parser.error("--thesis-network-part: only with --thesis-code and table32, not with --thesis-gelu")
     if args.thesis_examples and args.experiment != "table34":
         parser.error("--thesis-examples: only table34 (the other tables' examples are already the thesis' "
                      "with --public-split first)")
