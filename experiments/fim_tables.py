@@ -28,7 +28,7 @@ Usage: experiments/fim_tables.py EXPERIMENT [--runs R] [--threads T] [--methods 
        [--reference-logit] [--public-split random|first] [--gradient-precision float64|float32]
        [--gradient-probe-draws batch|step] [--gradient-state-precision float64|float32] [--checkpoint-every N]
        [--lambda-decay D [--lambda-min L]] [--adam-bias-correction-offset K] [--thesis-examples] [--noise-multiplier S]
-       [--no-pretraining]
+       [--no-pretraining] [--thesis-code [--thesis-gelu | --thesis-network-part padding|init]]
 Each run of each method is its own `filkit public-training --runs 1 --seed S --methods M` (seeds --seed, ...,
 --seed + --runs - 1), its JSON under ${FILKIT_OUT:-experiments/results}/fim/<experiment>/<setting>/ (committed)
 beside the flags it was run with: rerunning the script skips every run already done (the same
@@ -146,7 +146,8 @@ def run_one(directory, settings, args, seed, method):
         ("-thesis-examples" if args.thesis_examples else "") + ("-intercept" if args.intercept else "") + \
         ("-thesis-code" if args.thesis_code else "") + \
         ("-gelu" if args.thesis_gelu else "") + \
-        (f"-{args.thesis_network_part}-only" if args.thesis_network_part else "") + ("-float32" if args.precision == "float32" else "") + \
+        (f"-{args.thesis_network_part}-only" if args.thesis_network_part else "") + \
+        ("-float32" if args.precision == "float32" else "") + \
         ("-sgd-clip" if sgd_clip else "") + \
         (f"-sigma{args.noise_multiplier:g}" if args.noise_multiplier is not None else "") + \
         ("-no-pretraining" if args.no_pretraining else "")
