@@ -141,4 +141,8 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    finally:  # each rank leaves its process group before it exits: a rank that exits first with gloo's
+        if torch.distributed.is_initialized():  # threads still running can abort ("terminate called")
+            torch.distributed.destroy_process_group()
