@@ -23,6 +23,26 @@ def write_atomically(path, text):
     os.replace(f.name, path)
 
 
+def write_together(files):
+    """Writes every {path: text} of `files` to a temporary file beside it, then renames them all:
+    the outputs of one computation appear together or not at all (none, if any write fails)."""
+    temporaries = {}
+    try:
+        for path, text in files.items():
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with tempfile.NamedTemporaryFile("w", dir=os.path.dirname(path), delete=False, encoding="utf-8",
+                                             suffix=".tmp", newline="") as f:
+                temporaries[path] = f.name
+                f.write(text)
+            os.chmod(f.name, 0o644)
+    except BaseException:
+        for name in temporaries.values():
+            os.unlink(name)
+        raise
+    for path, name in temporaries.items():
+        os.replace(name, path)
+
+
 def rel(path):
     return os.path.relpath(path, ROOT)
 
