@@ -33,6 +33,8 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from reproduction import write_atomically  # noqa: E402  (the one definition of an atomic write)
 REPO = os.path.dirname(HERE)
 STATUSES = ("reproduced", "differs, explained", "differs, unexplained", "not reproduced")
 MAX_REPRODUCED_GAP = 2.0  # a row may say "reproduced" only within 2 sd, the paper's and filkit's
@@ -411,14 +413,6 @@ def build_pages(values_doc, comparison):
             problems.append(f"paper_values.json: {v['artefact']} {v['row']} / {v['quantity']}: value {v['value']} "
                             f"is not the printed {v['printed']}")
     return pages, problems
-
-
-def write_atomically(path, text):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=os.path.dirname(path), delete=False, encoding="utf-8",
-                                     suffix=".tmp") as f:
-        f.write(text)
-    os.replace(f.name, path)
 
 
 def check_quotes(values_doc, folder):
