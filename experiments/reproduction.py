@@ -15,12 +15,7 @@ TERMINAL = "set terminal pngcairo enhanced font 'DejaVu Sans,10' size {w},{h}\n"
 
 
 def write_atomically(path, text):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=os.path.dirname(path), delete=False, encoding="utf-8",
-                                     suffix=".tmp", newline="") as f:
-        f.write(text)
-    os.chmod(f.name, 0o644)
-    os.replace(f.name, path)
+    write_together({path: text})
 
 
 def write_together(files):
